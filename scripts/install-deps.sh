@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what weft's build and tests need, from Debian/Ubuntu packages.
+# The CUDA toolkit (nvcc, NVRTC, NCCL) is expected under /usr/local/cuda; without it the
+# CPU part (compiler, simulator, CLI) still builds and tests.
+set -euo pipefail
+pkgs=(cmake ninja-build g++ libgtest-dev nlohmann-json3-dev libcli11-dev clang libclang-rt-14-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all packages present"
+  exit 0
+fi
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "install-deps: installed ${missing[*]}"

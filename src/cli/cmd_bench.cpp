@@ -1,0 +1,17 @@
+// `weft bench`: placeholder until its stage lands; replaced by the real command.
+#include <cstdio>
+
+#include "cli/commands.hpp"
+
+namespace weft::cli {
+
+void register_bench(CLI::App& app) {
+  auto* cmd = app.add_subcommand("bench", "(not built yet)");
+  cmd->allow_extras();
+  cmd->callback([] {
+    std::fprintf(stderr, "weft bench: not built yet\n");
+    set_exit(2);
+  });
+}
+
+}  // namespace weft::cli

@@ -1,0 +1,61 @@
+#include "ir/plan.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+namespace weft {
+
+std::string_view to_string(Primitive p) {
+  switch (p) {
+    case Primitive::Send: return "send";
+    case Primitive::Recv: return "recv";
+    case Primitive::RecvReduceCopy: return "rrc";
+    case Primitive::RecvCopySend: return "rcs";
+    case Primitive::RecvReduceCopySend: return "rrcs";
+    case Primitive::RecvReduceSend: return "rrs";
+    case Primitive::Copy: return "copy";
+    case Primitive::Reduce: return "reduce";
+    case Primitive::Nop: return "nop";
+  }
+  return "?";
+}
+
+std::optional<Primitive> primitive_from_string(std::string_view s) {
+  std::string l(s);
+  std::transform(l.begin(), l.end(), l.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (l == "send" || l == "s") return Primitive::Send;
+  if (l == "recv" || l == "r") return Primitive::Recv;
+  if (l == "rrc") return Primitive::RecvReduceCopy;
+  if (l == "rcs") return Primitive::RecvCopySend;
+  if (l == "rrcs") return Primitive::RecvReduceCopySend;
+  if (l == "rrs") return Primitive::RecvReduceSend;
+  if (l == "copy" || l == "cpy") return Primitive::Copy;
+  if (l == "reduce" || l == "re") return Primitive::Reduce;
+  if (l == "nop") return Primitive::Nop;
+  return std::nullopt;
+}
+
+bool primitive_sends(Primitive p) {
+  return p == Primitive::Send || p == Primitive::RecvCopySend || p == Primitive::RecvReduceCopySend ||
+         p == Primitive::RecvReduceSend;
+}
+
+bool primitive_receives(Primitive p) {
+  return p == Primitive::Recv || p == Primitive::RecvReduceCopy || p == Primitive::RecvCopySend ||
+         p == Primitive::RecvReduceCopySend || p == Primitive::RecvReduceSend;
+}
+
+int32_t Plan::max_tbs_per_rank() const {
+  size_t m = 0;
+  for (const RankPlan& r : ranks) m = std::max(m, r.tbs.size());
+  return static_cast<int32_t>(m);
+}
+
+double Plan::mean_tbs_per_rank() const {
+  if (ranks.empty()) return 0;
+  double s = 0;
+  for (const RankPlan& r : ranks) s += static_cast<double>(r.tbs.size());
+  return s / static_cast<double>(ranks.size());
+}
+
+}  // namespace weft

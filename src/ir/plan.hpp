@@ -1,0 +1,113 @@
+// Plan: what each rank's thread blocks execute, the compiler's output.
+//
+// The simulator and the GPU runtime both execute a Plan, under the execution model of
+// docs/execution-model.md (DESIGN.md, "The execution model, precisely"):
+//
+// * A call's buffers are cut into chunk slots (Plan::input_chunks etc. per rank); each
+//   slot is cut into micro-batches of a size chosen per call. Invocation k of a slot
+//   touches micro-batch k of every chunk slot it names.
+// * Each thread block runs its slots in order; slot i runs its invocation for every
+//   micro-batch k = 0..n-1 before slot i+1 starts (task-level execution). A slot with
+//   `instances` > 1 is one of that many thread blocks that split each micro-batch into
+//   equal, 16-byte-aligned parts; part `instance` is this slot's.
+// * Before invocation k, a slot waits until every slot named in `deps` (on the same rank)
+//   has finished its invocation k; after it, it bumps its own counter.
+// * Send and receive sides meet on a connection (src rank, dst rank, channel). Each
+//   connection is used by exactly one thread block at each end, in the same task order,
+//   so the runtime can give it a FIFO of staging slots on the receiver.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/algorithm.hpp"
+
+namespace weft {
+
+enum class Primitive : uint8_t {
+  Send,                ///< read src, put to send_peer
+  Recv,                ///< take from recv_peer, write dst
+  RecvReduceCopy,      ///< rrc: dst := src (+) incoming
+  RecvCopySend,        ///< rcs: dst := incoming; forward incoming to send_peer
+  RecvReduceCopySend,  ///< rrcs: dst := src (+) incoming; forward dst to send_peer
+  RecvReduceSend,      ///< rrs: forward src (+) incoming to send_peer; nothing stored
+  Copy,                ///< local: dst := src
+  Reduce,              ///< local: dst := dst (+) src
+  Nop,                 ///< waits on deps only
+};
+
+std::string_view to_string(Primitive p);
+/// Accepts the names above and the short forms (s, r, rrc, rcs, rrcs, rrs, cpy, re, nop).
+std::optional<Primitive> primitive_from_string(std::string_view s);
+bool primitive_sends(Primitive p);
+bool primitive_receives(Primitive p);
+
+/// A chunk range of one of the rank's own buffers.
+struct BufferRange {
+  Buffer buffer = Buffer::Output;
+  int32_t index = 0;  ///< first chunk slot
+  bool operator==(const BufferRange&) const = default;
+};
+
+/// Per-micro-batch wait: invocation k of the waiting slot starts after invocation k of
+/// slot `slot` of thread block `tb` (same rank) has finished.
+struct SlotDep {
+  int32_t tb = 0;
+  int32_t slot = 0;
+  bool operator==(const SlotDep&) const = default;
+};
+
+struct Slot {
+  Primitive primitive = Primitive::Nop;
+  int32_t send_peer = -1;     ///< rank sent to, or -1
+  int32_t recv_peer = -1;     ///< rank received from, or -1
+  int32_t channel = 0;        ///< connection id among connections between the same two ranks
+  BufferRange src;            ///< local operand read (Send, rrc, rrs, Copy, Reduce)
+  BufferRange dst;            ///< local result written (Recv, rrc, rcs, rrcs, Copy, Reduce)
+  int32_t count = 1;          ///< consecutive chunk slots
+  int32_t instance = 0;       ///< this thread block's share of each micro-batch
+  int32_t instances = 1;
+  int32_t subpipeline = 0;    ///< which sub-pipeline the slot's tasks came from
+  std::vector<SlotDep> deps;
+  std::vector<int32_t> tasks; ///< the Algorithm's transfer indices this slot implements
+  bool operator==(const Slot&) const = default;
+};
+
+struct ThreadBlock {
+  std::vector<Slot> slots;
+  bool operator==(const ThreadBlock&) const = default;
+};
+
+struct RankPlan {
+  int32_t rank = 0;
+  std::vector<ThreadBlock> tbs;
+  bool operator==(const RankPlan&) const = default;
+};
+
+struct Plan {
+  static constexpr int32_t kVersion = 1;
+  int32_t version = kVersion;
+  std::string algorithm;      ///< the Algorithm's name
+  Collective collective = Collective::Custom;
+  int32_t num_ranks = 0;
+  int32_t input_chunks = 0;
+  int32_t output_chunks = 0;
+  int32_t scratch_chunks = 0;
+  bool in_place = false;      ///< the buffers' aliasing this plan was lowered for
+  int32_t root = 0;
+  std::string protocol = "Simple";
+  std::string scheduler;      ///< which scheduler produced it
+  std::string allocator;      ///< "state" or "conn"
+  std::string topology;       ///< topology name it was compiled for
+  int32_t num_subpipelines = 0;
+  std::vector<RankPlan> ranks;
+  bool operator==(const Plan&) const = default;
+
+  int32_t max_tbs_per_rank() const;
+  double mean_tbs_per_rank() const;
+};
+
+}  // namespace weft

@@ -1,0 +1,109 @@
+#include "ir/topology.hpp"
+
+#include "util/error.hpp"
+#include "util/text.hpp"
+
+namespace weft {
+
+int32_t Topology::nic_of(int32_t gpu) const {
+  if (nics_per_node <= 0) return -1;
+  int32_t local = local_of(gpu);
+  int32_t nic = local < static_cast<int32_t>(nic_of_gpu.size()) ? nic_of_gpu[local] : local * nics_per_node / gpus_per_node;
+  return node_of(gpu) * nics_per_node + nic;
+}
+
+static void check_pair(const Topology& t, int32_t src, int32_t dst) {
+  if (src < 0 || src >= t.num_gpus() || dst < 0 || dst >= t.num_gpus())
+    fail(ErrorCode::InvalidArgument, text::format("topology %s: GPUs %d -> %d out of range [0, %d)", t.name.c_str(), src, dst, t.num_gpus()));
+  if (src == dst) fail(ErrorCode::InvalidArgument, text::format("topology %s: no link from GPU %d to itself", t.name.c_str(), src));
+  if (!t.same_node(src, dst) && t.nics_per_node <= 0)
+    fail(ErrorCode::InvalidArgument, text::format("topology %s: GPUs %d and %d are on different nodes, but the topology has no NICs", t.name.c_str(), src, dst));
+}
+
+std::vector<ResourceId> Topology::route(int32_t src, int32_t dst) const {
+  check_pair(*this, src, dst);
+  if (same_node(src, dst))
+    return {{ResourceKind::NvlinkPair, static_cast<int64_t>(src) * num_gpus() + dst},
+            {ResourceKind::NvlinkEgress, src},
+            {ResourceKind::NvlinkIngress, dst}};
+  std::vector<ResourceId> path{{ResourceKind::NicTx, nic_of(src)}};
+  int32_t rs = rack_of_node(node_of(src)), rd = rack_of_node(node_of(dst));
+  if (rs != rd && rack_uplink_bandwidth_GBps > 0) {
+    path.push_back({ResourceKind::RackUplink, rs});
+    path.push_back({ResourceKind::RackDownlink, rd});
+  }
+  path.push_back({ResourceKind::NicRx, nic_of(dst)});
+  return path;
+}
+
+std::vector<ResourceId> Topology::conflict_resources(int32_t src, int32_t dst) const {
+  check_pair(*this, src, dst);
+  if (same_node(src, dst)) return {{ResourceKind::NvlinkPair, static_cast<int64_t>(src) * num_gpus() + dst}};
+  return {{ResourceKind::NicTx, nic_of(src)}, {ResourceKind::NicRx, nic_of(dst)}};
+}
+
+double Topology::bandwidth_GBps(ResourceId r) const {
+  switch (r.kind) {
+    case ResourceKind::NvlinkPair:
+    case ResourceKind::NvlinkEgress:
+    case ResourceKind::NvlinkIngress: return nvlink_bandwidth_GBps;
+    case ResourceKind::NicTx:
+    case ResourceKind::NicRx: return nic_bandwidth_GBps;
+    case ResourceKind::RackUplink:
+    case ResourceKind::RackDownlink: return rack_uplink_bandwidth_GBps;
+  }
+  return 0;
+}
+
+double Topology::latency_us(int32_t src, int32_t dst) const {
+  check_pair(*this, src, dst);
+  if (same_node(src, dst)) return nvlink_latency_us;
+  double l = nic_latency_us;
+  if (rack_of_node(node_of(src)) != rack_of_node(node_of(dst))) l += aggregation_latency_us;
+  return l;
+}
+
+double Topology::tb_rate_GBps(int32_t src, int32_t dst) const {
+  return same_node(src, dst) ? tb_copy_GBps : tb_net_GBps;
+}
+
+std::string Topology::resource_name(ResourceId r) const {
+  switch (r.kind) {
+    case ResourceKind::NvlinkPair:
+      return text::format("nvlink %lld->%lld", static_cast<long long>(r.index / num_gpus()), static_cast<long long>(r.index % num_gpus()));
+    case ResourceKind::NvlinkEgress: return text::format("nvlink port %lld out", static_cast<long long>(r.index));
+    case ResourceKind::NvlinkIngress: return text::format("nvlink port %lld in", static_cast<long long>(r.index));
+    case ResourceKind::NicTx:
+      return text::format("nic %lld.%lld tx", static_cast<long long>(r.index / nics_per_node), static_cast<long long>(r.index % nics_per_node));
+    case ResourceKind::NicRx:
+      return text::format("nic %lld.%lld rx", static_cast<long long>(r.index / nics_per_node), static_cast<long long>(r.index % nics_per_node));
+    case ResourceKind::RackUplink: return text::format("rack %lld uplink", static_cast<long long>(r.index));
+    case ResourceKind::RackDownlink: return text::format("rack %lld downlink", static_cast<long long>(r.index));
+  }
+  return "?";
+}
+
+void Topology::validate() const {
+  auto bad = [&](const std::string& what) { fail(ErrorCode::InvalidArgument, "topology " + name + ": " + what); };
+  if (nodes <= 0) bad("nodes must be positive");
+  if (gpus_per_node <= 0) bad("gpus_per_node must be positive");
+  if (nics_per_node < 0) bad("nics_per_node must not be negative");
+  if (nodes > 1 && nics_per_node == 0) bad("several nodes need at least one NIC per node");
+  if (nics_per_node > 0) {
+    if (static_cast<int32_t>(nic_of_gpu.size()) != gpus_per_node)
+      bad(text::format("nic_of_gpu has %zu entries, expected gpus_per_node = %d", nic_of_gpu.size(), gpus_per_node));
+    for (size_t i = 0; i < nic_of_gpu.size(); ++i)
+      if (nic_of_gpu[i] < 0 || nic_of_gpu[i] >= nics_per_node)
+        bad(text::format("nic_of_gpu[%zu] = %d is out of range [0, %d)", i, nic_of_gpu[i], nics_per_node));
+    if (nic_bandwidth_GBps <= 0) bad("nic_bandwidth_GBps must be positive");
+  }
+  if (gpus_per_node > 1 && nvlink_bandwidth_GBps <= 0) bad("nvlink_bandwidth_GBps must be positive");
+  if (nodes_per_rack <= 0) bad("nodes_per_rack must be positive");
+  if (tb_copy_GBps <= 0) bad("tb_copy_GBps must be positive");
+  if (nics_per_node > 0 && tb_net_GBps <= 0) bad("tb_net_GBps must be positive");
+  if (hbm_bandwidth_GBps <= 0) bad("hbm_bandwidth_GBps must be positive");
+  if (nvlink_latency_us < 0 || nic_latency_us < 0 || aggregation_latency_us < 0 || primitive_overhead_us < 0 || contention_gamma < 0)
+    bad("latencies and overheads must not be negative");
+}
+
+}  // namespace weft

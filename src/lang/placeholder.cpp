@@ -1,0 +1,1 @@
+// Replaced by the stage's first real source file.

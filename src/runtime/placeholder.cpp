@@ -1,0 +1,1 @@
+// Replaced by the runtime's first real source file.
