@@ -5,6 +5,8 @@
 
 namespace weft {
 
+std::string_view to_string(ExecutionModel m) { return m == ExecutionModel::Task ? "task" : "algorithm"; }
+
 std::string_view to_string(Primitive p) {
   switch (p) {
     case Primitive::Send: return "send";

@@ -7,7 +7,8 @@
 //   slot is cut into micro-batches of a size chosen per call. Invocation k of a slot
 //   touches micro-batch k of every chunk slot it names.
 // * Each thread block runs its slots in order; slot i runs its invocation for every
-//   micro-batch k = 0..n-1 before slot i+1 starts (task-level execution). A slot with
+//   micro-batch k = 0..n-1 before slot i+1 starts (task-level execution; under
+//   ExecutionModel::Algorithm the micro-batch loop is outside the slot loop). A slot with
 //   `instances` > 1 is one of that many thread blocks that split each micro-batch into
 //   equal, 16-byte-aligned parts; part `instance` is this slot's.
 // * Before invocation k, a slot waits until every slot named in `deps` (on the same rank)
@@ -26,6 +27,15 @@
 #include "ir/algorithm.hpp"
 
 namespace weft {
+
+/// How a thread block walks its slots and the micro-batches.
+enum class ExecutionModel : uint8_t {
+  Task,       ///< weft's: slot by slot, each slot over every micro-batch (paper 001 §3)
+  Algorithm,  ///< per micro-batch, every slot in order (what synthesizers' runtimes and
+              ///< MSCCL do; stage-level execution is this with stages on separate thread blocks)
+};
+
+std::string_view to_string(ExecutionModel m);
 
 enum class Primitive : uint8_t {
   Send,                ///< read src, put to send_peer
@@ -99,6 +109,7 @@ struct Plan {
   bool in_place = false;      ///< the buffers' aliasing this plan was lowered for
   int32_t root = 0;
   std::string protocol = "Simple";
+  ExecutionModel execution = ExecutionModel::Task;
   std::string scheduler;      ///< which scheduler produced it
   std::string allocator;      ///< "state" or "conn"
   std::string topology;       ///< topology name it was compiled for
