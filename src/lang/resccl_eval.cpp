@@ -1,0 +1,290 @@
+#include "lang/resccl_eval.hpp"
+
+#include <filesystem>
+#include <unordered_map>
+
+#include "lang/resccl_lexer.hpp"
+#include "lang/resccl_parser.hpp"
+#include "util/text.hpp"
+
+namespace weft::resccl {
+namespace {
+
+std::string_view op_symbol(ExprOp op) {
+  switch (op) {
+    case ExprOp::Add: return "+";
+    case ExprOp::Sub: return "-";
+    case ExprOp::Mul: return "*";
+    case ExprOp::Div: return "/";
+    case ExprOp::Mod: return "%";
+    case ExprOp::Neg: return "-";
+    default: return "?";
+  }
+}
+
+class Evaluator {
+ public:
+  Evaluator(const SourceText& src, const Program& prog, const HeaderValues& h, const Limits& limits)
+      : src_(src), p_(prog), h_(h), limits_(limits) {}
+
+  Algorithm run() {
+    const size_t nslots = p_.slot_names.size();
+    values_.assign(nslots, 0);
+    defined_.assign(nslots, 0);
+    is_param_.assign(nslots, 0);
+    for (const auto& [name, value] : h_.variables) {
+      auto it = p_.slots.find(name);
+      if (it == p_.slots.end()) continue;
+      values_[it->second] = value;
+      defined_[it->second] = 1;
+      is_param_[it->second] = 1;
+    }
+    prepare_statements();
+
+    a_.name = h_.algo_name;
+    a_.collective = h_.collective;
+    a_.ranks = static_cast<int32_t>(h_.ranks);
+    const auto chunks = static_cast<int32_t>(h_.chunks);
+    const auto per_rank = static_cast<int32_t>(h_.chunks / h_.ranks);
+    a_.input_chunks = h_.collective == Collective::AllGather ? per_rank : chunks;
+    a_.output_chunks = h_.collective == Collective::ReduceScatter ? per_rank : chunks;
+    a_.scratch_chunks = static_cast<int32_t>(h_.scratch);
+    a_.in_place = h_.in_place;
+    a_.root = static_cast<int32_t>(h_.root);
+    a_.channels = static_cast<int32_t>(h_.channels);
+    a_.warps = static_cast<int32_t>(h_.warps);
+    a_.gpus_per_node = static_cast<int32_t>(h_.gpus_per_node);
+    a_.nics_per_node = static_cast<int32_t>(h_.nics_per_node);
+    a_.protocol = h_.protocol;
+    a_.source_file = src_.filename();
+
+    block(p_.body);
+    return std::move(a_);
+  }
+
+ private:
+  /// Resolves what does not change between executions of a statement: the IR buffers a
+  /// transfer names and its source location; rejects expect outside Custom and `data`
+  /// in an out-of-place algorithm.
+  void prepare_statements() {
+    const Buffer data = h_.collective == Collective::ReduceScatter ? Buffer::Input : Buffer::Output;
+    auto to_ir = [&](const Stmt& s, BufferName b, const char* which) {
+      switch (b) {
+        case BufferName::Input: return Buffer::Input;
+        case BufferName::Output: return Buffer::Output;
+        case BufferName::Scratch: return Buffer::Scratch;
+        case BufferName::Data: break;
+      }
+      if (!h_.in_place)
+        src_.fail_at(s.line, s.column,
+                     std::string("this algorithm is out of place (InPlace=0), so the data buffer does not exist: "
+                                 "give ") + which + "=input, output or scratch");
+      return data;
+    };
+    src_buf_.resize(p_.stmts.size());
+    dst_buf_.resize(p_.stmts.size());
+    locations_.resize(p_.stmts.size());
+    for (size_t i = 0; i < p_.stmts.size(); ++i) {
+      const Stmt& s = p_.stmts[i];
+      if (s.kind == StmtKind::Transfer) {
+        src_buf_[i] = to_ir(s, s.src_buf, "srcBuf");
+        dst_buf_[i] = to_ir(s, s.dst_buf, "dstBuf");
+        locations_[i] = SourceLocation{src_.filename(), s.line, s.column};
+      } else if (s.kind == StmtKind::Expect && h_.collective != Collective::Custom) {
+        src_.fail_at(s.line, s.column,
+                     "expect(...) states the postcondition of a Custom collective, but this algorithm's OpType is " +
+                         std::string(to_string(h_.collective)) + ", whose postcondition is fixed");
+      }
+    }
+  }
+
+  [[noreturn]] void fail_expr(const Expr& e, const std::string& sentence) const {
+    src_.fail_at(e.line, e.column, sentence);
+  }
+
+  int64_t eval(int32_t index) const {
+    const Expr& e = p_.exprs[index];
+    switch (e.op) {
+      case ExprOp::Int:
+        return e.value;
+      case ExprOp::Var:
+        if (!defined_[e.value])
+          fail_expr(e, "variable " + p_.slot_names[e.value] + " is used before it is assigned");
+        return values_[e.value];
+      case ExprOp::Neg: {
+        int64_t v = eval(e.lhs);
+        if (v == INT64_MIN) fail_expr(e, "negating " + std::to_string(v) + " overflows 64 bits");
+        return -v;
+      }
+      default:
+        break;
+    }
+    int64_t a = eval(e.lhs);
+    int64_t b = eval(e.rhs);
+    int64_t r = 0;
+    bool overflow = false;
+    switch (e.op) {
+      case ExprOp::Add: overflow = __builtin_add_overflow(a, b, &r); break;
+      case ExprOp::Sub: overflow = __builtin_sub_overflow(a, b, &r); break;
+      case ExprOp::Mul: overflow = __builtin_mul_overflow(a, b, &r); break;
+      case ExprOp::Div:
+        if (b == 0) fail_expr(e, text::format("division by zero (%lld / 0)", static_cast<long long>(a)));
+        if (a == INT64_MIN && b == -1) {
+          overflow = true;
+          break;
+        }
+        r = a / b;  // Python's floor division: round toward negative infinity
+        if (a % b != 0 && ((a < 0) != (b < 0))) --r;
+        break;
+      case ExprOp::Mod:
+        if (b == 0) fail_expr(e, text::format("modulo by zero (%lld %% 0)", static_cast<long long>(a)));
+        if (b == -1) return 0;  // INT64_MIN % -1 would trap
+        r = a % b;              // Python's modulo takes the divisor's sign
+        if (r != 0 && ((r < 0) != (b < 0))) r += b;
+        break;
+      default:
+        break;
+    }
+    if (overflow)
+      fail_expr(e, text::format("%lld %s %lld overflows 64 bits", static_cast<long long>(a),
+                                std::string(op_symbol(e.op)).c_str(), static_cast<long long>(b)));
+    return r;
+  }
+
+  int32_t eval32(int32_t index, const char* what) const {
+    int64_t v = eval(index);
+    if (v < INT32_MIN || v > INT32_MAX)
+      fail_expr(p_.exprs[index], text::format("the %s is %lld, which does not fit in 32 bits", what,
+                                             static_cast<long long>(v)));
+    return static_cast<int32_t>(v);
+  }
+
+  void block(const std::vector<int32_t>& body) {
+    for (int32_t index : body) statement(index);
+  }
+
+  void count_statement(const Stmt& s) {
+    if (++executed_ > limits_.max_statements)
+      src_.fail_at(s.line, s.column,
+                   text::format("the program executes more than %llu statements, weft's limit; stopped here",
+                                static_cast<unsigned long long>(limits_.max_statements)));
+  }
+
+  void count_record(const Stmt& s) {
+    if (++records_ > limits_.max_records)
+      src_.fail_at(s.line, s.column,
+                   text::format("the program records more than %llu transfers and expects, weft's limit; stopped here",
+                                static_cast<unsigned long long>(limits_.max_records)));
+  }
+
+  void statement(int32_t index) {
+    const Stmt& s = p_.stmts[index];
+    count_statement(s);
+    switch (s.kind) {
+      case StmtKind::Assign: {
+        int64_t v = eval(s.args[0]);
+        if (is_param_[s.slot] && v != values_[s.slot])
+          src_.fail_at(s.line, s.column,
+                       text::format("this assignment would change header parameter %s from %lld to %lld; set "
+                                    "parameters in the header or with --param",
+                                    p_.slot_names[s.slot].c_str(), static_cast<long long>(values_[s.slot]),
+                                    static_cast<long long>(v)));
+        values_[s.slot] = v;
+        defined_[s.slot] = 1;
+        break;
+      }
+      case StmtKind::For:
+        for_loop(s);
+        break;
+      case StmtKind::Transfer:
+        transfer(index, s);
+        break;
+      case StmtKind::Expect:
+        expect(s);
+        break;
+    }
+  }
+
+  void for_loop(const Stmt& s) {
+    int64_t start = 0, stop = 0, step = 1;
+    if (s.nargs == 1) {
+      stop = eval(s.args[0]);
+    } else {
+      start = eval(s.args[0]);
+      stop = eval(s.args[1]);
+      if (s.nargs == 3) step = eval(s.args[2]);
+    }
+    if (step == 0) fail_expr(p_.exprs[s.args[2]], "range's step is 0, which would never reach the stop");
+    // Iteration count as Python computes it, in 128 bits so that no bound overflows.
+    __int128 span = static_cast<__int128>(stop) - start;
+    __int128 n = 0;
+    if (step > 0 && span > 0) n = (span + step - 1) / step;
+    if (step < 0 && span < 0) n = (-span + (-static_cast<__int128>(step)) - 1) / -static_cast<__int128>(step);
+    const int32_t slot = s.slot;
+    for (__int128 k = 0; k < n; ++k) {
+      values_[slot] = static_cast<int64_t>(start + k * step);
+      defined_[slot] = 1;
+      block(s.body);
+    }
+  }
+
+  void transfer(int32_t index, const Stmt& s) {
+    Transfer t;
+    t.src_rank = eval32(s.args[0], "source rank");
+    t.dst_rank = eval32(s.args[1], "destination rank");
+    t.step = eval32(s.args[2], "step");
+    t.src_index = eval32(s.args[3], "chunk");
+    t.dst_index = s.dst_chunk >= 0 ? eval32(s.dst_chunk, "destination chunk") : t.src_index;
+    t.count = s.count >= 0 ? eval32(s.count, "count") : 1;
+    t.src_buffer = src_buf_[index];
+    t.dst_buffer = dst_buf_[index];
+    t.op = s.op;
+    count_record(s);
+    a_.transfers.push_back(t);
+    a_.transfer_locations.push_back(locations_[index]);
+  }
+
+  void expect(const Stmt& s) {
+    int32_t dst_rank = eval32(s.args[0], "destination rank");
+    int32_t dst_chunk = eval32(s.args[1], "destination chunk");
+    int32_t src_rank = eval32(s.args[2], "source rank");
+    int32_t src_chunk = eval32(s.args[3], "source chunk");
+    count_record(s);
+    uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(dst_rank)) << 32) | static_cast<uint32_t>(dst_chunk);
+    auto [it, fresh] = expect_index_.emplace(key, a_.custom_postcondition.size());
+    if (fresh) a_.custom_postcondition.push_back(Expectation{SlotRef{dst_rank, Buffer::Output, dst_chunk}, {}});
+    a_.custom_postcondition[it->second].contributions.emplace_back(src_rank, src_chunk);
+  }
+
+  const SourceText& src_;
+  const Program& p_;
+  const HeaderValues& h_;
+  const Limits limits_;
+  Algorithm a_;
+  std::vector<int64_t> values_;
+  std::vector<uint8_t> defined_;
+  std::vector<uint8_t> is_param_;
+  std::vector<Buffer> src_buf_, dst_buf_;
+  std::vector<SourceLocation> locations_;
+  std::unordered_map<uint64_t, size_t> expect_index_;
+  uint64_t executed_ = 0;
+  uint64_t records_ = 0;
+};
+
+}  // namespace
+
+Algorithm evaluate(const SourceText& src, const Program& program, const HeaderValues& header, const Limits& limits) {
+  return Evaluator(src, program, header, limits).run();
+}
+
+Algorithm run(std::string_view text, const std::string& filename, const std::map<std::string, std::string>& overrides,
+              const Limits& limits) {
+  SourceText src(text, filename);
+  std::vector<Token> tokens = lex(src);
+  Program program = parse(src, tokens);
+  std::string stem = std::filesystem::path(filename).stem().string();
+  HeaderValues header = resolve_header(src, program, overrides, stem.empty() ? "resccl" : stem);
+  return evaluate(src, program, header, limits);
+}
+
+}  // namespace weft::resccl

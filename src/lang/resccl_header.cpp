@@ -1,0 +1,191 @@
+#include "lang/resccl_header.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <optional>
+
+#include "util/text.hpp"
+
+namespace weft::resccl {
+namespace {
+
+constexpr std::string_view kStringParams[] = {"AlgoName", "OpType", "Protocol"};
+constexpr std::string_view kIntParams[] = {"nRanks",  "nChannels", "nWarps", "GPUPerNode", "NICPerNode",
+                                           "nChunks", "nScratch",  "Root",   "InPlace"};
+
+/// One parameter's value and where it came from, for error messages.
+struct Entry {
+  bool is_string = false;
+  int64_t int_value = 0;
+  std::string str_value;
+  int line = 0;  ///< 0: not written in the header
+  int column = 0;
+  bool overridden = false;
+};
+
+class Resolver {
+ public:
+  Resolver(const SourceText& src, const Program& prog) : src_(src), prog_(prog) {}
+
+  HeaderValues run(const std::map<std::string, std::string>& overrides, const std::string& default_name) {
+    for (const HeaderParam& hp : prog_.params) {
+      Entry e;
+      e.is_string = hp.is_string;
+      e.int_value = hp.int_value;
+      e.str_value = hp.str_value;
+      e.line = hp.line;
+      e.column = hp.column;
+      entries_[hp.name] = std::move(e);
+    }
+    for (const auto& [name, value] : overrides) apply_override(name, value);
+
+    HeaderValues h;
+    const Entry* ranks = find("nRanks");
+    if (ranks == nullptr) header_error("the header must set nRanks, the number of ranks");
+    h.ranks = ranks->int_value;
+    check_range("nRanks", 1, INT32_MAX);
+    const Entry* op = find("OpType");
+    if (op == nullptr) header_error("the header must set OpType, the collective (such as OpType=\"Allreduce\")");
+    std::optional<Collective> c = collective_from_string(op->str_value);
+    if (!c)
+      at(*op, "OpType \"" + printable(op->str_value) +
+                  "\" is not a collective; expected Allgather, Allreduce, Reducescatter, Alltoall, Broadcast, "
+                  "Reduce or Custom");
+    h.collective = *c;
+
+    h.channels = int_or("nChannels", 1, 1, INT32_MAX);
+    h.warps = int_or("nWarps", 16, 1, INT32_MAX);
+    h.gpus_per_node = int_or("GPUPerNode", h.ranks, 1, INT32_MAX);
+    h.nics_per_node = int_or("NICPerNode", 0, 0, INT32_MAX);
+    h.chunks = int_or("nChunks", h.ranks, 1, INT32_MAX);
+    h.scratch = int_or("nScratch", 0, 0, INT32_MAX);
+    h.root = int_or("Root", 0, 0, h.ranks - 1);
+    h.in_place = int_or("InPlace", 1, 0, 1) != 0;
+    if ((h.collective == Collective::AllGather || h.collective == Collective::ReduceScatter) &&
+        h.chunks % h.ranks != 0) {
+      const Entry* where = find("nChunks");
+      at(where ? *where : *ranks,
+         text::format("nChunks (%lld) must be a multiple of nRanks (%lld) for %s, whose ranks each own "
+                      "nChunks/nRanks chunks",
+                      static_cast<long long>(h.chunks), static_cast<long long>(h.ranks),
+                      std::string(to_string(h.collective)).c_str()));
+    }
+
+    if (const Entry* name = find("AlgoName"))
+      h.algo_name = name->str_value;
+    else
+      h.algo_name = default_name;
+    if (const Entry* proto = find("Protocol")) {
+      std::string l = lower(proto->str_value);
+      if (l == "simple") h.protocol = "Simple";
+      else if (l == "ll") h.protocol = "LL";
+      else if (l == "ll128") h.protocol = "LL128";
+      else at(*proto, "Protocol \"" + printable(proto->str_value) + "\" is not one of Simple, LL or LL128");
+    }
+
+    h.variables = {{"nRanks", h.ranks},         {"nChannels", h.channels}, {"nWarps", h.warps},
+                   {"GPUPerNode", h.gpus_per_node}, {"NICPerNode", h.nics_per_node}, {"nChunks", h.chunks},
+                   {"nScratch", h.scratch},     {"Root", h.root},          {"InPlace", h.in_place ? 1 : 0}};
+    for (const auto& [name, e] : entries_)
+      if (!is_known_param(name)) h.variables[name] = e.int_value;
+    return h;
+  }
+
+ private:
+  static std::string lower(std::string_view s) {
+    std::string out(s);
+    std::transform(out.begin(), out.end(), out.begin(), [](unsigned char ch) { return std::tolower(ch); });
+    return out;
+  }
+  static std::string printable(std::string_view s) {
+    std::string q = quote(s);  // '...' with escapes
+    return q.substr(1, q.size() - 2);
+  }
+
+  const Entry* find(const std::string& name) const {
+    auto it = entries_.find(name);
+    return it == entries_.end() ? nullptr : &it->second;
+  }
+
+  [[noreturn]] void header_error(const std::string& sentence) const {
+    src_.fail_at(prog_.header_line, prog_.header_column, sentence);
+  }
+
+  /// An error about a parameter: at its name in the header, or at the header when the
+  /// value came from --param.
+  [[noreturn]] void at(const Entry& e, const std::string& sentence) const {
+    if (e.overridden || e.line == 0) header_error(sentence + (e.overridden ? " (set by --param)" : ""));
+    src_.fail_at(e.line, e.column, sentence);
+  }
+
+  void apply_override(const std::string& name, const std::string& value) {
+    Entry* e = entries_.count(name) ? &entries_[name] : nullptr;
+    if (e == nullptr && !is_known_param(name)) {
+      std::string declared;
+      for (const HeaderParam& hp : prog_.params) declared += (declared.empty() ? "" : ", ") + hp.name;
+      header_error("--param sets " + quote(name) + ", which is not a parameter of this header (it declares " +
+                   (declared.empty() ? std::string("none") : declared) + ")");
+    }
+    Entry fresh;
+    if (e == nullptr) e = &(entries_[name] = fresh);
+    e->overridden = true;
+    if (is_string_param(name)) {
+      std::string_view v = text::trim(value);
+      if (v.size() >= 2 && (v.front() == '"' || v.front() == '\'') && v.back() == v.front())
+        v = v.substr(1, v.size() - 2);
+      e->is_string = true;
+      e->str_value = std::string(v);
+      return;
+    }
+    std::string_view v = text::trim(value);
+    size_t i = (!v.empty() && v[0] == '-') ? 1 : 0;
+    bool ok = i < v.size() && v.size() - i <= 18;
+    for (size_t k = i; ok && k < v.size(); ++k) ok = v[k] >= '0' && v[k] <= '9';
+    if (!ok) header_error("--param " + name + "=" + quote(value) + " is not an integer (at most 18 digits)");
+    e->is_string = false;
+    e->int_value = std::stoll(std::string(v));
+  }
+
+  void check_range(const std::string& name, int64_t lo, int64_t hi) const {
+    const Entry* e = find(name);
+    if (e == nullptr) return;
+    if (e->int_value < lo || e->int_value > hi) {
+      std::string range = hi == INT32_MAX ? text::format("at least %lld", static_cast<long long>(lo))
+                                          : text::format("in [%lld, %lld]", static_cast<long long>(lo),
+                                                         static_cast<long long>(hi));
+      at(*e, text::format("%s is %lld, but must be %s", name.c_str(), static_cast<long long>(e->int_value),
+                          range.c_str()) +
+                 (hi == INT32_MAX ? " and fit in 32 bits" : ""));
+    }
+  }
+
+  int64_t int_or(const std::string& name, int64_t fallback, int64_t lo, int64_t hi) const {
+    const Entry* e = find(name);
+    if (e == nullptr) return fallback;
+    check_range(name, lo, hi);
+    return e->int_value;
+  }
+
+  const SourceText& src_;
+  const Program& prog_;
+  std::map<std::string, Entry> entries_;
+};
+
+}  // namespace
+
+bool is_string_param(std::string_view name) {
+  return std::find(std::begin(kStringParams), std::end(kStringParams), name) != std::end(kStringParams);
+}
+
+bool is_known_param(std::string_view name) {
+  return is_string_param(name) ||
+         std::find(std::begin(kIntParams), std::end(kIntParams), name) != std::end(kIntParams);
+}
+
+HeaderValues resolve_header(const SourceText& src, const Program& program,
+                            const std::map<std::string, std::string>& overrides, const std::string& default_name) {
+  return Resolver(src, program).run(overrides, default_name);
+}
+
+}  // namespace weft::resccl
