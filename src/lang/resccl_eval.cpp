@@ -5,6 +5,7 @@
 
 #include "lang/resccl_lexer.hpp"
 #include "lang/resccl_parser.hpp"
+#include "util/error.hpp"
 #include "util/text.hpp"
 
 namespace weft::resccl {
@@ -58,29 +59,75 @@ class Evaluator {
     a_.protocol = h_.protocol;
     a_.source_file = src_.filename();
 
-    // Two passes: the first only counts the transfers (it skips their arguments, which
-    // cannot change control flow), so that the second writes them into vectors of the
-    // exact size. At millions of transfers the evaluator is bound by the memory it
-    // touches, and growing a vector by doubling touches about twice the final size.
-    counting_ = true;
-    block(p_.body);
-    const uint64_t transfers = transfers_counted_;
-    counting_ = false;
-    executed_ = 0;
-    records_ = 0;
-    std::fill(defined_.begin(), defined_.end(), 0);
-    for (size_t slot = 0; slot < is_param_.size(); ++slot) defined_[slot] = is_param_[slot];
-    for (const auto& [name, value] : h_.variables) {
-      auto it = p_.slots.find(name);
-      if (it != p_.slots.end()) values_[it->second] = value;
+    // Two passes. The first only counts the transfers, so that the second writes them
+    // into vectors of the exact size: at millions of transfers the evaluator is bound by
+    // the memory it touches, and growing a vector by doubling touches about twice the
+    // final size.
+    uint64_t transfers = 0;
+    if (count_transfers(transfers)) {
+      a_.transfers.reserve(transfers);
+      a_.transfer_locations.reserve(transfers);
     }
-    a_.transfers.reserve(transfers);
-    a_.transfer_locations.reserve(transfers);
     block(p_.body);
     return std::move(a_);
   }
 
  private:
+  /// The counting pass: runs the loops and the assignments their bounds depend on, and
+  /// skips the rest (transfer arguments, and assignments that feed only them, cannot
+  /// change control flow). Returns false, leaving the count unused, when it meets an
+  /// error or a limit: the second pass then finds the program's first error itself.
+  bool count_transfers(uint64_t& count) {
+    mark_control_assignments();
+    counting_ = true;
+    bool ok = true;
+    try {
+      block(p_.body);
+    } catch (const Error&) {
+      ok = false;
+    }
+    count = transfers_counted_;
+    counting_ = false;
+    executed_ = 0;
+    records_ = 0;
+    for (size_t slot = 0; slot < defined_.size(); ++slot) defined_[slot] = is_param_[slot];
+    for (const auto& [name, value] : h_.variables) {
+      auto it = p_.slots.find(name);
+      if (it != p_.slots.end()) values_[it->second] = value;
+    }
+    return ok;
+  }
+
+  /// Marks the assignments that loop bounds depend on, directly or through other
+  /// variables (a fixpoint over the assignments).
+  void mark_control_assignments() {
+    std::vector<uint8_t> control(p_.slot_names.size(), 0);
+    bool changed = false;
+    auto mark = [&](auto&& self, int32_t index) -> void {
+      const Expr& e = p_.exprs[index];
+      if (e.op == ExprOp::Var) {
+        if (!control[e.value]) changed = true;
+        control[e.value] = 1;
+      }
+      if (e.lhs >= 0) self(self, e.lhs);
+      if (e.rhs >= 0) self(self, e.rhs);
+    };
+    for (const Stmt& st : p_.stmts)
+      if (st.kind == StmtKind::For)
+        for (int k = 0; k < st.nargs; ++k) mark(mark, st.args[k]);
+    control_assign_.assign(p_.stmts.size(), 0);
+    do {
+      changed = false;
+      for (size_t i = 0; i < p_.stmts.size(); ++i) {
+        const Stmt& st = p_.stmts[i];
+        if (st.kind != StmtKind::Assign || control_assign_[i] || !control[st.slot]) continue;
+        control_assign_[i] = 1;
+        changed = true;
+        mark(mark, st.args[0]);
+      }
+    } while (changed);
+  }
+
   /// Resolves what does not change between executions of a statement: the IR buffers a
   /// transfer names and its source location; rejects expect outside Custom and `data`
   /// in an out-of-place algorithm.
@@ -120,53 +167,74 @@ class Evaluator {
     src_.fail_at(e.line, e.column, sentence);
   }
 
+  // The error paths are out of line and cold, so that eval() stays small: it is the
+  // evaluator's inner loop (tens of millions of calls for a large program).
+  [[noreturn]] __attribute__((noinline, cold)) void fail_undefined(const Expr& e) const {
+    fail_expr(e, "variable " + p_.slot_names[e.value] + " is used before it is assigned");
+  }
+  [[noreturn]] __attribute__((noinline, cold)) void fail_arith(const Expr& e, int64_t a, int64_t b) const {
+    const auto la = static_cast<long long>(a), lb = static_cast<long long>(b);
+    if (e.op == ExprOp::Neg) fail_expr(e, text::format("negating %lld overflows 64 bits", la));
+    if (e.op == ExprOp::Div && b == 0) fail_expr(e, text::format("division by zero (%lld / 0)", la));
+    if (e.op == ExprOp::Mod && b == 0) fail_expr(e, text::format("modulo by zero (%lld %% 0)", la));
+    fail_expr(e, text::format("%lld %s %lld overflows 64 bits", la, std::string(op_symbol(e.op)).c_str(), lb));
+  }
+
+  int64_t variable(const Expr& e) const {
+    if (!defined_[e.value]) [[unlikely]]
+      fail_undefined(e);
+    return values_[e.value];
+  }
+
+  /// An operand: constants and variables are read here, without a call.
+  int64_t operand(int32_t index) const {
+    const Expr& e = exprs_[index];
+    if (e.op == ExprOp::Int) return e.value;
+    if (e.op == ExprOp::Var) return variable(e);
+    return eval(index);
+  }
+
   int64_t eval(int32_t index) const {
-    const Expr& e = p_.exprs[index];
-    switch (e.op) {
-      case ExprOp::Int:
-        return e.value;
-      case ExprOp::Var:
-        if (!defined_[e.value])
-          fail_expr(e, "variable " + p_.slot_names[e.value] + " is used before it is assigned");
-        return values_[e.value];
-      case ExprOp::Neg: {
-        int64_t v = eval(e.lhs);
-        if (v == INT64_MIN) fail_expr(e, "negating " + std::to_string(v) + " overflows 64 bits");
-        return -v;
-      }
-      default:
-        break;
+    const Expr& e = exprs_[index];
+    if (e.op == ExprOp::Int) return e.value;
+    if (e.op == ExprOp::Var) return variable(e);
+    int64_t a = operand(e.lhs);
+    if (e.op == ExprOp::Neg) {
+      if (a == INT64_MIN) [[unlikely]]
+        fail_arith(e, a, 0);
+      return -a;
     }
-    int64_t a = eval(e.lhs);
-    int64_t b = eval(e.rhs);
+    int64_t b = operand(e.rhs);
     int64_t r = 0;
-    bool overflow = false;
     switch (e.op) {
-      case ExprOp::Add: overflow = __builtin_add_overflow(a, b, &r); break;
-      case ExprOp::Sub: overflow = __builtin_sub_overflow(a, b, &r); break;
-      case ExprOp::Mul: overflow = __builtin_mul_overflow(a, b, &r); break;
+      case ExprOp::Add:
+        if (__builtin_add_overflow(a, b, &r)) [[unlikely]]
+          fail_arith(e, a, b);
+        return r;
+      case ExprOp::Sub:
+        if (__builtin_sub_overflow(a, b, &r)) [[unlikely]]
+          fail_arith(e, a, b);
+        return r;
+      case ExprOp::Mul:
+        if (__builtin_mul_overflow(a, b, &r)) [[unlikely]]
+          fail_arith(e, a, b);
+        return r;
       case ExprOp::Div:
-        if (b == 0) fail_expr(e, text::format("division by zero (%lld / 0)", static_cast<long long>(a)));
-        if (a == INT64_MIN && b == -1) {
-          overflow = true;
-          break;
-        }
+        if (b == 0 || (a == INT64_MIN && b == -1)) [[unlikely]]
+          fail_arith(e, a, b);
         r = a / b;  // Python's floor division: round toward negative infinity
         if (a % b != 0 && ((a < 0) != (b < 0))) --r;
-        break;
+        return r;
       case ExprOp::Mod:
-        if (b == 0) fail_expr(e, text::format("modulo by zero (%lld %% 0)", static_cast<long long>(a)));
+        if (b == 0) [[unlikely]]
+          fail_arith(e, a, b);
         if (b == -1) return 0;  // INT64_MIN % -1 would trap
         r = a % b;              // Python's modulo takes the divisor's sign
         if (r != 0 && ((r < 0) != (b < 0))) r += b;
-        break;
+        return r;
       default:
-        break;
+        return 0;  // Int, Var and Neg are handled above
     }
-    if (overflow)
-      fail_expr(e, text::format("%lld %s %lld overflows 64 bits", static_cast<long long>(a),
-                                std::string(op_symbol(e.op)).c_str(), static_cast<long long>(b)));
-    return r;
   }
 
   int32_t eval32(int32_t index, const char* what) const {
@@ -200,6 +268,7 @@ class Evaluator {
     count_statement(s);
     switch (s.kind) {
       case StmtKind::Assign: {
+        if (counting_ && !control_assign_[index]) break;
         int64_t v = eval(s.args[0]);
         if (is_param_[s.slot] && v != values_[s.slot])
           src_.fail_at(s.line, s.column,
@@ -287,6 +356,7 @@ class Evaluator {
   const Program& p_;
   const HeaderValues& h_;
   const Limits limits_;
+  const Expr* exprs_ = p_.exprs.data();
   Algorithm a_;
   std::vector<int64_t> values_;
   std::vector<uint8_t> defined_;
@@ -296,8 +366,9 @@ class Evaluator {
   std::unordered_map<uint64_t, size_t> expect_index_;
   uint64_t executed_ = 0;
   uint64_t records_ = 0;
-  bool counting_ = false;
+  bool counting_ = false;  ///< the counting pass is running
   uint64_t transfers_counted_ = 0;
+  std::vector<uint8_t> control_assign_;  ///< per statement: an assignment loop bounds depend on
 };
 
 }  // namespace

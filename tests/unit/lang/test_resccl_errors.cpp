@@ -291,6 +291,20 @@ TEST(ResCCLErrors, Limits) {
         small);
 }
 
+TEST(ResCCLErrors, TheFirstErrorIsReported) {
+  // The division by zero comes before the loop that exceeds the statement limit, and is
+  // the error reported, although the assignment plays no part in any loop's bounds.
+  resccl::Limits small;
+  small.max_statements = 1000;
+  check({"error before a limit", body("    y = 1 / 0\n    for i in range(1000000000000):\n        z = i\n"), 2, 11,
+         "division by zero"},
+        small);
+  check({"transfer error before a limit",
+         body("    transfer(0, 1, 0, 2147483648, recv)\n    for i in range(1000000000000):\n        z = i\n"), 2, 23,
+         "the chunk is 2147483648"},
+        small);
+}
+
 TEST(ResCCLErrors, NoPartialResult) {
   // An error after transfers were recorded yields no Algorithm at all: parse_resccl throws.
   std::string text = body("    transfer(0, 1, 0, 0, recv)\n    x = 1 / 0\n");

@@ -202,6 +202,20 @@ TEST(ResCCLStatements, NestedLoopsAndDedentSeveralLevels) {
   EXPECT_EQ(a.transfer_locations[8].column, 3);
 }
 
+TEST(ResCCLStatements, LoopBoundsThroughChainsOfAssignments) {
+  // The evaluator counts transfers in a first pass that runs only what loop bounds depend
+  // on; bounds computed through several assignments inside loops must come out right.
+  Algorithm a = parse(program("nRanks=4, OpType=\"Allreduce\"",
+                              {"n = 2", "for i in range(3):", "    m = n + i", "    k = m", "    c = 100",
+                               "    for j in range(k):", "        transfer(0, 1, i, j + c, recv)", "        k = 0"}));
+  std::vector<std::pair<int32_t, int32_t>> got;
+  for (const Transfer& t : a.transfers) got.emplace_back(t.step, t.src_index);
+  std::vector<std::pair<int32_t, int32_t>> want;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 2 + i; ++j) want.emplace_back(i, j + 100);
+  EXPECT_EQ(got, want);
+}
+
 TEST(ResCCLStatements, SimpleStatementOnTheSameLineAsColon) {
   Algorithm a = parse(program("nRanks=4, OpType=\"Allreduce\"", {"for i in range(2): transfer(0, 1, i, 0, recv)"}));
   EXPECT_EQ(a.transfers.size(), 2u);
