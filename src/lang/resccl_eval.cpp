@@ -99,15 +99,19 @@ class Evaluator {
   }
 
   /// Marks the assignments that loop bounds depend on, directly or through other
-  /// variables (a fixpoint over the assignments).
+  /// variables: a worklist over variables, linear in the program's size.
   void mark_control_assignments() {
-    std::vector<uint8_t> control(p_.slot_names.size(), 0);
-    bool changed = false;
+    const size_t nslots = p_.slot_names.size();
+    std::vector<std::vector<int32_t>> assignments(nslots);  // per variable: the statements assigning it
+    for (size_t i = 0; i < p_.stmts.size(); ++i)
+      if (p_.stmts[i].kind == StmtKind::Assign) assignments[p_.stmts[i].slot].push_back(static_cast<int32_t>(i));
+    std::vector<uint8_t> control(nslots, 0);
+    std::vector<int32_t> work;
     auto mark = [&](auto&& self, int32_t index) -> void {
       const Expr& e = p_.exprs[index];
-      if (e.op == ExprOp::Var) {
-        if (!control[e.value]) changed = true;
+      if (e.op == ExprOp::Var && !control[e.value]) {
         control[e.value] = 1;
+        work.push_back(static_cast<int32_t>(e.value));
       }
       if (e.lhs >= 0) self(self, e.lhs);
       if (e.rhs >= 0) self(self, e.rhs);
@@ -116,16 +120,14 @@ class Evaluator {
       if (st.kind == StmtKind::For)
         for (int k = 0; k < st.nargs; ++k) mark(mark, st.args[k]);
     control_assign_.assign(p_.stmts.size(), 0);
-    do {
-      changed = false;
-      for (size_t i = 0; i < p_.stmts.size(); ++i) {
-        const Stmt& st = p_.stmts[i];
-        if (st.kind != StmtKind::Assign || control_assign_[i] || !control[st.slot]) continue;
+    while (!work.empty()) {
+      int32_t slot = work.back();
+      work.pop_back();
+      for (int32_t i : assignments[slot]) {
         control_assign_[i] = 1;
-        changed = true;
-        mark(mark, st.args[0]);
+        mark(mark, p_.stmts[i].args[0]);
       }
-    } while (changed);
+    }
   }
 
   /// Resolves what does not change between executions of a statement: the IR buffers a
@@ -380,8 +382,7 @@ Algorithm evaluate(const SourceText& src, const Program& program, const HeaderVa
 Algorithm run(std::string_view text, const std::string& filename, const std::map<std::string, std::string>& overrides,
               const Limits& limits) {
   SourceText src(text, filename);
-  std::vector<Token> tokens = lex(src);
-  Program program = parse(src, tokens);
+  Program program = parse(src);
   std::string stem = std::filesystem::path(filename).stem().string();
   HeaderValues header = resolve_header(src, program, overrides, stem.empty() ? "resccl" : stem);
   return evaluate(src, program, header, limits);

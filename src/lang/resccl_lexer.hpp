@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <string_view>
 #include <vector>
 
@@ -38,9 +39,43 @@ struct Token {
 /// stays within a small stack.
 inline constexpr int kMaxBlockDepth = 100;
 
-/// Splits `src` into tokens ending with Tok::End. Throws weft::Error(Parse) with the
-/// location of the first bad character, bad indentation, unterminated string or
-/// unbalanced parenthesis.
+/// Produces the tokens of one program on demand, so that memory holds the syntax tree and
+/// not the token list of a large file. Throws weft::Error(Parse) with the location of the
+/// first bad character, bad indentation, unterminated string or unbalanced parenthesis.
+class Lexer {
+ public:
+  explicit Lexer(const SourceText& src) : src_(src), s_(src.text()) { indents_.push_back(0); }
+
+  /// The next token; Tok::End at the end of the input, and again on every later call.
+  Token next();
+
+ private:
+  void produce();
+  void finish();
+  int col() const { return static_cast<int>(pos_ - line_start_) + 1; }
+  void push(Tok kind, int line, int column, int64_t value = 0, std::string_view text = {});
+  void newline();
+  void skip_comment();
+  bool indentation();
+  void number();
+  void name();
+  void string_literal(char quote_char);
+  void punctuation(char c);
+
+  const SourceText& src_;
+  std::string_view s_;
+  size_t pos_ = 0;
+  size_t line_start_ = 0;
+  int line_ = 1;
+  bool at_line_start_ = true;
+  bool finished_ = false;
+  Tok last_ = Tok::End;  ///< kind of the last token produced (End: none yet)
+  std::vector<int> indents_;
+  std::vector<Token> parens_;  ///< open parentheses, for the "never closed" error
+  std::deque<Token> pending_;
+};
+
+/// All tokens of `src`, ending with Tok::End (for tests and tools; the parser streams).
 std::vector<Token> lex(const SourceText& src);
 
 /// What a token kind is called in error messages ("'('", "a name", "the end of the line").

@@ -1,7 +1,9 @@
 #include "lang/resccl_parser.hpp"
 
 #include <algorithm>
+#include <deque>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "lang/resccl_header.hpp"
@@ -12,10 +14,9 @@ namespace {
 
 class Parser {
  public:
-  Parser(const SourceText& src, const std::vector<Token>& tokens) : src_(src), t_(tokens) {}
+  explicit Parser(const SourceText& src) : src_(src), lexer_(src) {}
 
   Program run() {
-    if (t_.empty() || t_.back().kind != Tok::End) src_.fail_at(1, 1, "internal: the token list has no end");
     header();
     p_.body = block();
     if (peek().kind != Tok::End)
@@ -26,10 +27,16 @@ class Parser {
 
  private:
   // ---- token access --------------------------------------------------------------
-  const Token& peek(size_t k = 0) const { return t_[std::min(i_ + k, t_.size() - 1)]; }
-  const Token& next() {
-    const Token& tk = t_[i_];
-    if (i_ + 1 < t_.size()) ++i_;
+  // The parser looks at most two tokens ahead; tokens are copied out (they are small),
+  // so no reference outlives the lookahead buffer.
+  const Token& peek(size_t k = 0) {
+    while (ahead_.size() <= k) ahead_.push_back(lexer_.next());
+    return ahead_[k];
+  }
+  Token next() {
+    peek();
+    Token tk = ahead_.front();
+    ahead_.pop_front();
     return tk;
   }
   bool accept(Tok kind) {
@@ -50,7 +57,7 @@ class Parser {
   [[noreturn]] void error(const Token& at, const std::string& sentence) const {
     src_.fail_at(at.line, at.column, sentence);
   }
-  const Token& expect(Tok kind, std::string_view what) {
+  Token expect(Tok kind, std::string_view what) {
     if (peek().kind != kind) error(peek(), "expected " + std::string(what) + ", found " + found(peek()));
     return next();
   }
@@ -59,7 +66,7 @@ class Parser {
   void header() {
     if (peek().kind == Tok::Indent) error(peek(), "the header ResCCLAlgo(...): must not be indented");
     accept(Tok::KwDef);
-    const Token& head = peek();
+    Token head = peek();
     if (!is_name(head, "ResCCLAlgo"))
       error(head, "expected the header ResCCLAlgo(nRanks=..., OpType=..., ...):, found " + found(head));
     next();
@@ -85,16 +92,16 @@ class Parser {
   }
 
   void header_param() {
-    const Token& name = expect(Tok::Name, "a parameter name");
-    for (const HeaderParam& hp : p_.params)
-      if (hp.name == name.text)
-        error(name, text::format("parameter %s is given twice (first on line %d)", hp.name.c_str(), hp.line));
+    Token name = expect(Tok::Name, "a parameter name");
+    auto [first, fresh] = header_lines_.emplace(std::string(name.text), name.line);
+    if (!fresh)
+      error(name, text::format("parameter %s is given twice (first on line %d)", first->first.c_str(), first->second));
     expect(Tok::Assign, "'=' after the parameter name " + std::string(name.text));
     HeaderParam hp;
     hp.name = std::string(name.text);
     hp.line = name.line;
     hp.column = name.column;
-    const Token& v = peek();
+    Token v = peek();
     if (v.kind == Tok::String) {
       hp.is_string = true;
       hp.str_value = std::string(v.text);
@@ -138,7 +145,7 @@ class Parser {
   }
 
   int32_t statement() {
-    const Token& tk = peek();
+    Token tk = peek();
     if (tk.kind == Tok::KwFor) return for_statement();
     int32_t index;
     if (tk.kind == Tok::Name && peek(1).kind == Tok::Assign) {
@@ -162,7 +169,7 @@ class Parser {
   }
 
   int32_t assignment() {
-    const Token& name = next();
+    Token name = next();
     if (is_string(name.text))
       error(name, std::string(name.text) + " is a string header parameter and cannot be assigned");
     next();  // '='
@@ -177,16 +184,16 @@ class Parser {
   }
 
   int32_t for_statement() {
-    const Token& kw = next();
-    const Token& var = expect(Tok::Name, "a loop variable after 'for'");
+    Token kw = next();
+    Token var = expect(Tok::Name, "a loop variable after 'for'");
     if (is_param(var.text))
       error(var, "the loop variable " + std::string(var.text) +
                      " is a header parameter, which the loop would change; choose another name");
     expect(Tok::KwIn, "'in' after the loop variable");
-    const Token& r = peek();
+    Token r = peek();
     if (!is_name(r, "range")) error(r, "expected range(...) after 'in', found " + found(r));
     next();
-    const Token& open = expect(Tok::LParen, "'(' after range");
+    Token open = expect(Tok::LParen, "'(' after range");
     std::vector<std::pair<int32_t, Token>> args = arguments();
     if (args.empty()) error(open, "range takes 1 to 3 arguments (start, stop, step), not 0");
     if (args.size() > 3)
@@ -223,7 +230,7 @@ class Parser {
   }
 
   int32_t call() {
-    const Token& name = next();
+    Token name = next();
     if (name.text == "transfer" || name.text == "Transfer") return transfer(name);
     if (name.text == "expect") return expect_statement(name);
     if (name.text == "range") error(name, "range(...) may only follow 'for ... in'");
@@ -309,7 +316,7 @@ class Parser {
   }
 
   void keyword_argument(Stmt& s, bool seen[4]) {
-    const Token& name = next();
+    Token name = next();
     next();  // '='
     static const char* const kNames[4] = {"dstChunk", "count", "srcBuf", "dstBuf"};
     int k = 0;
@@ -324,7 +331,7 @@ class Parser {
     } else if (k == 1) {
       s.count = expression();
     } else {
-      const Token& v = peek();
+      Token v = peek();
       if (v.kind != Tok::Name && v.kind != Tok::String)
         error(v, std::string(kNames[k]) + " must be data, input, output or scratch, not " + found(v));
       BufferName b;
@@ -363,7 +370,7 @@ class Parser {
     NestGuard guard(*this, peek());
     int32_t lhs = term();
     while (peek().kind == Tok::Plus || peek().kind == Tok::Minus) {
-      const Token& op = next();
+      Token op = next();
       int32_t rhs = term();
       lhs = make(op.kind == Tok::Plus ? ExprOp::Add : ExprOp::Sub, op, lhs, rhs);
     }
@@ -379,14 +386,14 @@ class Parser {
       else if (k == Tok::Slash) op = ExprOp::Div;
       else if (k == Tok::Percent) op = ExprOp::Mod;
       else return lhs;
-      const Token& at = next();
+      Token at = next();
       int32_t rhs = unary();
       lhs = make(op, at, lhs, rhs);
     }
   }
 
   int32_t unary() {
-    const Token& tk = peek();
+    Token tk = peek();
     if (tk.kind == Tok::Minus) {
       NestGuard guard(*this, tk);
       next();
@@ -420,17 +427,26 @@ class Parser {
   }
 
   const SourceText& src_;
-  const std::vector<Token>& t_;
-  size_t i_ = 0;
+  Lexer lexer_;
+  std::deque<Token> ahead_;
   Program p_;
   std::vector<int> depth_;  ///< per expression node: depth of its subtree
   int nesting_ = 0;
+  std::unordered_map<std::string, int> header_lines_;  ///< header parameter -> its line
   std::unordered_set<std::string> param_names_;
   std::unordered_set<std::string> string_params_;
 };
 
 }  // namespace
 
-Program parse(const SourceText& src, const std::vector<Token>& tokens) { return Parser(src, tokens).run(); }
+Program parse(const SourceText& src) {
+  // A first lexical pass over the whole file, keeping no tokens: lexical errors come
+  // first wherever they are, so that an unclosed '(' is reported as such and not as the
+  // syntax error it causes lines later.
+  Lexer check(src);
+  while (check.next().kind != Tok::End) {
+  }
+  return Parser(src).run();
+}
 
 }  // namespace weft::resccl

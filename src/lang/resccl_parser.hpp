@@ -31,7 +31,9 @@ inline constexpr int kMaxExprNesting = 200;
 /// Deepest expression tree (a long chain a+b+c+... is deep too); bounds the evaluator's recursion.
 inline constexpr int kMaxExprDepth = 1000;
 
-/// Parses the tokens of `src` (from lex()). Throws weft::Error(Parse) at the first error.
-Program parse(const SourceText& src, const std::vector<Token>& tokens);
+/// Parses `src`, pulling tokens from a Lexer as it goes (the token list is never held
+/// whole). Throws weft::Error(Parse) at the first lexical error anywhere in the file, else
+/// at the first syntax error.
+Program parse(const SourceText& src);
 
 }  // namespace weft::resccl
