@@ -102,7 +102,8 @@ void Topology::validate() const {
   if (tb_copy_GBps <= 0) bad("tb_copy_GBps must be positive");
   if (nics_per_node > 0 && tb_net_GBps <= 0) bad("tb_net_GBps must be positive");
   if (hbm_bandwidth_GBps <= 0) bad("hbm_bandwidth_GBps must be positive");
-  if (nvlink_latency_us < 0 || nic_latency_us < 0 || aggregation_latency_us < 0 || primitive_overhead_us < 0 || contention_gamma < 0)
+  if (nvlink_latency_us < 0 || nic_latency_us < 0 || aggregation_latency_us < 0 || primitive_overhead_us < 0 || contention_gamma < 0 ||
+      tb_local_GBps < 0)
     bad("latencies and overheads must not be negative");
 }
 

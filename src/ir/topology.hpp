@@ -58,7 +58,12 @@ struct Topology {
   double tb_net_GBps = 0;          ///< what one thread block drives through a NIC
   double hbm_bandwidth_GBps = 0;   ///< device memory, for reductions and local copies
   double primitive_overhead_us = 0;  ///< alpha: fixed cost of one primitive invocation
-  double contention_gamma = 0;     ///< gamma of paper 001 Eq. 1 (us per unit of L(z))
+  /// gamma of paper 001 Eq. 1, as the simulator uses it (dimensionless): a link asked for
+  /// z > 1 times its bandwidth delivers bandwidth / (1 + gamma (z - 1)).
+  double contention_gamma = 0;
+  /// HBM traffic (GB/s) one thread block moves in a local copy or reduction (receivers
+  /// copying out of staging, rrc, Copy, Reduce); 0: 4 x tb_copy_GBps (docs/cost-model.md).
+  double tb_local_GBps = 0;
 
   int32_t num_gpus() const { return nodes * gpus_per_node; }
   int32_t node_of(int32_t gpu) const { return gpu / gpus_per_node; }

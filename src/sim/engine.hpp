@@ -1,0 +1,26 @@
+// The discrete-event engine behind Simulator::run (docs/simulator.md, "The engine").
+#pragma once
+
+#include <cstdint>
+
+#include "sim/cost_model.hpp"
+#include "sim/program.hpp"
+#include "sim/report.hpp"
+
+namespace weft::sim {
+
+struct EngineParams {
+  uint64_t chunk_bytes = 0;       ///< bytes of one chunk slot
+  uint64_t microbatch_bytes = 0;  ///< micro-batch size per chunk slot
+  int32_t microbatches = 0;       ///< ceil(chunk_bytes / microbatch_bytes)
+  int32_t fifo_depth = 4;
+  bool trace = false;
+  size_t trace_limit = 0;
+  bool check = false;
+};
+
+/// Runs `prog` and fills the timing fields of `out`: time_us, links, tbs, trace, the check
+/// arrays, invocations, events. Throws Error(Verify) when the plan deadlocks.
+void run_engine(const Program& prog, const CostModel& cost, const EngineParams& params, SimReport& out);
+
+}  // namespace weft::sim

@@ -1,0 +1,208 @@
+#include "sim/program.hpp"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "util/error.hpp"
+#include "util/text.hpp"
+
+namespace weft::sim {
+
+std::string Program::describe_slot(int32_t slot) const {
+  const ProgSlot& s = slots[static_cast<size_t>(slot)];
+  const ProgTb& t = tbs[static_cast<size_t>(s.tb)];
+  return text::format("rank %d tb %d slot %d (%s)", t.rank, t.local, s.local, std::string(to_string(s.prim)).c_str());
+}
+
+namespace {
+
+[[noreturn]] void bad_slot(int32_t rank, size_t tb, size_t slot, const std::string& what) {
+  fail(ErrorCode::Verify, text::format("plan: rank %d tb %zu slot %zu: ", rank, tb, slot) + what);
+}
+
+uint64_t conn_key(int32_t src, int32_t dst, int32_t channel) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(src)) << 42) ^
+         (static_cast<uint64_t>(static_cast<uint32_t>(dst)) << 21) ^ static_cast<uint64_t>(static_cast<uint32_t>(channel));
+}
+
+uint64_t resource_key(ResourceId r) {
+  return (static_cast<uint64_t>(r.kind) << 56) ^ static_cast<uint64_t>(r.index);
+}
+
+bool is_link_kind(ResourceKind k) {
+  return k != ResourceKind::NvlinkEgress && k != ResourceKind::NvlinkIngress;
+}
+
+}  // namespace
+
+Program build_program(const Plan& plan, const Topology& topo) {
+  Program p;
+  p.execution = plan.execution;
+  p.collective = plan.collective;
+  p.num_ranks = plan.num_ranks;
+  p.chunks = std::max(plan.input_chunks, plan.output_chunks);
+  if (plan.num_ranks != topo.num_gpus())
+    fail(ErrorCode::InvalidArgument, text::format("plan '%s' has %d ranks but topology %s has %d GPUs", plan.algorithm.c_str(),
+                                                  plan.num_ranks, topo.name.c_str(), topo.num_gpus()));
+  if (static_cast<int32_t>(plan.ranks.size()) != plan.num_ranks)
+    fail(ErrorCode::Verify, text::format("plan: %zu rank entries for %d ranks", plan.ranks.size(), plan.num_ranks));
+  if (p.chunks <= 0) fail(ErrorCode::Verify, "plan: no chunk slots (input_chunks and output_chunks are 0)");
+  if (p.chunks > (1 << 30)) fail(ErrorCode::Verify, text::format("plan: %d chunk slots is too many", p.chunks));
+
+  // Global numbering of thread blocks and slots.
+  size_t n_slots = 0, n_tbs = 0;
+  for (size_t r = 0; r < plan.ranks.size(); ++r) {
+    if (plan.ranks[r].rank != static_cast<int32_t>(r))
+      fail(ErrorCode::Verify, text::format("plan: rank entry %zu names rank %d", r, plan.ranks[r].rank));
+    n_tbs += plan.ranks[r].tbs.size();
+    for (const ThreadBlock& tb : plan.ranks[r].tbs) n_slots += tb.slots.size();
+  }
+  if (n_slots >= (1ull << 31) || n_tbs >= (1ull << 31)) fail(ErrorCode::Verify, "plan: too many slots to simulate");
+  p.slots.reserve(n_slots);
+  p.tbs.reserve(n_tbs);
+  std::vector<int32_t> rank_first_tb(plan.ranks.size() + 1, 0);
+  for (size_t r = 0; r < plan.ranks.size(); ++r) {
+    rank_first_tb[r] = static_cast<int32_t>(p.tbs.size());
+    p.rank_tbs.push_back(static_cast<int32_t>(plan.ranks[r].tbs.size()));
+    for (size_t t = 0; t < plan.ranks[r].tbs.size(); ++t) {
+      ProgTb tb;
+      tb.rank = static_cast<int32_t>(r);
+      tb.local = static_cast<int32_t>(t);
+      p.tbs.push_back(tb);
+    }
+  }
+  rank_first_tb[plan.ranks.size()] = static_cast<int32_t>(p.tbs.size());
+  {
+    int32_t next = 0;
+    size_t g = 0;
+    for (const RankPlan& rp : plan.ranks)
+      for (const ThreadBlock& tb : rp.tbs) {
+        p.tbs[g].slot_begin = next;
+        next += static_cast<int32_t>(tb.slots.size());
+        p.tbs[g].slot_end = next;
+        ++g;
+      }
+  }
+
+  std::unordered_map<uint64_t, int32_t> conn_ids, res_ids;
+  conn_ids.reserve(n_slots / 4 + 16);
+  auto resource_of = [&](ResourceId id) {
+    auto [it, fresh] = res_ids.try_emplace(resource_key(id), static_cast<int32_t>(p.resources.size()));
+    if (fresh) {
+      ProgResource res;
+      res.id = id;
+      res.capacity_GBps = topo.bandwidth_GBps(id);
+      res.is_link = is_link_kind(id.kind);
+      if (!(res.capacity_GBps > 0))
+        fail(ErrorCode::InvalidArgument, "topology " + topo.name + ": " + topo.resource_name(id) + " has no bandwidth");
+      p.resources.push_back(res);
+    }
+    return it->second;
+  };
+  auto conn_of = [&](int32_t src, int32_t dst, int32_t channel) {
+    auto [it, fresh] = conn_ids.try_emplace(conn_key(src, dst, channel), static_cast<int32_t>(p.conns.size()));
+    if (fresh) {
+      ProgConn c;
+      c.src = src;
+      c.dst = dst;
+      c.channel = channel;
+      c.res_begin = static_cast<uint32_t>(p.conn_res.size());
+      for (ResourceId id : topo.route(src, dst)) p.conn_res.push_back(resource_of(id));
+      c.res_end = static_cast<uint32_t>(p.conn_res.size());
+      c.latency_us = topo.latency_us(src, dst);
+      c.cap_GBps = topo.tb_rate_GBps(src, dst);
+      if (!(c.cap_GBps > 0))
+        fail(ErrorCode::InvalidArgument, text::format("topology %s: no per-thread-block rate for GPU %d -> %d", topo.name.c_str(), src, dst));
+      p.conns.push_back(c);
+    }
+    return it->second;
+  };
+
+  const int32_t R = plan.num_ranks;
+  for (size_t r = 0; r < plan.ranks.size(); ++r) {
+    const RankPlan& rp = plan.ranks[r];
+    const int32_t rank = static_cast<int32_t>(r);
+    for (size_t t = 0; t < rp.tbs.size(); ++t) {
+      const int32_t gtb = rank_first_tb[r] + static_cast<int32_t>(t);
+      for (size_t s = 0; s < rp.tbs[t].slots.size(); ++s) {
+        const Slot& sl = rp.tbs[t].slots[s];
+        ProgSlot ps;
+        ps.prim = sl.primitive;
+        ps.tb = gtb;
+        ps.local = static_cast<int32_t>(s);
+        const bool sends = primitive_sends(sl.primitive), receives = primitive_receives(sl.primitive);
+        if (sends) {
+          if (sl.send_peer < 0 || sl.send_peer >= R || sl.send_peer == rank)
+            bad_slot(rank, t, s, text::format("%s needs a send peer other than itself in [0, %d), has %d",
+                                              std::string(to_string(sl.primitive)).c_str(), R, sl.send_peer));
+        }
+        if (receives) {
+          if (sl.recv_peer < 0 || sl.recv_peer >= R || sl.recv_peer == rank)
+            bad_slot(rank, t, s, text::format("%s needs a receive peer other than itself in [0, %d), has %d",
+                                              std::string(to_string(sl.primitive)).c_str(), R, sl.recv_peer));
+        }
+        if (sl.channel < 0 || sl.channel >= (1 << 21)) bad_slot(rank, t, s, text::format("channel %d is out of range", sl.channel));
+        if (sl.count < 1) bad_slot(rank, t, s, text::format("count %d must be at least 1", sl.count));
+        if (sl.instances < 1 || sl.instance < 0 || sl.instance >= sl.instances)
+          bad_slot(rank, t, s, text::format("instance %d of %d is out of range", sl.instance, sl.instances));
+        ps.scale = static_cast<double>(sl.count) / static_cast<double>(sl.instances);
+        ps.traffic = CostModel::local_traffic_factor(sl.primitive);
+        ps.dep_begin = static_cast<uint32_t>(p.deps.size());
+        for (const SlotDep& d : sl.deps) {
+          if (d.tb < 0 || d.tb >= static_cast<int32_t>(rp.tbs.size()) || d.slot < 0 ||
+              d.slot >= static_cast<int32_t>(rp.tbs[static_cast<size_t>(d.tb)].slots.size()))
+            bad_slot(rank, t, s, text::format("depends on tb %d slot %d, which does not exist on this rank", d.tb, d.slot));
+          if (d.tb == static_cast<int32_t>(t) && d.slot == static_cast<int32_t>(s))
+            bad_slot(rank, t, s, "depends on itself");
+          p.deps.push_back(p.tbs[static_cast<size_t>(rank_first_tb[r] + d.tb)].slot_begin + d.slot);
+        }
+        ps.dep_end = static_cast<uint32_t>(p.deps.size());
+        if (sends) {
+          ps.send_conn = conn_of(rank, sl.send_peer, sl.channel);
+          ProgConn& c = p.conns[static_cast<size_t>(ps.send_conn)];
+          if (c.sender_tb >= 0 && c.sender_tb != gtb)
+            bad_slot(rank, t, s, text::format("connection %d->%d channel %d is already driven by tb %d; a connection has one thread block at each end",
+                                              rank, sl.send_peer, sl.channel, p.tbs[static_cast<size_t>(c.sender_tb)].local));
+          c.sender_tb = gtb;
+        }
+        if (receives) {
+          ps.recv_conn = conn_of(sl.recv_peer, rank, sl.channel);
+          ProgConn& c = p.conns[static_cast<size_t>(ps.recv_conn)];
+          if (c.receiver_tb >= 0 && c.receiver_tb != gtb)
+            bad_slot(rank, t, s, text::format("connection %d->%d channel %d is already received by tb %d; a connection has one thread block at each end",
+                                              sl.recv_peer, rank, sl.channel, p.tbs[static_cast<size_t>(c.receiver_tb)].local));
+          c.receiver_tb = gtb;
+        }
+        p.slots.push_back(ps);
+      }
+    }
+  }
+
+  // Both ends of a connection must list the same messages: the same number of slots, of
+  // the same size, in the same order (the runtime pairs them by position).
+  std::vector<std::vector<int32_t>> send_list(p.conns.size()), recv_list(p.conns.size());
+  for (size_t i = 0; i < p.slots.size(); ++i) {
+    if (p.slots[i].send_conn >= 0) send_list[static_cast<size_t>(p.slots[i].send_conn)].push_back(static_cast<int32_t>(i));
+    if (p.slots[i].recv_conn >= 0) recv_list[static_cast<size_t>(p.slots[i].recv_conn)].push_back(static_cast<int32_t>(i));
+  }
+  for (size_t c = 0; c < p.conns.size(); ++c) {
+    const ProgConn& cn = p.conns[c];
+    const auto& a = send_list[c];
+    const auto& b = recv_list[c];
+    if (a.size() != b.size()) {
+      const int32_t any = a.empty() ? b.front() : a.front();
+      fail(ErrorCode::Verify, text::format("plan: connection %d->%d channel %d has %zu sending slots but %zu receiving slots (first: %s)",
+                                           cn.src, cn.dst, cn.channel, a.size(), b.size(), p.describe_slot(any).c_str()));
+    }
+    for (size_t i = 0; i < a.size(); ++i) {
+      const double sa = p.slots[static_cast<size_t>(a[i])].scale, sb = p.slots[static_cast<size_t>(b[i])].scale;
+      if (sa != sb)
+        fail(ErrorCode::Verify, text::format("plan: connection %d->%d channel %d: message %zu is %g chunks at %s but %g chunks at %s",
+                                             cn.src, cn.dst, cn.channel, i, sa, p.describe_slot(a[i]).c_str(), sb,
+                                             p.describe_slot(b[i]).c_str()));
+    }
+  }
+  return p;
+}
+
+}  // namespace weft::sim

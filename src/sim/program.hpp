@@ -1,0 +1,82 @@
+// Program: a Plan flattened into arrays for the discrete-event engine.
+//
+// Slots of every thread block of every rank are numbered globally; each slot knows its
+// thread block, the connections it sends and receives on, and its dependencies (global
+// slot ids). Connections (src rank, dst rank, channel) carry the resources of their route,
+// their latency and the per-TB rate of the sending side. Resources are numbered densely.
+// Building a Program validates the plan against the topology: every message names the
+// rank, thread block and slot at fault.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/plan.hpp"
+#include "ir/topology.hpp"
+#include "sim/cost_model.hpp"
+
+namespace weft::sim {
+
+struct ProgSlot {
+  Primitive prim = Primitive::Nop;
+  int32_t tb = 0;          ///< global thread block id
+  int32_t local = 0;       ///< index of the slot in its thread block
+  int32_t send_conn = -1;  ///< connection id, or -1
+  int32_t recv_conn = -1;
+  uint32_t dep_begin = 0;  ///< range in Program::deps
+  uint32_t dep_end = 0;
+  double scale = 1;        ///< payload bytes per invocation = scale * micro-batch bytes (count / instances)
+  double traffic = 0;      ///< HBM bytes per payload byte of the local (receive-side) work
+};
+
+struct ProgTb {
+  int32_t rank = 0;
+  int32_t local = 0;       ///< index among its rank's thread blocks
+  int32_t slot_begin = 0;  ///< global slot range
+  int32_t slot_end = 0;
+};
+
+struct ProgConn {
+  int32_t src = 0, dst = 0, channel = 0;
+  int32_t sender_tb = -1;    ///< the one thread block sending on it
+  int32_t receiver_tb = -1;  ///< the one thread block receiving on it
+  uint32_t res_begin = 0;    ///< range in Program::conn_res
+  uint32_t res_end = 0;
+  double latency_us = 0;
+  double cap_GBps = 0;       ///< per-TB rate of the sending side on this path
+};
+
+struct ProgResource {
+  ResourceId id{ResourceKind::NvlinkPair, 0};
+  double capacity_GBps = 0;
+  /// A link in paper 001's sense (the resources whose sharing is a communication
+  /// dependency: a GPU pair inside a node, a NIC direction, a rack link). Utilization is
+  /// reported over these; NVLink ports are resources but not links.
+  bool is_link = false;
+};
+
+struct Program {
+  ExecutionModel execution = ExecutionModel::Task;
+  Collective collective = Collective::Custom;
+  int32_t num_ranks = 0;
+  int32_t chunks = 0;  ///< chunk slots of the larger buffer: call bytes / chunks = slot bytes
+  std::vector<ProgSlot> slots;
+  std::vector<ProgTb> tbs;
+  std::vector<ProgConn> conns;
+  std::vector<int32_t> deps;      ///< global slot ids
+  std::vector<int32_t> conn_res;  ///< dense resource ids
+  std::vector<ProgResource> resources;
+  std::vector<int32_t> rank_tbs;  ///< thread blocks per rank
+
+  /// "rank 3 tb 2 slot 5 (send)": how messages name a slot.
+  std::string describe_slot(int32_t slot) const;
+};
+
+/// Flattens and checks a plan: ranks match the topology, peers are in range and not the
+/// rank itself, primitives name the peers they need, dependencies point at existing slots
+/// of the same rank, each connection has one thread block at each end and both ends list
+/// the same number of slots of the same size on it. Throws Error(Verify) otherwise.
+Program build_program(const Plan& plan, const Topology& topo);
+
+}  // namespace weft::sim

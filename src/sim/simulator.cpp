@@ -1,0 +1,107 @@
+#include "sim/simulator.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "sim/engine.hpp"
+#include "sim/program.hpp"
+#include "util/error.hpp"
+#include "util/text.hpp"
+
+namespace weft::sim {
+
+Simulator::Simulator(const Plan& plan, const Topology& topo) : topo_(topo) {
+  topo_.validate();
+  program_ = std::make_unique<Program>(build_program(plan, topo_));
+  cost_ = CostModel::from_topology(topo_);
+  meta_ = plan;
+  meta_.ranks.clear();
+}
+
+Simulator::~Simulator() = default;
+Simulator::Simulator(Simulator&&) noexcept = default;
+Simulator& Simulator::operator=(Simulator&&) noexcept = default;
+
+SimReport Simulator::run(const SimOptions& options) const {
+  const Program& prog = *program_;
+  if (options.microbatch_bytes == 0) fail(ErrorCode::InvalidArgument, "simulate: the micro-batch size must be at least 1 byte");
+  if (options.fifo_depth < 1 || options.fifo_depth > 1024)
+    fail(ErrorCode::InvalidArgument, text::format("simulate: FIFO depth %d is out of range [1, 1024]", options.fifo_depth));
+  const uint64_t chunk = options.bytes / static_cast<uint64_t>(prog.chunks);
+  if (chunk == 0)
+    fail(ErrorCode::InvalidArgument, text::format("simulate: %llu bytes give less than one byte to each of the plan's %d chunk slots",
+                                                  static_cast<unsigned long long>(options.bytes), prog.chunks));
+  const uint64_t n_mb = (chunk + options.microbatch_bytes - 1) / options.microbatch_bytes;
+  if (n_mb > (1u << 24))
+    fail(ErrorCode::InvalidArgument, text::format("simulate: %llu micro-batches per slot is too many (raise --microbatch)",
+                                                  static_cast<unsigned long long>(n_mb)));
+  if (options.check && static_cast<double>(n_mb) * static_cast<double>(prog.slots.size()) > 5e7)
+    fail(ErrorCode::InvalidArgument, "simulate: check mode keeps every invocation; this run has too many");
+
+  SimReport r;
+  r.algorithm = meta_.algorithm;
+  r.scheduler = meta_.scheduler;
+  r.allocator = meta_.allocator;
+  r.topology = topo_.name;
+  r.execution = std::string(to_string(prog.execution));
+  r.collective = prog.collective;
+  r.ranks = prog.num_ranks;
+  r.bytes = options.bytes;
+  r.chunk_bytes = chunk;
+  r.microbatch_bytes = std::min<uint64_t>(options.microbatch_bytes, chunk);
+  r.microbatches = static_cast<int32_t>(n_mb);
+  r.fifo_depth = options.fifo_depth;
+
+  EngineParams ep;
+  ep.chunk_bytes = chunk;
+  ep.microbatch_bytes = options.microbatch_bytes;
+  ep.microbatches = static_cast<int32_t>(n_mb);
+  ep.fifo_depth = options.fifo_depth;
+  ep.trace = options.trace;
+  ep.trace_limit = options.trace_limit;
+  ep.check = options.check;
+  auto t0 = std::chrono::steady_clock::now();
+  run_engine(prog, cost_, ep, r);
+  r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  for (LinkStat& l : r.links) l.name = topo_.resource_name(l.id);
+  if (r.time_us > 0) {
+    // nccl-tests: algbw = size / time; GB/s = bytes / us / 1e3.
+    r.algbw_GBps = static_cast<double>(r.bytes) / r.time_us / 1e3;
+    r.busbw_GBps = r.algbw_GBps * bus_factor(r.collective, r.ranks);
+    double util = 0, bw = 0;
+    int32_t used = 0;
+    for (const LinkStat& l : r.links) {
+      if (!l.is_link || l.bytes <= 0) continue;
+      ++used;
+      util += l.busy_us / r.time_us;
+      bw += l.bytes / (l.capacity_GBps * 1e3 * r.time_us);
+    }
+    r.links_used = used;
+    r.link_utilization = used ? util / used : 0;
+    r.link_bandwidth_utilization = used ? bw / used : 0;
+  }
+  double busy = 0, idle = 0, idle_max = 0;
+  for (const TbStat& t : r.tbs) {
+    busy += t.lifetime_us > 0 ? t.busy_us / t.lifetime_us : 0;
+    idle += t.idle();
+    idle_max = std::max(idle_max, t.idle());
+  }
+  if (!r.tbs.empty()) {
+    r.tb_busy_mean = busy / static_cast<double>(r.tbs.size());
+    r.tb_idle_mean = idle / static_cast<double>(r.tbs.size());
+  }
+  r.tb_idle_max = idle_max;
+  r.tbs_total = static_cast<int64_t>(r.tbs.size());
+  int32_t mx = 0;
+  for (int32_t n : prog.rank_tbs) mx = std::max(mx, n);
+  r.tbs_per_rank_max = mx;
+  r.tbs_per_rank_mean = prog.num_ranks ? static_cast<double>(prog.tbs.size()) / prog.num_ranks : 0;
+  return r;
+}
+
+SimReport simulate(const Plan& plan, const Topology& topo, const SimOptions& options) {
+  return Simulator(plan, topo).run(options);
+}
+
+}  // namespace weft::sim

@@ -1,0 +1,61 @@
+// The simulator's entry point: executes a Plan on a Topology, as the GPU executor will.
+//
+// Execution (DESIGN.md, "The execution model, precisely"; src/ir/plan.hpp is the contract):
+// every thread block walks its slots in order, each slot over every micro-batch (task
+// level) or, under ExecutionModel::Algorithm, every slot per micro-batch. Before
+// invocation k a slot waits until every slot in its `deps` has finished invocation k. A
+// sender writes message m of a connection into staging slot m mod fifo_depth on the
+// receiver, so it may run up to fifo_depth messages ahead; the receiver frees the slot when
+// its invocation ends. docs/simulator.md describes the engine, docs/cost-model.md the costs.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "ir/plan.hpp"
+#include "ir/topology.hpp"
+#include "sim/cost_model.hpp"
+#include "sim/report.hpp"
+
+namespace weft::sim {
+
+struct SimOptions {
+  uint64_t bytes = 0;                   ///< the call's size, nccl-tests convention (see report.hpp)
+  uint64_t microbatch_bytes = 1 << 20;  ///< micro-batch size per chunk slot (the paper's 1 MiB)
+  int32_t fifo_depth = 4;               ///< staging slots per connection (the runtime's default)
+  bool trace = false;                   ///< record spans for a Chrome trace
+  size_t trace_limit = 2'000'000;       ///< spans kept at most; the report says when it cut
+  /// Track every resource's load at each change and every invocation's times (tests; slow).
+  bool check = false;
+};
+
+struct Program;
+
+/// A plan bound to a topology, ready to be run at any size. Building it validates the plan
+/// (Error(Verify) naming rank, thread block and slot) and the topology.
+class Simulator {
+ public:
+  Simulator(const Plan& plan, const Topology& topo);
+  ~Simulator();
+  Simulator(Simulator&&) noexcept;
+  Simulator& operator=(Simulator&&) noexcept;
+
+  /// Simulates one call. Throws InvalidArgument when the size gives less than one byte per
+  /// chunk slot or options are out of range; Verify when the plan deadlocks (the message
+  /// names the stuck thread blocks and what each waits for).
+  SimReport run(const SimOptions& options) const;
+
+  const CostModel& cost_model() const { return cost_; }
+  const Program& program() const { return *program_; }
+
+ private:
+  std::unique_ptr<Program> program_;
+  CostModel cost_;
+  Topology topo_;
+  Plan meta_;  ///< the plan's descriptive fields only (no ranks)
+};
+
+/// Convenience: Simulator(plan, topo).run(options).
+SimReport simulate(const Plan& plan, const Topology& topo, const SimOptions& options);
+
+}  // namespace weft::sim
