@@ -36,53 +36,72 @@ constexpr int kMaxPath = 4;  // NIC tx, rack uplink, rack downlink, NIC rx
 
 enum class Phase : uint8_t { Ready, WaitDeps, WaitData, WaitCredit, Timed, Flow, Finished };
 
-struct TbState {
+// A thread block's state: what one event touches, packed in two cache lines. The current
+// slot's fields are copied in when the block moves to it (once per slot under task-level
+// execution), so that most events never read the (large) slot array.
+struct alignas(64) TbState {
   int32_t slot = 0;           // current global slot
   int32_t k = 0;              // current micro-batch
   uint32_t dep_cursor = 0;    // next dependency to check
-  Phase phase = Phase::Ready;
-  bool deps_done = false;
-  bool listed = false;        // on a slot's waiting list
+  uint32_t dep_end = 0;
+  uint32_t version = 0;       // of its live event-queue entry
   int32_t next_waiter = -1;   // intrusive list of blocks waiting on one slot's counter
-  int32_t wait_value = 0;     // waiting until done[slot] >= wait_value
-  uint32_t version = 0;
-  // The flow this block drives (phase Flow).
-  int32_t nres = 0;
+  int32_t send_conn = -1;
+  int32_t recv_conn = -1;
+  int32_t flow_msg = 0;       // message index of the flow it drives
+  int32_t rank = 0;
+  Phase phase = Phase::Ready;
+  Primitive prim = Primitive::Nop;
+  bool deps_done = false;
+  bool listed = false;        // on a slot's waiting list (for done >= k + 1)
+  uint8_t nres = 0;
+  double scale = 1;           // payload bytes per micro-batch byte
   int32_t res[kMaxPath] = {0, 0, 0, 0};
-  int32_t pos[kMaxPath] = {0, 0, 0, 0};  // index in each resource's flow list
-  int32_t flow_conn = -1;
-  int32_t flow_msg = 0;
-  double cap = 0;             // bytes/us
+  // The flow it drives (phase Flow).
   double rate = 0;            // bytes/us; < 0 while being registered
-  double remaining = 0;       // bytes
-  double last = 0;            // time `remaining` was last brought up to date
-  double move_from = 0;       // data moves from here on
+  double remaining = 0;       // bytes still to move after `from`
+  double from = 0;            // progress is counted from here (start + alpha, then each update)
   double not_before = 0;      // forwarding: cannot end before its input's last byte arrived
   // Accounting.
-  double arrive = 0;          // when the block reached the current invocation
   double ready = 0;           // when the current invocation's dependencies were met
   double busy_start = 0;
   double busy = 0;
-  double finish = 0;
-  int64_t invocations = 0;
+};
+static_assert(sizeof(TbState) == 128, "keep a thread block's state in two cache lines");
+
+struct SlotState {
+  int32_t done = 0;           // invocations finished
+  int32_t waiters = -1;       // head of the list of blocks waiting on it
 };
 
 struct ConnState {
   int32_t started = 0;        // messages whose flow has started
   int32_t consumed = 0;       // messages whose receiving invocation has ended
+  int32_t sender_tb = -1;
+  int32_t receiver_tb = -1;
   bool sender_waiting = false;
   bool receiver_waiting = false;
+  double latency = 0;         // us
+  double cap = 0;             // bytes/us of the sending block
+};
+
+struct Message {
+  double start;               // first byte lands at the receiver
+  double end;                 // last byte lands (kInf until known)
 };
 
 struct ResState {
-  double cap = 0;             // bytes/us
-  double demand = 0;          // bytes/us: sum of the caps of the flows on it
-  double factor = 1;
-  std::vector<int32_t> flows; // thread blocks whose flow uses it
+  // What every flow start and end touches.
   int32_t active = 0;
+  bool saturable = true;      // tracks its flows (see ProgResource::saturable)
   double since = 0;
   double busy = 0;
   double bytes = 0;
+  // Saturable resources only.
+  double cap = 0;             // bytes/us
+  double demand = 0;          // bytes/us: sum of the per-TB rates of the flows on it
+  double factor = 1;
+  std::vector<int32_t> flows; // thread blocks whose flow uses it
   double max_load = 0;
 };
 
@@ -95,23 +114,25 @@ class Engine {
 
  private:
   // Thread-block stepping.
+  void enter_slot(int32_t t, int32_t slot);
   void advance(int32_t t);
   void complete(int32_t t);
   void on_event(int32_t t);
-  bool try_start_send(int32_t t, int32_t conn, double payload, double move_from, double not_before, double busy_start);
+  bool try_start_send(int32_t t, double payload, double move_from, double not_before, double busy_start);
   void schedule_receive(int32_t t);
-  void wait_on(int32_t t, int32_t slot, int32_t value);
+  void wait_on(int32_t t, int32_t slot);
   void wake(int32_t slot);
   void schedule(int32_t t, double time);
-  double payload(const ProgSlot& s, int32_t k) const {
-    return s.scale * static_cast<double>(k + 1 < par_.microbatches ? par_.microbatch_bytes : last_mb_);
+  double payload(const TbState& s) const {
+    return s.scale * static_cast<double>(s.k + 1 < par_.microbatches ? par_.microbatch_bytes : last_mb_);
   }
-  size_t ring(int32_t conn, int32_t msg) const {
-    return static_cast<size_t>(conn) * static_cast<size_t>(par_.fifo_depth) + static_cast<size_t>(msg % par_.fifo_depth);
+  Message& msg(int32_t conn, int32_t m) {
+    return ring_[static_cast<size_t>(conn) * static_cast<size_t>(par_.fifo_depth) + static_cast<size_t>(m % par_.fifo_depth)];
   }
+  double traffic(const TbState& s) const { return CostModel::local_traffic_factor(s.prim); }
 
   // Flows.
-  void start_flow(int32_t t, int32_t conn, double payload, double move_from, double not_before);
+  void start_flow(int32_t t, double payload, double move_from, double not_before);
   void end_flow(int32_t t);
   void refactor(int32_t r, int32_t skip);
   void update_rate(int32_t t);
@@ -129,11 +150,12 @@ class Engine {
   double now_ = 0;
   uint64_t last_mb_ = 0;
   std::vector<TbState> tb_;
-  std::vector<int32_t> done_;        // per slot: invocations finished
-  std::vector<int32_t> waiters_;     // per slot: head of the waiting list
+  std::vector<double> finish_;       // per block: end of its last invocation
+  std::vector<int64_t> invocations_; // per block
+  std::vector<double> arrive_;       // per block, tracing only: when it reached the invocation
+  std::vector<SlotState> slot_;
   std::vector<ConnState> conn_;
-  std::vector<double> ring_start_;   // per connection x depth: first byte arrives
-  std::vector<double> ring_end_;     // last byte arrives (kInf until known)
+  std::vector<Message> ring_;        // per connection x depth
   std::vector<ResState> res_;
   std::vector<double> local_rate_;   // per rank: bytes/us of one block's local work
   std::vector<int32_t> ready_;
@@ -145,13 +167,25 @@ void Engine::run() {
   const size_t n_mb = static_cast<size_t>(par_.microbatches);
   last_mb_ = par_.chunk_bytes - (n_mb - 1) * par_.microbatch_bytes;
   tb_.assign(p_.tbs.size(), TbState{});
-  done_.assign(p_.slots.size(), 0);
-  waiters_.assign(p_.slots.size(), -1);
+  finish_.assign(p_.tbs.size(), 0.0);
+  invocations_.assign(p_.tbs.size(), 0);
+  if (par_.trace) arrive_.assign(p_.tbs.size(), 0.0);
+  slot_.assign(p_.slots.size(), SlotState{});
   conn_.assign(p_.conns.size(), ConnState{});
-  ring_start_.assign(p_.conns.size() * static_cast<size_t>(par_.fifo_depth), 0.0);
-  ring_end_.assign(ring_start_.size(), kInf);
+  for (size_t c = 0; c < p_.conns.size(); ++c) {
+    const ProgConn& pc = p_.conns[c];
+    conn_[c].sender_tb = pc.sender_tb;
+    conn_[c].receiver_tb = pc.receiver_tb;
+    conn_[c].latency = pc.latency_us;
+    conn_[c].cap = pc.cap_GBps * 1e3;
+  }
+  ring_.assign(p_.conns.size() * static_cast<size_t>(par_.fifo_depth), Message{0.0, kInf});
   res_.resize(p_.resources.size());
-  for (size_t r = 0; r < res_.size(); ++r) res_[r].cap = p_.resources[r].capacity_GBps * 1e3;
+  for (size_t r = 0; r < res_.size(); ++r) {
+    res_[r].cap = p_.resources[r].capacity_GBps * 1e3;
+    // Check mode tracks every resource, so that the load check sees every flow.
+    res_[r].saturable = p_.resources[r].saturable || par_.check;
+  }
   // A block's local work runs at its own rate, or at its share of the GPU's HBM if all the
   // rank's blocks worked at once (a static bound: HBM is rarely the limit).
   local_rate_.resize(static_cast<size_t>(p_.num_ranks));
@@ -164,17 +198,16 @@ void Engine::run() {
     out_.inv_ready_us.assign(p_.slots.size() * n_mb, -1.0);
     out_.inv_end_us.assign(p_.slots.size() * n_mb, -1.0);
   }
-  queue_.reserve(p_.tbs.size() * 2 + 16);
   ready_.reserve(p_.tbs.size());
 
   for (size_t t = 0; t < p_.tbs.size(); ++t) {
     TbState& s = tb_[t];
+    s.rank = p_.tbs[t].rank;
     if (p_.tbs[t].slot_begin == p_.tbs[t].slot_end) {
       s.phase = Phase::Finished;
       continue;
     }
-    s.slot = p_.tbs[t].slot_begin;
-    s.dep_cursor = p_.slots[static_cast<size_t>(s.slot)].dep_begin;
+    enter_slot(static_cast<int32_t>(t), p_.tbs[t].slot_begin);
     ready_.push_back(static_cast<int32_t>(t));
   }
   // Stack order: lower ids first, for readable traces.
@@ -198,7 +231,7 @@ void Engine::run() {
 
   // Results.
   double end = 0;
-  for (const TbState& s : tb_) end = std::max(end, s.finish);
+  for (double f : finish_) end = std::max(end, f);
   out_.time_us = end;
   out_.events = events_;
   out_.tbs.clear();
@@ -208,8 +241,8 @@ void Engine::run() {
     st.rank = p_.tbs[t].rank;
     st.tb = p_.tbs[t].local;
     st.busy_us = tb_[t].busy;
-    st.lifetime_us = tb_[t].finish;
-    st.invocations = tb_[t].invocations;
+    st.lifetime_us = finish_[t];
+    st.invocations = invocations_[t];
     out_.invocations += st.invocations;
     out_.tbs.push_back(st);
   }
@@ -227,29 +260,42 @@ void Engine::run() {
   }
 }
 
+void Engine::enter_slot(int32_t t, int32_t slot) {
+  TbState& s = tb_[static_cast<size_t>(t)];
+  const ProgSlot& ps = p_.slots[static_cast<size_t>(slot)];
+  s.slot = slot;
+  s.dep_end = ps.dep_end;
+  s.send_conn = ps.send_conn;
+  s.recv_conn = ps.recv_conn;
+  s.prim = ps.prim;
+  s.scale = ps.scale;
+  s.dep_cursor = ps.dep_begin;
+  s.deps_done = false;
+}
+
 void Engine::schedule(int32_t t, double time) {
   TbState& s = tb_[static_cast<size_t>(t)];
   ++s.version;
   queue_.push(Event{time, t, s.version});
 }
 
-void Engine::wait_on(int32_t t, int32_t slot, int32_t value) {
+void Engine::wait_on(int32_t t, int32_t slot) {
   TbState& s = tb_[static_cast<size_t>(t)];
-  s.wait_value = value;
   s.listed = true;
-  s.next_waiter = waiters_[static_cast<size_t>(slot)];
-  waiters_[static_cast<size_t>(slot)] = t;
+  s.next_waiter = slot_[static_cast<size_t>(slot)].waiters;
+  slot_[static_cast<size_t>(slot)].waiters = t;
 }
 
 void Engine::wake(int32_t slot) {
+  SlotState& ss = slot_[static_cast<size_t>(slot)];
   int32_t prev = -1;
-  int32_t cur = waiters_[static_cast<size_t>(slot)];
-  const int32_t value = done_[static_cast<size_t>(slot)];
+  int32_t cur = ss.waiters;
   while (cur >= 0) {
     TbState& w = tb_[static_cast<size_t>(cur)];
     int32_t next = w.next_waiter;
-    if (value >= w.wait_value) {
-      if (prev < 0) waiters_[static_cast<size_t>(slot)] = next;
+    // A waiter at micro-batch k needs invocation k done: done >= k + 1.
+    if (ss.done > w.k) {
+      if (prev < 0) ss.waiters = next;
       else tb_[static_cast<size_t>(prev)].next_waiter = next;
       w.next_waiter = -1;
       w.listed = false;
@@ -265,12 +311,11 @@ void Engine::advance(int32_t t) {
   TbState& s = tb_[static_cast<size_t>(t)];
   while (true) {
     if (s.phase == Phase::Timed || s.phase == Phase::Flow || s.phase == Phase::Finished) return;
-    const ProgSlot& ps = p_.slots[static_cast<size_t>(s.slot)];
     if (!s.deps_done) {
-      while (s.dep_cursor < ps.dep_end) {
+      while (s.dep_cursor < s.dep_end) {
         int32_t d = p_.deps[s.dep_cursor];
-        if (done_[static_cast<size_t>(d)] <= s.k) {
-          if (!s.listed) wait_on(t, d, s.k + 1);
+        if (slot_[static_cast<size_t>(d)].done <= s.k) {
+          if (!s.listed) wait_on(t, d);
           s.phase = Phase::WaitDeps;
           return;
         }
@@ -280,8 +325,8 @@ void Engine::advance(int32_t t) {
       s.ready = now_;
       s.phase = Phase::Ready;
     }
-    const double bytes = payload(ps, s.k);
-    switch (ps.prim) {
+    const double bytes = payload(s);
+    switch (s.prim) {
       case Primitive::Nop:
         s.busy_start = now_;
         complete(t);
@@ -290,16 +335,16 @@ void Engine::advance(int32_t t) {
       case Primitive::Reduce:
         s.busy_start = now_;
         s.phase = Phase::Timed;
-        schedule(t, now_ + cost_.alpha_us + bytes * ps.traffic / local_rate_[static_cast<size_t>(p_.tbs[static_cast<size_t>(t)].rank)]);
+        schedule(t, now_ + cost_.alpha_us + bytes * traffic(s) / local_rate_[static_cast<size_t>(s.rank)]);
         return;
       case Primitive::Send:
-        try_start_send(t, ps.send_conn, bytes, now_ + cost_.alpha_us, -kInf, now_);
+        try_start_send(t, bytes, now_ + cost_.alpha_us, -kInf, now_);
         return;
       case Primitive::Recv:
       case Primitive::RecvReduceCopy: {
-        ConnState& c = conn_[static_cast<size_t>(ps.recv_conn)];
+        ConnState& c = conn_[static_cast<size_t>(s.recv_conn)];
         const int32_t m = c.consumed;
-        if (c.started <= m || ring_end_[ring(ps.recv_conn, m)] == kInf) {
+        if (c.started <= m || msg(s.recv_conn, m).end == kInf) {
           c.receiver_waiting = true;
           s.phase = Phase::WaitData;
           return;
@@ -310,18 +355,18 @@ void Engine::advance(int32_t t) {
       case Primitive::RecvCopySend:
       case Primitive::RecvReduceCopySend:
       case Primitive::RecvReduceSend: {
-        ConnState& c = conn_[static_cast<size_t>(ps.recv_conn)];
+        ConnState& c = conn_[static_cast<size_t>(s.recv_conn)];
         const int32_t m = c.consumed;
         if (c.started <= m) {
           c.receiver_waiting = true;
           s.phase = Phase::WaitData;
           return;
         }
-        const size_t e = ring(ps.recv_conn, m);
-        const double first = std::max(now_, ring_start_[e]);
-        if (!try_start_send(t, ps.send_conn, bytes, first + cost_.alpha_us, ring_end_[e], first)) return;
+        const Message in = msg(s.recv_conn, m);
+        const double first = std::max(now_, in.start);
+        if (!try_start_send(t, bytes, first + cost_.alpha_us, in.end, first)) return;
         // The input is still arriving: ask to hear when its last byte has landed.
-        if (ring_end_[e] == kInf) c.receiver_waiting = true;
+        if (in.end == kInf) c.receiver_waiting = true;
         return;
       }
     }
@@ -329,31 +374,26 @@ void Engine::advance(int32_t t) {
   }
 }
 
-bool Engine::try_start_send(int32_t t, int32_t conn, double bytes, double move_from, double not_before, double busy_start) {
+bool Engine::try_start_send(int32_t t, double bytes, double move_from, double not_before, double busy_start) {
   TbState& s = tb_[static_cast<size_t>(t)];
-  ConnState& c = conn_[static_cast<size_t>(conn)];
+  ConnState& c = conn_[static_cast<size_t>(s.send_conn)];
   const int32_t m = c.started;
   if (m >= c.consumed + par_.fifo_depth) {
     c.sender_waiting = true;
     s.phase = Phase::WaitCredit;
     return false;
   }
-  const ProgConn& pc = p_.conns[static_cast<size_t>(conn)];
   ++c.started;
-  const size_t e = ring(conn, m);
-  ring_start_[e] = move_from + pc.latency_us;
-  ring_end_[e] = kInf;
+  msg(s.send_conn, m) = Message{move_from + c.latency, kInf};
   s.phase = Phase::Flow;
-  s.flow_conn = conn;
   s.flow_msg = m;
   s.busy_start = busy_start;
-  start_flow(t, conn, bytes, move_from, not_before);
+  start_flow(t, bytes, move_from, not_before);
   // A forwarding receiver waiting for this message can start its own flow now.
   if (c.receiver_waiting) {
-    const int32_t r = pc.receiver_tb;
-    TbState& rs = tb_[static_cast<size_t>(r)];
-    const Primitive rp = p_.slots[static_cast<size_t>(rs.slot)].prim;
-    if (rs.phase == Phase::WaitData && primitive_sends(rp)) {
+    const int32_t r = c.receiver_tb;
+    const TbState& rs = tb_[static_cast<size_t>(r)];
+    if (rs.phase == Phase::WaitData && primitive_sends(rs.prim)) {
       c.receiver_waiting = false;
       ready_.push_back(r);
     }
@@ -363,16 +403,14 @@ bool Engine::try_start_send(int32_t t, int32_t conn, double bytes, double move_f
 
 void Engine::schedule_receive(int32_t t) {
   TbState& s = tb_[static_cast<size_t>(t)];
-  const ProgSlot& ps = p_.slots[static_cast<size_t>(s.slot)];
-  const int32_t m = conn_[static_cast<size_t>(ps.recv_conn)].consumed;
-  const size_t e = ring(ps.recv_conn, m);
+  const Message in = msg(s.recv_conn, conn_[static_cast<size_t>(s.recv_conn)].consumed);
   // The receiver copies (or reduces) out of staging as the data lands, at its local rate:
   // it ends when the last byte has landed or when it has caught up, whichever is later.
-  const double begin = std::max(s.ready, ring_start_[e]);
-  const double work = payload(ps, s.k) * ps.traffic / local_rate_[static_cast<size_t>(p_.tbs[static_cast<size_t>(t)].rank)];
+  const double begin = std::max(s.ready, in.start);
+  const double work = payload(s) * traffic(s) / local_rate_[static_cast<size_t>(s.rank)];
   s.busy_start = begin;
   s.phase = Phase::Timed;
-  schedule(t, std::max(ring_end_[e], begin + work) + cost_.alpha_us);
+  schedule(t, std::max(in.end, begin + work) + cost_.alpha_us);
 }
 
 void Engine::on_event(int32_t t) {
@@ -384,24 +422,23 @@ void Engine::on_event(int32_t t) {
   }
   WEFT_ASSERT(s.phase == Phase::Flow, "simulator: event for a thread block with nothing in flight");
   s.remaining = 0;  // the event is the flow's computed end: its data has all moved
-  s.last = now_;
+  s.from = now_;
   if (s.not_before > now_) {
     // A forwarding flow whose input has not all arrived: it ends with its input.
     if (s.not_before < kInf) schedule(t, s.not_before);
     return;
   }
-  const int32_t conn = s.flow_conn;
-  const ProgConn& pc = p_.conns[static_cast<size_t>(conn)];
+  const int32_t conn = s.send_conn;
   end_flow(t);
-  ring_end_[ring(conn, s.flow_msg)] = now_ + pc.latency_us;
   ConnState& c = conn_[static_cast<size_t>(conn)];
+  msg(conn, s.flow_msg).end = now_ + c.latency;
   if (c.receiver_waiting) {
-    const int32_t r = pc.receiver_tb;
+    const int32_t r = c.receiver_tb;
     TbState& rs = tb_[static_cast<size_t>(r)];
     c.receiver_waiting = false;
     if (rs.phase == Phase::Flow) {
       progress(rs);
-      rs.not_before = now_ + pc.latency_us;
+      rs.not_before = now_ + c.latency;
       reschedule_flow(r);
     } else {
       ready_.push_back(r);
@@ -413,13 +450,13 @@ void Engine::on_event(int32_t t) {
 
 void Engine::complete(int32_t t) {
   TbState& s = tb_[static_cast<size_t>(t)];
-  const ProgSlot& ps = p_.slots[static_cast<size_t>(s.slot)];
   s.busy += now_ - s.busy_start;
-  ++s.invocations;
+  ++invocations_[static_cast<size_t>(t)];
   if (par_.trace) {
+    double& arrive = arrive_[static_cast<size_t>(t)];
     if (out_.trace.size() + 2 <= par_.trace_limit) {
-      if (s.busy_start > s.arrive + 1e-9) {
-        out_.trace.push_back(TraceSpan{s.slot, s.k, s.arrive, s.busy_start, true});
+      if (s.busy_start > arrive + 1e-9) {
+        out_.trace.push_back(TraceSpan{s.slot, s.k, arrive, s.busy_start, true});
         out_.trace_tb.push_back(t);
       }
       out_.trace.push_back(TraceSpan{s.slot, s.k, s.busy_start, now_, false});
@@ -427,6 +464,7 @@ void Engine::complete(int32_t t) {
     } else {
       out_.trace_truncated = true;
     }
+    arrive = now_;
   }
   if (par_.check) {
     const size_t i = static_cast<size_t>(s.slot) * static_cast<size_t>(par_.microbatches) + static_cast<size_t>(s.k);
@@ -434,66 +472,72 @@ void Engine::complete(int32_t t) {
     out_.inv_ready_us[i] = s.ready;
     out_.inv_end_us[i] = now_;
   }
-  done_[static_cast<size_t>(s.slot)] = s.k + 1;
-  if (waiters_[static_cast<size_t>(s.slot)] >= 0) wake(s.slot);
-  if (ps.recv_conn >= 0) {
-    ConnState& c = conn_[static_cast<size_t>(ps.recv_conn)];
+  SlotState& ss = slot_[static_cast<size_t>(s.slot)];
+  ss.done = s.k + 1;
+  if (ss.waiters >= 0) wake(s.slot);
+  if (s.recv_conn >= 0) {
+    ConnState& c = conn_[static_cast<size_t>(s.recv_conn)];
     ++c.consumed;
     if (c.sender_waiting) {
       c.sender_waiting = false;
-      ready_.push_back(p_.conns[static_cast<size_t>(ps.recv_conn)].sender_tb);
+      ready_.push_back(c.sender_tb);
     }
   }
   // Next invocation, in the plan's execution order.
   const ProgTb& pt = p_.tbs[static_cast<size_t>(t)];
+  int32_t next = s.slot;
+  bool finished = false;
   if (p_.execution == ExecutionModel::Task) {
     if (++s.k == par_.microbatches) {
       s.k = 0;
-      ++s.slot;
+      ++next;
     }
-    if (s.slot == pt.slot_end) s.phase = Phase::Finished;
+    finished = next == pt.slot_end;
   } else {
-    if (++s.slot == pt.slot_end) {
-      s.slot = pt.slot_begin;
-      if (++s.k == par_.microbatches) s.phase = Phase::Finished;
+    if (++next == pt.slot_end) {
+      next = pt.slot_begin;
+      finished = ++s.k == par_.microbatches;
     }
   }
-  s.arrive = now_;
-  if (s.phase == Phase::Finished) {
-    s.finish = now_;
+  if (finished) {
+    s.phase = Phase::Finished;
+    finish_[static_cast<size_t>(t)] = now_;
     return;
   }
   s.phase = Phase::Ready;
-  s.deps_done = false;
-  s.dep_cursor = p_.slots[static_cast<size_t>(s.slot)].dep_begin;
+  if (next != s.slot) {
+    enter_slot(t, next);
+  } else {
+    s.deps_done = false;
+    s.dep_cursor = p_.slots[static_cast<size_t>(s.slot)].dep_begin;
+  }
 }
 
 // ---- flows ----------------------------------------------------------------------------
 
-void Engine::start_flow(int32_t t, int32_t conn, double bytes, double move_from, double not_before) {
+void Engine::start_flow(int32_t t, double bytes, double move_from, double not_before) {
   TbState& s = tb_[static_cast<size_t>(t)];
-  const ProgConn& pc = p_.conns[static_cast<size_t>(conn)];
-  s.nres = static_cast<int32_t>(pc.res_end - pc.res_begin);
-  s.cap = pc.cap_GBps * 1e3;
+  const ProgConn& pc = p_.conns[static_cast<size_t>(s.send_conn)];
+  s.nres = static_cast<uint8_t>(pc.res_end - pc.res_begin);
+  const double cap = conn_[static_cast<size_t>(s.send_conn)].cap;
   s.rate = -1;
   s.remaining = bytes;
-  s.last = now_;
-  s.move_from = move_from;
+  s.from = move_from;
   s.not_before = not_before;
+  double f = 1.0;
   for (int32_t i = 0; i < s.nres; ++i) {
     const int32_t r = p_.conn_res[pc.res_begin + static_cast<uint32_t>(i)];
     ResState& rs = res_[static_cast<size_t>(r)];
     s.res[i] = r;
-    s.pos[i] = static_cast<int32_t>(rs.flows.size());
-    rs.flows.push_back(t);
-    rs.demand += s.cap;
     if (rs.active++ == 0) rs.since = now_;
     rs.bytes += bytes;
+    if (!rs.saturable) continue;
+    rs.flows.push_back(t);
+    rs.demand += cap;
+    refactor(r, t);
+    f = std::min(f, rs.factor);
   }
-  for (int32_t i = 0; i < s.nres; ++i) refactor(s.res[i], t);
-  double f = 1.0;
-  for (int32_t i = 0; i < s.nres; ++i) f = std::min(f, res_[static_cast<size_t>(s.res[i])].factor);
-  s.rate = s.cap * f;
+  s.rate = cap * f;
   reschedule_flow(t);
   if (par_.check)
     for (int32_t i = 0; i < s.nres; ++i) check_load(s.res[i]);
@@ -501,26 +545,21 @@ void Engine::start_flow(int32_t t, int32_t conn, double bytes, double move_from,
 
 void Engine::end_flow(int32_t t) {
   TbState& s = tb_[static_cast<size_t>(t)];
-  for (int32_t i = 0; i < s.nres; ++i) {
-    const int32_t r = s.res[i];
-    ResState& rs = res_[static_cast<size_t>(r)];
-    const int32_t at = s.pos[i];
-    const int32_t moved = rs.flows.back();
-    rs.flows[static_cast<size_t>(at)] = moved;
-    rs.flows.pop_back();
-    if (moved != t) {
-      TbState& m = tb_[static_cast<size_t>(moved)];
-      for (int32_t j = 0; j < m.nres; ++j)
-        if (m.res[j] == r) m.pos[j] = at;
-    }
-    rs.demand = rs.flows.empty() ? 0.0 : rs.demand - s.cap;
-    if (--rs.active == 0) rs.busy += now_ - rs.since;
-  }
+  const double cap = conn_[static_cast<size_t>(s.send_conn)].cap;
   const int32_t n = s.nres;
   s.nres = 0;
   for (int32_t i = 0; i < n; ++i) {
-    refactor(s.res[i], -1);
-    if (par_.check) check_load(s.res[i]);
+    const int32_t r = s.res[i];
+    ResState& rs = res_[static_cast<size_t>(r)];
+    if (--rs.active == 0) rs.busy += now_ - rs.since;
+    if (!rs.saturable) continue;
+    // A saturable resource carries a few flows: find this one and swap it out.
+    auto it = std::find(rs.flows.begin(), rs.flows.end(), t);
+    *it = rs.flows.back();
+    rs.flows.pop_back();
+    rs.demand = rs.flows.empty() ? 0.0 : rs.demand - cap;
+    refactor(r, -1);
+    if (par_.check) check_load(r);
   }
 }
 
@@ -534,16 +573,17 @@ void Engine::refactor(int32_t r, int32_t skip) {
 }
 
 void Engine::progress(TbState& s) {
-  const double from = std::max(s.last, s.move_from);
-  if (now_ > from && s.rate > 0) s.remaining = std::max(0.0, s.remaining - s.rate * (now_ - from));
-  s.last = now_;
+  if (now_ > s.from) {
+    if (s.rate > 0) s.remaining = std::max(0.0, s.remaining - s.rate * (now_ - s.from));
+    s.from = now_;
+  }
 }
 
 void Engine::update_rate(int32_t t) {
   TbState& s = tb_[static_cast<size_t>(t)];
   double f = 1.0;
   for (int32_t i = 0; i < s.nres; ++i) f = std::min(f, res_[static_cast<size_t>(s.res[i])].factor);
-  const double rate = s.cap * f;
+  const double rate = conn_[static_cast<size_t>(s.send_conn)].cap * f;
   if (rate == s.rate) return;
   progress(s);
   s.rate = rate;
@@ -552,7 +592,7 @@ void Engine::update_rate(int32_t t) {
 
 void Engine::reschedule_flow(int32_t t) {
   TbState& s = tb_[static_cast<size_t>(t)];
-  const double data_end = std::max(now_, s.move_from) + (s.remaining > 0 ? s.remaining / s.rate : 0.0);
+  const double data_end = std::max(now_, s.from) + (s.remaining > 0 ? s.remaining / s.rate : 0.0);
   const double at = std::max(data_end, s.not_before);
   if (at < kInf) schedule(t, at);
   else ++s.version;  // stalled until its input's end is known; drop any pending entry
@@ -572,21 +612,16 @@ void Engine::deadlock() {
     const TbState& s = tb_[t];
     if (s.phase == Phase::Finished) continue;
     if (++stuck > 3) continue;
-    const ProgSlot& ps = p_.slots[static_cast<size_t>(s.slot)];
     std::string why;
     switch (s.phase) {
-      case Phase::WaitDeps: {
-        const int32_t d = p_.deps[s.dep_cursor];
-        why = "its dependency " + p_.describe_slot(d);
-        break;
-      }
+      case Phase::WaitDeps: why = "its dependency " + p_.describe_slot(p_.deps[s.dep_cursor]); break;
       case Phase::WaitData: {
-        const ProgConn& c = p_.conns[static_cast<size_t>(ps.recv_conn)];
+        const ProgConn& c = p_.conns[static_cast<size_t>(s.recv_conn)];
         why = text::format("data from rank %d (channel %d)", c.src, c.channel);
         break;
       }
       case Phase::WaitCredit: {
-        const ProgConn& c = p_.conns[static_cast<size_t>(ps.send_conn)];
+        const ProgConn& c = p_.conns[static_cast<size_t>(s.send_conn)];
         why = text::format("a free staging slot on rank %d (channel %d)", c.dst, c.channel);
         break;
       }

@@ -1,11 +1,19 @@
-// EventQueue: the engine's timeline, a 4-ary min-heap of (time, thread block, version).
+// EventQueue: the engine's timeline, a radix heap of (time, thread block, version).
 //
-// Entries are 16 bytes in one flat vector: no allocation per event once the vector has
-// grown. An entry whose version no longer matches its thread block's is stale (the block's
-// activity was rescheduled) and is dropped by the caller when popped. Ties in time are
-// broken by thread block id, so runs are deterministic.
+// Simulated time never goes back: every event is scheduled at or after the last one
+// popped. A radix heap exploits that (Ahuja, Mehlhorn, Orlin and Tarjan): an entry sits in
+// the bucket numbered by the highest bit in which its key differs from the last key
+// popped; popping empties bucket 0 (keys equal to the last) or redistributes the lowest
+// non-empty bucket around its minimum. Each entry moves down at most 64 times and usually
+// once or twice, with no comparisons that branch on random data, which made it several
+// times faster than a 4-ary heap here. Keys are the IEEE-754 bits of non-negative times,
+// which order like the times. Buckets are flat vectors that keep their capacity: no
+// allocation per event once warm. Entries of equal time pop in a fixed order (last pushed
+// first), so runs are deterministic. An entry whose version no longer matches its thread
+// block's is stale (the block's activity was rescheduled); the caller drops it.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <vector>
 
@@ -19,51 +27,50 @@ struct Event {
 
 class EventQueue {
  public:
-  bool empty() const { return heap_.empty(); }
-  size_t size() const { return heap_.size(); }
-  void reserve(size_t n) { heap_.reserve(n); }
+  bool empty() const { return size_ == 0; }
+  size_t size() const { return size_; }
 
+  /// Adds an entry; a time before the last popped one is raised to it (only rounding can
+  /// produce one).
   void push(Event e) {
-    size_t i = heap_.size();
-    heap_.push_back(e);
-    while (i > 0) {
-      size_t parent = (i - 1) / 4;
-      if (!less(e, heap_[parent])) break;
-      heap_[i] = heap_[parent];
-      i = parent;
-    }
-    heap_[i] = e;
+    Entry x{key_of(e.time), e.tb, e.version};
+    if (x.key < last_) x.key = last_;
+    buckets_[bucket_of(x.key)].push_back(x);
+    ++size_;
   }
 
-  /// Removes and returns the earliest entry; the queue must not be empty.
+  /// Removes and returns an earliest entry; the queue must not be empty.
   Event pop() {
-    Event top = heap_.front();
-    Event last = heap_.back();
-    heap_.pop_back();
-    const size_t n = heap_.size();
-    if (n > 0) {
-      size_t i = 0;
-      while (true) {
-        size_t first = 4 * i + 1;
-        if (first >= n) break;
-        size_t best = first;
-        size_t end = first + 4 < n ? first + 4 : n;
-        for (size_t c = first + 1; c < end; ++c)
-          if (less(heap_[c], heap_[best])) best = c;
-        if (!less(heap_[best], last)) break;
-        heap_[i] = heap_[best];
-        i = best;
-      }
-      heap_[i] = last;
+    if (buckets_[0].empty()) {
+      size_t i = 1;
+      while (buckets_[i].empty()) ++i;
+      std::vector<Entry>& b = buckets_[i];
+      uint64_t min = b.front().key;
+      for (const Entry& x : b) min = x.key < min ? x.key : min;
+      last_ = min;
+      for (const Entry& x : b) buckets_[bucket_of(x.key)].push_back(x);
+      b.clear();
     }
-    return top;
+    Entry x = buckets_[0].back();
+    buckets_[0].pop_back();
+    --size_;
+    return Event{std::bit_cast<double>(x.key), x.tb, x.version};
   }
 
  private:
-  static bool less(const Event& a, const Event& b) {
-    return a.time < b.time || (a.time == b.time && a.tb < b.tb);
+  struct Entry {
+    uint64_t key;
+    int32_t tb;
+    uint32_t version;
+  };
+  static uint64_t key_of(double t) { return t > 0 ? std::bit_cast<uint64_t>(t) : 0; }
+  size_t bucket_of(uint64_t key) const {
+    return key == last_ ? 0 : static_cast<size_t>(64 - std::countl_zero(key ^ last_));
   }
-  std::vector<Event> heap_;
+
+  std::vector<Entry> buckets_[65];
+  uint64_t last_ = 0;
+  size_t size_ = 0;
 };
 
 }  // namespace weft::sim

@@ -20,11 +20,6 @@ namespace {
   fail(ErrorCode::Verify, text::format("plan: rank %d tb %zu slot %zu: ", rank, tb, slot) + what);
 }
 
-uint64_t conn_key(int32_t src, int32_t dst, int32_t channel) {
-  return (static_cast<uint64_t>(static_cast<uint32_t>(src)) << 42) ^
-         (static_cast<uint64_t>(static_cast<uint32_t>(dst)) << 21) ^ static_cast<uint64_t>(static_cast<uint32_t>(channel));
-}
-
 uint64_t resource_key(ResourceId r) {
   return (static_cast<uint64_t>(r.kind) << 56) ^ static_cast<uint64_t>(r.index);
 }
@@ -84,8 +79,9 @@ Program build_program(const Plan& plan, const Topology& topo) {
       }
   }
 
-  std::unordered_map<uint64_t, int32_t> conn_ids, res_ids;
-  conn_ids.reserve(n_slots / 4 + 16);
+  std::unordered_map<uint64_t, int32_t> res_ids;
+  // Connections by source rank: a rank has few, so a linear search beats hashing.
+  std::vector<std::vector<int32_t>> conns_from(plan.ranks.size());
   auto resource_of = [&](ResourceId id) {
     auto [it, fresh] = res_ids.try_emplace(resource_key(id), static_cast<int32_t>(p.resources.size()));
     if (fresh) {
@@ -100,8 +96,12 @@ Program build_program(const Plan& plan, const Topology& topo) {
     return it->second;
   };
   auto conn_of = [&](int32_t src, int32_t dst, int32_t channel) {
-    auto [it, fresh] = conn_ids.try_emplace(conn_key(src, dst, channel), static_cast<int32_t>(p.conns.size()));
-    if (fresh) {
+    std::vector<int32_t>& mine = conns_from[static_cast<size_t>(src)];
+    for (int32_t id : mine) {
+      const ProgConn& c = p.conns[static_cast<size_t>(id)];
+      if (c.dst == dst && c.channel == channel) return id;
+    }
+    {
       ProgConn c;
       c.src = src;
       c.dst = dst;
@@ -115,7 +115,8 @@ Program build_program(const Plan& plan, const Topology& topo) {
         fail(ErrorCode::InvalidArgument, text::format("topology %s: no per-thread-block rate for GPU %d -> %d", topo.name.c_str(), src, dst));
       p.conns.push_back(c);
     }
-    return it->second;
+    mine.push_back(static_cast<int32_t>(p.conns.size()) - 1);
+    return mine.back();
   };
 
   const int32_t R = plan.num_ranks;
@@ -179,28 +180,63 @@ Program build_program(const Plan& plan, const Topology& topo) {
   }
 
   // Both ends of a connection must list the same messages: the same number of slots, of
-  // the same size, in the same order (the runtime pairs them by position).
-  std::vector<std::vector<int32_t>> send_list(p.conns.size()), recv_list(p.conns.size());
-  for (size_t i = 0; i < p.slots.size(); ++i) {
-    if (p.slots[i].send_conn >= 0) send_list[static_cast<size_t>(p.slots[i].send_conn)].push_back(static_cast<int32_t>(i));
-    if (p.slots[i].recv_conn >= 0) recv_list[static_cast<size_t>(p.slots[i].recv_conn)].push_back(static_cast<int32_t>(i));
+  // the same size, in the same order (the runtime pairs them by position). Slots are
+  // bucketed per connection in flat arrays (counting sort), in global slot order, which
+  // is each end's thread-block order.
+  const size_t nc = p.conns.size();
+  std::vector<uint32_t> send_at(nc + 1, 0), recv_at(nc + 1, 0);
+  for (const ProgSlot& sl : p.slots) {
+    if (sl.send_conn >= 0) ++send_at[static_cast<size_t>(sl.send_conn) + 1];
+    if (sl.recv_conn >= 0) ++recv_at[static_cast<size_t>(sl.recv_conn) + 1];
   }
-  for (size_t c = 0; c < p.conns.size(); ++c) {
+  for (size_t c = 0; c < nc; ++c) {
+    send_at[c + 1] += send_at[c];
+    recv_at[c + 1] += recv_at[c];
+  }
+  std::vector<int32_t> sends(send_at[nc]), recvs(recv_at[nc]);
+  {
+    std::vector<uint32_t> fs(send_at.begin(), send_at.end() - 1), fr(recv_at.begin(), recv_at.end() - 1);
+    for (size_t i = 0; i < p.slots.size(); ++i) {
+      if (p.slots[i].send_conn >= 0) sends[fs[static_cast<size_t>(p.slots[i].send_conn)]++] = static_cast<int32_t>(i);
+      if (p.slots[i].recv_conn >= 0) recvs[fr[static_cast<size_t>(p.slots[i].recv_conn)]++] = static_cast<int32_t>(i);
+    }
+  }
+  for (size_t c = 0; c < nc; ++c) {
     const ProgConn& cn = p.conns[c];
-    const auto& a = send_list[c];
-    const auto& b = recv_list[c];
-    if (a.size() != b.size()) {
-      const int32_t any = a.empty() ? b.front() : a.front();
-      fail(ErrorCode::Verify, text::format("plan: connection %d->%d channel %d has %zu sending slots but %zu receiving slots (first: %s)",
-                                           cn.src, cn.dst, cn.channel, a.size(), b.size(), p.describe_slot(any).c_str()));
+    const uint32_t na = send_at[c + 1] - send_at[c], nb = recv_at[c + 1] - recv_at[c];
+    if (na != nb) {
+      const int32_t any = na == 0 ? recvs[recv_at[c]] : sends[send_at[c]];
+      fail(ErrorCode::Verify, text::format("plan: connection %d->%d channel %d has %u sending slots but %u receiving slots (first: %s)",
+                                           cn.src, cn.dst, cn.channel, na, nb, p.describe_slot(any).c_str()));
     }
-    for (size_t i = 0; i < a.size(); ++i) {
-      const double sa = p.slots[static_cast<size_t>(a[i])].scale, sb = p.slots[static_cast<size_t>(b[i])].scale;
+    for (uint32_t i = 0; i < na; ++i) {
+      const int32_t a = sends[send_at[c] + i], b = recvs[recv_at[c] + i];
+      const double sa = p.slots[static_cast<size_t>(a)].scale, sb = p.slots[static_cast<size_t>(b)].scale;
       if (sa != sb)
-        fail(ErrorCode::Verify, text::format("plan: connection %d->%d channel %d: message %zu is %g chunks at %s but %g chunks at %s",
-                                             cn.src, cn.dst, cn.channel, i, sa, p.describe_slot(a[i]).c_str(), sb,
-                                             p.describe_slot(b[i]).c_str()));
+        fail(ErrorCode::Verify, text::format("plan: connection %d->%d channel %d: message %u is %g chunks at %s but %g chunks at %s",
+                                             cn.src, cn.dst, cn.channel, i, sa, p.describe_slot(a).c_str(), sb, p.describe_slot(b).c_str()));
     }
+  }
+
+  // Which resources can saturate: add up the per-TB rates of the distinct thread blocks
+  // sending through each (a block drives one flow at a time).
+  {
+    std::vector<std::pair<int64_t, double>> uses;  // (resource << 32 | tb, rate)
+    uses.reserve(p.conn_res.size());
+    for (const ProgConn& c : p.conns) {
+      if (c.sender_tb < 0) continue;
+      for (uint32_t i = c.res_begin; i < c.res_end; ++i)
+        uses.emplace_back((static_cast<int64_t>(p.conn_res[i]) << 32) | c.sender_tb, c.cap_GBps);
+    }
+    std::sort(uses.begin(), uses.end());
+    std::vector<double> demand(p.resources.size(), 0.0);
+    for (size_t i = 0; i < uses.size(); ++i) {
+      // Keep the largest rate per (resource, block): it sorts last among equal keys.
+      if (i + 1 < uses.size() && uses[i + 1].first == uses[i].first) continue;
+      demand[static_cast<size_t>(uses[i].first >> 32)] += uses[i].second;
+    }
+    for (size_t r = 0; r < p.resources.size(); ++r)
+      p.resources[r].saturable = demand[r] > p.resources[r].capacity_GBps * (1.0 + 1e-12);
   }
   return p;
 }
