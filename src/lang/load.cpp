@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "lang/msccl_import.hpp"
 #include "lang/resccl_eval.hpp"
 #include "util/config.hpp"
 #include "util/error.hpp"
@@ -40,6 +41,20 @@ bool has_extension(const std::string& s, std::string_view ext) {
   return s.size() >= ext.size() && s.compare(s.size() - ext.size(), ext.size(), ext) == 0;
 }
 
+// MSCCL XML (msccl_import.hpp). The one parameter it takes is InPlace=0|1, the buffer
+// layout to import for when the file allows both.
+Algorithm load_msccl_xml(const std::string& text, const std::string& file, const ParamMap& overrides) {
+  MscclImportOptions options;
+  for (const auto& [name, value] : overrides) {
+    if (name != "InPlace")
+      fail(ErrorCode::InvalidArgument, file + ": MSCCL XML files take no parameter '" + name + "' (only InPlace=0|1)");
+    if (value != "0" && value != "1")
+      fail(ErrorCode::InvalidArgument, file + ": InPlace must be 0 or 1, not '" + value + "'");
+    options.in_place = value == "1";
+  }
+  return import_msccl(text, file, options).algorithm;
+}
+
 std::string builtin_list() {
   std::string list;
   for (const std::string& n : builtin_algorithm_names()) list += (list.empty() ? "" : ", ") + n;
@@ -67,8 +82,7 @@ Algorithm load_algorithm(const std::string& spec, const ParamMap& overrides) {
            "'" + spec + "' is neither a file nor a built-in algorithm (built-ins: " + builtin_list() + ")");
     path = builtin;
   }
-  if (has_extension(path.string(), ".xml"))
-    fail(ErrorCode::InvalidUsage, path.string() + ": MSCCL XML import is not available in this build yet");
+  if (has_extension(path.string(), ".xml")) return load_msccl_xml(read_file(path), path.string(), overrides);
   return parse_resccl(read_file(path), path.string(), overrides);
 }
 

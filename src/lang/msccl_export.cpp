@@ -191,9 +191,10 @@ class RankExporter {
     slot_last_[{send.tb, send.slot}] = s;
   }
 
-  int32_t new_group(Conn send, Conn recv) {
+  // A block without connections keeps the channel its slots name (MSCCL ignores it).
+  int32_t new_group(Conn send, Conn recv, int32_t local_channel = 0) {
     groups_.push_back({send, recv});
-    group_channel_.push_back(send.first >= 0 ? send.second : recv.first >= 0 ? recv.second : 0);
+    group_channel_.push_back(send.first >= 0 ? send.second : recv.first >= 0 ? recv.second : local_channel);
     return static_cast<int32_t>(groups_.size()) - 1;
   }
 
@@ -210,7 +211,8 @@ class RankExporter {
     conns(list, sends, recvs);
     bool one_channel = sends.empty() || recvs.empty() || sends.begin()->second == recvs.begin()->second;
     if (sends.size() <= 1 && recvs.size() <= 1 && one_channel) {
-      int32_t g = new_group(sends.empty() ? Conn{-1, 0} : *sends.begin(), recvs.empty() ? Conn{-1, 0} : *recvs.begin());
+      int32_t local = list.empty() ? 0 : parts_[static_cast<size_t>(list[0])].channel;
+      int32_t g = new_group(sends.empty() ? Conn{-1, 0} : *sends.begin(), recvs.empty() ? Conn{-1, 0} : *recvs.begin(), local);
       for (int32_t k : list) parts_[static_cast<size_t>(k)].group = g;
       return;
     }
@@ -290,7 +292,7 @@ class RankExporter {
       for (size_t i = list.size(); i-- > 0;) {
         Part& p = parts_[static_cast<size_t>(list[i])];
         if (p.group >= 0) next = p.group;
-        else p.group = next >= 0 ? next : (next = new_group({-1, 0}, {-1, 0}));
+        else p.group = next >= 0 ? next : (next = new_group({-1, 0}, {-1, 0}, p.channel));
       }
       return;
     }

@@ -1,0 +1,147 @@
+// The published MSCCL algorithms (../shared/msccl-xml, see its README): each imports, its
+// recovered algorithm has the expected shape, its own schedule survives export and
+// re-import exactly, and load_algorithm() reads it as it reads ResCCLang.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "lang/load.hpp"
+#include "lang/msccl_export.hpp"
+#include "lang/msccl_import.hpp"
+#include "xml_test_util.hpp"
+
+namespace weft {
+namespace {
+
+struct Published {
+  const char* file;
+  Collective collective;
+  const char* protocol;
+  int in, out, scratch;
+  size_t transfers;
+  int steps;
+  int max_tbs;
+};
+
+void PrintTo(const Published& p, std::ostream* os) { *os << p.file; }
+
+// Numbers pinned from the files: transfers recovered, steps of the dependency order, and
+// the most thread blocks a gpu uses in the file's own schedule.
+const Published kPublished[] = {
+    {"ap2ll.xml", Collective::AllReduce, "LL", 128, 128, 112, 1120, 9, 16},
+    {"ap4ll.xml", Collective::AllReduce, "LL", 256, 256, 224, 2240, 9, 32},
+    {"ndv5-ag-16m.xml", Collective::AllGather, "Simple", 4, 32, 0, 224, 1, 56},
+    {"ndv5-ag-1k-512k.xml", Collective::AllGather, "LL", 2, 16, 0, 112, 1, 28},
+    {"ndv5-ag-1m.xml", Collective::AllGather, "LL", 4, 32, 0, 224, 1, 56},
+    {"ndv5-ag-2m.xml", Collective::AllGather, "LL128", 4, 32, 0, 224, 1, 56},
+    {"ndv5-ag-4m.xml", Collective::AllGather, "Simple", 4, 32, 0, 224, 1, 56},
+    {"ndv5-ag-8m.xml", Collective::AllGather, "Simple", 4, 32, 0, 224, 1, 56},
+    {"ndv5-ar-1k-512k.xml", Collective::AllReduce, "LL", 16, 16, 0, 224, 8, 56},
+    {"ndv5-ar-1m.xml", Collective::AllReduce, "Simple", 16, 16, 0, 224, 8, 56},
+    {"ndv5-ar-2m.xml", Collective::AllReduce, "Simple", 16, 16, 0, 224, 8, 56},
+    {"ndv5-ar-4m.xml", Collective::AllReduce, "Simple", 16, 16, 0, 224, 7, 44},
+    {"r48ll.xml", Collective::AllReduce, "LL", 64, 64, 0, 896, 14, 32},
+    {"r48ll128.xml", Collective::AllReduce, "LL128", 64, 64, 0, 896, 14, 32},
+};
+
+class PublishedMscclFiles : public ::testing::TestWithParam<Published> {};
+
+TEST_P(PublishedMscclFiles, ImportWithTheExpectedShape) {
+  std::string dir = test::msccl_xml_dir();
+  ASSERT_FALSE(dir.empty());
+  const Published& want = GetParam();
+  std::string path = dir + "/" + want.file;
+  MscclImport imp = import_msccl_file(path);
+  const Algorithm& a = imp.algorithm;
+  EXPECT_EQ(a.collective, want.collective);
+  EXPECT_EQ(a.ranks, 8);
+  EXPECT_EQ(a.protocol, want.protocol);
+  EXPECT_TRUE(a.in_place);
+  EXPECT_EQ(a.input_chunks, want.in);
+  EXPECT_EQ(a.output_chunks, want.out);
+  EXPECT_EQ(a.scratch_chunks, want.scratch);
+  EXPECT_EQ(imp.rrs_scratch_chunks, 0);  // every rrs in these files reduces into a dead chunk
+  EXPECT_EQ(a.transfers.size(), want.transfers);
+  EXPECT_EQ(a.num_steps(), want.steps);
+  EXPECT_EQ(imp.as_given.max_tbs_per_rank(), want.max_tbs);
+  ASSERT_EQ(a.transfer_locations.size(), a.transfers.size());
+  for (const SourceLocation& loc : a.transfer_locations) {
+    EXPECT_EQ(loc.file, path);
+    EXPECT_GT(loc.line, 0);
+  }
+  EXPECT_NO_THROW(check_shape(a));
+  // Every transfer is carried by the slots at both of its ends.
+  std::vector<int> ends(a.transfers.size(), 0);
+  for (const RankPlan& rp : imp.as_given.ranks)
+    for (const ThreadBlock& tb : rp.tbs)
+      for (const Slot& s : tb.slots)
+        for (int32_t t : s.tasks) ++ends[static_cast<size_t>(t)];
+  for (size_t t = 0; t < ends.size(); ++t)
+    EXPECT_EQ(ends[t], a.transfers[t].src_rank == a.transfers[t].dst_rank ? 1 : 2) << "transfer " << t;
+}
+
+TEST_P(PublishedMscclFiles, ExportOfTheirOwnScheduleRoundTrips) {
+  std::string dir = test::msccl_xml_dir();
+  ASSERT_FALSE(dir.empty());
+  MscclImport first = import_msccl_file(dir + "/" + GetParam().file);
+  std::string text = export_msccl(first.as_given, {"", first.min_bytes, first.max_bytes});
+  MscclImport second = import_msccl(text, "exported.xml");
+  test::expect_same_algorithm(first.algorithm, second.algorithm);
+  EXPECT_TRUE(first.as_given == second.as_given) << "the file's own schedule changed on the way";
+  EXPECT_EQ(second.min_bytes, first.min_bytes);
+  EXPECT_EQ(second.max_bytes, first.max_bytes);
+  EXPECT_EQ(second.nchunksperloop, first.nchunksperloop);
+}
+
+TEST_P(PublishedMscclFiles, LoadAlgorithmReadsThem) {
+  std::string dir = test::msccl_xml_dir();
+  ASSERT_FALSE(dir.empty());
+  std::string path = dir + "/" + GetParam().file;
+  Algorithm a = load_algorithm(path);
+  test::expect_same_algorithm(a, import_msccl_file(path).algorithm);
+  EXPECT_TRUE(load_algorithm(path, {{"InPlace", "1"}}).in_place);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, PublishedMscclFiles, ::testing::ValuesIn(kPublished));
+
+TEST(PublishedMscclFiles, EveryFileInTheFolderIsCovered) {
+  std::string dir = test::msccl_xml_dir();
+  ASSERT_FALSE(dir.empty());
+  size_t xml = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() != ".xml") continue;
+    ++xml;
+    bool known = false;
+    for (const Published& p : kPublished) known = known || e.path().filename() == p.file;
+    EXPECT_TRUE(known) << e.path() << " has no expectations in kPublished";
+  }
+  EXPECT_EQ(xml, std::size(kPublished));
+}
+
+TEST(PublishedMscclFiles, LoadAlgorithmParameters) {
+  std::string dir = test::msccl_xml_dir();
+  ASSERT_FALSE(dir.empty());
+  std::string path = dir + "/r48ll.xml";
+  try {
+    load_algorithm(path, {{"InPlace", "0"}});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::Parse);
+    EXPECT_NE(std::string(e.what()).find("an out-of-place import was asked for, but the file runs in place only"),
+              std::string::npos)
+        << e.what();
+  }
+  for (auto [k, v, words] : {std::tuple{"nRanks", "8", "MSCCL XML files take no parameter 'nRanks' (only InPlace=0|1)"},
+                             std::tuple{"InPlace", "yes", "InPlace must be 0 or 1, not 'yes'"}}) {
+    try {
+      load_algorithm(path, {{k, v}});
+      ADD_FAILURE() << "no error for " << k;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+      EXPECT_EQ(std::string(e.what()), path + ": " + words);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace weft
