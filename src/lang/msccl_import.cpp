@@ -22,8 +22,7 @@ namespace {
 
 [[noreturn]] void fail_attr(const xml::Document& doc, const xml::Element* e, std::string_view attr,
                             const std::string& sentence) {
-  std::string name = e ? "<" + e->name + "> attribute " + std::string(attr) + ": " : "";
-  xml::fail_at(doc, attribute_position(e, attr), name + sentence);
+  fail_at_attribute(doc, e, attr, sentence);
 }
 
 // The algorithm's header: collective, ranks, chunk counts per buffer, layout and hints.
@@ -314,7 +313,7 @@ class Recovery {
       if (!g_.happens_before(a, b)) {
         const MscclStep& sb = *g_.nodes()[static_cast<size_t>(b)].step;
         std::string what = from.access == Access::Read ? "reads" : "writes";
-        xml::fail_at(doc_, sb.elem ? sb.elem->pos : xml::Position{},
+        fail_at_attribute(doc_, sb.elem, "",
                      "this step " + std::string(to.access == Access::Read ? "reads" : "writes") + " " + chunk_name(to.slot) +
                          ", which " + g_.describe(a) + " " + what +
                          ", and no thread-block order, dependency or connection orders the two: a race");
@@ -369,7 +368,7 @@ class Recovery {
       while (indeg[v] == 0) ++v;
       const Rec& r = recs[v];
       const MscclStep& st = *g_.nodes()[static_cast<size_t>(r.write_node)].step;
-      xml::fail_at(doc_, st.elem ? st.elem->pos : xml::Position{},
+      fail_at_attribute(doc_, st.elem, "",
                    "the transfer this step completes (from " + g_.describe(r.read_node) +
                        ") is part of a cycle of transfers that each overwrite what another one still has to send: the file "
                        "relies on data waiting in a connection's buffer while its source is overwritten (a swap), which weft's "

@@ -69,7 +69,7 @@ void StepGraph::match_connections(const MscclProgram& program) {
       std::string why = ends.second < 0 ? "no thread block of gpu " + std::to_string(to) + " receives on that connection"
                                         : "gpu " + std::to_string(to) + " receives only " + std::to_string(common) +
                                               " times on it (thread block " + std::to_string(ends.second) + ")";
-      xml::fail_at(doc_, attribute_position(n.step->elem, "type"),
+      fail_at_attribute(doc_, n.step->elem, "type",
                    "this " + step_name(*n.step) + " step is send number " + std::to_string(common + 1) + " from " + conn +
                        ", but " + why);
     }
@@ -78,7 +78,7 @@ void StepGraph::match_connections(const MscclProgram& program) {
       std::string why = ends.first < 0 ? "no thread block of gpu " + std::to_string(from) + " sends on that connection"
                                        : "gpu " + std::to_string(from) + " sends only " + std::to_string(common) +
                                              " times on it (thread block " + std::to_string(ends.first) + ")";
-      xml::fail_at(doc_, attribute_position(n.step->elem, "type"),
+      fail_at_attribute(doc_, n.step->elem, "type",
                    "this " + step_name(*n.step) + " step is receive number " + std::to_string(common + 1) + " from " + conn +
                        ", but " + why);
     }
@@ -86,7 +86,7 @@ void StepGraph::match_connections(const MscclProgram& program) {
       StepNode& s = nodes_[static_cast<size_t>(sends[k])];
       StepNode& r = nodes_[static_cast<size_t>(recvs[k])];
       if (s.step->cnt != r.step->cnt)
-        xml::fail_at(doc_, attribute_position(r.step->elem, "cnt"),
+        fail_at_attribute(doc_, r.step->elem, "cnt",
                      "this step receives cnt=" + std::to_string(r.step->cnt) + " chunks, but the send it meets (" +
                          describe(sends[k]) + ") sends cnt=" + std::to_string(s.step->cnt));
       s.received_by = recvs[k];
@@ -110,7 +110,7 @@ void StepGraph::resolve_dependencies(const MscclProgram& program) {
       }
     }
     if (target < 0)
-      xml::fail_at(doc_, attribute_position(st.elem, "deps"),
+      fail_at_attribute(doc_, st.elem, "deps",
                    "this step waits for step " + std::to_string(st.deps) + " of thread block " + std::to_string(st.depid) +
                        ", but neither that step nor a later one of that thread block signals (hasdep=1 on a step that is "
                        "not a nop), so the wait would never end");
@@ -164,9 +164,7 @@ void StepGraph::order_or_fail() {
     msg += (k ? "; " : "") + describe(a) + " " + why + " " + describe(b);
   }
   if (cycle.size() > 8) msg += "; ... (" + std::to_string(cycle.size()) + " steps in all)";
-  xml::fail_at(doc_, nodes_[static_cast<size_t>(cycle[0])].step->elem ? nodes_[static_cast<size_t>(cycle[0])].step->elem->pos
-                                                                       : xml::Position{},
-               msg);
+  fail_at_attribute(doc_, nodes_[static_cast<size_t>(cycle[0])].step->elem, "", msg);
 }
 
 bool StepGraph::happens_before(int32_t a, int32_t b) const {

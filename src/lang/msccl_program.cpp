@@ -59,6 +59,13 @@ xml::Position attribute_position(const xml::Element* e, std::string_view name) {
   return e->pos;
 }
 
+void fail_at_attribute(const xml::Document& doc, const xml::Element* e, std::string_view attribute,
+                       const std::string& sentence) {
+  if (!e) xml::fail_at(doc, {}, sentence);
+  if (attribute.empty()) xml::fail_at(doc, e->pos, "<" + e->name + ">: " + sentence);
+  xml::fail_at(doc, attribute_position(e, attribute), "<" + e->name + "> attribute " + std::string(attribute) + ": " + sentence);
+}
+
 namespace {
 
 // Bounds that keep a hostile file from asking for absurd amounts of memory later on.

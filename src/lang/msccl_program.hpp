@@ -101,4 +101,10 @@ std::string write_msccl_program(const MscclProgram& program);
 /// Position of attribute `name` of `e` (its value), else of the element; {0,0} for nullptr.
 xml::Position attribute_position(const xml::Element* e, std::string_view name);
 
+/// Throws weft::Error(Parse) "file:line:column: <elem> attribute a: sentence" at attribute
+/// `attribute` of `e` (at the element when it lacks it; "<elem>: sentence" at the element
+/// when `attribute` is empty; the file alone when `e` is nullptr).
+[[noreturn]] void fail_at_attribute(const xml::Document& doc, const xml::Element* e, std::string_view attribute,
+                                    const std::string& sentence);
+
 }  // namespace weft

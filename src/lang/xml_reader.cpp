@@ -36,8 +36,8 @@ static std::string located_message(std::string_view source, const std::string& f
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   // Long lines (a whole file on one line) are cut around the column so the caret stays useful.
   size_t col = pos.column > 0 ? static_cast<size_t>(pos.column - 1) : 0;
-  size_t from = col > 60 ? col - 60 : 0;
-  std::string shown(line.substr(std::min(from, line.size()), 120));
+  size_t from = line.size() <= 160 || col <= 60 ? 0 : col - 60;
+  std::string shown(line.substr(std::min(from, line.size()), 160));
   for (char& c : shown)
     if (c == '\t') c = ' ';
     else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
