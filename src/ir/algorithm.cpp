@@ -83,8 +83,6 @@ SlotRef canonical_slot(const Algorithm& algo, SlotRef slot) {
     case Collective::ReduceScatter:
       if (slot.buffer == Buffer::Output) return {slot.rank, Buffer::Input, slot.rank * algo.output_chunks + slot.index};
       return slot;
-    case Collective::Custom:
-      return slot;
     default:
       return {slot.rank, Buffer::Output, slot.index};
   }
@@ -101,7 +99,7 @@ static int32_t buffer_chunks(const Algorithm& a, Buffer b) {
 
 void check_shape(const Algorithm& a) {
   auto where = [&](size_t i) {
-    std::string s = "transfer " + std::to_string(i);
+    std::string s = "step " + std::to_string(a.transfers[i].step) + ", transfer " + std::to_string(i);
     if (i < a.transfer_locations.size() && a.transfer_locations[i].line > 0) {
       const auto& loc = a.transfer_locations[i];
       s = loc.file + ":" + std::to_string(loc.line) + ":" + std::to_string(loc.column) + ": " + s;
@@ -116,6 +114,10 @@ void check_shape(const Algorithm& a) {
     fail(ErrorCode::Verify, text::format("%s: %s with %d ranks and %d input chunks per rank needs %d output chunks, not %d",
                                          a.name.c_str(), std::string(to_string(a.collective)).c_str(), a.ranks,
                                          a.input_chunks, want, a.output_chunks));
+  if (a.collective == Collective::Custom && a.in_place && a.input_chunks != a.output_chunks)
+    fail(ErrorCode::Verify, text::format("%s: an in-place Custom collective needs as many input chunks as output chunks "
+                                         "(one buffer), not %d and %d",
+                                         a.name.c_str(), a.input_chunks, a.output_chunks));
   if ((a.collective == Collective::Broadcast || a.collective == Collective::Reduce) && (a.root < 0 || a.root >= a.ranks))
     fail(ErrorCode::Verify, a.name + ": root " + std::to_string(a.root) + " is out of range");
   for (size_t i = 0; i < a.transfers.size(); ++i) {

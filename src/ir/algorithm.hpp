@@ -114,8 +114,9 @@ int32_t expected_output_chunks(Collective collective, int32_t ranks, int32_t inp
 /// memory compare equal. In place, MSCCL's convention holds: AllGather's input chunk i
 /// of rank r is output chunk r*input_chunks+i; ReduceScatter's output chunk i of rank r
 /// is input chunk r*output_chunks+i; for the other collectives input and output are one
-/// buffer. Canonical slots name the larger buffer (Output for AllGather, Input for
-/// ReduceScatter, Output otherwise). Out of place, slots are returned unchanged.
+/// buffer (Custom included: in place, its input chunk i is output chunk i). Canonical slots
+/// name the larger buffer (Output for AllGather, Input for ReduceScatter, Output
+/// otherwise). Scratch, and every slot out of place, is returned unchanged.
 SlotRef canonical_slot(const Algorithm& algo, SlotRef slot);
 
 /// Checks shape only (ranks > 0, chunk counts consistent with the collective, every
