@@ -55,8 +55,10 @@ int32_t ContributionStore::new_list() {
 }
 
 void ContributionStore::retain(const Cell& c) {
-  if (c.kind == CellKind::Bits) ++bits_refs_[c.value];
-  else if (c.kind == CellKind::List) ++list_refs_[c.value];
+  if (c.kind == CellKind::Bits)
+    ++bits_refs_[c.value];
+  else if (c.kind == CellKind::List)
+    ++list_refs_[c.value];
 }
 
 void ContributionStore::release(const Cell& c) {
@@ -85,15 +87,18 @@ void ContributionStore::clear(Cell& c) {
 
 uint64_t ContributionStore::size(const Cell& c) const {
   switch (c.kind) {
-    case CellKind::Empty: return 0;
-    case CellKind::Single: return 1;
+    case CellKind::Empty:
+      return 0;
+    case CellKind::Single:
+      return 1;
     case CellKind::Bits: {
       uint64_t n = 0;
       const uint64_t* b = bits(c.value);
       for (size_t w = 0; w < words_per_set_; ++w) n += std::popcount(b[w]);
       return n;
     }
-    case CellKind::List: return lists_[c.value].size();
+    case CellKind::List:
+      return lists_[c.value].size();
   }
   return 0;
 }
@@ -112,8 +117,11 @@ bool ContributionStore::is_all_ranks(const Cell& c, int32_t chunk) const {
 std::vector<Contribution> ContributionStore::list(const Cell& c) const {
   std::vector<Contribution> out;
   switch (c.kind) {
-    case CellKind::Empty: break;
-    case CellKind::Single: out.push_back({c.value, c.chunk}); break;
+    case CellKind::Empty:
+      break;
+    case CellKind::Single:
+      out.push_back({c.value, c.chunk});
+      break;
     case CellKind::Bits: {
       const uint64_t* b = bits(c.value);
       for (size_t w = 0; w < words_per_set_; ++w)

@@ -77,7 +77,9 @@ class ContributionStore {
   static Contribution unpack(uint64_t v) {
     return {static_cast<int32_t>(v >> 32), static_cast<int32_t>(v & 0xffffffffu)};
   }
-  uint64_t* bits(int32_t h) { return pages_[h / kSetsPerPage].get() + static_cast<size_t>(h % kSetsPerPage) * words_per_set_; }
+  uint64_t* bits(int32_t h) {
+    return pages_[h / kSetsPerPage].get() + static_cast<size_t>(h % kSetsPerPage) * words_per_set_;
+  }
   const uint64_t* bits(int32_t h) const {
     return pages_[h / kSetsPerPage].get() + static_cast<size_t>(h % kSetsPerPage) * words_per_set_;
   }
@@ -99,7 +101,7 @@ class ContributionStore {
   // the W words at offset (h % kSetsPerPage) * W of page h / kSetsPerPage.
   static constexpr int32_t kSetsPerPage = 1024;
   std::vector<std::unique_ptr<uint64_t[]>> pages_;
-  std::vector<uint32_t> bits_refs_;      // reference count of bitset h; 0: free
+  std::vector<uint32_t> bits_refs_;  // reference count of bitset h; 0: free
   std::vector<int32_t> bits_free_;
   std::vector<std::vector<uint64_t>> lists_;  // sorted packed contributions
   std::vector<uint32_t> list_refs_;

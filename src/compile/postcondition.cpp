@@ -24,10 +24,12 @@ void sort_unique(std::vector<Contribution>& v) {
 /// Adds the error for `slot` whose actual set differs from `expected` (sorted, unique).
 void report(const ContributionStore& store, const Cell& cell, SlotRef slot, const std::vector<Contribution>& expected,
             ErrorSink& errors) {
+  if (errors.full()) return errors.count_only();
   std::vector<Contribution> actual = store.list(cell);
   std::vector<Contribution> missing, extra;
   auto less = [](Contribution a, Contribution b) { return key(a) < key(b); };
-  std::set_difference(expected.begin(), expected.end(), actual.begin(), actual.end(), std::back_inserter(missing), less);
+  std::set_difference(expected.begin(), expected.end(), actual.begin(), actual.end(), std::back_inserter(missing),
+                      less);
   std::set_difference(actual.begin(), actual.end(), expected.begin(), expected.end(), std::back_inserter(extra), less);
   std::string what = "at the end, " + describe_slot(slot);
   if (actual.empty()) {
@@ -54,6 +56,7 @@ void expect_all_ranks(const ContributionStore& store, const std::vector<Cell>& c
                       int32_t ranks, SlotRef slot, int32_t chunk, ErrorSink& errors) {
   const Cell& c = cells[layout.index_of(slot)];
   if (store.is_all_ranks(c, chunk)) return;
+  if (errors.full()) return errors.count_only();
   std::vector<Contribution> want;
   want.reserve(ranks);
   for (int32_t q = 0; q < ranks; ++q) want.push_back({q, chunk});
@@ -75,7 +78,8 @@ void check_postcondition(const Algorithm& a, const SlotLayout& layout, const Con
     case Collective::ReduceScatter:
       // Output chunk i of rank r is the reduction of input chunk r*out+i over all ranks.
       for (int32_t r = 0; r < R; ++r)
-        for (int32_t i = 0; i < out; ++i) expect_all_ranks(store, cells, layout, R, out_slot(r, i), r * out + i, errors);
+        for (int32_t i = 0; i < out; ++i)
+          expect_all_ranks(store, cells, layout, R, out_slot(r, i), r * out + i, errors);
       return;
     case Collective::AllReduce:
       for (int32_t r = 0; r < R; ++r)
@@ -92,8 +96,9 @@ void check_postcondition(const Algorithm& a, const SlotLayout& layout, const Con
       // Each rank's input is R blocks of k chunks, block d for rank d; output block q of
       // rank r is block r of rank q's input.
       if (in % R != 0)
-        fail(ErrorCode::Verify, text::format("%s: AllToAll needs input chunks per rank (%d) divisible by the ranks (%d)",
-                                             a.name.c_str(), in, R));
+        fail(ErrorCode::Verify,
+             text::format("%s: AllToAll needs input chunks per rank (%d) divisible by the ranks (%d)", a.name.c_str(),
+                          in, R));
       const int32_t k = in / R;
       for (int32_t r = 0; r < R; ++r)
         for (int32_t j = 0; j < out; ++j)
@@ -107,16 +112,17 @@ void check_postcondition(const Algorithm& a, const SlotLayout& layout, const Con
         const SlotRef& s = e.slot;
         int32_t n = s.buffer == Buffer::Input ? in : s.buffer == Buffer::Output ? out : a.scratch_chunks;
         if (s.rank < 0 || s.rank >= R || s.index < 0 || s.index >= n)
-          fail(ErrorCode::Verify, text::format("%s: the postcondition names %s, which is out of range (%d ranks, %d %s chunks)",
-                                               a.name.c_str(), describe_slot(s).c_str(), R, n,
-                                               std::string(to_string(s.buffer)).c_str()));
+          fail(ErrorCode::Verify,
+               text::format("%s: the postcondition names %s, which is out of range (%d ranks, %d %s chunks)",
+                            a.name.c_str(), describe_slot(s).c_str(), R, n, std::string(to_string(s.buffer)).c_str()));
         auto& entry = want[layout.index_of(s)];
         entry.first = s;
         for (auto [rank, chunk] : e.contributions) {
           if (rank < 0 || rank >= R || chunk < 0 || chunk >= in)
-            fail(ErrorCode::Verify, text::format("%s: the postcondition of %s names rank %d's input chunk %d, which is out "
-                                                 "of range (%d ranks, %d input chunks)",
-                                                 a.name.c_str(), describe_slot(s).c_str(), rank, chunk, R, in));
+            fail(ErrorCode::Verify,
+                 text::format("%s: the postcondition of %s names rank %d's input chunk %d, which is out "
+                              "of range (%d ranks, %d input chunks)",
+                              a.name.c_str(), describe_slot(s).c_str(), rank, chunk, R, in));
           entry.second.push_back({rank, chunk});
         }
       }

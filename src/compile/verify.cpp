@@ -71,9 +71,9 @@ class Executor {
     uint64_t moves = 0;
     for (const Transfer& t : a.transfers) moves += static_cast<uint64_t>(t.count);
     if (moves > opt.max_chunk_moves)
-      fail(ErrorCode::Verify, text::format("%s: the transfers move %llu chunks, more than the verifier's bound of %llu",
-                                           a.name.c_str(), static_cast<unsigned long long>(moves),
-                                           static_cast<unsigned long long>(opt.max_chunk_moves)));
+      fail(ErrorCode::Verify,
+           text::format("%s: the transfers move %llu chunks, more than the verifier's bound of %llu", a.name.c_str(),
+                        static_cast<unsigned long long>(moves), static_cast<unsigned long long>(opt.max_chunk_moves)));
     return opt.max_memory_bytes - fixed_bytes_;
   }
 
@@ -158,12 +158,16 @@ bool Executor::run() {
 void Executor::apply(int32_t t, int32_t step) {
   const Transfer& x = a_.transfers[t];
   const int64_t s0 = layout_.index_of(x.src()), d0 = layout_.index_of(x.dst());
-  auto error = [&](std::string msg) {
+  // Wording an error costs more than finding it: past the limit, errors are only counted.
+  auto error = [&](auto&& word) {
     clean_ = false;
-    errors_.add(std::move(msg));
+    if (errors_.full())
+      errors_.count_only();
+    else
+      errors_.add(word());
   };
   if (s0 != d0 && s0 < d0 + x.count && d0 < s0 + x.count) {
-    error(at(t, 0) + text::format(": its source and destination ranges of %d chunks overlap", x.count));
+    error([&] { return at(t, 0) + text::format(": its source and destination ranges of %d chunks overlap", x.count); });
     return;
   }
   for (int32_t k = 0; k < x.count; ++k) {
@@ -173,8 +177,10 @@ void Executor::apply(int32_t t, int32_t step) {
     // Races: a read of s while another transfer of this step writes it; a write of d
     // while another transfer of this step writes or reads it.
     if (write_step_[s] == step && write_by_[s] != t)
-      error(at(t, k) + text::format(": reads %s, which %s writes in the same step (a race)", describe_slot(src).c_str(),
-                                    other(write_by_[s]).c_str()));
+      error([&] {
+        return at(t, k) + text::format(": reads %s, which %s writes in the same step (a race)",
+                                       describe_slot(src).c_str(), other(write_by_[s]).c_str());
+      });
     if (read_step_[s] != step) {
       read_step_[s] = step;
       read_by_[s] = t;
@@ -183,12 +189,16 @@ void Executor::apply(int32_t t, int32_t step) {
       read_several_[s] = 1;
     }
     if (write_step_[d] == step) {
-      error(at(t, k) + text::format(": writes %s, which %s also writes in the same step (a race)",
-                                    describe_slot(dst).c_str(), other(write_by_[d]).c_str()));
+      error([&] {
+        return at(t, k) + text::format(": writes %s, which %s also writes in the same step (a race)",
+                                       describe_slot(dst).c_str(), other(write_by_[d]).c_str());
+      });
     } else if (read_step_[d] == step && (read_several_[d] || read_by_[d] != t)) {
       std::string who = read_by_[d] != t ? other(read_by_[d]) : std::string("another transfer");
-      error(at(t, k) + text::format(": writes %s, which %s reads in the same step (a race)", describe_slot(dst).c_str(),
-                                    who.c_str()));
+      error([&] {
+        return at(t, k) + text::format(": writes %s, which %s reads in the same step (a race)",
+                                       describe_slot(dst).c_str(), who.c_str());
+      });
     }
     write_step_[d] = step;
     write_by_[d] = t;
@@ -196,7 +206,7 @@ void Executor::apply(int32_t t, int32_t step) {
     // The data: copy overwrites, reduce adds (each contribution at most once).
     const Cell from = cells_[s];
     if (from.kind == CellKind::Empty) {
-      error(at(t, k) + ": reads " + describe_slot(src) + ", which is empty at this step");
+      error([&] { return at(t, k) + ": reads " + describe_slot(src) + ", which is empty at this step"; });
       continue;
     }
     Cell& into = cells_[d];
@@ -205,13 +215,15 @@ void Executor::apply(int32_t t, int32_t step) {
       continue;
     }
     if (into.kind == CellKind::Empty) {
-      error(at(t, k) + ": reduces into " + describe_slot(dst) + ", which is empty at this step");
+      error([&] { return at(t, k) + ": reduces into " + describe_slot(dst) + ", which is empty at this step"; });
       continue;
     }
     Contribution common{};
     if (store_.intersects(into, from, &common)) {
-      error(at(t, k) + ": counts " + describe_contribution(common) + " twice (the source and " + describe_slot(dst) +
-            " both hold it)");
+      error([&] {
+        return at(t, k) + ": counts " + describe_contribution(common) + " twice (the source and " + describe_slot(dst) +
+               " both hold it)";
+      });
       continue;
     }
     store_.unite(into, from);
@@ -245,7 +257,8 @@ void verify_or_throw(const Algorithm& algo) {
   if (r.ok) return;
   std::string msg = algo.name + " fails verification:";
   for (const std::string& e : r.errors) msg += "\n  " + e;
-  if (r.error_count > r.errors.size()) msg += text::format("\n  (and %zu more errors)", r.error_count - r.errors.size());
+  if (r.error_count > r.errors.size())
+    msg += text::format("\n  (and %zu more errors)", r.error_count - r.errors.size());
   fail(ErrorCode::Verify, msg);
 }
 

@@ -48,6 +48,9 @@ class ErrorSink {
     ++count_;
     if (messages_.size() < limit_) messages_.push_back(std::move(message));
   }
+  /// Counts an error without wording it (once the limit is reached, wording is wasted work).
+  void count_only() { ++count_; }
+  bool full() const { return messages_.size() >= limit_; }
   size_t count() const { return count_; }
   std::vector<std::string>& messages() { return messages_; }
 

@@ -32,8 +32,8 @@ void send(Algorithm& a, int src, int dst, int step, int chunk, TransferOp op) {
   a.transfers.push_back({src, b, chunk, dst, b, chunk, 1, op, step});
 }
 
-void move(Algorithm& a, int src, Buffer sb, int si, int dst, Buffer db, int di, int step, TransferOp op = TransferOp::Copy,
-          int count = 1) {
+void move(Algorithm& a, int src, Buffer sb, int si, int dst, Buffer db, int di, int step,
+          TransferOp op = TransferOp::Copy, int count = 1) {
   a.transfers.push_back({src, sb, si, dst, db, di, count, op, step});
 }
 
@@ -99,7 +99,8 @@ Algorithm hm_allreduce(int N, int G) {
     for (int b = 0; b < N - 1; ++b) send(a, r, (r + G) % R, ag + b, mod(r + G - b * G, R), recv);
   for (int r = 0; r < R; ++r)
     for (int b = 0; b < N; ++b)
-      for (int o = 0; o < G - 1; ++o) send(a, r, (r / G) * G + (r % G + o + 1) % G, ag + b, mod(r + G - b * G, R), recv);
+      for (int o = 0; o < G - 1; ++o)
+        send(a, r, (r / G) * G + (r % G + o + 1) % G, ag + b, mod(r + G - b * G, R), recv);
   return a;
 }
 

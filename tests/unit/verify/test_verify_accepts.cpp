@@ -15,17 +15,17 @@ std::string explain(const VerifyResult& r) {
   return s;
 }
 
-#define EXPECT_VERIFIES(algo)                                                  \
-  do {                                                                         \
-    Algorithm a_ = (algo);                                                     \
-    VerifyResult r_ = verify(a_);                                              \
+#define EXPECT_VERIFIES(algo)                                                        \
+  do {                                                                               \
+    Algorithm a_ = (algo);                                                           \
+    VerifyResult r_ = verify(a_);                                                    \
     EXPECT_TRUE(r_.ok) << a_.name << " at " << a_.ranks << " ranks:" << explain(r_); \
   } while (0)
 
 const int kRanks[] = {1, 2, 4, 8, 16, 32};
 // (nodes, GPUs per node) shapes for the hierarchical algorithms.
-const std::pair<int, int> kShapes[] = {{1, 1}, {1, 2}, {1, 8}, {2, 1}, {2, 2}, {2, 4}, {3, 2},
-                                       {4, 4}, {4, 8}, {8, 1}, {2, 8}, {8, 4}};
+const std::pair<int, int> kShapes[] = {{1, 1}, {1, 2}, {1, 8}, {2, 1}, {2, 2}, {2, 4},
+                                       {3, 2}, {4, 4}, {4, 8}, {8, 1}, {2, 8}, {8, 4}};
 
 TEST(VerifyAccepts, RingAlgorithms) {
   for (int r : kRanks) {
