@@ -38,6 +38,7 @@ struct ResourceId {
 struct Topology {
   std::string name;           ///< e.g. "a100-2x4"
   std::string gpu;            ///< e.g. "a100", "h200"
+  std::string description;    ///< free text: what the topology is, where its figures come from
   int32_t nodes = 1;
   int32_t gpus_per_node = 1;
   int32_t nics_per_node = 0;  ///< 0: single node, no network
@@ -93,6 +94,8 @@ struct Topology {
 
   /// Throws weft::Error(InvalidArgument) naming the first inconsistent field.
   void validate() const;
+
+  bool operator==(const Topology&) const = default;
 };
 
 }  // namespace weft
