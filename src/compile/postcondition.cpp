@@ -23,7 +23,7 @@ void sort_unique(std::vector<Contribution>& v) {
 
 /// Adds the error for `slot` whose actual set differs from `expected` (sorted, unique).
 void report(const ContributionStore& store, const Cell& cell, SlotRef slot, const std::vector<Contribution>& expected,
-            ErrorSink& errors) {
+            const std::string& history, ErrorSink& errors) {
   if (errors.full()) return errors.count_only();
   std::vector<Contribution> actual = store.list(cell);
   std::vector<Contribution> missing, extra;
@@ -40,57 +40,64 @@ void report(const ContributionStore& store, const Cell& cell, SlotRef slot, cons
     if (!missing.empty()) what += "; missing " + describe_contributions(missing);
     if (!extra.empty()) what += "; unexpected " + describe_contributions(extra);
   }
+  if (!history.empty()) what += " (" + history + ")";
   errors.add(what);
 }
 
 /// Output slot (rank, i) must hold exactly {(src_rank, chunk)}.
 void expect_single(const ContributionStore& store, const std::vector<Cell>& cells, const SlotLayout& layout,
-                   SlotRef slot, Contribution want, ErrorSink& errors) {
-  const Cell& c = cells[layout.index_of(slot)];
+                   SlotRef slot, Contribution want, const HistoryFn& history, ErrorSink& errors) {
+  const int64_t index = layout.index_of(slot);
+  const Cell& c = cells[index];
   if (c.kind == CellKind::Single && c.value == want.rank && c.chunk == want.chunk) return;
-  report(store, c, slot, {want}, errors);
+  if (errors.full()) return errors.count_only();
+  report(store, c, slot, {want}, history(index), errors);
 }
 
 /// Output slot must hold input chunk `chunk` of every rank.
 void expect_all_ranks(const ContributionStore& store, const std::vector<Cell>& cells, const SlotLayout& layout,
-                      int32_t ranks, SlotRef slot, int32_t chunk, ErrorSink& errors) {
-  const Cell& c = cells[layout.index_of(slot)];
+                      int32_t ranks, SlotRef slot, int32_t chunk, const HistoryFn& history, ErrorSink& errors) {
+  const int64_t index = layout.index_of(slot);
+  const Cell& c = cells[index];
   if (store.is_all_ranks(c, chunk)) return;
   if (errors.full()) return errors.count_only();
   std::vector<Contribution> want;
   want.reserve(ranks);
   for (int32_t q = 0; q < ranks; ++q) want.push_back({q, chunk});
-  report(store, c, slot, want, errors);
+  report(store, c, slot, want, history(index), errors);
 }
 
 }  // namespace
 
 void check_postcondition(const Algorithm& a, const SlotLayout& layout, const ContributionStore& store,
-                         const std::vector<Cell>& cells, ErrorSink& errors) {
+                         const std::vector<Cell>& cells, const HistoryFn& history, ErrorSink& errors) {
   const int32_t R = a.ranks, in = a.input_chunks, out = a.output_chunks;
   auto out_slot = [](int32_t r, int32_t i) { return SlotRef{r, Buffer::Output, i}; };
   switch (a.collective) {
     case Collective::AllGather:
       // Output chunk j of every rank is input chunk j % in of rank j / in.
       for (int32_t r = 0; r < R; ++r)
-        for (int32_t j = 0; j < out; ++j) expect_single(store, cells, layout, out_slot(r, j), {j / in, j % in}, errors);
+        for (int32_t j = 0; j < out; ++j)
+          expect_single(store, cells, layout, out_slot(r, j), {j / in, j % in}, history, errors);
       return;
     case Collective::ReduceScatter:
       // Output chunk i of rank r is the reduction of input chunk r*out+i over all ranks.
       for (int32_t r = 0; r < R; ++r)
         for (int32_t i = 0; i < out; ++i)
-          expect_all_ranks(store, cells, layout, R, out_slot(r, i), r * out + i, errors);
+          expect_all_ranks(store, cells, layout, R, out_slot(r, i), r * out + i, history, errors);
       return;
     case Collective::AllReduce:
       for (int32_t r = 0; r < R; ++r)
-        for (int32_t i = 0; i < out; ++i) expect_all_ranks(store, cells, layout, R, out_slot(r, i), i, errors);
+        for (int32_t i = 0; i < out; ++i) expect_all_ranks(store, cells, layout, R, out_slot(r, i), i, history, errors);
       return;
     case Collective::Reduce:
-      for (int32_t i = 0; i < out; ++i) expect_all_ranks(store, cells, layout, R, out_slot(a.root, i), i, errors);
+      for (int32_t i = 0; i < out; ++i)
+        expect_all_ranks(store, cells, layout, R, out_slot(a.root, i), i, history, errors);
       return;
     case Collective::Broadcast:
       for (int32_t r = 0; r < R; ++r)
-        for (int32_t i = 0; i < out; ++i) expect_single(store, cells, layout, out_slot(r, i), {a.root, i}, errors);
+        for (int32_t i = 0; i < out; ++i)
+          expect_single(store, cells, layout, out_slot(r, i), {a.root, i}, history, errors);
       return;
     case Collective::AllToAll: {
       // Each rank's input is R blocks of k chunks, block d for rank d; output block q of
@@ -102,7 +109,7 @@ void check_postcondition(const Algorithm& a, const SlotLayout& layout, const Con
       const int32_t k = in / R;
       for (int32_t r = 0; r < R; ++r)
         for (int32_t j = 0; j < out; ++j)
-          expect_single(store, cells, layout, out_slot(r, j), {j / k, r * k + j % k}, errors);
+          expect_single(store, cells, layout, out_slot(r, j), {j / k, r * k + j % k}, history, errors);
       return;
     }
     case Collective::Custom: {
@@ -130,7 +137,11 @@ void check_postcondition(const Algorithm& a, const SlotLayout& layout, const Con
         sort_unique(entry.second);
         const Cell& c = cells[index];
         std::vector<Contribution> actual = store.list(c);
-        if (actual != entry.second) report(store, c, entry.first, entry.second, errors);
+        if (actual == entry.second) continue;
+        if (errors.full())
+          errors.count_only();
+        else
+          report(store, c, entry.first, entry.second, history(index), errors);
       }
       return;
     }

@@ -54,6 +54,11 @@ class Executor {
   const ContributionStore& store() const { return store_; }
   const std::vector<Cell>& cells() const { return cells_; }
   uint64_t state_bytes() const { return fixed_bytes_ + store_.peak_bytes(); }
+  /// "last written at step S by transfer T at file:line:column", or empty.
+  std::string history(int64_t slot) const {
+    if (write_by_[slot] < 0) return {};
+    return text::format("last written at step %d by %s", write_step_[slot], other(write_by_[slot]).c_str());
+  }
 
  private:
   static constexpr size_t kBytesPerSlot = sizeof(Cell) + 4 * sizeof(int32_t);
@@ -240,7 +245,9 @@ VerifyResult verify(const Algorithm& algo, const VerifyOptions& options) {
   try {
     check_shape(algo);
     Executor exec(algo, options, errors);
-    if (exec.run()) check_postcondition(algo, exec.layout(), exec.store(), exec.cells(), errors);
+    if (exec.run())
+      check_postcondition(
+          algo, exec.layout(), exec.store(), exec.cells(), [&](int64_t slot) { return exec.history(slot); }, errors);
     result.peak_state_bytes = exec.state_bytes();
   } catch (const Error& e) {
     if (e.code() != ErrorCode::Verify) throw;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -60,10 +61,15 @@ class ErrorSink {
   std::vector<std::string> messages_;
 };
 
+/// Describes what last wrote a slot (by flat index), e.g. "last written at step 7 by
+/// transfer 12 at f.rccl:9:13", or returns empty when nothing wrote it.
+using HistoryFn = std::function<std::string(int64_t)>;
+
 /// Checks the collective's postcondition on the final state, adding one error per wrong
-/// slot. Throws weft::Error(Verify) when the postcondition itself cannot be stated (an
-/// AllToAll whose input does not split evenly, a Custom expectation out of range).
+/// slot (with the slot's last writer, from `history`). Throws weft::Error(Verify) when the
+/// postcondition itself cannot be stated (an AllToAll whose input does not split evenly,
+/// a Custom expectation out of range).
 void check_postcondition(const Algorithm& algo, const SlotLayout& layout, const ContributionStore& store,
-                         const std::vector<Cell>& cells, ErrorSink& errors);
+                         const std::vector<Cell>& cells, const HistoryFn& history, ErrorSink& errors);
 
 }  // namespace weft::verify_detail

@@ -75,7 +75,7 @@ TEST(VerifyRejects, WrongDestinationChunkGivesExtraAndMissing) {
   a.transfers.back().dst_index = 0;  // hop 1, chunk 2 -> slot 0
   EXPECT_EQ(first_error(a),
             "at the end, rank 2's output chunk 0 holds 1 contribution, 0 of the 1 expected; missing rank 0's input "
-            "chunk 0; unexpected rank 0's input chunk 2");
+            "chunk 0; unexpected rank 0's input chunk 2 (last written at step 3 by transfer 5)");
 }
 
 TEST(VerifyRejects, WriteWriteRace) {
@@ -167,7 +167,7 @@ TEST(VerifyRejects, WrongCustomPostcondition) {
   a.custom_postcondition[0].contributions = {{1, 0}};
   EXPECT_EQ(first_error(a),
             "at the end, rank 1's output chunk 0 holds 1 contribution, 0 of the 1 expected; missing rank 1's input "
-            "chunk 0; unexpected rank 0's input chunk 0");
+            "chunk 0; unexpected rank 0's input chunk 0 (last written at step 0 by transfer 0)");
 }
 
 TEST(VerifyRejects, CustomPostconditionAccumulates) {
@@ -176,7 +176,7 @@ TEST(VerifyRejects, CustomPostconditionAccumulates) {
   a.custom_postcondition.push_back({{1, Buffer::Output, 0}, {{1, 0}}});
   EXPECT_EQ(first_error(a),
             "at the end, rank 1's output chunk 0 holds 1 contribution, 1 of the 2 expected; missing rank 1's input "
-            "chunk 0");
+            "chunk 0 (last written at step 0 by transfer 0)");
 }
 
 TEST(VerifyRejects, CustomPostconditionOutOfRange) {

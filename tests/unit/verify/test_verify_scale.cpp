@@ -10,8 +10,14 @@
 namespace weft {
 namespace {
 
+/// Built once and shared by the tests below (each copies what it changes).
+const Algorithm& hm1024() {
+  static const Algorithm a = test::hm_allreduce(128, 8);
+  return a;
+}
+
 TEST(VerifyScale, HierarchicalAllReduceAt1024Ranks) {
-  Algorithm a = test::hm_allreduce(128, 8);
+  const Algorithm& a = hm1024();
   ASSERT_EQ(a.transfers.size(), size_t(2 * 1024 * 128 * 7 + 2 * 1024 * 127));
   VerifyResult r = verify(a);
   EXPECT_TRUE(r.ok) << (r.errors.empty() ? "" : r.errors[0]);
@@ -21,7 +27,7 @@ TEST(VerifyScale, HierarchicalAllReduceAt1024Ranks) {
 TEST(VerifyScale, BrokenAt1024RanksFailsQuicklyWithFewMessages) {
   // Drop rank 1023's last intra-node AllGather sends: its seven peers (ranks 1016-1022) each
   // keep their own stale copy of chunk 15.
-  Algorithm a = test::hm_allreduce(128, 8);
+  Algorithm a = hm1024();
   a.transfers.resize(a.transfers.size() - 7);
   VerifyResult r = verify(a);
   ASSERT_FALSE(r.ok);
@@ -33,7 +39,7 @@ TEST(VerifyScale, BrokenAt1024RanksFailsQuicklyWithFewMessages) {
 TEST(VerifyScale, ManyWrongSlotsAreCountedNotWorded) {
   // Without its whole AllGather half every slot but one per rank is wrong: a million
   // errors, ten worded.
-  Algorithm a = test::hm_allreduce(128, 8);
+  Algorithm a = hm1024();
   a.transfers.resize(a.transfers.size() / 2);
   VerifyResult r = verify(a);
   ASSERT_FALSE(r.ok);

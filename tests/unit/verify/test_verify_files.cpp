@@ -1,0 +1,231 @@
+// The ResCCLang files: the built-ins under algorithms/ (through load_algorithm, at their
+// defaults and at every shape the tests cover, compared with the C++ constructions), the
+// Figure 16 file, and the broken corpus under tests/data/broken.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <tuple>
+
+#include "builders.hpp"
+#include "compile/verify.hpp"
+#include "lang/load.hpp"
+#include "util/error.hpp"
+
+namespace weft {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace weft::test;
+
+const fs::path kRoot = WEFT_TEST_DATA_DIR;
+
+std::string explain(const VerifyResult& r) {
+  std::string s;
+  for (const auto& e : r.errors) s += "\n  " + e;
+  return s;
+}
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+auto key(const Transfer& t) {
+  return std::tuple(t.step, t.src_rank, t.dst_rank, static_cast<int>(t.src_buffer), t.src_index,
+                    static_cast<int>(t.dst_buffer), t.dst_index, t.count, static_cast<int>(t.op));
+}
+
+std::vector<Transfer> sorted(std::vector<Transfer> v) {
+  std::sort(v.begin(), v.end(), [](const Transfer& a, const Transfer& b) { return key(a) < key(b); });
+  return v;
+}
+
+/// slot -> sorted contributions, merging expectations on one slot.
+std::map<std::tuple<int, int, int>, std::vector<std::pair<int32_t, int32_t>>> postcondition(const Algorithm& a) {
+  std::map<std::tuple<int, int, int>, std::vector<std::pair<int32_t, int32_t>>> m;
+  for (const Expectation& e : a.custom_postcondition) {
+    auto& v = m[{e.slot.rank, static_cast<int>(e.slot.buffer), e.slot.index}];
+    v.insert(v.end(), e.contributions.begin(), e.contributions.end());
+    std::sort(v.begin(), v.end());
+  }
+  return m;
+}
+
+/// Loads built-in `name` with `params`, checks it verifies and equals `expected` (the C++
+/// construction) in shape, transfers and postcondition.
+void check_builtin(const std::string& name, const ParamMap& params, const Algorithm& expected) {
+  std::string where = name;
+  for (auto& [k, v] : params) where += " " + k + "=" + v;
+  SCOPED_TRACE(where);
+  Algorithm a;
+  try {
+    a = load_algorithm(name, params);
+  } catch (const Error& e) {
+    FAIL() << e.what();
+  }
+  VerifyResult r = verify(a);
+  EXPECT_TRUE(r.ok) << explain(r);
+  EXPECT_EQ(a.name, name);
+  EXPECT_EQ(a.collective, expected.collective);
+  EXPECT_EQ(a.ranks, expected.ranks);
+  EXPECT_EQ(a.input_chunks, expected.input_chunks);
+  EXPECT_EQ(a.output_chunks, expected.output_chunks);
+  EXPECT_EQ(a.scratch_chunks, expected.scratch_chunks);
+  EXPECT_EQ(a.in_place, expected.in_place);
+  EXPECT_EQ(a.root, expected.root);
+  EXPECT_EQ(a.transfer_locations.size(), a.transfers.size());
+  EXPECT_TRUE(sorted(a.transfers) == sorted(expected.transfers))
+      << "the file's transfers differ from the C++ construction";
+  EXPECT_EQ(postcondition(a), postcondition(expected));
+}
+
+ParamMap p(std::initializer_list<std::pair<const std::string, int>> kv) {
+  ParamMap m;
+  for (auto& [k, v] : kv) m[k] = std::to_string(v);
+  return m;
+}
+
+TEST(VerifyFiles, EveryBuiltinVerifiesAtItsDefaults) {
+  std::vector<std::string> names = builtin_algorithm_names();
+  EXPECT_EQ(names, (std::vector<std::string>{"allpairs_allgather", "allpairs_allreduce", "allpairs_reducescatter",
+                                             "alltoall_direct", "alltoall_twostep", "alltonext", "chain_broadcast",
+                                             "chain_reduce", "hm_allgather", "hm_allreduce", "ring_allgather",
+                                             "ring_allreduce", "ring_reducescatter"}));
+  for (const std::string& n : names) {
+    Algorithm a = load_algorithm(n);
+    VerifyResult r = verify(a);
+    EXPECT_TRUE(r.ok) << n << explain(r);
+    EXPECT_EQ(a.ranks, 8) << n;  // a sensible default size
+  }
+}
+
+TEST(VerifyFiles, FlatBuiltinsMatchAndVerifyAtEveryRankCount) {
+  for (int R : {1, 2, 4, 8, 16, 32}) {
+    check_builtin("ring_allgather", p({{"nRanks", R}}), ring_allgather(R));
+    check_builtin("ring_reducescatter", p({{"nRanks", R}}), ring_reducescatter(R));
+    check_builtin("ring_allreduce", p({{"nRanks", R}}), ring_allreduce(R));
+    check_builtin("allpairs_allgather", p({{"nRanks", R}}), allpairs_allgather(R));
+    check_builtin("allpairs_allreduce", p({{"nRanks", R}, {"nScratch", R}}), allpairs_allreduce(R));
+    check_builtin("allpairs_reducescatter", p({{"nRanks", R}, {"nScratch", R}}), allpairs_reducescatter(R));
+    check_builtin("alltoall_direct", p({{"nRanks", R}}), alltoall_direct(R));
+    for (int root : {0, R / 2, R - 1}) {
+      check_builtin("chain_broadcast", p({{"nRanks", R}, {"Root", root}}), chain_broadcast(R, root));
+      check_builtin("chain_reduce", p({{"nRanks", R}, {"Root", root}}), chain_reduce(R, root));
+    }
+  }
+}
+
+TEST(VerifyFiles, HierarchicalBuiltinsMatchAndVerifyAtEveryShape) {
+  const std::pair<int, int> shapes[] = {{1, 1}, {1, 2}, {1, 8}, {2, 1}, {2, 2}, {2, 4}, {2, 8},
+                                        {4, 1}, {4, 2}, {4, 4}, {4, 8}, {8, 2}, {8, 4}, {16, 2}};
+  for (auto [N, G] : shapes) {
+    int R = N * G;
+    check_builtin("hm_allgather", p({{"nRanks", R}, {"GPUPerNode", G}}), hm_allgather(N, G));
+    check_builtin("hm_allreduce", p({{"nRanks", R}, {"GPUPerNode", G}}), hm_allreduce(N, G));
+    check_builtin("alltoall_twostep", p({{"nRanks", R}, {"GPUPerNode", G}, {"nScratch", R}}), alltoall_twostep(N, G));
+    check_builtin("alltonext", p({{"nRanks", R}, {"GPUPerNode", G}, {"nChunks", G}}), alltonext(N, G));
+  }
+}
+
+TEST(VerifyFiles, ShapeParametersOverriddenAloneFailVerificationNotSilently) {
+  // The scratch a shape needs is a header literal: overriding nRanks alone must fail loudly.
+  VerifyResult r = verify(load_algorithm("allpairs_allreduce", p({{"nRanks", 16}})));
+  ASSERT_FALSE(r.ok);
+  EXPECT_NE(r.errors[0].find("allpairs_allreduce.rccl:"), std::string::npos) << r.errors[0];
+  EXPECT_NE(r.errors[0].find("of the scratch buffer on rank 9 are out of range [0, 8)"), std::string::npos)
+      << r.errors[0];
+  EXPECT_FALSE(verify(load_algorithm("alltonext", p({{"nRanks", 16}, {"GPUPerNode", 8}}))).ok);
+}
+
+TEST(VerifyFiles, HierarchicalAllReduceFileAt1024Ranks) {
+  Algorithm a = load_algorithm("hm_allreduce", p({{"nRanks", 1024}, {"GPUPerNode", 8}}));
+  EXPECT_EQ(a.transfers.size(), size_t(2 * 1024 * 128 * 7 + 2 * 1024 * 127));
+  EXPECT_EQ(a.num_steps(), 262);
+  VerifyResult r = verify(a);
+  EXPECT_TRUE(r.ok) << explain(r);
+}
+
+TEST(VerifyFiles, Figure16At32And1024Ranks) {
+  fs::path f = kRoot / "tests/data/figure16_hm_allreduce.rccl";
+  Algorithm a = load_algorithm(f.string());
+  EXPECT_EQ(a.ranks, 32);
+  VerifyResult r = verify(a);
+  EXPECT_TRUE(r.ok) << explain(r);
+  // The same transfers as hm_allreduce, in more steps.
+  std::vector<Transfer> mine = hm_allreduce(4, 8).transfers, theirs = a.transfers;
+  for (Transfer& t : mine) t.step = 0;
+  for (Transfer& t : theirs) t.step = 0;
+  EXPECT_TRUE(sorted(mine) == sorted(theirs));
+
+  Algorithm big = load_algorithm(f.string(), p({{"nRanks", 1024}}));
+  EXPECT_EQ(big.ranks, 1024);
+  EXPECT_EQ(big.transfers.size(), size_t(2 * 1024 * 128 * 7 + 2 * 1024 * 127));
+  r = verify(big);
+  EXPECT_TRUE(r.ok) << explain(r);
+}
+
+TEST(VerifyFiles, CorruptedFigure16FailsWithItsLocation) {
+  // Turn the inter-node ReduceScatter's rrc into recv: the partial sums get overwritten.
+  fs::path src = kRoot / "tests/data/figure16_hm_allreduce.rccl";
+  std::string text = read(src);
+  const std::string from = "% nChunks, rrc)";
+  size_t first = text.find(from), second = text.find(from, first + 1);
+  ASSERT_NE(second, std::string::npos);
+  text.replace(second, from.size(), "% nChunks, recv)");
+  fs::path bad = fs::temp_directory_path() / "weft_corrupted_figure16.rccl";
+  std::ofstream(bad) << text;
+  Algorithm a = load_algorithm(bad.string());
+  VerifyResult r = verify(a);
+  fs::remove(bad);
+  ASSERT_FALSE(r.ok);
+  // Every wrong slot names the transfer that wrote it last, at its file:line:column.
+  EXPECT_EQ(r.errors[0].find("at the end, rank 0's output chunk 0 holds 8 contributions, 8 of the 32 expected"), 0u)
+      << r.errors[0];
+  EXPECT_NE(r.errors[0].find("(last written at step 31 by transfer 1064 at " + bad.string() + ":40:17)"),
+            std::string::npos)
+      << r.errors[0];
+
+  // A step renumbered into a race is reported at its file:line:column.
+  text = read(src);
+  const std::string step = "step = nNodes * (nGpusperNode - 1) + baseStep";
+  size_t at = text.find(step);
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, step.size(), "step = nNodes * (nGpusperNode - 1)");
+  std::ofstream(bad) << text;
+  r = verify(load_algorithm(bad.string()));
+  fs::remove(bad);
+  ASSERT_FALSE(r.ok);
+  EXPECT_EQ(r.errors[0].find(bad.string() + ":"), 0u) << r.errors[0];
+  EXPECT_NE(r.errors[0].find("(a race)"), std::string::npos) << r.errors[0];
+}
+
+TEST(VerifyFiles, BrokenCorpusGivesTheExpectedErrors) {
+  fs::path dir = kRoot / "tests/data/broken";
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() != ".rccl") continue;
+    ++files;
+    SCOPED_TRACE(entry.path().filename().string());
+    std::string text = read(entry.path());
+    const std::string tag = "# expect-error: ";
+    size_t at = text.find(tag);
+    ASSERT_NE(at, std::string::npos) << "no '# expect-error:' line";
+    std::string want = text.substr(at + tag.size(), text.find('\n', at) - at - tag.size());
+    VerifyResult r = verify(load_algorithm(entry.path().string()));
+    ASSERT_FALSE(r.ok);
+    // Messages name files by the path given; compare with the directory removed.
+    std::string got = r.errors[0];
+    for (size_t p; (p = got.find(dir.string() + "/")) != std::string::npos;) got.erase(p, dir.string().size() + 1);
+    EXPECT_EQ(got, want);
+  }
+  EXPECT_GE(files, 10);
+}
+
+}  // namespace
+}  // namespace weft
