@@ -1,6 +1,7 @@
 #include "ir/algorithm.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cctype>
 
 #include "util/error.hpp"
@@ -110,6 +111,12 @@ void check_shape(const Algorithm& a) {
   if (a.input_chunks < 0 || a.output_chunks < 0 || a.scratch_chunks < 0)
     fail(ErrorCode::Verify, a.name + ": chunk counts must not be negative");
   int32_t want = expected_output_chunks(a.collective, a.ranks, a.input_chunks);
+  // Chunks that split evenly over the ranks (the in-place aliasing of canonical_slot relies on it).
+  if ((a.collective == Collective::ReduceScatter || a.collective == Collective::AllToAll) &&
+      a.input_chunks % a.ranks != 0)
+    fail(ErrorCode::Verify, text::format("%s: %s needs input chunks per rank (%d) divisible by the ranks (%d)",
+                                         a.name.c_str(), std::string(to_string(a.collective)).c_str(),
+                                         a.input_chunks, a.ranks));
   if (want >= 0 && want != a.output_chunks)
     fail(ErrorCode::Verify, text::format("%s: %s with %d ranks and %d input chunks per rank needs %d output chunks, not %d",
                                          a.name.c_str(), std::string(to_string(a.collective)).c_str(), a.ranks,
@@ -128,14 +135,18 @@ void check_shape(const Algorithm& a) {
       fail(ErrorCode::Verify, where(i) + ": destination rank " + std::to_string(t.dst_rank) + " is out of range [0, " + std::to_string(a.ranks) + ")");
     if (t.count < 1) fail(ErrorCode::Verify, where(i) + ": count must be at least 1, not " + std::to_string(t.count));
     if (t.step < 0) fail(ErrorCode::Verify, where(i) + ": step must not be negative, not " + std::to_string(t.step));
+    // num_steps() is the largest step + 1, which must fit in 32 bits.
+    if (t.step == INT32_MAX) fail(ErrorCode::Verify, where(i) + ": step must be below 2147483647");
     int32_t sn = buffer_chunks(a, t.src_buffer), dn = buffer_chunks(a, t.dst_buffer);
-    if (t.src_index < 0 || t.src_index + t.count > sn)
-      fail(ErrorCode::Verify, text::format("%s: source chunks [%d, %d) of the %s buffer on rank %d are out of range [0, %d)",
-                                           where(i).c_str(), t.src_index, t.src_index + t.count,
+    // 64-bit ends: index + count must not wrap around.
+    int64_t src_end = int64_t{t.src_index} + t.count, dst_end = int64_t{t.dst_index} + t.count;
+    if (t.src_index < 0 || src_end > sn)
+      fail(ErrorCode::Verify, text::format("%s: source chunks [%d, %lld) of the %s buffer on rank %d are out of range [0, %d)",
+                                           where(i).c_str(), t.src_index, static_cast<long long>(src_end),
                                            std::string(to_string(t.src_buffer)).c_str(), t.src_rank, sn));
-    if (t.dst_index < 0 || t.dst_index + t.count > dn)
-      fail(ErrorCode::Verify, text::format("%s: destination chunks [%d, %d) of the %s buffer on rank %d are out of range [0, %d)",
-                                           where(i).c_str(), t.dst_index, t.dst_index + t.count,
+    if (t.dst_index < 0 || dst_end > dn)
+      fail(ErrorCode::Verify, text::format("%s: destination chunks [%d, %lld) of the %s buffer on rank %d are out of range [0, %d)",
+                                           where(i).c_str(), t.dst_index, static_cast<long long>(dst_end),
                                            std::string(to_string(t.dst_buffer)).c_str(), t.dst_rank, dn));
   }
 }
