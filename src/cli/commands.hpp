@@ -12,6 +12,7 @@ void register_compile(CLI::App& app);
 void register_simulate(CLI::App& app);
 void register_bench(CLI::App& app);
 void register_env(CLI::App& app);
+void register_topology(CLI::App& app);
 
 /// Sets the exit status main() returns (the largest value set wins).
 void set_exit(int status);

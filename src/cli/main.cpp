@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   weft::cli::register_simulate(app);
   weft::cli::register_bench(app);
   weft::cli::register_env(app);
+  weft::cli::register_topology(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
