@@ -467,6 +467,7 @@ MscclProgram plan_to_msccl(const Plan& plan, const MscclExportOptions& options) 
   p.ngpus = plan.num_ranks;
   p.inplace = plan.in_place;
   p.outofplace = !plan.in_place;
+  if (plan.collective == Collective::Broadcast || plan.collective == Collective::Reduce) p.root = plan.root;
   p.min_bytes = options.min_bytes;
   p.max_bytes = options.max_bytes;
   if (static_cast<int32_t>(plan.ranks.size()) != plan.num_ranks)

@@ -62,14 +62,7 @@ Algorithm make_header(const xml::Document& doc, const MscclProgram& p, const Msc
   } else if (p.coll == "broadcast" || p.coll == "reduce") {
     a.collective = p.coll == "broadcast" ? Collective::Broadcast : Collective::Reduce;
     a.input_chunks = a.output_chunks = c;
-    // MSCCL's format has no root; weft reads an optional root attribute (default 0).
-    if (const xml::Attribute* root = p.elem ? p.elem->find("root") : nullptr) {
-      char* end = nullptr;
-      long v = std::strtol(root->value.c_str(), &end, 10);
-      if (root->value.empty() || *end != '\0' || v < 0 || v >= r)
-        fail_attr(doc, p.elem, "root", "\"" + root->value + "\" is not a gpu id in [0, " + std::to_string(r) + ")");
-      a.root = static_cast<int32_t>(v);
-    }
+    a.root = std::max(p.root, 0);  // MSCCL's format has no root; weft's optional attribute, default 0
   } else if (p.coll == "send" || p.coll == "recv" || p.coll == "gather" || p.coll == "scatter" || p.coll == "alltoallv") {
     fail_attr(doc, p.elem, "coll",
               "coll=" + p.coll + " is an MSCCL operation weft does not import; it imports allreduce, allgather, "

@@ -234,6 +234,7 @@ MscclProgram read_msccl_program(const xml::Document& doc) {
   p.max_bytes = a.opt_integer("maxBytes", 0, INT64_MAX).value_or(INT64_MAX);
   if (p.max_bytes < p.min_bytes)
     a.fail_attr("maxBytes", "maxBytes=" + std::to_string(p.max_bytes) + " is below minBytes=" + std::to_string(p.min_bytes));
+  if (auto root = a.opt_integer("root", 0, p.ngpus - 1)) p.root = static_cast<int32_t>(*root);
 
   // GPUs: each id once, all of 0..ngpus-1.
   std::vector<const xml::Element*> by_id(static_cast<size_t>(p.ngpus), nullptr);
@@ -369,6 +370,7 @@ std::string write_msccl_program(const MscclProgram& p) {
   attr("outofplace", num(p.outofplace ? 1 : 0));
   attr("minBytes", num(p.min_bytes));
   attr("maxBytes", num(p.max_bytes));
+  if (p.root >= 0) attr("root", num(p.root));
   out += ">\n";
   for (const MscclGpu& g : p.gpus) {
     out += "  <gpu";

@@ -86,6 +86,9 @@ struct MscclProgram {
   bool outofplace = false;
   int64_t min_bytes = 0;
   int64_t max_bytes = INT64_MAX;
+  /// Root of broadcast and reduce: weft's optional `root` attribute (MSCCL's format has
+  /// none); -1 when absent.
+  int32_t root = -1;
   std::vector<MscclGpu> gpus;    ///< in id order (gpus[r].id == r)
   const xml::Element* elem = nullptr;
 };

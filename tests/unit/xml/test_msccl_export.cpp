@@ -264,6 +264,11 @@ TEST(MscclExport, OptionsAndHeader) {
   EXPECT_EQ(m.max_bytes, 4096);
   EXPECT_EQ(m.nchannels, 4);  // a local block keeps its slots' channel
   EXPECT_EQ(m.gpus[0].s_chunks, 1);
+  EXPECT_EQ(m.root, -1);  // only broadcast and reduce name a root
+  Plan bc = plan(Collective::Broadcast, 1, 1, 1, one);
+  bc.root = 0;
+  EXPECT_EQ(plan_to_msccl(bc).root, 0);
+  EXPECT_NE(export_msccl(bc).find(" root=\"0\">"), std::string::npos);
   p.protocol = "weird";
   EXPECT_EQ(plan_to_msccl(p).proto, "Simple");
   EXPECT_EQ(plan_to_msccl(p).name, "exported");

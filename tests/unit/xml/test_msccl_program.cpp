@@ -47,6 +47,7 @@ TEST(MscclProgram, ReadsEveryAttribute) {
   EXPECT_FALSE(p.outofplace);
   EXPECT_EQ(p.min_bytes, 16);
   EXPECT_EQ(p.max_bytes, 4096);
+  EXPECT_EQ(p.root, -1);
   ASSERT_EQ(p.gpus.size(), 2u);
   const MscclGpu& g = p.gpus[1];
   EXPECT_EQ(g.id, 1);
@@ -152,6 +153,8 @@ std::vector<Fault> faults() {
       {1, "maxBytes=\"4096\"", "maxBytes=\"8\"", 1, "maxBytes=\"", false, "maxBytes=8 is below minBytes=16"},
       {1, "maxBytes=\"4096\"", "maxBytes=\"big\"", 1, "maxBytes=\"", false, "\"big\" is not an integer"},
       {1, ">", ">stray", 1, "stray", true, "unexpected text inside <algo>"},
+      {1, ">", " root=\"2\">", 1, "root=\"", false, "attribute root: 2 is out of range [0, 1]"},
+      {1, ">", " root=\"r\">", 1, "root=\"", false, "\"r\" is not an integer"},
       {1, ">", "><op/>", 1, "<op", true, "unexpected element <op> inside <algo>; expected <gpu>"},
       // <gpu>
       {2, "id=\"0\" ", "", 2, "<gpu", true, "<gpu> lacks the required attribute id"},
