@@ -114,8 +114,8 @@ struct Event {
 
 class Recovery {
  public:
-  Recovery(const xml::Document& doc, const MscclProgram& p, Algorithm& alg, const StepGraph& g)
-      : doc_(doc), p_(p), alg_(alg), g_(g), temp_(g.nodes().size(), -1) {}
+  Recovery(const xml::Document& doc, Algorithm& alg, const StepGraph& g)
+      : doc_(doc), alg_(alg), g_(g), temp_(g.nodes().size(), -1) {}
 
   /// Recovers the transfers into alg.transfers (sorted by step) and returns, per step node,
   /// the transfer indices it takes part in.
@@ -167,7 +167,6 @@ class Recovery {
 
  private:
   const xml::Document& doc_;
-  const MscclProgram& p_;
   Algorithm& alg_;
   const StepGraph& g_;
   std::vector<int32_t> temp_;  ///< per rrs node: its scratch chunk, or -1 to reduce in place
@@ -444,7 +443,7 @@ MscclImport import_msccl(std::string_view text, const std::string& file, const M
   out.min_bytes = program.min_bytes;
   out.max_bytes = program.max_bytes;
   StepGraph graph(doc, program);
-  Recovery recovery(doc, program, out.algorithm, graph);
+  Recovery recovery(doc, out.algorithm, graph);
   std::vector<std::vector<int32_t>> tasks = recovery.run(out.rrs_scratch_chunks);
   out.as_given = as_given_plan(program, out.algorithm, graph, tasks);
   return out;
