@@ -1,0 +1,218 @@
+// The chunk DSL: references, copy and reduce, steps by dependency, single-writer
+// semantics and its errors, and the algorithms written in it.
+#include <gtest/gtest.h>
+
+#include "lang/chunk_dsl.hpp"
+#include "lang/chunk_dsl_algorithms.hpp"
+#include "util/error.hpp"
+
+namespace weft {
+namespace {
+
+using dsl::ChunkRef;
+using dsl::Program;
+constexpr Buffer I = Buffer::Input, O = Buffer::Output, S = Buffer::Scratch;
+
+Transfer T(int sr, Buffer sb, int si, int dr, Buffer db, int di, TransferOp op, int step, int count = 1) {
+  return Transfer{sr, sb, si, dr, db, di, count, op, step};
+}
+
+template <class F>
+std::string error_of(F&& f, ErrorCode code) {
+  try {
+    f();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "no error";
+  return "";
+}
+
+std::string here(int line) { return std::string(__FILE__) + ":" + std::to_string(line) + ":"; }
+
+TEST(ChunkDsl, CopyAndReduceTraceTransfersWithStepsAndPlaces) {
+  Program p({.name = "t", .collective = Collective::AllReduce, .ranks = 2, .input_chunks = 2, .in_place = false});
+  ChunkRef a = p.chunk(0, I, 0);
+  ChunkRef s = a.copy(1, S, 0);  const int copy_line = __LINE__;
+  ChunkRef sum = p.chunk(1, I, 0).copy(1, O, 0).reduce(s);
+  sum.copy(0, O, 0);
+  p.chunk(1, I, 1).copy(0, O, 1);
+  Algorithm alg = p.algorithm();
+  EXPECT_EQ(alg.name, "t");
+  EXPECT_EQ(alg.collective, Collective::AllReduce);
+  EXPECT_EQ(alg.ranks, 2);
+  EXPECT_EQ(alg.input_chunks, 2);
+  EXPECT_EQ(alg.output_chunks, 2);
+  EXPECT_EQ(alg.scratch_chunks, 1);  // as many as the program touched
+  EXPECT_FALSE(alg.in_place);
+  EXPECT_EQ(alg.source_file, __FILE__);
+  EXPECT_EQ(alg.transfers, (std::vector<Transfer>{T(0, I, 0, 1, S, 0, TransferOp::Copy, 0), T(1, I, 0, 1, O, 0, TransferOp::Copy, 0),
+                                                  T(1, S, 0, 1, O, 0, TransferOp::Reduce, 1), T(1, O, 0, 0, O, 0, TransferOp::Copy, 2),
+                                                  T(1, I, 1, 0, O, 1, TransferOp::Copy, 0)}));
+  ASSERT_EQ(alg.transfer_locations.size(), 5u);
+  EXPECT_EQ(alg.transfer_locations[0].file, __FILE__);
+  EXPECT_EQ(alg.transfer_locations[0].line, copy_line);
+  EXPECT_GT(alg.transfer_locations[0].column, 0);
+  EXPECT_EQ(s.rank(), 1);
+  EXPECT_EQ(s.buffer(), S);
+  EXPECT_EQ(s.index(), 0);
+  EXPECT_EQ(s.count(), 1);
+}
+
+TEST(ChunkDsl, StepsFollowReadsAndWrites) {
+  // One rank, out of place: a copy reads input 0; the write after that read (WAR), the
+  // write after a write (WAW) and the read after a write (RAW) each wait a step.
+  Program p({.name = "t", .collective = Collective::Custom, .ranks = 1, .input_chunks = 2, .output_chunks = 2, .in_place = false});
+  p.chunk(0, I, 0).copy(0, O, 0);                  // step 0: reads i0, writes o0
+  p.chunk(0, I, 1).copy(0, S, 0);                  // step 0: independent
+  p.chunk(0, S, 0).copy(0, I, 0);                  // step 1: writes i0 after step 0 read it
+  p.chunk(0, I, 1).copy(0, O, 0);                  // step 1: writes o0 again
+  p.chunk(0, O, 0).copy(0, O, 1);                  // step 2: reads o0 after its write
+  p.expect(0, 1, {{0, 1}});
+  Algorithm a = p.algorithm();
+  std::vector<int> steps;
+  for (const Transfer& t : a.transfers) steps.push_back(t.step);
+  EXPECT_EQ(steps, (std::vector<int>{0, 0, 1, 1, 2}));
+  ASSERT_EQ(a.custom_postcondition.size(), 1u);
+  EXPECT_EQ(a.custom_postcondition[0].slot, (SlotRef{0, O, 1}));
+}
+
+TEST(ChunkDsl, UsingAStaleReferenceNamesTheCallThatOverwroteIt) {
+  Program p({.name = "t", .collective = Collective::AllReduce, .ranks = 2, .input_chunks = 1});
+  ChunkRef mine = p.chunk(0, O, 0);  const int taken = __LINE__;
+  p.chunk(1, O, 0).copy(0, O, 0);  const int overwrite = __LINE__;
+  std::string msg = error_of([&] { mine.copy(1, O, 0); }, ErrorCode::InvalidUsage);
+  EXPECT_NE(msg.find("copy() uses a stale reference: chunk 0 of the output buffer of rank 0, taken at " + here(taken)),
+            std::string::npos) << msg;
+  EXPECT_NE(msg.find("was overwritten since by the copy at " + here(overwrite)), std::string::npos) << msg;
+  EXPECT_NE(msg.find("(chunk 0 of the output buffer of rank 1 to chunk 0 of the output buffer of rank 0, step 0)"),
+            std::string::npos) << msg;
+  // reduce() leaves the reference it was called on stale and returns the fresh one.
+  ChunkRef acc = p.chunk(0, O, 0);
+  ChunkRef fresh = acc.reduce(p.chunk(1, O, 0));  const int reduced = __LINE__;
+  msg = error_of([&] { acc.copy(1, O, 0); }, ErrorCode::InvalidUsage);
+  EXPECT_NE(msg.find("overwritten since by the reduce at " + here(reduced)), std::string::npos) << msg;
+  EXPECT_NO_THROW(fresh.copy(1, O, 0));
+  msg = error_of([&] { p.chunk(1, O, 0).reduce(acc); }, ErrorCode::InvalidUsage);
+  EXPECT_NE(msg.find("reduce() uses a stale reference"), std::string::npos) << msg;
+  msg = error_of([&] { acc.reduce(p.chunk(1, O, 0)); }, ErrorCode::InvalidUsage);
+  EXPECT_NE(msg.find("reduce() into a stale reference"), std::string::npos) << msg;
+}
+
+TEST(ChunkDsl, InPlaceAliasesInputAndOutput) {
+  // AllGather in place: rank 1's input chunk 0 is its output chunk 1.
+  Program p({.name = "ag", .collective = Collective::AllGather, .ranks = 2, .input_chunks = 1});
+  ChunkRef in = p.chunk(1, I, 0);
+  EXPECT_NO_THROW(p.chunk(1, O, 1));  // holds rank 1's data already
+  std::string msg = error_of([&] { p.chunk(1, O, 0); }, ErrorCode::InvalidArgument);
+  EXPECT_NE(msg.find("chunk(): chunk 0 of the output buffer of rank 1 holds no data yet"), std::string::npos) << msg;
+  p.chunk(0, O, 0).copy(1, O, 1);  // overwrites rank 1's input through the alias
+  msg = error_of([&] { in.copy(0, O, 1); }, ErrorCode::InvalidUsage);
+  EXPECT_NE(msg.find("stale reference: chunk 0 of the input buffer of rank 1"), std::string::npos) << msg;
+  // A copy onto the very same chunk moves nothing.
+  size_t before = p.algorithm().transfers.size();
+  ChunkRef same = p.chunk(0, I, 0).copy(0, O, 0);
+  EXPECT_EQ(p.algorithm().transfers.size(), before);
+  EXPECT_EQ(same.buffer(), O);
+}
+
+TEST(ChunkDsl, SplitAndGroup) {
+  Program p({.name = "t", .collective = Collective::AllToAll, .ranks = 2, .input_chunks = 4, .in_place = false});
+  ChunkRef all = p.chunk(0, I, 0, 4);
+  std::vector<ChunkRef> halves = all.split(2);
+  ASSERT_EQ(halves.size(), 2u);
+  EXPECT_EQ(halves[1].index(), 2);
+  EXPECT_EQ(halves[1].count(), 2);
+  ChunkRef back = halves[1].group(halves[0]);
+  EXPECT_EQ(back.index(), 0);
+  EXPECT_EQ(back.count(), 4);
+  back.copy(1, O, 0);
+  EXPECT_EQ(p.algorithm().transfers, (std::vector<Transfer>{T(0, I, 0, 1, O, 0, TransferOp::Copy, 0, 4)}));
+  EXPECT_NE(error_of([&] { all.split(3); }, ErrorCode::InvalidArgument).find("4 chunks cannot be cut into 3"), std::string::npos);
+  std::string msg = error_of([&] { p.chunk(0, I, 0).group(p.chunk(0, I, 2)); }, ErrorCode::InvalidArgument);
+  EXPECT_NE(msg.find("are not adjacent"), std::string::npos) << msg;
+  msg = error_of([&] { p.chunk(0, I, 0).group(p.chunk(1, I, 1)); }, ErrorCode::InvalidArgument);
+  EXPECT_NE(msg.find("are not on one rank and buffer"), std::string::npos) << msg;
+  // A part of a reference that went stale is stale too.
+  ChunkRef out = p.chunk(1, O, 0, 2);
+  p.chunk(0, I, 3).copy(1, O, 1);
+  EXPECT_NO_THROW(out.split(2)[0].copy(0, O, 0));
+  EXPECT_NE(error_of([&] { out.split(2)[1].copy(0, O, 1); }, ErrorCode::InvalidUsage).find("stale"), std::string::npos);
+}
+
+TEST(ChunkDsl, ArgumentErrorsSayWhere) {
+  Program p({.name = "t", .collective = Collective::AllReduce, .ranks = 2, .input_chunks = 2, .in_place = false,
+             .scratch_chunks = 1});
+  const int line = __LINE__ + 1;
+  std::string msg = error_of([&] { p.chunk(2, I, 0); }, ErrorCode::InvalidArgument);
+  EXPECT_EQ(msg.substr(0, here(line).size()), here(line)) << msg;
+  EXPECT_NE(msg.find("chunk(): rank 2 is out of range [0, 2)"), std::string::npos) << msg;
+  EXPECT_NE(error_of([&] { p.chunk(0, I, 1, 2); }, ErrorCode::InvalidArgument)
+                .find("chunk(): chunks [1, 3) of the input buffer of rank 0 are out of range (the buffer holds 2 chunks)"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { p.chunk(0, I, 0, 0); }, ErrorCode::InvalidArgument).find("count must be at least 1"), std::string::npos);
+  EXPECT_NE(error_of([&] { p.chunk(0, I, 0).copy(1, S, 1); }, ErrorCode::InvalidArgument)
+                .find("copy(): chunk 1 of the scratch buffer of rank 1 is out of range (the buffer holds 1 chunks)"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { p.chunk(0, O, 0); }, ErrorCode::InvalidArgument).find("holds no data yet"), std::string::npos);
+  EXPECT_NE(error_of([&] { p.chunk(0, I, 0).reduce(p.chunk(0, I, 0, 2)); }, ErrorCode::InvalidArgument)
+                .find("2 chunks cannot be reduced into 1"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { p.chunk(0, I, 0).reduce(p.chunk(0, I, 0)); }, ErrorCode::InvalidArgument)
+                .find("a chunk cannot be reduced into itself"),
+            std::string::npos);
+  Program q({.name = "t", .collective = Collective::AllToAll, .ranks = 1, .input_chunks = 4});
+  EXPECT_NE(error_of([&] { q.chunk(0, O, 0, 2).copy(0, O, 1); }, ErrorCode::InvalidArgument).find("overlap"), std::string::npos);
+  EXPECT_NE(error_of([&] { q.expect(0, 0, {}); }, ErrorCode::InvalidUsage).find("only Custom programs"), std::string::npos);
+  EXPECT_NE(error_of([&] { ChunkRef().copy(0, O, 0); }, ErrorCode::InvalidUsage).find("no program made"), std::string::npos);
+  EXPECT_NE(error_of([&] { q.chunk(0, O, 0).group(p.chunk(0, I, 1)); }, ErrorCode::InvalidUsage).find("one program only"),
+            std::string::npos);
+}
+
+TEST(ChunkDsl, SpecErrors) {
+  auto bad = [](dsl::ProgramSpec s, const std::string& words) {
+    std::string msg = error_of([&] { Program p(std::move(s)); }, ErrorCode::InvalidArgument);
+    EXPECT_NE(msg.find(words), std::string::npos) << msg;
+  };
+  bad({.name = "t", .ranks = 0, .input_chunks = 1}, "at least one rank, not 0");
+  bad({.name = "t", .ranks = 2, .input_chunks = -1}, "input_chunks must be in");
+  bad({.name = "t", .collective = Collective::ReduceScatter, .ranks = 4, .input_chunks = 6},
+      "ReduceScatter with 4 ranks cannot have 6 input chunks per rank");
+  bad({.name = "t", .collective = Collective::Custom, .ranks = 1, .input_chunks = 1}, "a Custom program names its output_chunks");
+  bad({.name = "t", .collective = Collective::Broadcast, .ranks = 2, .input_chunks = 1, .root = 2}, "root 2 is not a rank");
+  bad({.name = "t", .ranks = 1, .input_chunks = 1, .scratch_chunks = 1 << 25}, "scratch_chunks is larger");
+}
+
+// Transfer and step counts the algorithms' comments promise.
+TEST(ChunkDslAlgorithms, ShapesFollowTheirFormulas) {
+  for (int n : {1, 2, 3, 8}) {
+    Algorithm ring = dsl::ring_allreduce(n);
+    EXPECT_EQ(ring.transfers.size(), static_cast<size_t>(2 * n * (n - 1))) << n;
+    EXPECT_EQ(ring.num_steps(), 2 * (n - 1)) << n;
+    EXPECT_NO_THROW(check_shape(ring));
+    Algorithm ap = dsl::allpairs_allreduce(n);
+    EXPECT_EQ(ap.transfers.size(), static_cast<size_t>(3 * n * (n - 1))) << n;
+    EXPECT_EQ(ap.num_steps(), n == 1 ? 0 : n + 1) << n;
+    EXPECT_EQ(ap.scratch_chunks, n);
+    EXPECT_NO_THROW(check_shape(ap));
+  }
+  for (auto [n, g] : {std::pair{8, 4}, {16, 4}, {8, 8}, {8, 1}, {6, 2}}) {
+    int nodes = n / g;
+    Algorithm hm = dsl::hierarchical_allreduce(n, g);
+    EXPECT_EQ(hm.transfers.size(), static_cast<size_t>(2 * n * nodes * (g - 1) + 2 * n * (nodes - 1))) << n << "/" << g;
+    EXPECT_EQ(hm.num_steps(), g == 1 ? 2 * (nodes - 1) : (g - 1) + (nodes - 1) + nodes) << n << "/" << g;
+    EXPECT_EQ(hm.gpus_per_node, g);
+    EXPECT_NO_THROW(check_shape(hm));
+    Algorithm a2a = dsl::alltoall_twostep(n, g);
+    EXPECT_EQ(a2a.transfers.size(), static_cast<size_t>(n * n + n * (nodes - 1))) << n << "/" << g;
+    EXPECT_EQ(a2a.num_steps(), nodes == 1 ? 1 : 2);
+    EXPECT_FALSE(a2a.in_place);
+    EXPECT_NO_THROW(check_shape(a2a));
+  }
+  EXPECT_THROW(dsl::hierarchical_allreduce(6, 4), Error);
+  EXPECT_THROW(dsl::alltoall_twostep(8, 0), Error);
+}
+
+}  // namespace
+}  // namespace weft
