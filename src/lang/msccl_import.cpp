@@ -286,11 +286,17 @@ class Recovery {
 
   int32_t node_of(const Rec& r, Access a) const { return a == Access::Read ? r.read_node : r.write_node; }
 
-  std::string chunk_name(uint64_t slot) const {
-    int32_t rank = static_cast<int32_t>(slot >> 32);
-    auto b = static_cast<Buffer>((slot >> 30) & 3);
-    int32_t index = static_cast<int32_t>(slot & ((1u << 30) - 1));
-    return std::string(to_string(b)) + " chunk " + std::to_string(index) + " of gpu " + std::to_string(rank);
+  // The chunk `slot` (canonical) as transfer `r` names it on the side `a` touches, so that
+  // messages use the file's own buffer names (in place, i and o name the same chunks).
+  std::string chunk_name(const Rec& r, Access a, uint64_t slot) const {
+    bool read = a == Access::Read;
+    SlotRef base = read ? r.t.src() : r.t.dst();
+    for (int32_t k = 0; k < r.t.count; ++k) {
+      SlotRef s{base.rank, base.buffer, base.index + k};
+      if (slot_key(canon(s.rank, s.buffer, s.index)) == slot)
+        return std::string(to_string(s.buffer)) + " chunk " + std::to_string(s.index) + " of gpu " + std::to_string(s.rank);
+    }
+    return "a chunk of gpu " + std::to_string(base.rank);
   }
 
   // Orders the transfers: per chunk, read after write, write after read and write after
@@ -306,7 +312,7 @@ class Recovery {
         const MscclStep& sb = *g_.nodes()[static_cast<size_t>(b)].step;
         std::string what = from.access == Access::Read ? "reads" : "writes";
         fail_at_attribute(doc_, sb.elem, "",
-                     "this step " + std::string(to.access == Access::Read ? "reads" : "writes") + " " + chunk_name(to.slot) +
+                     "this step " + std::string(to.access == Access::Read ? "reads" : "writes") + " " + chunk_name(recs[static_cast<size_t>(to.rec)], to.access, to.slot) +
                          ", which " + g_.describe(a) + " " + what +
                          ", and no thread-block order, dependency or connection orders the two: a race");
       }

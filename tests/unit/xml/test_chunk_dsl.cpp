@@ -2,8 +2,12 @@
 // semantics and its errors, and the algorithms written in it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "compile/verify.hpp"
 #include "lang/chunk_dsl.hpp"
 #include "lang/chunk_dsl_algorithms.hpp"
+#include "lang/load.hpp"
 #include "util/error.hpp"
 
 namespace weft {
@@ -212,6 +216,90 @@ TEST(ChunkDslAlgorithms, ShapesFollowTheirFormulas) {
   }
   EXPECT_THROW(dsl::hierarchical_allreduce(6, 4), Error);
   EXPECT_THROW(dsl::alltoall_twostep(8, 0), Error);
+}
+
+}  // namespace
+}  // namespace weft
+
+namespace weft {
+namespace {
+
+// The DSL twins against the ResCCLang built-ins (algorithms/*.rccl): same header, same
+// transfers at the same steps. Ring, all-pairs and two-step AllToAll list them in the same
+// order too. hm_allreduce.rccl lists each rank's transfers of all steps together (rank-major),
+// which is not an order a program can run in (rank 0 would read a chunk before rank 7 has
+// written it); the DSL program walks steps outermost, so it equals the .rccl's transfers
+// stably sorted by step.
+Algorithm load_builtin(const std::string& name, const ParamMap& params) {
+  return load_algorithm(std::string(WEFT_TEST_DATA_DIR) + "/algorithms/" + name + ".rccl", params);
+}
+
+void expect_twins(const Algorithm& dsl, Algorithm rccl, bool sort_rccl_by_step) {
+  EXPECT_EQ(dsl.name, rccl.name);
+  EXPECT_EQ(dsl.collective, rccl.collective);
+  EXPECT_EQ(dsl.ranks, rccl.ranks);
+  EXPECT_EQ(dsl.input_chunks, rccl.input_chunks);
+  EXPECT_EQ(dsl.output_chunks, rccl.output_chunks);
+  EXPECT_EQ(dsl.scratch_chunks, rccl.scratch_chunks);
+  EXPECT_EQ(dsl.in_place, rccl.in_place);
+  EXPECT_EQ(dsl.root, rccl.root);
+  EXPECT_EQ(dsl.channels, rccl.channels);
+  EXPECT_EQ(dsl.warps, rccl.warps);
+  EXPECT_EQ(dsl.gpus_per_node, rccl.gpus_per_node);
+  EXPECT_EQ(dsl.nics_per_node, rccl.nics_per_node);
+  EXPECT_EQ(dsl.protocol, rccl.protocol);
+  if (sort_rccl_by_step)
+    std::stable_sort(rccl.transfers.begin(), rccl.transfers.end(),
+                     [](const Transfer& a, const Transfer& b) { return a.step < b.step; });
+  ASSERT_EQ(dsl.transfers.size(), rccl.transfers.size());
+  for (size_t i = 0; i < dsl.transfers.size(); ++i) ASSERT_EQ(dsl.transfers[i], rccl.transfers[i]) << "transfer " << i;
+}
+
+TEST(ChunkDslAlgorithms, VerifyAndEqualTheirResCCLangTwins) {
+  for (int n : {1, 2, 3, 8, 16}) {
+    std::string nn = std::to_string(n);
+    SCOPED_TRACE("ranks " + nn);
+    Algorithm ring = dsl::ring_allreduce(n);
+    VerifyResult v = verify(ring);
+    EXPECT_TRUE(v.ok) << (v.errors.empty() ? "" : v.errors[0]);
+    expect_twins(ring, load_builtin("ring_allreduce", {{"nRanks", nn}}), false);
+    Algorithm ap = dsl::allpairs_allreduce(n);
+    v = verify(ap);
+    EXPECT_TRUE(v.ok) << (v.errors.empty() ? "" : v.errors[0]);
+    expect_twins(ap, load_builtin("allpairs_allreduce", {{"nRanks", nn}, {"nScratch", nn}}), false);
+  }
+  for (auto [n, g] : {std::pair{8, 4}, {16, 4}, {8, 8}, {8, 1}, {6, 2}, {32, 8}}) {
+    std::string nn = std::to_string(n), gg = std::to_string(g);
+    SCOPED_TRACE("ranks " + nn + ", gpus per node " + gg);
+    Algorithm hm = dsl::hierarchical_allreduce(n, g);
+    VerifyResult v = verify(hm);
+    EXPECT_TRUE(v.ok) << (v.errors.empty() ? "" : v.errors[0]);
+    expect_twins(hm, load_builtin("hm_allreduce", {{"nRanks", nn}, {"GPUPerNode", gg}}), true);
+    Algorithm a2a = dsl::alltoall_twostep(n, g);
+    v = verify(a2a);
+    EXPECT_TRUE(v.ok) << (v.errors.empty() ? "" : v.errors[0]);
+    expect_twins(a2a, load_builtin("alltoall_twostep", {{"nRanks", nn}, {"GPUPerNode", gg}, {"nScratch", nn}}), false);
+  }
+}
+
+TEST(ChunkDslAlgorithms, AWrongProgramFailsItsPostcondition) {
+  // A ring AllReduce that forgets the AllGather's last step.
+  const int n = 4;
+  Program p({.name = "short_ring", .collective = Collective::AllReduce, .ranks = n, .input_chunks = n});
+  for (int step = 0; step + 1 < n; ++step)
+    for (int r = 0; r < n; ++r) {
+      int c = (r - step - 1 + n) % n;
+      p.chunk((r + 1) % n, Buffer::Output, c).reduce(p.chunk(r, Buffer::Output, c));
+    }
+  for (int step = 0; step + 2 < n; ++step)
+    for (int r = 0; r < n; ++r) {
+      int c = (r - step + n) % n;
+      p.chunk(r, Buffer::Output, c).copy((r + 1) % n, Buffer::Output, c);
+    }
+  VerifyResult v = verify(p.algorithm());
+  EXPECT_FALSE(v.ok);
+  ASSERT_FALSE(v.errors.empty());
+  EXPECT_NE(v.errors[0].find("rank"), std::string::npos) << v.errors[0];
 }
 
 }  // namespace

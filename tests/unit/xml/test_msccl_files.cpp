@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
+#include "compile/verify.hpp"
 #include "lang/load.hpp"
 #include "lang/msccl_export.hpp"
 #include "lang/msccl_import.hpp"
@@ -80,6 +83,16 @@ TEST_P(PublishedMscclFiles, ImportWithTheExpectedShape) {
     EXPECT_EQ(ends[t], a.transfers[t].src_rank == a.transfers[t].dst_rank ? 1 : 2) << "transfer " << t;
 }
 
+// Every published file verifies: no race, no empty read, no double count, and each rank
+// ends with the collective's result. (Were one to fail, its reason would be pinned here.)
+TEST_P(PublishedMscclFiles, Verify) {
+  std::string dir = test::msccl_xml_dir();
+  ASSERT_FALSE(dir.empty());
+  VerifyResult v = verify(import_msccl_file(dir + "/" + GetParam().file).algorithm);
+  EXPECT_TRUE(v.ok) << GetParam().file << ": " << (v.errors.empty() ? "" : v.errors[0]);
+  EXPECT_EQ(v.error_count, 0u);
+}
+
 TEST_P(PublishedMscclFiles, ExportOfTheirOwnScheduleRoundTrips) {
   std::string dir = test::msccl_xml_dir();
   ASSERT_FALSE(dir.empty());
@@ -116,6 +129,39 @@ TEST(PublishedMscclFiles, EveryFileInTheFolderIsCovered) {
     EXPECT_TRUE(known) << e.path() << " has no expectations in kPublished";
   }
   EXPECT_EQ(xml, std::size(kPublished));
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Damaged copies of a published file fail, each with the reason pinned.
+TEST(PublishedMscclFiles, DamagedCopiesFailAndSayWhy) {
+  std::string dir = test::msccl_xml_dir();
+  ASSERT_FALSE(dir.empty());
+  std::string text = read_text(dir + "/ndv5-ar-1m.xml");
+  // Line 4, gpu 0's first step: reduces chunk 1 coming from gpu 1 after thread block 4.
+  const std::string step4 =
+      "<step s=\"0\" type=\"rrc\" srcbuf=\"i\" srcoff=\"1\" dstbuf=\"i\" dstoff=\"1\" cnt=\"1\" depid=\"4\" deps=\"0\" hasdep=\"1\"/>";
+  ASSERT_NE(text.find(step4), std::string::npos);
+  // A receive instead of the reduction: gpu 0's chunk 1 loses every other contribution,
+  // and the verifier names the step that last wrote it.
+  std::string copy = test::edit(text, 4, "type=\"rrc\"", "type=\"r\"");
+  VerifyResult v = verify(import_msccl(copy, "ndv5-ar-1m.xml").algorithm);
+  ASSERT_FALSE(v.ok);
+  EXPECT_EQ(v.error_count, 8u);  // chunk 1 is wrong on all 8 ranks
+  EXPECT_EQ(v.errors[0],
+            "at the end, rank 0's output chunk 1 holds 1 contribution, 1 of the 8 expected; missing rank 0's input chunk 1, "
+            "rank 2's input chunk 1, rank 3's input chunk 1, rank 4's input chunk 1 and 3 more (last written at step 6 by "
+            "transfer 111 at ndv5-ar-1m.xml:4:7)");
+  // Without its dependency the step races with thread block 4's reduction into the same chunk.
+  std::string race = test::edit(text, 4, "depid=\"4\" deps=\"0\"", "depid=\"-1\" deps=\"-1\"");
+  test::expect_error_at([&] { import_msccl(race, "ndv5-ar-1m.xml"); }, "ndv5-ar-1m.xml", 76, 7,
+                        "<step>: this step writes input chunk 1 of gpu 0, which gpu 0, thread block 0, step 0 (line 4) writes, "
+                        "and no thread-block order, dependency or connection orders the two: a race");
 }
 
 TEST(PublishedMscclFiles, LoadAlgorithmParameters) {
