@@ -61,7 +61,7 @@ class Executor {
   }
 
  private:
-  static constexpr size_t kBytesPerSlot = sizeof(Cell) + 4 * sizeof(int32_t);
+  static constexpr size_t kBytesPerSlot = sizeof(Cell) + 4 * sizeof(int32_t) + sizeof(uint8_t);
 
   uint64_t budget(const Algorithm& a, const VerifyOptions& opt) {
     const SlotLayout& layout = layout_;

@@ -20,7 +20,7 @@
 //     when the steps ran without error, so that one fault is not reported twice.
 // Shape errors (check_shape) come first and alone. Messages carry the transfer's
 // file:line:column when Algorithm::transfer_locations is filled. Cost: linear in the
-// chunks moved; memory about 28 bytes per slot plus one ranks-bit set per partially
+// chunks moved; memory about 29 bytes per slot plus one ranks-bit set per partially
 // reduced slot (HM AllReduce at 1,024 ranks: docs/verify.md gives the measurement).
 #pragma once
 
