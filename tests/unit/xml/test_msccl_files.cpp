@@ -8,9 +8,11 @@
 #include <sstream>
 
 #include "compile/verify.hpp"
+#include "ir/topology_io.hpp"
 #include "lang/load.hpp"
 #include "lang/msccl_export.hpp"
 #include "lang/msccl_import.hpp"
+#include "sim/simulator.hpp"
 #include "xml_test_util.hpp"
 
 namespace weft {
@@ -91,6 +93,24 @@ TEST_P(PublishedMscclFiles, Verify) {
   VerifyResult v = verify(import_msccl_file(dir + "/" + GetParam().file).algorithm);
   EXPECT_TRUE(v.ok) << GetParam().file << ": " << (v.errors.empty() ? "" : v.errors[0]);
   EXPECT_EQ(v.error_count, 0u);
+}
+
+// The file's own schedule runs on the simulator (8 x H200), with its invariant checks on,
+// at the smallest size the file is meant for.
+TEST_P(PublishedMscclFiles, SimulateTheirOwnSchedule) {
+  std::string dir = test::msccl_xml_dir();
+  ASSERT_FALSE(dir.empty());
+  MscclImport imp = import_msccl_file(dir + "/" + GetParam().file);
+  sim::SimOptions options;
+  options.bytes = std::max<uint64_t>(static_cast<uint64_t>(imp.min_bytes), uint64_t{64} << 10);
+  options.check = true;
+  sim::SimReport r = sim::simulate(imp.as_given, topology_preset("h200-1x8"), options);
+  EXPECT_EQ(r.ranks, 8);
+  EXPECT_EQ(r.scheduler, "as-given");
+  EXPECT_EQ(r.execution, "algorithm");
+  EXPECT_EQ(r.tbs_per_rank_max, GetParam().max_tbs);
+  EXPECT_GT(r.time_us, 0);
+  EXPECT_GT(r.invocations, 0);
 }
 
 TEST_P(PublishedMscclFiles, ExportOfTheirOwnScheduleRoundTrips) {
