@@ -11,8 +11,8 @@ namespace {
 
 constexpr int32_t kMaxChunks = 1 << 24;
 
-std::string at(const std::source_location& w) {
-  return std::string(w.file_name()) + ":" + std::to_string(w.line()) + ":" + std::to_string(w.column());
+std::string at(const CallSite& w) {
+  return std::string(w.file) + ":" + std::to_string(w.line) + ":" + std::to_string(w.column);
 }
 
 std::string range_name(int32_t rank, Buffer b, int32_t index, int32_t count) {
@@ -62,7 +62,7 @@ struct Program::State {
   }
 };
 
-Program::Program(ProgramSpec spec, std::source_location where) : spec_(std::move(spec)), state_(std::make_unique<State>()) {
+Program::Program(ProgramSpec spec, CallSite where) : spec_(std::move(spec)), state_(std::make_unique<State>()) {
   auto bad = [&](const std::string& what) { fail(ErrorCode::InvalidArgument, at(where) + ": " + what); };
   if (spec_.ranks < 1) bad("a program needs at least one rank, not " + std::to_string(spec_.ranks));
   if (spec_.input_chunks < 0 || spec_.input_chunks > kMaxChunks)
@@ -90,12 +90,12 @@ Program::Program(ProgramSpec spec, std::source_location where) : spec_(std::move
   a.gpus_per_node = spec_.gpus_per_node;
   a.nics_per_node = spec_.nics_per_node;
   a.protocol = spec_.protocol;
-  a.source_file = where.file_name();
+  a.source_file = where.file;
 }
 
 Program::~Program() = default;
 
-void Program::check_range(int32_t rank, Buffer buffer, int32_t index, int32_t count, std::source_location where,
+void Program::check_range(int32_t rank, Buffer buffer, int32_t index, int32_t count, CallSite where,
                           const char* what) const {
   auto bad = [&](const std::string& s) { fail(ErrorCode::InvalidArgument, at(where) + ": " + what + ": " + s); };
   if (rank < 0 || rank >= spec_.ranks)
@@ -109,7 +109,7 @@ void Program::check_range(int32_t rank, Buffer buffer, int32_t index, int32_t co
         std::to_string(size) + " chunks)");
 }
 
-ChunkRef Program::make_ref(int32_t rank, Buffer buffer, int32_t index, int32_t count, std::source_location taken) const {
+ChunkRef Program::make_ref(int32_t rank, Buffer buffer, int32_t index, int32_t count, CallSite taken) const {
   ChunkRef r;
   r.program_ = const_cast<Program*>(this);
   r.rank_ = rank;
@@ -122,7 +122,7 @@ ChunkRef Program::make_ref(int32_t rank, Buffer buffer, int32_t index, int32_t c
   return r;
 }
 
-ChunkRef Program::chunk(int32_t rank, Buffer buffer, int32_t index, int32_t count, std::source_location where) {
+ChunkRef Program::chunk(int32_t rank, Buffer buffer, int32_t index, int32_t count, CallSite where) {
   check_range(rank, buffer, index, count, where, "chunk()");
   for (int32_t k = 0; k < count; ++k)
     if (!state_->slot({rank, buffer, index + k}).has_data)
@@ -131,7 +131,7 @@ ChunkRef Program::chunk(int32_t rank, Buffer buffer, int32_t index, int32_t coun
   return make_ref(rank, buffer, index, count, where);
 }
 
-void Program::check_current(const ChunkRef& ref, std::source_location where, const char* use) const {
+void Program::check_current(const ChunkRef& ref, CallSite where, const char* use) const {
   if (ref.program_ != this) fail(ErrorCode::InvalidUsage, at(where) + ": " + use + " a reference of another program");
   for (int32_t k = 0; k < ref.count_; ++k) {
     const State::Slot& s = state_->slot({ref.rank_, ref.buffer_, ref.index_ + k});
@@ -149,7 +149,7 @@ void Program::check_current(const ChunkRef& ref, std::source_location where, con
 }
 
 ChunkRef Program::record(const ChunkRef& src, int32_t dst_rank, Buffer dst_buffer, int32_t dst_index, TransferOp op,
-                         std::source_location where) {
+                         CallSite where) {
   const char* what = op == TransferOp::Copy ? "copy()" : "reduce()";
   check_range(dst_rank, dst_buffer, dst_index, src.count_, where, what);
   State& st = *state_;
@@ -194,7 +194,7 @@ ChunkRef Program::record(const ChunkRef& src, int32_t dst_rank, Buffer dst_buffe
   t.op = op;
   t.step = step;
   st.algo.transfers.push_back(t);
-  st.algo.transfer_locations.push_back({where.file_name(), static_cast<int>(where.line()), static_cast<int>(where.column())});
+  st.algo.transfer_locations.push_back({where.file, static_cast<int>(where.line), static_cast<int>(where.column)});
   return make_ref(dst_rank, dst_buffer, dst_index, n, where);
 }
 
@@ -211,17 +211,17 @@ Algorithm Program::algorithm() const {
   return a;
 }
 
-ChunkRef ChunkRef::copy(int32_t dst_rank, Buffer buffer, int32_t index, std::source_location where) const {
+ChunkRef ChunkRef::copy(int32_t dst_rank, Buffer buffer, int32_t index, CallSite where) const {
   if (!program_) fail(ErrorCode::InvalidUsage, at(where) + ": copy() on a reference no program made");
   program_->check_current(*this, where, "copy() uses");
   return program_->record(*this, dst_rank, buffer, index, TransferOp::Copy, where);
 }
 
-ChunkRef ChunkRef::copy(int32_t dst_rank, std::source_location where) const {
+ChunkRef ChunkRef::copy(int32_t dst_rank, CallSite where) const {
   return copy(dst_rank, buffer_, index_, where);
 }
 
-ChunkRef ChunkRef::reduce(const ChunkRef& other, std::source_location where) const {
+ChunkRef ChunkRef::reduce(const ChunkRef& other, CallSite where) const {
   if (!program_) fail(ErrorCode::InvalidUsage, at(where) + ": reduce() on a reference no program made");
   program_->check_current(*this, where, "reduce() into");
   program_->check_current(other, where, "reduce() uses");
@@ -247,7 +247,7 @@ std::vector<ChunkRef> ChunkRef::split(int32_t parts) const {
   return out;
 }
 
-ChunkRef ChunkRef::group(const ChunkRef& other, std::source_location where) const {
+ChunkRef ChunkRef::group(const ChunkRef& other, CallSite where) const {
   if (!program_ || other.program_ != program_)
     fail(ErrorCode::InvalidUsage, at(where) + ": group() joins references of one program only");
   program_->check_current(*this, where, "group() uses");

@@ -26,7 +26,9 @@
 
 #include <cstdint>
 #include <memory>
+#if __has_include(<source_location>)
 #include <source_location>
+#endif
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,6 +36,26 @@
 #include "ir/algorithm.hpp"
 
 namespace weft::dsl {
+
+/// Where a DSL call was made: a defaulted `CallSite where = CallSite::current()` parameter
+/// captures the caller's file, line and column, through std::source_location where the
+/// standard library has it and the compiler's builtins where it does not (clang 14 with
+/// libstdc++ 12).
+struct CallSite {
+  const char* file = "";
+  unsigned line = 0;
+  unsigned column = 0;
+#if defined(__cpp_lib_source_location)
+  static constexpr CallSite current(std::source_location l = std::source_location::current()) {
+    return {l.file_name(), l.line(), l.column()};
+  }
+#else
+  static constexpr CallSite current(const char* file = __builtin_FILE(), unsigned line = __builtin_LINE(),
+                                    unsigned column = __builtin_COLUMN()) {
+    return {file, line, column};
+  }
+#endif
+};
 
 /// What a program computes and on what buffers.
 struct ProgramSpec {
@@ -70,21 +92,21 @@ class ChunkRef {
   /// returns a reference to the copy. A copy onto the very same chunks moves nothing.
   /// Throws InvalidUsage if this reference is stale, InvalidArgument for a bad destination.
   ChunkRef copy(int32_t dst_rank, Buffer buffer, int32_t index,
-                std::source_location where = std::source_location::current()) const;
+                CallSite where = CallSite::current()) const;
   /// Copies to the same buffer and index on `dst_rank` (msccl-tools' default).
-  ChunkRef copy(int32_t dst_rank, std::source_location where = std::source_location::current()) const;
+  ChunkRef copy(int32_t dst_rank, CallSite where = CallSite::current()) const;
 
   /// Reduces `other` into these chunks (these := these (+) other; other may live on another
   /// rank, then it is sent here) and returns the new reference to these chunks; this
   /// reference becomes stale. Throws InvalidUsage if either reference is stale, or
   /// InvalidArgument if the counts differ or both name the same chunks.
-  ChunkRef reduce(const ChunkRef& other, std::source_location where = std::source_location::current()) const;
+  ChunkRef reduce(const ChunkRef& other, CallSite where = CallSite::current()) const;
 
   /// The chunks cut into `parts` references of count/parts chunks each (count must divide).
   std::vector<ChunkRef> split(int32_t parts) const;
   /// These chunks and `other`'s, which must be adjacent on the same rank and buffer, as one
   /// reference. Both must be current.
-  ChunkRef group(const ChunkRef& other, std::source_location where = std::source_location::current()) const;
+  ChunkRef group(const ChunkRef& other, CallSite where = CallSite::current()) const;
 
  private:
   friend class Program;
@@ -94,7 +116,7 @@ class ChunkRef {
   int32_t index_ = 0;
   int32_t count_ = 1;
   std::vector<uint32_t> versions_;  ///< per chunk, the version it had when taken
-  std::source_location taken_;
+  CallSite taken_;
 };
 
 /// A chunk-DSL program: take references with chunk(), move data with ChunkRef::copy and
@@ -103,7 +125,7 @@ class Program {
  public:
   /// Throws InvalidArgument for a spec that names no ranks or chunks, or whose chunk counts
   /// do not fit the collective.
-  explicit Program(ProgramSpec spec, std::source_location where = std::source_location::current());
+  explicit Program(ProgramSpec spec, CallSite where = CallSite::current());
   ~Program();
   Program(const Program&) = delete;
   Program& operator=(const Program&) = delete;
@@ -111,7 +133,7 @@ class Program {
   /// A reference to chunks [index, index+count) of `buffer` on `rank`. Every chunk must
   /// hold data (an input chunk, or one written before). Throws InvalidArgument otherwise.
   ChunkRef chunk(int32_t rank, Buffer buffer, int32_t index, int32_t count = 1,
-                 std::source_location where = std::source_location::current());
+                 CallSite where = CallSite::current());
 
   /// Custom collectives: output chunk `index` of `rank` must end up holding exactly these
   /// (rank, input chunk) contributions.
@@ -128,12 +150,12 @@ class Program {
   ProgramSpec spec_;
   std::unique_ptr<State> state_;
 
-  ChunkRef make_ref(int32_t rank, Buffer buffer, int32_t index, int32_t count, std::source_location taken) const;
-  void check_current(const ChunkRef& ref, std::source_location where, const char* use) const;
-  void check_range(int32_t rank, Buffer buffer, int32_t index, int32_t count, std::source_location where,
+  ChunkRef make_ref(int32_t rank, Buffer buffer, int32_t index, int32_t count, CallSite taken) const;
+  void check_current(const ChunkRef& ref, CallSite where, const char* use) const;
+  void check_range(int32_t rank, Buffer buffer, int32_t index, int32_t count, CallSite where,
                    const char* what) const;
   ChunkRef record(const ChunkRef& src, int32_t dst_rank, Buffer dst_buffer, int32_t dst_index, TransferOp op,
-                  std::source_location where);
+                  CallSite where);
 };
 
 }  // namespace weft::dsl
