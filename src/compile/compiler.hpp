@@ -1,4 +1,12 @@
 // The compiler: Algorithm -> TaskGraph -> Pipeline -> Plan (DESIGN.md parts 3 to 5).
+//
+// compile() runs the stages in order, each its own function and file:
+//   place_buffers (layout.hpp) and build_task_graph (graph.hpp)     "analyse"
+//   schedule_hpds / _algo / _stage / _rr / _gc3 (schedule.hpp)      "schedule"
+//   lower (lower.hpp: aggregation, fusion, instances, dependencies),
+//   allocate_state / allocate_conn and assemble_plan (allocate.hpp),
+//   check_deadlock (deadlock.hpp)                                   "lower"
+// docs/compile.md describes each; docs/plan-format.md the Plan it produces.
 #pragma once
 
 #include <string>
@@ -13,27 +21,35 @@ namespace weft {
 struct CompileOptions {
   std::string scheduler = "hpds";  ///< hpds | algo | stage | rr | gc3
   std::string allocator = "state"; ///< state | conn
-  int32_t instances = 0;           ///< thread blocks per link; 0 derives them from the topology
+  int32_t instances = 0;           ///< thread blocks per link, 1..64; 0 derives them from the topology
   bool in_place = true;            ///< lower for in-place or out-of-place buffers
   bool fuse = true;                ///< fuse rcs / rrcs / rrs
-  std::string protocol = "Simple";
+  bool aggregate = true;           ///< merge contiguous chunks on one link and step
+  std::string protocol = "Simple"; ///< Simple | LL | LL128, recorded in the plan
 };
 
 struct PhaseSeconds {
   double parse = 0, analyse = 0, schedule = 0, lower = 0, total = 0;
+  double verify = 0;  ///< the symbolic verifier, filled by callers that ran it
 };
 
 struct CompileResult {
   TaskGraph graph;
   Pipeline pipeline;
   Plan plan;
-  PhaseSeconds seconds;  ///< parse is filled by callers that parsed
-  int32_t fused_primitives = 0;
+  PhaseSeconds seconds;  ///< parse (and verify) are filled by callers that parsed
+  int32_t fused_primitives = 0;  ///< plan slots that are rcs, rrcs or rrs
+  int32_t aggregated_tasks = 0;  ///< tasks merged into another task's primitive
+  int32_t instances_intra = 1;   ///< thread blocks per NVLink connection
+  int32_t instances_inter = 1;   ///< thread blocks per network connection
+  int64_t slots = 0;             ///< slots in the plan, all ranks
 };
 
 /// Compiles a verified algorithm for a topology whose GPU count equals the algorithm's
-/// ranks. Throws InvalidArgument for an unknown scheduler or allocator or a topology that
-/// does not fit, Verify when the resulting plan fails its deadlock check.
+/// ranks. Throws InvalidArgument for an unknown scheduler, allocator or protocol, an
+/// instance count out of range, or a topology that does not fit; Verify when the resulting
+/// plan fails its deadlock check (a bug: the schedulers' plans are deadlock-free by
+/// construction).
 CompileResult compile(const Algorithm& algo, const Topology& topo, const CompileOptions& options = {});
 
 }  // namespace weft

@@ -1,0 +1,270 @@
+#include "compile/allocate.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "util/error.hpp"
+
+namespace weft {
+namespace {
+
+int32_t find(std::vector<int32_t>& parent, int32_t x) {
+  while (parent[x] != x) {
+    parent[x] = parent[parent[x]];
+    x = parent[x];
+  }
+  return x;
+}
+
+/// Slots of each rank, and the group of each slot (see allocate.hpp). Groups are ids of a
+/// union-find over connection ends (2 per connection) followed by ids for local slots.
+struct Grouping {
+  std::vector<int32_t> rank_offsets, rank_slots;  // slots by rank (compressed rows)
+  std::vector<int64_t> group;                     // per slot
+};
+
+Grouping group_slots(const LoweredProgram& p, bool locals_share) {
+  const int32_t nconn = static_cast<int32_t>(p.connections.size());
+  std::vector<int32_t> parent(2 * static_cast<size_t>(nconn));
+  std::iota(parent.begin(), parent.end(), 0);
+  int32_t channels = 1;
+  for (const LoweredSlot& s : p.slots) {
+    channels = std::max(channels, s.channel + 1);
+    if (s.send_conn >= 0 && s.recv_conn >= 0) {
+      int32_t a = find(parent, 2 * s.send_conn), b = find(parent, 2 * s.recv_conn + 1);
+      if (a != b) parent[std::max(a, b)] = std::min(a, b);
+    }
+  }
+  Grouping g;
+  g.group.resize(p.slots.size());
+  const int64_t base = 2 * static_cast<int64_t>(nconn);
+  for (size_t i = 0; i < p.slots.size(); ++i) {
+    const LoweredSlot& s = p.slots[i];
+    if (s.send_conn >= 0) g.group[i] = find(parent, 2 * s.send_conn);
+    else if (s.recv_conn >= 0) g.group[i] = find(parent, 2 * s.recv_conn + 1);
+    else if (locals_share) g.group[i] = base + static_cast<int64_t>(s.rank) * channels + s.channel;
+    else g.group[i] = base + static_cast<int64_t>(p.num_ranks) * channels + static_cast<int64_t>(i);
+  }
+  g.rank_offsets.assign(p.num_ranks + 1, 0);
+  for (const LoweredSlot& s : p.slots) ++g.rank_offsets[s.rank + 1];
+  for (int32_t r = 0; r < p.num_ranks; ++r) g.rank_offsets[r + 1] += g.rank_offsets[r];
+  g.rank_slots.resize(p.slots.size());
+  std::vector<int32_t> fill(g.rank_offsets.begin(), g.rank_offsets.end() - 1);
+  for (size_t i = 0; i < p.slots.size(); ++i) g.rank_slots[fill[p.slots[i].rank]++] = static_cast<int32_t>(i);
+  return g;
+}
+
+Allocation start(const LoweredProgram& p) {
+  Allocation a;
+  a.inst_base.assign(p.slots.size() + 1, 0);
+  for (size_t i = 0; i < p.slots.size(); ++i) a.inst_base[i + 1] = a.inst_base[i] + p.slots[i].instances;
+  a.tb.assign(a.inst_base.back(), -1);
+  a.tbs_per_rank.assign(p.num_ranks, 0);
+  return a;
+}
+
+/// The groups of one rank: dense ids, in order of their first slot's key.
+struct RankGroups {
+  std::vector<int32_t> slots;     // the rank's slots
+  std::vector<int32_t> group_of;  // per entry of `slots`: dense group id
+  std::vector<int32_t> instances; // per dense group
+  int32_t count = 0;
+};
+
+RankGroups rank_groups(const LoweredProgram& p, const Grouping& g, int32_t r) {
+  RankGroups rg;
+  rg.slots.assign(g.rank_slots.begin() + g.rank_offsets[r], g.rank_slots.begin() + g.rank_offsets[r + 1]);
+  std::sort(rg.slots.begin(), rg.slots.end(), [&](int32_t a, int32_t b) { return p.slots[a].key < p.slots[b].key; });
+  std::vector<int64_t> ids;
+  for (int32_t s : rg.slots) ids.push_back(g.group[s]);
+  std::vector<int64_t> sorted = ids;
+  std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  std::vector<int32_t> dense(sorted.size(), -1);
+  rg.group_of.resize(rg.slots.size());
+  for (size_t i = 0; i < rg.slots.size(); ++i) {
+    size_t k = std::lower_bound(sorted.begin(), sorted.end(), ids[i]) - sorted.begin();
+    if (dense[k] < 0) {
+      dense[k] = rg.count++;
+      rg.instances.push_back(p.slots[rg.slots[i]].instances);
+    }
+    WEFT_ASSERT(rg.instances[dense[k]] == p.slots[rg.slots[i]].instances,
+                "a fused primitive joins connections with different instance counts");
+    rg.group_of[i] = dense[k];
+  }
+  return rg;
+}
+
+/// One thread block per group and instance.
+int32_t assign_per_group(const LoweredProgram& p, const RankGroups& rg, Allocation& a) {
+  std::vector<int32_t> first_tb(rg.count);
+  int32_t next = 0;
+  for (int32_t gi = 0; gi < rg.count; ++gi) {
+    first_tb[gi] = next;
+    next += rg.instances[gi];
+  }
+  for (size_t i = 0; i < rg.slots.size(); ++i) {
+    int32_t s = rg.slots[i];
+    for (int32_t k = 0; k < p.slots[s].instances; ++k) a.tb[a.inst_base[s] + k] = first_tb[rg.group_of[i]] + k;
+  }
+  return next;
+}
+
+/// Greedy colouring of (group, instance) nodes by sub-pipeline activity; returns the number of
+/// thread blocks, or -1 if it exceeds `limit`.
+int32_t assign_by_state(const LoweredProgram& p, const RankGroups& rg, Allocation& a, int32_t limit) {
+  // Compress the sub-pipelines this rank's slots start or end in.
+  std::vector<int32_t> points;
+  for (int32_t s : rg.slots) {
+    points.push_back(p.slots[s].sp_first);
+    points.push_back(p.slots[s].sp_last);
+  }
+  std::sort(points.begin(), points.end());
+  points.erase(std::unique(points.begin(), points.end()), points.end());
+  const size_t words = (points.size() + 63) / 64;
+  auto index = [&](int32_t sp) { return static_cast<size_t>(std::lower_bound(points.begin(), points.end(), sp) - points.begin()); };
+  std::vector<uint64_t> active(static_cast<size_t>(rg.count) * words, 0);
+  std::vector<size_t> first(rg.count, SIZE_MAX);
+  for (size_t i = 0; i < rg.slots.size(); ++i) {
+    const LoweredSlot& s = p.slots[rg.slots[i]];
+    size_t lo = index(s.sp_first), hi = index(s.sp_last);
+    uint64_t* bits = &active[static_cast<size_t>(rg.group_of[i]) * words];
+    for (size_t b = lo; b <= hi; ++b) bits[b / 64] |= uint64_t(1) << (b % 64);
+    first[rg.group_of[i]] = std::min(first[rg.group_of[i]], lo);
+  }
+  std::vector<int32_t> nodes(rg.count);
+  std::iota(nodes.begin(), nodes.end(), 0);
+  std::stable_sort(nodes.begin(), nodes.end(), [&](int32_t x, int32_t y) { return first[x] < first[y]; });
+  std::vector<uint64_t> used;  // per thread block, its activity
+  std::vector<std::vector<int32_t>> node_tb(rg.count);
+  int32_t tbs = 0;
+  for (int32_t gi : nodes) {
+    const uint64_t* bits = &active[static_cast<size_t>(gi) * words];
+    for (int32_t k = 0; k < rg.instances[gi]; ++k) {
+      int32_t chosen = -1;
+      for (int32_t t = 0; t < tbs && chosen < 0; ++t) {
+        const uint64_t* u = &used[static_cast<size_t>(t) * words];
+        bool clash = false;
+        for (size_t w = 0; w < words && !clash; ++w) clash = (u[w] & bits[w]) != 0;
+        if (!clash) chosen = t;
+      }
+      if (chosen < 0) {
+        chosen = tbs++;
+        if (tbs > limit) return -1;
+        used.resize(static_cast<size_t>(tbs) * words, 0);
+      }
+      uint64_t* u = &used[static_cast<size_t>(chosen) * words];
+      for (size_t w = 0; w < words; ++w) u[w] |= bits[w];
+      node_tb[gi].push_back(chosen);
+    }
+  }
+  for (size_t i = 0; i < rg.slots.size(); ++i) {
+    int32_t s = rg.slots[i];
+    for (int32_t k = 0; k < p.slots[s].instances; ++k) a.tb[a.inst_base[s] + k] = node_tb[rg.group_of[i]][k];
+  }
+  return tbs;
+}
+
+}  // namespace
+
+Allocation allocate_conn(const LoweredProgram& p) {
+  Allocation a = start(p);
+  Grouping g = group_slots(p, true);
+  for (int32_t r = 0; r < p.num_ranks; ++r) a.tbs_per_rank[r] = assign_per_group(p, rank_groups(p, g, r), a);
+  return a;
+}
+
+Allocation allocate_state(const LoweredProgram& p) {
+  Allocation a = start(p);
+  Grouping each = group_slots(p, false);
+  Grouping shared = group_slots(p, true);
+  for (int32_t r = 0; r < p.num_ranks; ++r) {
+    RankGroups fallback = rank_groups(p, shared, r);
+    int32_t limit = 0;
+    for (int32_t k : fallback.instances) limit += k;
+    int32_t n = assign_by_state(p, rank_groups(p, each, r), a, limit);
+    a.tbs_per_rank[r] = n >= 0 ? n : assign_per_group(p, fallback, a);
+  }
+  return a;
+}
+
+void check_allocator_name(std::string_view allocator) {
+  if (allocator != "state" && allocator != "conn")
+    fail(ErrorCode::InvalidArgument, "unknown allocator '" + std::string(allocator) + "' (known: state, conn)");
+}
+
+Allocation allocate(const LoweredProgram& p, std::string_view allocator) {
+  check_allocator_name(allocator);
+  return allocator == "state" ? allocate_state(p) : allocate_conn(p);
+}
+
+void assemble_plan(const LoweredProgram& p, const Allocation& a, Plan& plan) {
+  struct Entry {
+    int64_t key;
+    int32_t slot, instance;
+  };
+  std::vector<std::vector<std::vector<Entry>>> tbs(p.num_ranks);
+  for (int32_t r = 0; r < p.num_ranks; ++r) tbs[r].resize(a.tbs_per_rank[r]);
+  for (size_t s = 0; s < p.slots.size(); ++s)
+    for (int32_t k = 0; k < p.slots[s].instances; ++k) {
+      int32_t tb = a.tb[a.inst_base[s] + k];
+      WEFT_ASSERT(tb >= 0 && tb < a.tbs_per_rank[p.slots[s].rank], "a slot has no thread block");
+      tbs[p.slots[s].rank][tb].push_back({p.slots[s].key, static_cast<int32_t>(s), k});
+    }
+  std::vector<int32_t> pos(a.tb.size(), -1);
+  for (auto& rank : tbs)
+    for (auto& list : rank) {
+      std::sort(list.begin(), list.end(), [](const Entry& x, const Entry& y) { return x.key < y.key; });
+      for (size_t i = 0; i < list.size(); ++i) {
+        WEFT_ASSERT(i == 0 || list[i - 1].key < list[i].key, "two slots of one unit on one thread block");
+        pos[a.inst_base[list[i].slot] + list[i].instance] = static_cast<int32_t>(i);
+      }
+    }
+  plan.ranks.assign(p.num_ranks, {});
+  for (int32_t r = 0; r < p.num_ranks; ++r) {
+    RankPlan& rp = plan.ranks[r];
+    rp.rank = r;
+    rp.tbs.resize(tbs[r].size());
+    for (size_t tb = 0; tb < tbs[r].size(); ++tb) {
+      auto& out = rp.tbs[tb].slots;
+      out.reserve(tbs[r][tb].size());
+      for (const Entry& e : tbs[r][tb]) {
+        const LoweredSlot& ls = p.slots[e.slot];
+        Slot s;
+        s.primitive = ls.primitive;
+        s.send_peer = ls.send_peer;
+        s.recv_peer = ls.recv_peer;
+        s.channel = ls.channel * ls.instances + e.instance;
+        s.src = ls.src;
+        s.dst = ls.dst;
+        s.count = ls.count;
+        s.instance = e.instance;
+        s.instances = ls.instances;
+        s.subpipeline = ls.sp_first;
+        s.tasks.assign(p.slot_tasks.begin() + ls.tasks_begin, p.slot_tasks.begin() + ls.tasks_end);
+        const int32_t my_tb = static_cast<int32_t>(tb), my_pos = static_cast<int32_t>(out.size());
+        for (int32_t d = ls.deps_begin; d < ls.deps_end; ++d) {
+          int32_t ds = p.slot_deps[d];
+          int32_t kd = p.slots[ds].instances, ks = ls.instances;
+          // Instances of `ds` whose share of a micro-batch overlaps this instance's share.
+          int32_t lo = static_cast<int32_t>(static_cast<int64_t>(e.instance) * kd / ks);
+          int32_t hi = static_cast<int32_t>((static_cast<int64_t>(e.instance + 1) * kd + ks - 1) / ks);
+          for (int32_t i = lo; i < hi; ++i) {
+            int32_t tb_d = a.tb[a.inst_base[ds] + i], pos_d = pos[a.inst_base[ds] + i];
+            if (tb_d == my_tb) {
+              WEFT_ASSERT(pos_d < my_pos, "a dependency on a later slot of the same thread block");
+              continue;  // program order covers it
+            }
+            s.deps.push_back({tb_d, pos_d});
+          }
+        }
+        std::sort(s.deps.begin(), s.deps.end(),
+                  [](const SlotDep& x, const SlotDep& y) { return x.tb != y.tb ? x.tb < y.tb : x.slot < y.slot; });
+        s.deps.erase(std::unique(s.deps.begin(), s.deps.end()), s.deps.end());
+        out.push_back(std::move(s));
+      }
+    }
+  }
+}
+
+}  // namespace weft

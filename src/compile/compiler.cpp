@@ -1,0 +1,91 @@
+#include "compile/compiler.hpp"
+
+#include <chrono>
+
+#include "compile/allocate.hpp"
+#include "compile/deadlock.hpp"
+#include "compile/graph.hpp"
+#include "compile/layout.hpp"
+#include "compile/lower.hpp"
+#include "compile/schedule.hpp"
+#include "util/error.hpp"
+#include "util/log.hpp"
+#include "util/text.hpp"
+
+namespace weft {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void check_options(const CompileOptions& o) {
+  bool known = false;
+  for (std::string_view s : scheduler_names()) known = known || s == o.scheduler;
+  if (!known) fail(ErrorCode::InvalidArgument, "unknown scheduler '" + o.scheduler + "' (known: hpds, algo, stage, rr, gc3)");
+  check_allocator_name(o.allocator);
+  if (o.instances < 0 || o.instances > 64)
+    fail(ErrorCode::InvalidArgument, text::format("instances must be between 1 and 64 (or 0 to derive them), not %d", o.instances));
+  if (o.protocol != "Simple" && o.protocol != "LL" && o.protocol != "LL128")
+    fail(ErrorCode::InvalidArgument, "unknown protocol '" + o.protocol + "' (known: Simple, LL, LL128)");
+}
+
+}  // namespace
+
+CompileResult compile(const Algorithm& algo, const Topology& topo, const CompileOptions& options) {
+  check_options(options);
+  check_topology_fits(algo, topo);
+  CompileResult res;
+  auto t0 = std::chrono::steady_clock::now();
+
+  PlacedAlgorithm placed = place_buffers(algo, options.in_place);
+  res.graph = build_task_graph(placed, topo);
+  res.seconds.analyse = seconds_since(t0);
+
+  auto t1 = std::chrono::steady_clock::now();
+  res.pipeline = schedule(res.graph, options.scheduler);
+  check_pipeline(res.graph, res.pipeline);
+  res.seconds.schedule = seconds_since(t1);
+
+  auto t2 = std::chrono::steady_clock::now();
+  {
+    LoweredProgram program = lower(res.graph, res.pipeline, topo, options);
+    Allocation allocation = allocate(program, options.allocator);
+    Plan& p = res.plan;
+    p.algorithm = algo.name;
+    p.collective = algo.collective;
+    p.num_ranks = algo.ranks;
+    p.input_chunks = placed.algo.input_chunks;
+    p.output_chunks = placed.algo.output_chunks;
+    p.scratch_chunks = placed.algo.scratch_chunks;
+    p.in_place = placed.algo.in_place;
+    p.root = algo.root;
+    p.protocol = options.protocol;
+    p.execution = program.execution;
+    p.scheduler = options.scheduler;
+    p.allocator = options.allocator;
+    p.topology = topo.name;
+    p.num_subpipelines = static_cast<int32_t>(res.pipeline.subpipelines.size());
+    assemble_plan(program, allocation, p);
+    res.aggregated_tasks = program.aggregated;
+    res.instances_intra = program.instances_intra;
+    res.instances_inter = program.instances_inter;
+  }
+  for (const RankPlan& rp : res.plan.ranks)
+    for (const ThreadBlock& tb : rp.tbs)
+      for (const Slot& s : tb.slots) {
+        ++res.slots;
+        if (s.primitive == Primitive::RecvCopySend || s.primitive == Primitive::RecvReduceCopySend ||
+            s.primitive == Primitive::RecvReduceSend)
+          ++res.fused_primitives;
+      }
+  check_deadlock_or_throw(res.plan);
+  res.seconds.lower = seconds_since(t2);
+  res.seconds.total = res.seconds.analyse + res.seconds.schedule + res.seconds.lower;
+  WEFT_LOG(Info, "PLAN", "compiled " << algo.name << " for " << topo.name << ": " << res.graph.size() << " tasks, "
+                                     << res.pipeline.subpipelines.size() << " sub-pipelines, "
+                                     << res.plan.max_tbs_per_rank() << " thread blocks per rank (max)");
+  return res;
+}
+
+}  // namespace weft

@@ -1,0 +1,231 @@
+#include "compile/deadlock.hpp"
+
+#include <algorithm>
+#include <numeric>
+#include <unordered_map>
+
+#include "ir/plan_json.hpp"
+#include "util/error.hpp"
+#include "util/text.hpp"
+
+namespace weft {
+namespace {
+
+int32_t find(std::vector<int32_t>& parent, int32_t x) {
+  while (parent[x] != x) {
+    parent[x] = parent[parent[x]];
+    x = parent[x];
+  }
+  return x;
+}
+
+/// Global slot ids: thread blocks laid out one after another, so program order is id -> id+1.
+struct SlotIndex {
+  std::vector<int64_t> tb_base;  // per (rank, tb) in order; size = total tbs + 1
+  std::vector<int32_t> rank_tb;  // first (rank, tb) index of each rank; size ranks + 1
+  std::vector<int32_t> rank_of, tb_of, slot_of;
+
+  explicit SlotIndex(const Plan& p) {
+    rank_tb.push_back(0);
+    tb_base.push_back(0);
+    for (const RankPlan& rp : p.ranks) {
+      for (const ThreadBlock& tb : rp.tbs) tb_base.push_back(tb_base.back() + static_cast<int64_t>(tb.slots.size()));
+      rank_tb.push_back(rank_tb.back() + static_cast<int32_t>(rp.tbs.size()));
+    }
+    if (tb_base.back() > INT32_MAX - 1) fail(ErrorCode::InvalidArgument, "plan has more than 2^31 slots");
+    rank_of.resize(tb_base.back());
+    tb_of.resize(tb_base.back());
+    slot_of.resize(tb_base.back());
+    for (size_t r = 0; r < p.ranks.size(); ++r)
+      for (size_t t = 0; t < p.ranks[r].tbs.size(); ++t)
+        for (size_t i = 0; i < p.ranks[r].tbs[t].slots.size(); ++i) {
+          int32_t id = this->id(static_cast<int32_t>(r), static_cast<int32_t>(t), static_cast<int32_t>(i));
+          rank_of[id] = static_cast<int32_t>(r), tb_of[id] = static_cast<int32_t>(t), slot_of[id] = static_cast<int32_t>(i);
+        }
+  }
+  int32_t id(int32_t rank, int32_t tb, int32_t slot) const {
+    return static_cast<int32_t>(tb_base[rank_tb[rank] + tb] + slot);
+  }
+  int32_t size() const { return static_cast<int32_t>(tb_base.back()); }
+};
+
+const Slot& slot_at(const Plan& p, const SlotIndex& ix, int32_t id) {
+  return p.ranks[ix.rank_of[id]].tbs[ix.tb_of[id]].slots[ix.slot_of[id]];
+}
+
+std::string describe(const CycleEntry& e) {
+  std::string s = text::format("rank %d tb %d slot %d (%s", e.rank, e.tb, e.slot, std::string(to_string(e.primitive)).c_str());
+  if (e.peer >= 0) s += text::format(primitive_sends(e.primitive) ? " to %d" : " from %d", e.peer);
+  return s + ")";
+}
+
+CycleEntry entry(const Plan& p, const SlotIndex& ix, int32_t id) {
+  const Slot& s = slot_at(p, ix, id);
+  return {ix.rank_of[id], ix.tb_of[id], ix.slot_of[id], s.primitive, s.send_peer >= 0 ? s.send_peer : s.recv_peer};
+}
+
+/// Pairs the ends of every connection; merges them in `parent`. Returns an error sentence or "".
+std::string pair_connections(const Plan& p, const SlotIndex& ix, std::vector<int32_t>& parent) {
+  struct Ends {
+    int32_t src, dst, channel;
+    int32_t send_tb = -1, recv_tb = -1;
+    std::vector<int32_t> sends, recvs;
+  };
+  std::unordered_map<uint64_t, int32_t> index;
+  std::vector<Ends> conns;
+  uint64_t channels = 1;
+  for (const RankPlan& rp : p.ranks)
+    for (const ThreadBlock& tb : rp.tbs)
+      for (const Slot& s : tb.slots) channels = std::max<uint64_t>(channels, static_cast<uint64_t>(s.channel) + 1);
+  auto get = [&](int32_t src, int32_t dst, int32_t ch) -> Ends& {
+    uint64_t key = (static_cast<uint64_t>(src) * static_cast<uint64_t>(p.num_ranks) + static_cast<uint64_t>(dst)) * channels +
+                   static_cast<uint64_t>(ch);
+    auto [it, fresh] = index.emplace(key, static_cast<int32_t>(conns.size()));
+    if (fresh) conns.push_back({src, dst, ch, -1, -1, {}, {}});
+    return conns[it->second];
+  };
+  for (int32_t id = 0; id < ix.size(); ++id) {
+    const Slot& s = slot_at(p, ix, id);
+    int32_t r = ix.rank_of[id], tb = ix.tb_of[id];
+    if (primitive_sends(s.primitive)) {
+      Ends& e = get(r, s.send_peer, s.channel);
+      if (e.send_tb >= 0 && e.send_tb != tb)
+        return text::format("connection %d->%d channel %d is driven by thread blocks %d and %d of rank %d", r, s.send_peer,
+                            s.channel, e.send_tb, tb, r);
+      e.send_tb = tb;
+      e.sends.push_back(id);
+    }
+    if (primitive_receives(s.primitive)) {
+      Ends& e = get(s.recv_peer, r, s.channel);
+      if (e.recv_tb >= 0 && e.recv_tb != tb)
+        return text::format("connection %d->%d channel %d is received by thread blocks %d and %d of rank %d", s.recv_peer, r,
+                            s.channel, e.recv_tb, tb, r);
+      e.recv_tb = tb;
+      e.recvs.push_back(id);
+    }
+  }
+  for (const Ends& e : conns) {
+    if (e.sends.size() != e.recvs.size())
+      return text::format("connection %d->%d channel %d has %zu sends but %zu receives", e.src, e.dst, e.channel,
+                          e.sends.size(), e.recvs.size());
+    for (size_t i = 0; i < e.sends.size(); ++i) {
+      const Slot& a = slot_at(p, ix, e.sends[i]);
+      const Slot& b = slot_at(p, ix, e.recvs[i]);
+      if (a.count != b.count || a.instance != b.instance || a.instances != b.instances)
+        return text::format("connection %d->%d channel %d: transfer %zu is sent as %d chunks (instance %d of %d) but "
+                            "received as %d chunks (instance %d of %d)",
+                            e.src, e.dst, e.channel, i, a.count, a.instance, a.instances, b.count, b.instance, b.instances);
+      int32_t x = find(parent, e.sends[i]), y = find(parent, e.recvs[i]);
+      if (x != y) parent[std::max(x, y)] = std::min(x, y);
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+DeadlockReport check_deadlock(const Plan& p) {
+  validate_plan(p);
+  DeadlockReport report;
+  SlotIndex ix(p);
+  const int32_t n = ix.size();
+  std::vector<int32_t> parent(n);
+  std::iota(parent.begin(), parent.end(), 0);
+  std::string fault = pair_connections(p, ix, parent);
+  if (!fault.empty()) {
+    report.ok = false;
+    report.message = fault;
+    return report;
+  }
+  std::vector<int32_t> root(n);
+  for (int32_t i = 0; i < n; ++i) root[i] = find(parent, i);
+
+  // Out-edges of a slot: its program successor and the slots that depend on it.
+  auto program_next = [&](int32_t id) {
+    int32_t r = ix.rank_of[id], t = ix.tb_of[id];
+    return ix.slot_of[id] + 1 < static_cast<int32_t>(p.ranks[r].tbs[t].slots.size()) ? id + 1 : -1;
+  };
+  std::vector<int32_t> dep_offsets(n + 1, 0), dependents;
+  for (int32_t id = 0; id < n; ++id)
+    for (const SlotDep& d : slot_at(p, ix, id).deps) ++dep_offsets[ix.id(ix.rank_of[id], d.tb, d.slot) + 1];
+  for (int32_t i = 0; i < n; ++i) dep_offsets[i + 1] += dep_offsets[i];
+  dependents.resize(dep_offsets[n]);
+  {
+    std::vector<int32_t> fill(dep_offsets.begin(), dep_offsets.end() - 1);
+    for (int32_t id = 0; id < n; ++id)
+      for (const SlotDep& d : slot_at(p, ix, id).deps) dependents[fill[ix.id(ix.rank_of[id], d.tb, d.slot)]++] = id;
+  }
+  // Members of each merged node.
+  std::vector<int32_t> member_offsets(n + 1, 0), members(n);
+  for (int32_t i = 0; i < n; ++i) ++member_offsets[root[i] + 1];
+  for (int32_t i = 0; i < n; ++i) member_offsets[i + 1] += member_offsets[i];
+  {
+    std::vector<int32_t> fill(member_offsets.begin(), member_offsets.end() - 1);
+    for (int32_t i = 0; i < n; ++i) members[fill[root[i]]++] = i;
+  }
+  std::vector<int32_t> indeg(n, 0);
+  auto for_each_edge = [&](int32_t from, auto&& fn) {
+    int32_t next = program_next(from);
+    if (next >= 0) fn(next);
+    for (int32_t k = dep_offsets[from]; k < dep_offsets[from + 1]; ++k) fn(dependents[k]);
+  };
+  for (int32_t i = 0; i < n; ++i) for_each_edge(i, [&](int32_t to) { ++indeg[root[to]]; });
+  std::vector<int32_t> ready;
+  for (int32_t i = 0; i < n; ++i)
+    if (root[i] == i && indeg[i] == 0) ready.push_back(i);
+  std::vector<uint8_t> done(n, 0);
+  while (!ready.empty()) {
+    int32_t u = ready.back();
+    ready.pop_back();
+    done[u] = 1;
+    for (int32_t k = member_offsets[u]; k < member_offsets[u + 1]; ++k)
+      for_each_edge(members[k], [&](int32_t to) {
+        if (--indeg[root[to]] == 0) ready.push_back(root[to]);
+      });
+  }
+  int32_t left = -1;
+  for (int32_t i = 0; i < n && left < 0; ++i)
+    if (root[i] == i && !done[i]) left = i;
+  if (left < 0) return report;
+
+  // Every node left has a predecessor left: walk back along one until a node repeats.
+  std::vector<std::pair<int32_t, int32_t>> back(n, {-1, -1});  // node -> (from slot, to slot)
+  for (int32_t i = 0; i < n; ++i)
+    if (!done[root[i]])
+      for_each_edge(i, [&](int32_t to) {
+        if (!done[root[to]] && back[root[to]].first < 0) back[root[to]] = {i, to};
+      });
+  std::vector<int32_t> seen_at(n, -1);
+  std::vector<std::pair<int32_t, int32_t>> walk;
+  int32_t u = left;
+  while (seen_at[u] < 0) {
+    seen_at[u] = static_cast<int32_t>(walk.size());
+    walk.push_back(back[u]);
+    u = root[back[u].first];
+  }
+  // walk[seen_at[u]..] is the cycle, walked backwards; report it forwards.
+  std::vector<std::pair<int32_t, int32_t>> cyc(walk.begin() + seen_at[u], walk.end());
+  std::reverse(cyc.begin(), cyc.end());
+  for (const auto& [from, to] : cyc) {
+    report.cycle.push_back(entry(p, ix, from));
+    report.cycle.push_back(entry(p, ix, to));
+  }
+  // Collapse repeats (an edge's target is often the next edge's source).
+  report.cycle.erase(std::unique(report.cycle.begin(), report.cycle.end(),
+                                 [](const CycleEntry& a, const CycleEntry& b) {
+                                   return a.rank == b.rank && a.tb == b.tb && a.slot == b.slot;
+                                 }),
+                     report.cycle.end());
+  report.ok = false;
+  report.message = "the plan can deadlock: ";
+  for (size_t i = 0; i < report.cycle.size(); ++i) report.message += (i ? " -> " : "") + describe(report.cycle[i]);
+  report.message += " -> back to the start";
+  return report;
+}
+
+void check_deadlock_or_throw(const Plan& plan) {
+  DeadlockReport r = check_deadlock(plan);
+  if (!r.ok) fail(ErrorCode::Verify, r.message);
+}
+
+}  // namespace weft

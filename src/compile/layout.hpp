@@ -1,0 +1,40 @@
+// Buffer placement: which physical chunk slot each transfer reads and writes.
+//
+// In place, every slot is named by its canonical form (ir/algorithm.hpp, canonical_slot), so
+// that two names of one memory location compare equal in every later stage and in the Plan.
+//
+// Out of place, an algorithm written in place (all of ResCCLang) is rewritten so that the
+// user's input buffer is never written: a read of a canonical slot that no earlier step has
+// written reads the input buffer; a write goes to the output buffer when the slot is part of
+// the rank's output, else to a scratch slot allocated here (per rank, after the algorithm's
+// own scratch); output slots that no transfer writes get a local Copy from the input. A
+// Reduce into a slot not yet written reads its accumulator from the input and writes the
+// output (one rrc, no extra pass); a local Reduce, whose primitive has no separate
+// accumulator operand, gets a local Copy first. A transfer whose slots map to
+// non-contiguous physical slots is split into contiguous pieces.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "ir/algorithm.hpp"
+
+namespace weft {
+
+struct PlacedAlgorithm {
+  /// Transfers with placed slots, sorted by step (stable); `in_place` is the aliasing the
+  /// placed names assume, scratch_chunks includes the slots allocated here.
+  Algorithm algo;
+  /// Per transfer: where a Reduce reads its accumulator (the destination unless placement
+  /// split the two); equal to the destination for copies.
+  std::vector<SlotRef> acc;
+  /// Per transfer: its index in the original Algorithm, -1 for a copy added here.
+  std::vector<int32_t> origin;
+};
+
+/// Places `algo`'s slots for in-place (`in_place` true) or out-of-place buffers. An algorithm
+/// written out of place, or a Custom collective (which has no aliasing rule), is kept as
+/// written whatever `in_place` asks; the result's algo.in_place says what was done.
+PlacedAlgorithm place_buffers(const Algorithm& algo, bool in_place);
+
+}  // namespace weft

@@ -1,0 +1,378 @@
+#include "compile/lower.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <unordered_map>
+
+#include "compile/schedule.hpp"
+#include "util/error.hpp"
+
+namespace weft {
+namespace {
+
+/// An operation: one or more aggregated tasks on one link.
+struct Op {
+  int32_t src = 0, dst = 0;
+  TransferOp kind = TransferOp::Copy;
+  BufferRange src_range, dst_range, acc_range;
+  int32_t count = 0;
+  int32_t step = 0, sp = 0, channel = 0, instances = 1;
+  int64_t key = 0;       ///< smallest pipeline position of its tasks
+  int64_t max_pred = -1; ///< largest pipeline position of a predecessor outside the op
+  int32_t tasks_begin = 0, tasks_end = 0;
+  int32_t unit = -1;
+  int32_t chain_prev = -1;  ///< the op whose receiving end this op's sending end is fused with
+  int32_t send_slot = -1, recv_slot = -1;
+  bool recv_fused = false;
+};
+
+class Lowering {
+ public:
+  Lowering(const TaskGraph& g, const Pipeline& p, const Topology& topo, const CompileOptions& o)
+      : g_(g), p_(p), topo_(topo), opt_(o) {}
+
+  LoweredProgram run() {
+    out_.execution = execution_model_of(p_.scheduler);
+    out_.num_subpipelines = static_cast<int32_t>(p_.subpipelines.size());
+    out_.num_ranks = topo_.num_gpus();
+    derive_instances(g_, p_, topo_, opt_.instances, out_.instances_intra, out_.instances_inter);
+    order_ = pipeline_order(g_, p_);
+    sp_of_ = pipeline_subpipeline_of(g_, p_);
+    stage_channels_ = uses_stage_channels(opt_);
+    fuse_within_subpipeline_ = p_.scheduler == "hpds" || p_.scheduler == "rr";
+    aggregate();
+    fuse_and_emit();
+    dependencies();
+    return std::move(out_);
+  }
+
+ private:
+  int32_t instances_of(int32_t t) const {
+    switch (g_.tasks[t].link) {
+      case LinkClass::Local: return 1;
+      case LinkClass::Intra: return out_.instances_intra;
+      case LinkClass::Inter: return out_.instances_inter;
+    }
+    return 1;
+  }
+  int32_t channel_of(int32_t t) const { return stage_channels_ ? g_.tasks[t].stage : 0; }
+  int64_t max_pred_of(int32_t t) const {
+    int64_t m = -1;
+    for (int32_t q : g_.preds_of(t)) m = std::max<int64_t>(m, order_[q]);
+    return m;
+  }
+
+  // ---- 1. aggregation ----
+  void aggregate() {
+    const int32_t n = g_.size();
+    std::vector<int32_t> ids(n);
+    std::iota(ids.begin(), ids.end(), 0);
+    auto tie = [&](int32_t t) {
+      const Task& k = g_.tasks[t];
+      const Transfer& x = k.transfer;
+      return std::make_tuple(x.src_rank, x.dst_rank, x.step, static_cast<int>(x.op), sp_of_[t], channel_of(t),
+                             static_cast<int>(x.src_buffer), static_cast<int>(x.dst_buffer),
+                             static_cast<int>(k.acc_buffer), x.src_index, t);
+    };
+    std::sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) { return tie(a) < tie(b); });
+    op_of_.assign(n, -1);
+    op_tasks_.reserve(n);
+    for (int32_t t : ids) {
+      const Task& k = g_.tasks[t];
+      const Transfer& x = k.transfer;
+      int64_t mp = max_pred_of(t);
+      if (opt_.aggregate && !ops_.empty() && can_join(ops_.back(), t, mp)) {
+        Op& o = ops_.back();
+        o.count += x.count;
+        o.key = std::min<int64_t>(o.key, order_[t]);
+        o.max_pred = std::max(o.max_pred, mp);
+        o.tasks_end = static_cast<int32_t>(op_tasks_.size()) + 1;
+        op_tasks_.push_back(t);
+        op_of_[t] = static_cast<int32_t>(ops_.size()) - 1;
+        ++out_.aggregated;
+        continue;
+      }
+      Op o;
+      o.src = x.src_rank, o.dst = x.dst_rank, o.kind = x.op;
+      o.src_range = {x.src_buffer, x.src_index};
+      o.dst_range = {x.dst_buffer, x.dst_index};
+      o.acc_range = x.op == TransferOp::Reduce ? BufferRange{k.acc_buffer, k.acc_index} : o.dst_range;
+      o.count = x.count;
+      o.step = x.step, o.sp = sp_of_[t], o.channel = channel_of(t), o.instances = instances_of(t);
+      o.key = order_[t], o.max_pred = mp;
+      o.tasks_begin = static_cast<int32_t>(op_tasks_.size());
+      o.tasks_end = o.tasks_begin + 1;
+      op_tasks_.push_back(t);
+      op_of_[t] = static_cast<int32_t>(ops_.size());
+      ops_.push_back(o);
+    }
+    out_.ops = static_cast<int32_t>(ops_.size());
+  }
+
+  bool can_join(const Op& o, int32_t t, int64_t mp) const {
+    const Task& k = g_.tasks[t];
+    const Transfer& x = k.transfer;
+    if (x.src_rank != o.src || x.dst_rank != o.dst || x.op != o.kind || x.step != o.step || sp_of_[t] != o.sp ||
+        channel_of(t) != o.channel)
+      return false;
+    if (x.src_buffer != o.src_range.buffer || x.src_index != o.src_range.index + o.count) return false;
+    if (x.dst_buffer != o.dst_range.buffer || x.dst_index != o.dst_range.index + o.count) return false;
+    if (x.op == TransferOp::Reduce &&
+        (k.acc_buffer != o.acc_range.buffer || k.acc_index != o.acc_range.index + o.count))
+      return false;
+    int32_t self = static_cast<int32_t>(ops_.size()) - 1;
+    for (int32_t q : g_.preds_of(t))
+      if (op_of_[q] == self) return false;
+    // Every predecessor outside the op must come before the op's (possibly new) key.
+    return std::max(o.max_pred, mp) < std::min<int64_t>(o.key, order_[t]);
+  }
+
+  // ---- 2 and 3. fusion and primitives, in key order ----
+  void fuse_and_emit() {
+    std::vector<int32_t> by_key(ops_.size());
+    std::iota(by_key.begin(), by_key.end(), 0);
+    std::sort(by_key.begin(), by_key.end(), [&](int32_t a, int32_t b) { return ops_[a].key < ops_[b].key; });
+    for (int32_t o : by_key) {
+      Op& op = ops_[o];
+      if (op.src == op.dst) {
+        op.unit = new_unit(op.key);
+        LoweredSlot s = base_slot(op.src, op.unit, op.sp);
+        s.primitive = op.kind == TransferOp::Copy ? Primitive::Copy : Primitive::Reduce;
+        s.src = op.src_range, s.dst = op.dst_range, s.count = op.count;
+        op.send_slot = op.recv_slot = add_slot(s, o, -1);
+        continue;
+      }
+      int32_t a = opt_.fuse ? fusion_partner(o) : -1;
+      int32_t conn = connection(op.src, op.dst, op.channel, op.instances);
+      if (a >= 0) {
+        Op& prev = ops_[a];
+        op.unit = prev.unit;
+        op.chain_prev = a;
+        prev.recv_fused = true;
+        ++unit_len_[op.unit];
+        LoweredSlot& s = out_.slots[prev.recv_slot];
+        s.primitive = prev.kind == TransferOp::Copy ? Primitive::RecvCopySend
+                      : value_dies_in(a, o)         ? Primitive::RecvReduceSend
+                                                    : Primitive::RecvReduceCopySend;
+        if (s.primitive == Primitive::RecvReduceSend) s.dst = s.src;  // nothing is stored
+        s.send_peer = op.dst;
+        s.send_conn = conn;
+        s.sp_first = std::min(s.sp_first, op.sp);
+        s.sp_last = std::max(s.sp_last, op.sp);
+        slot_ops_[prev.recv_slot].second = o;
+        op.send_slot = prev.recv_slot;
+        ++out_.fused;
+      } else {
+        op.unit = new_unit(op.key);
+        LoweredSlot s = base_slot(op.src, op.unit, op.sp);
+        s.primitive = Primitive::Send;
+        s.src = s.dst = op.src_range;
+        s.count = op.count, s.instances = op.instances, s.channel = op.channel;
+        s.send_peer = op.dst, s.send_conn = conn;
+        op.send_slot = add_slot(s, -1, o);
+      }
+      LoweredSlot r = base_slot(op.dst, op.unit, op.sp);
+      r.primitive = op.kind == TransferOp::Copy ? Primitive::Recv : Primitive::RecvReduceCopy;
+      r.src = op.acc_range, r.dst = op.dst_range;
+      r.count = op.count, r.instances = op.instances, r.channel = op.channel;
+      r.recv_peer = op.src, r.recv_conn = conn;
+      op.recv_slot = add_slot(r, o, -1);
+    }
+    // Each slot lists the Algorithm transfers of its receiving op, then of its sending op.
+    for (size_t s = 0; s < out_.slots.size(); ++s) {
+      LoweredSlot& ls = out_.slots[s];
+      ls.key = unit_key_[ls.unit];
+      ls.tasks_begin = static_cast<int32_t>(out_.slot_tasks.size());
+      for (int32_t o : {slot_ops_[s].first, slot_ops_[s].second}) {
+        if (o < 0) continue;
+        for (int32_t i = ops_[o].tasks_begin; i < ops_[o].tasks_end; ++i) {
+          int32_t origin = g_.tasks[op_tasks_[i]].origin;
+          if (origin >= 0) out_.slot_tasks.push_back(origin);
+        }
+      }
+      ls.tasks_end = static_cast<int32_t>(out_.slot_tasks.size());
+    }
+  }
+
+  /// The op whose receiving end op `b`'s sending end can fuse with, or -1.
+  int32_t fusion_partner(int32_t b) {
+    const Op& ob = ops_[b];
+    int32_t a = -1;
+    for (int32_t i = ob.tasks_begin; i < ob.tasks_end; ++i) {
+      int32_t t = op_tasks_[i];
+      bool found = false;
+      for (const TaskEdge& e : g_.edges_to(t)) {
+        if (e.kind != DepKind::True || e.rank != ob.src) continue;
+        int32_t o = op_of_[e.from];
+        if (a >= 0 && o != a) return -1;  // the value comes from two ops
+        a = o;
+        found = true;
+      }
+      if (!found) return -1;
+    }
+    if (a < 0) return -1;
+    const Op& oa = ops_[a];
+    if (oa.src == oa.dst || oa.dst != ob.src || oa.recv_fused) return -1;
+    if (!(oa.dst_range == ob.src_range) || oa.count != ob.count) return -1;
+    if (oa.instances != ob.instances || oa.channel != ob.channel) return -1;
+    if (fuse_within_subpipeline_ && oa.sp != ob.sp) return -1;
+    if (unit_len_[oa.unit] >= kMaxFusedChain) return -1;
+    // A unit visits each rank once (one slot per rank): walk the chain back from its tail.
+    for (int32_t o = a; o >= 0; o = ops_[o].chain_prev)
+      if (ops_[o].src == ob.dst || ops_[o].dst == ob.dst) return -1;
+    // Predecessors outside the unit must come before the unit's key.
+    int64_t key = unit_key_[oa.unit];
+    for (int32_t i = ob.tasks_begin; i < ob.tasks_end; ++i)
+      for (int32_t q : g_.preds_of(op_tasks_[i]))
+        if (ops_[op_of_[q]].unit != oa.unit && order_[q] >= key) return -1;
+    return a;
+  }
+
+  /// rrs: what op `a` reduces is read by op `b` only and later overwritten by a copy.
+  bool value_dies_in(int32_t a, int32_t b) const {
+    const Op& oa = ops_[a];
+    for (int32_t i = oa.tasks_begin; i < oa.tasks_end; ++i) {
+      int32_t t = op_tasks_[i];
+      if (g_.tasks[t].dst_overwritten != g_.tasks[t].transfer.count) return false;
+      for (int32_t s : g_.succs_of(t))
+        for (const TaskEdge& e : g_.edges_to(s))
+          if (e.from == t && e.kind == DepKind::True && e.rank == oa.dst && op_of_[s] != b) return false;
+    }
+    return true;
+  }
+
+  int32_t new_unit(int64_t key) {
+    unit_key_.push_back(key);
+    unit_len_.push_back(1);
+    return static_cast<int32_t>(unit_key_.size()) - 1;
+  }
+  LoweredSlot base_slot(int32_t rank, int32_t unit, int32_t sp) const {
+    LoweredSlot s;
+    s.rank = rank;
+    s.unit = unit;
+    s.sp_first = s.sp_last = sp;
+    return s;
+  }
+  int32_t add_slot(const LoweredSlot& s, int32_t recv_op, int32_t send_op) {
+    out_.slots.push_back(s);
+    slot_ops_.push_back({recv_op, send_op});
+    return static_cast<int32_t>(out_.slots.size()) - 1;
+  }
+  int32_t connection(int32_t src, int32_t dst, int32_t channel, int32_t instances) {
+    int64_t key = (static_cast<int64_t>(src) * out_.num_ranks + dst) * (g_.num_stages + 1) + channel;
+    auto [it, fresh] = conn_ids_.emplace(key, static_cast<int32_t>(out_.connections.size()));
+    if (fresh) out_.connections.push_back({src, dst, channel, instances});
+    return it->second;
+  }
+
+  // ---- 4. per-micro-batch dependencies ----
+  int32_t end_slot(int32_t o, int32_t rank) const {
+    const Op& op = ops_[o];
+    if (op.src == rank) return op.send_slot;
+    WEFT_ASSERT(op.dst == rank, "a data edge names a rank its task does not touch");
+    return op.recv_slot;
+  }
+  void dependencies() {
+    std::vector<std::pair<int32_t, int32_t>> pairs;  // (waiting slot, slot waited on)
+    for (int32_t t = 0; t < g_.size(); ++t)
+      for (const TaskEdge& e : g_.edges_to(t)) {
+        int32_t from = end_slot(op_of_[e.from], e.rank), to = end_slot(op_of_[t], e.rank);
+        if (from == to) continue;
+        WEFT_ASSERT(out_.slots[from].key < out_.slots[to].key, "a dependency points backwards in program order");
+        pairs.push_back({to, from});
+      }
+    std::sort(pairs.begin(), pairs.end());
+    pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+    size_t i = 0;
+    for (size_t s = 0; s < out_.slots.size(); ++s) {
+      out_.slots[s].deps_begin = static_cast<int32_t>(out_.slot_deps.size());
+      for (; i < pairs.size() && pairs[i].first == static_cast<int32_t>(s); ++i) out_.slot_deps.push_back(pairs[i].second);
+      out_.slots[s].deps_end = static_cast<int32_t>(out_.slot_deps.size());
+    }
+  }
+
+  const TaskGraph& g_;
+  const Pipeline& p_;
+  const Topology& topo_;
+  const CompileOptions& opt_;
+  LoweredProgram out_;
+  std::vector<int32_t> order_, sp_of_;
+  bool stage_channels_ = false, fuse_within_subpipeline_ = false;
+  std::vector<Op> ops_;
+  std::vector<int32_t> op_tasks_, op_of_;
+  std::vector<int64_t> unit_key_;
+  std::vector<int32_t> unit_len_;
+  std::vector<std::pair<int32_t, int32_t>> slot_ops_;  // per slot: (receiving op, sending op)
+  std::unordered_map<int64_t, int32_t> conn_ids_;
+};
+
+}  // namespace
+
+ExecutionModel execution_model_of(std::string_view scheduler) {
+  return scheduler == "algo" || scheduler == "stage" ? ExecutionModel::Algorithm : ExecutionModel::Task;
+}
+
+bool uses_stage_channels(const CompileOptions& options) {
+  return options.scheduler == "stage" || options.allocator == "conn";
+}
+
+void derive_instances(const TaskGraph& g, const Pipeline& p, const Topology& topo, int32_t override_instances,
+                      int32_t& intra, int32_t& inter) {
+  if (override_instances > 0) {
+    intra = inter = override_instances;
+    return;
+  }
+  // Concurrency: per sub-pipeline (task level) or per step (algorithm level), the most
+  // intra-node transfers one GPU port carries and the most transfers one NIC carries.
+  const int32_t gpus = topo.num_gpus();
+  const int32_t nics = std::max(1, topo.nodes * topo.nics_per_node);
+  std::vector<int32_t> egress(gpus, 0), ingress(gpus, 0), tx(nics, 0), rx(nics, 0);
+  std::vector<int32_t> touched_gpu, touched_nic;
+  int32_t max_port = 0, max_nic = 0;
+  bool by_step = execution_model_of(p.scheduler) == ExecutionModel::Algorithm;
+  auto flush = [&] {
+    for (int32_t x : touched_gpu) egress[x] = ingress[x] = 0;
+    for (int32_t x : touched_nic) tx[x] = rx[x] = 0;
+    touched_gpu.clear();
+    touched_nic.clear();
+  };
+  auto count = [&](int32_t t) {
+    const Transfer& x = g.tasks[t].transfer;
+    if (g.tasks[t].link == LinkClass::Intra) {
+      max_port = std::max({max_port, ++egress[x.src_rank], ++ingress[x.dst_rank]});
+      touched_gpu.push_back(x.src_rank);
+      touched_gpu.push_back(x.dst_rank);
+    } else if (g.tasks[t].link == LinkClass::Inter) {
+      int32_t a = topo.nic_of(x.src_rank), b = topo.nic_of(x.dst_rank);
+      max_nic = std::max({max_nic, ++tx[a], ++rx[b]});
+      touched_nic.push_back(a);
+      touched_nic.push_back(b);
+    }
+  };
+  if (by_step) {
+    for (int32_t t = 0; t < g.size(); ++t) {
+      if (t > 0 && g.tasks[t].transfer.step != g.tasks[t - 1].transfer.step) flush();
+      count(t);
+    }
+  } else {
+    for (const auto& sp : p.subpipelines) {
+      for (int32_t t : sp) count(t);
+      flush();
+    }
+  }
+  auto need = [](double link_GBps, int32_t sharers, double tb_GBps) {
+    if (sharers <= 0 || link_GBps <= 0 || tb_GBps <= 0) return 1;
+    double k = std::ceil(link_GBps / sharers / tb_GBps - 1e-9);
+    return static_cast<int32_t>(std::clamp(k, 1.0, static_cast<double>(kMaxDerivedInstances)));
+  };
+  intra = need(topo.nvlink_bandwidth_GBps, max_port, topo.tb_copy_GBps);
+  inter = need(topo.nic_bandwidth_GBps, max_nic, topo.tb_net_GBps);
+}
+
+LoweredProgram lower(const TaskGraph& graph, const Pipeline& pipeline, const Topology& topo,
+                     const CompileOptions& options) {
+  return Lowering(graph, pipeline, topo, options).run();
+}
+
+}  // namespace weft

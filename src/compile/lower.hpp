@@ -1,0 +1,95 @@
+// Lowering: Pipeline -> primitives per rank, before thread blocks are chosen (DESIGN.md part 5).
+//
+// 1. Aggregation: tasks on one link, in one step and sub-pipeline, with the same operation and
+//    contiguous source and destination slots become one operation (an "op") of larger count.
+// 2. Fusion: where a received chunk is forwarded as it is (the forwarding task reads exactly
+//    what the receiving one wrote), the receiving end and the forwarding end become one
+//    primitive on the middle rank: rcs after a copy, rrcs after a reduce, rrs after a reduce
+//    whose result nobody else reads and a later copy overwrites (paper 004 §4.3). Fused ops
+//    form a unit: a chain of ops that runs as one pipeline across its ranks.
+// 3. Primitives: each op becomes a send on its source and a recv or rrc on its destination
+//    (a copy or reduce when local), unless fusion took that end.
+// 4. Per-micro-batch dependencies between primitives of one rank, from the data edges.
+//
+// The order everything runs in is the unit key: the position, in the pipeline's order, of the
+// unit's first task. A task joins an op or a unit only when each of its predecessors outside
+// that op or unit comes before the unit's key, so sorting units by key is a topological order
+// of the contracted graph: thread blocks that run their primitives in key order cannot
+// deadlock (compile/deadlock.hpp checks it anyway), and both ends of a connection see its
+// transfers in one order.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "compile/compiler.hpp"
+#include "ir/plan.hpp"
+#include "ir/task_graph.hpp"
+#include "ir/topology.hpp"
+
+namespace weft {
+
+/// A directed connection between two ranks on a logical channel (before instances: instance
+/// i of k uses physical channel channel * k + i).
+struct Connection {
+  int32_t src = 0, dst = 0, channel = 0;
+  int32_t instances = 1;
+};
+
+/// One primitive on one rank, before it is replicated into instances and placed on thread
+/// blocks.
+struct LoweredSlot {
+  int32_t rank = 0;
+  Primitive primitive = Primitive::Nop;
+  int32_t send_peer = -1, recv_peer = -1;
+  int32_t channel = 0;  ///< logical channel
+  BufferRange src, dst;
+  int32_t count = 1;
+  int32_t instances = 1;
+  int32_t sp_first = 0, sp_last = 0;  ///< sub-pipelines in which it runs
+  int32_t unit = 0;
+  int64_t key = 0;                     ///< program order (the unit's key)
+  int32_t send_conn = -1, recv_conn = -1;  ///< LoweredProgram::connections ids, or -1
+  int32_t tasks_begin = 0, tasks_end = 0;  ///< LoweredProgram::slot_tasks (Algorithm transfer ids)
+  int32_t deps_begin = 0, deps_end = 0;    ///< LoweredProgram::slot_deps (LoweredSlot ids, same rank)
+};
+
+struct LoweredProgram {
+  std::vector<LoweredSlot> slots;
+  std::vector<int32_t> slot_tasks;
+  std::vector<int32_t> slot_deps;
+  std::vector<Connection> connections;
+  ExecutionModel execution = ExecutionModel::Task;
+  int32_t num_subpipelines = 0;
+  int32_t num_ranks = 0;
+  int32_t instances_intra = 1, instances_inter = 1;
+  int32_t ops = 0;         ///< operations after aggregation
+  int32_t aggregated = 0;  ///< tasks merged into another task's op
+  int32_t fused = 0;       ///< fused primitives (before instances)
+};
+
+/// Upper bound on derived instances per link (CompileOptions::instances may ask for more).
+inline constexpr int32_t kMaxDerivedInstances = 8;
+/// Longest chain of ops fused into one unit.
+inline constexpr int32_t kMaxFusedChain = 64;
+
+/// Thread blocks per link class, derived from the topology: for NVLink, the port bandwidth
+/// shared by the most connections one GPU drives at once in a sub-pipeline, over
+/// Topology::tb_copy_GBps; for NICs, the NIC bandwidth shared by the most transfers a NIC
+/// carries at once, over tb_net_GBps; each rounded up and capped at kMaxDerivedInstances.
+/// `override_instances` > 0 replaces both.
+void derive_instances(const TaskGraph& graph, const Pipeline& pipeline, const Topology& topo,
+                      int32_t override_instances, int32_t& intra, int32_t& inter);
+
+/// Whether a scheduler's plans use the algorithm-level execution model (algo, stage).
+ExecutionModel execution_model_of(std::string_view scheduler);
+/// Whether tasks get MSCCL-style per-stage logical channels: the stage scheduler and the
+/// conn allocator use them (that is how MSCCL opens its extra channels); otherwise all
+/// tasks share logical channel 0.
+bool uses_stage_channels(const CompileOptions& options);
+
+/// Lowers a scheduled graph. Throws Internal if an invariant breaks.
+LoweredProgram lower(const TaskGraph& graph, const Pipeline& pipeline, const Topology& topo,
+                     const CompileOptions& options);
+
+}  // namespace weft

@@ -1,1 +1,0 @@
-// Replaced by the stage's first real source file.

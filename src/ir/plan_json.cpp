@@ -1,0 +1,304 @@
+#include "ir/plan_json.hpp"
+
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "util/error.hpp"
+#include "util/text.hpp"
+
+namespace weft {
+namespace {
+
+constexpr const char* kFormat = "weft-plan";
+
+void put_string(std::string& out, std::string_view s) {
+  out.push_back('"');
+  for (char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) out += text::format("\\u%04x", c);
+        else out.push_back(c);
+    }
+  }
+  out.push_back('"');
+}
+
+void put_range(std::string& out, const BufferRange& r) {
+  out += "[";
+  put_string(out, to_string(r.buffer));
+  out += ", " + std::to_string(r.index) + "]";
+}
+
+using nlohmann::json;
+
+/// Typed access to a JSON object with errors naming the file and the path.
+class Reader {
+ public:
+  Reader(const std::string& origin) : origin_(origin) {}
+
+  [[noreturn]] void bad(const std::string& path, const std::string& what) const {
+    fail(ErrorCode::Parse, origin_ + ": " + path + ": " + what);
+  }
+  const json& field(const json& obj, const std::string& path, const char* name) const {
+    if (!obj.is_object()) bad(path, "expected an object");
+    auto it = obj.find(name);
+    if (it == obj.end()) bad(path, std::string("missing field \"") + name + "\"");
+    return *it;
+  }
+  int32_t integer(const json& v, const std::string& path) const {
+    if (!v.is_number_integer()) bad(path, "expected an integer");
+    int64_t x = v.get<int64_t>();
+    if (x < INT32_MIN || x > INT32_MAX) bad(path, "integer out of range");
+    return static_cast<int32_t>(x);
+  }
+  int32_t integer(const json& obj, const std::string& path, const char* name) const {
+    return integer(field(obj, path, name), path + "." + name);
+  }
+  std::string string(const json& obj, const std::string& path, const char* name) const {
+    const json& v = field(obj, path, name);
+    if (!v.is_string()) bad(path + "." + name, "expected a string");
+    return v.get<std::string>();
+  }
+  bool boolean(const json& obj, const std::string& path, const char* name) const {
+    const json& v = field(obj, path, name);
+    if (!v.is_boolean()) bad(path + "." + name, "expected true or false");
+    return v.get<bool>();
+  }
+  const json& array(const json& obj, const std::string& path, const char* name) const {
+    const json& v = field(obj, path, name);
+    if (!v.is_array()) bad(path + "." + name, "expected an array");
+    return v;
+  }
+  BufferRange range(const json& obj, const std::string& path, const char* name) const {
+    const json& v = field(obj, path, name);
+    std::string p = path + "." + name;
+    if (!v.is_array() || v.size() != 2 || !v[0].is_string()) bad(p, "expected [buffer, index]");
+    auto b = buffer_from_string(v[0].get<std::string>());
+    if (!b) bad(p, "unknown buffer \"" + v[0].get<std::string>() + "\" (input, output or scratch)");
+    return {*b, integer(v[1], p + "[1]")};
+  }
+
+ private:
+  std::string origin_;
+};
+
+Slot read_slot(const Reader& in, const json& j, const std::string& path) {
+  Slot s;
+  std::string prim = in.string(j, path, "primitive");
+  auto p = primitive_from_string(prim);
+  if (!p) in.bad(path + ".primitive", "unknown primitive \"" + prim + "\"");
+  s.primitive = *p;
+  s.send_peer = in.integer(j, path, "send_peer");
+  s.recv_peer = in.integer(j, path, "recv_peer");
+  s.channel = in.integer(j, path, "channel");
+  s.src = in.range(j, path, "src");
+  s.dst = in.range(j, path, "dst");
+  s.count = in.integer(j, path, "count");
+  s.instance = in.integer(j, path, "instance");
+  s.instances = in.integer(j, path, "instances");
+  s.subpipeline = in.integer(j, path, "subpipeline");
+  const json& deps = in.array(j, path, "deps");
+  for (size_t i = 0; i < deps.size(); ++i) {
+    std::string dp = path + ".deps[" + std::to_string(i) + "]";
+    if (!deps[i].is_array() || deps[i].size() != 2) in.bad(dp, "expected [thread block, slot]");
+    s.deps.push_back({in.integer(deps[i][0], dp + "[0]"), in.integer(deps[i][1], dp + "[1]")});
+  }
+  const json& tasks = in.array(j, path, "tasks");
+  for (size_t i = 0; i < tasks.size(); ++i) s.tasks.push_back(in.integer(tasks[i], path + ".tasks[" + std::to_string(i) + "]"));
+  return s;
+}
+
+}  // namespace
+
+std::string plan_to_json(const Plan& p) {
+  std::string out;
+  out += "{\n  \"format\": ";
+  put_string(out, kFormat);
+  out += ",\n  \"version\": " + std::to_string(p.version);
+  out += ",\n  \"algorithm\": ";
+  put_string(out, p.algorithm);
+  out += ",\n  \"collective\": ";
+  put_string(out, to_string(p.collective));
+  out += ",\n  \"num_ranks\": " + std::to_string(p.num_ranks);
+  out += ",\n  \"input_chunks\": " + std::to_string(p.input_chunks);
+  out += ",\n  \"output_chunks\": " + std::to_string(p.output_chunks);
+  out += ",\n  \"scratch_chunks\": " + std::to_string(p.scratch_chunks);
+  out += std::string(",\n  \"in_place\": ") + (p.in_place ? "true" : "false");
+  out += ",\n  \"root\": " + std::to_string(p.root);
+  out += ",\n  \"protocol\": ";
+  put_string(out, p.protocol);
+  out += ",\n  \"execution\": ";
+  put_string(out, to_string(p.execution));
+  out += ",\n  \"scheduler\": ";
+  put_string(out, p.scheduler);
+  out += ",\n  \"allocator\": ";
+  put_string(out, p.allocator);
+  out += ",\n  \"topology\": ";
+  put_string(out, p.topology);
+  out += ",\n  \"num_subpipelines\": " + std::to_string(p.num_subpipelines);
+  out += ",\n  \"ranks\": [";
+  for (size_t r = 0; r < p.ranks.size(); ++r) {
+    const RankPlan& rp = p.ranks[r];
+    out += r ? ",\n" : "\n";
+    out += "    {\"rank\": " + std::to_string(rp.rank) + ", \"tbs\": [";
+    for (size_t t = 0; t < rp.tbs.size(); ++t) {
+      out += t ? ",\n" : "\n";
+      out += "      {\"slots\": [";
+      const auto& slots = rp.tbs[t].slots;
+      for (size_t i = 0; i < slots.size(); ++i) {
+        const Slot& s = slots[i];
+        out += i ? ",\n" : "\n";
+        out += "        {\"primitive\": ";
+        put_string(out, to_string(s.primitive));
+        out += ", \"send_peer\": " + std::to_string(s.send_peer) + ", \"recv_peer\": " + std::to_string(s.recv_peer);
+        out += ", \"channel\": " + std::to_string(s.channel) + ", \"src\": ";
+        put_range(out, s.src);
+        out += ", \"dst\": ";
+        put_range(out, s.dst);
+        out += ", \"count\": " + std::to_string(s.count) + ", \"instance\": " + std::to_string(s.instance);
+        out += ", \"instances\": " + std::to_string(s.instances) + ", \"subpipeline\": " + std::to_string(s.subpipeline);
+        out += ", \"deps\": [";
+        for (size_t d = 0; d < s.deps.size(); ++d)
+          out += (d ? ", [" : "[") + std::to_string(s.deps[d].tb) + ", " + std::to_string(s.deps[d].slot) + "]";
+        out += "], \"tasks\": [";
+        for (size_t k = 0; k < s.tasks.size(); ++k) out += (k ? ", " : "") + std::to_string(s.tasks[k]);
+        out += "]}";
+      }
+      out += slots.empty() ? "]}" : "\n      ]}";
+    }
+    out += rp.tbs.empty() ? "]}" : "\n    ]}";
+  }
+  out += p.ranks.empty() ? "]\n}\n" : "\n  ]\n}\n";
+  return out;
+}
+
+Plan plan_from_json(std::string_view text, const std::string& origin) {
+  json j;
+  try {
+    j = json::parse(text.begin(), text.end());
+  } catch (const json::parse_error& e) {
+    fail(ErrorCode::Parse, text::format("%s: not valid JSON (byte %zu): %s", origin.c_str(), e.byte, e.what()));
+  }
+  Reader in(origin);
+  if (!j.is_object()) in.bad("(top)", "expected a JSON object");
+  std::string format = in.string(j, "(top)", "format");
+  if (format != kFormat) in.bad("format", "is \"" + format + "\", expected \"" + kFormat + "\"");
+  Plan p;
+  p.version = in.integer(j, "(top)", "version");
+  if (p.version > Plan::kVersion || p.version < 1)
+    in.bad("version", text::format("plan format version %d is not supported (this weft reads version %d)", p.version,
+                                   Plan::kVersion));
+  p.algorithm = in.string(j, "(top)", "algorithm");
+  std::string coll = in.string(j, "(top)", "collective");
+  auto c = collective_from_string(coll);
+  if (!c) in.bad("collective", "unknown collective \"" + coll + "\"");
+  p.collective = *c;
+  p.num_ranks = in.integer(j, "(top)", "num_ranks");
+  p.input_chunks = in.integer(j, "(top)", "input_chunks");
+  p.output_chunks = in.integer(j, "(top)", "output_chunks");
+  p.scratch_chunks = in.integer(j, "(top)", "scratch_chunks");
+  p.in_place = in.boolean(j, "(top)", "in_place");
+  p.root = in.integer(j, "(top)", "root");
+  p.protocol = in.string(j, "(top)", "protocol");
+  std::string exec = in.string(j, "(top)", "execution");
+  if (exec == "task") p.execution = ExecutionModel::Task;
+  else if (exec == "algorithm") p.execution = ExecutionModel::Algorithm;
+  else in.bad("execution", "is \"" + exec + "\", expected \"task\" or \"algorithm\"");
+  p.scheduler = in.string(j, "(top)", "scheduler");
+  p.allocator = in.string(j, "(top)", "allocator");
+  p.topology = in.string(j, "(top)", "topology");
+  p.num_subpipelines = in.integer(j, "(top)", "num_subpipelines");
+  const json& ranks = in.array(j, "(top)", "ranks");
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    std::string rpath = "ranks[" + std::to_string(r) + "]";
+    RankPlan rp;
+    rp.rank = in.integer(ranks[r], rpath, "rank");
+    const json& tbs = in.array(ranks[r], rpath, "tbs");
+    for (size_t t = 0; t < tbs.size(); ++t) {
+      std::string tpath = rpath + ".tbs[" + std::to_string(t) + "]";
+      ThreadBlock tb;
+      const json& slots = in.array(tbs[t], tpath, "slots");
+      for (size_t i = 0; i < slots.size(); ++i)
+        tb.slots.push_back(read_slot(in, slots[i], tpath + ".slots[" + std::to_string(i) + "]"));
+      rp.tbs.push_back(std::move(tb));
+    }
+    p.ranks.push_back(std::move(rp));
+  }
+  try {
+    validate_plan(p);
+  } catch (const Error& e) {
+    fail(ErrorCode::Verify, origin + ": " + e.what());
+  }
+  return p;
+}
+
+Plan load_plan(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) fail(ErrorCode::System, "cannot read plan file " + path);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  if (f.bad()) fail(ErrorCode::System, "cannot read plan file " + path);
+  return plan_from_json(ss.str(), path);
+}
+
+void save_plan(const Plan& plan, const std::string& path) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) fail(ErrorCode::System, "cannot write plan file " + path);
+  std::string text = plan_to_json(plan);
+  f.write(text.data(), static_cast<std::streamsize>(text.size()));
+  f.close();
+  if (!f) fail(ErrorCode::System, "cannot write plan file " + path);
+}
+
+void validate_plan(const Plan& p) {
+  auto bad = [](const std::string& what) { fail(ErrorCode::Verify, "plan: " + what); };
+  if (p.num_ranks <= 0) bad("num_ranks must be positive");
+  if (p.input_chunks < 0 || p.output_chunks < 0 || p.scratch_chunks < 0) bad("chunk counts must not be negative");
+  if (p.num_subpipelines < 0) bad("num_subpipelines must not be negative");
+  if (static_cast<int32_t>(p.ranks.size()) != p.num_ranks)
+    bad(text::format("%zu rank entries for %d ranks", p.ranks.size(), p.num_ranks));
+  auto chunks = [&](Buffer b) { return b == Buffer::Input ? p.input_chunks : b == Buffer::Output ? p.output_chunks : p.scratch_chunks; };
+  for (int32_t r = 0; r < p.num_ranks; ++r) {
+    const RankPlan& rp = p.ranks[r];
+    if (rp.rank != r) bad(text::format("rank entry %d says rank %d", r, rp.rank));
+    for (size_t t = 0; t < rp.tbs.size(); ++t)
+      for (size_t i = 0; i < rp.tbs[t].slots.size(); ++i) {
+        const Slot& s = rp.tbs[t].slots[i];
+        auto at = [&](const std::string& what) {
+          fail(ErrorCode::Verify, text::format("plan: rank %d, thread block %zu, slot %zu (%s): ", r, t, i,
+                                               std::string(to_string(s.primitive)).c_str()) + what);
+        };
+        bool sends = primitive_sends(s.primitive), recvs = primitive_receives(s.primitive);
+        if (sends && (s.send_peer < 0 || s.send_peer >= p.num_ranks || s.send_peer == r))
+          at(text::format("send peer %d is not another rank in [0, %d)", s.send_peer, p.num_ranks));
+        if (!sends && s.send_peer != -1) at(text::format("send peer %d on a primitive that does not send", s.send_peer));
+        if (recvs && (s.recv_peer < 0 || s.recv_peer >= p.num_ranks || s.recv_peer == r))
+          at(text::format("receive peer %d is not another rank in [0, %d)", s.recv_peer, p.num_ranks));
+        if (!recvs && s.recv_peer != -1) at(text::format("receive peer %d on a primitive that does not receive", s.recv_peer));
+        if (s.channel < 0) at("channel must not be negative");
+        if (s.count < 1) at(text::format("count %d must be at least 1", s.count));
+        if (s.instances < 1 || s.instance < 0 || s.instance >= s.instances)
+          at(text::format("instance %d of %d is out of range", s.instance, s.instances));
+        if (s.subpipeline < 0) at("subpipeline must not be negative");
+        for (const BufferRange* br : {&s.src, &s.dst})
+          if (br->index < 0 || static_cast<int64_t>(br->index) + s.count > chunks(br->buffer))
+            at(text::format("chunks [%d, %d) of the %s buffer are out of range [0, %d)", br->index, br->index + s.count,
+                            std::string(to_string(br->buffer)).c_str(), chunks(br->buffer)));
+        for (const SlotDep& d : s.deps) {
+          if (d.tb < 0 || d.tb >= static_cast<int32_t>(rp.tbs.size()) || d.slot < 0 ||
+              d.slot >= static_cast<int32_t>(rp.tbs[d.tb].slots.size()))
+            at(text::format("depends on thread block %d, slot %d, which does not exist", d.tb, d.slot));
+          if (d.tb == static_cast<int32_t>(t)) at(text::format("depends on slot %d of its own thread block", d.slot));
+        }
+      }
+  }
+}
+
+}  // namespace weft

@@ -1,0 +1,33 @@
+// Plan files: versioned JSON (format: docs/plan-format.md).
+//
+// plan_from_json(plan_to_json(p)) == p for every valid Plan. The reader rejects, with one
+// sentence naming the file and the JSON path, malformed JSON, a wrong "format", a newer
+// "version", a missing or mistyped field, and a plan that validate_plan refuses.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "ir/plan.hpp"
+
+namespace weft {
+
+/// JSON text of a plan: one object, each slot on its own line.
+std::string plan_to_json(const Plan& plan);
+/// Parses JSON text; `origin` names the file in error messages. Throws Parse for malformed
+/// or mistyped input, Verify for a structurally inconsistent plan.
+Plan plan_from_json(std::string_view text, const std::string& origin);
+
+/// Reads a plan file; throws System naming the path if it cannot be read.
+Plan load_plan(const std::string& path);
+/// Writes a plan file; throws System naming the path if it cannot be written.
+void save_plan(const Plan& plan, const std::string& path);
+
+/// Structural checks every consumer of a plan relies on: counts and ranks in range, one entry
+/// per rank in order, peers in range and distinct from the rank for primitives that send or
+/// receive (and -1 otherwise), 0 <= instance < instances, chunk ranges inside the plan's
+/// buffers, dependencies naming an existing slot of another thread block of the same rank.
+/// Throws Verify naming the rank, thread block and slot at fault.
+void validate_plan(const Plan& plan);
+
+}  // namespace weft
