@@ -199,69 +199,88 @@ Allocation allocate(const LoweredProgram& p, std::string_view allocator) {
 }
 
 void assemble_plan(const LoweredProgram& p, const Allocation& a, Plan& plan) {
-  struct Entry {
-    int64_t key;
-    int32_t slot, instance;
-  };
-  std::vector<std::vector<std::vector<Entry>>> tbs(p.num_ranks);
-  for (int32_t r = 0; r < p.num_ranks; ++r) tbs[r].resize(a.tbs_per_rank[r]);
+  // Entries (slot instance) grouped by (rank, thread block) with a counting sort, then each
+  // thread block's entries sorted by key: flat arrays, no per-block vectors.
+  std::vector<int64_t> tb_first(p.num_ranks + 1, 0);  // first global thread block of each rank
+  for (int32_t r = 0; r < p.num_ranks; ++r) tb_first[r + 1] = tb_first[r] + a.tbs_per_rank[r];
+  const int64_t total_tbs = tb_first[p.num_ranks];
+  const size_t entries = a.tb.size();
+  std::vector<int64_t> offsets(total_tbs + 1, 0);
   for (size_t s = 0; s < p.slots.size(); ++s)
     for (int32_t k = 0; k < p.slots[s].instances; ++k) {
       int32_t tb = a.tb[a.inst_base[s] + k];
       WEFT_ASSERT(tb >= 0 && tb < a.tbs_per_rank[p.slots[s].rank], "a slot has no thread block");
-      tbs[p.slots[s].rank][tb].push_back({p.slots[s].key, static_cast<int32_t>(s), k});
+      ++offsets[tb_first[p.slots[s].rank] + tb + 1];
     }
-  std::vector<int32_t> pos(a.tb.size(), -1);
-  for (auto& rank : tbs)
-    for (auto& list : rank) {
-      std::sort(list.begin(), list.end(), [](const Entry& x, const Entry& y) { return x.key < y.key; });
-      for (size_t i = 0; i < list.size(); ++i) {
-        WEFT_ASSERT(i == 0 || list[i - 1].key < list[i].key, "two slots of one unit on one thread block");
-        pos[a.inst_base[list[i].slot] + list[i].instance] = static_cast<int32_t>(i);
+  for (int64_t t = 0; t < total_tbs; ++t) offsets[t + 1] += offsets[t];
+  std::vector<int32_t> order(entries);  // entry ids (inst_base[s] + k) by thread block
+  std::vector<int32_t> slot_of_entry(entries);
+  {
+    std::vector<int64_t> fill(offsets.begin(), offsets.end() - 1);
+    for (size_t s = 0; s < p.slots.size(); ++s)
+      for (int32_t k = 0; k < p.slots[s].instances; ++k) {
+        int32_t e = a.inst_base[s] + k;
+        slot_of_entry[e] = static_cast<int32_t>(s);
+        order[fill[tb_first[p.slots[s].rank] + a.tb[e]]++] = e;
       }
+  }
+  std::vector<int32_t> pos(entries, -1);
+  for (int64_t t = 0; t < total_tbs; ++t) {
+    auto first = order.begin() + offsets[t], last = order.begin() + offsets[t + 1];
+    std::sort(first, last, [&](int32_t x, int32_t y) { return p.slots[slot_of_entry[x]].key < p.slots[slot_of_entry[y]].key; });
+    for (auto it = first; it != last; ++it) {
+      WEFT_ASSERT(it == first || p.slots[slot_of_entry[*(it - 1)]].key < p.slots[slot_of_entry[*it]].key,
+                  "two slots of one unit on one thread block");
+      pos[*it] = static_cast<int32_t>(it - first);
     }
+  }
   plan.ranks.assign(p.num_ranks, {});
+  std::vector<SlotDep> deps;
   for (int32_t r = 0; r < p.num_ranks; ++r) {
     RankPlan& rp = plan.ranks[r];
     rp.rank = r;
-    rp.tbs.resize(tbs[r].size());
-    for (size_t tb = 0; tb < tbs[r].size(); ++tb) {
+    rp.tbs.resize(a.tbs_per_rank[r]);
+    for (int32_t tb = 0; tb < a.tbs_per_rank[r]; ++tb) {
+      const int64_t t = tb_first[r] + tb;
       auto& out = rp.tbs[tb].slots;
-      out.reserve(tbs[r][tb].size());
-      for (const Entry& e : tbs[r][tb]) {
-        const LoweredSlot& ls = p.slots[e.slot];
-        Slot s;
+      out.resize(offsets[t + 1] - offsets[t]);
+      for (int64_t i = offsets[t]; i < offsets[t + 1]; ++i) {
+        const int32_t e = order[i];
+        const LoweredSlot& ls = p.slots[slot_of_entry[e]];
+        const int32_t instance = e - a.inst_base[slot_of_entry[e]];
+        Slot& s = out[i - offsets[t]];
         s.primitive = ls.primitive;
         s.send_peer = ls.send_peer;
         s.recv_peer = ls.recv_peer;
-        s.channel = ls.channel * ls.instances + e.instance;
+        s.channel = ls.channel * ls.instances + instance;
         s.src = ls.src;
         s.dst = ls.dst;
         s.count = ls.count;
-        s.instance = e.instance;
+        s.instance = instance;
         s.instances = ls.instances;
         s.subpipeline = ls.sp_first;
         s.tasks.assign(p.slot_tasks.begin() + ls.tasks_begin, p.slot_tasks.begin() + ls.tasks_end);
-        const int32_t my_tb = static_cast<int32_t>(tb), my_pos = static_cast<int32_t>(out.size());
+        const int32_t my_pos = pos[e];
+        deps.clear();
         for (int32_t d = ls.deps_begin; d < ls.deps_end; ++d) {
           int32_t ds = p.slot_deps[d];
           int32_t kd = p.slots[ds].instances, ks = ls.instances;
           // Instances of `ds` whose share of a micro-batch overlaps this instance's share.
-          int32_t lo = static_cast<int32_t>(static_cast<int64_t>(e.instance) * kd / ks);
-          int32_t hi = static_cast<int32_t>((static_cast<int64_t>(e.instance + 1) * kd + ks - 1) / ks);
-          for (int32_t i = lo; i < hi; ++i) {
-            int32_t tb_d = a.tb[a.inst_base[ds] + i], pos_d = pos[a.inst_base[ds] + i];
-            if (tb_d == my_tb) {
+          int32_t lo = static_cast<int32_t>(static_cast<int64_t>(instance) * kd / ks);
+          int32_t hi = static_cast<int32_t>((static_cast<int64_t>(instance + 1) * kd + ks - 1) / ks);
+          for (int32_t i2 = lo; i2 < hi; ++i2) {
+            int32_t tb_d = a.tb[a.inst_base[ds] + i2], pos_d = pos[a.inst_base[ds] + i2];
+            if (tb_d == tb) {
               WEFT_ASSERT(pos_d < my_pos, "a dependency on a later slot of the same thread block");
               continue;  // program order covers it
             }
-            s.deps.push_back({tb_d, pos_d});
+            deps.push_back({tb_d, pos_d});
           }
         }
-        std::sort(s.deps.begin(), s.deps.end(),
+        std::sort(deps.begin(), deps.end(),
                   [](const SlotDep& x, const SlotDep& y) { return x.tb != y.tb ? x.tb < y.tb : x.slot < y.slot; });
-        s.deps.erase(std::unique(s.deps.begin(), s.deps.end()), s.deps.end());
-        out.push_back(std::move(s));
+        deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+        s.deps.assign(deps.begin(), deps.end());
       }
     }
   }

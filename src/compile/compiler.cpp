@@ -38,8 +38,12 @@ CompileResult compile(const Algorithm& algo, const Topology& topo, const Compile
   CompileResult res;
   auto t0 = std::chrono::steady_clock::now();
 
-  PlacedAlgorithm placed = place_buffers(algo, options.in_place);
-  res.graph = build_task_graph(placed, topo);
+  bool placed_in_place = false;
+  {
+    PlacedAlgorithm placed = place_buffers(algo, options.in_place);
+    res.graph = build_task_graph(placed, topo);
+    placed_in_place = placed.algo.in_place;
+  }  // the placed copy of the transfers is not needed any more
   res.seconds.analyse = seconds_since(t0);
 
   auto t1 = std::chrono::steady_clock::now();
@@ -55,10 +59,10 @@ CompileResult compile(const Algorithm& algo, const Topology& topo, const Compile
     p.algorithm = algo.name;
     p.collective = algo.collective;
     p.num_ranks = algo.ranks;
-    p.input_chunks = placed.algo.input_chunks;
-    p.output_chunks = placed.algo.output_chunks;
-    p.scratch_chunks = placed.algo.scratch_chunks;
-    p.in_place = placed.algo.in_place;
+    p.input_chunks = res.graph.input_chunks;
+    p.output_chunks = res.graph.output_chunks;
+    p.scratch_chunks = res.graph.scratch_chunks;
+    p.in_place = placed_in_place;
     p.root = algo.root;
     p.protocol = options.protocol;
     p.execution = program.execution;

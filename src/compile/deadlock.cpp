@@ -21,36 +21,36 @@ int32_t find(std::vector<int32_t>& parent, int32_t x) {
 
 /// Global slot ids: thread blocks laid out one after another, so program order is id -> id+1.
 struct SlotIndex {
-  std::vector<int64_t> tb_base;  // per (rank, tb) in order; size = total tbs + 1
-  std::vector<int32_t> rank_tb;  // first (rank, tb) index of each rank; size ranks + 1
-  std::vector<int32_t> rank_of, tb_of, slot_of;
+  std::vector<int64_t> tb_base;  // first slot id of each global thread block; size tbs + 1
+  std::vector<int32_t> rank_tb;  // first global thread block of each rank; size ranks + 1
+  std::vector<int32_t> tb_rank;  // rank of each global thread block
+  std::vector<int32_t> tb_of;    // global thread block of each slot
 
   explicit SlotIndex(const Plan& p) {
     rank_tb.push_back(0);
     tb_base.push_back(0);
-    for (const RankPlan& rp : p.ranks) {
-      for (const ThreadBlock& tb : rp.tbs) tb_base.push_back(tb_base.back() + static_cast<int64_t>(tb.slots.size()));
-      rank_tb.push_back(rank_tb.back() + static_cast<int32_t>(rp.tbs.size()));
+    for (size_t r = 0; r < p.ranks.size(); ++r) {
+      for (const ThreadBlock& tb : p.ranks[r].tbs) {
+        tb_base.push_back(tb_base.back() + static_cast<int64_t>(tb.slots.size()));
+        tb_rank.push_back(static_cast<int32_t>(r));
+      }
+      rank_tb.push_back(rank_tb.back() + static_cast<int32_t>(p.ranks[r].tbs.size()));
     }
     if (tb_base.back() > INT32_MAX - 1) fail(ErrorCode::InvalidArgument, "plan has more than 2^31 slots");
-    rank_of.resize(tb_base.back());
     tb_of.resize(tb_base.back());
-    slot_of.resize(tb_base.back());
-    for (size_t r = 0; r < p.ranks.size(); ++r)
-      for (size_t t = 0; t < p.ranks[r].tbs.size(); ++t)
-        for (size_t i = 0; i < p.ranks[r].tbs[t].slots.size(); ++i) {
-          int32_t id = this->id(static_cast<int32_t>(r), static_cast<int32_t>(t), static_cast<int32_t>(i));
-          rank_of[id] = static_cast<int32_t>(r), tb_of[id] = static_cast<int32_t>(t), slot_of[id] = static_cast<int32_t>(i);
-        }
+    for (size_t t = 0; t + 1 < tb_base.size(); ++t)
+      std::fill(tb_of.begin() + tb_base[t], tb_of.begin() + tb_base[t + 1], static_cast<int32_t>(t));
   }
-  int32_t id(int32_t rank, int32_t tb, int32_t slot) const {
-    return static_cast<int32_t>(tb_base[rank_tb[rank] + tb] + slot);
-  }
+  int32_t id(int32_t rank, int32_t tb, int32_t slot) const { return static_cast<int32_t>(tb_base[rank_tb[rank] + tb] + slot); }
   int32_t size() const { return static_cast<int32_t>(tb_base.back()); }
+  int32_t rank(int32_t id) const { return tb_rank[tb_of[id]]; }
+  int32_t local_tb(int32_t id) const { return tb_of[id] - rank_tb[rank(id)]; }
+  int32_t index(int32_t id) const { return static_cast<int32_t>(id - tb_base[tb_of[id]]); }
+  bool last_in_tb(int32_t id) const { return id + 1 == tb_base[tb_of[id] + 1]; }
 };
 
 const Slot& slot_at(const Plan& p, const SlotIndex& ix, int32_t id) {
-  return p.ranks[ix.rank_of[id]].tbs[ix.tb_of[id]].slots[ix.slot_of[id]];
+  return p.ranks[ix.rank(id)].tbs[ix.local_tb(id)].slots[ix.index(id)];
 }
 
 std::string describe(const CycleEntry& e) {
@@ -61,11 +61,12 @@ std::string describe(const CycleEntry& e) {
 
 CycleEntry entry(const Plan& p, const SlotIndex& ix, int32_t id) {
   const Slot& s = slot_at(p, ix, id);
-  return {ix.rank_of[id], ix.tb_of[id], ix.slot_of[id], s.primitive, s.send_peer >= 0 ? s.send_peer : s.recv_peer};
+  return {ix.rank(id), ix.local_tb(id), ix.index(id), s.primitive, s.send_peer >= 0 ? s.send_peer : s.recv_peer};
 }
 
-/// Pairs the ends of every connection; merges them in `parent`. Returns an error sentence or "".
-std::string pair_connections(const Plan& p, const SlotIndex& ix, std::vector<int32_t>& parent) {
+/// Pairs the ends of every connection (the i-th send meets the i-th receive) and merges them:
+/// union-find in `parent`, and circular member lists in `next`. Returns an error sentence or "".
+std::string pair_connections(const Plan& p, const SlotIndex& ix, std::vector<int32_t>& parent, std::vector<int32_t>& next) {
   struct Ends {
     int32_t src, dst, channel;
     int32_t send_tb = -1, recv_tb = -1;
@@ -84,27 +85,29 @@ std::string pair_connections(const Plan& p, const SlotIndex& ix, std::vector<int
     if (fresh) conns.push_back({src, dst, ch, -1, -1, {}, {}});
     return conns[it->second];
   };
-  for (int32_t id = 0; id < ix.size(); ++id) {
-    const Slot& s = slot_at(p, ix, id);
-    int32_t r = ix.rank_of[id], tb = ix.tb_of[id];
-    if (primitive_sends(s.primitive)) {
-      Ends& e = get(r, s.send_peer, s.channel);
-      if (e.send_tb >= 0 && e.send_tb != tb)
-        return text::format("connection %d->%d channel %d is driven by thread blocks %d and %d of rank %d", r, s.send_peer,
-                            s.channel, e.send_tb, tb, r);
-      e.send_tb = tb;
-      e.sends.push_back(id);
-    }
-    if (primitive_receives(s.primitive)) {
-      Ends& e = get(s.recv_peer, r, s.channel);
-      if (e.recv_tb >= 0 && e.recv_tb != tb)
-        return text::format("connection %d->%d channel %d is received by thread blocks %d and %d of rank %d", s.recv_peer, r,
-                            s.channel, e.recv_tb, tb, r);
-      e.recv_tb = tb;
-      e.recvs.push_back(id);
-    }
-  }
-  for (const Ends& e : conns) {
+  int32_t id = 0;
+  for (int32_t r = 0; r < static_cast<int32_t>(p.ranks.size()); ++r)
+    for (int32_t tb = 0; tb < static_cast<int32_t>(p.ranks[r].tbs.size()); ++tb)
+      for (const Slot& s : p.ranks[r].tbs[tb].slots) {
+        if (primitive_sends(s.primitive)) {
+          Ends& e = get(r, s.send_peer, s.channel);
+          if (e.send_tb >= 0 && e.send_tb != tb)
+            return text::format("connection %d->%d channel %d is driven by thread blocks %d and %d of rank %d", r,
+                                s.send_peer, s.channel, e.send_tb, tb, r);
+          e.send_tb = tb;
+          e.sends.push_back(id);
+        }
+        if (primitive_receives(s.primitive)) {
+          Ends& e = get(s.recv_peer, r, s.channel);
+          if (e.recv_tb >= 0 && e.recv_tb != tb)
+            return text::format("connection %d->%d channel %d is received by thread blocks %d and %d of rank %d",
+                                s.recv_peer, r, s.channel, e.recv_tb, tb, r);
+          e.recv_tb = tb;
+          e.recvs.push_back(id);
+        }
+        ++id;
+      }
+  for (Ends& e : conns) {
     if (e.sends.size() != e.recvs.size())
       return text::format("connection %d->%d channel %d has %zu sends but %zu receives", e.src, e.dst, e.channel,
                           e.sends.size(), e.recvs.size());
@@ -116,46 +119,89 @@ std::string pair_connections(const Plan& p, const SlotIndex& ix, std::vector<int
                             "received as %d chunks (instance %d of %d)",
                             e.src, e.dst, e.channel, i, a.count, a.instance, a.instances, b.count, b.instance, b.instances);
       int32_t x = find(parent, e.sends[i]), y = find(parent, e.recvs[i]);
-      if (x != y) parent[std::max(x, y)] = std::min(x, y);
+      if (x != y) {
+        parent[std::max(x, y)] = std::min(x, y);
+        std::swap(next[e.sends[i]], next[e.recvs[i]]);  // splice the two circular lists
+      }
     }
+    e.sends = {};
+    e.recvs = {};
   }
   return "";
 }
 
-}  // namespace
-
-DeadlockReport check_deadlock(const Plan& p) {
-  validate_plan(p);
-  DeadlockReport report;
-  SlotIndex ix(p);
+/// Runs the plan abstractly: a merged node fires when each of its slots is at the head of its
+/// thread block and every slot it depends on has fired. Returns whether every slot fired.
+/// A node blocked on a dependency waits on that slot's watch list.
+bool simulate(const Plan& p, const SlotIndex& ix, const std::vector<int32_t>& next) {
   const int32_t n = ix.size();
-  std::vector<int32_t> parent(n);
-  std::iota(parent.begin(), parent.end(), 0);
-  std::string fault = pair_connections(p, ix, parent);
-  if (!fault.empty()) {
-    report.ok = false;
-    report.message = fault;
-    return report;
+  const int32_t tbs = static_cast<int32_t>(ix.tb_rank.size());
+  std::vector<int64_t> pc(ix.tb_base.begin(), ix.tb_base.end() - 1);  // next slot id of each thread block
+  std::vector<uint8_t> done(n, 0);
+  std::vector<int32_t> watch_head(n, -1);
+  std::vector<int32_t> pool_node, pool_next;
+  std::vector<int32_t> work;
+  int64_t fired = 0;
+  for (int32_t t = 0; t < tbs; ++t)
+    if (ix.tb_base[t] < ix.tb_base[t + 1]) work.push_back(static_cast<int32_t>(ix.tb_base[t]));
+  while (!work.empty()) {
+    int32_t u = work.back();
+    work.pop_back();
+    if (done[u]) continue;
+    // Ready? Every member at its thread block's head, every dependency fired.
+    bool ready = true;
+    int32_t m = u;
+    do {
+      if (pc[ix.tb_of[m]] != m) {
+        ready = false;  // re-checked when that thread block reaches m
+        break;
+      }
+      int32_t r = ix.rank(m);
+      for (const SlotDep& d : slot_at(p, ix, m).deps) {
+        int32_t dep = ix.id(r, d.tb, d.slot);
+        if (!done[dep]) {
+          pool_node.push_back(u);
+          pool_next.push_back(watch_head[dep]);
+          watch_head[dep] = static_cast<int32_t>(pool_node.size()) - 1;
+          ready = false;
+          break;
+        }
+      }
+      if (!ready) break;
+      m = next[m];
+    } while (m != u);
+    if (!ready) continue;
+    m = u;
+    do {
+      done[m] = 1;
+      ++fired;
+      int32_t t = ix.tb_of[m];
+      ++pc[t];
+      if (pc[t] < ix.tb_base[t + 1]) work.push_back(static_cast<int32_t>(pc[t]));
+      for (int32_t w = watch_head[m]; w >= 0; w = pool_next[w]) work.push_back(pool_node[w]);
+      watch_head[m] = -1;
+      m = next[m];
+    } while (m != u);
   }
+  return fired == n;
+}
+
+/// After a failed simulation: the graph of merged nodes (program order, dependencies) has a
+/// cycle; find one and describe it.
+void find_cycle(const Plan& p, const SlotIndex& ix, std::vector<int32_t>& parent, DeadlockReport& report) {
+  const int32_t n = ix.size();
   std::vector<int32_t> root(n);
   for (int32_t i = 0; i < n; ++i) root[i] = find(parent, i);
-
-  // Out-edges of a slot: its program successor and the slots that depend on it.
-  auto program_next = [&](int32_t id) {
-    int32_t r = ix.rank_of[id], t = ix.tb_of[id];
-    return ix.slot_of[id] + 1 < static_cast<int32_t>(p.ranks[r].tbs[t].slots.size()) ? id + 1 : -1;
-  };
   std::vector<int32_t> dep_offsets(n + 1, 0), dependents;
   for (int32_t id = 0; id < n; ++id)
-    for (const SlotDep& d : slot_at(p, ix, id).deps) ++dep_offsets[ix.id(ix.rank_of[id], d.tb, d.slot) + 1];
+    for (const SlotDep& d : slot_at(p, ix, id).deps) ++dep_offsets[ix.id(ix.rank(id), d.tb, d.slot) + 1];
   for (int32_t i = 0; i < n; ++i) dep_offsets[i + 1] += dep_offsets[i];
   dependents.resize(dep_offsets[n]);
   {
     std::vector<int32_t> fill(dep_offsets.begin(), dep_offsets.end() - 1);
     for (int32_t id = 0; id < n; ++id)
-      for (const SlotDep& d : slot_at(p, ix, id).deps) dependents[fill[ix.id(ix.rank_of[id], d.tb, d.slot)]++] = id;
+      for (const SlotDep& d : slot_at(p, ix, id).deps) dependents[fill[ix.id(ix.rank(id), d.tb, d.slot)]++] = id;
   }
-  // Members of each merged node.
   std::vector<int32_t> member_offsets(n + 1, 0), members(n);
   for (int32_t i = 0; i < n; ++i) ++member_offsets[root[i] + 1];
   for (int32_t i = 0; i < n; ++i) member_offsets[i + 1] += member_offsets[i];
@@ -163,12 +209,12 @@ DeadlockReport check_deadlock(const Plan& p) {
     std::vector<int32_t> fill(member_offsets.begin(), member_offsets.end() - 1);
     for (int32_t i = 0; i < n; ++i) members[fill[root[i]]++] = i;
   }
-  std::vector<int32_t> indeg(n, 0);
   auto for_each_edge = [&](int32_t from, auto&& fn) {
-    int32_t next = program_next(from);
-    if (next >= 0) fn(next);
+    if (!ix.last_in_tb(from)) fn(from + 1);
     for (int32_t k = dep_offsets[from]; k < dep_offsets[from + 1]; ++k) fn(dependents[k]);
   };
+  // Kahn's algorithm removes every node not on or behind a cycle.
+  std::vector<int32_t> indeg(n, 0);
   for (int32_t i = 0; i < n; ++i) for_each_edge(i, [&](int32_t to) { ++indeg[root[to]]; });
   std::vector<int32_t> ready;
   for (int32_t i = 0; i < n; ++i)
@@ -186,8 +232,7 @@ DeadlockReport check_deadlock(const Plan& p) {
   int32_t left = -1;
   for (int32_t i = 0; i < n && left < 0; ++i)
     if (root[i] == i && !done[i]) left = i;
-  if (left < 0) return report;
-
+  WEFT_ASSERT(left >= 0, "the simulation stalled but the slot graph has no cycle");
   // Every node left has a predecessor left: walk back along one until a node repeats.
   std::vector<std::pair<int32_t, int32_t>> back(n, {-1, -1});  // node -> (from slot, to slot)
   for (int32_t i = 0; i < n; ++i)
@@ -210,7 +255,6 @@ DeadlockReport check_deadlock(const Plan& p) {
     report.cycle.push_back(entry(p, ix, from));
     report.cycle.push_back(entry(p, ix, to));
   }
-  // Collapse repeats (an edge's target is often the next edge's source).
   report.cycle.erase(std::unique(report.cycle.begin(), report.cycle.end(),
                                  [](const CycleEntry& a, const CycleEntry& b) {
                                    return a.rank == b.rank && a.tb == b.tb && a.slot == b.slot;
@@ -220,6 +264,29 @@ DeadlockReport check_deadlock(const Plan& p) {
   report.message = "the plan can deadlock: ";
   for (size_t i = 0; i < report.cycle.size(); ++i) report.message += (i ? " -> " : "") + describe(report.cycle[i]);
   report.message += " -> back to the start";
+}
+
+}  // namespace
+
+DeadlockReport check_deadlock(const Plan& p) {
+  validate_plan(p);
+  DeadlockReport report;
+  SlotIndex ix(p);
+  const int32_t n = ix.size();
+  std::vector<int32_t> parent(n), next(n);
+  std::iota(parent.begin(), parent.end(), 0);
+  std::iota(next.begin(), next.end(), 0);
+  std::string fault = pair_connections(p, ix, parent, next);
+  if (!fault.empty()) {
+    report.ok = false;
+    report.message = fault;
+    return report;
+  }
+  // Members of a merged node are visited through `next`; the simulation starts from each
+  // thread block's first slot, whichever member of its node that is.
+  if (simulate(p, ix, next)) return report;
+  next = {};
+  find_cycle(p, ix, parent, report);
   return report;
 }
 

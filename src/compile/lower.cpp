@@ -68,16 +68,27 @@ class Lowering {
     const int32_t n = g_.size();
     std::vector<int32_t> ids(n);
     std::iota(ids.begin(), ids.end(), 0);
-    auto tie = [&](int32_t t) {
+    // Sort key: link, step, operation, sub-pipeline, channel, buffers, then source index.
+    struct Key {
+      int32_t src, dst, step, sp, channel, buffers, index, task;
+    };
+    std::vector<Key> keys(n);
+    for (int32_t t = 0; t < n; ++t) {
       const Task& k = g_.tasks[t];
       const Transfer& x = k.transfer;
-      return std::make_tuple(x.src_rank, x.dst_rank, x.step, static_cast<int>(x.op), sp_of_[t], channel_of(t),
-                             static_cast<int>(x.src_buffer), static_cast<int>(x.dst_buffer),
-                             static_cast<int>(k.acc_buffer), x.src_index, t);
-    };
-    std::sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) { return tie(a) < tie(b); });
+      int32_t buffers = static_cast<int32_t>(x.op) << 6 | static_cast<int32_t>(x.src_buffer) << 4 |
+                        static_cast<int32_t>(x.dst_buffer) << 2 | static_cast<int32_t>(k.acc_buffer);
+      keys[t] = {x.src_rank, x.dst_rank, x.step, sp_of_[t], channel_of(t), buffers, x.src_index, t};
+    }
+    std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
+      return std::tie(a.src, a.dst, a.step, a.sp, a.channel, a.buffers, a.index, a.task) <
+             std::tie(b.src, b.dst, b.step, b.sp, b.channel, b.buffers, b.index, b.task);
+    });
+    for (int32_t t = 0; t < n; ++t) ids[t] = keys[t].task;
+    keys = {};
     op_of_.assign(n, -1);
     op_tasks_.reserve(n);
+    ops_.reserve(n);
     for (int32_t t : ids) {
       const Task& k = g_.tasks[t];
       const Transfer& x = k.transfer;
@@ -130,6 +141,8 @@ class Lowering {
 
   // ---- 2 and 3. fusion and primitives, in key order ----
   void fuse_and_emit() {
+    out_.slots.reserve(2 * ops_.size());
+    slot_ops_.reserve(2 * ops_.size());
     std::vector<int32_t> by_key(ops_.size());
     std::iota(by_key.begin(), by_key.end(), 0);
     std::sort(by_key.begin(), by_key.end(), [&](int32_t a, int32_t b) { return ops_[a].key < ops_[b].key; });
@@ -274,21 +287,29 @@ class Lowering {
     return op.recv_slot;
   }
   void dependencies() {
-    std::vector<std::pair<int32_t, int32_t>> pairs;  // (waiting slot, slot waited on)
-    for (int32_t t = 0; t < g_.size(); ++t)
-      for (const TaskEdge& e : g_.edges_to(t)) {
-        int32_t from = end_slot(op_of_[e.from], e.rank), to = end_slot(op_of_[t], e.rank);
-        if (from == to) continue;
-        WEFT_ASSERT(out_.slots[from].key < out_.slots[to].key, "a dependency points backwards in program order");
-        pairs.push_back({to, from});
-      }
-    std::sort(pairs.begin(), pairs.end());
-    pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
-    size_t i = 0;
+    // A slot waits on the slots (same rank) holding the other end of each data edge into the
+    // tasks it implements at that rank.
+    std::vector<int32_t> deps;
+    out_.slot_deps.reserve(out_.slots.size() * 2);
     for (size_t s = 0; s < out_.slots.size(); ++s) {
-      out_.slots[s].deps_begin = static_cast<int32_t>(out_.slot_deps.size());
-      for (; i < pairs.size() && pairs[i].first == static_cast<int32_t>(s); ++i) out_.slot_deps.push_back(pairs[i].second);
-      out_.slots[s].deps_end = static_cast<int32_t>(out_.slot_deps.size());
+      LoweredSlot& ls = out_.slots[s];
+      deps.clear();
+      for (int32_t o : {slot_ops_[s].first, slot_ops_[s].second}) {
+        if (o < 0) continue;
+        for (int32_t i = ops_[o].tasks_begin; i < ops_[o].tasks_end; ++i)
+          for (const TaskEdge& e : g_.edges_to(op_tasks_[i])) {
+            if (e.rank != ls.rank) continue;
+            int32_t from = end_slot(op_of_[e.from], e.rank);
+            if (from == static_cast<int32_t>(s)) continue;
+            WEFT_ASSERT(out_.slots[from].key < ls.key, "a dependency points backwards in program order");
+            deps.push_back(from);
+          }
+      }
+      std::sort(deps.begin(), deps.end());
+      deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+      ls.deps_begin = static_cast<int32_t>(out_.slot_deps.size());
+      out_.slot_deps.insert(out_.slot_deps.end(), deps.begin(), deps.end());
+      ls.deps_end = static_cast<int32_t>(out_.slot_deps.size());
     }
   }
 
