@@ -40,11 +40,15 @@ CompileResult compile(const Algorithm& algo, const Topology& topo, const Compile
 
   bool placed_in_place = false;
   {
-    PlacedAlgorithm placed = place_buffers(algo, options.in_place);
+    PlacedAlgorithm placed = place_buffers(algo, options.in_place, options.aggregate);
     res.graph = build_task_graph(placed, topo);
     placed_in_place = placed.algo.in_place;
   }  // the placed copy of the transfers is not needed any more
   res.seconds.analyse = seconds_since(t0);
+  for (int32_t t = 0; t < res.graph.size(); ++t) {
+    int32_t n = static_cast<int32_t>(res.graph.origins_of(t).size());
+    if (n > 1) res.aggregated_tasks += n - 1;
+  }
 
   auto t1 = std::chrono::steady_clock::now();
   res.pipeline = schedule(res.graph, options.scheduler);
@@ -71,7 +75,6 @@ CompileResult compile(const Algorithm& algo, const Topology& topo, const Compile
     p.topology = topo.name;
     p.num_subpipelines = static_cast<int32_t>(res.pipeline.subpipelines.size());
     assemble_plan(program, allocation, p);
-    res.aggregated_tasks = program.aggregated;
     res.instances_intra = program.instances_intra;
     res.instances_inter = program.instances_inter;
   }

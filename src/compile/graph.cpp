@@ -145,7 +145,6 @@ TaskGraph build_task_graph(const PlacedAlgorithm& placed, const Topology& topo) 
   for (int32_t t = 0; t < n; ++t) {
     Task& task = g.tasks[t];
     task.transfer = a.transfers[t];
-    task.origin = t < static_cast<int32_t>(placed.origin.size()) ? placed.origin[t] : t;
     SlotRef acc = t < static_cast<int32_t>(placed.acc.size()) ? canonical_slot(a, placed.acc[t]) : task.transfer.dst();
     SlotRef src = canonical_slot(a, task.transfer.src()), dst = canonical_slot(a, task.transfer.dst());
     task.transfer.src_buffer = src.buffer, task.transfer.src_index = src.index;
@@ -212,13 +211,16 @@ TaskGraph build_task_graph(const PlacedAlgorithm& placed, const Topology& topo) 
   for (int32_t t = 0; t < n; ++t)
     for (int32_t p : g.preds_of(t)) g.succs[fill[p]++] = t;
 
+  g.origin_offsets = placed.origin_offsets;
+  g.origin_ids = placed.origin_ids;
+  WEFT_ASSERT(static_cast<int32_t>(g.origin_offsets.size()) == n + 1, "placement lost track of transfer origins");
   number_chunks(g);
   number_stages(g);
   return g;
 }
 
 TaskGraph build_task_graph(const Algorithm& algo, const Topology& topo) {
-  return build_task_graph(place_buffers(algo, true), topo);
+  return build_task_graph(place_buffers(algo, true, false), topo);
 }
 
 }  // namespace weft

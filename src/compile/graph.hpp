@@ -19,7 +19,7 @@ namespace weft {
 /// InvalidArgument when the topology's GPU count differs from the algorithm's ranks.
 TaskGraph build_task_graph(const PlacedAlgorithm& placed, const Topology& topo);
 
-/// Convenience: places `algo` as written (in place when it is) and builds its graph.
+/// Convenience: places `algo` as written (in place when it is, no aggregation) and builds its graph.
 TaskGraph build_task_graph(const Algorithm& algo, const Topology& topo);
 
 /// Throws InvalidArgument unless `topo` has exactly `algo.ranks` GPUs and is consistent.

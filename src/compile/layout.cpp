@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 #include <optional>
+#include <tuple>
 
 #include "util/error.hpp"
 
@@ -31,9 +32,7 @@ PlacedAlgorithm place_as_written(const Algorithm& a) {
     t.src_index = s.index;
     t.dst_buffer = d.buffer;
     t.dst_index = d.index;
-    p.algo.transfers.push_back(t);
-    p.acc.push_back(t.dst());
-    p.origin.push_back(i);
+    p.push(t, t.dst(), i);
   }
   return p;
 }
@@ -144,14 +143,10 @@ class OutOfPlace {
       c.src_buffer = acc.buffer;
       c.src_index = acc.index;
       c.op = TransferOp::Copy;
-      p.algo.transfers.push_back(c);
-      p.acc.push_back(dst);
-      p.origin.push_back(origin);
+      p.push(c, dst, -1);
       acc = dst;
     }
-    p.algo.transfers.push_back(x);
-    p.acc.push_back(t.op == TransferOp::Reduce ? acc : dst);
-    p.origin.push_back(origin);
+    p.push(x, t.op == TransferOp::Reduce ? acc : dst, origin);
   }
 
   void place(int32_t index, PlacedAlgorithm& p, std::vector<int32_t>& writes) {
@@ -188,9 +183,7 @@ class OutOfPlace {
         c.count = run;
         c.op = TransferOp::Copy;
         c.step = 0;
-        p.algo.transfers.push_back(c);
-        p.acc.push_back(c.dst());
-        p.origin.push_back(-1);
+        p.push(c, c.dst(), -1);
         run = 0;
       };
       for (int32_t i = 0; i < n_; ++i) {
@@ -212,18 +205,14 @@ class OutOfPlace {
     }
     // Keep the transfers sorted by step (the copies touch slots nothing else touches).
     std::vector<int32_t> order = step_order(p.algo);
-    Algorithm sorted = p.algo;
-    std::vector<SlotRef> acc;
-    std::vector<int32_t> origin;
-    sorted.transfers.clear();
+    PlacedAlgorithm sorted;
+    sorted.algo = p.algo;
+    sorted.algo.transfers.clear();
     for (int32_t i : order) {
-      sorted.transfers.push_back(p.algo.transfers[i]);
-      acc.push_back(p.acc[i]);
-      origin.push_back(p.origin[i]);
+      auto o = p.origins_of(i);
+      sorted.push(p.algo.transfers[i], p.acc[i], o.empty() ? -1 : o[0]);
     }
-    p.algo = std::move(sorted);
-    p.acc = std::move(acc);
-    p.origin = std::move(origin);
+    p = std::move(sorted);
   }
 
   const Algorithm& a_;
@@ -236,9 +225,56 @@ class OutOfPlace {
 
 }  // namespace
 
-PlacedAlgorithm place_buffers(const Algorithm& algo, bool in_place) {
-  if (in_place || !algo.in_place || algo.collective == Collective::Custom) return place_as_written(algo);
-  return OutOfPlace(algo).run();
+void aggregate_transfers(PlacedAlgorithm& p) {
+  const std::vector<Transfer>& ts = p.algo.transfers;
+  const int32_t n = static_cast<int32_t>(ts.size());
+  auto key = [&](int32_t i) {
+    const Transfer& t = ts[i];
+    return std::make_tuple(t.src_rank, t.dst_rank, static_cast<int>(t.op), static_cast<int>(t.src_buffer),
+                           static_cast<int>(t.dst_buffer), static_cast<int>(p.acc[i].buffer), t.src_index, i);
+  };
+  PlacedAlgorithm out;
+  out.algo = p.algo;
+  out.algo.transfers.clear();
+  out.algo.transfer_locations.clear();
+  std::vector<int32_t> idx;
+  for (int32_t i = 0; i < n;) {
+    int32_t j = i;
+    while (j < n && ts[j].step == ts[i].step) ++j;
+    idx.resize(j - i);
+    std::iota(idx.begin(), idx.end(), i);
+    std::sort(idx.begin(), idx.end(), [&](int32_t a, int32_t b) { return key(a) < key(b); });
+    for (size_t k = 0; k < idx.size();) {
+      Transfer run = ts[idx[k]];
+      SlotRef acc = p.acc[idx[k]];
+      size_t m = k + 1;
+      for (; m < idx.size(); ++m) {
+        const Transfer& t = ts[idx[m]];
+        const SlotRef& a = p.acc[idx[m]];
+        if (t.src_rank != run.src_rank || t.dst_rank != run.dst_rank || t.op != run.op ||
+            t.src_buffer != run.src_buffer || t.dst_buffer != run.dst_buffer || a.buffer != acc.buffer ||
+            t.src_index != run.src_index + run.count || t.dst_index != run.dst_index + run.count ||
+            (t.op == TransferOp::Reduce && a.index != acc.index + run.count))
+          break;
+        run.count += t.count;
+      }
+      out.algo.transfers.push_back(run);
+      out.acc.push_back(acc);
+      for (size_t q = k; q < m; ++q)
+        for (int32_t o : p.origins_of(idx[q])) out.origin_ids.push_back(o);
+      out.origin_offsets.push_back(static_cast<int32_t>(out.origin_ids.size()));
+      k = m;
+    }
+    i = j;
+  }
+  p = std::move(out);
+}
+
+PlacedAlgorithm place_buffers(const Algorithm& algo, bool in_place, bool aggregate) {
+  PlacedAlgorithm p = in_place || !algo.in_place || algo.collective == Collective::Custom ? place_as_written(algo)
+                                                                                         : OutOfPlace(algo).run();
+  if (aggregate) aggregate_transfers(p);
+  return p;
 }
 
 }  // namespace weft

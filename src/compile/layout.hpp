@@ -12,9 +12,15 @@
 // output (one rrc, no extra pass); a local Reduce, whose primitive has no separate
 // accumulator operand, gets a local Copy first. A transfer whose slots map to
 // non-contiguous physical slots is split into contiguous pieces.
+//
+// Aggregation (paper 004 §4.4) happens here too, before scheduling: transfers of one step on
+// one link with the same operation and contiguous source, destination (and accumulator) slots
+// become one transfer of larger count. Doing it before scheduling matters for HPDS, which
+// never puts two tasks on one link into one sub-pipeline and so would keep them apart.
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "ir/algorithm.hpp"
@@ -28,13 +34,30 @@ struct PlacedAlgorithm {
   /// Per transfer: where a Reduce reads its accumulator (the destination unless placement
   /// split the two); equal to the destination for copies.
   std::vector<SlotRef> acc;
-  /// Per transfer: its index in the original Algorithm, -1 for a copy added here.
-  std::vector<int32_t> origin;
+  /// Per transfer: the indices of the original Algorithm's transfers it implements (none for
+  /// a copy added here), as compressed rows: origin_ids[origin_offsets[i] .. origin_offsets[i+1]).
+  std::vector<int32_t> origin_offsets{0};
+  std::vector<int32_t> origin_ids;
+
+  std::span<const int32_t> origins_of(size_t i) const {
+    return {origin_ids.data() + origin_offsets[i], origin_ids.data() + origin_offsets[i + 1]};
+  }
+  /// Appends a transfer with at most one origin (-1: none).
+  void push(const Transfer& t, SlotRef accumulator, int32_t origin) {
+    algo.transfers.push_back(t);
+    acc.push_back(accumulator);
+    if (origin >= 0) origin_ids.push_back(origin);
+    origin_offsets.push_back(static_cast<int32_t>(origin_ids.size()));
+  }
 };
 
 /// Places `algo`'s slots for in-place (`in_place` true) or out-of-place buffers. An algorithm
 /// written out of place, or a Custom collective (which has no aliasing rule), is kept as
 /// written whatever `in_place` asks; the result's algo.in_place says what was done.
-PlacedAlgorithm place_buffers(const Algorithm& algo, bool in_place);
+PlacedAlgorithm place_buffers(const Algorithm& algo, bool in_place, bool aggregate = true);
+
+/// Merges, within each step, transfers on one link with the same operation and contiguous
+/// slots (see above). Keeps the transfers sorted by step.
+void aggregate_transfers(PlacedAlgorithm& placed);
 
 }  // namespace weft

@@ -11,15 +11,14 @@
 namespace weft {
 namespace {
 
-/// An operation: one or more aggregated tasks on one link.
+/// An operation: a task on its link (kept apart from Task so that lowering could merge tasks).
 struct Op {
   int32_t src = 0, dst = 0;
   TransferOp kind = TransferOp::Copy;
   BufferRange src_range, dst_range, acc_range;
   int32_t count = 0;
-  int32_t step = 0, sp = 0, channel = 0, instances = 1;
-  int64_t key = 0;       ///< smallest pipeline position of its tasks
-  int64_t max_pred = -1; ///< largest pipeline position of a predecessor outside the op
+  int32_t sp = 0, channel = 0, instances = 1;
+  int64_t key = 0;       ///< pipeline position of its task
   int32_t tasks_begin = 0, tasks_end = 0;
   int32_t unit = -1;
   int32_t chain_prev = -1;  ///< the op whose receiving end this op's sending end is fused with
@@ -41,7 +40,7 @@ class Lowering {
     sp_of_ = pipeline_subpipeline_of(g_, p_);
     stage_channels_ = uses_stage_channels(opt_);
     fuse_within_subpipeline_ = p_.scheduler == "hpds" || p_.scheduler == "rr";
-    aggregate();
+    make_ops();
     fuse_and_emit();
     dependencies();
     return std::move(out_);
@@ -57,86 +56,29 @@ class Lowering {
     return 1;
   }
   int32_t channel_of(int32_t t) const { return stage_channels_ ? g_.tasks[t].stage : 0; }
-  int64_t max_pred_of(int32_t t) const {
-    int64_t m = -1;
-    for (int32_t q : g_.preds_of(t)) m = std::max<int64_t>(m, order_[q]);
-    return m;
-  }
 
-  // ---- 1. aggregation ----
-  void aggregate() {
+  // ---- 1. one op per task (aggregation happened before scheduling, in layout.cpp) ----
+  void make_ops() {
     const int32_t n = g_.size();
-    std::vector<int32_t> ids(n);
-    std::iota(ids.begin(), ids.end(), 0);
-    // Sort key: link, step, operation, sub-pipeline, channel, buffers, then source index.
-    struct Key {
-      int32_t src, dst, step, sp, channel, buffers, index, task;
-    };
-    std::vector<Key> keys(n);
+    ops_.resize(n);
+    op_tasks_.resize(n);
+    op_of_.resize(n);
     for (int32_t t = 0; t < n; ++t) {
       const Task& k = g_.tasks[t];
       const Transfer& x = k.transfer;
-      int32_t buffers = static_cast<int32_t>(x.op) << 6 | static_cast<int32_t>(x.src_buffer) << 4 |
-                        static_cast<int32_t>(x.dst_buffer) << 2 | static_cast<int32_t>(k.acc_buffer);
-      keys[t] = {x.src_rank, x.dst_rank, x.step, sp_of_[t], channel_of(t), buffers, x.src_index, t};
-    }
-    std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
-      return std::tie(a.src, a.dst, a.step, a.sp, a.channel, a.buffers, a.index, a.task) <
-             std::tie(b.src, b.dst, b.step, b.sp, b.channel, b.buffers, b.index, b.task);
-    });
-    for (int32_t t = 0; t < n; ++t) ids[t] = keys[t].task;
-    keys = {};
-    op_of_.assign(n, -1);
-    op_tasks_.reserve(n);
-    ops_.reserve(n);
-    for (int32_t t : ids) {
-      const Task& k = g_.tasks[t];
-      const Transfer& x = k.transfer;
-      int64_t mp = max_pred_of(t);
-      if (opt_.aggregate && !ops_.empty() && can_join(ops_.back(), t, mp)) {
-        Op& o = ops_.back();
-        o.count += x.count;
-        o.key = std::min<int64_t>(o.key, order_[t]);
-        o.max_pred = std::max(o.max_pred, mp);
-        o.tasks_end = static_cast<int32_t>(op_tasks_.size()) + 1;
-        op_tasks_.push_back(t);
-        op_of_[t] = static_cast<int32_t>(ops_.size()) - 1;
-        ++out_.aggregated;
-        continue;
-      }
-      Op o;
+      Op& o = ops_[t];
       o.src = x.src_rank, o.dst = x.dst_rank, o.kind = x.op;
       o.src_range = {x.src_buffer, x.src_index};
       o.dst_range = {x.dst_buffer, x.dst_index};
       o.acc_range = x.op == TransferOp::Reduce ? BufferRange{k.acc_buffer, k.acc_index} : o.dst_range;
       o.count = x.count;
-      o.step = x.step, o.sp = sp_of_[t], o.channel = channel_of(t), o.instances = instances_of(t);
-      o.key = order_[t], o.max_pred = mp;
-      o.tasks_begin = static_cast<int32_t>(op_tasks_.size());
-      o.tasks_end = o.tasks_begin + 1;
-      op_tasks_.push_back(t);
-      op_of_[t] = static_cast<int32_t>(ops_.size());
-      ops_.push_back(o);
+      o.sp = sp_of_[t], o.channel = channel_of(t), o.instances = instances_of(t);
+      o.key = order_[t];
+      o.tasks_begin = t, o.tasks_end = t + 1;
+      op_tasks_[t] = t;
+      op_of_[t] = t;
     }
-    out_.ops = static_cast<int32_t>(ops_.size());
-  }
-
-  bool can_join(const Op& o, int32_t t, int64_t mp) const {
-    const Task& k = g_.tasks[t];
-    const Transfer& x = k.transfer;
-    if (x.src_rank != o.src || x.dst_rank != o.dst || x.op != o.kind || x.step != o.step || sp_of_[t] != o.sp ||
-        channel_of(t) != o.channel)
-      return false;
-    if (x.src_buffer != o.src_range.buffer || x.src_index != o.src_range.index + o.count) return false;
-    if (x.dst_buffer != o.dst_range.buffer || x.dst_index != o.dst_range.index + o.count) return false;
-    if (x.op == TransferOp::Reduce &&
-        (k.acc_buffer != o.acc_range.buffer || k.acc_index != o.acc_range.index + o.count))
-      return false;
-    int32_t self = static_cast<int32_t>(ops_.size()) - 1;
-    for (int32_t q : g_.preds_of(t))
-      if (op_of_[q] == self) return false;
-    // Every predecessor outside the op must come before the op's (possibly new) key.
-    return std::max(o.max_pred, mp) < std::min<int64_t>(o.key, order_[t]);
+    out_.ops = n;
   }
 
   // ---- 2 and 3. fusion and primitives, in key order ----
@@ -199,10 +141,8 @@ class Lowering {
       ls.tasks_begin = static_cast<int32_t>(out_.slot_tasks.size());
       for (int32_t o : {slot_ops_[s].first, slot_ops_[s].second}) {
         if (o < 0) continue;
-        for (int32_t i = ops_[o].tasks_begin; i < ops_[o].tasks_end; ++i) {
-          int32_t origin = g_.tasks[op_tasks_[i]].origin;
-          if (origin >= 0) out_.slot_tasks.push_back(origin);
-        }
+        for (int32_t i = ops_[o].tasks_begin; i < ops_[o].tasks_end; ++i)
+          for (int32_t origin : g_.origins_of(op_tasks_[i])) out_.slot_tasks.push_back(origin);
       }
       ls.tasks_end = static_cast<int32_t>(out_.slot_tasks.size());
     }

@@ -1,7 +1,6 @@
 // Lowering: Pipeline -> primitives per rank, before thread blocks are chosen (DESIGN.md part 5).
 //
-// 1. Aggregation: tasks on one link, in one step and sub-pipeline, with the same operation and
-//    contiguous source and destination slots become one operation (an "op") of larger count.
+// 1. Aggregation happened before scheduling (compile/layout.hpp); each task is one op here.
 // 2. Fusion: where a received chunk is forwarded as it is (the forwarding task reads exactly
 //    what the receiving one wrote), the receiving end and the forwarding end become one
 //    primitive on the middle rank: rcs after a copy, rrcs after a reduce, rrs after a reduce
@@ -12,8 +11,8 @@
 // 4. Per-micro-batch dependencies between primitives of one rank, from the data edges.
 //
 // The order everything runs in is the unit key: the position, in the pipeline's order, of the
-// unit's first task. A task joins an op or a unit only when each of its predecessors outside
-// that op or unit comes before the unit's key, so sorting units by key is a topological order
+// unit's first task. A task joins a unit only when each of its predecessors outside the unit
+// comes before the unit's key, so sorting units by key is a topological order
 // of the contracted graph: thread blocks that run their primitives in key order cannot
 // deadlock (compile/deadlock.hpp checks it anyway), and both ends of a connection see its
 // transfers in one order.
@@ -63,8 +62,7 @@ struct LoweredProgram {
   int32_t num_subpipelines = 0;
   int32_t num_ranks = 0;
   int32_t instances_intra = 1, instances_inter = 1;
-  int32_t ops = 0;         ///< operations after aggregation
-  int32_t aggregated = 0;  ///< tasks merged into another task's op
+  int32_t ops = 0;         ///< operations (tasks)
   int32_t fused = 0;       ///< fused primitives (before instances)
 };
 

@@ -56,8 +56,6 @@ struct Task {
   /// (tasks of different chunks touch disjoint slots). Numbered by the smallest chunk index
   /// the component touches, so ResCCLang's chunk ids come out unchanged.
   int32_t chunk = 0;
-  /// Index of the transfer in the user's Algorithm; -1 for a copy the compiler added.
-  int32_t origin = -1;
   LinkClass link = LinkClass::Local;
   /// MSCCL-style stage: a maximal run of steps crossing the same set of link classes.
   int32_t stage = 0;
@@ -82,6 +80,10 @@ struct TaskGraph {
   std::vector<ResourceId> resources;
   int32_t num_chunks = 0;  ///< distinct values of Task::chunk
   int32_t num_stages = 0;  ///< distinct values of Task::stage
+  /// Per task, the user's Algorithm transfers it implements (several when aggregated, none
+  /// for a copy the compiler added), compressed rows.
+  std::vector<int32_t> origin_offsets{0};
+  std::vector<int32_t> origin_ids;
   /// Per-rank chunk slots of the placed buffers (the Plan's chunk counts).
   int32_t input_chunks = 0, output_chunks = 0, scratch_chunks = 0;
 
@@ -91,6 +93,9 @@ struct TaskGraph {
   }
   std::span<const int32_t> succs_of(int32_t t) const {
     return {succs.data() + succ_offsets[t], succs.data() + succ_offsets[t + 1]};
+  }
+  std::span<const int32_t> origins_of(int32_t t) const {
+    return {origin_ids.data() + origin_offsets[t], origin_ids.data() + origin_offsets[t + 1]};
   }
   /// Edges into task t.
   std::span<const TaskEdge> edges_to(int32_t t) const {

@@ -1,0 +1,140 @@
+// Lowering: fusion (rcs, rrcs, rrs), aggregation, instances, dependencies, out-of-place buffers.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "builders.hpp"
+#include "compile/compiler.hpp"
+#include "compile/lower.hpp"
+
+namespace weft {
+namespace {
+
+std::map<Primitive, int> count_primitives(const Plan& p) {
+  std::map<Primitive, int> n;
+  for (const RankPlan& r : p.ranks)
+    for (const ThreadBlock& tb : r.tbs)
+      for (const Slot& s : tb.slots) ++n[s.primitive];
+  return n;
+}
+
+CompileOptions opts(const char* scheduler, int instances = 1) {
+  CompileOptions o;
+  o.scheduler = scheduler;
+  o.instances = instances;
+  return o;
+}
+
+TEST(Lower, ForwardedChunksFuse) {
+  // Ring AllGather: every rank but the chunk's first and last forwards it: rcs.
+  auto ag = count_primitives(compile(test::ring_allgather(4), test::a100(1, 4), opts("algo")).plan);
+  EXPECT_EQ(ag[Primitive::RecvCopySend], 4 * 2);
+  EXPECT_EQ(ag[Primitive::Send], 4);
+  EXPECT_EQ(ag[Primitive::Recv], 4);
+  // Ring ReduceScatter: the partial sums stay in the input buffer: rrcs, never rrs.
+  auto rs = count_primitives(compile(test::ring_reducescatter(4), test::a100(1, 4), opts("algo")).plan);
+  EXPECT_EQ(rs[Primitive::RecvReduceCopySend], 4 * 2);
+  EXPECT_EQ(rs[Primitive::RecvReduceSend], 0);
+  // Ring AllReduce: partial sums die (the AllGather overwrites them): rrs; the AllGather
+  // forwards: rcs. The final sum is not fused with its first AllGather hop: a chunk's
+  // ReduceScatter chain has visited every rank by then, and a unit holds one slot per rank.
+  CompileResult ar = compile(test::ring_allreduce(4), test::a100(1, 4), opts("algo"));
+  auto n = count_primitives(ar.plan);
+  EXPECT_EQ(n[Primitive::RecvReduceSend], 4 * 2);
+  EXPECT_EQ(n[Primitive::RecvReduceCopySend], 0);
+  EXPECT_EQ(n[Primitive::RecvCopySend], 4 * 2);
+  EXPECT_EQ(ar.fused_primitives, 4 * 4);
+  CompileOptions o = opts("algo");
+  o.fuse = false;
+  EXPECT_EQ(compile(test::ring_allreduce(4), test::a100(1, 4), o).fused_primitives, 0);
+}
+
+TEST(Lower, HpdsFusesOnlyInsideOneSubPipeline) {
+  // A ring uses every link once per step, so HPDS puts consecutive hops in different
+  // sub-pipelines, and fusing them would pull a link into a sub-pipeline that has it busy.
+  CompileResult r = compile(test::ring_allreduce(4), test::a100(1, 4), opts("hpds"));
+  EXPECT_EQ(r.fused_primitives, 0);
+  for (const RankPlan& rp : r.plan.ranks)
+    for (const ThreadBlock& tb : rp.tbs)
+      for (const Slot& s : tb.slots) EXPECT_LT(s.subpipeline, r.plan.num_subpipelines);
+}
+
+TEST(Lower, ContiguousChunksOnOneLinkAndStepAggregate) {
+  CompileResult r = compile(test::chain_broadcast(4), test::a100(1, 4), opts("hpds"));
+  EXPECT_EQ(r.aggregated_tasks, 3 * 3);  // 4 chunks per hop become one primitive
+  for (const RankPlan& rp : r.plan.ranks)
+    for (const ThreadBlock& tb : rp.tbs)
+      for (const Slot& s : tb.slots) {
+        EXPECT_EQ(s.count, 4);
+        EXPECT_EQ(s.tasks.size(), s.primitive == Primitive::RecvCopySend ? 8u : 4u);
+      }
+  CompileOptions o = opts("hpds");
+  o.aggregate = false;
+  EXPECT_EQ(compile(test::chain_broadcast(4), test::a100(1, 4), o).aggregated_tasks, 0);
+}
+
+TEST(Lower, InstancesComeFromTheTopologyUnlessGiven) {
+  // a100-2x4: a GPU drives 3 NVLink peers at once in HM AllReduce's busiest sub-pipeline:
+  // 300 GB/s / 3 / 20 GB/s per block = 5; a NIC carries one transfer: 25 / 10 = 3 (rounded up).
+  CompileResult r = compile(test::hm_allreduce(2, 4), test::a100(2, 4), opts("hpds", 0));
+  EXPECT_EQ(r.instances_intra, 5);
+  EXPECT_EQ(r.instances_inter, 3);
+  std::map<std::tuple<int, int, int>, int> per_connection;  // (src, dst, channel) -> slots
+  for (const RankPlan& rp : r.plan.ranks)
+    for (const ThreadBlock& tb : rp.tbs)
+      for (const Slot& s : tb.slots) {
+        if (s.send_peer < 0) continue;
+        bool intra = s.send_peer / 4 == rp.rank / 4;
+        EXPECT_EQ(s.instances, intra ? 5 : 3);
+        EXPECT_EQ(s.channel % s.instances, s.instance);
+        ++per_connection[{rp.rank, s.send_peer, s.channel}];
+      }
+  EXPECT_FALSE(per_connection.empty());
+  CompileResult two = compile(test::hm_allreduce(2, 4), test::a100(2, 4), opts("hpds", 2));
+  EXPECT_EQ(two.instances_intra, 2);
+  EXPECT_EQ(two.instances_inter, 2);
+}
+
+TEST(Lower, DependenciesPointToOtherThreadBlocksOfTheSameRank) {
+  for (const test::Case& c : test::all_cases()) {
+    CompileResult r = compile(c.algo, c.topo, opts("hpds", 2));
+    for (const RankPlan& rp : r.plan.ranks)
+      for (size_t t = 0; t < rp.tbs.size(); ++t)
+        for (const Slot& s : rp.tbs[t].slots)
+          for (const SlotDep& d : s.deps) {
+            ASSERT_NE(d.tb, static_cast<int32_t>(t));
+            ASSERT_LT(d.tb, static_cast<int32_t>(rp.tbs.size()));
+            const Slot& on = rp.tbs[d.tb].slots.at(d.slot);
+            // Instances wait only on instances whose share of a micro-batch overlaps theirs.
+            EXPECT_TRUE(int64_t(on.instance) * s.instances < int64_t(s.instance + 1) * on.instances &&
+                        int64_t(s.instance) * on.instances < int64_t(on.instance + 1) * s.instances);
+          }
+  }
+}
+
+TEST(Lower, OutOfPlaceNeverWritesTheInput) {
+  auto writes = [](Primitive p) { return p != Primitive::Send && p != Primitive::RecvReduceSend && p != Primitive::Nop; };
+  for (const test::Case& c : test::all_cases()) {
+    CompileOptions o = opts("hpds");
+    o.in_place = false;
+    CompileResult r = compile(c.algo, c.topo, o);
+    EXPECT_FALSE(r.plan.in_place);
+    for (const RankPlan& rp : r.plan.ranks)
+      for (const ThreadBlock& tb : rp.tbs)
+        for (const Slot& s : tb.slots)
+          if (writes(s.primitive)) {
+            EXPECT_NE(s.dst.buffer, Buffer::Input) << c.algo.name;
+          }
+  }
+  // ReduceScatter's partial sums of other ranks' chunks go to scratch slots: in a ring of 4,
+  // rank r reduces into chunks r-2 and r-3 (and its own, r, which is its output).
+  CompileOptions o = opts("hpds");
+  o.in_place = false;
+  EXPECT_EQ(compile(test::ring_reducescatter(4), test::a100(1, 4), o).plan.scratch_chunks, 2);
+  // AllGather's own chunk is copied from the input: one local copy per rank.
+  auto n = count_primitives(compile(test::ring_allgather(4), test::a100(1, 4), o).plan);
+  EXPECT_EQ(n[Primitive::Copy], 4);
+}
+
+}  // namespace
+}  // namespace weft
