@@ -1,0 +1,110 @@
+// The deadlock check: compiled plans pass; planted cycles and unpaired connections are named.
+#include <gtest/gtest.h>
+
+#include "builders.hpp"
+#include "compile/compiler.hpp"
+#include "compile/deadlock.hpp"
+#include "util/error.hpp"
+
+namespace weft {
+namespace {
+
+Slot prim(Primitive p, int send_peer, int recv_peer, int index) {
+  Slot s;
+  s.primitive = p;
+  s.send_peer = send_peer;
+  s.recv_peer = recv_peer;
+  s.src = s.dst = {Buffer::Output, index};
+  return s;
+}
+
+Plan two_ranks() {
+  Plan p;
+  p.algorithm = "planted";
+  p.collective = Collective::AllReduce;
+  p.num_ranks = 2;
+  p.input_chunks = p.output_chunks = 2;
+  p.ranks.resize(2);
+  for (int r = 0; r < 2; ++r) p.ranks[r].rank = r;
+  return p;
+}
+
+TEST(Deadlock, CompiledPlansAreFree) {
+  for (const test::Case& c : test::all_cases())
+    for (const char* sched : {"hpds", "algo", "stage", "rr", "gc3"}) {
+      CompileOptions o;
+      o.scheduler = sched;
+      DeadlockReport r = check_deadlock(compile(c.algo, c.topo, o).plan);
+      EXPECT_TRUE(r.ok) << c.algo.name << " " << sched << ": " << r.message;
+    }
+}
+
+TEST(Deadlock, BothRanksReceiveBeforeSending) {
+  // Each rank's only thread block first waits for the other's send: a cycle of two.
+  Plan p = two_ranks();
+  p.ranks[0].tbs = {{{prim(Primitive::Recv, -1, 1, 0), prim(Primitive::Send, 1, -1, 1)}}};
+  p.ranks[1].tbs = {{{prim(Primitive::Recv, -1, 0, 1), prim(Primitive::Send, 0, -1, 0)}}};
+  DeadlockReport r = check_deadlock(p);
+  ASSERT_FALSE(r.ok);
+  ASSERT_EQ(r.cycle.size(), 4u);
+  for (const CycleEntry& e : r.cycle) EXPECT_EQ(e.tb, 0);
+  EXPECT_NE(r.message.find("rank 0 tb 0 slot 0 (recv from 1)"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("rank 1 tb 0 slot 1 (send to 0)"), std::string::npos) << r.message;
+  EXPECT_THROW(check_deadlock_or_throw(p), Error);
+}
+
+TEST(Deadlock, DependencyCycleInACompiledPlan) {
+  CompileResult c = compile(test::hm_allreduce(2, 2), test::a100(2, 2));
+  ASSERT_TRUE(check_deadlock(c.plan).ok);
+  // Find a slot B of rank 0 that waits on a slot A of another thread block, and make A wait
+  // on B as well.
+  RankPlan& r0 = c.plan.ranks[0];
+  int a_tb = -1, a_slot = -1, b_tb = -1, b_slot = -1;
+  for (size_t t = 0; t < r0.tbs.size() && b_tb < 0; ++t)
+    for (size_t i = 0; i < r0.tbs[t].slots.size() && b_tb < 0; ++i)
+      if (!r0.tbs[t].slots[i].deps.empty()) {
+        b_tb = static_cast<int>(t), b_slot = static_cast<int>(i);
+        a_tb = r0.tbs[t].slots[i].deps[0].tb, a_slot = r0.tbs[t].slots[i].deps[0].slot;
+      }
+  ASSERT_GE(b_tb, 0);
+  r0.tbs[a_tb].slots[a_slot].deps.push_back({b_tb, b_slot});
+  DeadlockReport r = check_deadlock(c.plan);
+  ASSERT_FALSE(r.ok);
+  EXPECT_FALSE(r.cycle.empty());
+  bool names_a = false, names_b = false;
+  for (const CycleEntry& e : r.cycle) {
+    names_a = names_a || (e.rank == 0 && e.tb == a_tb && e.slot == a_slot);
+    names_b = names_b || (e.rank == 0 && e.tb == b_tb && e.slot == b_slot);
+  }
+  EXPECT_TRUE(names_a && names_b) << r.message;
+}
+
+TEST(Deadlock, UnpairedConnections) {
+  Plan p = two_ranks();
+  p.ranks[0].tbs = {{{prim(Primitive::Send, 1, -1, 0), prim(Primitive::Send, 1, -1, 1)}}};
+  p.ranks[1].tbs = {{{prim(Primitive::Recv, -1, 0, 0)}}};
+  DeadlockReport r = check_deadlock(p);
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.message, "connection 0->1 channel 0 has 2 sends but 1 receives");
+
+  p.ranks[0].tbs = {{{prim(Primitive::Send, 1, -1, 0)}}, {{prim(Primitive::Send, 1, -1, 1)}}};
+  p.ranks[1].tbs = {{{prim(Primitive::Recv, -1, 0, 0), prim(Primitive::Recv, -1, 0, 1)}}};
+  r = check_deadlock(p);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.message.find("driven by thread blocks 0 and 1 of rank 0"), std::string::npos) << r.message;
+}
+
+TEST(Deadlock, StructuralFaultsAreErrors) {
+  Plan p = two_ranks();
+  p.ranks[0].tbs = {{{prim(Primitive::Send, 7, -1, 0)}}};
+  try {
+    check_deadlock(p);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::Verify);
+    EXPECT_NE(std::string(e.what()).find("rank 0, thread block 0, slot 0 (send): send peer 7"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace weft

@@ -1,0 +1,90 @@
+// Plan files: round trip, and one clear error for each kind of bad file.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "builders.hpp"
+#include "compile/compiler.hpp"
+#include "ir/plan_json.hpp"
+#include "util/error.hpp"
+
+namespace weft {
+namespace {
+
+std::string error_of(const std::string& text) {
+  try {
+    plan_from_json(text, "bad.json");
+  } catch (const Error& e) {
+    return std::string(e.code() == ErrorCode::Parse ? "Parse" : e.code() == ErrorCode::Verify ? "Verify" : "other") + ": " +
+           e.what();
+  }
+  return "";
+}
+
+std::string small_plan_json() {
+  return plan_to_json(compile(test::ring_allreduce(2), test::a100(1, 2)).plan);
+}
+
+std::string replace(std::string s, const std::string& from, const std::string& to) {
+  size_t at = s.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) s.replace(at, from.size(), to);
+  return s;
+}
+
+TEST(PlanJson, RoundTripsExactly) {
+  for (const test::Case& c : test::all_cases())
+    for (const char* sched : {"hpds", "stage"})
+      for (bool in_place : {true, false}) {
+        CompileOptions o;
+        o.scheduler = sched;
+        o.in_place = in_place;
+        o.instances = 2;
+        Plan p = compile(c.algo, c.topo, o).plan;
+        p.algorithm += " \"quoted\"\\";
+        Plan q = plan_from_json(plan_to_json(p), "mem");
+        EXPECT_EQ(p, q) << c.algo.name;
+      }
+}
+
+TEST(PlanJson, SavesAndLoadsFiles) {
+  Plan p = compile(test::hm_allreduce(2, 2), test::a100(2, 2)).plan;
+  std::string path = testing::TempDir() + "weft_plan_test.json";
+  save_plan(p, path);
+  EXPECT_EQ(load_plan(path), p);
+  std::remove(path.c_str());
+  try {
+    load_plan(path);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::System);
+    EXPECT_EQ(std::string(e.what()), "cannot read plan file " + path);
+  }
+}
+
+TEST(PlanJson, BadFilesAreOneClearError) {
+  std::string good = small_plan_json();
+  EXPECT_EQ(error_of(good), "");
+  EXPECT_NE(error_of("{\"format\": ").find("Parse: bad.json: not valid JSON"), std::string::npos);
+  EXPECT_EQ(error_of("[1, 2]"), "Parse: bad.json: (top): expected a JSON object");
+  EXPECT_EQ(error_of(replace(good, "\"weft-plan\"", "\"msccl\"")),
+            "Parse: bad.json: format: is \"msccl\", expected \"weft-plan\"");
+  EXPECT_EQ(error_of(replace(good, "\"version\": 1", "\"version\": 2")),
+            "Parse: bad.json: version: plan format version 2 is not supported (this weft reads version 1)");
+  EXPECT_EQ(error_of(replace(good, "\"num_ranks\": 2", "\"num_ranks\": \"2\"")),
+            "Parse: bad.json: (top).num_ranks: expected an integer");
+  EXPECT_EQ(error_of(replace(good, "\"primitive\": \"rrc\"", "\"primitive\": \"teleport\"")),
+            "Parse: bad.json: ranks[0].tbs[0].slots[0].primitive: unknown primitive \"teleport\"");
+  EXPECT_EQ(error_of(replace(good, "\"src\": [\"output\",", "\"src\": [\"elsewhere\",")),
+            "Parse: bad.json: ranks[0].tbs[0].slots[0].src: unknown buffer \"elsewhere\" (input, output or scratch)");
+  EXPECT_EQ(error_of(replace(good, ", \"count\": 1", "")),
+            "Parse: bad.json: ranks[0].tbs[0].slots[0]: missing field \"count\"");
+  // Well-formed JSON, inconsistent plan: the structural check names the slot.
+  std::string bad_peer = error_of(replace(good, "\"send_peer\": 1", "\"send_peer\": 5"));
+  EXPECT_EQ(bad_peer.substr(0, 24), "Verify: bad.json: plan: ");
+  EXPECT_NE(bad_peer.find("send peer 5 is not another rank in [0, 2)"), std::string::npos) << bad_peer;
+}
+
+}  // namespace
+}  // namespace weft
