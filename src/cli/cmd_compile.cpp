@@ -1,16 +1,180 @@
-// `weft compile`: placeholder until its stage lands; replaced by the real command.
+// `weft compile`: algorithm + topology -> plan (docs/compile.md).
+//
+//   weft compile ALGO --topology T [--param k=v,...] [--scheduler S] [--alloc A]
+//                [--instances N] [--out-of-place] [--no-fuse] [--no-aggregate]
+//                [--protocol P] [--no-verify] [-o plan.json] [--json]
+//   weft compile --check plan.json [--json]
+//
+// Prints tasks, sub-pipelines, thread blocks per rank (max and mean), fused primitives and each
+// phase's time; --json prints the same as one JSON object. Bad input is one error line and a
+// non-zero exit (main.cpp turns a weft::Error into "weft: <message>" and status 2).
+#include <chrono>
 #include <cstdio>
+#include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "compile/compiler.hpp"
+#include "compile/deadlock.hpp"
+#include "compile/schedule.hpp"
+#include "compile/verify.hpp"
+#include "ir/plan_json.hpp"
+#include "ir/topology_io.hpp"
+#include "lang/load.hpp"
+#include "util/error.hpp"
+#include "util/text.hpp"
 
 namespace weft::cli {
+namespace {
+
+struct CompileArgs {
+  std::string algo, topology, params, scheduler = "hpds", allocator = "state", protocol = "Simple";
+  std::string output, check;
+  int instances = 0;
+  bool out_of_place = false, no_fuse = false, no_aggregate = false, no_verify = false, json = false;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::string fixed(double x, int digits) { return text::format("%.*f", digits, x); }
+
+nlohmann::json summary_json(const Plan& plan) {
+  nlohmann::json j;
+  j["algorithm"] = plan.algorithm;
+  j["topology"] = plan.topology;
+  j["scheduler"] = plan.scheduler;
+  j["allocator"] = plan.allocator;
+  j["execution"] = std::string(to_string(plan.execution));
+  j["in_place"] = plan.in_place;
+  j["ranks"] = plan.num_ranks;
+  j["subpipelines"] = plan.num_subpipelines;
+  j["tbs_per_rank_max"] = plan.max_tbs_per_rank();
+  j["tbs_per_rank_mean"] = plan.mean_tbs_per_rank();
+  return j;
+}
+
+void run_check(const CompileArgs& a) {
+  auto t0 = std::chrono::steady_clock::now();
+  Plan plan = load_plan(a.check);
+  DeadlockReport dl = check_deadlock(plan);
+  double secs = seconds_since(t0);
+  if (a.json) {
+    nlohmann::json j = summary_json(plan);
+    j["plan"] = a.check;
+    j["deadlock_free"] = dl.ok;
+    if (!dl.ok) j["deadlock"] = dl.message;
+    j["seconds"] = {{"check", secs}};
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    std::printf("%s: %s for %s, %s / %s, %s execution, %d ranks, %d thread blocks per rank (max), %s (mean)\n",
+                a.check.c_str(), plan.algorithm.c_str(), plan.topology.c_str(), plan.scheduler.c_str(),
+                plan.allocator.c_str(), std::string(to_string(plan.execution)).c_str(), plan.num_ranks,
+                plan.max_tbs_per_rank(), fixed(plan.mean_tbs_per_rank(), 1).c_str());
+    std::printf("%s\n", dl.ok ? "deadlock-free" : dl.message.c_str());
+  }
+  if (!dl.ok) fail(ErrorCode::Verify, a.check + ": " + dl.message);
+}
+
+void run_compile(const CompileArgs& a) {
+  CompileOptions o;
+  o.scheduler = a.scheduler;
+  o.allocator = a.allocator;
+  o.instances = a.instances;
+  o.in_place = !a.out_of_place;
+  o.fuse = !a.no_fuse;
+  o.aggregate = !a.no_aggregate;
+  o.protocol = a.protocol;
+  // Refuse bad options before the (possibly long) parse.
+  bool known = false;
+  for (std::string_view s : scheduler_names()) known = known || s == o.scheduler;
+  if (!known) fail(ErrorCode::InvalidArgument, "unknown scheduler '" + o.scheduler + "' (known: hpds, algo, stage, rr, gc3)");
+  if (o.allocator != "state" && o.allocator != "conn")
+    fail(ErrorCode::InvalidArgument, "unknown allocator '" + o.allocator + "' (known: state, conn)");
+  if (a.topology.empty()) fail(ErrorCode::InvalidArgument, "weft compile needs --topology (a preset such as a100-2x4, or a file)");
+  Topology topo = load_topology(a.topology);
+
+  auto t0 = std::chrono::steady_clock::now();
+  Algorithm algo = load_algorithm(a.algo, text::parse_kv_list(a.params));
+  double parse = seconds_since(t0);
+  double verify_secs = 0;
+  if (!a.no_verify) {
+    auto t1 = std::chrono::steady_clock::now();
+    verify_or_throw(algo);
+    verify_secs = seconds_since(t1);
+  }
+  CompileResult r = compile(algo, topo, o);
+  r.seconds.parse = parse;
+  r.seconds.verify = verify_secs;
+  r.seconds.total += parse + verify_secs;
+  if (!a.output.empty()) save_plan(r.plan, a.output);
+
+  if (a.json) {
+    nlohmann::json j = summary_json(r.plan);
+    j["tasks"] = r.graph.size();
+    j["slots"] = r.slots;
+    j["fused_primitives"] = r.fused_primitives;
+    j["aggregated_tasks"] = r.aggregated_tasks;
+    j["instances"] = {{"nvlink", r.instances_intra}, {"network", r.instances_inter}};
+    j["seconds"] = {{"parse", r.seconds.parse},       {"verify", r.seconds.verify}, {"analyse", r.seconds.analyse},
+                    {"schedule", r.seconds.schedule}, {"lower", r.seconds.lower},   {"total", r.seconds.total}};
+    j["plan"] = a.output.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.output);
+    std::printf("%s\n", j.dump(2).c_str());
+    return;
+  }
+  const Plan& p = r.plan;
+  std::printf("%s on %s: %s scheduler, %s allocation, %s, %s-level execution\n", p.algorithm.c_str(), p.topology.c_str(),
+              p.scheduler.c_str(), p.allocator.c_str(), p.in_place ? "in place" : "out of place",
+              std::string(to_string(p.execution)).c_str());
+  text::Table t({"", "value"});
+  t.add_row({"tasks", std::to_string(r.graph.size())});
+  t.add_row({"sub-pipelines", std::to_string(p.num_subpipelines)});
+  t.add_row({"thread blocks per rank, max", std::to_string(p.max_tbs_per_rank())});
+  t.add_row({"thread blocks per rank, mean", fixed(p.mean_tbs_per_rank(), 2)});
+  t.add_row({"slots (all ranks)", std::to_string(r.slots)});
+  t.add_row({"fused primitives (rcs, rrcs, rrs)", std::to_string(r.fused_primitives)});
+  t.add_row({"aggregated tasks", std::to_string(r.aggregated_tasks)});
+  t.add_row({"instances per NVLink / network connection",
+             std::to_string(r.instances_intra) + " / " + std::to_string(r.instances_inter)});
+  t.add_row({"seconds: parse", fixed(r.seconds.parse, 3)});
+  t.add_row({"seconds: verify", a.no_verify ? "skipped" : fixed(r.seconds.verify, 3)});
+  t.add_row({"seconds: analyse", fixed(r.seconds.analyse, 3)});
+  t.add_row({"seconds: schedule", fixed(r.seconds.schedule, 3)});
+  t.add_row({"seconds: lower", fixed(r.seconds.lower, 3)});
+  t.add_row({"seconds: total", fixed(r.seconds.total, 3)});
+  std::fputs(t.str().c_str(), stdout);
+  if (!a.output.empty()) std::printf("plan written to %s\n", a.output.c_str());
+}
+
+}  // namespace
 
 void register_compile(CLI::App& app) {
-  auto* cmd = app.add_subcommand("compile", "(not built yet)");
-  cmd->allow_extras();
-  cmd->callback([] {
-    std::fprintf(stderr, "weft compile: not built yet\n");
-    set_exit(2);
+  auto args = std::make_shared<CompileArgs>();
+  auto* cmd = app.add_subcommand("compile", "Compile an algorithm for a topology into a plan (docs/compile.md)");
+  cmd->add_option("algorithm", args->algo, "A .rccl or .xml file, or a built-in algorithm's name");
+  cmd->add_option("--topology,-t", args->topology, "A topology preset (a100-2x4, h200-1x8, ...) or a JSON file");
+  cmd->add_option("--param,-p", args->params, "Algorithm parameters, k=v,... (e.g. nRanks=16,GPUPerNode=8)");
+  cmd->add_option("--scheduler,-s", args->scheduler, "hpds (default), algo, stage, rr or gc3");
+  cmd->add_option("--alloc,-a", args->allocator, "Thread-block allocation: state (default) or conn");
+  cmd->add_option("--instances", args->instances, "Thread blocks per link, 1 to 64 (default 0: derived from the topology)");
+  cmd->add_flag("--out-of-place", args->out_of_place, "Lower for distinct input and output buffers");
+  cmd->add_flag("--no-fuse", args->no_fuse, "Do not fuse primitives into rcs / rrcs / rrs");
+  cmd->add_flag("--no-aggregate", args->no_aggregate, "Do not merge contiguous chunks on one link and step");
+  cmd->add_option("--protocol", args->protocol, "Simple (default), LL or LL128, recorded in the plan");
+  cmd->add_flag("--no-verify", args->no_verify, "Skip the symbolic verifier (the algorithm must be correct)");
+  cmd->add_option("--output,-o", args->output, "Write the plan to this JSON file (docs/plan-format.md)");
+  cmd->add_option("--check", args->check, "Load a plan file and check it (structure, deadlock) instead of compiling");
+  cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
+  cmd->callback([args] {
+    if (!args->check.empty()) {
+      if (!args->algo.empty()) fail(ErrorCode::InvalidArgument, "weft compile --check takes a plan file, not an algorithm");
+      run_check(*args);
+      return;
+    }
+    if (args->algo.empty()) fail(ErrorCode::InvalidArgument, "weft compile needs an algorithm (a file or a built-in name)");
+    run_compile(*args);
   });
 }
 
