@@ -128,23 +128,21 @@ void run_compile(const CompileArgs& a) {
   std::printf("%s on %s: %s scheduler, %s allocation, %s, %s-level execution\n", p.algorithm.c_str(), p.topology.c_str(),
               p.scheduler.c_str(), p.allocator.c_str(), p.in_place ? "in place" : "out of place",
               std::string(to_string(p.execution)).c_str());
-  text::Table t({"", "value"});
-  t.add_row({"tasks", std::to_string(r.graph.size())});
-  t.add_row({"sub-pipelines", std::to_string(p.num_subpipelines)});
-  t.add_row({"thread blocks per rank, max", std::to_string(p.max_tbs_per_rank())});
-  t.add_row({"thread blocks per rank, mean", fixed(p.mean_tbs_per_rank(), 2)});
-  t.add_row({"slots (all ranks)", std::to_string(r.slots)});
-  t.add_row({"fused primitives (rcs, rrcs, rrs)", std::to_string(r.fused_primitives)});
-  t.add_row({"aggregated tasks", std::to_string(r.aggregated_tasks)});
-  t.add_row({"instances per NVLink / network connection",
-             std::to_string(r.instances_intra) + " / " + std::to_string(r.instances_inter)});
-  t.add_row({"seconds: parse", fixed(r.seconds.parse, 3)});
-  t.add_row({"seconds: verify", a.no_verify ? "skipped" : fixed(r.seconds.verify, 3)});
-  t.add_row({"seconds: analyse", fixed(r.seconds.analyse, 3)});
-  t.add_row({"seconds: schedule", fixed(r.seconds.schedule, 3)});
-  t.add_row({"seconds: lower", fixed(r.seconds.lower, 3)});
-  t.add_row({"seconds: total", fixed(r.seconds.total, 3)});
-  std::fputs(t.str().c_str(), stdout);
+  auto line = [](const char* what, const std::string& value) { std::printf("  %-42s %s\n", what, value.c_str()); };
+  line("tasks", std::to_string(r.graph.size()));
+  line("sub-pipelines", std::to_string(p.num_subpipelines));
+  line("thread blocks per rank, max", std::to_string(p.max_tbs_per_rank()));
+  line("thread blocks per rank, mean", fixed(p.mean_tbs_per_rank(), 2));
+  line("slots, all ranks", std::to_string(r.slots));
+  line("fused primitives (rcs, rrcs, rrs)", std::to_string(r.fused_primitives));
+  line("aggregated tasks", std::to_string(r.aggregated_tasks));
+  line("instances per NVLink / network connection", std::to_string(r.instances_intra) + " / " + std::to_string(r.instances_inter));
+  line("seconds: parse", fixed(r.seconds.parse, 3));
+  line("seconds: verify", a.no_verify ? "skipped" : fixed(r.seconds.verify, 3));
+  line("seconds: analyse", fixed(r.seconds.analyse, 3));
+  line("seconds: schedule", fixed(r.seconds.schedule, 3));
+  line("seconds: lower", fixed(r.seconds.lower, 3));
+  line("seconds: total", fixed(r.seconds.total, 3));
   if (!a.output.empty()) std::printf("plan written to %s\n", a.output.c_str());
 }
 
