@@ -1,0 +1,176 @@
+/* weft: the C API.
+ *
+ * A collective communication library for GPUs. The calls, types and enum values follow
+ * NCCL's, so that an NCCL-compatible library maps onto these one to one:
+ *
+ *   weftUniqueId id;  if (rank == 0) weftGetUniqueId(&id);  (share id with every rank)
+ *   weftComm_t comm;  weftCommInitRank(&comm, nranks, id, rank);
+ *   weftAllReduce(sendbuf, recvbuf, count, weftFloat32, weftSum, comm, stream);
+ *   weftCommDestroy(comm);
+ *
+ * Every call returns a weftResult_t; weftGetLastError() returns the message of the last
+ * failure on the calling thread (what failed and where: rank, peer, thread block, slot).
+ * Collectives are asynchronous on `stream` and capturable in CUDA graphs. A peer that
+ * stops answering surfaces as weftTimeout within WEFT_TIMEOUT seconds, from the call,
+ * from weftCommGetAsyncError, or from the next call on the communicator.
+ * docs/c-api.md documents each call.
+ */
+#ifndef WEFT_WEFT_H_
+#define WEFT_WEFT_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define WEFT_MAJOR 0
+#define WEFT_MINOR 1
+#define WEFT_PATCH 0
+/** The value weftGetVersion() returns: major * 10000 + minor * 100 + patch. */
+#define WEFT_VERSION_CODE (WEFT_MAJOR * 10000 + WEFT_MINOR * 100 + WEFT_PATCH)
+
+/** Result codes; 0 to 7 have NCCL's values. */
+typedef enum {
+  weftSuccess = 0,
+  weftUnhandledCudaError = 1, /**< a CUDA call failed */
+  weftSystemError = 2,        /**< an OS call failed (socket, thread, file) */
+  weftInternalError = 3,      /**< a bug in weft */
+  weftInvalidArgument = 4,    /**< a bad value was passed */
+  weftInvalidUsage = 5,       /**< a call not allowed in this state, or unsupported */
+  weftRemoteError = 6,        /**< a peer failed, vanished, or disagrees (version, size) */
+  weftInProgress = 7,         /**< an asynchronous operation has not finished */
+  weftTimeout = 8,            /**< a bounded wait ran out (host or device) */
+  weftParseError = 9,         /**< an input file is malformed */
+  weftVerifyError = 10,       /**< an algorithm or plan fails verification */
+  weftNumResults = 11
+} weftResult_t;
+
+/** Element types; values as NCCL's. */
+typedef enum {
+  weftInt8 = 0, weftChar = 0,
+  weftUint8 = 1,
+  weftInt32 = 2, weftInt = 2,
+  weftUint32 = 3,
+  weftInt64 = 4,
+  weftUint64 = 5,
+  weftFloat16 = 6, weftHalf = 6,
+  weftFloat32 = 7, weftFloat = 7,
+  weftFloat64 = 8, weftDouble = 8,
+  weftBfloat16 = 9,
+  weftNumTypes = 10
+} weftDataType_t;
+
+/** Reduction operators; values as NCCL's. fp16 and bf16 are reduced in fp32. weftAvg
+ *  divides the sum by the number of ranks (integer division for integer types). */
+typedef enum {
+  weftSum = 0,
+  weftProd = 1,
+  weftMax = 2,
+  weftMin = 3,
+  weftAvg = 4,
+  weftNumOps = 5
+} weftRedOp_t;
+
+#define WEFT_UNIQUE_ID_BYTES 128
+/** Opaque rendezvous token: the bootstrap root's address and a random magic. Create it
+ *  on one rank with weftGetUniqueId and hand the same bytes to every rank. */
+typedef struct {
+  char internal[WEFT_UNIQUE_ID_BYTES];
+} weftUniqueId;
+
+typedef struct weftComm* weftComm_t;
+
+/** A CUDA stream (cudaStream_t), declared here so that this header needs no CUDA header. */
+typedef struct CUstream_st* weftStream_t;
+
+/** Writes WEFT_VERSION_CODE of the loaded library to *version. */
+weftResult_t weftGetVersion(int* version);
+
+/** Creates a rendezvous token and starts, in the calling process, the bootstrap root
+ *  that waits (WEFT_BOOTSTRAP_TIMEOUT seconds) for the ranks of one communicator. */
+weftResult_t weftGetUniqueId(weftUniqueId* uniqueId);
+
+/** Creates rank `rank` of a communicator of `nranks` ranks on the current CUDA device.
+ *  Blocks until every rank has joined; a rank that does not join within
+ *  WEFT_BOOTSTRAP_TIMEOUT seconds, or runs another weft version, is an error that names it. */
+weftResult_t weftCommInitRank(weftComm_t* comm, int nranks, weftUniqueId commId, int rank);
+
+/** Creates `ndev` communicators of one process, rank i on device devlist[i] (devices
+ *  0..ndev-1 when devlist is NULL). */
+weftResult_t weftCommInitAll(weftComm_t* comms, int ndev, const int* devlist);
+
+/** Creates a communicator from the launcher's environment: mpirun (OMPI_COMM_WORLD_RANK,
+ *  OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK; PMI_RANK, PMI_SIZE) or torchrun
+ *  (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT). Selects device LOCAL_RANK
+ *  modulo the device count. The rendezvous address comes from WEFT_BOOTSTRAP_ADDR, else
+ *  MASTER_ADDR:MASTER_PORT, else a file under WEFT_BOOTSTRAP_DIR named after the job. */
+weftResult_t weftCommInitFromEnv(weftComm_t* comm);
+
+/** Waits for the communicator's work to finish (bounded by WEFT_TIMEOUT) and frees it. */
+weftResult_t weftCommDestroy(weftComm_t comm);
+
+/** Stops the communicator's kernels at their next wait and frees it without waiting for peers. */
+weftResult_t weftCommAbort(weftComm_t comm);
+
+weftResult_t weftCommCount(const weftComm_t comm, int* count);
+weftResult_t weftCommCuDevice(const weftComm_t comm, int* device);
+weftResult_t weftCommUserRank(const weftComm_t comm, int* rank);
+
+/** Writes weftSuccess, or the error a kernel of this communicator recorded (weftTimeout
+ *  when a peer stopped answering), to *asyncError. */
+weftResult_t weftCommGetAsyncError(weftComm_t comm, weftResult_t* asyncError);
+
+/** A static string naming the result code. */
+const char* weftGetErrorString(weftResult_t result);
+
+/** The message of the last failed call on this thread ("" if none); valid until the next
+ *  failing call on this thread. The comm argument is accepted for NCCL's signature and may be NULL. */
+const char* weftGetLastError(weftComm_t comm);
+
+/* Collectives. Every rank calls each collective in the same order with the same count,
+ * type and op. In place when sendbuff == recvbuff (AllGather: sendbuff == recvbuff +
+ * rank * sendcount; ReduceScatter: recvbuff == sendbuff + rank * recvcount). Counts may
+ * be 0 (nothing happens) and need not divide by anything. */
+weftResult_t weftAllReduce(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype,
+                           weftRedOp_t op, weftComm_t comm, weftStream_t stream);
+weftResult_t weftAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, weftDataType_t datatype,
+                           weftComm_t comm, weftStream_t stream);
+weftResult_t weftReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, weftDataType_t datatype,
+                               weftRedOp_t op, weftComm_t comm, weftStream_t stream);
+weftResult_t weftBroadcast(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype, int root,
+                           weftComm_t comm, weftStream_t stream);
+/** The result lands in recvbuff of `root` only (recvbuff of other ranks is not touched). */
+weftResult_t weftReduce(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype, weftRedOp_t op,
+                        int root, weftComm_t comm, weftStream_t stream);
+/** Rank r sends block p (count elements at sendbuff + p * count) to rank p, which stores
+ *  it as its block r of recvbuff. */
+weftResult_t weftAllToAll(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype,
+                          weftComm_t comm, weftStream_t stream);
+
+/* Point to point. Sends and receives between one pair of ranks match in call order and
+ * must agree on count and type. Inside weftGroupStart/weftGroupEnd they are issued
+ * together as one launch per communicator, which is what avoids deadlock when two ranks
+ * send to each other. */
+weftResult_t weftSend(const void* sendbuff, size_t count, weftDataType_t datatype, int peer, weftComm_t comm,
+                      weftStream_t stream);
+weftResult_t weftRecv(void* recvbuff, size_t count, weftDataType_t datatype, int peer, weftComm_t comm,
+                      weftStream_t stream);
+weftResult_t weftGroupStart(void);
+weftResult_t weftGroupEnd(void);
+
+/** Registers a user buffer with the communicator (collective: every rank calls it, in the
+ *  same order) so that peers can map it; *handle identifies it for weftCommDeregister. */
+weftResult_t weftCommRegister(const weftComm_t comm, void* buff, size_t size, void** handle);
+weftResult_t weftCommDeregister(const weftComm_t comm, void* handle);
+
+/** Device memory suitable for registration and CUDA IPC (cudaMalloc underneath). */
+weftResult_t weftMemAlloc(void** ptr, size_t size);
+weftResult_t weftMemFree(void* ptr);
+
+#ifdef __cplusplus
+}  /* extern "C" */
+#endif
+
+#endif  /* WEFT_WEFT_H_ */

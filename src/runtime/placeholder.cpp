@@ -1,1 +1,0 @@
-// Replaced by the runtime's first real source file.
