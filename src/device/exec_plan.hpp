@@ -1,0 +1,198 @@
+// The executor's view of a Plan: flat arrays in device memory, and the geometry that maps
+// (slot, micro-batch, instance) to element ranges of the call's buffers.
+//
+// Host code (runtime/plan_lowering, the CPU emulator) and the interpreter kernel include
+// this file, so that the addressing they compute is the same code.
+//
+// Geometry. A buffer is `groups` groups of `n` elements (one group for AllReduce, one per
+// rank for AllGather's output, ReduceScatter's input and AllToAll's buffers), each group cut
+// into `k` chunk slots of `stride` elements (stride = ceil(n / k) rounded up to 16 bytes);
+// the last slots of a group are shorter or empty: elements past `n` are padding that no
+// access touches. Scratch chunks are `stride` elements each, all valid. Chunk slot j is
+// cut into micro-batches of `mb` elements; a slot with I instances gives instance i the
+// part [i * part, (i + 1) * part) of each micro-batch, part = ceil(mb / I) rounded up to
+// 16 bytes. A message on a connection carries, for each of the slot's `count` chunks, that
+// chunk's part at offset c * part (elements) of the staging slot; sender and receiver
+// compute the same offsets because a transfer keeps a chunk's position within its group.
+#pragma once
+
+#include <cstdint>
+
+#include "weft/device/macros.hpp"
+
+namespace weft::exec {
+
+enum BufferId : uint8_t { kInput = 0, kOutput = 1, kScratch = 2 };
+
+/// Primitive codes, equal to weft::Primitive's values (static_assert in plan_lowering.cpp).
+enum Prim : uint8_t {
+  kSend = 0, kRecv, kRecvReduceCopy, kRecvCopySend, kRecvReduceCopySend, kRecvReduceSend, kCopy, kReduce, kNop
+};
+
+enum Protocol : uint8_t { kSimple = 0, kLL = 1, kLL128 = 2 };
+enum Model : uint8_t { kTaskModel = 0, kAlgorithmModel = 1 };
+
+/// One pipeline slot, as the interpreter reads it (32 bytes).
+struct DevSlot {
+  uint8_t prim;
+  uint8_t src_buf;
+  uint8_t dst_buf;
+  uint8_t pad;
+  int16_t send_conn;  ///< index into the rank's DevConn table, -1 if none
+  int16_t recv_conn;
+  int32_t src_index;  ///< first chunk slot
+  int32_t dst_index;
+  int32_t count;      ///< consecutive chunk slots
+  int16_t instance;
+  int16_t instances;
+  int32_t dep_begin;  ///< deps[dep_begin .. dep_begin + ndeps) are counter indices
+  int32_t ndeps;
+};
+static_assert(sizeof(DevSlot) == 32);
+
+/// A thread block's slots: slots[slot_begin .. slot_begin + nslots).
+struct DevTB {
+  int32_t slot_begin;
+  int32_t nslots;
+};
+
+/// One end of a connection (a FIFO of `depth` staging slots in the receiver's memory).
+/// Send end: staging/ll_staging/posted point into the peer, acked and pos are local.
+/// Receive end: staging/ll_staging/posted/pos are local, acked points into the peer.
+/// Message q uses staging slot q % depth; the sender may write it once acked >= q - depth + 1.
+struct DevConn {
+  char* staging;       ///< Simple: depth slots of slot_bytes
+  char* ll_staging;    ///< LL: depth slots of ll_slot_bytes (16-byte packets, 8 data bytes each)
+  uint64_t* posted;    ///< Simple: messages written so far (sender bumps, receiver polls)
+  uint64_t* acked;     ///< messages consumed so far (receiver bumps, sender polls)
+  uint64_t* pos;       ///< this end's message count, persistent across launches
+  int32_t peer;
+  int32_t depth;
+  uint32_t slot_bytes;
+  uint32_t ll_slot_bytes;
+};
+
+/// Per-call geometry (see the file comment). All counts in elements.
+struct Geometry {
+  uint64_t n = 0;          ///< elements per group
+  uint64_t stride = 0;     ///< chunk slot stride
+  uint64_t mb = 0;         ///< micro-batch
+  uint32_t nmb = 0;        ///< micro-batches per chunk slot
+  uint32_t elem_size = 1;  ///< bytes
+  int32_t k[3] = {1, 1, 1};  ///< chunk slots per group, per buffer
+};
+
+/// Elements a part covers for `instances` instances: ceil(mb / instances) rounded up to
+/// 16 bytes, at least one element.
+WEFT_HOST_DEVICE_INLINE uint64_t part_elems(const Geometry& g, int instances) {
+  uint64_t align = g.elem_size >= 16 ? 1 : 16 / g.elem_size;
+  uint64_t p = (g.mb + static_cast<uint64_t>(instances) - 1) / static_cast<uint64_t>(instances);
+  return (p + align - 1) / align * align;
+}
+
+/// The element range [lo, hi) within a chunk slot that micro-batch `m`, instance `inst`
+/// of `instances` covers (hi <= lo: nothing).
+struct Range {
+  uint64_t lo;
+  uint64_t hi;
+};
+WEFT_HOST_DEVICE_INLINE Range piece_range(const Geometry& g, uint32_t m, int inst, int instances) {
+  uint64_t part = part_elems(g, instances);
+  uint64_t mb_lo = static_cast<uint64_t>(m) * g.mb;
+  uint64_t mb_hi = mb_lo + g.mb < g.stride ? mb_lo + g.mb : g.stride;
+  uint64_t lo = mb_lo + static_cast<uint64_t>(inst) * part;
+  uint64_t hi = lo + part < mb_hi ? lo + part : mb_hi;
+  if (lo > hi) lo = hi;
+  return {lo, hi};
+}
+
+/// Where chunk slot `j` of buffer `b` starts, in elements from the buffer's base.
+WEFT_HOST_DEVICE_INLINE uint64_t chunk_offset(const Geometry& g, int b, int64_t j) {
+  if (b == kScratch) return static_cast<uint64_t>(j) * g.stride;
+  uint64_t k = static_cast<uint64_t>(g.k[b]);
+  uint64_t group = static_cast<uint64_t>(j) / k, sub = static_cast<uint64_t>(j) % k;
+  return group * g.n + sub * g.stride;
+}
+
+/// How many elements of chunk slot `j` of buffer `b` hold data (the rest is padding).
+WEFT_HOST_DEVICE_INLINE uint64_t chunk_valid(const Geometry& g, int b, int64_t j) {
+  if (b == kScratch) return g.stride;
+  uint64_t sub = static_cast<uint64_t>(j) % static_cast<uint64_t>(g.k[b]);
+  uint64_t start = sub * g.stride;
+  if (start >= g.n) return 0;
+  return g.n - start < g.stride ? g.n - start : g.stride;
+}
+
+WEFT_HOST_DEVICE_INLINE bool prim_sends(int p) {
+  return p == kSend || p == kRecvCopySend || p == kRecvReduceCopySend || p == kRecvReduceSend;
+}
+WEFT_HOST_DEVICE_INLINE bool prim_receives(int p) {
+  return p == kRecv || p == kRecvReduceCopy || p == kRecvCopySend || p == kRecvReduceCopySend || p == kRecvReduceSend;
+}
+/// Whether the primitive reads its `src` operand.
+WEFT_HOST_DEVICE_INLINE bool prim_reads_src(int p) {
+  return p == kSend || p == kRecvReduceCopy || p == kRecvReduceCopySend || p == kRecvReduceSend || p == kCopy ||
+         p == kReduce;
+}
+/// Whether the primitive writes its `dst` operand.
+WEFT_HOST_DEVICE_INLINE bool prim_writes_dst(int p) {
+  return p == kRecv || p == kRecvReduceCopy || p == kRecvCopySend || p == kRecvReduceCopySend || p == kCopy ||
+         p == kReduce;
+}
+
+/// For piece (chunk c of a slot, range r), the number of elements the primitive touches:
+/// the range clipped to the valid part of every user buffer it reads or writes.
+WEFT_HOST_DEVICE_INLINE uint64_t piece_valid(const Geometry& g, const DevSlot& s, int c, Range r) {
+  if (r.hi <= r.lo) return 0;
+  uint64_t valid = r.hi;
+  if (prim_reads_src(s.prim)) {
+    uint64_t v = chunk_valid(g, s.src_buf, s.src_index + c);
+    if (v < valid) valid = v;
+  }
+  if (prim_writes_dst(s.prim)) {
+    uint64_t v = chunk_valid(g, s.dst_buf, s.dst_index + c);
+    if (v < valid) valid = v;
+  }
+  return valid > r.lo ? valid - r.lo : 0;
+}
+
+/// What a device wait was waiting for, recorded on timeout.
+enum WaitKind : int32_t { kWaitNone = 0, kWaitDependency = 1, kWaitData = 2, kWaitCredit = 3, kWaitPacket = 4 };
+
+/// The record a timed-out kernel leaves in host-mapped memory (written once, `valid` last).
+struct ErrorRecord {
+  volatile uint32_t valid;
+  int32_t rank;
+  int32_t tb;
+  int32_t slot;
+  int32_t what;   ///< WaitKind
+  int32_t peer;   ///< rank waited on, -1 for a dependency inside the rank
+  int32_t mb;     ///< micro-batch
+  int32_t dep_tb; ///< for a dependency: the thread block and slot waited on
+  uint64_t expected;
+  uint64_t seen;
+  double waited_s;
+};
+
+/// Everything one launch of the interpreter needs (passed by value).
+struct ExecArgs {
+  const DevTB* tbs;
+  const DevSlot* slots;
+  const int32_t* deps;       ///< counter indices (this rank's slot numbers)
+  const int32_t* dep_tbs;    ///< for error messages: the thread block of each dep
+  const DevConn* conns;
+  uint64_t* counters;        ///< one per slot of this rank, persistent
+  char* buf[3];              ///< input, output, scratch
+  Geometry geo;
+  int32_t rank;
+  uint8_t model;             ///< Model
+  uint8_t protocol;          ///< Protocol
+  uint8_t op;                ///< weftRedOp_t (Avg runs as Sum)
+  uint8_t dtype;             ///< weftDataType_t
+  uint64_t timeout_ns;
+  uint32_t* error_claim;     ///< device memory: the first timed-out thread claims it
+  ErrorRecord* error;        ///< host-mapped
+  volatile uint32_t* abort;  ///< host-mapped: set by weftCommAbort
+};
+
+}  // namespace weft::exec

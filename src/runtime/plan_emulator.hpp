@@ -1,0 +1,34 @@
+// A CPU emulator of the executor: runs a lowered plan on host buffers with the kernel's
+// geometry, FIFO depth and message order, one state machine per thread block, and
+// detects deadlock (no thread block can make progress) exactly. Tests run every built-in
+// (and compiled) plan through it on many shapes before any of them reaches a GPU.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "device/exec_plan.hpp"
+#include "runtime/plan_lowering.hpp"
+
+namespace weft {
+
+/// One rank's buffers for the emulator (may alias, as in-place calls do).
+struct EmuBuffers {
+  uint8_t* buf[3] = {nullptr, nullptr, nullptr};  ///< input, output, scratch
+};
+
+struct EmuResult {
+  bool ok = true;
+  std::string error;       ///< deadlock description when !ok
+  uint64_t messages = 0;   ///< messages moved
+  uint64_t invocations = 0;
+};
+
+/// Runs the plan on `bufs` (one per rank) for geometry `g`, element type `dtype` and
+/// reduction `op` (weft values; Avg combines as Sum), with connection FIFOs of `depth`
+/// messages. Returns !ok with the blocked thread blocks listed when it deadlocks.
+EmuResult emulate(const LoweredPlan& lp, const exec::Geometry& g, int depth, std::vector<EmuBuffers>& bufs,
+                  int dtype, int op);
+
+}  // namespace weft
