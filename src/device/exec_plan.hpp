@@ -165,6 +165,7 @@ struct ErrorRecord {
   int32_t rank;
   int32_t tb;
   int32_t slot;
+  int32_t prim;   ///< Prim of the slot
   int32_t what;   ///< WaitKind
   int32_t peer;   ///< rank waited on, -1 for a dependency inside the rank
   int32_t mb;     ///< micro-batch

@@ -1,0 +1,334 @@
+// The plan interpreter: one CUDA block per thread block of the rank's plan, walking its
+// slots and micro-batches (device/exec_plan.hpp says how addresses are computed, and
+// runtime/plan_lowering.hpp how connections are numbered).
+//
+// Per invocation (slot s, micro-batch k), thread 0 waits, bounded by the deadline:
+//   - on every dependency's counter to reach base + k + 1 (base: the counters' common
+//     value when the launch started; counters only grow, so no reset between launches or
+//     graph replays);
+//   - if s receives (Simple): on the connection's `posted` counter for the next message;
+//   - if s sends: on `acked` for a free staging slot.
+// Then the whole block moves the data; then thread 0 publishes (release stores): `posted`
+// at the receiver (always, so that Simple and LL messages share one count), `acked` at the
+// sender, and the slot's own counter. LL receives poll their packets instead of `posted`.
+// A wait that times out records rank, thread block, slot, micro-batch and what it waited
+// for in host-mapped memory and ends the block; the other blocks see the claim and end too.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "device/exec_plan.hpp"
+#include "device/reduce_ops.cuh"
+#include "weft/device/atomics.hpp"
+#include "weft/device/packet.hpp"
+#include "weft/device/wait.hpp"
+
+namespace weft::exec {
+
+constexpr int kMaxThreads = 512;
+
+struct BlockShared {
+  uint64_t base;
+  uint64_t rpos;
+  uint64_t spos;
+  int wait_status[2];
+  int proc_status[2];
+};
+
+struct Invocation {
+  const ExecArgs* a;
+  device::Deadline dl;
+  uint64_t start_ns;
+  int32_t tb;
+  int32_t tb_first_slot;
+};
+
+WEFT_DEVICE_INLINE void record_error(const Invocation& iv, device::WaitResult r, int32_t gslot, int32_t prim,
+                                     int32_t what, int32_t peer, uint32_t mb, int32_t dep_tb, uint64_t expected,
+                                     uint64_t seen) {
+  if (r != device::WaitResult::Timeout) return;  // aborted: another block or the host already reported
+  const ExecArgs& a = *iv.a;
+  if (atomicCAS(a.error_claim, 0u, 1u) != 0u) return;
+  ErrorRecord* e = a.error;
+  e->rank = a.rank;
+  e->tb = iv.tb;
+  e->slot = gslot - iv.tb_first_slot;
+  e->prim = prim;
+  e->what = what;
+  e->peer = peer;
+  e->mb = static_cast<int32_t>(mb);
+  e->dep_tb = dep_tb;
+  e->expected = expected;
+  e->seen = seen;
+  e->waited_s = static_cast<double>(device::globaltimer() - iv.start_ns) * 1e-9;
+  __threadfence_system();
+  e->valid = 1;
+  __threadfence_system();
+}
+
+/// The block moves n elements: x = a (op) b (b may be null), then x to o1 and/or o2.
+/// a and b may be staging memory another GPU wrote: every load bypasses L1.
+template <typename T, int Op>
+__device__ __noinline__ void move_simple(const T* a, const T* b, T* o1, T* o2, uint64_t n) {
+  const uint32_t tid = threadIdx.x, nth = blockDim.x;
+  uint64_t done = 0;
+  const uintptr_t align = reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b) |
+                          reinterpret_cast<uintptr_t>(o1) | reinterpret_cast<uintptr_t>(o2);
+  if ((align & 15u) == 0) {
+    const uint64_t nvec = n * sizeof(T) / 16;
+    const uint4* av = reinterpret_cast<const uint4*>(a);
+    const uint4* bv = reinterpret_cast<const uint4*>(b);
+    uint4* v1 = reinterpret_cast<uint4*>(o1);
+    uint4* v2 = reinterpret_cast<uint4*>(o2);
+    constexpr uint32_t kU = 4;
+    uint64_t i = tid;
+    for (; i + (kU - 1) * nth < nvec; i += kU * nth) {
+      uint4 x[kU];
+#pragma unroll
+      for (uint32_t u = 0; u < kU; ++u) x[u] = device::ld_cg_v4(av + i + u * nth);
+      if (bv != nullptr) {
+        uint4 y[kU];
+#pragma unroll
+        for (uint32_t u = 0; u < kU; ++u) y[u] = device::ld_cg_v4(bv + i + u * nth);
+#pragma unroll
+        for (uint32_t u = 0; u < kU; ++u) x[u] = apply16<T, Op>(x[u], y[u]);
+      }
+      if (v1 != nullptr) {
+#pragma unroll
+        for (uint32_t u = 0; u < kU; ++u) v1[i + u * nth] = x[u];
+      }
+      if (v2 != nullptr) {
+#pragma unroll
+        for (uint32_t u = 0; u < kU; ++u) v2[i + u * nth] = x[u];
+      }
+    }
+    for (; i < nvec; i += nth) {
+      uint4 x = device::ld_cg_v4(av + i);
+      if (bv != nullptr) x = apply16<T, Op>(x, device::ld_cg_v4(bv + i));
+      if (v1 != nullptr) v1[i] = x;
+      if (v2 != nullptr) v2[i] = x;
+    }
+    done = nvec * 16 / sizeof(T);
+  }
+  for (uint64_t i = done + tid; i < n; i += nth) {
+    T x = ld_cg(a + i);
+    if (b != nullptr) x = apply_op<Op>(x, ld_cg(b + i));
+    if (o1 != nullptr) o1[i] = x;
+    if (o2 != nullptr) o2[i] = x;
+  }
+}
+
+template <typename T>
+WEFT_DEVICE_INLINE void move_simple_op(int op, const T* a, const T* b, T* o1, T* o2, uint64_t n) {
+  if (b == nullptr || op == 0 || op == 4) return move_simple<T, 0>(a, b, o1, o2, n);
+  if (op == 1) return move_simple<T, 1>(a, b, o1, o2, n);
+  if (op == 2) return move_simple<T, 2>(a, b, o1, o2, n);
+  return move_simple<T, 3>(a, b, o1, o2, n);
+}
+
+/// LL: the block moves `bytes` word by word; `in` packets are polled (flag rflag), `out`
+/// packets written (flag sflag). Returns the failed wait, if any, for this thread.
+template <typename T, int Op>
+__device__ __noinline__ device::WaitResult move_ll(int prim, const char* src, const device::LLPacket* in, char* dst,
+                                                   device::LLPacket* out, uint64_t bytes, uint32_t rflag,
+                                                   uint32_t sflag, device::Deadline dl) {
+  const uint64_t words = (bytes + 7) / 8;
+  for (uint64_t w = threadIdx.x; w < words; w += blockDim.x) {
+    uint64_t x = 0, s = 0, v;
+    if (in != nullptr) {
+      device::WaitResult r = device::spin_until([&] { return device::ll_try_read(in + w, rflag, x); }, dl);
+      if (r != device::WaitResult::Ok) return r;
+    }
+    if (src != nullptr) s = device::load_word(src, w * 8, bytes);
+    switch (prim) {
+      case kSend:
+      case kCopy: v = s; break;
+      case kRecv:
+      case kRecvCopySend: v = x; break;
+      case kReduce: v = apply8<T, Op>(device::load_word(dst, w * 8, bytes), s); break;
+      default: v = apply8<T, Op>(s, x); break;
+    }
+    if (dst != nullptr) device::store_word(dst, w * 8, bytes, v);
+    if (out != nullptr) device::ll_write(out + w, v, sflag);
+  }
+  return device::WaitResult::Ok;
+}
+
+template <typename T>
+WEFT_DEVICE_INLINE device::WaitResult move_ll_op(int op, int prim, const char* src, const device::LLPacket* in,
+                                                 char* dst, device::LLPacket* out, uint64_t bytes, uint32_t rflag,
+                                                 uint32_t sflag, const device::Deadline& dl) {
+  switch (op) {
+    case 1: return move_ll<T, 1>(prim, src, in, dst, out, bytes, rflag, sflag, dl);
+    case 2: return move_ll<T, 2>(prim, src, in, dst, out, bytes, rflag, sflag, dl);
+    case 3: return move_ll<T, 3>(prim, src, in, dst, out, bytes, rflag, sflag, dl);
+    default: return move_ll<T, 0>(prim, src, in, dst, out, bytes, rflag, sflag, dl);
+  }
+}
+
+/// One invocation of slot `gs` for micro-batch `k`; false when the block must stop.
+template <typename T>
+__device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32_t k, uint32_t par) {
+  const ExecArgs& a = *iv.a;
+  const DevSlot s = a.slots[gs];
+  const bool sends = prim_sends(s.prim), recvs = prim_receives(s.prim);
+  const bool ll = a.protocol == kLL;
+  const DevConn* rc = recvs ? &a.conns[s.recv_conn] : nullptr;
+  const DevConn* sc = sends ? &a.conns[s.send_conn] : nullptr;
+  if (threadIdx.x == 0) {
+    int st = 0;
+    const uint64_t want = sh.base + k + 1;
+    for (int32_t d = 0; d < s.ndeps && st == 0; ++d) {
+      const uint64_t* ctr = &a.counters[a.deps[s.dep_begin + d]];
+      device::WaitResult r = device::spin_until([&] { return device::ld_acquire_gpu(ctr) >= want; }, iv.dl);
+      if (r != device::WaitResult::Ok) {
+        record_error(iv, r, gs, s.prim, kWaitDependency, -1, k, a.dep_tbs[s.dep_begin + d], k + 1,
+                     device::ld_acquire_gpu(ctr) - sh.base);
+        st = 1;
+      }
+    }
+    if (st == 0 && recvs) {
+      const uint64_t rpos = *rc->pos;
+      sh.rpos = rpos;
+      if (!ll) {
+        device::WaitResult r = device::spin_until([&] { return device::ld_acquire_sys(rc->posted) >= rpos + 1; }, iv.dl);
+        if (r != device::WaitResult::Ok) {
+          record_error(iv, r, gs, s.prim, kWaitData, rc->peer, k, -1, rpos + 1, device::ld_acquire_sys(rc->posted));
+          st = 1;
+        }
+      }
+    }
+    if (st == 0 && sends) {
+      const uint64_t spos = *sc->pos;
+      sh.spos = spos;
+      const uint64_t depth = static_cast<uint64_t>(sc->depth);
+      device::WaitResult r =
+          device::spin_until([&] { return device::ld_acquire_sys(sc->acked) + depth >= spos + 1; }, iv.dl);
+      if (r != device::WaitResult::Ok) {
+        record_error(iv, r, gs, s.prim, kWaitCredit, sc->peer, k, -1, spos + 1 - depth, device::ld_acquire_sys(sc->acked));
+        st = 1;
+      }
+    }
+    sh.wait_status[par] = st;
+    sh.proc_status[par] = 0;
+  }
+  __syncthreads();
+  if (sh.wait_status[par] != 0) return false;
+
+  const Geometry& g = a.geo;
+  const uint64_t rpos = sh.rpos, spos = sh.spos;
+  const uint64_t esz = g.elem_size;
+  const uint64_t part = part_elems(g, s.instances);
+  const Range range = piece_range(g, k, s.instance, s.instances);
+  const bool rd = prim_reads_src(s.prim), wr = prim_writes_dst(s.prim);
+  for (int32_t c = 0; c < s.count; ++c) {
+    const uint64_t n = piece_valid(g, s, c, range);
+    if (n == 0) continue;
+    char* src = rd ? a.buf[s.src_buf] + (chunk_offset(g, s.src_buf, s.src_index + c) + range.lo) * esz : nullptr;
+    char* dst = wr ? a.buf[s.dst_buf] + (chunk_offset(g, s.dst_buf, s.dst_index + c) + range.lo) * esz : nullptr;
+    const uint64_t piece_off = static_cast<uint64_t>(c) * part * esz;
+    if (!ll) {
+      const char* in = recvs ? rc->staging + (rpos % static_cast<uint64_t>(rc->depth)) * rc->slot_bytes + piece_off : nullptr;
+      char* out = sends ? sc->staging + (spos % static_cast<uint64_t>(sc->depth)) * sc->slot_bytes + piece_off : nullptr;
+      const T* ta = nullptr;
+      const T* tb = nullptr;
+      T* o1 = nullptr;
+      T* o2 = reinterpret_cast<T*>(out);
+      switch (s.prim) {
+        case kSend: ta = reinterpret_cast<const T*>(src); break;
+        case kRecv:
+        case kRecvCopySend: ta = reinterpret_cast<const T*>(in); o1 = reinterpret_cast<T*>(dst); break;
+        case kRecvReduceCopy:
+        case kRecvReduceCopySend:
+        case kRecvReduceSend:
+          ta = reinterpret_cast<const T*>(src);
+          tb = reinterpret_cast<const T*>(in);
+          o1 = reinterpret_cast<T*>(dst);
+          break;
+        case kCopy: ta = reinterpret_cast<const T*>(src); o1 = reinterpret_cast<T*>(dst); break;
+        case kReduce:
+          ta = reinterpret_cast<const T*>(dst);
+          tb = reinterpret_cast<const T*>(src);
+          o1 = reinterpret_cast<T*>(dst);
+          break;
+        default: break;
+      }
+      // An in-place local copy (src and dst the same memory) has nothing to move.
+      if (ta != nullptr && !(s.prim == kCopy && ta == o1)) move_simple_op<T>(a.op, ta, tb, o1, o2, n);
+    } else {
+      const device::LLPacket* in =
+          recvs ? reinterpret_cast<const device::LLPacket*>(rc->ll_staging + (rpos % static_cast<uint64_t>(rc->depth)) *
+                                                                                   rc->ll_slot_bytes) + piece_off / 8
+                : nullptr;
+      device::LLPacket* out =
+          sends ? reinterpret_cast<device::LLPacket*>(sc->ll_staging + (spos % static_cast<uint64_t>(sc->depth)) *
+                                                                           sc->ll_slot_bytes) + piece_off / 8
+                : nullptr;
+      device::WaitResult r = move_ll_op<T>(a.op, s.prim, src, in, dst, out, n * esz, static_cast<uint32_t>(rpos + 1),
+                                           static_cast<uint32_t>(spos + 1), iv.dl);
+      if (r != device::WaitResult::Ok) {
+        record_error(iv, r, gs, s.prim, kWaitPacket, rc != nullptr ? rc->peer : -1, k, -1, rpos + 1, 0);
+        sh.proc_status[par] = 1;
+        break;
+      }
+    }
+  }
+  __syncthreads();
+  if (sh.proc_status[par] != 0) return false;
+  if (threadIdx.x == 0) {
+    if (sends) {
+      device::st_release_sys(sc->posted, spos + 1);
+      *sc->pos = spos + 1;
+    }
+    if (recvs) {
+      device::st_release_sys(rc->acked, rpos + 1);
+      *rc->pos = rpos + 1;
+    }
+    device::st_release_gpu(&a.counters[gs], sh.base + k + 1);
+  }
+  return true;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kMaxThreads) exec_kernel(ExecArgs a) {
+  __shared__ BlockShared sh;
+  const DevTB tb = a.tbs[blockIdx.x];
+  if (tb.nslots == 0 || a.geo.nmb == 0) return;
+  Invocation iv;
+  iv.a = &a;
+  iv.tb = static_cast<int32_t>(blockIdx.x);
+  iv.tb_first_slot = tb.slot_begin;
+  iv.start_ns = device::globaltimer();
+  iv.dl = device::deadline_after(a.timeout_ns, a.abort, a.error_claim);
+  if (threadIdx.x == 0) {
+    sh.base = *reinterpret_cast<volatile uint64_t*>(&a.counters[tb.slot_begin]);
+    sh.wait_status[0] = (*a.error_claim != 0 || *a.abort != 0) ? 1 : 0;
+  }
+  __syncthreads();
+  if (sh.wait_status[0] != 0) return;
+  uint32_t par = 0;
+  if (a.model == kTaskModel) {
+    for (int32_t i = 0; i < tb.nslots; ++i)
+      for (uint32_t k = 0; k < a.geo.nmb; ++k, par ^= 1u)
+        if (!invoke<T>(iv, sh, tb.slot_begin + i, k, par)) return;
+  } else {
+    for (uint32_t k = 0; k < a.geo.nmb; ++k)
+      for (int32_t i = 0; i < tb.nslots; ++i, par ^= 1u)
+        if (!invoke<T>(iv, sh, tb.slot_begin + i, k, par)) return;
+  }
+}
+
+/// weftAvg's last step: x[i] /= divisor (integer division for integer types).
+template <typename T>
+__global__ void divide_kernel(T* x, uint64_t n, int divisor) {
+  for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<uint64_t>(gridDim.x) * blockDim.x) {
+    if constexpr (sizeof(T) == 2 && !std::is_integral_v<T>)
+      x[i] = static_cast<T>(static_cast<float>(x[i]) / static_cast<float>(divisor));
+    else
+      x[i] = static_cast<T>(x[i] / static_cast<T>(divisor));
+  }
+}
+
+}  // namespace weft::exec

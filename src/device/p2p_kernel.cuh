@@ -1,0 +1,117 @@
+// Point-to-point transfers of a group (weftSend / weftRecv): one block per (peer,
+// direction, instance). An operation of `bytes` is split into `instances` 16-byte-aligned
+// parts, and each part into messages of at most one staging slot, which travel through
+// the same connection FIFOs (and the same protocol: posted / acked counters, Simple
+// slots) as the interpreter's. Sender and receiver compute the same split from the byte
+// count, which both sides of a matched pair must agree on.
+#pragma once
+
+#include <cstdint>
+
+#include "device/exec_plan.hpp"
+#include "device/executor_kernel.cuh"
+#include "weft/device/copy.hpp"
+#include "weft/device/atomics.hpp"
+#include "weft/device/wait.hpp"
+
+namespace weft::exec {
+
+constexpr int kMaxP2POps = 64;
+constexpr int kMaxP2PBlocks = 64;
+
+struct P2POpDev {
+  char* buf;
+  uint64_t bytes;
+  int32_t instances;
+  int32_t pad;
+};
+
+struct P2PBlockDev {
+  int16_t op_begin;
+  int16_t op_end;
+  int16_t instance;
+  int8_t send;
+  int8_t pad;
+  int32_t conn;  ///< index into the communicator's connection table
+  int32_t peer;
+};
+
+struct P2PArgs {
+  P2POpDev ops[kMaxP2POps];
+  P2PBlockDev blocks[kMaxP2PBlocks];
+  const DevConn* table;
+  int32_t rank;
+  uint64_t timeout_ns;
+  uint32_t* error_claim;
+  ErrorRecord* error;
+  volatile uint32_t* abort;
+};
+
+WEFT_DEVICE_INLINE void copy_from_staging(char* dst, const char* src, uint64_t bytes) {
+  const uint32_t tid = threadIdx.x, nth = blockDim.x;
+  uint64_t done = 0;
+  if (((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src)) & 15u) == 0) {
+    const uint64_t nvec = bytes / 16;
+    for (uint64_t i = tid; i < nvec; i += nth)
+      reinterpret_cast<uint4*>(dst)[i] = device::ld_cg_v4(reinterpret_cast<const uint4*>(src) + i);
+    done = nvec * 16;
+  }
+  for (uint64_t i = done + tid; i < bytes; i += nth) dst[i] = static_cast<char>(__ldcg(reinterpret_cast<const unsigned char*>(src + i)));
+}
+
+__global__ void __launch_bounds__(kMaxThreads) p2p_kernel(P2PArgs a) {
+  __shared__ uint64_t s_pos;
+  __shared__ int s_status[2];
+  const P2PBlockDev blk = a.blocks[blockIdx.x];
+  const DevConn* c = &a.table[blk.conn];
+  ExecArgs ea{};
+  ea.rank = a.rank;
+  ea.error_claim = a.error_claim;
+  ea.error = a.error;
+  Invocation iv;
+  iv.a = &ea;
+  iv.tb = static_cast<int32_t>(blockIdx.x);
+  iv.tb_first_slot = 0;
+  iv.start_ns = device::globaltimer();
+  iv.dl = device::deadline_after(a.timeout_ns, a.abort, a.error_claim);
+  uint32_t par = 0, msg = 0;
+  for (int o = blk.op_begin; o < blk.op_end; ++o) {
+    const P2POpDev op = a.ops[o];
+    if (blk.instance >= op.instances) continue;
+    const uint64_t part = ((op.bytes + op.instances - 1) / op.instances + 15) / 16 * 16;
+    const uint64_t lo = static_cast<uint64_t>(blk.instance) * part;
+    const uint64_t hi = lo + part < op.bytes ? lo + part : op.bytes;
+    for (uint64_t off = lo; off < hi; off += c->slot_bytes, par ^= 1u, ++msg) {
+      const uint64_t n = hi - off < c->slot_bytes ? hi - off : c->slot_bytes;
+      if (threadIdx.x == 0) {
+        const uint64_t pos = *c->pos;
+        s_pos = pos;
+        device::WaitResult r;
+        if (blk.send) {
+          const uint64_t depth = static_cast<uint64_t>(c->depth);
+          r = device::spin_until([&] { return device::ld_acquire_sys(c->acked) + depth >= pos + 1; }, iv.dl);
+          if (r != device::WaitResult::Ok)
+            record_error(iv, r, 0, kSend, kWaitCredit, blk.peer, msg, -1, pos + 1 - depth, device::ld_acquire_sys(c->acked));
+        } else {
+          r = device::spin_until([&] { return device::ld_acquire_sys(c->posted) >= pos + 1; }, iv.dl);
+          if (r != device::WaitResult::Ok)
+            record_error(iv, r, 0, kRecv, kWaitData, blk.peer, msg, -1, pos + 1, device::ld_acquire_sys(c->posted));
+        }
+        s_status[par] = r == device::WaitResult::Ok ? 0 : 1;
+      }
+      __syncthreads();
+      if (s_status[par] != 0) return;
+      char* slot = c->staging + (s_pos % static_cast<uint64_t>(c->depth)) * c->slot_bytes;
+      if (blk.send) device::copy_bytes(slot, op.buf + off, n, device::ThreadGroup{threadIdx.x, blockDim.x});
+      else copy_from_staging(op.buf + off, slot, n);
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        if (blk.send) device::st_release_sys(c->posted, s_pos + 1);
+        else device::st_release_sys(c->acked, s_pos + 1);
+        *c->pos = s_pos + 1;
+      }
+    }
+  }
+}
+
+}  // namespace weft::exec

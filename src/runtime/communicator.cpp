@@ -1,0 +1,484 @@
+#include "runtime/communicator.hpp"
+
+#include <cuda.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+#include "runtime/builtin_plans.hpp"
+#include "runtime/cuda_check.hpp"
+#include "runtime/executor.hpp"
+#include "util/config.hpp"
+#include "util/log.hpp"
+#include "weft/weft.h"
+
+namespace weft {
+
+namespace {
+
+/// Lets setup work (allocations, uploads on a private stream) run while the caller's
+/// thread is capturing a CUDA graph: none of it touches the captured stream.
+class RelaxedCapture {
+ public:
+  RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode_); }
+  ~RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode_); }
+
+ private:
+  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
+};
+
+uint64_t host_hash() {
+  char name[256] = {};
+  gethostname(name, sizeof(name) - 1);
+  std::string id = name;
+  std::ifstream boot("/proc/sys/kernel/random/boot_id");
+  std::string b;
+  if (boot >> b) id += b;
+  return std::hash<std::string>{}(id);
+}
+
+/// What each rank tells the others at initialization.
+struct PeerInfo {
+  uint32_t version;
+  int32_t rank;
+  uint64_t host;
+  int32_t pid;
+  int32_t device;
+  CommConfig cfg;
+  cudaIpcMemHandle_t handle;
+  uint64_t arena;
+};
+
+const char* prim_name(int p) {
+  static const char* names[] = {"send", "recv", "rrc", "rcs", "rrcs", "rrs", "copy", "reduce", "nop"};
+  return p >= 0 && p <= 8 ? names[p] : "?";
+}
+
+}  // namespace
+
+CommConfig CommConfig::from_env() {
+  CommConfig c;
+  c.connections = static_cast<int32_t>(config::get_int("WEFT_CONNECTIONS"));
+  c.depth = static_cast<int32_t>(config::get_int("WEFT_FIFO_DEPTH"));
+  int64_t slot = config::get_int("WEFT_SLOT_BYTES"), ll = config::get_int("WEFT_LL_SLOT_BYTES");
+  if (c.connections < 1 || c.connections > 1024)
+    fail(ErrorCode::InvalidArgument, "WEFT_CONNECTIONS=" + std::to_string(c.connections) + " is outside 1..1024");
+  if (c.depth < 2 || c.depth > 64)
+    fail(ErrorCode::InvalidArgument, "WEFT_FIFO_DEPTH=" + std::to_string(c.depth) + " is outside 2..64");
+  if (slot < 4096 || slot > (64 << 20) || slot % 16 != 0)
+    fail(ErrorCode::InvalidArgument, "WEFT_SLOT_BYTES=" + std::to_string(slot) + " must be a multiple of 16 in 4 KiB..64 MiB");
+  if (ll < 1024 || ll > (16 << 20) || ll % 16 != 0)
+    fail(ErrorCode::InvalidArgument, "WEFT_LL_SLOT_BYTES=" + std::to_string(ll) + " must be a multiple of 16 in 1 KiB..16 MiB");
+  c.slot_bytes = static_cast<uint32_t>(slot);
+  c.ll_slot_bytes = static_cast<uint32_t>(ll);
+  return c;
+}
+
+
+struct Communicator::Registration {
+  void* ptr = nullptr;
+  uint64_t bytes = 0;
+  std::vector<void*> peer;      ///< by rank
+  std::vector<void*> opened;    ///< bases opened with cudaIpcOpenMemHandle (to close)
+};
+
+std::unique_ptr<Communicator> Communicator::create(const UniqueId& id, int nranks, int rank, int device) {
+  auto c = std::unique_ptr<Communicator>(new Communicator());
+  c->rank_ = rank;
+  c->nranks_ = nranks;
+  c->device_ = device;
+  c->timeout_s_ = config::get_seconds("WEFT_TIMEOUT");
+  int ndev = 0;
+  WEFT_CUDA_CHECK(cudaGetDeviceCount(&ndev));
+  if (device < 0 || device >= ndev)
+    fail(ErrorCode::InvalidArgument, "rank " + std::to_string(rank) + ": CUDA device " + std::to_string(device) +
+                                         " does not exist (" + std::to_string(ndev) + " visible)");
+  DeviceGuard guard(device);
+  WEFT_CUDA_CHECK(cudaDeviceGetAttribute(&c->sm_count_, cudaDevAttrMultiProcessorCount, device));
+  c->max_blocks_ = std::max(1, executor_blocks_per_sm(kExecThreadsSimple)) * c->sm_count_;
+  c->boot_ = Bootstrap::join(id, rank, nranks);
+  try {
+    c->init_memory();
+  } catch (...) {
+    c->free_all(false);
+    throw;
+  }
+  WEFT_LOG(Info, "INIT", "rank " << rank << " of " << nranks << " ready on device " << device << " ("
+                                  << c->layout_.total() / (1 << 20) << " MiB of connection state)");
+  return c;
+}
+
+Communicator::~Communicator() {
+  if (!freed_) {
+    try {
+      free_all(false);
+    } catch (...) {
+    }
+  }
+}
+
+void Communicator::init_memory() {
+  RelaxedCapture relaxed;
+  layout_.ranks = nranks_;
+  layout_.cfg = CommConfig::from_env();
+  WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&setup_stream_, cudaStreamNonBlocking));
+  WEFT_CUDA_CHECK(cudaEventCreateWithFlags(&last_event_, cudaEventDisableTiming));
+  WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&arena_), layout_.total()));
+  WEFT_CUDA_CHECK(cudaMemsetAsync(arena_, 0, layout_.total(), setup_stream_));
+  WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&error_claim_), sizeof(uint32_t)));
+  WEFT_CUDA_CHECK(cudaMemsetAsync(error_claim_, 0, sizeof(uint32_t), setup_stream_));
+  WEFT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&error_host_), sizeof(exec::ErrorRecord), cudaHostAllocMapped));
+  std::memset(static_cast<void*>(error_host_), 0, sizeof(exec::ErrorRecord));
+  WEFT_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&error_dev_), error_host_, 0));
+  WEFT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&abort_host_), sizeof(uint32_t), cudaHostAllocMapped));
+  *abort_host_ = 0;
+  WEFT_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&abort_dev_), abort_host_, 0));
+  WEFT_CUDA_CHECK(cudaStreamSynchronize(setup_stream_));
+
+  PeerInfo mine{};
+  mine.version = bootstrap_version();
+  mine.rank = rank_;
+  mine.host = host_hash();
+  mine.pid = static_cast<int32_t>(getpid());
+  mine.device = device_;
+  mine.cfg = layout_.cfg;
+  WEFT_CUDA_CHECK(cudaIpcGetMemHandle(&mine.handle, arena_));
+  mine.arena = reinterpret_cast<uint64_t>(arena_);
+  std::vector<PeerInfo> all(static_cast<size_t>(nranks_));
+  all[static_cast<size_t>(rank_)] = mine;
+  boot_->allgather(all.data(), sizeof(PeerInfo));
+
+  peer_arena_.assign(static_cast<size_t>(nranks_), nullptr);
+  peer_ipc_opened_.assign(static_cast<size_t>(nranks_), false);
+  peer_arena_[static_cast<size_t>(rank_)] = arena_;
+  for (int p = 0; p < nranks_; ++p) {
+    if (p == rank_) continue;
+    const PeerInfo& pi = all[static_cast<size_t>(p)];
+    const std::string who = "rank " + std::to_string(rank_) + ": rank " + std::to_string(p);
+    if (pi.version != mine.version) fail(ErrorCode::Remote, who + " runs another weft version");
+    if (pi.cfg.connections != mine.cfg.connections || pi.cfg.depth != mine.cfg.depth ||
+        pi.cfg.slot_bytes != mine.cfg.slot_bytes || pi.cfg.ll_slot_bytes != mine.cfg.ll_slot_bytes)
+      fail(ErrorCode::InvalidUsage, who + " has other WEFT_CONNECTIONS / WEFT_FIFO_DEPTH / WEFT_SLOT_BYTES / "
+                                          "WEFT_LL_SLOT_BYTES values; every rank must use the same");
+    if (pi.host != mine.host)
+      fail(ErrorCode::InvalidUsage, who + " runs on another host; weft's network transport between hosts is not "
+                                          "available yet, so all ranks must share one machine");
+    if (pi.pid == mine.pid) {
+      peer_arena_[static_cast<size_t>(p)] = reinterpret_cast<char*>(pi.arena);
+      if (pi.device != device_) {
+        int can = 0;
+        WEFT_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, device_, pi.device));
+        if (!can)
+          fail(ErrorCode::InvalidUsage, who + " is on device " + std::to_string(pi.device) + ", which device " +
+                                            std::to_string(device_) + " cannot access directly (no P2P)");
+        cudaError_t err = cudaDeviceEnablePeerAccess(pi.device, 0);
+        if (err == cudaErrorPeerAccessAlreadyEnabled) cudaGetLastError();
+        else if (err != cudaSuccess) cuda_fail(err, "cudaDeviceEnablePeerAccess", __FILE__, __LINE__);
+      }
+    } else {
+      void* ptr = nullptr;
+      cudaError_t err = cudaIpcOpenMemHandle(&ptr, pi.handle, cudaIpcMemLazyEnablePeerAccess);
+      if (err != cudaSuccess)
+        fail(ErrorCode::UnhandledCuda, who + ": cannot map its memory through CUDA IPC (" +
+                                           std::string(cudaGetErrorName(err)) + ": " + cudaGetErrorString(err) +
+                                           "); the GPUs need peer access");
+      peer_arena_[static_cast<size_t>(p)] = static_cast<char*>(ptr);
+      peer_ipc_opened_[static_cast<size_t>(p)] = true;
+    }
+  }
+
+  // The table point-to-point launches index: ((peer * 2 + send) * K + connection).
+  const int K = layout_.cfg.connections;
+  std::vector<exec::DevConn> table(static_cast<size_t>(nranks_) * 2 * static_cast<size_t>(K));
+  for (int p = 0; p < nranks_; ++p)
+    for (int s = 0; s < 2; ++s)
+      for (int k = 0; k < K; ++k)
+        if (p != rank_) table[(static_cast<size_t>(p) * 2 + s) * K + k] = make_conn(ConnRef{p, s == 1, k});
+  WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p2p_conns_), table.size() * sizeof(exec::DevConn)));
+  WEFT_CUDA_CHECK(cudaMemcpyAsync(p2p_conns_, table.data(), table.size() * sizeof(exec::DevConn),
+                                  cudaMemcpyHostToDevice, setup_stream_));
+  WEFT_CUDA_CHECK(cudaStreamSynchronize(setup_stream_));
+  boot_->barrier();
+}
+
+exec::DevConn Communicator::make_conn(const ConnRef& ref) const {
+  exec::DevConn d{};
+  const int p = ref.peer, k = ref.pool_index;
+  d.peer = p;
+  d.depth = layout_.cfg.depth;
+  d.slot_bytes = layout_.cfg.slot_bytes;
+  d.ll_slot_bytes = layout_.cfg.ll_slot_bytes;
+  char* peer = peer_arena_[static_cast<size_t>(p)];
+  if (ref.send) {
+    d.staging = peer + layout_.staging(rank_, k);
+    d.ll_staging = peer + layout_.ll_staging(rank_, k);
+    d.posted = reinterpret_cast<uint64_t*>(peer + layout_.control(rank_, k) + ArenaLayout::kPosted);
+    d.acked = reinterpret_cast<uint64_t*>(arena_ + layout_.control(p, k) + ArenaLayout::kAcked);
+    d.pos = reinterpret_cast<uint64_t*>(arena_ + layout_.control(p, k) + ArenaLayout::kSendPos);
+  } else {
+    d.staging = arena_ + layout_.staging(p, k);
+    d.ll_staging = arena_ + layout_.ll_staging(p, k);
+    d.posted = reinterpret_cast<uint64_t*>(arena_ + layout_.control(p, k) + ArenaLayout::kPosted);
+    d.acked = reinterpret_cast<uint64_t*>(peer + layout_.control(rank_, k) + ArenaLayout::kAcked);
+    d.pos = reinterpret_cast<uint64_t*>(arena_ + layout_.control(p, k) + ArenaLayout::kRecvPos);
+  }
+  return d;
+}
+
+Communicator::CachedPlan& Communicator::plan_for(Collective c, const std::string& algorithm,
+                                                 const std::string& protocol, int instances, bool in_place,
+                                                 int root) {
+  std::string key = std::string(to_string(c)) + "/" + algorithm + "/" + protocol + "/" + std::to_string(instances) +
+                    "/" + (in_place ? "in" : "out") + "/" + std::to_string(root);
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return *it->second;
+  BuiltinSpec spec;
+  spec.algorithm = algorithm;
+  spec.instances = instances;
+  spec.in_place = in_place;
+  spec.root = root;
+  spec.protocol = protocol;
+  auto cp = std::make_unique<CachedPlan>();
+  cp->lp = lower_plan(builtin_plan(c, nranks_, spec), nranks_, layout_.cfg.connections);
+  const LoweredRank& lr = cp->lp.ranks[static_cast<size_t>(rank_)];
+  cp->num_tbs = static_cast<int>(lr.tbs.size());
+  if (cp->num_tbs > max_blocks_)
+    fail(ErrorCode::InvalidUsage, "rank " + std::to_string(rank_) + ": plan '" + key + "' needs " +
+                                      std::to_string(cp->num_tbs) + " thread blocks at once, more than the " +
+                                      std::to_string(max_blocks_) + " this GPU holds (lower WEFT_INSTANCES)");
+  std::vector<exec::DevConn> conns;
+  for (const ConnRef& r : lr.conns) conns.push_back(make_conn(r));
+  auto align = [](uint64_t x) { return (x + 255) / 256 * 256; };
+  const uint64_t o_tbs = 0, n_tbs = lr.tbs.size() * sizeof(exec::DevTB);
+  const uint64_t o_slots = align(o_tbs + n_tbs), n_slots = lr.slots.size() * sizeof(exec::DevSlot);
+  const uint64_t o_deps = align(o_slots + n_slots), n_deps = lr.deps.size() * sizeof(int32_t);
+  const uint64_t o_dtbs = align(o_deps + n_deps);
+  const uint64_t o_conns = align(o_dtbs + n_deps), n_conns = conns.size() * sizeof(exec::DevConn);
+  const uint64_t o_ctr = align(o_conns + n_conns), n_ctr = std::max<size_t>(1, lr.slots.size()) * sizeof(uint64_t);
+  const uint64_t total = align(o_ctr + n_ctr);
+  std::vector<char> host(total, 0);
+  auto put = [&](uint64_t off, const void* src, uint64_t n) {
+    if (n) std::memcpy(host.data() + off, src, n);
+  };
+  put(o_tbs, lr.tbs.data(), n_tbs);
+  put(o_slots, lr.slots.data(), n_slots);
+  put(o_deps, lr.deps.data(), n_deps);
+  put(o_dtbs, lr.dep_tbs.data(), n_deps);
+  put(o_conns, conns.data(), n_conns);
+  {
+    RelaxedCapture relaxed;
+    WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&cp->mem), total));
+    WEFT_CUDA_CHECK(cudaMemcpyAsync(cp->mem, host.data(), total, cudaMemcpyHostToDevice, setup_stream_));
+    WEFT_CUDA_CHECK(cudaStreamSynchronize(setup_stream_));
+  }
+  cp->tbs = reinterpret_cast<const exec::DevTB*>(cp->mem + o_tbs);
+  cp->slots = reinterpret_cast<const exec::DevSlot*>(cp->mem + o_slots);
+  cp->deps = reinterpret_cast<const int32_t*>(cp->mem + o_deps);
+  cp->dep_tbs = reinterpret_cast<const int32_t*>(cp->mem + o_dtbs);
+  cp->conns = reinterpret_cast<const exec::DevConn*>(cp->mem + o_conns);
+  cp->counters = reinterpret_cast<uint64_t*>(cp->mem + o_ctr);
+  WEFT_LOG(Info, "PLAN", "rank " << rank_ << ": uploaded plan " << key << " (" << cp->num_tbs << " thread blocks, "
+                                 << lr.slots.size() << " slots)");
+  auto& ref = *cp;
+  plans_[key] = std::move(cp);
+  return ref;
+}
+
+void* Communicator::scratch(uint64_t bytes) {
+  if (bytes <= scratch_bytes_ && !scratch_.empty()) return scratch_.back();
+  RelaxedCapture relaxed;
+  void* p = nullptr;
+  uint64_t want = std::max<uint64_t>(bytes, scratch_bytes_ * 2);
+  WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p), want));
+  // Earlier scratch buffers may still be read by queued kernels: they are freed at destroy.
+  scratch_.push_back(p);
+  scratch_bytes_ = want;
+  return p;
+}
+
+void Communicator::note_launch(cudaStream_t stream) {
+  cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &st) == cudaSuccess && st == cudaStreamCaptureStatusNone) {
+    WEFT_CUDA_CHECK(cudaEventRecord(last_event_, stream));
+    launched_ = true;
+  }
+}
+
+std::string Communicator::format_device_error(const exec::ErrorRecord& e) const {
+  std::string what;
+  switch (e.what) {
+    case exec::kWaitDependency:
+      what = "for thread block " + std::to_string(e.dep_tb) + " of this rank to finish micro-batch " +
+             std::to_string(e.mb) + " (it finished " + std::to_string(e.seen) + ")";
+      break;
+    case exec::kWaitData:
+      what = "for data from rank " + std::to_string(e.peer) + " (message " + std::to_string(e.expected) +
+             " of the connection; " + std::to_string(e.seen) + " posted so far)";
+      break;
+    case exec::kWaitCredit:
+      what = "for rank " + std::to_string(e.peer) + " to free a staging slot (it has consumed " +
+             std::to_string(e.seen) + " messages, " + std::to_string(e.expected) + " needed)";
+      break;
+    case exec::kWaitPacket: what = "for LL packets from rank " + std::to_string(e.peer); break;
+    default: what = "(unknown)"; break;
+  }
+  char secs[32];
+  std::snprintf(secs, sizeof(secs), "%.1f", e.waited_s);
+  return "rank " + std::to_string(e.rank) + ": a collective kernel timed out after " + secs +
+         " s (WEFT_TIMEOUT) in thread block " + std::to_string(e.tb) + ", slot " + std::to_string(e.slot) + " (" +
+         prim_name(e.prim) + ", micro-batch " + std::to_string(e.mb) + ") waiting " + what +
+         "; a peer stopped or is stuck. Destroy or abort this communicator.";
+}
+
+ErrorCode Communicator::async_error(std::string* message) {
+  if (broken_ == ErrorCode::Success && error_host_ != nullptr && error_host_->valid != 0) {
+    broken_ = ErrorCode::Timeout;
+    broken_message_ = format_device_error(*error_host_);
+  }
+  if (message != nullptr) *message = broken_message_;
+  return broken_;
+}
+
+void Communicator::check_usable() {
+  if (freed_) fail(ErrorCode::InvalidUsage, "rank " + std::to_string(rank_) + ": the communicator was destroyed");
+  std::string m;
+  ErrorCode c = async_error(&m);
+  if (c != ErrorCode::Success) fail(c, m);
+}
+
+void Communicator::destroy() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (freed_) return;
+  DeviceGuard guard(device_);
+  if (launched_) {
+    auto wait_done = [&](double seconds) {
+      auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+      while (cudaEventQuery(last_event_) == cudaErrorNotReady) {
+        if (std::chrono::steady_clock::now() > end) return false;
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+      return true;
+    };
+    if (!wait_done(timeout_s_ + 5)) {
+      WEFT_LOG(Warn, "INIT", "rank " << rank_ << ": work still running at destroy after WEFT_TIMEOUT; aborting it");
+      *abort_host_ = 1;
+      wait_done(10);
+    }
+  }
+  free_all(true);
+}
+
+void Communicator::abort() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (freed_) return;
+  DeviceGuard guard(device_);
+  if (abort_host_ != nullptr) *abort_host_ = 1;
+  free_all(false);
+}
+
+void Communicator::free_all(bool barrier) {
+  if (freed_) return;
+  freed_ = true;
+  if (barrier && boot_) {
+    try {
+      boot_->barrier(timeout_s_);
+    } catch (const Error& e) {
+      WEFT_LOG(Warn, "INIT", "rank " << rank_ << ": the other ranks did not all reach destroy: " << e.what());
+    }
+  }
+  DeviceGuard guard(device_);
+  // cudaFree waits for kernels still running; they end at their next wait once aborted.
+  for (auto& [key, cp] : plans_)
+    if (cp->mem) cudaFree(cp->mem);
+  plans_.clear();
+  for (void* p : scratch_) cudaFree(p);
+  scratch_.clear();
+  for (auto& [h, reg] : registrations_)
+    for (void* p : reg->opened) cudaIpcCloseMemHandle(p);
+  registrations_.clear();
+  for (size_t p = 0; p < peer_arena_.size(); ++p)
+    if (peer_ipc_opened_[p] && peer_arena_[p] != nullptr) cudaIpcCloseMemHandle(peer_arena_[p]);
+  peer_arena_.clear();
+  if (p2p_conns_) cudaFree(p2p_conns_);
+  if (arena_) cudaFree(arena_);
+  if (error_claim_) cudaFree(error_claim_);
+  if (error_host_) cudaFreeHost(error_host_);
+  if (abort_host_) cudaFreeHost(abort_host_);
+  if (last_event_) cudaEventDestroy(last_event_);
+  if (setup_stream_) cudaStreamDestroy(setup_stream_);
+  p2p_conns_ = nullptr;
+  arena_ = nullptr;
+  error_claim_ = nullptr;
+  error_host_ = nullptr;
+  abort_host_ = nullptr;
+  last_event_ = nullptr;
+  setup_stream_ = nullptr;
+  cudaGetLastError();
+  if (boot_) boot_->close();
+}
+
+void* Communicator::register_buffer(void* ptr, uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  check_usable();
+  if (ptr == nullptr || bytes == 0) fail(ErrorCode::InvalidArgument, "weftCommRegister: null buffer or zero size");
+  DeviceGuard guard(device_);
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  if (cuMemGetAddressRange(&base, &size, reinterpret_cast<CUdeviceptr>(ptr)) != CUDA_SUCCESS)
+    fail(ErrorCode::InvalidArgument, "weftCommRegister: " + std::to_string(reinterpret_cast<uintptr_t>(ptr)) +
+                                         " is not device memory of this process");
+  const uint64_t offset = reinterpret_cast<uint64_t>(ptr) - base;
+  if (offset + bytes > size) fail(ErrorCode::InvalidArgument, "weftCommRegister: the range runs past its allocation");
+  struct Entry {
+    cudaIpcMemHandle_t handle;
+    uint64_t offset;
+    uint64_t address;
+    int32_t pid;
+    int32_t pad;
+  };
+  std::vector<Entry> all(static_cast<size_t>(nranks_));
+  Entry& me = all[static_cast<size_t>(rank_)];
+  WEFT_CUDA_CHECK(cudaIpcGetMemHandle(&me.handle, reinterpret_cast<void*>(base)));
+  me.offset = offset;
+  me.address = reinterpret_cast<uint64_t>(ptr);
+  me.pid = static_cast<int32_t>(getpid());
+  boot_->allgather(all.data(), sizeof(Entry));
+  auto reg = std::make_unique<Registration>();
+  reg->ptr = ptr;
+  reg->bytes = bytes;
+  reg->peer.assign(static_cast<size_t>(nranks_), nullptr);
+  for (int p = 0; p < nranks_; ++p) {
+    const Entry& e = all[static_cast<size_t>(p)];
+    if (p == rank_ || e.pid == me.pid) {
+      reg->peer[static_cast<size_t>(p)] = reinterpret_cast<void*>(e.address);
+      continue;
+    }
+    void* mapped = nullptr;
+    WEFT_CUDA_CHECK(cudaIpcOpenMemHandle(&mapped, e.handle, cudaIpcMemLazyEnablePeerAccess));
+    reg->opened.push_back(mapped);
+    reg->peer[static_cast<size_t>(p)] = static_cast<char*>(mapped) + e.offset;
+  }
+  void* handle = reg.get();
+  registrations_[handle] = std::move(reg);
+  return handle;
+}
+
+void Communicator::deregister_buffer(void* handle) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = registrations_.find(handle);
+  if (it == registrations_.end()) fail(ErrorCode::InvalidArgument, "weftCommDeregister: unknown handle");
+  DeviceGuard guard(device_);
+  for (void* p : it->second->opened) cudaIpcCloseMemHandle(p);
+  registrations_.erase(it);
+}
+
+void* Communicator::peer_address(void* handle, int peer) const {
+  auto it = registrations_.find(handle);
+  if (it == registrations_.end() || peer < 0 || peer >= nranks_) return nullptr;
+  return it->second->peer[static_cast<size_t>(peer)];
+}
+
+}  // namespace weft

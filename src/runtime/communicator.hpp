@@ -1,0 +1,157 @@
+// Communicator: one rank's handle on a group of GPUs (the object behind weftComm_t).
+//
+// It owns the bootstrap connection, an arena of device memory holding this rank's
+// connection state (per peer and connection: control counters and the staging FIFO that
+// peer writes into), the peers' arenas mapped through CUDA IPC (or peer access within one
+// process), host-mapped error and abort flags, the plans it has compiled and uploaded
+// (cached per collective, algorithm, protocol, instances, in-place flag and root), and the
+// user buffers registered with it. Everything is freed by destroy() or abort().
+//
+// Arena layout of a rank with R ranks, K connections per pair, FIFO depth D:
+//   control[p][c]  256 bytes at (p*K + c)*256: posted (written by p), acked (written by
+//                  p), send position, receive position, each on its own 64 bytes;
+//   staging[p][c]  after the control area: D Simple slots, then D LL slots, for messages
+//                  from rank p on connection c.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "device/exec_plan.hpp"
+#include "ir/algorithm.hpp"
+#include "runtime/bootstrap.hpp"
+#include "runtime/plan_lowering.hpp"
+#include "util/error.hpp"
+
+namespace weft {
+
+/// Sizes every rank of a communicator must agree on (from WEFT_CONNECTIONS,
+/// WEFT_FIFO_DEPTH, WEFT_SLOT_BYTES, WEFT_LL_SLOT_BYTES).
+struct CommConfig {
+  int32_t connections = 32;
+  int32_t depth = 4;
+  uint32_t slot_bytes = 128 << 10;
+  uint32_t ll_slot_bytes = 64 << 10;
+  static CommConfig from_env();
+};
+
+struct ArenaLayout {
+  int32_t ranks = 0;
+  CommConfig cfg;
+  uint64_t control(int peer, int conn) const { return (static_cast<uint64_t>(peer) * cfg.connections + conn) * 256; }
+  uint64_t control_bytes() const { return (control(ranks, 0) + 4095) / 4096 * 4096; }
+  uint64_t staging(int peer, int conn) const {
+    return control_bytes() + (static_cast<uint64_t>(peer) * cfg.connections + conn) * cfg.depth *
+                                 (static_cast<uint64_t>(cfg.slot_bytes) + cfg.ll_slot_bytes);
+  }
+  uint64_t ll_staging(int peer, int conn) const {
+    return staging(peer, conn) + static_cast<uint64_t>(cfg.depth) * cfg.slot_bytes;
+  }
+  uint64_t total() const { return staging(ranks, 0); }
+  static constexpr uint64_t kPosted = 0, kAcked = 64, kSendPos = 128, kRecvPos = 192;
+};
+
+/// A point-to-point operation of a group (weftSend / weftRecv).
+struct P2POp {
+  bool send = false;
+  int peer = 0;
+  void* buf = nullptr;
+  uint64_t bytes = 0;
+  cudaStream_t stream = nullptr;
+};
+
+class Communicator {
+ public:
+  /// Joins the communicator `id` as `rank` of `nranks` on CUDA device `device`.
+  static std::unique_ptr<Communicator> create(const UniqueId& id, int nranks, int rank, int device);
+  ~Communicator();
+
+  int rank() const { return rank_; }
+  int nranks() const { return nranks_; }
+  int device() const { return device_; }
+
+  /// Waits (bounded by WEFT_TIMEOUT) for this communicator's work, meets the other ranks,
+  /// and frees everything. Errors while doing so are logged, not thrown.
+  void destroy();
+  /// Stops this communicator's kernels at their next wait and frees everything at once.
+  void abort();
+
+  /// The error a kernel of this communicator recorded, if any (the communicator is unusable
+  /// after one); Success otherwise.
+  ErrorCode async_error(std::string* message);
+  /// Throws the recorded error, if any.
+  void check_usable();
+
+  /// Runs a collective on `stream` (see weft.h for the buffers each collective takes).
+  void collective(Collective c, const void* send, void* recv, uint64_t count, int dtype, int op, int root,
+                  cudaStream_t stream);
+  /// Runs a group of point-to-point operations as one launch.
+  void p2p(const std::vector<P2POp>& ops);
+
+  /// Registers [ptr, ptr + bytes) (collective over the ranks); returns a handle.
+  void* register_buffer(void* ptr, uint64_t bytes);
+  void deregister_buffer(void* handle);
+
+  /// Peer `p`'s address of registered buffer `handle` (nullptr if not mapped).
+  void* peer_address(void* handle, int peer) const;
+
+ private:
+  /// A plan lowered for this communicator and uploaded: the arrays live in `mem`.
+  struct CachedPlan {
+    LoweredPlan lp;
+    char* mem = nullptr;
+    const exec::DevTB* tbs = nullptr;
+    const exec::DevSlot* slots = nullptr;
+    const int32_t* deps = nullptr;
+    const int32_t* dep_tbs = nullptr;
+    const exec::DevConn* conns = nullptr;
+    uint64_t* counters = nullptr;
+    int num_tbs = 0;
+  };
+  struct Registration;
+  Communicator() = default;
+  void init_memory();
+  void free_all(bool barrier);
+  CachedPlan& plan_for(Collective c, const std::string& algorithm, const std::string& protocol, int instances,
+                       bool in_place, int root);
+  exec::DevConn make_conn(const ConnRef& ref) const;
+  void* scratch(uint64_t bytes);
+  void note_launch(cudaStream_t stream);
+  std::string format_device_error(const exec::ErrorRecord& e) const;
+
+  int rank_ = 0, nranks_ = 0, device_ = 0;
+  int sm_count_ = 0;
+  int max_blocks_ = 0;
+  double timeout_s_ = 60;
+  std::unique_ptr<Bootstrap> boot_;
+  ArenaLayout layout_;
+  char* arena_ = nullptr;
+  std::vector<char*> peer_arena_;       ///< by rank; own rank -> arena_
+  std::vector<bool> peer_ipc_opened_;   ///< true when opened with cudaIpcOpenMemHandle
+  exec::ErrorRecord* error_host_ = nullptr;  ///< host-mapped
+  exec::ErrorRecord* error_dev_ = nullptr;   ///< its device address
+  uint32_t* abort_host_ = nullptr;
+  uint32_t* abort_dev_ = nullptr;
+  uint32_t* error_claim_ = nullptr;         ///< device memory
+  exec::DevConn* p2p_conns_ = nullptr;      ///< device table for p2p: ((peer*2+send)*K + conn)
+  cudaStream_t setup_stream_ = nullptr;
+  cudaEvent_t last_event_ = nullptr;
+  bool launched_ = false;
+  ErrorCode broken_ = ErrorCode::Success;
+  std::string broken_message_;
+  std::map<std::string, std::unique_ptr<CachedPlan>> plans_;
+  std::vector<void*> scratch_;              ///< the last one is current; earlier ones may still be in use
+  uint64_t scratch_bytes_ = 0;
+  std::map<void*, std::unique_ptr<Registration>> registrations_;
+  bool freed_ = false;
+  std::mutex mu_;
+};
+
+}  // namespace weft

@@ -1,0 +1,51 @@
+#include "runtime/executor.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "runtime/cuda_check.hpp"
+#include "util/error.hpp"
+#include "weft/weft.h"
+
+namespace weft {
+
+namespace {
+
+template <typename F>
+void dispatch(int dtype, F&& f) {
+  switch (dtype) {
+    case weftInt8: return f(static_cast<int8_t*>(nullptr));
+    case weftUint8: return f(static_cast<uint8_t*>(nullptr));
+    case weftInt32: return f(static_cast<int32_t*>(nullptr));
+    case weftUint32: return f(static_cast<uint32_t*>(nullptr));
+    case weftInt64: return f(static_cast<int64_t*>(nullptr));
+    case weftUint64: return f(static_cast<uint64_t*>(nullptr));
+    case weftFloat16: return f(static_cast<__half*>(nullptr));
+    case weftFloat32: return f(static_cast<float*>(nullptr));
+    case weftFloat64: return f(static_cast<double*>(nullptr));
+    case weftBfloat16: return f(static_cast<__nv_bfloat16*>(nullptr));
+    default: fail(ErrorCode::InvalidArgument, "unknown data type " + std::to_string(dtype));
+  }
+}
+
+}  // namespace
+
+void launch_executor(const exec::ExecArgs& args, int num_tbs, int threads, cudaStream_t stream) {
+  dispatch(args.dtype, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    detail::launch_exec_t<T>(args, num_tbs, threads, stream);
+  });
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
+void launch_divide(void* x, uint64_t n, int dtype, int divisor, cudaStream_t stream) {
+  dispatch(dtype, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    detail::launch_divide_t<T>(x, n, divisor, stream);
+  });
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
+int executor_blocks_per_sm(int threads) { return detail::blocks_per_sm_t<float>(threads); }
+
+}  // namespace weft

@@ -1,0 +1,91 @@
+// Communicator::p2p: a group's sends and receives as one launch (device/p2p_kernel.cuh).
+#include <algorithm>
+#include <map>
+
+#include "device/p2p_kernel.cuh"
+#include "runtime/communicator.hpp"
+#include "runtime/cuda_check.hpp"
+#include "runtime/executor.hpp"
+#include "util/log.hpp"
+
+namespace weft {
+
+namespace {
+
+/// Parallel blocks for one operation of `bytes`, the same on both sides of a pair.
+int p2p_instances(uint64_t bytes, int max_conns) {
+  uint64_t n = bytes / (1u << 20);
+  return static_cast<int>(std::clamp<uint64_t>(n, 1, static_cast<uint64_t>(std::min(16, max_conns))));
+}
+
+}  // namespace
+
+void Communicator::p2p(const std::vector<P2POp>& ops) {
+  std::lock_guard<std::mutex> lock(mu_);
+  check_usable();
+  if (ops.empty()) return;
+  DeviceGuard guard(device_);
+  cudaStream_t stream = ops[0].stream;
+  for (const P2POp& op : ops) {
+    if (op.stream != stream)
+      fail(ErrorCode::InvalidUsage, "rank " + std::to_string(rank_) + ": the sends and receives of one group must use one stream per communicator");
+    if (op.peer < 0 || op.peer >= nranks_)
+      fail(ErrorCode::InvalidArgument, "rank " + std::to_string(rank_) + ": peer " + std::to_string(op.peer) + " is outside 0.." + std::to_string(nranks_ - 1));
+    if (op.bytes > 0 && op.buf == nullptr)
+      fail(ErrorCode::InvalidArgument, "rank " + std::to_string(rank_) + ": a send or receive buffer is null");
+  }
+  // Sends to and receives from this rank itself pair up in order and become copies.
+  std::vector<const P2POp*> self_send, self_recv;
+  std::map<std::pair<int, int>, std::vector<const P2POp*>> groups;  // (peer, send) -> ops in call order
+  for (const P2POp& op : ops) {
+    if (op.peer == rank_) (op.send ? self_send : self_recv).push_back(&op);
+    else groups[{op.peer, op.send ? 1 : 0}].push_back(&op);
+  }
+  if (self_send.size() != self_recv.size())
+    fail(ErrorCode::InvalidUsage, "rank " + std::to_string(rank_) + ": " + std::to_string(self_send.size()) +
+                                      " sends to itself but " + std::to_string(self_recv.size()) + " receives from itself in one group");
+  for (size_t i = 0; i < self_send.size(); ++i) {
+    if (self_send[i]->bytes != self_recv[i]->bytes)
+      fail(ErrorCode::InvalidArgument, "rank " + std::to_string(rank_) + ": a send to itself and its matching receive differ in size");
+    if (self_send[i]->bytes > 0 && self_send[i]->buf != self_recv[i]->buf)
+      WEFT_CUDA_CHECK(cudaMemcpyAsync(self_recv[i]->buf, self_send[i]->buf, self_send[i]->bytes, cudaMemcpyDeviceToDevice, stream));
+  }
+  if (!groups.empty()) {
+    exec::P2PArgs a{};
+    int nops = 0, nblocks = 0;
+    const int K = layout_.cfg.connections;
+    for (const auto& [key, list] : groups) {
+      const int begin = nops;
+      int imax = 1;
+      for (const P2POp* op : list) {
+        if (nops >= exec::kMaxP2POps)
+          fail(ErrorCode::InvalidUsage, "rank " + std::to_string(rank_) + ": more than " + std::to_string(exec::kMaxP2POps) + " sends and receives in one group");
+        int inst = p2p_instances(op->bytes, K);
+        a.ops[nops++] = exec::P2POpDev{static_cast<char*>(op->buf), op->bytes, inst, 0};
+        imax = std::max(imax, inst);
+      }
+      for (int i = 0; i < imax; ++i) {
+        if (nblocks >= exec::kMaxP2PBlocks)
+          fail(ErrorCode::InvalidUsage, "rank " + std::to_string(rank_) + ": a group needs more than " + std::to_string(exec::kMaxP2PBlocks) + " thread blocks");
+        exec::P2PBlockDev& b = a.blocks[nblocks++];
+        b.op_begin = static_cast<int16_t>(begin);
+        b.op_end = static_cast<int16_t>(nops);
+        b.instance = static_cast<int16_t>(i);
+        b.send = static_cast<int8_t>(key.second);
+        b.peer = key.first;
+        b.conn = (key.first * 2 + key.second) * K + i;
+      }
+    }
+    a.table = p2p_conns_;
+    a.rank = rank_;
+    a.timeout_ns = static_cast<uint64_t>(timeout_s_ * 1e9);
+    a.error_claim = error_claim_;
+    a.error = error_dev_;
+    a.abort = abort_dev_;
+    exec::p2p_kernel<<<nblocks, kExecThreadsSimple, 0, stream>>>(a);
+    WEFT_CUDA_CHECK(cudaGetLastError());
+  }
+  note_launch(stream);
+}
+
+}  // namespace weft

@@ -1,0 +1,76 @@
+#include "runtime/selection.hpp"
+
+#include <algorithm>
+
+#include "runtime/builtin_plans.hpp"
+#include "util/config.hpp"
+#include "util/error.hpp"
+
+namespace weft {
+
+namespace {
+
+constexpr uint64_t KiB = 1024, MiB = 1024 * KiB;
+
+/// Instances so that each thread block moves about `per_instance` bytes, within [lo, hi].
+int instances_for(uint64_t bytes, uint64_t per_instance, int lo, int hi) {
+  uint64_t n = bytes / per_instance;
+  return static_cast<int>(std::clamp<uint64_t>(n, static_cast<uint64_t>(lo), static_cast<uint64_t>(hi)));
+}
+
+}  // namespace
+
+Choice table_choice(Collective c, uint64_t bytes, int nranks) {
+  Choice ch;
+  const bool small = bytes <= 256 * KiB;
+  switch (c) {
+    case Collective::AllReduce:
+    case Collective::AllGather:
+    case Collective::ReduceScatter:
+      // All-pairs over LL for small messages (latency); ring over Simple for large ones
+      // (bandwidth), with enough thread blocks to fill NVLink (about 20 GB/s each).
+      if (small || nranks <= 1) {
+        ch.algorithm = "allpairs";
+        ch.protocol = "LL";
+        ch.instances = instances_for(bytes, 32 * KiB, 1, 8);
+      } else {
+        ch.algorithm = "ring";
+        ch.protocol = "Simple";
+        ch.instances = instances_for(bytes, 512 * KiB, 4, 24);
+      }
+      break;
+    case Collective::Broadcast:
+    case Collective::Reduce:
+      ch.algorithm = nranks > 2 && !small ? "chain" : "allpairs";
+      ch.protocol = small ? "LL" : "Simple";
+      ch.instances = small ? instances_for(bytes, 32 * KiB, 1, 8) : instances_for(bytes, 512 * KiB, 4, 24);
+      break;
+    default:
+      ch.algorithm = "allpairs";
+      ch.protocol = small ? "LL" : "Simple";
+      ch.instances = small ? instances_for(bytes, 32 * KiB, 1, 8) : instances_for(bytes, 1 * MiB, 2, 16);
+      break;
+  }
+  return ch;
+}
+
+Choice select_algorithm(Collective c, uint64_t bytes, int nranks, int max_instances) {
+  Choice ch = table_choice(c, bytes, nranks);
+  std::string algo = config::get_string("WEFT_ALGO");
+  if (!algo.empty()) {
+    auto names = builtin_plan_algorithms(c);
+    if (std::find(names.begin(), names.end(), algo) != names.end()) ch.algorithm = algo;
+  }
+  std::string proto = config::get_string("WEFT_PROTO");
+  if (!proto.empty()) {
+    if (proto != "Simple" && proto != "LL")
+      fail(ErrorCode::InvalidArgument, "WEFT_PROTO='" + proto + "' is not Simple or LL");
+    ch.protocol = proto;
+  }
+  int64_t inst = config::get_int("WEFT_INSTANCES");
+  if (inst > 0) ch.instances = static_cast<int>(inst);
+  ch.instances = std::clamp(ch.instances, 1, std::max(1, max_instances));
+  return ch;
+}
+
+}  // namespace weft
