@@ -1,7 +1,8 @@
 #include "runtime/collective_reference.hpp"
 
 #include <cstring>
-#include <random>
+#include <algorithm>
+#include <thread>
 
 #include "runtime/host_reduce.hpp"
 #include "weft/weft.h"
@@ -63,30 +64,98 @@ std::vector<std::vector<uint8_t>> reference(Collective c, int dtype, int op, int
   return out;
 }
 
-void fill_random(int dtype, int op, void* data, size_t n, uint64_t seed) {
-  std::mt19937_64 gen(seed);
-  // Products stay exact with values in {-2..2} for a few ranks; sums with small magnitudes.
-  const int lo = op == weftProd ? -2 : -16, hi = op == weftProd ? 2 : 16;
-  std::uniform_int_distribution<int> dist(lo, hi);
-  auto* p = static_cast<uint8_t*>(data);
-  for (size_t i = 0; i < n; ++i) {
-    int v = dist(gen);
-    bool is_unsigned = dtype == weftUint8 || dtype == weftUint32 || dtype == weftUint64;
-    if (is_unsigned && v < 0) v = -v;
-    switch (dtype) {
-      case weftInt8: { int8_t x = static_cast<int8_t>(v); std::memcpy(p + i, &x, 1); break; }
-      case weftUint8: { uint8_t x = static_cast<uint8_t>(v); std::memcpy(p + i, &x, 1); break; }
-      case weftInt32: { int32_t x = v; std::memcpy(p + i * 4, &x, 4); break; }
-      case weftUint32: { uint32_t x = static_cast<uint32_t>(v); std::memcpy(p + i * 4, &x, 4); break; }
-      case weftInt64: { int64_t x = v; std::memcpy(p + i * 8, &x, 8); break; }
-      case weftUint64: { uint64_t x = static_cast<uint64_t>(v); std::memcpy(p + i * 8, &x, 8); break; }
-      case weftFloat16: { uint16_t x = float_to_half(static_cast<float>(v)); std::memcpy(p + i * 2, &x, 2); break; }
-      case weftBfloat16: { uint16_t x = float_to_bf16(static_cast<float>(v)); std::memcpy(p + i * 2, &x, 2); break; }
-      case weftFloat32: { float x = static_cast<float>(v); std::memcpy(p + i * 4, &x, 4); break; }
-      case weftFloat64: { double x = v; std::memcpy(p + i * 8, &x, 8); break; }
-      default: break;
-    }
+namespace {
+
+/// Runs fn(lo, hi) over [0, n) split into `threads` ranges.
+template <typename F>
+void parallel(size_t n, int threads, F fn) {
+  if (threads <= 1 || n < (1u << 16)) {
+    fn(size_t{0}, n);
+    return;
   }
+  std::vector<std::thread> ts;
+  size_t per = (n + static_cast<size_t>(threads) - 1) / static_cast<size_t>(threads);
+  for (int t = 0; t < threads; ++t) {
+    size_t lo = static_cast<size_t>(t) * per, hi = std::min(n, lo + per);
+    if (lo < hi) ts.emplace_back(fn, lo, hi);
+  }
+  for (auto& t : ts) t.join();
+}
+
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+std::vector<uint8_t> reference_for_rank(Collective c, int dtype, int op, int root, size_t count, int rank,
+                                        const std::vector<std::vector<uint8_t>>& sends,
+                                        const std::vector<uint8_t>& untouched, int threads) {
+  const int R = static_cast<int>(sends.size());
+  const size_t esz = dtype_size(dtype);
+  const size_t bytes = count * esz;
+  std::vector<uint8_t> o;
+  auto reduce_block = [&](size_t offset_bytes) {
+    std::vector<uint8_t> acc(bytes);
+    parallel(count, threads, [&](size_t lo, size_t hi) {
+      if (hi <= lo) return;
+      std::memcpy(acc.data() + lo * esz, sends[0].data() + offset_bytes + lo * esz, (hi - lo) * esz);
+      for (int q = 1; q < R; ++q)
+        combine(dtype, op, acc.data() + lo * esz, acc.data() + lo * esz,
+                sends[static_cast<size_t>(q)].data() + offset_bytes + lo * esz, hi - lo);
+      if (op == weftAvg) divide(dtype, acc.data() + lo * esz, hi - lo, R);
+    });
+    return acc;
+  };
+  switch (c) {
+    case Collective::AllReduce: return reduce_block(0);
+    case Collective::Reduce: return rank == root ? reduce_block(0) : untouched;
+    case Collective::Broadcast: return sends[static_cast<size_t>(root)];
+    case Collective::ReduceScatter: return reduce_block(static_cast<size_t>(rank) * bytes);
+    case Collective::AllGather:
+      o.resize(bytes * static_cast<size_t>(R));
+      for (int q = 0; q < R; ++q)
+        if (bytes) std::memcpy(o.data() + static_cast<size_t>(q) * bytes, sends[static_cast<size_t>(q)].data(), bytes);
+      return o;
+    case Collective::AllToAll:
+      o.resize(bytes * static_cast<size_t>(R));
+      for (int q = 0; q < R; ++q)
+        if (bytes)
+          std::memcpy(o.data() + static_cast<size_t>(q) * bytes,
+                      sends[static_cast<size_t>(q)].data() + static_cast<size_t>(rank) * bytes, bytes);
+      return o;
+    default: return o;
+  }
+}
+
+void fill_random(int dtype, int op, void* data, size_t n, uint64_t seed, int threads) {
+  // Products stay exact with values in {-2..2} for a few ranks; sums with small magnitudes.
+  const int lo = op == weftProd ? -2 : -16, span = op == weftProd ? 5 : 33;
+  const bool is_unsigned = dtype == weftUint8 || dtype == weftUint32 || dtype == weftUint64;
+  auto* p = static_cast<uint8_t*>(data);
+  const uint64_t key = mix(seed);
+  parallel(n, threads, [&](size_t b, size_t e) {
+    for (size_t i = b; i < e; ++i) {
+      int v = lo + static_cast<int>(mix(key ^ i) % static_cast<uint64_t>(span));
+      if (is_unsigned && v < 0) v = -v;
+      switch (dtype) {
+        case weftInt8: { int8_t x = static_cast<int8_t>(v); std::memcpy(p + i, &x, 1); break; }
+        case weftUint8: { uint8_t x = static_cast<uint8_t>(v); std::memcpy(p + i, &x, 1); break; }
+        case weftInt32: { int32_t x = v; std::memcpy(p + i * 4, &x, 4); break; }
+        case weftUint32: { uint32_t x = static_cast<uint32_t>(v); std::memcpy(p + i * 4, &x, 4); break; }
+        case weftInt64: { int64_t x = v; std::memcpy(p + i * 8, &x, 8); break; }
+        case weftUint64: { uint64_t x = static_cast<uint64_t>(v); std::memcpy(p + i * 8, &x, 8); break; }
+        case weftFloat16: { uint16_t x = float_to_half(static_cast<float>(v)); std::memcpy(p + i * 2, &x, 2); break; }
+        case weftBfloat16: { uint16_t x = float_to_bf16(static_cast<float>(v)); std::memcpy(p + i * 2, &x, 2); break; }
+        case weftFloat32: { float x = static_cast<float>(v); std::memcpy(p + i * 4, &x, 4); break; }
+        case weftFloat64: { double x = v; std::memcpy(p + i * 8, &x, 8); break; }
+        default: break;
+      }
+    }
+  });
 }
 
 }  // namespace weft::host

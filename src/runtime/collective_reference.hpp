@@ -23,8 +23,16 @@ std::vector<std::vector<uint8_t>> reference(Collective c, int dtype, int op, int
                                             const std::vector<std::vector<uint8_t>>& sends,
                                             const std::vector<std::vector<uint8_t>>& untouched);
 
-/// Fills `n` elements with random values that every reduction order combines exactly
-/// (small integers, in every type), so results can be compared bit for bit.
-void fill_random(int dtype, int op, void* data, size_t n, uint64_t seed);
+/// The expected receive buffer of rank `rank` only (what one process of a GPU test needs),
+/// computed with `threads` threads. `untouched` is that rank's receive buffer before the
+/// call (used by Reduce on non-root ranks).
+std::vector<uint8_t> reference_for_rank(Collective c, int dtype, int op, int root, size_t count, int rank,
+                                        const std::vector<std::vector<uint8_t>>& sends,
+                                        const std::vector<uint8_t>& untouched, int threads = 1);
+
+/// Fills `n` elements with pseudo-random values that every reduction order combines
+/// exactly (small integers, in every type), so results can be compared bit for bit.
+/// Element i depends only on (seed, i); `threads` threads share the work.
+void fill_random(int dtype, int op, void* data, size_t n, uint64_t seed, int threads = 1);
 
 }  // namespace weft::host

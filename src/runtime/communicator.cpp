@@ -1,6 +1,5 @@
 #include "runtime/communicator.hpp"
 
-#include <cuda.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -425,9 +424,20 @@ void* Communicator::register_buffer(void* ptr, uint64_t bytes) {
   check_usable();
   if (ptr == nullptr || bytes == 0) fail(ErrorCode::InvalidArgument, "weftCommRegister: null buffer or zero size");
   DeviceGuard guard(device_);
-  CUdeviceptr base = 0;
+  // The allocation's base and size come from the driver, reached through the runtime so
+  // that libweft needs no link-time dependency on libcuda.
+  using GetRange = int (*)(unsigned long long*, size_t*, unsigned long long);
+  static GetRange get_range = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult q;
+    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 12000, cudaEnableDefault, &q) != cudaSuccess)
+      fn = nullptr;
+    return reinterpret_cast<GetRange>(fn);
+  }();
+  if (get_range == nullptr) fail(ErrorCode::UnhandledCuda, "weftCommRegister: the driver offers no cuMemGetAddressRange");
+  unsigned long long base = 0;
   size_t size = 0;
-  if (cuMemGetAddressRange(&base, &size, reinterpret_cast<CUdeviceptr>(ptr)) != CUDA_SUCCESS)
+  if (get_range(&base, &size, reinterpret_cast<unsigned long long>(ptr)) != 0)
     fail(ErrorCode::InvalidArgument, "weftCommRegister: " + std::to_string(reinterpret_cast<uintptr_t>(ptr)) +
                                          " is not device memory of this process");
   const uint64_t offset = reinterpret_cast<uint64_t>(ptr) - base;

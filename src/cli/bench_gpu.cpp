@@ -1,0 +1,395 @@
+#include "cli/bench_gpu.hpp"
+
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+#include "ir/algorithm.hpp"
+#include "runtime/collective_reference.hpp"
+#include "runtime/host_reduce.hpp"
+#include "runtime/launcher.hpp"
+#include "weft/weft.h"
+
+namespace weft::cli {
+
+namespace {
+
+// --- NCCL through dlopen: the few entry points the bench needs, NCCL's ABI. ---------------
+struct NcclId {
+  char internal[128];
+};
+using ncclComm_t = void*;
+struct Nccl {
+  void* lib = nullptr;
+  int version = 0;
+  int (*GetVersion)(int*) = nullptr;
+  int (*GetUniqueId)(NcclId*) = nullptr;
+  int (*CommInitRank)(ncclComm_t*, int, NcclId, int) = nullptr;
+  int (*CommDestroy)(ncclComm_t) = nullptr;
+  int (*AllReduce)(const void*, void*, size_t, int, int, ncclComm_t, cudaStream_t) = nullptr;
+  int (*AllGather)(const void*, void*, size_t, int, ncclComm_t, cudaStream_t) = nullptr;
+  int (*ReduceScatter)(const void*, void*, size_t, int, int, ncclComm_t, cudaStream_t) = nullptr;
+  int (*Broadcast)(const void*, void*, size_t, int, int, ncclComm_t, cudaStream_t) = nullptr;
+  int (*Reduce)(const void*, void*, size_t, int, int, int, ncclComm_t, cudaStream_t) = nullptr;
+  int (*AlltoAll)(const void*, void*, size_t, int, ncclComm_t, cudaStream_t) = nullptr;
+  const char* (*GetErrorString)(int) = nullptr;
+
+  bool load() {
+    lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) return false;
+    auto sym = [&](auto& f, const char* name) { f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(dlsym(lib, name)); };
+    sym(GetVersion, "ncclGetVersion");
+    sym(GetUniqueId, "ncclGetUniqueId");
+    sym(CommInitRank, "ncclCommInitRank");
+    sym(CommDestroy, "ncclCommDestroy");
+    sym(AllReduce, "ncclAllReduce");
+    sym(AllGather, "ncclAllGather");
+    sym(ReduceScatter, "ncclReduceScatter");
+    sym(Broadcast, "ncclBroadcast");
+    sym(Reduce, "ncclReduce");
+    sym(AlltoAll, "ncclAlltoAll");
+    sym(GetErrorString, "ncclGetErrorString");
+    if (!GetUniqueId || !CommInitRank || !AllReduce || !AllGather || !ReduceScatter || !Broadcast || !Reduce) return false;
+    if (GetVersion) GetVersion(&version);
+    return true;
+  }
+};
+
+enum class Lib { Weft, Nccl };
+
+struct Row {
+  std::string collective;
+  uint64_t bytes = 0, count = 0;
+  double us[2] = {0, 0}, algbw[2] = {0, 0}, busbw[2] = {0, 0};
+  long wrong[2] = {-1, -1};
+  int tbs[2] = {0, 0};
+  bool have[2] = {false, false};
+};
+
+Collective parse_coll(const std::string& s) {
+  auto c = collective_from_string(s);
+  if (!c || *c == Collective::Custom) {
+    std::fprintf(stderr, "weft bench: unknown collective '%s'\n", s.c_str());
+    std::exit(2);
+  }
+  return *c;
+}
+
+int parse_dtype(const std::string& s) {
+  for (int t = 0; t < weftNumTypes; ++t)
+    if (s == host::dtype_name(t)) return t;
+  std::fprintf(stderr, "weft bench: unknown type '%s'\n", s.c_str());
+  std::exit(2);
+}
+
+int parse_op(const std::string& s) {
+  for (int o = 0; o < weftNumOps; ++o)
+    if (s == host::op_name(o)) return o;
+  std::fprintf(stderr, "weft bench: unknown op '%s'\n", s.c_str());
+  std::exit(2);
+}
+
+/// Elements per rank's call for a row of `bytes` (nccl-tests' convention).
+uint64_t count_for(Collective c, uint64_t bytes, size_t esz, int R) {
+  switch (c) {
+    case Collective::AllGather:
+    case Collective::ReduceScatter:
+    case Collective::AllToAll: return bytes / esz / static_cast<uint64_t>(R);
+    default: return bytes / esz;
+  }
+}
+
+double bus_factor(Collective c, int R) {
+  switch (c) {
+    case Collective::AllReduce: return 2.0 * (R - 1) / R;
+    case Collective::AllGather:
+    case Collective::ReduceScatter:
+    case Collective::AllToAll: return static_cast<double>(R - 1) / R;
+    default: return 1.0;
+  }
+}
+
+struct RankCtx {
+  int rank = 0, R = 1;
+  weftComm_t weft = nullptr;
+  ncclComm_t nccl = nullptr;
+  Nccl* lib = nullptr;
+  cudaStream_t st = nullptr;
+  char* send = nullptr;
+  char* recv = nullptr;
+  int dtype = weftFloat32, op = weftSum;
+};
+
+int issue(RankCtx& x, Lib lib, Collective c, uint64_t count) {
+  const int t = x.dtype, op = x.op;
+  if (lib == Lib::Weft) {
+    auto s = reinterpret_cast<weftStream_t>(x.st);
+    auto wt = static_cast<weftDataType_t>(t);
+    auto wo = static_cast<weftRedOp_t>(op);
+    switch (c) {
+      case Collective::AllReduce: return weftAllReduce(x.send, x.recv, count, wt, wo, x.weft, s);
+      case Collective::AllGather: return weftAllGather(x.send, x.recv, count, wt, x.weft, s);
+      case Collective::ReduceScatter: return weftReduceScatter(x.send, x.recv, count, wt, wo, x.weft, s);
+      case Collective::Broadcast: return weftBroadcast(x.send, x.recv, count, wt, 0, x.weft, s);
+      case Collective::Reduce: return weftReduce(x.send, x.recv, count, wt, wo, 0, x.weft, s);
+      case Collective::AllToAll: return weftAllToAll(x.send, x.recv, count, wt, x.weft, s);
+      default: return 1;
+    }
+  }
+  Nccl& n = *x.lib;
+  switch (c) {
+    case Collective::AllReduce: return n.AllReduce(x.send, x.recv, count, t, op, x.nccl, x.st);
+    case Collective::AllGather: return n.AllGather(x.send, x.recv, count, t, x.nccl, x.st);
+    case Collective::ReduceScatter: return n.ReduceScatter(x.send, x.recv, count, t, op, x.nccl, x.st);
+    case Collective::Broadcast: return n.Broadcast(x.send, x.recv, count, t, 0, x.nccl, x.st);
+    case Collective::Reduce: return n.Reduce(x.send, x.recv, count, t, op, 0, x.nccl, x.st);
+    case Collective::AllToAll: return n.AlltoAll ? n.AlltoAll(x.send, x.recv, count, t, x.nccl, x.st) : 1;
+    default: return 1;
+  }
+}
+
+/// Thread blocks one call launches: captured into a graph, kernel nodes' grid sizes summed.
+int count_tbs(RankCtx& x, Lib lib, Collective c, uint64_t count) {
+  cudaGraph_t g = nullptr;
+  if (cudaStreamBeginCapture(x.st, cudaStreamCaptureModeRelaxed) != cudaSuccess) return -1;
+  int rc = issue(x, lib, c, count);
+  if (cudaStreamEndCapture(x.st, &g) != cudaSuccess || rc != 0 || g == nullptr) {
+    cudaGetLastError();
+    return -1;
+  }
+  size_t n = 0;
+  cudaGraphGetNodes(g, nullptr, &n);
+  std::vector<cudaGraphNode_t> nodes(n);
+  if (n) cudaGraphGetNodes(g, nodes.data(), &n);
+  int tbs = 0;
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type;
+    if (cudaGraphNodeGetType(node, &type) != cudaSuccess || type != cudaGraphNodeTypeKernel) continue;
+    cudaKernelNodeParams p{};
+    if (cudaGraphKernelNodeGetParams(node, &p) == cudaSuccess) tbs += static_cast<int>(p.gridDim.x * p.gridDim.y * p.gridDim.z);
+  }
+  cudaGraphDestroy(g);
+  return tbs;
+}
+
+/// Mean microseconds per call over `iters` calls after `warmup` (or one replay of a graph
+/// of `iters` calls); negative on failure.
+double time_calls(RankCtx& x, Lib lib, Collective c, uint64_t count, const BenchOptions& o) {
+  cudaEvent_t a, b;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  double us = -1;
+  auto wait = [&] { return gputest::sync_bounded(reinterpret_cast<weftStream_t>(x.st), 300); };
+  do {
+    bool ok = true;
+    for (int i = 0; i < o.warmup && ok; ++i) ok = issue(x, lib, c, count) == 0;
+    if (!ok || !wait()) break;
+    if (o.graph) {
+      cudaGraph_t g;
+      cudaGraphExec_t ge;
+      if (cudaStreamBeginCapture(x.st, cudaStreamCaptureModeRelaxed) != cudaSuccess) break;
+      for (int i = 0; i < o.iters && ok; ++i) ok = issue(x, lib, c, count) == 0;
+      if (cudaStreamEndCapture(x.st, &g) != cudaSuccess || !ok) break;
+      if (cudaGraphInstantiate(&ge, g, 0) != cudaSuccess) break;
+      cudaGraphLaunch(ge, x.st);
+      if (!wait()) break;
+      cudaEventRecord(a, x.st);
+      cudaGraphLaunch(ge, x.st);
+      cudaEventRecord(b, x.st);
+      if (!wait()) break;
+      cudaGraphExecDestroy(ge);
+      cudaGraphDestroy(g);
+    } else {
+      cudaEventRecord(a, x.st);
+      for (int i = 0; i < o.iters && ok; ++i) ok = issue(x, lib, c, count) == 0;
+      cudaEventRecord(b, x.st);
+      if (!ok || !wait()) break;
+    }
+    float ms = 0;
+    cudaEventElapsedTime(&ms, a, b);
+    us = ms * 1000.0 / o.iters;
+  } while (false);
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  return us;
+}
+
+/// Runs one call on random inputs and counts the wrong elements of this rank's output.
+long check(RankCtx& x, Lib lib, Collective c, uint64_t count, uint64_t seed) {
+  const size_t esz = host::dtype_size(x.dtype);
+  const size_t ns = host::send_elems(c, count, x.R), nr = host::recv_elems(c, count, x.R);
+  std::vector<std::vector<uint8_t>> sends(static_cast<size_t>(x.R));
+  for (int q = 0; q < x.R; ++q) {
+    sends[static_cast<size_t>(q)].resize(ns * esz);
+    host::fill_random(x.dtype, x.op, sends[static_cast<size_t>(q)].data(), ns, seed + static_cast<uint64_t>(q), 8);
+  }
+  std::vector<uint8_t> untouched(nr * esz, 0xFF);
+  cudaMemcpy(x.send, sends[static_cast<size_t>(x.rank)].data(), ns * esz, cudaMemcpyHostToDevice);
+  cudaMemset(x.recv, 0xFF, nr * esz);
+  if (issue(x, lib, c, count) != 0) return static_cast<long>(nr);
+  if (!gputest::sync_bounded(reinterpret_cast<weftStream_t>(x.st), 300)) return static_cast<long>(nr);
+  std::vector<uint8_t> got(nr * esz);
+  cudaMemcpy(got.data(), x.recv, got.size(), cudaMemcpyDeviceToHost);
+  auto want = host::reference_for_rank(c, x.dtype, x.op, 0, count, x.rank, sends, untouched, 8);
+  long wrong = 0;
+  for (size_t i = 0; i < nr; ++i) wrong += std::memcmp(got.data() + i * esz, want.data() + i * esz, esz) != 0;
+  return wrong;
+}
+
+std::string fmt(double v, const char* f) {
+  char b[64];
+  std::snprintf(b, sizeof(b), f, v);
+  return b;
+}
+
+void print_header(const BenchOptions& o, Collective c, int R, const Nccl* nccl, const char* gpu) {
+  std::printf("#\n# %s  %s %s  %d ranks  %s  %s  warmup %d, iters %d%s\n", std::string(to_string(c)).c_str(),
+              o.dtype.c_str(), o.op.c_str(), R, gpu, nccl ? ("NCCL " + std::to_string(nccl->version)).c_str() : "no NCCL",
+              o.warmup, o.iters, o.graph ? ", CUDA graph" : "");
+  std::printf("#%11s %12s %8s | %10s %8s %8s %6s %4s | %10s %8s %8s %6s %4s | %7s\n", "size(B)", "count", "type",
+              "weft(us)", "algbw", "busbw", "#wrong", "TBs", "nccl(us)", "algbw", "busbw", "#wrong", "TBs", "speedup");
+}
+
+void print_row(const Row& r, const std::string& type) {
+  auto side = [&](int i) {
+    if (!r.have[i]) return std::string("  ") + std::string(10, '-') + "        -        -      -    -";
+    return fmt(r.us[i], "%10.2f") + fmt(r.algbw[i], " %8.2f") + fmt(r.busbw[i], " %8.2f") +
+           fmt(static_cast<double>(r.wrong[i]), " %6.0f") + fmt(r.tbs[i], " %4.0f");
+  };
+  std::string speed = r.have[0] && r.have[1] && r.us[0] > 0 ? fmt(r.us[1] / r.us[0], "%7.2f") : "      -";
+  std::printf(" %11llu %12llu %8s | %s | %s | %s\n", static_cast<unsigned long long>(r.bytes),
+              static_cast<unsigned long long>(r.count), type.c_str(), side(0).c_str(), side(1).c_str(), speed.c_str());
+  std::fflush(stdout);
+}
+
+int bench_rank(const BenchOptions& o, int rank, int R, const weftUniqueId& id) {
+  RankCtx x;
+  x.rank = rank;
+  x.R = R;
+  x.dtype = parse_dtype(o.dtype);
+  x.op = parse_op(o.op);
+  if (weftCommInitRank(&x.weft, R, id, rank) != weftSuccess) {
+    std::fprintf(stderr, "rank %d: weftCommInitRank: %s\n", rank, weftGetLastError(nullptr));
+    return 1;
+  }
+  Nccl nccl;
+  bool have_nccl = o.nccl && nccl.load();
+  if (o.nccl && !have_nccl && rank == 0) std::printf("# libnccl.so.2 not found: weft only\n");
+  if (have_nccl) {
+    x.lib = &nccl;
+    // Rank 0 leaves NCCL's id in a file next to the others' (same machine), they poll for it.
+    std::string path = "/tmp/weft-bench-" + std::to_string(getppid()) + ".ncclid";
+    NcclId nid{};
+    if (rank == 0) {
+      if (nccl.GetUniqueId(&nid) != 0) return 1;
+      std::string tmp = path + ".tmp";
+      std::ofstream(tmp, std::ios::binary).write(nid.internal, sizeof(nid.internal));
+      std::rename(tmp.c_str(), path.c_str());
+    } else {
+      auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      for (;;) {
+        std::ifstream f(path, std::ios::binary);
+        if (f.read(nid.internal, sizeof(nid.internal))) break;
+        if (std::chrono::steady_clock::now() > end) return 1;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    }
+    int rc = nccl.CommInitRank(&x.nccl, R, nid, rank);
+    if (rank == 0) unlink(path.c_str());
+    if (rc != 0) {
+      std::fprintf(stderr, "rank %d: ncclCommInitRank: %s\n", rank, nccl.GetErrorString ? nccl.GetErrorString(rc) : "?");
+      return 1;
+    }
+  }
+  cudaStreamCreateWithFlags(&x.st, cudaStreamNonBlocking);
+  const size_t esz = host::dtype_size(x.dtype);
+  const uint64_t max_bytes = std::max<uint64_t>(o.to, 64) * 2;
+  if (cudaMalloc(reinterpret_cast<void**>(&x.send), max_bytes) != cudaSuccess ||
+      cudaMalloc(reinterpret_cast<void**>(&x.recv), max_bytes) != cudaSuccess) {
+    std::fprintf(stderr, "rank %d: cannot allocate 2 x %llu bytes\n", rank, static_cast<unsigned long long>(max_bytes));
+    return 1;
+  }
+  cudaMemset(x.send, 0, max_bytes);
+  cudaMemset(x.recv, 0, max_bytes);
+  cudaDeviceProp prop{};
+  cudaGetDeviceProperties(&prop, rank);
+  std::vector<Row> rows;
+  int status = 0;
+  for (const std::string& name : o.collectives) {
+    Collective c = parse_coll(name);
+    if (rank == 0 && !o.json) print_header(o, c, R, have_nccl ? &nccl : nullptr, prop.name);
+    for (double b = static_cast<double>(o.from); b <= static_cast<double>(o.to) * 1.0000001; b *= o.factor) {
+      Row r;
+      r.collective = std::string(to_string(c));
+      uint64_t count = count_for(c, static_cast<uint64_t>(b), esz, R);
+      if (count == 0) continue;
+      r.count = count;
+      r.bytes = static_cast<uint64_t>(host::recv_elems(c, count, R) > host::send_elems(c, count, R)
+                                          ? host::recv_elems(c, count, R)
+                                          : host::send_elems(c, count, R)) * esz;
+      for (Lib lib : {Lib::Weft, Lib::Nccl}) {
+        int i = lib == Lib::Weft ? 0 : 1;
+        if (lib == Lib::Nccl && !have_nccl) continue;
+        if (lib == Lib::Nccl && c == Collective::AllToAll && !nccl.AlltoAll) continue;
+        double us = time_calls(x, lib, c, count, o);
+        if (us < 0) {
+          std::fprintf(stderr, "rank %d: %s %s of %llu bytes failed: %s\n", rank, i == 0 ? "weft" : "NCCL",
+                       r.collective.c_str(), static_cast<unsigned long long>(r.bytes), i == 0 ? weftGetLastError(nullptr) : "");
+          status = 1;
+          continue;
+        }
+        r.have[i] = true;
+        r.us[i] = us;
+        r.algbw[i] = static_cast<double>(r.bytes) / us / 1e3;
+        r.busbw[i] = r.algbw[i] * bus_factor(c, R);
+        r.tbs[i] = count_tbs(x, lib, c, count);
+        r.wrong[i] = o.check ? check(x, lib, c, count, static_cast<uint64_t>(b) * 7 + 11) : 0;
+        if (r.wrong[i] != 0) status = 1;
+      }
+      if (rank == 0) {
+        if (o.json) {
+          std::printf("{\"collective\":\"%s\",\"bytes\":%llu,\"count\":%llu,\"type\":\"%s\",\"weft_us\":%.3f,\"weft_busbw\":%.3f,"
+                      "\"weft_wrong\":%ld,\"weft_tbs\":%d,\"nccl_us\":%.3f,\"nccl_busbw\":%.3f,\"nccl_wrong\":%ld,\"nccl_tbs\":%d}\n",
+                      r.collective.c_str(), static_cast<unsigned long long>(r.bytes), static_cast<unsigned long long>(r.count),
+                      o.dtype.c_str(), r.us[0], r.busbw[0], r.wrong[0], r.tbs[0], r.us[1], r.busbw[1], r.wrong[1], r.tbs[1]);
+        } else {
+          print_row(r, o.dtype);
+        }
+      }
+      rows.push_back(r);
+    }
+  }
+  if (rank == 0 && !o.csv.empty()) {
+    std::ofstream f(o.csv);
+    f << "collective,bytes,count,type,weft_us,weft_algbw,weft_busbw,weft_wrong,weft_tbs,nccl_us,nccl_algbw,nccl_busbw,nccl_wrong,nccl_tbs\n";
+    for (const Row& r : rows)
+      f << r.collective << ',' << r.bytes << ',' << r.count << ',' << o.dtype << ',' << r.us[0] << ',' << r.algbw[0] << ','
+        << r.busbw[0] << ',' << r.wrong[0] << ',' << r.tbs[0] << ',' << r.us[1] << ',' << r.algbw[1] << ',' << r.busbw[1]
+        << ',' << r.wrong[1] << ',' << r.tbs[1] << '\n';
+  }
+  cudaFree(x.send);
+  cudaFree(x.recv);
+  if (x.nccl) nccl.CommDestroy(x.nccl);
+  weftCommDestroy(x.weft);
+  return status;
+}
+
+}  // namespace
+
+int bench_gpu(const BenchOptions& o) {
+  int ndev = gputest::probe_device_count();
+  if (ndev == 0) return gputest::kSkip;
+  int R = o.ranks > 0 ? o.ranks : ndev;
+  return gputest::run_ranks(R, [&](int rank, const weftUniqueId& id) { return bench_rank(o, rank, R, id); }, 3600,
+                            "weft bench");
+}
+
+}  // namespace weft::cli

@@ -1,0 +1,32 @@
+// `weft bench` on GPUs: weft against NCCL (loaded with dlopen, never linked), same run,
+// same buffers, nccl-tests' table.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace weft::cli {
+
+struct BenchOptions {
+  std::vector<std::string> collectives;  ///< AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, AllToAll
+  uint64_t from = 8;                     ///< bytes (nccl-tests' size column)
+  uint64_t to = 256ull << 20;
+  double factor = 2;                     ///< size multiplier between rows
+  bool graph = false;                    ///< time replays of a captured CUDA graph
+  std::string csv;                       ///< also write rows to this file
+  bool json = false;                     ///< print JSON rows instead of the table
+  int ranks = 0;                         ///< 0: every visible GPU
+  int warmup = 5;
+  int iters = 20;
+  bool nccl = true;
+  bool check = true;
+  std::string dtype = "float32";
+  std::string op = "sum";
+};
+
+/// Runs the benchmark, one process per GPU. Returns the exit status: 0, 1 (a rank
+/// failed or a result was wrong), or 77 when no GPU is present.
+int bench_gpu(const BenchOptions& o);
+
+}  // namespace weft::cli

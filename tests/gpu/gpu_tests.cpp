@@ -1,0 +1,438 @@
+// weft's GPU tests, one process per rank (launcher.hpp). Every case draws random inputs,
+// poisons the output, runs the call through the C API, and compares every element with a
+// reference computed on the host. Subcommands (one CTest test each, label gpu):
+//
+//   collectives --ranks N [--full] [--counts a,b,...] [--only COLL]   the collective matrix
+//   p2p         --ranks N          grouped sends and receives, sizes 0 to 8 MiB
+//   graph       --ranks N          AllReduce captured in a CUDA graph, replayed
+//   initall                        one process driving every GPU (weftCommInitAll)
+//   never_joins                    rank 1 never joins: rank 0 gets an error in bounded time
+//   peer_stops                     rank 1 stops taking part: rank 0 gets weftTimeout
+#include <cuda_runtime_api.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/launcher.hpp"
+#include "runtime/collective_reference.hpp"
+#include "runtime/host_reduce.hpp"
+#include "weft/weft.h"
+
+using weft::Collective;
+namespace gt = weft::gputest;
+namespace host = weft::host;
+
+namespace {
+
+#define CUDA_OK(call)                                                                       \
+  do {                                                                                      \
+    cudaError_t e_ = (call);                                                                \
+    if (e_ != cudaSuccess) {                                                                \
+      std::printf("%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));   \
+      return 1;                                                                             \
+    }                                                                                       \
+  } while (0)
+
+#define WEFT_OK(call)                                                                       \
+  do {                                                                                      \
+    weftResult_t r_ = (call);                                                               \
+    if (r_ != weftSuccess) {                                                                \
+      std::printf("%s:%d: %s: %s: %s\n", __FILE__, __LINE__, #call, weftGetErrorString(r_), \
+                  weftGetLastError(nullptr));                                               \
+      return 1;                                                                             \
+    }                                                                                       \
+  } while (0)
+
+struct Options {
+  int ranks = 2;
+  bool full = false;
+  std::vector<size_t> counts;
+  std::string only;
+};
+
+const int kThreads = std::max(1u, std::min(16u, std::thread::hardware_concurrency() / 2));
+
+const char* coll_name(Collective c) {
+  switch (c) {
+    case Collective::AllReduce: return "AllReduce";
+    case Collective::AllGather: return "AllGather";
+    case Collective::ReduceScatter: return "ReduceScatter";
+    case Collective::AllToAll: return "AllToAll";
+    case Collective::Broadcast: return "Broadcast";
+    case Collective::Reduce: return "Reduce";
+    default: return "?";
+  }
+}
+
+weftResult_t call(Collective c, const void* s, void* r, size_t count, int dtype, int op, int root, weftComm_t comm,
+                  cudaStream_t st) {
+  auto t = static_cast<weftDataType_t>(dtype);
+  auto o = static_cast<weftRedOp_t>(op);
+  auto ws = reinterpret_cast<weftStream_t>(st);
+  switch (c) {
+    case Collective::AllReduce: return weftAllReduce(s, r, count, t, o, comm, ws);
+    case Collective::AllGather: return weftAllGather(s, r, count, t, comm, ws);
+    case Collective::ReduceScatter: return weftReduceScatter(s, r, count, t, o, comm, ws);
+    case Collective::AllToAll: return weftAllToAll(s, r, count, t, comm, ws);
+    case Collective::Broadcast: return weftBroadcast(s, r, count, t, root, comm, ws);
+    case Collective::Reduce: return weftReduce(s, r, count, t, o, root, comm, ws);
+    default: return weftInvalidArgument;
+  }
+}
+
+/// One case on this rank; returns "" or what went wrong.
+std::string run_case(weftComm_t comm, cudaStream_t st, int R, int rank, Collective c, int dtype, int op, size_t count,
+                     bool in_place, int root, char* d_send, char* d_recv, uint64_t seed) {
+  const size_t esz = host::dtype_size(dtype);
+  const size_t ns = host::send_elems(c, count, R), nr = host::recv_elems(c, count, R);
+  std::vector<std::vector<uint8_t>> sends(static_cast<size_t>(R));
+  for (int q = 0; q < R; ++q) {
+    sends[static_cast<size_t>(q)].resize(ns * esz);
+    host::fill_random(dtype, op, sends[static_cast<size_t>(q)].data(), ns, seed * 131 + static_cast<uint64_t>(q), kThreads);
+  }
+  const std::vector<uint8_t>& mine = sends[static_cast<size_t>(rank)];
+  std::vector<uint8_t> untouched(nr * esz, 0xFF);
+  char *sp = d_send, *rp = d_recv, *view = d_recv;
+  size_t view_elems = nr;
+  auto up = [&](void* dst, const void* src, size_t n) {
+    return n == 0 ? cudaSuccess : cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice);
+  };
+  if (cudaMemset(d_recv, 0xFF, nr * esz) != cudaSuccess) return "cudaMemset failed";
+  if (!in_place) {
+    if (up(d_send, mine.data(), ns * esz) != cudaSuccess) return "upload failed";
+  } else if (c == Collective::AllGather) {
+    sp = d_recv + static_cast<size_t>(rank) * count * esz;
+    if (up(sp, mine.data(), ns * esz) != cudaSuccess) return "upload failed";
+  } else if (c == Collective::ReduceScatter) {
+    if (up(d_send, mine.data(), ns * esz) != cudaSuccess) return "upload failed";
+    rp = view = d_send + static_cast<size_t>(rank) * count * esz;
+    view_elems = count;
+  } else {
+    if (up(d_recv, mine.data(), ns * esz) != cudaSuccess) return "upload failed";
+    sp = d_recv;
+    untouched = mine;
+  }
+  weftResult_t r = call(c, sp, rp, count, dtype, op, root, comm, st);
+  if (r != weftSuccess) return std::string("call failed: ") + weftGetErrorString(r) + ": " + weftGetLastError(nullptr);
+  if (!gt::sync_bounded(reinterpret_cast<weftStream_t>(st), 120)) return "the stream did not finish within 120 s";
+  weftResult_t ae = weftSuccess;
+  weftCommGetAsyncError(comm, &ae);
+  if (ae != weftSuccess) return std::string("async error: ") + weftGetLastError(nullptr);
+  std::vector<uint8_t> got(view_elems * esz);
+  if (!got.empty() && cudaMemcpy(got.data(), view, got.size(), cudaMemcpyDeviceToHost) != cudaSuccess) return "download failed";
+  std::vector<uint8_t> want = host::reference_for_rank(c, dtype, op, root, count, rank, sends, untouched, kThreads);
+  if (want.size() != got.size()) return "reference size mismatch";
+  if (std::memcmp(want.data(), got.data(), got.size()) == 0) return "";
+  size_t bad = 0, first = got.size();
+  for (size_t i = 0; i < got.size(); ++i)
+    if (got[i] != want[i]) {
+      ++bad;
+      if (first == got.size()) first = i;
+    }
+  char msg[256];
+  std::snprintf(msg, sizeof(msg), "%zu wrong bytes; first at element %zu of %zu (byte %zu: got 0x%02x, want 0x%02x)",
+                bad, first / esz, view_elems, first, got[first], want[first]);
+  return msg;
+}
+
+int collectives(const Options& o, int rank, const weftUniqueId& id) {
+  weftComm_t comm;
+  WEFT_OK(weftCommInitRank(&comm, o.ranks, id, rank));
+  cudaStream_t st;
+  CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  const size_t kBig = size_t(64) << 20;
+  std::vector<size_t> counts = o.counts;
+  if (counts.empty()) counts = {0, 1, 7, 1024, (size_t(1) << 20) + 3, kBig};
+  const size_t max_count = *std::max_element(counts.begin(), counts.end());
+  const size_t max_bytes = std::max<size_t>(16, max_count * 8 * static_cast<size_t>(o.ranks));
+  char *d_send = nullptr, *d_recv = nullptr;
+  CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&d_send), max_bytes));
+  CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&d_recv), max_bytes));
+  const Collective all[] = {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter,
+                            Collective::AllToAll, Collective::Broadcast, Collective::Reduce};
+  int cases = 0, failures = 0;
+  uint64_t seed = 1;
+  auto t0 = std::chrono::steady_clock::now();
+  for (Collective c : all) {
+    if (!o.only.empty() && o.only != coll_name(c)) continue;
+    const bool reduces = c == Collective::AllReduce || c == Collective::ReduceScatter || c == Collective::Reduce;
+    const bool rooted = c == Collective::Broadcast || c == Collective::Reduce;
+    for (int dtype = 0; dtype < weftNumTypes; ++dtype)
+      for (int op = 0; op < (reduces ? weftNumOps : 1); ++op)
+        for (size_t count : counts)
+          for (int in_place = 0; in_place < 2; ++in_place)
+            for (int root = 0; root < (rooted ? o.ranks : 1); ++root) {
+              // The largest count runs for every type with one op (all ops with --full),
+              // and for one root: it is what takes the time.
+              if (count == kBig && !o.full && ((reduces && op != weftSum) || root != o.ranks - 1 - (rooted ? 0 : o.ranks - 1)))
+                continue;
+              ++cases;
+              ++seed;
+              std::string err = run_case(comm, st, o.ranks, rank, c, dtype, op, count, in_place != 0, root, d_send,
+                                         d_recv, seed);
+              if (!err.empty()) {
+                ++failures;
+                if (failures <= 30)
+                  std::printf("FAIL rank %d: %s %s %s count=%zu %s root=%d: %s\n", rank, coll_name(c),
+                              host::dtype_name(dtype), reduces ? host::op_name(op) : "-", count,
+                              in_place ? "in-place" : "out-of-place", root, err.c_str());
+                if (err.find("async error") != std::string::npos || err.find("did not finish") != std::string::npos) {
+                  std::printf("rank %d: stopping after a device error\n", rank);
+                  std::fflush(stdout);
+                  weftCommAbort(comm);
+                  return 1;
+                }
+              }
+            }
+  }
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("rank %d: %d cases, %d failures, %.1f s\n", rank, cases, failures, secs);
+  cudaFree(d_send);
+  cudaFree(d_recv);
+  WEFT_OK(weftCommDestroy(comm));
+  return failures == 0 ? 0 : 1;
+}
+
+int p2p(const Options& o, int rank, const weftUniqueId& id) {
+  weftComm_t comm;
+  WEFT_OK(weftCommInitRank(&comm, o.ranks, id, rank));
+  cudaStream_t st;
+  CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  const int R = o.ranks, next = (rank + 1) % R, prev = (rank + R - 1) % R;
+  int failures = 0;
+  for (size_t bytes : {size_t(0), size_t(1), size_t(4097), size_t(1) << 20, (size_t(8) << 20) + 5}) {
+    std::vector<uint8_t> mine(bytes), from_prev(bytes), want(bytes);
+    host::fill_random(weftUint8, weftSum, mine.data(), bytes, 7 + static_cast<uint64_t>(rank));
+    host::fill_random(weftUint8, weftSum, want.data(), bytes, 7 + static_cast<uint64_t>(prev));
+    char *ds = nullptr, *dr = nullptr, *dself = nullptr;
+    CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&ds), bytes + 1));
+    CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&dr), bytes + 1));
+    CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&dself), bytes + 1));
+    if (bytes) CUDA_OK(cudaMemcpy(ds, mine.data(), bytes, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemset(dr, 0xEE, bytes + 1));
+    CUDA_OK(cudaMemset(dself, 0xEE, bytes + 1));
+    auto ws = reinterpret_cast<weftStream_t>(st);
+    WEFT_OK(weftGroupStart());
+    WEFT_OK(weftSend(ds, bytes, weftUint8, next, comm, ws));
+    WEFT_OK(weftRecv(dr, bytes, weftUint8, prev, comm, ws));
+    WEFT_OK(weftSend(ds, bytes, weftUint8, rank, comm, ws));
+    WEFT_OK(weftRecv(dself, bytes, weftUint8, rank, comm, ws));
+    WEFT_OK(weftGroupEnd());
+    if (!gt::sync_bounded(ws, 60)) {
+      std::printf("FAIL rank %d: p2p of %zu bytes did not finish\n", rank, bytes);
+      return 1;
+    }
+    std::vector<uint8_t> got(bytes + 1), self(bytes + 1);
+    CUDA_OK(cudaMemcpy(got.data(), dr, bytes + 1, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(self.data(), dself, bytes + 1, cudaMemcpyDeviceToHost));
+    bool ok = std::memcmp(got.data(), want.data(), bytes) == 0 && got[bytes] == 0xEE &&
+              std::memcmp(self.data(), mine.data(), bytes) == 0 && self[bytes] == 0xEE;
+    if (!ok) {
+      ++failures;
+      std::printf("FAIL rank %d: p2p of %zu bytes delivered wrong data\n", rank, bytes);
+    }
+    cudaFree(ds);
+    cudaFree(dr);
+    cudaFree(dself);
+  }
+  std::printf("rank %d: p2p %s\n", rank, failures ? "FAILED" : "passed");
+  WEFT_OK(weftCommDestroy(comm));
+  return failures ? 1 : 0;
+}
+
+int graph(const Options& o, int rank, const weftUniqueId& id) {
+  weftComm_t comm;
+  WEFT_OK(weftCommInitRank(&comm, o.ranks, id, rank));
+  cudaStream_t st;
+  CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  int failures = 0;
+  for (size_t count : {size_t(2048), size_t(16) << 20}) {
+    const size_t bytes = count * 4;
+    float *dsend = nullptr, *drecv = nullptr;
+    CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&dsend), bytes));
+    CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&drecv), bytes));
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    CUDA_OK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+    weftResult_t r = weftAllReduce(dsend, drecv, count, weftFloat32, weftSum, comm, reinterpret_cast<weftStream_t>(st));
+    CUDA_OK(cudaStreamEndCapture(st, &g));
+    if (r != weftSuccess) {
+      std::printf("FAIL rank %d: AllReduce under capture: %s\n", rank, weftGetLastError(nullptr));
+      return 1;
+    }
+    CUDA_OK(cudaGraphInstantiate(&ge, g, 0));
+    for (int rep = 0; rep < 3; ++rep) {
+      std::vector<std::vector<uint8_t>> sends(static_cast<size_t>(o.ranks));
+      for (int q = 0; q < o.ranks; ++q) {
+        sends[static_cast<size_t>(q)].resize(bytes);
+        host::fill_random(weftFloat32, weftSum, sends[static_cast<size_t>(q)].data(), count, 1000 * rep + q, kThreads);
+      }
+      CUDA_OK(cudaMemcpy(dsend, sends[static_cast<size_t>(rank)].data(), bytes, cudaMemcpyHostToDevice));
+      CUDA_OK(cudaMemset(drecv, 0xFF, bytes));
+      CUDA_OK(cudaGraphLaunch(ge, st));
+      if (!gt::sync_bounded(reinterpret_cast<weftStream_t>(st), 60)) {
+        std::printf("FAIL rank %d: graph replay %d did not finish\n", rank, rep);
+        return 1;
+      }
+      std::vector<uint8_t> got(bytes);
+      CUDA_OK(cudaMemcpy(got.data(), drecv, bytes, cudaMemcpyDeviceToHost));
+      auto want = host::reference_for_rank(Collective::AllReduce, weftFloat32, weftSum, 0, count, rank, sends, {}, kThreads);
+      if (std::memcmp(got.data(), want.data(), bytes) != 0) {
+        ++failures;
+        std::printf("FAIL rank %d: graph replay %d of %zu floats is wrong\n", rank, rep, count);
+      }
+    }
+    cudaGraphExecDestroy(ge);
+    cudaGraphDestroy(g);
+    cudaFree(dsend);
+    cudaFree(drecv);
+  }
+  std::printf("rank %d: graph %s\n", rank, failures ? "FAILED" : "passed");
+  WEFT_OK(weftCommDestroy(comm));
+  return failures ? 1 : 0;
+}
+
+int initall() {
+  int ndev = gt::probe_device_count();
+  if (ndev == 0) {
+    std::printf("initall: no GPU, skipped\n");
+    return gt::kSkip;
+  }
+  std::vector<weftComm_t> comms(static_cast<size_t>(ndev));
+  WEFT_OK(weftCommInitAll(comms.data(), ndev, nullptr));
+  const size_t count = (size_t(1) << 20) + 3;
+  std::vector<std::vector<uint8_t>> sends(static_cast<size_t>(ndev));
+  std::vector<int*> bufs(static_cast<size_t>(ndev));
+  std::vector<cudaStream_t> streams(static_cast<size_t>(ndev));
+  for (int d = 0; d < ndev; ++d) {
+    sends[static_cast<size_t>(d)].resize(count * 4);
+    host::fill_random(weftInt32, weftSum, sends[static_cast<size_t>(d)].data(), count, 50 + d, kThreads);
+    CUDA_OK(cudaSetDevice(d));
+    CUDA_OK(cudaStreamCreate(&streams[static_cast<size_t>(d)]));
+    CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&bufs[static_cast<size_t>(d)]), count * 4));
+    CUDA_OK(cudaMemcpy(bufs[static_cast<size_t>(d)], sends[static_cast<size_t>(d)].data(), count * 4, cudaMemcpyHostToDevice));
+  }
+  WEFT_OK(weftGroupStart());
+  for (int d = 0; d < ndev; ++d)
+    WEFT_OK(weftAllReduce(bufs[static_cast<size_t>(d)], bufs[static_cast<size_t>(d)], count, weftInt32, weftSum,
+                          comms[static_cast<size_t>(d)], reinterpret_cast<weftStream_t>(streams[static_cast<size_t>(d)])));
+  WEFT_OK(weftGroupEnd());
+  int failures = 0;
+  for (int d = 0; d < ndev; ++d) {
+    CUDA_OK(cudaSetDevice(d));
+    if (!gt::sync_bounded(reinterpret_cast<weftStream_t>(streams[static_cast<size_t>(d)]), 60)) {
+      std::printf("FAIL initall: device %d did not finish\n", d);
+      return 1;
+    }
+    std::vector<uint8_t> got(count * 4);
+    CUDA_OK(cudaMemcpy(got.data(), bufs[static_cast<size_t>(d)], count * 4, cudaMemcpyDeviceToHost));
+    auto want = host::reference_for_rank(Collective::AllReduce, weftInt32, weftSum, 0, count, d, sends, {}, kThreads);
+    if (got != want) {
+      ++failures;
+      std::printf("FAIL initall: device %d has a wrong sum\n", d);
+    }
+  }
+  for (weftComm_t c : comms) WEFT_OK(weftCommDestroy(c));
+  std::printf("initall on %d GPUs: %s\n", ndev, failures ? "FAILED" : "passed");
+  return failures ? 1 : 0;
+}
+
+int never_joins(int rank, const weftUniqueId& id) {
+  setenv("WEFT_BOOTSTRAP_TIMEOUT", "3", 1);
+  auto t0 = std::chrono::steady_clock::now();
+  weftComm_t comm = nullptr;
+  weftResult_t r = weftCommInitRank(&comm, 2, id, rank);
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::string msg = weftGetLastError(nullptr);
+  std::printf("rank %d: weftCommInitRank returned %s after %.1f s: %s\n", rank, weftGetErrorString(r), s, msg.c_str());
+  if (r == weftSuccess) return 1;
+  if (s > 30) return 1;
+  return msg.find("rank 1 of 2 did not join") != std::string::npos ? 0 : 1;
+}
+
+int peer_stops(int rank, const weftUniqueId& id) {
+  setenv("WEFT_TIMEOUT", "3", 1);
+  weftComm_t comm;
+  WEFT_OK(weftCommInitRank(&comm, 2, id, rank));
+  cudaStream_t st;
+  CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  auto ws = reinterpret_cast<weftStream_t>(st);
+  const size_t count = size_t(1) << 20;
+  float* buf = nullptr;
+  CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&buf), count * 4));
+  CUDA_OK(cudaMemset(buf, 0, count * 4));
+  WEFT_OK(weftAllReduce(buf, buf, count, weftFloat32, weftSum, comm, ws));
+  if (!gt::sync_bounded(ws, 30)) return 1;
+  if (rank == 1) {
+    // Stops taking part, stays alive until rank 0 has seen the timeout, then leaves.
+    std::this_thread::sleep_for(std::chrono::seconds(12));
+    weftCommAbort(comm);
+    return 0;
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  WEFT_OK(weftAllReduce(buf, buf, count, weftFloat32, weftSum, comm, ws));
+  bool finished = gt::sync_bounded(ws, 20);
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  weftResult_t ae = weftSuccess;
+  WEFT_OK(weftCommGetAsyncError(comm, &ae));
+  std::string msg = weftGetLastError(nullptr);
+  std::printf("rank 0: kernel %s after %.1f s; async error %s: %s\n", finished ? "ended" : "still running", s,
+              weftGetErrorString(ae), msg.c_str());
+  weftResult_t again = weftAllReduce(buf, buf, count, weftFloat32, weftSum, comm, ws);
+  std::printf("rank 0: the next call returns %s\n", weftGetErrorString(again));
+  WEFT_OK(weftCommAbort(comm));
+  bool ok = finished && ae == weftTimeout && again == weftTimeout && msg.find("rank 0") != std::string::npos &&
+            msg.find("thread block") != std::string::npos && msg.find("rank 1") != std::string::npos;
+  return ok ? 0 : 1;
+}
+
+std::vector<size_t> parse_counts(const std::string& s) {
+  std::vector<size_t> out;
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    size_t comma = s.find(',', pos);
+    std::string item = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    if (!item.empty()) out.push_back(std::strtoull(item.c_str(), nullptr, 0));
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  setvbuf(stdout, nullptr, _IOLBF, 0);
+  if (argc < 2) {
+    std::printf("usage: %s collectives|p2p|graph|initall|never_joins|peer_stops [--ranks N] [--full] [--counts a,b] [--only COLL]\n", argv[0]);
+    return 2;
+  }
+  std::string cmd = argv[1];
+  Options o;
+  for (int i = 2; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--ranks" && i + 1 < argc) o.ranks = std::atoi(argv[++i]);
+    else if (a == "--full") o.full = true;
+    else if (a == "--counts" && i + 1 < argc) o.counts = parse_counts(argv[++i]);
+    else if (a == "--only" && i + 1 < argc) o.only = argv[++i];
+  }
+  if (cmd == "collectives")
+    return gt::run_ranks(o.ranks, [&](int r, const weftUniqueId& id) { return collectives(o, r, id); }, 1800, cmd);
+  if (cmd == "p2p") return gt::run_ranks(o.ranks, [&](int r, const weftUniqueId& id) { return p2p(o, r, id); }, 300, cmd);
+  if (cmd == "graph") return gt::run_ranks(o.ranks, [&](int r, const weftUniqueId& id) { return graph(o, r, id); }, 300, cmd);
+  if (cmd == "initall") return initall();
+  if (cmd == "never_joins") {
+    setenv("WEFT_BOOTSTRAP_TIMEOUT", "3", 1);  // the root lives in this process
+    return gt::run_ranks(2, never_joins, 60, cmd, {1});
+  }
+  if (cmd == "peer_stops") return gt::run_ranks(2, peer_stops, 90, cmd);
+  std::printf("unknown test '%s'\n", cmd.c_str());
+  return 2;
+}

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# One round on a GPU machine (the device tool): machine facts, the GPU tests, then
+# `weft bench` against NCCL. Logs go to $OUT (or ./gpu-round-out); a summary is printed last.
+# Usage: tests/gpu/run_round.sh BUILD_DIR [quick|full|bench|tests]
+set -u
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+B=${1:?build dir}
+MODE=${2:-quick}
+OUT=${OUT:-$PWD/gpu-round-out}
+mkdir -p "$OUT"
+SUMMARY=$OUT/summary.txt
+: > "$SUMMARY"
+note() { echo "$*" | tee -a "$SUMMARY"; }
+run() {  # run NAME TIMEOUT CMD...
+  local name=$1 t=$2; shift 2
+  local t0=$(date +%s.%N)
+  timeout -k 5 "$t" "$@" > "$OUT/$name.log" 2>&1
+  local rc=$?
+  local dt=$(awk "BEGIN{print $(date +%s.%N) - $t0}")
+  note "$(printf '%-28s rc=%-3s %6.1fs  %s' "$name" "$rc" "$dt" "$(tail -n 1 "$OUT/$name.log" | cut -c1-150)")"
+}
+
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  nvidia-smi topo -m
+  ldconfig -p | grep -i nccl
+  python3 -c 'import torch; print("torch sees", torch.cuda.device_count(), "GPUs")' 2>&1 | tail -1
+} > "$OUT/machine.log" 2>&1
+note "machine: $(head -n 1 "$OUT/machine.log")  $(grep -c H200 "$OUT/machine.log") lines naming H200; nccl: $(grep -m1 libnccl.so.2 "$OUT/machine.log" | awk '{print $NF}')"
+
+T=$B/bin/weft_gpu_tests
+if [ "$MODE" != bench ]; then
+  export WEFT_TIMEOUT=20
+  run never_joins 60 "$T" never_joins
+  run peer_stops 90 "$T" peer_stops
+  run collectives_2_small 600 "$T" collectives --ranks 2 --counts 0,1,7,1024,1048579
+  run p2p_2 120 "$T" p2p --ranks 2
+  run graph_2 120 "$T" graph --ranks 2
+  run initall 120 "$T" initall
+  run collectives_1 300 "$T" collectives --ranks 1 --counts 0,1,7,1024,1048579
+  if [ "$MODE" = full ] || [ "$MODE" = tests ]; then
+    run collectives_2_64Mi 900 "$T" collectives --ranks 2 --counts 67108864
+    run collectives_2_ring_ll 300 env WEFT_ALGO=ring WEFT_PROTO=LL "$T" collectives --ranks 2 --counts 1,7,1024,1048579
+    run collectives_2_pairs_simple 300 env WEFT_ALGO=allpairs WEFT_PROTO=Simple "$T" collectives --ranks 2 --counts 1,7,1024,1048579
+  fi
+  unset WEFT_TIMEOUT
+fi
+if [ "$MODE" != tests ]; then
+  run bench 600 "$B/bin/weft" bench AllReduce AllGather ReduceScatter --sizes 8:1G --csv "$OUT/bench.csv"
+  run bench_graph 300 "$B/bin/weft" bench AllReduce --sizes 8:1M --graph --csv "$OUT/bench_graph.csv"
+fi
+note "---- failures:"
+grep -h "FAIL" "$OUT"/*.log | head -n 20 | tee -a "$SUMMARY"
+note "---- bench:"
+grep -h -v "^$" "$OUT/bench.log" "$OUT/bench_graph.log" 2>/dev/null | tail -n 80
