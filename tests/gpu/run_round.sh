@@ -33,7 +33,7 @@ if [ "$MODE" != bench ]; then
   export WEFT_TIMEOUT=20
   run never_joins 60 "$T" never_joins
   run peer_stops 90 "$T" peer_stops
-  run collectives_2_small 600 "$T" collectives --ranks 2 --counts 0,1,7,1024,1048579
+  run collectives_2_small 300 "$T" collectives --ranks 2 --counts 0,1,7,1024,1048579
   run p2p_2 120 "$T" p2p --ranks 2
   run graph_2 120 "$T" graph --ranks 2
   run initall 120 "$T" initall
@@ -46,8 +46,8 @@ if [ "$MODE" != bench ]; then
   unset WEFT_TIMEOUT
 fi
 if [ "$MODE" != tests ]; then
-  run bench 600 "$B/bin/weft" bench AllReduce AllGather ReduceScatter --sizes 8:1G --csv "$OUT/bench.csv"
-  run bench_graph 300 "$B/bin/weft" bench AllReduce --sizes 8:1M --graph --csv "$OUT/bench_graph.csv"
+  run bench 240 "$B/bin/weft" bench AllReduce AllGather ReduceScatter --sizes 8:1G --csv "$OUT/bench.csv"
+  run bench_graph 90 "$B/bin/weft" bench AllReduce --sizes 8:1M --graph --csv "$OUT/bench_graph.csv"
 fi
 note "---- failures:"
 grep -h "FAIL" "$OUT"/*.log | head -n 20 | tee -a "$SUMMARY"
