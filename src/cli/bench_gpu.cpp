@@ -1,5 +1,6 @@
 #include "cli/bench_gpu.hpp"
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <unistd.h>
@@ -174,7 +175,23 @@ int count_tbs(RankCtx& x, Lib lib, Collective c, uint64_t count) {
     cudaGraphNodeType type;
     if (cudaGraphNodeGetType(node, &type) != cudaSuccess || type != cudaGraphNodeTypeKernel) continue;
     cudaKernelNodeParams p{};
-    if (cudaGraphKernelNodeGetParams(node, &p) == cudaSuccess) tbs += static_cast<int>(p.gridDim.x * p.gridDim.y * p.gridDim.z);
+    if (cudaGraphKernelNodeGetParams(node, &p) == cudaSuccess) {
+      tbs += static_cast<int>(p.gridDim.x * p.gridDim.y * p.gridDim.z);
+      continue;
+    }
+    cudaGetLastError();
+    // Kernels launched through the driver API (NCCL's) answer the driver's query only.
+    using GetParams = CUresult (*)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS*);
+    static GetParams get = [] {
+      void* fn = nullptr;
+      cudaDriverEntryPointQueryResult q;
+      if (cudaGetDriverEntryPointByVersion("cuGraphKernelNodeGetParams", &fn, 12000, cudaEnableDefault, &q) != cudaSuccess)
+        fn = nullptr;
+      return reinterpret_cast<GetParams>(fn);
+    }();
+    CUDA_KERNEL_NODE_PARAMS kp{};
+    if (get != nullptr && get(reinterpret_cast<CUgraphNode>(node), &kp) == CUDA_SUCCESS)
+      tbs += static_cast<int>(kp.gridDimX * kp.gridDimY * kp.gridDimZ);
   }
   cudaGraphDestroy(g);
   return tbs;

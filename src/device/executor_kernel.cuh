@@ -131,9 +131,11 @@ WEFT_DEVICE_INLINE void move_simple_op(int op, const T* a, const T* b, T* o1, T*
 /// packets written (flag sflag). Returns the failed wait, if any, for this thread.
 template <typename T, int Op>
 __device__ __noinline__ device::WaitResult move_ll(int prim, const char* src, const device::LLPacket* in, char* dst,
-                                                   device::LLPacket* out, uint64_t bytes, uint32_t rflag,
-                                                   uint32_t sflag, device::Deadline dl) {
-  const uint64_t words = (bytes + 7) / 8;
+                                                   device::LLPacket* out, uint64_t bytes, uint64_t wire_bytes,
+                                                   uint32_t rflag, uint32_t sflag, device::Deadline dl) {
+  // Packets cover the whole piece (wire_bytes), so that sender and receiver agree on their
+  // number whatever each side's buffers hold; user memory is touched for `bytes` only.
+  const uint64_t words = (wire_bytes + 7) / 8;
   for (uint64_t w = threadIdx.x; w < words; w += blockDim.x) {
     uint64_t x = 0, s = 0, v;
     if (in != nullptr) {
@@ -157,13 +159,13 @@ __device__ __noinline__ device::WaitResult move_ll(int prim, const char* src, co
 
 template <typename T>
 WEFT_DEVICE_INLINE device::WaitResult move_ll_op(int op, int prim, const char* src, const device::LLPacket* in,
-                                                 char* dst, device::LLPacket* out, uint64_t bytes, uint32_t rflag,
-                                                 uint32_t sflag, const device::Deadline& dl) {
+                                                 char* dst, device::LLPacket* out, uint64_t bytes, uint64_t wire_bytes,
+                                                 uint32_t rflag, uint32_t sflag, const device::Deadline& dl) {
   switch (op) {
-    case 1: return move_ll<T, 1>(prim, src, in, dst, out, bytes, rflag, sflag, dl);
-    case 2: return move_ll<T, 2>(prim, src, in, dst, out, bytes, rflag, sflag, dl);
-    case 3: return move_ll<T, 3>(prim, src, in, dst, out, bytes, rflag, sflag, dl);
-    default: return move_ll<T, 0>(prim, src, in, dst, out, bytes, rflag, sflag, dl);
+    case 1: return move_ll<T, 1>(prim, src, in, dst, out, bytes, wire_bytes, rflag, sflag, dl);
+    case 2: return move_ll<T, 2>(prim, src, in, dst, out, bytes, wire_bytes, rflag, sflag, dl);
+    case 3: return move_ll<T, 3>(prim, src, in, dst, out, bytes, wire_bytes, rflag, sflag, dl);
+    default: return move_ll<T, 0>(prim, src, in, dst, out, bytes, wire_bytes, rflag, sflag, dl);
   }
 }
 
@@ -224,7 +226,9 @@ __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32
   const bool rd = prim_reads_src(s.prim), wr = prim_writes_dst(s.prim);
   for (int32_t c = 0; c < s.count; ++c) {
     const uint64_t n = piece_valid(g, s, c, range);
-    if (n == 0) continue;
+    // Simple: only the counters must agree, so pieces without data are skipped. LL: every
+    // packet of the piece travels (the receiver counts packets), data or padding.
+    if (range.hi <= range.lo || (n == 0 && !ll)) continue;
     char* src = rd ? a.buf[s.src_buf] + (chunk_offset(g, s.src_buf, s.src_index + c) + range.lo) * esz : nullptr;
     char* dst = wr ? a.buf[s.dst_buf] + (chunk_offset(g, s.dst_buf, s.dst_index + c) + range.lo) * esz : nullptr;
     const uint64_t piece_off = static_cast<uint64_t>(c) * part * esz;
@@ -265,8 +269,8 @@ __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32
           sends ? reinterpret_cast<device::LLPacket*>(sc->ll_staging + (spos % static_cast<uint64_t>(sc->depth)) *
                                                                            sc->ll_slot_bytes) + piece_off / 8
                 : nullptr;
-      device::WaitResult r = move_ll_op<T>(a.op, s.prim, src, in, dst, out, n * esz, static_cast<uint32_t>(rpos + 1),
-                                           static_cast<uint32_t>(spos + 1), iv.dl);
+      device::WaitResult r = move_ll_op<T>(a.op, s.prim, src, in, dst, out, n * esz, (range.hi - range.lo) * esz,
+                                           static_cast<uint32_t>(rpos + 1), static_cast<uint32_t>(spos + 1), iv.dl);
       if (r != device::WaitResult::Ok) {
         record_error(iv, r, gs, s.prim, kWaitPacket, rc != nullptr ? rc->peer : -1, k, -1, rpos + 1, 0);
         sh.proc_status[par] = 1;

@@ -124,7 +124,6 @@ void Communicator::init_memory() {
   layout_.ranks = nranks_;
   layout_.cfg = CommConfig::from_env();
   WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&setup_stream_, cudaStreamNonBlocking));
-  WEFT_CUDA_CHECK(cudaEventCreateWithFlags(&last_event_, cudaEventDisableTiming));
   WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&arena_), layout_.total()));
   WEFT_CUDA_CHECK(cudaMemsetAsync(arena_, 0, layout_.total(), setup_stream_));
   WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&error_claim_), sizeof(uint32_t)));
@@ -152,6 +151,12 @@ void Communicator::init_memory() {
 
   peer_arena_.assign(static_cast<size_t>(nranks_), nullptr);
   peer_ipc_opened_.assign(static_cast<size_t>(nranks_), false);
+  peer_device_.assign(static_cast<size_t>(nranks_), -1);
+  all_local_ = true;
+  for (const PeerInfo& pi : all) {
+    all_local_ &= pi.pid == mine.pid && pi.host == mine.host;
+    if (pi.pid == mine.pid && pi.host == mine.host) peer_device_[static_cast<size_t>(pi.rank)] = pi.device;
+  }
   peer_arena_[static_cast<size_t>(rank_)] = arena_;
   for (int p = 0; p < nranks_; ++p) {
     if (p == rank_) continue;
@@ -298,13 +303,7 @@ void* Communicator::scratch(uint64_t bytes) {
   return p;
 }
 
-void Communicator::note_launch(cudaStream_t stream) {
-  cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(stream, &st) == cudaSuccess && st == cudaStreamCaptureStatusNone) {
-    WEFT_CUDA_CHECK(cudaEventRecord(last_event_, stream));
-    launched_ = true;
-  }
-}
+void Communicator::note_launch(cudaStream_t) { launched_ = true; }
 
 std::string Communicator::format_device_error(const exec::ErrorRecord& e) const {
   std::string what;
@@ -353,19 +352,11 @@ void Communicator::destroy() {
   if (freed_) return;
   DeviceGuard guard(device_);
   if (launched_) {
-    auto wait_done = [&](double seconds) {
-      auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-      while (cudaEventQuery(last_event_) == cudaErrorNotReady) {
-        if (std::chrono::steady_clock::now() > end) return false;
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
-      }
-      return true;
-    };
-    if (!wait_done(timeout_s_ + 5)) {
-      WEFT_LOG(Warn, "INIT", "rank " << rank_ << ": work still running at destroy after WEFT_TIMEOUT; aborting it");
-      *abort_host_ = 1;
-      wait_done(10);
-    }
+    // Kernels of this communicator end within WEFT_TIMEOUT (every device wait is bounded),
+    // so waiting for the device is bounded as far as weft is concerned.
+    cudaError_t err = cudaDeviceSynchronize();
+    if (err != cudaSuccess)
+      WEFT_LOG(Warn, "INIT", "rank " << rank_ << ": device error at destroy: " << cudaGetErrorString(err));
   }
   free_all(true);
 }
@@ -381,7 +372,17 @@ void Communicator::abort() {
 void Communicator::free_all(bool barrier) {
   if (freed_) return;
   freed_ = true;
-  if (barrier && boot_) {
+  if (barrier && all_local_) {
+    // One process drives every rank (often from one thread, destroying them in turn, so a
+    // barrier would wait for a rank not yet destroyed). Peers' kernels that may still write
+    // into this rank's memory run on devices of this process: wait for those devices
+    // (every kernel ends within WEFT_TIMEOUT).
+    for (int d : peer_device_)
+      if (d >= 0) {
+        DeviceGuard g(d);
+        cudaDeviceSynchronize();
+      }
+  } else if (barrier && boot_) {
     try {
       boot_->barrier(timeout_s_);
     } catch (const Error& e) {
@@ -406,14 +407,12 @@ void Communicator::free_all(bool barrier) {
   if (error_claim_) cudaFree(error_claim_);
   if (error_host_) cudaFreeHost(error_host_);
   if (abort_host_) cudaFreeHost(abort_host_);
-  if (last_event_) cudaEventDestroy(last_event_);
   if (setup_stream_) cudaStreamDestroy(setup_stream_);
   p2p_conns_ = nullptr;
   arena_ = nullptr;
   error_claim_ = nullptr;
   error_host_ = nullptr;
   abort_host_ = nullptr;
-  last_event_ = nullptr;
   setup_stream_ = nullptr;
   cudaGetLastError();
   if (boot_) boot_->close();

@@ -135,6 +135,8 @@ class Communicator {
   char* arena_ = nullptr;
   std::vector<char*> peer_arena_;       ///< by rank; own rank -> arena_
   std::vector<bool> peer_ipc_opened_;   ///< true when opened with cudaIpcOpenMemHandle
+  std::vector<int> peer_device_;        ///< device of each rank living in this process, else -1
+  bool all_local_ = false;              ///< every rank lives in this process (weftCommInitAll)
   exec::ErrorRecord* error_host_ = nullptr;  ///< host-mapped
   exec::ErrorRecord* error_dev_ = nullptr;   ///< its device address
   uint32_t* abort_host_ = nullptr;
@@ -142,7 +144,6 @@ class Communicator {
   uint32_t* error_claim_ = nullptr;         ///< device memory
   exec::DevConn* p2p_conns_ = nullptr;      ///< device table for p2p: ((peer*2+send)*K + conn)
   cudaStream_t setup_stream_ = nullptr;
-  cudaEvent_t last_event_ = nullptr;
   bool launched_ = false;
   ErrorCode broken_ = ErrorCode::Success;
   std::string broken_message_;

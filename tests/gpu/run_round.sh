@@ -9,15 +9,17 @@ MODE=${2:-quick}
 OUT=${OUT:-$PWD/gpu-round-out}
 mkdir -p "$OUT"
 SUMMARY=$OUT/summary.txt
-: > "$SUMMARY"
+: > "$SUMMARY"; : > "$OUT/all.log"
 note() { echo "$*" | tee -a "$SUMMARY"; }
-run() {  # run NAME TIMEOUT CMD...
+run() {  # run NAME TIMEOUT CMD...: output into all.log (bench logs kept apart too)
   local name=$1 t=$2; shift 2
   local t0=$(date +%s.%N)
   timeout -k 5 "$t" "$@" > "$OUT/$name.log" 2>&1
   local rc=$?
   local dt=$(awk "BEGIN{print $(date +%s.%N) - $t0}")
-  note "$(printf '%-28s rc=%-3s %6.1fs  %s' "$name" "$rc" "$dt" "$(tail -n 1 "$OUT/$name.log" | cut -c1-150)")"
+  note "$(printf '%-28s rc=%-3s %6.1fs  %s' "$name" "$rc" "$dt" "$(grep -v '^ *$' "$OUT/$name.log" | tail -n 1 | cut -c1-160)")"
+  { echo "==== $name (rc=$rc)"; cat "$OUT/$name.log"; } >> "$OUT/all.log"
+  case $name in bench*) ;; *) rm -f "$OUT/$name.log" ;; esac
 }
 
 {
@@ -50,6 +52,6 @@ if [ "$MODE" != tests ]; then
   run bench_graph 90 "$B/bin/weft" bench AllReduce --sizes 8:1M --graph --csv "$OUT/bench_graph.csv"
 fi
 note "---- failures:"
-grep -h "FAIL" "$OUT"/*.log | head -n 20 | tee -a "$SUMMARY"
+grep -h "FAIL\|timed out\|failed" "$OUT/all.log" | head -n 20 | tee -a "$SUMMARY"
 note "---- bench:"
 grep -h -v "^$" "$OUT/bench.log" "$OUT/bench_graph.log" 2>/dev/null | tail -n 80
