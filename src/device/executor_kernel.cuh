@@ -135,24 +135,51 @@ __device__ __noinline__ device::WaitResult move_ll(int prim, const char* src, co
                                                    uint32_t rflag, uint32_t sflag, device::Deadline dl) {
   // Packets cover the whole piece (wire_bytes), so that sender and receiver agree on their
   // number whatever each side's buffers hold; user memory is touched for `bytes` only.
+  // Each thread polls kU packets at once: their loads are in flight together instead of
+  // one memory latency per packet.
+  constexpr uint32_t kU = 8;
   const uint64_t words = (wire_bytes + 7) / 8;
-  for (uint64_t w = threadIdx.x; w < words; w += blockDim.x) {
-    uint64_t x = 0, s = 0, v;
+  const uint64_t nth = blockDim.x;
+  for (uint64_t base = threadIdx.x; base < words; base += nth * kU) {
+    uint64_t x[kU];
     if (in != nullptr) {
-      device::WaitResult r = device::spin_until([&] { return device::ll_try_read(in + w, rflag, x); }, dl);
-      if (r != device::WaitResult::Ok) return r;
+      bool ready[kU];
+#pragma unroll
+      for (uint32_t u = 0; u < kU; ++u) {
+        ready[u] = base + u * nth >= words;
+        x[u] = 0;
+      }
+      for (uint32_t spins = 0;; ++spins) {
+        bool all = true;
+#pragma unroll
+        for (uint32_t u = 0; u < kU; ++u)
+          if (!ready[u]) {
+            ready[u] = device::ll_try_read(in + base + u * nth, rflag, x[u]);
+            all &= ready[u];
+          }
+        if (all) break;
+        if ((spins & 255u) == 255u) {
+          device::WaitResult r = device::check_deadline(dl);
+          if (r != device::WaitResult::Ok) return r;
+        }
+      }
     }
-    if (src != nullptr) s = device::load_word(src, w * 8, bytes);
-    switch (prim) {
-      case kSend:
-      case kCopy: v = s; break;
-      case kRecv:
-      case kRecvCopySend: v = x; break;
-      case kReduce: v = apply8<T, Op>(device::load_word(dst, w * 8, bytes), s); break;
-      default: v = apply8<T, Op>(s, x); break;
+#pragma unroll
+    for (uint32_t u = 0; u < kU; ++u) {
+      const uint64_t w = base + u * nth;
+      if (w >= words) break;
+      uint64_t sv = src != nullptr ? device::load_word(src, w * 8, bytes) : 0, v;
+      switch (prim) {
+        case kSend:
+        case kCopy: v = sv; break;
+        case kRecv:
+        case kRecvCopySend: v = x[u]; break;
+        case kReduce: v = apply8<T, Op>(device::load_word(dst, w * 8, bytes), sv); break;
+        default: v = apply8<T, Op>(sv, x[u]); break;
+      }
+      if (dst != nullptr) device::store_word(dst, w * 8, bytes, v);
+      if (out != nullptr) device::ll_write(out + w, v, sflag);
     }
-    if (dst != nullptr) device::store_word(dst, w * 8, bytes, v);
-    if (out != nullptr) device::ll_write(out + w, v, sflag);
   }
   return device::WaitResult::Ok;
 }

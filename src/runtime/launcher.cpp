@@ -38,6 +38,8 @@ int run_ranks(int nranks, const std::function<int(int, const weftUniqueId&)>& bo
     return kSkip;
   }
   std::fflush(stdout);
+  // A rank that exits early (or is never given an id) must not kill us through its pipe.
+  signal(SIGPIPE, SIG_IGN);
   std::vector<pid_t> pids(static_cast<size_t>(nranks), -1);
   std::vector<int> pipes(static_cast<size_t>(nranks), -1);
   for (int r = 0; r < nranks; ++r) {

@@ -23,32 +23,31 @@ int instances_for(uint64_t bytes, uint64_t per_instance, int lo, int hi) {
 Choice table_choice(Collective c, uint64_t bytes, int nranks) {
   Choice ch;
   const bool small = bytes <= 256 * KiB;
+  // LL for small messages (latency): one thread block per instance moves about 16 KiB.
+  // Simple for large ones (bandwidth): enough thread blocks to fill NVLink, each moving
+  // about 20 GB/s to a peer.
+  if (small) {
+    ch.protocol = "LL";
+    ch.instances = instances_for(bytes, 16 * KiB, 1, 16);
+  } else {
+    ch.protocol = "Simple";
+    ch.instances = instances_for(bytes, 1 * MiB, 4, 16);
+  }
   switch (c) {
     case Collective::AllReduce:
     case Collective::AllGather:
     case Collective::ReduceScatter:
-      // All-pairs over LL for small messages (latency); ring over Simple for large ones
-      // (bandwidth), with enough thread blocks to fill NVLink (about 20 GB/s each).
-      if (small || nranks <= 1) {
-        ch.algorithm = "allpairs";
-        ch.protocol = "LL";
-        ch.instances = instances_for(bytes, 32 * KiB, 1, 8);
-      } else {
-        ch.algorithm = "ring";
-        ch.protocol = "Simple";
-        ch.instances = instances_for(bytes, 512 * KiB, 4, 24);
-      }
+      // All-pairs sends each rank's data straight to every peer: latency-optimal, and for
+      // two ranks it moves exactly what a ring moves, with dedicated sender and receiver
+      // blocks pipelined over micro-batches. Rings win from three ranks on for large data.
+      ch.algorithm = small || nranks <= 2 ? "allpairs" : "ring";
       break;
     case Collective::Broadcast:
     case Collective::Reduce:
       ch.algorithm = nranks > 2 && !small ? "chain" : "allpairs";
-      ch.protocol = small ? "LL" : "Simple";
-      ch.instances = small ? instances_for(bytes, 32 * KiB, 1, 8) : instances_for(bytes, 512 * KiB, 4, 24);
       break;
     default:
       ch.algorithm = "allpairs";
-      ch.protocol = small ? "LL" : "Simple";
-      ch.instances = small ? instances_for(bytes, 32 * KiB, 1, 8) : instances_for(bytes, 1 * MiB, 2, 16);
       break;
   }
   return ch;

@@ -51,6 +51,15 @@ if [ "$MODE" != tests ]; then
   run bench 240 "$B/bin/weft" bench AllReduce AllGather ReduceScatter --sizes 8:1G --csv "$OUT/bench.csv"
   run bench_graph 90 "$B/bin/weft" bench AllReduce --sizes 8:1M --graph --csv "$OUT/bench_graph.csv"
 fi
+if [ "$MODE" = perf ]; then
+  # Sweeps of the large-message knobs (weft only, no check): instances x staging slot size.
+  for slot in 131072 524288; do
+    for inst in 8 16 24; do
+      run "sweep_s${slot}_i${inst}" 60 env WEFT_SLOT_BYTES=$slot WEFT_INSTANCES=$inst "$B/bin/weft" bench AllReduce AllGather ReduceScatter --sizes 64M:1G --factor 4 --no-nccl --no-check --iters 10
+    done
+  done
+  grep -h "^ \+[0-9]" "$OUT/all.log" > /dev/null
+fi
 note "---- failures:"
 grep -h "FAIL\|timed out\|failed" "$OUT/all.log" | head -n 20 | tee -a "$SUMMARY"
 note "---- bench:"
