@@ -32,12 +32,14 @@ enum Prim : uint8_t {
 enum Protocol : uint8_t { kSimple = 0, kLL = 1, kLL128 = 2 };
 enum Model : uint8_t { kTaskModel = 0, kAlgorithmModel = 1 };
 
+constexpr uint8_t kHasDependents = 1;
+
 /// One pipeline slot, as the interpreter reads it (32 bytes).
 struct DevSlot {
   uint8_t prim;
   uint8_t src_buf;
   uint8_t dst_buf;
-  uint8_t pad;
+  uint8_t flags;      ///< kHasDependents: another slot waits on this slot's counter
   int16_t send_conn;  ///< index into the rank's DevConn table, -1 if none
   int16_t recv_conn;
   int32_t src_index;  ///< first chunk slot
@@ -175,6 +177,12 @@ struct ErrorRecord {
   double waited_s;
 };
 
+/// Plans up to this size travel inside the kernel's parameters (read through the constant
+/// cache) instead of device memory: small-message latency is a chain of dependent loads.
+constexpr int kInlineTBs = 8;
+constexpr int kInlineSlots = 16;
+constexpr int kInlineConns = 8;
+
 /// Everything one launch of the interpreter needs (passed by value).
 struct ExecArgs {
   const DevTB* tbs;
@@ -194,6 +202,10 @@ struct ExecArgs {
   uint32_t* error_claim;     ///< device memory: the first timed-out thread claims it
   ErrorRecord* error;        ///< host-mapped
   volatile uint32_t* abort;  ///< host-mapped: set by weftCommAbort
+  int32_t inline_plan;       ///< 1: tbs, slots and conns are the inline copies below
+  DevTB itbs[kInlineTBs];
+  DevSlot islots[kInlineSlots];
+  DevConn iconns[kInlineConns];
 };
 
 }  // namespace weft::exec

@@ -38,6 +38,8 @@ struct BlockShared {
 
 struct Invocation {
   const ExecArgs* a;
+  const DevSlot* slots;  ///< the plan's arrays, inline or in device memory
+  const DevConn* conns;
   device::Deadline dl;
   uint64_t start_ns;
   int32_t tb;
@@ -136,8 +138,8 @@ __device__ __noinline__ device::WaitResult move_ll(int prim, const char* src, co
   // Packets cover the whole piece (wire_bytes), so that sender and receiver agree on their
   // number whatever each side's buffers hold; user memory is touched for `bytes` only.
   // Each thread polls kU packets at once: their loads are in flight together instead of
-  // one memory latency per packet.
-  constexpr uint32_t kU = 8;
+  // one memory latency per packet (8 spills registers under the 512-thread bound).
+  constexpr uint32_t kU = 4;
   const uint64_t words = (wire_bytes + 7) / 8;
   const uint64_t nth = blockDim.x;
   for (uint64_t base = threadIdx.x; base < words; base += nth * kU) {
@@ -159,7 +161,7 @@ __device__ __noinline__ device::WaitResult move_ll(int prim, const char* src, co
           }
         if (all) break;
         if ((spins & 255u) == 255u) {
-          device::WaitResult r = device::check_deadline(dl);
+          device::WaitResult r = device::check_deadline(dl, (spins & 65535u) == 65535u);
           if (r != device::WaitResult::Ok) return r;
         }
       }
@@ -200,11 +202,11 @@ WEFT_DEVICE_INLINE device::WaitResult move_ll_op(int op, int prim, const char* s
 template <typename T>
 __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32_t k, uint32_t par) {
   const ExecArgs& a = *iv.a;
-  const DevSlot s = a.slots[gs];
+  const DevSlot s = iv.slots[gs];
   const bool sends = prim_sends(s.prim), recvs = prim_receives(s.prim);
   const bool ll = a.protocol == kLL;
-  const DevConn* rc = recvs ? &a.conns[s.recv_conn] : nullptr;
-  const DevConn* sc = sends ? &a.conns[s.send_conn] : nullptr;
+  const DevConn* rc = recvs ? &iv.conns[s.recv_conn] : nullptr;
+  const DevConn* sc = sends ? &iv.conns[s.send_conn] : nullptr;
   if (threadIdx.x == 0) {
     int st = 0;
     const uint64_t want = sh.base + k + 1;
@@ -309,32 +311,49 @@ __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32
   if (sh.proc_status[par] != 0) return false;
   if (threadIdx.x == 0) {
     if (sends) {
-      device::st_release_sys(sc->posted, spos + 1);
+      // Simple: the release makes the block's staging writes visible before the count.
+      // LL: the data carries its own flags, so the count (kept for the shared message
+      // numbering) needs no fence, which would wait for every packet to land.
+      if (ll) *reinterpret_cast<volatile uint64_t*>(sc->posted) = spos + 1;
+      else device::st_release_sys(sc->posted, spos + 1);
       *sc->pos = spos + 1;
     }
     if (recvs) {
-      device::st_release_sys(rc->acked, rpos + 1);
+      // The block's reads of the slot have returned (their values were used before the
+      // barrier), so an LL ack needs no fence either.
+      if (ll) *reinterpret_cast<volatile uint64_t*>(rc->acked) = rpos + 1;
+      else device::st_release_sys(rc->acked, rpos + 1);
       *rc->pos = rpos + 1;
     }
-    device::st_release_gpu(&a.counters[gs], sh.base + k + 1);
+    if (s.flags & kHasDependents) device::st_release_gpu(&a.counters[gs], sh.base + k + 1);
   }
   return true;
 }
 
 template <typename T>
-__global__ void __launch_bounds__(kMaxThreads) exec_kernel(ExecArgs a) {
+__global__ void __launch_bounds__(kMaxThreads) exec_kernel(const __grid_constant__ ExecArgs a) {
   __shared__ BlockShared sh;
-  const DevTB tb = a.tbs[blockIdx.x];
+  const DevTB tb = a.inline_plan ? a.itbs[blockIdx.x] : a.tbs[blockIdx.x];
   if (tb.nslots == 0 || a.geo.nmb == 0) return;
   Invocation iv;
   iv.a = &a;
+  iv.slots = a.inline_plan ? a.islots : a.slots;
+  iv.conns = a.inline_plan ? a.iconns : a.conns;
   iv.tb = static_cast<int32_t>(blockIdx.x);
   iv.tb_first_slot = tb.slot_begin;
   iv.start_ns = device::globaltimer();
   iv.dl = device::deadline_after(a.timeout_ns, a.abort, a.error_claim);
   if (threadIdx.x == 0) {
-    sh.base = *reinterpret_cast<volatile uint64_t*>(&a.counters[tb.slot_begin]);
-    sh.wait_status[0] = (*a.error_claim != 0 || *a.abort != 0) ? 1 : 0;
+    // Only slots that others wait on bump their counters, so the base is read from such
+    // a slot of this block, if any (all such counters hold the same value at launch).
+    sh.base = 0;
+    for (int32_t i = 0; i < tb.nslots; ++i)
+      if (iv.slots[tb.slot_begin + i].flags & kHasDependents) {
+        sh.base = *reinterpret_cast<volatile uint64_t*>(&a.counters[tb.slot_begin + i]);
+        break;
+      }
+    // The host's abort flag is not read here: a PCIe read would delay every launch.
+    sh.wait_status[0] = *reinterpret_cast<volatile uint32_t*>(a.error_claim) != 0 ? 1 : 0;
   }
   __syncthreads();
   if (sh.wait_status[0] != 0) return;

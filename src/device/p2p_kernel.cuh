@@ -70,6 +70,8 @@ __global__ void __launch_bounds__(kMaxThreads) p2p_kernel(P2PArgs a) {
   ea.error = a.error;
   Invocation iv;
   iv.a = &ea;
+  iv.slots = nullptr;
+  iv.conns = nullptr;
   iv.tb = static_cast<int32_t>(blockIdx.x);
   iv.tb_first_slot = 0;
   iv.start_ns = device::globaltimer();

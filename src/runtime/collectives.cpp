@@ -76,6 +76,13 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
   a.error_claim = error_claim_;
   a.error = error_dev_;
   a.abort = abort_dev_;
+  if (cp.fits_inline) {
+    const LoweredRank& lr = cp.lp.ranks[static_cast<size_t>(rank_)];
+    a.inline_plan = 1;
+    std::copy(lr.tbs.begin(), lr.tbs.end(), a.itbs);
+    std::copy(lr.slots.begin(), lr.slots.end(), a.islots);
+    std::copy(cp.conns_host.begin(), cp.conns_host.end(), a.iconns);
+  }
   if (cp.num_tbs > 0) launch_executor(a, cp.num_tbs, ll ? kExecThreadsLL : kExecThreadsSimple, stream);
   if (reduces && op == weftAvg && nranks_ > 1 && (c != Collective::Reduce || rank_ == root))
     launch_divide(recv, count, dtype, nranks_, stream);

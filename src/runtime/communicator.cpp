@@ -255,6 +255,10 @@ Communicator::CachedPlan& Communicator::plan_for(Collective c, const std::string
                                       std::to_string(max_blocks_) + " this GPU holds (lower WEFT_INSTANCES)");
   std::vector<exec::DevConn> conns;
   for (const ConnRef& r : lr.conns) conns.push_back(make_conn(r));
+  cp->conns_host = conns;
+  cp->fits_inline = lr.tbs.size() <= static_cast<size_t>(exec::kInlineTBs) &&
+                    lr.slots.size() <= static_cast<size_t>(exec::kInlineSlots) &&
+                    conns.size() <= static_cast<size_t>(exec::kInlineConns);
   auto align = [](uint64_t x) { return (x + 255) / 256 * 256; };
   const uint64_t o_tbs = 0, n_tbs = lr.tbs.size() * sizeof(exec::DevTB);
   const uint64_t o_slots = align(o_tbs + n_tbs), n_slots = lr.slots.size() * sizeof(exec::DevSlot);

@@ -37,7 +37,7 @@ namespace weft {
 struct CommConfig {
   int32_t connections = 32;
   int32_t depth = 4;
-  uint32_t slot_bytes = 128 << 10;
+  uint32_t slot_bytes = 512 << 10;
   uint32_t ll_slot_bytes = 64 << 10;
   static CommConfig from_env();
 };
@@ -114,6 +114,8 @@ class Communicator {
     const exec::DevConn* conns = nullptr;
     uint64_t* counters = nullptr;
     int num_tbs = 0;
+    bool fits_inline = false;          ///< small enough for ExecArgs' inline arrays
+    std::vector<exec::DevConn> conns_host;
   };
   struct Registration;
   Communicator() = default;

@@ -231,6 +231,15 @@ LoweredPlan lower_plan(const Plan& plan, int32_t nranks, int32_t max_pool) {
         lr.slots.push_back(d);
       }
     }
+    // Counters are bumped only where someone waits. A block that waits reads its launch's
+    // base from a bumped counter of its own, so its first slot is bumped too (every bumped
+    // counter grows by the micro-batch count per launch: they all hold the same value).
+    for (int32_t dep : lr.deps) lr.slots[static_cast<size_t>(dep)].flags |= exec::kHasDependents;
+    for (const exec::DevTB& tb : lr.tbs) {
+      bool waits = false;
+      for (int32_t i = 0; i < tb.nslots; ++i) waits |= lr.slots[static_cast<size_t>(tb.slot_begin + i)].ndeps > 0;
+      if (waits) lr.slots[static_cast<size_t>(tb.slot_begin)].flags |= exec::kHasDependents;
+    }
   }
   return lp;
 }

@@ -31,7 +31,7 @@ Choice table_choice(Collective c, uint64_t bytes, int nranks) {
     ch.instances = instances_for(bytes, 16 * KiB, 1, 16);
   } else {
     ch.protocol = "Simple";
-    ch.instances = instances_for(bytes, 1 * MiB, 4, 16);
+    ch.instances = instances_for(bytes, 256 * KiB, 4, 24);
   }
   switch (c) {
     case Collective::AllReduce:

@@ -41,7 +41,7 @@ const std::vector<Variable>& registry() {
        "Connections (staging FIFOs) per ordered pair of ranks: the most instances a plan may use between two ranks."},
       {"WEFT_FIFO_DEPTH", Type::Int, "4",
        "Staging slots per connection FIFO (at least 2): how many messages a sender may run ahead of its receiver."},
-      {"WEFT_SLOT_BYTES", Type::Int, "131072",
+      {"WEFT_SLOT_BYTES", Type::Int, "524288",
        "Bytes of one Simple-protocol staging slot: the largest message, so the micro-batch part of one thread block."},
       {"WEFT_LL_SLOT_BYTES", Type::Int, "65536",
        "Bytes of one LL staging slot (half of them data)."},

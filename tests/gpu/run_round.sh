@@ -52,15 +52,18 @@ if [ "$MODE" != tests ]; then
   run bench_graph 90 "$B/bin/weft" bench AllReduce --sizes 8:1M --graph --csv "$OUT/bench_graph.csv"
 fi
 if [ "$MODE" = perf ]; then
-  # Sweeps of the large-message knobs (weft only, no check): instances x staging slot size.
-  for slot in 131072 524288; do
-    for inst in 8 16 24; do
-      run "sweep_s${slot}_i${inst}" 60 env WEFT_SLOT_BYTES=$slot WEFT_INSTANCES=$inst "$B/bin/weft" bench AllReduce AllGather ReduceScatter --sizes 64M:1G --factor 4 --no-nccl --no-check --iters 10
+  # Sweeps of the large-message knobs (weft only, no check): slot size x instances x depth.
+  for slot in 524288 1048576 2097152; do
+    for inst in 16 24; do
+      for depth in 2 4; do
+        run "sweep_s${slot}_i${inst}_d${depth}" 60 env WEFT_SLOT_BYTES=$slot WEFT_INSTANCES=$inst WEFT_FIFO_DEPTH=$depth "$B/bin/weft" bench AllReduce AllGather ReduceScatter --sizes 16M:1G --factor 4 --no-nccl --no-check --iters 10
+      done
     done
   done
-  grep -h "^ \+[0-9]" "$OUT/all.log" > /dev/null
 fi
 note "---- failures:"
 grep -h "FAIL\|timed out\|failed" "$OUT/all.log" | head -n 20 | tee -a "$SUMMARY"
+note "---- sweeps (name size weft_us busbw):"
+awk '/^==== sweep/{name=$2} /^# [A-Za-z]/{coll=$2} name!="" && /^ +[0-9]/{printf "%-24s %-14s %11s %9s %8s %4s\n", name, coll, $1, $5, $7, $9}' "$OUT/all.log" | tee -a "$SUMMARY"
 note "---- bench:"
-grep -h -v "^$" "$OUT/bench.log" "$OUT/bench_graph.log" 2>/dev/null | tail -n 80
+grep -h -v "^$" "$OUT/bench.log" "$OUT/bench_graph.log" 2>/dev/null | cut -c1-140 | tail -n 100

@@ -139,7 +139,7 @@ WEFT_DEVICE_INLINE WaitResult ll128_get(void* dst, const void* src, uint64_t byt
       uint64_t f = __shfl_sync(0xffffffffu, b, (lane & ~7u) | 7u);
       if (__all_sync(0xffffffffu, !mine || f == flag)) break;
       if ((++spins & 255u) == 0) {
-        int st = lane == 0 ? static_cast<int>(check_deadline(d)) : 0;
+        int st = lane == 0 ? static_cast<int>(check_deadline(d, (spins & 65535u) == 0)) : 0;
         st = __shfl_sync(0xffffffffu, st, 0);
         if (st != 0) return static_cast<WaitResult>(st);
       }

@@ -33,10 +33,11 @@ WEFT_DEVICE_INLINE Deadline deadline_after(uint64_t timeout_ns, const volatile u
   return d;
 }
 
-/// One check of the deadline and the abort flags (for loops that poll on their own).
-WEFT_DEVICE_INLINE WaitResult check_deadline(const Deadline& d) {
+/// One check of the deadline and the error flag, and of the host's abort flag when
+/// `with_abort` (it may live in host memory: a read crosses PCIe, so loops read it rarely).
+WEFT_DEVICE_INLINE WaitResult check_deadline(const Deadline& d, bool with_abort = true) {
   if (d.error != nullptr && *d.error != 0) return WaitResult::Aborted;
-  if (d.abort != nullptr && *d.abort != 0) return WaitResult::Aborted;
+  if (with_abort && d.abort != nullptr && *d.abort != 0) return WaitResult::Aborted;
   if (globaltimer() > d.end_ns) return WaitResult::Timeout;
   return WaitResult::Ok;
 }
@@ -48,9 +49,8 @@ WEFT_DEVICE_INLINE WaitResult spin_until(Ready ready, const Deadline& d) {
   uint32_t spins = 0;
   while (!ready()) {
     if ((++spins & 255u) == 0) {
-      if (d.error != nullptr && *d.error != 0) return WaitResult::Aborted;
-      if ((spins & 4095u) == 0 && d.abort != nullptr && *d.abort != 0) return WaitResult::Aborted;
-      if (globaltimer() > d.end_ns) return WaitResult::Timeout;
+      WaitResult r = check_deadline(d, (spins & 65535u) == 0);
+      if (r != WaitResult::Ok) return r;
     }
   }
   return WaitResult::Ok;
