@@ -249,12 +249,14 @@ long check(RankCtx& x, Lib lib, Collective c, uint64_t count, uint64_t seed) {
     host::fill_random(x.dtype, x.op, sends[static_cast<size_t>(q)].data(), ns, seed + static_cast<uint64_t>(q), 8);
   }
   std::vector<uint8_t> untouched(nr * esz, 0xFF);
-  cudaMemcpy(x.send, sends[static_cast<size_t>(x.rank)].data(), ns * esz, cudaMemcpyHostToDevice);
-  cudaMemset(x.recv, 0xFF, nr * esz);
+  // On the timed stream: a pageable cudaMemcpy may return before its DMA lands.
+  cudaMemcpyAsync(x.send, sends[static_cast<size_t>(x.rank)].data(), ns * esz, cudaMemcpyHostToDevice, x.st);
+  cudaMemsetAsync(x.recv, 0xFF, nr * esz, x.st);
   if (issue(x, lib, c, count) != 0) return static_cast<long>(nr);
   if (!gputest::sync_bounded(reinterpret_cast<weftStream_t>(x.st), 300)) return static_cast<long>(nr);
   std::vector<uint8_t> got(nr * esz);
-  cudaMemcpy(got.data(), x.recv, got.size(), cudaMemcpyDeviceToHost);
+  cudaMemcpyAsync(got.data(), x.recv, got.size(), cudaMemcpyDeviceToHost, x.st);
+  cudaStreamSynchronize(x.st);
   auto want = host::reference_for_rank(c, x.dtype, x.op, 0, count, x.rank, sends, untouched, 8);
   long wrong = 0;
   for (size_t i = 0; i < nr; ++i) wrong += std::memcmp(got.data() + i * esz, want.data() + i * esz, esz) != 0;
@@ -336,6 +338,7 @@ int bench_rank(const BenchOptions& o, int rank, int R, const weftUniqueId& id) {
   }
   cudaMemset(x.send, 0, max_bytes);
   cudaMemset(x.recv, 0, max_bytes);
+  cudaDeviceSynchronize();
   cudaDeviceProp prop{};
   cudaGetDeviceProperties(&prop, rank);
   std::vector<Row> rows;

@@ -11,7 +11,7 @@ namespace weft {
 
 /// Threads per block of the interpreter (its __launch_bounds__ allows up to 512).
 constexpr int kExecThreadsSimple = 512;
-constexpr int kExecThreadsLL = 256;
+constexpr int kExecThreadsLL = 512;
 
 /// Launches one interpreter block per thread block of the rank's plan on `stream`.
 /// Throws UnhandledCuda if the launch fails.

@@ -22,16 +22,16 @@ int instances_for(uint64_t bytes, uint64_t per_instance, int lo, int hi) {
 
 Choice table_choice(Collective c, uint64_t bytes, int nranks) {
   Choice ch;
-  const bool small = bytes <= 256 * KiB;
-  // LL for small messages (latency): one thread block per instance moves about 16 KiB.
-  // Simple for large ones (bandwidth): enough thread blocks to fill NVLink, each moving
-  // about 20 GB/s to a peer.
+  const bool small = bytes <= 128 * KiB;
+  // LL for small messages (latency): one thread block per instance moves about 8 KiB, in
+  // one batch of packets per thread. Simple for larger ones (bandwidth): enough thread
+  // blocks to fill NVLink (each moves about 20 GB/s to a peer), 24 from 768 KiB on.
   if (small) {
     ch.protocol = "LL";
-    ch.instances = instances_for(bytes, 16 * KiB, 1, 16);
+    ch.instances = instances_for(bytes, 8 * KiB, 1, 16);
   } else {
     ch.protocol = "Simple";
-    ch.instances = instances_for(bytes, 256 * KiB, 4, 24);
+    ch.instances = instances_for(bytes, 32 * KiB, 4, 24);
   }
   switch (c) {
     case Collective::AllReduce:

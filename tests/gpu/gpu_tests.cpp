@@ -101,10 +101,12 @@ std::string run_case(weftComm_t comm, cudaStream_t st, int R, int rank, Collecti
   std::vector<uint8_t> untouched(nr * esz, 0xFF);
   char *sp = d_send, *rp = d_recv, *view = d_recv;
   size_t view_elems = nr;
+  // Uploads and poison go on the collective's stream: a cudaMemcpy from pageable memory
+  // may return before its DMA lands, and the stream does not wait for the legacy stream.
   auto up = [&](void* dst, const void* src, size_t n) {
-    return n == 0 ? cudaSuccess : cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice);
+    return n == 0 ? cudaSuccess : cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, st);
   };
-  if (cudaMemset(d_recv, 0xFF, nr * esz) != cudaSuccess) return "cudaMemset failed";
+  if (cudaMemsetAsync(d_recv, 0xFF, nr * esz, st) != cudaSuccess) return "cudaMemset failed";
   if (!in_place) {
     if (up(d_send, mine.data(), ns * esz) != cudaSuccess) return "upload failed";
   } else if (c == Collective::AllGather) {
@@ -126,7 +128,9 @@ std::string run_case(weftComm_t comm, cudaStream_t st, int R, int rank, Collecti
   weftCommGetAsyncError(comm, &ae);
   if (ae != weftSuccess) return std::string("async error: ") + weftGetLastError(nullptr);
   std::vector<uint8_t> got(view_elems * esz);
-  if (!got.empty() && cudaMemcpy(got.data(), view, got.size(), cudaMemcpyDeviceToHost) != cudaSuccess) return "download failed";
+  if (!got.empty() && (cudaMemcpyAsync(got.data(), view, got.size(), cudaMemcpyDeviceToHost, st) != cudaSuccess ||
+                       cudaStreamSynchronize(st) != cudaSuccess))
+    return "download failed";
   std::vector<uint8_t> want = host::reference_for_rank(c, dtype, op, root, count, rank, sends, untouched, kThreads);
   if (want.size() != got.size()) return "reference size mismatch";
   if (std::memcmp(want.data(), got.data(), got.size()) == 0) return "";
@@ -215,9 +219,9 @@ int p2p(const Options& o, int rank, const weftUniqueId& id) {
     CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&ds), bytes + 1));
     CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&dr), bytes + 1));
     CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&dself), bytes + 1));
-    if (bytes) CUDA_OK(cudaMemcpy(ds, mine.data(), bytes, cudaMemcpyHostToDevice));
-    CUDA_OK(cudaMemset(dr, 0xEE, bytes + 1));
-    CUDA_OK(cudaMemset(dself, 0xEE, bytes + 1));
+    if (bytes) CUDA_OK(cudaMemcpyAsync(ds, mine.data(), bytes, cudaMemcpyHostToDevice, st));
+    CUDA_OK(cudaMemsetAsync(dr, 0xEE, bytes + 1, st));
+    CUDA_OK(cudaMemsetAsync(dself, 0xEE, bytes + 1, st));
     auto ws = reinterpret_cast<weftStream_t>(st);
     WEFT_OK(weftGroupStart());
     WEFT_OK(weftSend(ds, bytes, weftUint8, next, comm, ws));
@@ -230,8 +234,9 @@ int p2p(const Options& o, int rank, const weftUniqueId& id) {
       return 1;
     }
     std::vector<uint8_t> got(bytes + 1), self(bytes + 1);
-    CUDA_OK(cudaMemcpy(got.data(), dr, bytes + 1, cudaMemcpyDeviceToHost));
-    CUDA_OK(cudaMemcpy(self.data(), dself, bytes + 1, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpyAsync(got.data(), dr, bytes + 1, cudaMemcpyDeviceToHost, st));
+    CUDA_OK(cudaMemcpyAsync(self.data(), dself, bytes + 1, cudaMemcpyDeviceToHost, st));
+    CUDA_OK(cudaStreamSynchronize(st));
     bool ok = std::memcmp(got.data(), want.data(), bytes) == 0 && got[bytes] == 0xEE &&
               std::memcmp(self.data(), mine.data(), bytes) == 0 && self[bytes] == 0xEE;
     if (!ok) {
@@ -274,15 +279,16 @@ int graph(const Options& o, int rank, const weftUniqueId& id) {
         sends[static_cast<size_t>(q)].resize(bytes);
         host::fill_random(weftFloat32, weftSum, sends[static_cast<size_t>(q)].data(), count, 1000 * rep + q, kThreads);
       }
-      CUDA_OK(cudaMemcpy(dsend, sends[static_cast<size_t>(rank)].data(), bytes, cudaMemcpyHostToDevice));
-      CUDA_OK(cudaMemset(drecv, 0xFF, bytes));
+      CUDA_OK(cudaMemcpyAsync(dsend, sends[static_cast<size_t>(rank)].data(), bytes, cudaMemcpyHostToDevice, st));
+      CUDA_OK(cudaMemsetAsync(drecv, 0xFF, bytes, st));
       CUDA_OK(cudaGraphLaunch(ge, st));
       if (!gt::sync_bounded(reinterpret_cast<weftStream_t>(st), 60)) {
         std::printf("FAIL rank %d: graph replay %d did not finish\n", rank, rep);
         return 1;
       }
       std::vector<uint8_t> got(bytes);
-      CUDA_OK(cudaMemcpy(got.data(), drecv, bytes, cudaMemcpyDeviceToHost));
+      CUDA_OK(cudaMemcpyAsync(got.data(), drecv, bytes, cudaMemcpyDeviceToHost, st));
+      CUDA_OK(cudaStreamSynchronize(st));
       auto want = host::reference_for_rank(Collective::AllReduce, weftFloat32, weftSum, 0, count, rank, sends, {}, kThreads);
       if (std::memcmp(got.data(), want.data(), bytes) != 0) {
         ++failures;
