@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "runtime/builtin_plans.hpp"
+#include "runtime/plan_source.hpp"
 #include "runtime/cuda_check.hpp"
 #include "runtime/executor.hpp"
 #include "util/config.hpp"
@@ -239,14 +240,12 @@ Communicator::CachedPlan& Communicator::plan_for(Collective c, const std::string
                     "/" + (in_place ? "in" : "out") + "/" + std::to_string(root);
   auto it = plans_.find(key);
   if (it != plans_.end()) return *it->second;
-  BuiltinSpec spec;
-  spec.algorithm = algorithm;
-  spec.instances = instances;
-  spec.in_place = in_place;
-  spec.root = root;
-  spec.protocol = protocol;
   auto cp = std::make_unique<CachedPlan>();
-  cp->lp = lower_plan(builtin_plan(c, nranks_, spec), nranks_, layout_.cfg.connections);
+  cp->lp = lower_plan(make_plan(c, nranks_, algorithm, protocol, instances, in_place, root), nranks_,
+                      layout_.cfg.connections);
+  // Every plan runs on the CPU emulator once before it reaches the GPU (deadlock, result,
+  // stray writes); every rank checks the same plan, so all fail alike.
+  check_plan_on_emulator(cp->lp, layout_.cfg.depth);
   const LoweredRank& lr = cp->lp.ranks[static_cast<size_t>(rank_)];
   cp->num_tbs = static_cast<int>(lr.tbs.size());
   if (cp->num_tbs > max_blocks_)

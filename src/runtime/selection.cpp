@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "runtime/builtin_plans.hpp"
+#include "runtime/plan_source.hpp"
+#include "util/text.hpp"
 #include "util/config.hpp"
 #include "util/error.hpp"
 
@@ -55,10 +57,23 @@ Choice table_choice(Collective c, uint64_t bytes, int nranks) {
 
 Choice select_algorithm(Collective c, uint64_t bytes, int nranks, int max_instances) {
   Choice ch = table_choice(c, bytes, nranks);
+  // WEFT_ALGO: comma-separated entries, each "name" or "Collective:name". A name is a
+  // built-in plan ("ring", "allpairs", "chain"), an algorithm of algorithms/ or a file; a
+  // bare name applies to the collectives it implements.
   std::string algo = config::get_string("WEFT_ALGO");
-  if (!algo.empty()) {
+  for (const std::string& raw : text::split(algo, ',')) {
+    std::string entry(text::trim(raw));
+    if (entry.empty()) continue;
+    auto colon = entry.find(':');
+    if (colon != std::string::npos) {
+      auto coll = collective_from_string(entry.substr(0, colon));
+      if (!coll) fail(ErrorCode::InvalidArgument, "WEFT_ALGO entry '" + entry + "' names no collective");
+      if (*coll == c) ch.algorithm = entry.substr(colon + 1);
+      continue;
+    }
     auto names = builtin_plan_algorithms(c);
-    if (std::find(names.begin(), names.end(), algo) != names.end()) ch.algorithm = algo;
+    if (std::find(names.begin(), names.end(), entry) != names.end()) ch.algorithm = entry;
+    else if (!is_builtin_plan_name(entry) && algorithm_collective(entry, nranks) == c) ch.algorithm = entry;
   }
   std::string proto = config::get_string("WEFT_PROTO");
   if (!proto.empty()) {

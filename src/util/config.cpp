@@ -32,7 +32,7 @@ const std::vector<Variable>& registry() {
       {"WEFT_MICROBATCH_BYTES", Type::Int, "0",
        "Micro-batch size in bytes per chunk slot; 0 lets the tuning table choose."},
       {"WEFT_ALGO", Type::String, "",
-       "Force an algorithm for every collective (a built-in name or a file), bypassing the tuning table."},
+       "Algorithms instead of the selection table: comma-separated 'name' or 'Collective:name'; a name is a built-in plan (ring, allpairs, chain), an algorithm of algorithms/ (ring_allreduce, ...) or a file."},
       {"WEFT_PROTO", Type::String, "",
        "Force a protocol: Simple, LL or LL128."},
       {"WEFT_INSTANCES", Type::Int, "0",

@@ -31,7 +31,7 @@ run() {  # run NAME TIMEOUT CMD...: output into all.log (bench logs kept apart t
 note "machine: $(head -n 1 "$OUT/machine.log")  $(grep -c H200 "$OUT/machine.log") lines naming H200; nccl: $(grep -m1 libnccl.so.2 "$OUT/machine.log" | awk '{print $NF}')"
 
 T=$B/bin/weft_gpu_tests
-if [ "$MODE" != bench ]; then
+if [ "$MODE" != bench ] && [ "$MODE" != compiled ]; then
   export WEFT_TIMEOUT=20
   run never_joins 60 "$T" never_joins
   run peer_stops 90 "$T" peer_stops
@@ -47,7 +47,21 @@ if [ "$MODE" != bench ]; then
   fi
   unset WEFT_TIMEOUT
 fi
-if [ "$MODE" != tests ]; then
+if [ "$MODE" = compiled ]; then
+  # Plans compiled from algorithms/ instead of the built-in ones.
+  export WEFT_TIMEOUT=20
+  ALGOS=ring_allreduce,ring_allgather,ring_reducescatter,chain_broadcast
+  run compiled_collectives_2 300 env WEFT_ALGO=$ALGOS "$T" collectives --ranks 2 --counts 0,1,7,1024,1048579 --only AllReduce
+  run compiled_collectives_2_ag 300 env WEFT_ALGO=$ALGOS "$T" collectives --ranks 2 --counts 0,1,7,1024,1048579 --only AllGather
+  run compiled_collectives_2_rs 300 env WEFT_ALGO=$ALGOS "$T" collectives --ranks 2 --counts 0,1,7,1024,1048579 --only ReduceScatter
+  run compiled_collectives_2_bc 300 env WEFT_ALGO=$ALGOS "$T" collectives --ranks 2 --counts 0,1,7,1024,1048579 --only Broadcast
+  unset WEFT_TIMEOUT
+  for inst in 8 24; do
+    run "sweep_compiled_i$inst" 120 env WEFT_ALGO=$ALGOS WEFT_INSTANCES=$inst "$B/bin/weft" bench AllReduce AllGather ReduceScatter --sizes 64K:1G --factor 16 --no-nccl
+  done
+  MODE=done
+fi
+if [ "$MODE" != tests ] && [ "$MODE" != done ]; then
   run bench 240 "$B/bin/weft" bench AllReduce AllGather ReduceScatter --sizes 8:1G --csv "$OUT/bench.csv"
   run bench_graph 90 "$B/bin/weft" bench AllReduce --sizes 8:1M --graph --csv "$OUT/bench_graph.csv"
 fi

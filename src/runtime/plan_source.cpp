@@ -1,0 +1,164 @@
+#include "runtime/plan_source.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "compile/compiler.hpp"
+#include "compile/verify.hpp"
+#include "ir/topology_io.hpp"
+#include "lang/load.hpp"
+#include "runtime/builtin_plans.hpp"
+#include "runtime/collective_reference.hpp"
+#include "runtime/host_reduce.hpp"
+#include "runtime/plan_emulator.hpp"
+#include "util/error.hpp"
+#include "weft/weft.h"
+
+namespace weft {
+
+namespace {
+
+Algorithm load_for(const std::string& algorithm, int nranks, int root, bool with_root) {
+  ParamMap params{{"nRanks", std::to_string(nranks)}};
+  if (with_root) params["Root"] = std::to_string(root);
+  return load_algorithm(algorithm, params);
+}
+
+/// The communicator's machine: one node of `nranks` GPUs on NVLink (H200 figures; the
+/// compiler uses them to choose instances and to schedule, not for correctness).
+Topology node_topology(int nranks) {
+  Topology t = topology_preset("h200-1x8");
+  t.gpus_per_node = nranks;
+  t.name = "h200-1x" + std::to_string(nranks);
+  return t;
+}
+
+}  // namespace
+
+bool is_builtin_plan_name(const std::string& algorithm) {
+  return algorithm == "ring" || algorithm == "allpairs" || algorithm == "chain";
+}
+
+Collective algorithm_collective(const std::string& algorithm, int nranks) {
+  static std::mutex mu;
+  static std::map<std::pair<std::string, int>, Collective> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto key = std::make_pair(algorithm, nranks);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  Collective c = load_for(algorithm, nranks, 0, false).collective;
+  cache[key] = c;
+  return c;
+}
+
+Plan make_plan(Collective c, int nranks, const std::string& algorithm, const std::string& protocol, int instances,
+               bool in_place, int root) {
+  if (is_builtin_plan_name(algorithm) || nranks == 1) {
+    BuiltinSpec spec;
+    spec.algorithm = algorithm;
+    spec.instances = instances;
+    spec.in_place = in_place;
+    spec.root = root;
+    spec.protocol = protocol;
+    return builtin_plan(c, nranks, spec);
+  }
+  const bool rooted = c == Collective::Broadcast || c == Collective::Reduce;
+  Algorithm a = load_for(algorithm, nranks, root, rooted);
+  if (a.collective != c)
+    fail(ErrorCode::InvalidArgument, "algorithm '" + algorithm + "' implements " + std::string(to_string(a.collective)) +
+                                         ", not " + std::string(to_string(c)));
+  if (a.ranks != nranks)
+    fail(ErrorCode::InvalidArgument, "algorithm '" + algorithm + "' is for " + std::to_string(a.ranks) +
+                                         " ranks, the communicator has " + std::to_string(nranks));
+  if (rooted && a.root != root)
+    fail(ErrorCode::InvalidArgument, "algorithm '" + algorithm + "' has root " + std::to_string(a.root) +
+                                         ", the call asks for root " + std::to_string(root));
+  // The algorithm is verified as written (ResCCLang's one data buffer); the compiler lowers
+  // it for in-place or out-of-place buffers.
+  verify_or_throw(a);
+  CompileOptions o;
+  o.in_place = in_place;
+  o.instances = instances;
+  o.protocol = protocol == "LL" ? "LL" : "Simple";
+  Plan p = compile(a, node_topology(nranks), o).plan;
+  if (p.in_place != in_place)
+    fail(ErrorCode::InvalidArgument, "algorithm '" + algorithm + "' compiles only for " +
+                                         (p.in_place ? "in-place" : "out-of-place") + " buffers; the call is " +
+                                         (in_place ? "in place" : "out of place"));
+  return p;
+}
+
+void check_plan_on_emulator(const LoweredPlan& lp, int depth) {
+  const Plan& p = lp.plan;
+  const int R = p.num_ranks;
+  if (p.collective == Collective::Custom) return;
+  // int32 sums are exact in any order; 1,003 elements do not divide into chunks or parts,
+  // and 64-byte staging slots give several micro-batches per chunk.
+  const int dtype = weftInt32, op = weftSum;
+  const size_t esz = 4, count = 1003;
+  int32_t max_count = 1;
+  for (const auto& [cnt, inst] : lp.comm_shapes) max_count = std::max(max_count, cnt);
+  exec::Geometry g = make_geometry(lp, count, esz, 64 * static_cast<uint64_t>(max_count));
+  const Collective c = p.collective;
+  const size_t ns = host::send_elems(c, count, R), nr = host::recv_elems(c, count, R);
+  // Guard bands around every buffer catch writes out of bounds.
+  const size_t guard = 64;
+  std::vector<std::vector<uint8_t>> sends(static_cast<size_t>(R)), send_mem(static_cast<size_t>(R)),
+      recv_mem(static_cast<size_t>(R)), scratch(static_cast<size_t>(R)), untouched(static_cast<size_t>(R));
+  std::vector<EmuBuffers> bufs(static_cast<size_t>(R));
+  for (int r = 0; r < R; ++r) {
+    auto& s = sends[static_cast<size_t>(r)];
+    s.resize(ns * esz);
+    host::fill_random(dtype, op, s.data(), ns, 77 + static_cast<uint64_t>(r));
+    auto& sm = send_mem[static_cast<size_t>(r)];
+    auto& rm = recv_mem[static_cast<size_t>(r)];
+    scratch[static_cast<size_t>(r)].assign(scratch_bytes(lp, g) + 16, 0x5A);
+    bufs[static_cast<size_t>(r)].buf[2] = scratch[static_cast<size_t>(r)].data();
+    sm.assign(ns * esz + 2 * guard, 0xC3);
+    rm.assign(nr * esz + 2 * guard, 0xC3);
+    if (!p.in_place) {
+      std::memcpy(sm.data() + guard, s.data(), s.size());
+      bufs[static_cast<size_t>(r)].buf[0] = sm.data() + guard;
+      bufs[static_cast<size_t>(r)].buf[1] = rm.data() + guard;
+      untouched[static_cast<size_t>(r)].assign(rm.begin() + guard, rm.begin() + static_cast<std::ptrdiff_t>(guard + nr * esz));
+    } else if (c == Collective::AllGather) {
+      std::memcpy(rm.data() + guard + static_cast<size_t>(r) * count * esz, s.data(), s.size());
+      bufs[static_cast<size_t>(r)].buf[1] = rm.data() + guard;
+      bufs[static_cast<size_t>(r)].buf[0] = rm.data() + guard + static_cast<size_t>(r) * count * esz;
+    } else if (c == Collective::ReduceScatter) {
+      std::memcpy(sm.data() + guard, s.data(), s.size());
+      bufs[static_cast<size_t>(r)].buf[0] = sm.data() + guard;
+      bufs[static_cast<size_t>(r)].buf[1] = sm.data() + guard + static_cast<size_t>(r) * count * esz;
+    } else {
+      std::memcpy(rm.data() + guard, s.data(), s.size());
+      bufs[static_cast<size_t>(r)].buf[0] = bufs[static_cast<size_t>(r)].buf[1] = rm.data() + guard;
+      untouched[static_cast<size_t>(r)] = s;
+    }
+  }
+  EmuResult res = emulate(lp, g, depth, bufs, dtype, op);
+  if (!res.ok) fail(ErrorCode::Verify, res.error);
+  auto want = host::reference(c, dtype, op, p.root, count, sends, untouched);
+  for (int r = 0; r < R; ++r) {
+    const uint8_t* got = (p.in_place && c == Collective::ReduceScatter) ? bufs[static_cast<size_t>(r)].buf[1]
+                                                                         : recv_mem[static_cast<size_t>(r)].data() + guard;
+    const auto& w = want[static_cast<size_t>(r)];
+    for (size_t i = 0; i < w.size(); ++i)
+      if (got[i] != w[i])
+        fail(ErrorCode::Verify, "plan '" + p.algorithm + "' (" + (p.in_place ? "in place" : "out of place") +
+                                    ") gives rank " + std::to_string(r) + " a wrong element " + std::to_string(i / esz) +
+                                    " of its receive buffer on the emulator" +
+                                    (c == Collective::Reduce && r != p.root ? " (Reduce must leave non-root receive buffers untouched)" : ""));
+    if (!p.in_place && std::memcmp(send_mem[static_cast<size_t>(r)].data() + guard, sends[static_cast<size_t>(r)].data(),
+                                   sends[static_cast<size_t>(r)].size()) != 0)
+      fail(ErrorCode::Verify, "plan '" + p.algorithm + "' (out of place) writes rank " + std::to_string(r) +
+                                  "'s send buffer on the emulator");
+    for (const auto* mem : {&send_mem[static_cast<size_t>(r)], &recv_mem[static_cast<size_t>(r)]})
+      for (size_t i = 0; i < guard; ++i)
+        if ((*mem)[i] != 0xC3 || (*mem)[mem->size() - 1 - i] != 0xC3)
+          fail(ErrorCode::Verify, "plan '" + p.algorithm + "' writes outside rank " + std::to_string(r) + "'s buffers on the emulator");
+  }
+}
+
+}  // namespace weft

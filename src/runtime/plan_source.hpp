@@ -1,0 +1,39 @@
+// Where the runtime's plans come from, and the check every plan passes before it is
+// uploaded.
+//
+// A plan is either built by hand (runtime/builtin_plans.hpp: "ring", "allpairs", "chain")
+// or compiled: an algorithm from algorithms/ (by name, e.g. "ring_allreduce") or a .rccl /
+// .xml file, loaded for the communicator's rank count (parameter nRanks, and Root for
+// Broadcast and Reduce), verified symbolically, and compiled for a one-node NVLink topology
+// of that many GPUs. Either way the lowered plan then runs on the CPU emulator on random data,
+// with the communicator's FIFO depth and several micro-batches, and must reproduce the host
+// reference exactly and leave every buffer the collective does not own untouched; a plan
+// that deadlocks, computes a wrong result or writes where it must not is refused with an
+// error naming what went wrong, before it reaches a GPU.
+#pragma once
+
+#include <string>
+
+#include "ir/plan.hpp"
+#include "runtime/plan_lowering.hpp"
+
+namespace weft {
+
+/// True for the names builtin_plan understands.
+bool is_builtin_plan_name(const std::string& algorithm);
+
+/// The collective an algorithm name or file implements (loaded once for `nranks` ranks and
+/// cached). Throws weft::Error naming the file when it cannot be loaded.
+Collective algorithm_collective(const std::string& algorithm, int nranks);
+
+/// Builds (or compiles) the plan of `algorithm` for collective `c` on `nranks` ranks.
+/// Throws InvalidArgument when the algorithm implements another collective or root,
+/// Verify when it fails verification, Parse for a malformed file.
+Plan make_plan(Collective c, int nranks, const std::string& algorithm, const std::string& protocol, int instances,
+               bool in_place, int root);
+
+/// Runs the lowered plan on the emulator (FIFO depth `depth`) and compares with the host
+/// reference; throws Verify describing a deadlock, a wrong element or a stray write.
+void check_plan_on_emulator(const LoweredPlan& lp, int depth);
+
+}  // namespace weft
