@@ -41,18 +41,9 @@ bool has_extension(const std::string& s, std::string_view ext) {
   return s.size() >= ext.size() && s.compare(s.size() - ext.size(), ext.size(), ext) == 0;
 }
 
-// MSCCL XML (msccl_import.hpp). The one parameter it takes is InPlace=0|1, the buffer
-// layout to import for when the file allows both.
+// MSCCL XML (msccl_import.hpp); the one parameter it takes is InPlace=0|1.
 Algorithm load_msccl_xml(const std::string& text, const std::string& file, const ParamMap& overrides) {
-  MscclImportOptions options;
-  for (const auto& [name, value] : overrides) {
-    if (name != "InPlace")
-      fail(ErrorCode::InvalidArgument, file + ": MSCCL XML files take no parameter '" + name + "' (only InPlace=0|1)");
-    if (value != "0" && value != "1")
-      fail(ErrorCode::InvalidArgument, file + ": InPlace must be 0 or 1, not '" + value + "'");
-    options.in_place = value == "1";
-  }
-  return import_msccl(text, file, options).algorithm;
+  return import_msccl(text, file, msccl_options_from_params(overrides, file)).algorithm;
 }
 
 std::string builtin_list() {

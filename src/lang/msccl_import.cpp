@@ -455,6 +455,22 @@ MscclImport import_msccl(std::string_view text, const std::string& file, const M
   return out;
 }
 
+MscclImportOptions msccl_options_from_params(const ParamMap& params, const std::string& file) {
+  MscclImportOptions options;
+  for (const auto& [name, value] : params) {
+    if (name != "InPlace")
+      fail(ErrorCode::InvalidArgument, file + ": MSCCL XML files take no parameter '" + name + "' (only InPlace=0|1)");
+    if (value != "0" && value != "1")
+      fail(ErrorCode::InvalidArgument, file + ": InPlace must be 0 or 1, not '" + value + "'");
+    options.in_place = value == "1";
+  }
+  return options;
+}
+
+bool is_msccl_xml_path(const std::string& path) {
+  return path.size() >= 4 && path.compare(path.size() - 4, 4, ".xml") == 0;
+}
+
 MscclImport import_msccl_file(const std::string& path, const MscclImportOptions& options) {
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(ErrorCode::System, "cannot read " + path + ": " + std::strerror(errno));

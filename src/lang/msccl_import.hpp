@@ -24,6 +24,7 @@
 
 #include "ir/algorithm.hpp"
 #include "ir/plan.hpp"
+#include "lang/load.hpp"
 
 namespace weft {
 
@@ -54,5 +55,12 @@ MscclImport import_msccl(std::string_view text, const std::string& file, const M
 
 /// Reads `path` and imports it; throws weft::Error(System) if it cannot be read.
 MscclImport import_msccl_file(const std::string& path, const MscclImportOptions& options = {});
+
+/// The options that command-line parameters (--param) ask for: InPlace=0|1 is the one an
+/// MSCCL file takes. Throws InvalidArgument, naming `file`, for any other name or value.
+MscclImportOptions msccl_options_from_params(const ParamMap& params, const std::string& file);
+
+/// True when `path` names an MSCCL XML file (by its extension, as load_algorithm decides).
+bool is_msccl_xml_path(const std::string& path);
 
 }  // namespace weft

@@ -351,6 +351,17 @@ TEST(MscclImport, ReadsFilesAndReportsUnreadableOnes) {
   }
 }
 
+TEST(MscclImport, OptionsFromCommandLineParameters) {
+  EXPECT_FALSE(msccl_options_from_params({}, "f.xml").in_place.has_value());
+  EXPECT_EQ(msccl_options_from_params({{"InPlace", "0"}}, "f.xml").in_place, std::optional<bool>(false));
+  EXPECT_EQ(msccl_options_from_params({{"InPlace", "1"}}, "f.xml").in_place, std::optional<bool>(true));
+  EXPECT_THROW(msccl_options_from_params({{"nRanks", "8"}}, "f.xml"), Error);
+  EXPECT_THROW(msccl_options_from_params({{"InPlace", "2"}}, "f.xml"), Error);
+  EXPECT_TRUE(is_msccl_xml_path("dir/a.xml"));
+  EXPECT_FALSE(is_msccl_xml_path("dir/a.rccl"));
+  EXPECT_FALSE(is_msccl_xml_path("xml"));
+}
+
 TEST(MscclImport, KeepsTheSizeRange) {
   std::string text = algo(head("allreduce", 1, 1) + " minBytes=\"1024\" maxBytes=\"65536\"", {Gpu{1, 0, 0, {}}});
   MscclImport imp = import_msccl(text, "t.xml");
