@@ -1,6 +1,7 @@
 // `weft compile`: algorithm + topology -> plan (docs/compile.md).
 //
 //   weft compile ALGO --topology T [--param k=v,...] [--scheduler S] [--alloc A]
+//   weft compile FILE.xml --topology T --scheduler as-given [-o plan.json] [--json]
 //                [--instances N] [--out-of-place] [--no-fuse] [--no-aggregate]
 //                [--protocol P] [--no-verify] [-o plan.json] [--json]
 //   weft compile --check plan.json [--json]
@@ -22,6 +23,7 @@
 #include "ir/plan_json.hpp"
 #include "ir/topology_io.hpp"
 #include "lang/load.hpp"
+#include "lang/msccl_import.hpp"
 #include "util/error.hpp"
 #include "util/text.hpp"
 
@@ -78,7 +80,64 @@ void run_check(const CompileArgs& a) {
   if (!dl.ok) fail(ErrorCode::Verify, a.check + ": " + dl.message);
 }
 
+// --scheduler as-given: an MSCCL XML file's own thread blocks, steps and dependencies as a
+// plan (algorithm-level execution, as MSCCL runs it), the baseline weft's schedules are
+// measured against (docs/msccl-xml.md). No compiler stage runs. The deadlock check is not
+// applied: MSCCL's files rely on buffered connections (a ring sends before it receives),
+// which the check, pairing both ends of a connection, does not model; the simulator and the
+// runtime do.
+void run_as_given(const CompileArgs& a) {
+  if (!is_msccl_xml_path(a.algo))
+    fail(ErrorCode::InvalidArgument, "--scheduler as-given keeps an MSCCL XML file's own schedule; '" + a.algo +
+                                         "' is not an .xml file");
+  if (a.topology.empty()) fail(ErrorCode::InvalidArgument, "weft compile needs --topology (a preset such as a100-2x4, or a file)");
+  Topology topo = load_topology(a.topology);
+  auto t0 = std::chrono::steady_clock::now();
+  MscclImport imp = import_msccl_file(a.algo, msccl_options_from_params(text::parse_kv_list(a.params), a.algo));
+  double parse = seconds_since(t0);
+  double verify_secs = 0;
+  if (!a.no_verify) {
+    auto t1 = std::chrono::steady_clock::now();
+    verify_or_throw(imp.algorithm);
+    verify_secs = seconds_since(t1);
+  }
+  if (topo.nodes * topo.gpus_per_node != imp.as_given.num_ranks)
+    fail(ErrorCode::InvalidArgument, a.algo + " is for " + std::to_string(imp.as_given.num_ranks) + " gpus, topology " +
+                                         topo.name + " has " + std::to_string(topo.nodes * topo.gpus_per_node));
+  Plan plan = std::move(imp.as_given);
+  plan.topology = topo.name;
+  validate_plan(plan);
+  if (!a.output.empty()) save_plan(plan, a.output);
+  int64_t slots = 0;
+  for (const RankPlan& rp : plan.ranks)
+    for (const ThreadBlock& tb : rp.tbs) slots += static_cast<int64_t>(tb.slots.size());
+  if (a.json) {
+    nlohmann::json j = summary_json(plan);
+    j["tasks"] = imp.algorithm.transfers.size();
+    j["slots"] = slots;
+    j["seconds"] = {{"parse", parse}, {"verify", verify_secs}, {"total", parse + verify_secs}};
+    j["plan"] = a.output.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.output);
+    std::printf("%s\n", j.dump(2).c_str());
+    return;
+  }
+  std::printf("%s on %s: the file's own schedule (as-given), %s, %s-level execution\n", plan.algorithm.c_str(),
+              plan.topology.c_str(), plan.in_place ? "in place" : "out of place", std::string(to_string(plan.execution)).c_str());
+  auto line = [](const char* what, const std::string& value) { std::printf("  %-42s %s\n", what, value.c_str()); };
+  line("tasks", std::to_string(imp.algorithm.transfers.size()));
+  line("thread blocks per rank, max", std::to_string(plan.max_tbs_per_rank()));
+  line("thread blocks per rank, mean", fixed(plan.mean_tbs_per_rank(), 2));
+  line("slots, all ranks", std::to_string(slots));
+  line("protocol", plan.protocol);
+  line("seconds: parse", fixed(parse, 3));
+  line("seconds: verify", a.no_verify ? "skipped" : fixed(verify_secs, 3));
+  if (!a.output.empty()) std::printf("plan written to %s\n", a.output.c_str());
+}
+
 void run_compile(const CompileArgs& a) {
+  if (a.scheduler == "as-given") {
+    run_as_given(a);
+    return;
+  }
   CompileOptions o;
   o.scheduler = a.scheduler;
   o.allocator = a.allocator;
@@ -90,7 +149,8 @@ void run_compile(const CompileArgs& a) {
   // Refuse bad options before the (possibly long) parse.
   bool known = false;
   for (std::string_view s : scheduler_names()) known = known || s == o.scheduler;
-  if (!known) fail(ErrorCode::InvalidArgument, "unknown scheduler '" + o.scheduler + "' (known: hpds, algo, stage, rr, gc3)");
+  if (!known)
+    fail(ErrorCode::InvalidArgument, "unknown scheduler '" + o.scheduler + "' (known: hpds, algo, stage, rr, gc3; as-given for .xml files)");
   if (o.allocator != "state" && o.allocator != "conn")
     fail(ErrorCode::InvalidArgument, "unknown allocator '" + o.allocator + "' (known: state, conn)");
   if (a.topology.empty()) fail(ErrorCode::InvalidArgument, "weft compile needs --topology (a preset such as a100-2x4, or a file)");
@@ -154,7 +214,8 @@ void register_compile(CLI::App& app) {
   cmd->add_option("algorithm", args->algo, "A .rccl or .xml file, or a built-in algorithm's name");
   cmd->add_option("--topology,-t", args->topology, "A topology preset (a100-2x4, h200-1x8, ...) or a JSON file");
   cmd->add_option("--param,-p", args->params, "Algorithm parameters, k=v,... (e.g. nRanks=16,GPUPerNode=8)");
-  cmd->add_option("--scheduler,-s", args->scheduler, "hpds (default), algo, stage, rr or gc3");
+  cmd->add_option("--scheduler,--schedule,-s", args->scheduler,
+                  "hpds (default), algo, stage, rr or gc3; as-given keeps an MSCCL XML file's own schedule");
   cmd->add_option("--alloc,-a", args->allocator, "Thread-block allocation: state (default) or conn");
   cmd->add_option("--instances", args->instances, "Thread blocks per link, 1 to 64 (default 0: derived from the topology)");
   cmd->add_flag("--out-of-place", args->out_of_place, "Lower for distinct input and output buffers");
