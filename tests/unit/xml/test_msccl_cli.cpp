@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -21,7 +22,8 @@ struct CliRun {
 };
 
 CliRun run_weft(const std::string& args) {
-  std::string err_path = testing::TempDir() + "weft_xml_cli_err.txt";
+  // Per process: several checkouts may run their tests at once on one machine.
+  std::string err_path = testing::TempDir() + "weft_xml_cli_err_" + std::to_string(getpid()) + ".txt";
   std::string cmd = std::string(WEFT_CLI) + " " + args + " 2>" + err_path;
   CliRun r;
   FILE* f = popen(cmd.c_str(), "r");
@@ -66,7 +68,7 @@ TEST(MscclCli, CompileSchedulesXmlAfresh) {
 TEST(MscclCli, CompileAsGivenKeepsTheFilesSchedule) {
   std::string dir = test::msccl_xml_dir();
   ASSERT_FALSE(dir.empty());
-  std::string path = testing::TempDir() + "weft_xml_as_given.json";
+  std::string path = testing::TempDir() + "weft_xml_as_given_" + std::to_string(getpid()) + ".json";
   CliRun r = run_weft("compile " + dir + "/ap2ll.xml --topology h200-1x8 --scheduler as-given --json -o " + path);
   ASSERT_EQ(r.status, 0) << r.err;
   nlohmann::json j = nlohmann::json::parse(r.out);

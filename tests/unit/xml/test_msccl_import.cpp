@@ -2,6 +2,8 @@
 // the as-given plan; the errors that need the whole file.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdio>
 
 #include "lang/msccl_import.hpp"
@@ -330,7 +332,7 @@ TEST(MscclImport, LayoutOptions) {
 }
 
 TEST(MscclImport, ReadsFilesAndReportsUnreadableOnes) {
-  std::string path = ::testing::TempDir() + "/weft_msccl_import_test.xml";
+  std::string path = ::testing::TempDir() + "/weft_msccl_import_test_" + std::to_string(getpid()) + ".xml";
   {
     std::FILE* f = std::fopen(path.c_str(), "wb");
     ASSERT_NE(f, nullptr);
