@@ -146,6 +146,7 @@ void run_compile(const CompileArgs& a) {
   o.fuse = !a.no_fuse;
   o.aggregate = !a.no_aggregate;
   o.protocol = a.protocol;
+  o.keep_graph = false;
   // Refuse bad options before the (possibly long) parse.
   bool known = false;
   for (std::string_view s : scheduler_names()) known = known || s == o.scheduler;
@@ -173,7 +174,7 @@ void run_compile(const CompileArgs& a) {
 
   if (a.json) {
     nlohmann::json j = summary_json(r.plan);
-    j["tasks"] = r.graph.size();
+    j["tasks"] = r.tasks;
     j["slots"] = r.slots;
     j["fused_primitives"] = r.fused_primitives;
     j["aggregated_tasks"] = r.aggregated_tasks;
@@ -189,7 +190,7 @@ void run_compile(const CompileArgs& a) {
               p.scheduler.c_str(), p.allocator.c_str(), p.in_place ? "in place" : "out of place",
               std::string(to_string(p.execution)).c_str());
   auto line = [](const char* what, const std::string& value) { std::printf("  %-42s %s\n", what, value.c_str()); };
-  line("tasks", std::to_string(r.graph.size()));
+  line("tasks", std::to_string(r.tasks));
   line("sub-pipelines", std::to_string(p.num_subpipelines));
   line("thread blocks per rank, max", std::to_string(p.max_tbs_per_rank()));
   line("thread blocks per rank, mean", fixed(p.mean_tbs_per_rank(), 2));

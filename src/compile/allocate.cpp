@@ -224,16 +224,27 @@ void assemble_plan(const LoweredProgram& p, const Allocation& a, Plan& plan) {
         order[fill[tb_first[p.slots[s].rank] + a.tb[e]]++] = e;
       }
   }
-  std::vector<int32_t> pos(entries, -1);
+  // Where each entry landed, packed (thread block, position) so a dependency costs one miss.
+  std::vector<SlotDep> where(entries, {-1, -1});
   for (int64_t t = 0; t < total_tbs; ++t) {
     auto first = order.begin() + offsets[t], last = order.begin() + offsets[t + 1];
     std::sort(first, last, [&](int32_t x, int32_t y) { return p.slots[slot_of_entry[x]].key < p.slots[slot_of_entry[y]].key; });
+    const int32_t tb = static_cast<int32_t>(t - tb_first[p.slots[slot_of_entry[*first]].rank]);
     for (auto it = first; it != last; ++it) {
       WEFT_ASSERT(it == first || p.slots[slot_of_entry[*(it - 1)]].key < p.slots[slot_of_entry[*it]].key,
                   "two slots of one unit on one thread block");
-      pos[*it] = static_cast<int32_t>(it - first);
+      where[*it] = {tb, static_cast<int32_t>(it - first)};
     }
   }
+  std::vector<int32_t> entry_slot = std::move(slot_of_entry);
+  // Per lowered slot, what its dependants need, packed: one cache line serves 8 slots.
+  struct Shape {
+    int32_t base, instances;
+  };
+  std::vector<Shape> shape(p.slots.size());
+  for (size_t i = 0; i < p.slots.size(); ++i) shape[i] = {a.inst_base[i], p.slots[i].instances};
+
+  // Build each thread block's slots in order (sequential writes).
   plan.ranks.assign(p.num_ranks, {});
   std::vector<SlotDep> deps;
   for (int32_t r = 0; r < p.num_ranks; ++r) {
@@ -243,12 +254,13 @@ void assemble_plan(const LoweredProgram& p, const Allocation& a, Plan& plan) {
     for (int32_t tb = 0; tb < a.tbs_per_rank[r]; ++tb) {
       const int64_t t = tb_first[r] + tb;
       auto& out = rp.tbs[tb].slots;
-      out.resize(offsets[t + 1] - offsets[t]);
+      out.reserve(offsets[t + 1] - offsets[t]);
       for (int64_t i = offsets[t]; i < offsets[t + 1]; ++i) {
         const int32_t e = order[i];
-        const LoweredSlot& ls = p.slots[slot_of_entry[e]];
-        const int32_t instance = e - a.inst_base[slot_of_entry[e]];
-        Slot& s = out[i - offsets[t]];
+        const int32_t ls_id = entry_slot[e];
+        const LoweredSlot& ls = p.slots[ls_id];
+        const int32_t instance = e - shape[ls_id].base;
+        Slot& s = out.emplace_back();
         s.primitive = ls.primitive;
         s.send_peer = ls.send_peer;
         s.recv_peer = ls.recv_peer;
@@ -260,21 +272,21 @@ void assemble_plan(const LoweredProgram& p, const Allocation& a, Plan& plan) {
         s.instances = ls.instances;
         s.subpipeline = ls.sp_first;
         s.tasks.assign(p.slot_tasks.begin() + ls.tasks_begin, p.slot_tasks.begin() + ls.tasks_end);
-        const int32_t my_pos = pos[e];
+        const int32_t my_pos = static_cast<int32_t>(out.size()) - 1;
         deps.clear();
         for (int32_t d = ls.deps_begin; d < ls.deps_end; ++d) {
-          int32_t ds = p.slot_deps[d];
-          int32_t kd = p.slots[ds].instances, ks = ls.instances;
-          // Instances of `ds` whose share of a micro-batch overlaps this instance's share.
+          const Shape on_shape = shape[p.slot_deps[d]];
+          const int32_t kd = on_shape.instances, ks = ls.instances;
+          // Instances of the slot waited on whose share of a micro-batch overlaps this one's.
           int32_t lo = static_cast<int32_t>(static_cast<int64_t>(instance) * kd / ks);
           int32_t hi = static_cast<int32_t>((static_cast<int64_t>(instance + 1) * kd + ks - 1) / ks);
           for (int32_t i2 = lo; i2 < hi; ++i2) {
-            int32_t tb_d = a.tb[a.inst_base[ds] + i2], pos_d = pos[a.inst_base[ds] + i2];
-            if (tb_d == tb) {
-              WEFT_ASSERT(pos_d < my_pos, "a dependency on a later slot of the same thread block");
+            const SlotDep on = where[on_shape.base + i2];
+            if (on.tb == tb) {
+              WEFT_ASSERT(on.slot < my_pos, "a dependency on a later slot of the same thread block");
               continue;  // program order covers it
             }
-            deps.push_back({tb_d, pos_d});
+            deps.push_back(on);
           }
         }
         std::sort(deps.begin(), deps.end(),

@@ -58,14 +58,16 @@ CompileResult compile(const Algorithm& algo, const Topology& topo, const Compile
   auto t2 = std::chrono::steady_clock::now();
   {
     LoweredProgram program = lower(res.graph, res.pipeline, topo, options);
-    Allocation allocation = allocate(program, options.allocator);
+    res.tasks = res.graph.size();
     Plan& p = res.plan;
-    p.algorithm = algo.name;
-    p.collective = algo.collective;
-    p.num_ranks = algo.ranks;
     p.input_chunks = res.graph.input_chunks;
     p.output_chunks = res.graph.output_chunks;
     p.scratch_chunks = res.graph.scratch_chunks;
+    if (!options.keep_graph) res.graph = TaskGraph{};
+    Allocation allocation = allocate(program, options.allocator);
+    p.algorithm = algo.name;
+    p.collective = algo.collective;
+    p.num_ranks = algo.ranks;
     p.in_place = placed_in_place;
     p.root = algo.root;
     p.protocol = options.protocol;
@@ -89,7 +91,7 @@ CompileResult compile(const Algorithm& algo, const Topology& topo, const Compile
   check_deadlock_or_throw(res.plan);
   res.seconds.lower = seconds_since(t2);
   res.seconds.total = res.seconds.analyse + res.seconds.schedule + res.seconds.lower;
-  WEFT_LOG(Info, "PLAN", "compiled " << algo.name << " for " << topo.name << ": " << res.graph.size() << " tasks, "
+  WEFT_LOG(Info, "PLAN", "compiled " << algo.name << " for " << topo.name << ": " << res.tasks << " tasks, "
                                      << res.pipeline.subpipelines.size() << " sub-pipelines, "
                                      << res.plan.max_tbs_per_rank() << " thread blocks per rank (max)");
   return res;

@@ -10,6 +10,28 @@
 namespace weft {
 namespace {
 
+/// Everything of an Algorithm but its transfers and their source locations (copying those,
+/// millions of them at 1,024 ranks, would cost more than placing them).
+Algorithm header_of(const Algorithm& a) {
+  Algorithm h;
+  h.name = a.name;
+  h.collective = a.collective;
+  h.ranks = a.ranks;
+  h.input_chunks = a.input_chunks;
+  h.output_chunks = a.output_chunks;
+  h.scratch_chunks = a.scratch_chunks;
+  h.in_place = a.in_place;
+  h.root = a.root;
+  h.custom_postcondition = a.custom_postcondition;
+  h.channels = a.channels;
+  h.warps = a.warps;
+  h.gpus_per_node = a.gpus_per_node;
+  h.nics_per_node = a.nics_per_node;
+  h.protocol = a.protocol;
+  h.source_file = a.source_file;
+  return h;
+}
+
 std::vector<int32_t> step_order(const Algorithm& a) {
   std::vector<int32_t> order(a.transfers.size());
   std::iota(order.begin(), order.end(), 0);
@@ -22,9 +44,11 @@ std::vector<int32_t> step_order(const Algorithm& a) {
 /// are already out of place.
 PlacedAlgorithm place_as_written(const Algorithm& a) {
   PlacedAlgorithm p;
-  p.algo = a;
-  p.algo.transfers.clear();
-  p.algo.transfer_locations.clear();
+  p.algo = header_of(a);
+  p.algo.transfers.reserve(a.transfers.size());
+  p.acc.reserve(a.transfers.size());
+  p.origin_offsets.reserve(a.transfers.size() + 1);
+  p.origin_ids.reserve(a.transfers.size());
   for (int32_t i : step_order(a)) {
     Transfer t = a.transfers[i];
     SlotRef s = canonical_slot(a, t.src()), d = canonical_slot(a, t.dst());
@@ -51,10 +75,8 @@ class OutOfPlace {
 
   PlacedAlgorithm run() {
     PlacedAlgorithm p;
-    p.algo = a_;
+    p.algo = header_of(a_);
     p.algo.in_place = false;
-    p.algo.transfers.clear();
-    p.algo.transfer_locations.clear();
     std::vector<int32_t> order = step_order(a_);
     std::vector<int32_t> writes;  // canonical cells written in the current step
     for (size_t i = 0; i < order.size();) {
@@ -206,8 +228,7 @@ class OutOfPlace {
     // Keep the transfers sorted by step (the copies touch slots nothing else touches).
     std::vector<int32_t> order = step_order(p.algo);
     PlacedAlgorithm sorted;
-    sorted.algo = p.algo;
-    sorted.algo.transfers.clear();
+    sorted.algo = header_of(p.algo);
     for (int32_t i : order) {
       auto o = p.origins_of(i);
       sorted.push(p.algo.transfers[i], p.acc[i], o.empty() ? -1 : o[0]);
@@ -234,9 +255,11 @@ void aggregate_transfers(PlacedAlgorithm& p) {
                            static_cast<int>(t.dst_buffer), static_cast<int>(p.acc[i].buffer), t.src_index, i);
   };
   PlacedAlgorithm out;
-  out.algo = p.algo;
-  out.algo.transfers.clear();
-  out.algo.transfer_locations.clear();
+  out.algo = header_of(p.algo);
+  out.algo.transfers.reserve(ts.size());
+  out.acc.reserve(ts.size());
+  out.origin_offsets.reserve(ts.size() + 1);
+  out.origin_ids.reserve(ts.size());
   std::vector<int32_t> idx;
   for (int32_t i = 0; i < n;) {
     int32_t j = i;
