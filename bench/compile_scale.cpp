@@ -46,7 +46,7 @@ Row measure(int gpus, int per_node, const std::string& algo, const weft::Compile
     row.verify = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
     weft::Topology topo = weft::topology_preset(weft::text::format("a100-%dx%d", gpus / per_node, per_node));
     weft::CompileResult r = weft::compile(a, topo, o);
-    row.tasks = r.graph.size();
+    row.tasks = r.tasks;
     row.subpipelines = static_cast<long>(r.pipeline.subpipelines.size());
     row.slots = r.slots;
     row.tbs_max = r.plan.max_tbs_per_rank();
@@ -70,6 +70,7 @@ int main(int argc, char** argv) {
   int per_node = 8;
   std::string algo = "hm_allreduce";
   weft::CompileOptions o;
+  o.keep_graph = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
     if (k == "--sizes") {
