@@ -23,7 +23,7 @@ class SubPipelineBuilder {
       : g_(g), remaining_(g.size()), cand_(g.num_chunks), blocked_(g.num_chunks, 0), blocked_sp_(g.num_chunks, -1),
         in_active_(g.num_chunks, 0), stamp_(g.resources.size(), -1), wanting_(g.resources.size(), 0), conf_(g.size()) {
     for (int32_t t = 0; t < g.size(); ++t)
-      conf_[t] = {g.tasks[t].conflicts[0], g.tasks[t].conflicts[1], g.tasks[t].num_conflicts};
+      conf_[t] = {{g.tasks[t].conflicts[0], g.tasks[t].conflicts[1]}, g.tasks[t].num_conflicts};
     for (int32_t t = 0; t < g.size(); ++t) {
       remaining_[t] = static_cast<int32_t>(g.preds_of(t).size());
       if (remaining_[t] == 0) make_ready(t);
