@@ -1,5 +1,6 @@
 // `weft compile` as a user runs it: --json keys, plan files, and one error line per bad input.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <sys/wait.h>
 
@@ -18,7 +19,7 @@ struct CliRun {
 };
 
 CliRun weft(const std::string& args) {
-  std::string err_path = testing::TempDir() + "weft_cli_err.txt";
+  std::string err_path = testing::TempDir() + "weft_cli_err_" + std::to_string(getpid()) + ".txt";
   std::string cmd = std::string(WEFT_CLI) + " " + args + " 2>" + err_path;
   CliRun r;
   FILE* f = popen(cmd.c_str(), "r");
@@ -64,7 +65,7 @@ TEST(Cli, TextNamesEveryQuantity) {
 }
 
 TEST(Cli, PlanFilesAreWrittenAndChecked) {
-  std::string path = testing::TempDir() + "weft_cli_plan.json";
+  std::string path = testing::TempDir() + "weft_cli_plan_" + std::to_string(getpid()) + ".json";
   CliRun r = weft("compile hm_allgather -t a100-2x4 --out-of-place -o " + path);
   ASSERT_EQ(r.status, 0) << r.err;
   Plan p = load_plan(path);

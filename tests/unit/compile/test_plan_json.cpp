@@ -1,5 +1,6 @@
 // Plan files: round trip, and one clear error for each kind of bad file.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -50,7 +51,7 @@ TEST(PlanJson, RoundTripsExactly) {
 
 TEST(PlanJson, SavesAndLoadsFiles) {
   Plan p = compile(test::hm_allreduce(2, 2), test::a100(2, 2)).plan;
-  std::string path = testing::TempDir() + "weft_plan_test.json";
+  std::string path = testing::TempDir() + "weft_plan_test_" + std::to_string(getpid()) + ".json";
   save_plan(p, path);
   EXPECT_EQ(load_plan(path), p);
   std::remove(path.c_str());
