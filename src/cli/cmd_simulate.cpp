@@ -1,16 +1,140 @@
-// `weft simulate`: placeholder until its stage lands; replaced by the real command.
+// `weft simulate`: compile an algorithm for a topology and run the plan on the simulator,
+// at one size or over a range, for one or several schedulers. docs/simulator.md describes it.
 #include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "cli/commands.hpp"
+#include "ir/topology_io.hpp"
+#include "sim/cost_model.hpp"
+#include "sim/svg_plot.hpp"
+#include "sim/sweep.hpp"
+#include "sim/trace.hpp"
+#include "util/error.hpp"
+#include "util/text.hpp"
 
 namespace weft::cli {
 
+namespace {
+
+struct SimulateArgs {
+  std::string algorithm;
+  std::string topology;
+  std::vector<std::string> params;
+  std::vector<std::string> cost;
+  std::string schedulers = "hpds";
+  std::string allocator = "state";
+  int32_t instances = 0;
+  std::string size;
+  std::string sizes;
+  std::string microbatch = "1M";
+  int32_t fifo_depth = 4;
+  std::string trace;
+  std::string plot;
+  bool json = false;
+};
+
+void run(const SimulateArgs& a) {
+  sim::SweepSpec spec;
+  spec.algorithm = a.algorithm;
+  for (const std::string& p : a.params)
+    for (auto& [k, v] : text::parse_kv_list(p)) spec.params[k] = v;
+  spec.topology = load_topology(a.topology);
+  std::map<std::string, std::string> cost;
+  for (const std::string& c : a.cost)
+    for (auto& [k, v] : text::parse_kv_list(c)) cost[k] = v;
+  sim::apply_cost_overrides(spec.topology, cost);
+  spec.schedulers.clear();
+  for (const std::string& s : text::split(a.schedulers, ','))
+    if (!text::trim(s).empty()) spec.schedulers.emplace_back(text::trim(s));
+  if (spec.schedulers.empty()) fail(ErrorCode::InvalidArgument, "--scheduler names no scheduler");
+  spec.allocator = a.allocator;
+  spec.instances = a.instances;
+  if (a.size.empty() == a.sizes.empty()) fail(ErrorCode::InvalidArgument, "give exactly one of --size BYTES and --sizes FROM:TO");
+  spec.sizes = a.size.empty() ? sim::parse_size_range(a.sizes) : std::vector<uint64_t>{text::parse_bytes(a.size)};
+  spec.options.microbatch_bytes = text::parse_bytes(a.microbatch);
+  spec.options.fifo_depth = a.fifo_depth;
+  if (!a.trace.empty()) {
+    if (spec.sizes.size() != 1 || spec.schedulers.size() != 1)
+      fail(ErrorCode::InvalidArgument, "--trace records one run: give one --size and one --scheduler");
+    spec.options.trace = true;
+  }
+
+  std::vector<sim::PlotSeries> series;
+  std::string current;
+  std::unique_ptr<text::Table> table;
+  auto flush_table = [&] {
+    if (table) std::fputs(table->str().c_str(), stdout);
+    table.reset();
+  };
+  sim::run_sweep(spec, [&](const sim::Simulator& simulator, const sim::SimReport& r, double compile_s) {
+    if (r.scheduler != current || series.empty()) {
+      current = r.scheduler;
+      series.push_back({r.scheduler, {}});
+      if (!a.json) {
+        flush_table();
+        std::printf("# %s (%s) on %s, %d ranks: scheduler %s, allocator %s, %s-level execution, %d thread blocks per rank "
+                    "at most, compiled in %.2f s; micro-batch %s, FIFO depth %d; simulated\n",
+                    r.algorithm.c_str(), std::string(to_string(r.collective)).c_str(), r.topology.c_str(), r.ranks, r.scheduler.c_str(),
+                    r.allocator.c_str(), r.execution.c_str(), r.tbs_per_rank_max, compile_s, text::format_bytes(spec.options.microbatch_bytes).c_str(),
+                    r.fifo_depth);
+        table = std::make_unique<text::Table>(sim::report_table_header());
+      }
+    }
+    series.back().points.emplace_back(r.bytes, r.busbw_GBps);
+    if (a.json) {
+      std::printf("%s\n", sim::report_to_json(r).c_str());
+      std::fflush(stdout);
+    } else {
+      table->add_row(sim::report_table_row(r));
+    }
+    if (!a.trace.empty()) {
+      sim::write_chrome_trace_file(a.trace, simulator, r);
+      if (r.trace_truncated)
+        std::fprintf(stderr, "weft simulate: the trace keeps the first %zu spans only\n", spec.options.trace_limit);
+    }
+  });
+  flush_table();
+  if (!a.plot.empty())
+    sim::write_busbw_plot(a.plot, series,
+                          text::format("%s on %s (simulated)", a.algorithm.c_str(), spec.topology.name.c_str()));
+}
+
+}  // namespace
+
 void register_simulate(CLI::App& app) {
-  auto* cmd = app.add_subcommand("simulate", "(not built yet)");
-  cmd->allow_extras();
-  cmd->callback([] {
-    std::fprintf(stderr, "weft simulate: not built yet\n");
-    set_exit(2);
+  auto a = std::make_shared<SimulateArgs>();
+  auto* cmd = app.add_subcommand("simulate",
+                                 "Compile an algorithm for a topology and run the plan on the simulator: time, algbw and "
+                                 "busbw, link utilization, thread-block idle time, Chrome trace, SVG plot");
+  cmd->add_option("algorithm", a->algorithm, "ResCCLang file (.rccl) or name of a built-in algorithm")->required();
+  cmd->add_option("--topology,-t", a->topology, "Topology preset (h200-1x8, a100-4x8, ...) or JSON file")->required();
+  cmd->add_option("--param,-p", a->params,
+                  "Override header parameters, as name=value,...; nRanks, GPUPerNode and NICPerNode default to the "
+                  "topology's; may repeat");
+  cmd->add_option("--scheduler,-s", a->schedulers, "hpds, algo, stage, rr or gc3; a comma list compares several (default hpds)");
+  cmd->add_option("--alloc", a->allocator, "Thread-block allocation: state or conn (default state)");
+  cmd->add_option("--instances", a->instances, "Thread blocks per link (default: derived from the topology)")
+      ->check(CLI::Range(0, 64));
+  cmd->add_option("--size", a->size, "Message size in bytes (nccl-tests convention), e.g. 256M");
+  cmd->add_option("--sizes", a->sizes, "Size range FROM:TO[:FACTOR], doubling by default, e.g. 1M:4G");
+  cmd->add_option("--microbatch", a->microbatch, "Micro-batch size per chunk slot (default 1M, the paper's)");
+  cmd->add_option("--fifo-depth", a->fifo_depth, "Staging slots per connection (default 4, the runtime's)")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--cost", a->cost,
+                  "Override cost figures of the topology, as name=value,... (docs/cost-model.md lists them); may repeat");
+  cmd->add_option("--trace", a->trace, "Write a Chrome trace (chrome://tracing, Perfetto) of the run to this file");
+  cmd->add_option("--plot", a->plot, "Write an SVG plot of busbw against size, one line per scheduler, to this file");
+  cmd->add_flag("--json", a->json, "Print one JSON object per size instead of a table");
+  cmd->callback([a] {
+    try {
+      run(*a);
+    } catch (const Error& e) {
+      std::fflush(stdout);
+      std::fprintf(stderr, "weft simulate: %s\n", e.what());
+      set_exit(e.code() == ErrorCode::Internal ? 3 : 2);
+    }
   });
 }
 

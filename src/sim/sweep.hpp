@@ -1,0 +1,64 @@
+// Sweeps: an algorithm compiled once per scheduler and simulated over a range of sizes, the
+// work behind `weft simulate --sizes` and the simulated `weft bench` (docs/simulator.md).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "ir/algorithm.hpp"
+#include "ir/topology.hpp"
+#include "sim/report.hpp"
+#include "sim/simulator.hpp"
+
+namespace weft::sim {
+
+/// Parses "FROM:TO" or "FROM:TO:FACTOR" (sizes as text::parse_bytes reads them, FACTOR an
+/// integer >= 2, default 2) into FROM, FROM*FACTOR, ... up to TO inclusive. Throws
+/// InvalidArgument naming the range when it is malformed, empty or has more than 64 sizes.
+std::vector<uint64_t> parse_size_range(const std::string& range);
+
+/// The --param map with the algorithm's shape taken from the topology where the caller did
+/// not set it: nRanks = GPUs, GPUPerNode = GPUs per node, NICPerNode = NICs per node (when
+/// the topology has NICs). ResCCLang lets every header parameter be overridden.
+std::map<std::string, std::string> params_for_topology(const Topology& topo, std::map<std::string, std::string> params);
+
+struct SweepSpec {
+  std::string algorithm;                      ///< path or built-in name
+  std::map<std::string, std::string> params;  ///< --param, before params_for_topology
+  Topology topology;
+  std::vector<std::string> schedulers{"hpds"};
+  std::string allocator = "state";
+  int32_t instances = 0;                      ///< 0: derived from the topology
+  std::vector<uint64_t> sizes;
+  SimOptions options;                         ///< per-run options; `bytes` is set per size
+};
+
+/// Called once per (scheduler, size), in order, with the simulator that produced the report
+/// (for traces) and the time compile() took for that scheduler.
+using SweepCallback = std::function<void(const Simulator&, const SimReport&, double compile_seconds)>;
+
+/// Loads the algorithm sized to the topology, compiles it once per scheduler and simulates
+/// each size. Errors from any stage propagate (weft::Error, naming what failed).
+void run_sweep(const SweepSpec& spec, const SweepCallback& on_report);
+
+struct BenchSpec {
+  std::string topology = "h200-1x2";           ///< preset name or file
+  std::vector<Collective> collectives;          ///< empty: all; else only algorithms of these
+  std::vector<std::string> algorithms;          ///< empty: every built-in that fits the topology
+  std::vector<uint64_t> sizes;                  ///< empty: 1 MiB to 1 GiB, doubling
+  std::string scheduler = "hpds";
+  bool json = false;                            ///< one JSON object per line instead of tables
+};
+
+/// The simulated `weft bench`: its first line says the figures are simulated and on which
+/// topology; then, per algorithm of the asked collectives, an nccl-tests style table (or JSON
+/// lines). Built-ins that do not load or compile at the topology's size are listed as
+/// skipped, with the reason; sizes smaller than an algorithm's chunk count are left out with
+/// a comment. Returns the number of algorithms benchmarked.
+int run_simulated_bench(const BenchSpec& spec, std::ostream& out);
+
+}  // namespace weft::sim
