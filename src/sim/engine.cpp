@@ -196,6 +196,7 @@ void Engine::run() {
   if (par_.check) {
     out_.inv_count.assign(p_.slots.size() * n_mb, 0);
     out_.inv_ready_us.assign(p_.slots.size() * n_mb, -1.0);
+    out_.inv_start_us.assign(p_.slots.size() * n_mb, -1.0);
     out_.inv_end_us.assign(p_.slots.size() * n_mb, -1.0);
   }
   ready_.reserve(p_.tbs.size());
@@ -470,6 +471,7 @@ void Engine::complete(int32_t t) {
     const size_t i = static_cast<size_t>(s.slot) * static_cast<size_t>(par_.microbatches) + static_cast<size_t>(s.k);
     ++out_.inv_count[i];
     out_.inv_ready_us[i] = s.ready;
+    out_.inv_start_us[i] = s.busy_start;
     out_.inv_end_us[i] = now_;
   }
   SlotState& ss = slot_[static_cast<size_t>(s.slot)];

@@ -88,6 +88,7 @@ struct SimReport {
   // Check mode only (SimOptions::check): per invocation (slot * microbatches + k).
   std::vector<uint32_t> inv_count;        ///< times each invocation ran (must be 1)
   std::vector<double> inv_ready_us;       ///< when its dependencies were all met
+  std::vector<double> inv_start_us;       ///< when it began to work (after waiting for data or a staging slot)
   std::vector<double> inv_end_us;         ///< when it finished
 };
 

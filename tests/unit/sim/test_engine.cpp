@@ -1,9 +1,11 @@
 // Engine behaviour: execution models, FIFO depth, contention shape, deadlocks, bad plans.
 #include <gtest/gtest.h>
+#include <gtest/gtest-spi.h>
 
 #include <string>
 
 #include "sim/simulator.hpp"
+#include "invariants.hpp"
 #include "sim_test_util.hpp"
 #include "util/error.hpp"
 
@@ -188,6 +190,52 @@ TEST(Engine, TraceHasOneSpanPerBusyInvocation) {
   }
   EXPECT_EQ(busy, 8);
   EXPECT_EQ(r.trace.size(), r.trace_tb.size());
+}
+
+TEST(Engine, InvariantsHoldOnHandBuiltPlans) {
+  // Contention, forwarding, FIFO pressure and both execution models, checked together.
+  Topology t = test_topology(2, 2, 2);
+  t.tb_local_GBps = 10;  // slow receivers put pressure on the FIFO
+  for (ExecutionModel exec : {ExecutionModel::Task, ExecutionModel::Algorithm}) {
+    PlanBuilder b(4, 1, exec);
+    for (int i = 0; i < 2; ++i) {
+      b.add(0, i, Primitive::Send, 2, -1, i, {}, i, 2);
+      b.add(2, i, Primitive::RecvReduceCopy, -1, 0, i, {}, i, 2);
+      b.add(1, i, Primitive::Send, 3, -1, i, {}, i, 2);
+      b.add(3, i, Primitive::RecvCopySend, 2, 1, i, {}, i, 2);
+      b.add(2, 2 + i, Primitive::Recv, -1, 3, i, {}, i, 2);
+      b.add(2, 2 + i, Primitive::Send, 0, -1, i, {SlotDep{i, 0}}, i, 2);
+      b.add(0, 2 + i, Primitive::Recv, -1, 2, i, {}, i, 2);
+    }
+    for (int depth : {1, 4}) {
+      SimOptions o = opts(16 << 20);
+      o.fifo_depth = depth;
+      Simulator sim(b.plan(), t);
+      SimReport r = sim.run(o);
+      testing::expect_invariants(sim, r, depth);
+    }
+  }
+}
+
+TEST(Engine, InvariantCheckerCatchesViolations) {
+  Topology t = test_topology(1, 4);
+  Simulator sim(chain(ExecutionModel::Task), t);
+  SimReport good = sim.run(opts(4 << 20));
+  {
+    SimReport r = good;
+    r.inv_count[3] = 2;
+    EXPECT_NONFATAL_FAILURE(testing::expect_invariants(sim, r), "ran 2 times");
+  }
+  {
+    SimReport r = good;
+    r.inv_end_us[0] = r.time_us * 2;  // rank 0's send ends after everything
+    EXPECT_NONFATAL_FAILURE(testing::expect_invariants(sim, r), "before it could land");
+  }
+  {
+    SimReport r = good;
+    r.max_link_load = 1.5;
+    EXPECT_NONFATAL_FAILURE(testing::expect_invariants(sim, r), "more than its capacity");
+  }
 }
 
 TEST(Engine, RunsAreDeterministic) {
