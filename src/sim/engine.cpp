@@ -43,31 +43,34 @@ struct alignas(64) TbState {
   int32_t slot = 0;           // current global slot
   int32_t k = 0;              // current micro-batch
   uint32_t dep_cursor = 0;    // next dependency to check
+  uint32_t dep_begin = 0;     // the current slot's dependencies
   uint32_t dep_end = 0;
   uint32_t version = 0;       // of its live event-queue entry
   int32_t next_waiter = -1;   // intrusive list of blocks waiting on one slot's counter
   int32_t send_conn = -1;
   int32_t recv_conn = -1;
-  int32_t flow_msg = 0;       // message index of the flow it drives
-  int32_t rank = 0;
   Phase phase = Phase::Ready;
   Primitive prim = Primitive::Nop;
   bool deps_done = false;
   bool listed = false;        // on a slot's waiting list (for done >= k + 1)
   uint8_t nres = 0;
   double scale = 1;           // payload bytes per micro-batch byte
+  double local_us = 0;        // us of local work (receive side, copy, reduce) per micro-batch byte
   int32_t res[kMaxPath] = {0, 0, 0, 0};
   // The flow it drives (phase Flow).
   double rate = 0;            // bytes/us; < 0 while being registered
   double remaining = 0;       // bytes still to move after `from`
   double from = 0;            // progress is counted from here (start + alpha, then each update)
   double not_before = 0;      // forwarding: cannot end before its input's last byte arrived
-  // Accounting.
   double ready = 0;           // when the current invocation's dependencies were met
-  double busy_start = 0;
-  double busy = 0;
 };
-static_assert(sizeof(TbState) == 128, "keep a thread block's state in two cache lines");
+static_assert(sizeof(TbState) <= 128, "keep a thread block's state in two cache lines");
+
+// Busy-time accounting, apart from the hot state (small: stays in cache).
+struct TbBusy {
+  double start = 0;           // the current invocation's busy period began here
+  double total = 0;
+};
 
 struct SlotState {
   int32_t done = 0;           // invocations finished
@@ -77,6 +80,7 @@ struct SlotState {
 struct ConnState {
   int32_t started = 0;        // messages whose flow has started
   int32_t consumed = 0;       // messages whose receiving invocation has ended
+  int32_t ended = 0;          // messages whose flow has ended (they end in order)
   int32_t sender_tb = -1;
   int32_t receiver_tb = -1;
   bool sender_waiting = false;
@@ -123,13 +127,13 @@ class Engine {
   void wait_on(int32_t t, int32_t slot);
   void wake(int32_t slot);
   void schedule(int32_t t, double time);
-  double payload(const TbState& s) const {
-    return s.scale * static_cast<double>(s.k + 1 < par_.microbatches ? par_.microbatch_bytes : last_mb_);
+  double mb_bytes(const TbState& s) const {
+    return static_cast<double>(s.k + 1 < par_.microbatches ? par_.microbatch_bytes : last_mb_);
   }
+  double payload(const TbState& s) const { return s.scale * mb_bytes(s); }
   Message& msg(int32_t conn, int32_t m) {
     return ring_[static_cast<size_t>(conn) * static_cast<size_t>(par_.fifo_depth) + static_cast<size_t>(m % par_.fifo_depth)];
   }
-  double traffic(const TbState& s) const { return CostModel::local_traffic_factor(s.prim); }
 
   // Flows.
   void start_flow(int32_t t, double payload, double move_from, double not_before);
@@ -150,6 +154,7 @@ class Engine {
   double now_ = 0;
   uint64_t last_mb_ = 0;
   std::vector<TbState> tb_;
+  std::vector<TbBusy> busy_;
   std::vector<double> finish_;       // per block: end of its last invocation
   std::vector<int64_t> invocations_; // per block
   std::vector<double> arrive_;       // per block, tracing only: when it reached the invocation
@@ -167,6 +172,7 @@ void Engine::run() {
   const size_t n_mb = static_cast<size_t>(par_.microbatches);
   last_mb_ = par_.chunk_bytes - (n_mb - 1) * par_.microbatch_bytes;
   tb_.assign(p_.tbs.size(), TbState{});
+  busy_.assign(p_.tbs.size(), TbBusy{});
   finish_.assign(p_.tbs.size(), 0.0);
   invocations_.assign(p_.tbs.size(), 0);
   if (par_.trace) arrive_.assign(p_.tbs.size(), 0.0);
@@ -203,7 +209,6 @@ void Engine::run() {
 
   for (size_t t = 0; t < p_.tbs.size(); ++t) {
     TbState& s = tb_[t];
-    s.rank = p_.tbs[t].rank;
     if (p_.tbs[t].slot_begin == p_.tbs[t].slot_end) {
       s.phase = Phase::Finished;
       continue;
@@ -241,10 +246,12 @@ void Engine::run() {
     TbStat st;
     st.rank = p_.tbs[t].rank;
     st.tb = p_.tbs[t].local;
-    st.busy_us = tb_[t].busy;
+    st.weight = p_.tbs[t].weight;
+    st.busy_us = busy_[t].total;
     st.lifetime_us = finish_[t];
     st.invocations = invocations_[t];
-    out_.invocations += st.invocations;
+    out_.invocations += st.invocations * st.weight;
+    out_.simulated_invocations += st.invocations;
     out_.tbs.push_back(st);
   }
   out_.links.clear();
@@ -270,6 +277,10 @@ void Engine::enter_slot(int32_t t, int32_t slot) {
   s.recv_conn = ps.recv_conn;
   s.prim = ps.prim;
   s.scale = ps.scale;
+  // A merged block (weight k) does k blocks' local work at k times one block's rate.
+  const ProgTb& pt = p_.tbs[static_cast<size_t>(t)];
+  s.local_us = ps.scale / pt.weight * CostModel::local_traffic_factor(ps.prim) / local_rate_[static_cast<size_t>(pt.rank)];
+  s.dep_begin = ps.dep_begin;
   s.dep_cursor = ps.dep_begin;
   s.deps_done = false;
 }
@@ -329,14 +340,14 @@ void Engine::advance(int32_t t) {
     const double bytes = payload(s);
     switch (s.prim) {
       case Primitive::Nop:
-        s.busy_start = now_;
+        busy_[static_cast<size_t>(t)].start = now_;
         complete(t);
         continue;
       case Primitive::Copy:
       case Primitive::Reduce:
-        s.busy_start = now_;
+        busy_[static_cast<size_t>(t)].start = now_;
         s.phase = Phase::Timed;
-        schedule(t, now_ + cost_.alpha_us + bytes * traffic(s) / local_rate_[static_cast<size_t>(s.rank)]);
+        schedule(t, now_ + cost_.alpha_us + mb_bytes(s) * s.local_us);
         return;
       case Primitive::Send:
         try_start_send(t, bytes, now_ + cost_.alpha_us, -kInf, now_);
@@ -387,8 +398,7 @@ bool Engine::try_start_send(int32_t t, double bytes, double move_from, double no
   ++c.started;
   msg(s.send_conn, m) = Message{move_from + c.latency, kInf};
   s.phase = Phase::Flow;
-  s.flow_msg = m;
-  s.busy_start = busy_start;
+  busy_[static_cast<size_t>(t)].start = busy_start;
   start_flow(t, bytes, move_from, not_before);
   // A forwarding receiver waiting for this message can start its own flow now.
   if (c.receiver_waiting) {
@@ -408,8 +418,8 @@ void Engine::schedule_receive(int32_t t) {
   // The receiver copies (or reduces) out of staging as the data lands, at its local rate:
   // it ends when the last byte has landed or when it has caught up, whichever is later.
   const double begin = std::max(s.ready, in.start);
-  const double work = payload(s) * traffic(s) / local_rate_[static_cast<size_t>(s.rank)];
-  s.busy_start = begin;
+  const double work = mb_bytes(s) * s.local_us;
+  busy_[static_cast<size_t>(t)].start = begin;
   s.phase = Phase::Timed;
   schedule(t, std::max(in.end, begin + work) + cost_.alpha_us);
 }
@@ -432,7 +442,7 @@ void Engine::on_event(int32_t t) {
   const int32_t conn = s.send_conn;
   end_flow(t);
   ConnState& c = conn_[static_cast<size_t>(conn)];
-  msg(conn, s.flow_msg).end = now_ + c.latency;
+  msg(conn, c.ended++).end = now_ + c.latency;
   if (c.receiver_waiting) {
     const int32_t r = c.receiver_tb;
     TbState& rs = tb_[static_cast<size_t>(r)];
@@ -451,16 +461,17 @@ void Engine::on_event(int32_t t) {
 
 void Engine::complete(int32_t t) {
   TbState& s = tb_[static_cast<size_t>(t)];
-  s.busy += now_ - s.busy_start;
+  TbBusy& b = busy_[static_cast<size_t>(t)];
+  b.total += now_ - b.start;
   ++invocations_[static_cast<size_t>(t)];
   if (par_.trace) {
     double& arrive = arrive_[static_cast<size_t>(t)];
     if (out_.trace.size() + 2 <= par_.trace_limit) {
-      if (s.busy_start > arrive + 1e-9) {
-        out_.trace.push_back(TraceSpan{s.slot, s.k, arrive, s.busy_start, true});
+      if (b.start > arrive + 1e-9) {
+        out_.trace.push_back(TraceSpan{s.slot, s.k, arrive, b.start, true});
         out_.trace_tb.push_back(t);
       }
-      out_.trace.push_back(TraceSpan{s.slot, s.k, s.busy_start, now_, false});
+      out_.trace.push_back(TraceSpan{s.slot, s.k, b.start, now_, false});
       out_.trace_tb.push_back(t);
     } else {
       out_.trace_truncated = true;
@@ -471,7 +482,7 @@ void Engine::complete(int32_t t) {
     const size_t i = static_cast<size_t>(s.slot) * static_cast<size_t>(par_.microbatches) + static_cast<size_t>(s.k);
     ++out_.inv_count[i];
     out_.inv_ready_us[i] = s.ready;
-    out_.inv_start_us[i] = s.busy_start;
+    out_.inv_start_us[i] = b.start;
     out_.inv_end_us[i] = now_;
   }
   SlotState& ss = slot_[static_cast<size_t>(s.slot)];
@@ -511,7 +522,7 @@ void Engine::complete(int32_t t) {
     enter_slot(t, next);
   } else {
     s.deps_done = false;
-    s.dep_cursor = p_.slots[static_cast<size_t>(s.slot)].dep_begin;
+    s.dep_cursor = s.dep_begin;
   }
 }
 

@@ -30,7 +30,7 @@ bool is_link_kind(ResourceKind k) {
 
 }  // namespace
 
-Program build_program(const Plan& plan, const Topology& topo) {
+Program build_program(const Plan& plan, const Topology& topo, bool merge_instances) {
   Program p;
   p.execution = plan.execution;
   p.collective = plan.collective;
@@ -53,6 +53,8 @@ Program build_program(const Plan& plan, const Topology& topo) {
     for (const ThreadBlock& tb : plan.ranks[r].tbs) n_slots += tb.slots.size();
   }
   if (n_slots >= (1ull << 31) || n_tbs >= (1ull << 31)) fail(ErrorCode::Verify, "plan: too many slots to simulate");
+  p.plan_tbs = static_cast<int64_t>(n_tbs);
+  p.plan_slots = static_cast<int64_t>(n_slots);
   p.slots.reserve(n_slots);
   p.tbs.reserve(n_tbs);
   std::vector<int32_t> rank_first_tb(plan.ranks.size() + 1, 0);
@@ -120,6 +122,9 @@ Program build_program(const Plan& plan, const Topology& topo) {
   };
 
   const int32_t R = plan.num_ranks;
+  struct LastConn {
+    int32_t src = -1, dst = -1, channel = -1, id = -1;
+  } last_send, last_recv;
   for (size_t r = 0; r < plan.ranks.size(); ++r) {
     const RankPlan& rp = plan.ranks[r];
     const int32_t rank = static_cast<int32_t>(r);
@@ -159,7 +164,10 @@ Program build_program(const Plan& plan, const Topology& topo) {
         }
         ps.dep_end = static_cast<uint32_t>(p.deps.size());
         if (sends) {
-          ps.send_conn = conn_of(rank, sl.send_peer, sl.channel);
+          // Consecutive slots of a block mostly use one connection: remember the last.
+          if (last_send.src != rank || last_send.dst != sl.send_peer || last_send.channel != sl.channel)
+            last_send = {rank, sl.send_peer, sl.channel, conn_of(rank, sl.send_peer, sl.channel)};
+          ps.send_conn = last_send.id;
           ProgConn& c = p.conns[static_cast<size_t>(ps.send_conn)];
           if (c.sender_tb >= 0 && c.sender_tb != gtb)
             bad_slot(rank, t, s, text::format("connection %d->%d channel %d is already driven by tb %d; a connection has one thread block at each end",
@@ -167,7 +175,9 @@ Program build_program(const Plan& plan, const Topology& topo) {
           c.sender_tb = gtb;
         }
         if (receives) {
-          ps.recv_conn = conn_of(sl.recv_peer, rank, sl.channel);
+          if (last_recv.src != sl.recv_peer || last_recv.dst != rank || last_recv.channel != sl.channel)
+            last_recv = {sl.recv_peer, rank, sl.channel, conn_of(sl.recv_peer, rank, sl.channel)};
+          ps.recv_conn = last_recv.id;
           ProgConn& c = p.conns[static_cast<size_t>(ps.recv_conn)];
           if (c.receiver_tb >= 0 && c.receiver_tb != gtb)
             bad_slot(rank, t, s, text::format("connection %d->%d channel %d is already received by tb %d; a connection has one thread block at each end",
@@ -238,7 +248,7 @@ Program build_program(const Plan& plan, const Topology& topo) {
     for (size_t r = 0; r < p.resources.size(); ++r)
       p.resources[r].saturable = demand[r] > p.resources[r].capacity_GBps * (1.0 + 1e-12);
   }
-  return p;
+  return merge_instances ? merge_instance_siblings(plan, std::move(p)) : p;
 }
 
 }  // namespace weft::sim

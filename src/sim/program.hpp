@@ -26,13 +26,14 @@ struct ProgSlot {
   int32_t recv_conn = -1;
   uint32_t dep_begin = 0;  ///< range in Program::deps
   uint32_t dep_end = 0;
-  double scale = 1;        ///< payload bytes per invocation = scale * micro-batch bytes (count / instances)
+  double scale = 1;        ///< payload bytes per invocation = scale * micro-batch bytes (count / instances x weight)
   double traffic = 0;      ///< HBM bytes per payload byte of the local (receive-side) work
 };
 
 struct ProgTb {
   int32_t rank = 0;
-  int32_t local = 0;       ///< index among its rank's thread blocks
+  int32_t local = 0;       ///< index among its rank's thread blocks (of its first member when merged)
+  int32_t weight = 1;      ///< plan thread blocks it stands for (instance siblings merged into one)
   int32_t slot_begin = 0;  ///< global slot range
   int32_t slot_end = 0;
 };
@@ -44,7 +45,7 @@ struct ProgConn {
   uint32_t res_begin = 0;    ///< range in Program::conn_res
   uint32_t res_end = 0;
   double latency_us = 0;
-  double cap_GBps = 0;       ///< per-TB rate of the sending side on this path
+  double cap_GBps = 0;       ///< per-TB rate of the sending side on this path, x the sender's weight
 };
 
 struct ProgResource {
@@ -71,7 +72,9 @@ struct Program {
   std::vector<int32_t> deps;      ///< global slot ids
   std::vector<int32_t> conn_res;  ///< dense resource ids
   std::vector<ProgResource> resources;
-  std::vector<int32_t> rank_tbs;  ///< thread blocks per rank
+  std::vector<int32_t> rank_tbs;  ///< thread blocks per rank in the plan (before merging)
+  int64_t plan_tbs = 0;           ///< thread blocks in the plan
+  int64_t plan_slots = 0;         ///< slots in the plan
 
   /// "rank 3 tb 2 slot 5 (send)": how messages name a slot.
   std::string describe_slot(int32_t slot) const;
@@ -81,6 +84,17 @@ struct Program {
 /// rank itself, primitives name the peers they need, dependencies point at existing slots
 /// of the same rank, each connection has one thread block at each end and both ends list
 /// the same number of slots of the same size on it. Throws Error(Verify) otherwise.
-Program build_program(const Plan& plan, const Topology& topo);
+///
+/// With `merge_instances`, instance siblings are then merged (merge_instance_siblings).
+Program build_program(const Plan& plan, const Topology& topo, bool merge_instances = true);
+
+/// Merges instance siblings: thread blocks of one rank that run the same slots (same
+/// primitives, peers, chunks and logical channel) as instances 0..k-1 of k, whose
+/// dependencies lead to the same (merged) slots and whose connections meet sibling groups
+/// at the other end. Such blocks start together, share the same resources in equal parts
+/// and so run in lockstep: one block of weight k moving all k parts, at k times the
+/// per-TB rate, gives the same times exactly (docs/simulator.md, "Instances"). Everything
+/// else is left as it is. `plan` is the plan `prog` was built from.
+Program merge_instance_siblings(const Plan& plan, Program prog);
 
 }  // namespace weft::sim

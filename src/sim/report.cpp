@@ -46,6 +46,7 @@ std::string report_to_json(const SimReport& r) {
   j["tbs_per_rank_mean"] = r.tbs_per_rank_mean;
   j["tbs_total"] = r.tbs_total;
   j["invocations"] = r.invocations;
+  j["simulated_invocations"] = r.simulated_invocations;
   j["events"] = r.events;
   j["sim_seconds"] = r.wall_seconds;
   return j.dump();

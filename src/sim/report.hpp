@@ -35,6 +35,7 @@ struct LinkStat {
 struct TbStat {
   int32_t rank = 0;
   int32_t tb = 0;
+  int32_t weight = 1;       ///< plan thread blocks with these figures (merged instance siblings)
   double busy_us = 0;       ///< moving, copying or reducing data, or paying alpha
   double lifetime_us = 0;   ///< from the launch to its last invocation's end
   int64_t invocations = 0;
@@ -75,12 +76,13 @@ struct SimReport {
   int32_t tbs_per_rank_max = 0;
   double tbs_per_rank_mean = 0;
   int64_t tbs_total = 0;
-  int64_t invocations = 0;
+  int64_t invocations = 0;                ///< invocations of the plan's slots (all instances)
+  int64_t simulated_invocations = 0;      ///< invocations the engine stepped (merged instances count once)
   int64_t events = 0;
   double wall_seconds = 0;                ///< how long the simulation itself took
 
   std::vector<LinkStat> links;            ///< every resource used
-  std::vector<TbStat> tbs;                ///< every thread block with at least one slot
+  std::vector<TbStat> tbs;                ///< every simulated thread block with at least one slot (see TbStat::weight)
   std::vector<TraceSpan> trace;           ///< filled when tracing was asked for
   std::vector<int32_t> trace_tb;          ///< global thread block of each trace span
   bool trace_truncated = false;

@@ -10,9 +10,9 @@
 
 namespace weft::sim {
 
-Simulator::Simulator(const Plan& plan, const Topology& topo) : topo_(topo) {
+Simulator::Simulator(const Plan& plan, const Topology& topo, bool merge_instances) : topo_(topo) {
   topo_.validate();
-  program_ = std::make_unique<Program>(build_program(plan, topo_));
+  program_ = std::make_unique<Program>(build_program(plan, topo_, merge_instances));
   cost_ = CostModel::from_topology(topo_);
   meta_ = plan;
   meta_.ranks.clear();
@@ -81,22 +81,24 @@ SimReport Simulator::run(const SimOptions& options) const {
     r.link_utilization = used ? util / used : 0;
     r.link_bandwidth_utilization = used ? bw / used : 0;
   }
-  double busy = 0, idle = 0, idle_max = 0;
+  // Means over the plan's thread blocks: a merged block counts for each sibling.
+  double busy = 0, idle = 0, idle_max = 0, n = 0;
   for (const TbStat& t : r.tbs) {
-    busy += t.lifetime_us > 0 ? t.busy_us / t.lifetime_us : 0;
-    idle += t.idle();
+    busy += t.weight * (t.lifetime_us > 0 ? t.busy_us / t.lifetime_us : 0);
+    idle += t.weight * t.idle();
     idle_max = std::max(idle_max, t.idle());
+    n += t.weight;
   }
-  if (!r.tbs.empty()) {
-    r.tb_busy_mean = busy / static_cast<double>(r.tbs.size());
-    r.tb_idle_mean = idle / static_cast<double>(r.tbs.size());
+  if (n > 0) {
+    r.tb_busy_mean = busy / n;
+    r.tb_idle_mean = idle / n;
   }
   r.tb_idle_max = idle_max;
-  r.tbs_total = static_cast<int64_t>(r.tbs.size());
+  r.tbs_total = static_cast<int64_t>(n);
   int32_t mx = 0;
-  for (int32_t n : prog.rank_tbs) mx = std::max(mx, n);
+  for (int32_t k : prog.rank_tbs) mx = std::max(mx, k);
   r.tbs_per_rank_max = mx;
-  r.tbs_per_rank_mean = prog.num_ranks ? static_cast<double>(prog.tbs.size()) / prog.num_ranks : 0;
+  r.tbs_per_rank_mean = prog.num_ranks ? static_cast<double>(prog.plan_tbs) / prog.num_ranks : 0;
   return r;
 }
 

@@ -35,7 +35,9 @@ struct Program;
 /// (Error(Verify) naming rank, thread block and slot) and the topology.
 class Simulator {
  public:
-  Simulator(const Plan& plan, const Topology& topo);
+  /// `merge_instances`: simulate instance siblings as one block (exact, much faster; see
+  /// merge_instance_siblings in program.hpp). Tests turn it off to compare.
+  Simulator(const Plan& plan, const Topology& topo, bool merge_instances = true);
   ~Simulator();
   Simulator(Simulator&&) noexcept;
   Simulator& operator=(Simulator&&) noexcept;
