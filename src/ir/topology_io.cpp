@@ -72,7 +72,8 @@ std::string set_int_list(std::vector<int32_t>& out, const json& v) {
                                                                   const json& v) { return setter(t.member, v); } \
   }
 
-/// Every field of Topology, in file order. `description` is the only optional one.
+/// Every field of Topology, in file order. `description` and `tb_local_GBps` (added after
+/// the first files were written; 0 means the simulator's default) are optional.
 const std::vector<Field>& fields() {
   static const std::vector<Field> f = {
       WEFT_TOPO_FIELD(name, set_string),
@@ -94,6 +95,7 @@ const std::vector<Field>& fields() {
       WEFT_TOPO_FIELD(hbm_bandwidth_GBps, set_double),
       WEFT_TOPO_FIELD(primitive_overhead_us, set_double),
       WEFT_TOPO_FIELD(contention_gamma, set_double),
+      WEFT_TOPO_FIELD(tb_local_GBps, set_double),
   };
   return f;
 }
@@ -153,7 +155,8 @@ Topology h200(int32_t gpus) {
   t.tb_copy_GBps = 20;          // one thread block's NVLink copy rate (measured)
   t.hbm_bandwidth_GBps = 4300;  // copy, read + write (measured)
   t.primitive_overhead_us = 1.0;
-  t.contention_gamma = 1.0;
+  t.contention_gamma = 0.15;    // docs/cost-model.md: the shape of paper 001 Fig. 4
+  t.tb_local_GBps = 80;         // docs/cost-model.md: 4 x tb_copy_GBps, to be measured
   return t;
 }
 
@@ -181,7 +184,8 @@ Topology a100(int32_t nodes, int32_t gpus) {
   t.tb_net_GBps = 6.25;  // the paper's Fig. 4: four thread blocks saturate one NIC
   t.hbm_bandwidth_GBps = 1800;
   t.primitive_overhead_us = 1.0;
-  t.contention_gamma = 1.0;
+  t.contention_gamma = 0.15;  // docs/cost-model.md: the shape of paper 001 Fig. 4
+  t.tb_local_GBps = 60;       // docs/cost-model.md: 4 x tb_copy_GBps
   return t;
 }
 
@@ -252,7 +256,8 @@ Topology topology_from_json(std::string_view text, const std::string& origin) {
     if (!e.empty()) bad("field '" + key + "' " + e);
   }
   for (const Field& f : fields())
-    if (std::string(f.name) != "description" && !j.contains(f.name)) bad(std::string("missing field '") + f.name + "'");
+    if (std::string(f.name) != "description" && std::string(f.name) != "tb_local_GBps" && !j.contains(f.name))
+      bad(std::string("missing field '") + f.name + "'");
   try {
     t.validate();
   } catch (const Error& e) {

@@ -24,19 +24,19 @@ Simulator& Simulator::operator=(Simulator&&) noexcept = default;
 
 SimReport Simulator::run(const SimOptions& options) const {
   const Program& prog = *program_;
-  if (options.microbatch_bytes == 0) fail(ErrorCode::InvalidArgument, "simulate: the micro-batch size must be at least 1 byte");
+  if (options.microbatch_bytes == 0) fail(ErrorCode::InvalidArgument, "the micro-batch size must be at least 1 byte");
   if (options.fifo_depth < 1 || options.fifo_depth > 1024)
-    fail(ErrorCode::InvalidArgument, text::format("simulate: FIFO depth %d is out of range [1, 1024]", options.fifo_depth));
+    fail(ErrorCode::InvalidArgument, text::format("FIFO depth %d is out of range [1, 1024]", options.fifo_depth));
   const uint64_t chunk = options.bytes / static_cast<uint64_t>(prog.chunks);
   if (chunk == 0)
-    fail(ErrorCode::InvalidArgument, text::format("simulate: %llu bytes give less than one byte to each of the plan's %d chunk slots",
+    fail(ErrorCode::InvalidArgument, text::format("%llu bytes give less than one byte to each of the plan's %d chunk slots",
                                                   static_cast<unsigned long long>(options.bytes), prog.chunks));
   const uint64_t n_mb = (chunk + options.microbatch_bytes - 1) / options.microbatch_bytes;
   if (n_mb > (1u << 24))
-    fail(ErrorCode::InvalidArgument, text::format("simulate: %llu micro-batches per slot is too many (raise --microbatch)",
+    fail(ErrorCode::InvalidArgument, text::format("%llu micro-batches per slot is too many (raise --microbatch)",
                                                   static_cast<unsigned long long>(n_mb)));
   if (options.check && static_cast<double>(n_mb) * static_cast<double>(prog.slots.size()) > 5e7)
-    fail(ErrorCode::InvalidArgument, "simulate: check mode keeps every invocation; this run has too many");
+    fail(ErrorCode::InvalidArgument, "check mode keeps every invocation; this run has too many");
 
   SimReport r;
   r.algorithm = meta_.algorithm;
