@@ -1,0 +1,99 @@
+// The object behind ncclComm_t: a weft communicator, plus what NCCL's API adds on top of
+// it (deferred initialization inside groups, PreMulSum operators, the fallback NCCL's
+// communicator and the unique id that creates it, a private stream for internal exchanges).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "nccl/config.hpp"
+#include "util/error.hpp"
+#include "weft/nccl.h"
+#include "weft/weft.h"
+
+namespace weft::nccl {
+
+/// An operator made by ncclRedOpCreatePreMulSum.
+struct PreMulOp {
+  int type = 0;                  ///< the ncclDataType_t it was made for
+  bool on_device = false;        ///< ncclScalarDevice: read *device_scalar when the collective runs
+  const void* device_scalar = nullptr;
+  unsigned char host_scalar[8] = {};  ///< ncclScalarHostImmediate: the value, copied at creation
+  int real_op = -1;              ///< the same operator in the fallback NCCL, once made there
+};
+
+}  // namespace weft::nccl
+
+struct ncclComm {
+  static constexpr uint64_t kAlive = 0x6d6d6f632d746677ULL;  // "wft-comm"
+  enum class State { Pending, Ready, Failed, Finalized, Revoked };
+
+  uint64_t magic = kAlive;
+  State state = State::Pending;
+  weft::ErrorCode failure_code = weft::ErrorCode::Success;
+  std::string failure;
+
+  weftComm_t weft = nullptr;
+  int rank = -1, nranks = 0, device = -1;
+  weft::nccl::CommOptions options;
+
+  /// Unique id of the fallback NCCL's communicator, made by rank 0 at initialization when
+  /// WEFT_NCCL_FALLBACK is set and broadcast over weft; the communicator itself is created
+  /// at the first call that needs it (every rank makes that call: it is a collective).
+  bool fallback_id_valid = false;
+  ncclUniqueId fallback_id{};
+  void* real = nullptr;
+
+  std::map<int, weft::nccl::PreMulOp> ops;
+  int next_op = 5;
+
+  cudaStream_t last_stream = nullptr;  ///< the stream of the last call, which internal work follows
+  bool used = false;
+  cudaStream_t internal = nullptr;     ///< for split and id exchanges; made on first need
+  std::recursive_mutex mu;
+};
+
+namespace weft::nccl {
+
+/// The object behind `c` whatever its state; throws InvalidArgument for NULL or a
+/// destroyed handle.
+ncclComm& handle(ncclComm_t c, const char* where);
+/// The communicator behind `c` if it can run work; throws InvalidArgument for NULL or a
+/// destroyed handle, InvalidUsage while a deferred initialization waits for ncclGroupEnd or
+/// after finalize/revoke, and the recorded error after a failed initialization.
+ncclComm& usable(ncclComm_t c, const char* where);
+/// As usable() for queries that also work on a finalized communicator.
+ncclComm& known(ncclComm_t c, const char* where);
+
+/// Joins a weft communicator for `c` on `device` and, with WEFT_NCCL_FALLBACK set, shares the
+/// fallback's unique id. On failure `c` is marked failed and the error rethrown.
+void init_comm(ncclComm* c, int nranks, const ncclUniqueId& id, int rank, int device);
+
+/// The fallback NCCL's communicator of `c`, created now if needed (collective: every rank
+/// reaches the same forwarded call). Throws InvalidUsage naming `kind` when no fallback is
+/// available.
+void* ensure_real_comm(ncclComm& c, const std::string& kind);
+
+/// Gathers `bytes` bytes from every rank (rank order) over weft on the private stream,
+/// after the communicator's earlier work. Blocking.
+std::vector<unsigned char> all_gather_bytes(ncclComm& c, const void* mine, size_t bytes);
+
+/// ncclCommSplit (see nccl.h).
+void split(ncclComm& parent, int color, int key, ncclComm_t* newcomm, const CommOptions& options);
+
+/// Waits for the communicator's work on its last stream (bounded by WEFT_TIMEOUT through
+/// weft's kernels) and marks it finalized.
+void finalize(ncclComm& c);
+
+/// Frees `c`: destroy meets the other ranks, abort does not. Safe on failed or pending ones.
+void release(ncclComm* c, bool abort);
+
+/// Throws weft::Error carrying weft's result and message when `r` is not weftSuccess.
+void check_weft(weftResult_t r);
+
+}  // namespace weft::nccl

@@ -1,0 +1,103 @@
+#include "nccl/group.hpp"
+
+#include <thread>
+#include <vector>
+
+#include "util/error.hpp"
+
+namespace weft::nccl {
+
+namespace {
+
+struct PendingInit {
+  ncclComm* comm;
+  int nranks;
+  ncclUniqueId id;
+  int rank;
+  int device;
+};
+
+thread_local int t_depth = 0;
+thread_local std::vector<PendingInit> t_inits;
+thread_local const RealNccl* t_real_group = nullptr;
+
+// Runs the deferred initializations: each joins its own communicator, so they must run at
+// the same time when one thread holds several ranks of one communicator.
+void run_inits(std::vector<PendingInit> inits, ErrorCode* code, std::string* message) {
+  std::vector<ErrorCode> codes(inits.size(), ErrorCode::Success);
+  std::vector<std::string> messages(inits.size());
+  auto one = [&](size_t i) {
+    try {
+      const PendingInit& p = inits[i];
+      init_comm(p.comm, p.nranks, p.id, p.rank, p.device);
+    } catch (const Error& e) {
+      codes[i] = e.code();
+      messages[i] = e.what();
+    } catch (const std::exception& e) {
+      codes[i] = ErrorCode::Internal;
+      messages[i] = e.what();
+    }
+  };
+  if (inits.size() == 1) {
+    one(0);
+  } else {
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < inits.size(); ++i) threads.emplace_back(one, i);
+    for (auto& t : threads) t.join();
+  }
+  for (size_t i = 0; i < inits.size(); ++i)
+    if (codes[i] != ErrorCode::Success && *code == ErrorCode::Success) {
+      *code = codes[i];
+      *message = "ncclCommInitRank (rank " + std::to_string(inits[i].rank) + ", at ncclGroupEnd): " + messages[i];
+    }
+}
+
+}  // namespace
+
+bool in_group() { return t_depth > 0; }
+
+void group_start() {
+  check_weft(weftGroupStart());
+  ++t_depth;
+}
+
+void group_end() {
+  if (t_depth == 0) fail(ErrorCode::InvalidUsage, "ncclGroupEnd without ncclGroupStart on this thread");
+  --t_depth;
+  ErrorCode code = ErrorCode::Success;
+  std::string message;
+  if (t_depth == 0 && !t_inits.empty()) {
+    std::vector<PendingInit> inits;
+    inits.swap(t_inits);
+    run_inits(std::move(inits), &code, &message);
+  }
+  // weft's own group level (the outermost issues its sends and receives).
+  weftResult_t r = weftGroupEnd();
+  if (r != weftSuccess && code == ErrorCode::Success) {
+    code = static_cast<ErrorCode>(r);
+    message = weftGetLastError(nullptr);
+  }
+  if (t_depth == 0 && t_real_group != nullptr) {
+    const RealNccl* real = t_real_group;
+    t_real_group = nullptr;
+    int rr = real->GroupEnd();
+    if (rr != 0 && code == ErrorCode::Success) {
+      code = ErrorCode::Remote;
+      message = std::string("fallback NCCL: ncclGroupEnd returned ") + std::to_string(rr) + ": " +
+                (real->GetLastError ? real->GetLastError(nullptr) : "");
+    }
+  }
+  if (code != ErrorCode::Success) fail(code, message);
+}
+
+void defer_init(ncclComm* c, int nranks, const ncclUniqueId& id, int rank, int device) {
+  t_inits.push_back(PendingInit{c, nranks, id, rank, device});
+}
+
+void enter_real_group(const RealNccl& real) {
+  if (t_depth == 0 || t_real_group != nullptr) return;
+  check_real(real, real.GroupStart(), "ncclGroupStart", nullptr);
+  t_real_group = &real;
+}
+
+}  // namespace weft::nccl

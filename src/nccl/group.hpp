@@ -1,0 +1,27 @@
+// NCCL's group semantics on top of weft's: groups nest per thread; inside one,
+// ncclCommInitRank is deferred to the outermost ncclGroupEnd (so one thread can create
+// several ranks, as nccl-tests -g does), sends and receives are issued together by weft,
+// and calls forwarded to the fallback NCCL are bracketed by its own group.
+#pragma once
+
+#include "nccl/comm.hpp"
+#include "nccl/fallback.hpp"
+
+namespace weft::nccl {
+
+/// True between ncclGroupStart and its matching ncclGroupEnd on this thread.
+bool in_group();
+void group_start();
+/// Ends one level; the outermost runs the deferred initializations (in parallel, one thread
+/// per communicator), then weft's sends and receives, then the fallback's group. The first
+/// error is thrown after every part has run.
+void group_end();
+
+/// Records an initialization for the outermost ncclGroupEnd.
+void defer_init(ncclComm* c, int nranks, const ncclUniqueId& id, int rank, int device);
+
+/// Called before a call is forwarded to the fallback: inside a group, opens the fallback's
+/// group once so that its calls are issued at ncclGroupEnd as well.
+void enter_real_group(const RealNccl& real);
+
+}  // namespace weft::nccl
