@@ -29,6 +29,9 @@ void init_rank(ncclComm_t* comm, int nranks, const ncclUniqueId& id, int rank, c
                const char* where) {
   need(comm, "comm");
   *comm = nullptr;
+  if (nranks < 1) fail(ErrorCode::InvalidArgument, "nranks " + std::to_string(nranks) + " is not positive");
+  if (rank < 0 || rank >= nranks)
+    fail(ErrorCode::InvalidArgument, "rank " + std::to_string(rank) + " is outside 0.." + std::to_string(nranks - 1));
   CommOptions options = parse_config(config, where);
   int device = 0;
   WEFT_CUDA_CHECK(cudaGetDevice(&device));

@@ -17,10 +17,10 @@ namespace {
 
 }  // namespace
 
-ncclComm& handle(ncclComm_t c, const char* where) {
-  if (c == nullptr) fail(ErrorCode::InvalidArgument, std::string(where) + ": the communicator is NULL");
+ncclComm& handle(ncclComm_t c, const char*) {
+  if (c == nullptr) fail(ErrorCode::InvalidArgument, "the communicator is NULL");
   if (c->magic != ncclComm::kAlive)
-    fail(ErrorCode::InvalidArgument, std::string(where) + ": the communicator was destroyed or is not one");
+    fail(ErrorCode::InvalidArgument, "the communicator was destroyed or is not one");
   return *c;
 }
 
@@ -92,21 +92,21 @@ void check_weft(weftResult_t r) {
 ncclComm& known(ncclComm_t c, const char* where) {
   ncclComm& k = handle(c, where);
   if (k.state == ncclComm::State::Pending)
-    fail(ErrorCode::InvalidUsage, std::string(where) + ": the communicator is initialized at ncclGroupEnd; call it first");
-  if (k.state == ncclComm::State::Failed) fail(k.failure_code, std::string(where) + ": " + k.failure);
+    fail(ErrorCode::InvalidUsage, "the communicator is initialized at ncclGroupEnd; call it first");
+  if (k.state == ncclComm::State::Failed) fail(k.failure_code, "the communicator's initialization failed: " + k.failure);
   return k;
 }
 
 ncclComm& usable(ncclComm_t c, const char* where) {
   ncclComm& k = known(c, where);
   if (k.state == ncclComm::State::Finalized)
-    fail(ErrorCode::InvalidUsage, std::string(where) + ": the communicator was finalized");
+    fail(ErrorCode::InvalidUsage, "the communicator was finalized");
   if (k.state == ncclComm::State::Revoked)
-    fail(ErrorCode::InvalidUsage, std::string(where) + ": the communicator was revoked");
+    fail(ErrorCode::InvalidUsage, "the communicator was revoked");
   return k;
 }
 
-void init_comm(ncclComm* c, int nranks, const ncclUniqueId& id, int rank, int device) {
+void init_comm(ncclComm* c, int nranks, const ncclUniqueId& id, int rank, int device, bool eager_fallback) {
   try {
     if (nranks < 1) fail(ErrorCode::InvalidArgument, "nranks " + std::to_string(nranks) + " is not positive");
     if (rank < 0 || rank >= nranks)
@@ -124,6 +124,7 @@ void init_comm(ncclComm* c, int nranks, const ncclUniqueId& id, int rank, int de
     c->device = device;
     c->state = ncclComm::State::Ready;
     share_fallback_id(*c);
+    if (eager_fallback && c->fallback_id_valid) ensure_real_comm(*c, "calls the fallback NCCL runs");
     WEFT_LOG(Info, "NCCL", "rank " << rank << " of " << nranks << " on device " << device << " ready"
                                    << (c->options.name.empty() ? "" : " (" + c->options.name + ")")
                                    << (c->fallback_id_valid ? ", fallback NCCL available" : ""));

@@ -71,8 +71,11 @@ ncclComm& usable(ncclComm_t c, const char* where);
 ncclComm& known(ncclComm_t c, const char* where);
 
 /// Joins a weft communicator for `c` on `device` and, with WEFT_NCCL_FALLBACK set, shares the
-/// fallback's unique id. On failure `c` is marked failed and the error rethrown.
-void init_comm(ncclComm* c, int nranks, const ncclUniqueId& id, int rank, int device);
+/// fallback's unique id. `eager_fallback` also creates the fallback's communicator now: a
+/// thread that drives several ranks (ncclCommInitAll, several inits in one group) could not
+/// create them one after the other later. On failure `c` is marked failed and the error
+/// rethrown.
+void init_comm(ncclComm* c, int nranks, const ncclUniqueId& id, int rank, int device, bool eager_fallback = false);
 
 /// The fallback NCCL's communicator of `c`, created now if needed (collective: every rank
 /// reaches the same forwarded call). Throws InvalidUsage naming `kind` when no fallback is

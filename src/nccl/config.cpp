@@ -15,8 +15,8 @@ bool has(const ncclConfig_t* c, size_t offset, size_t bytes) { return c->size >=
 
 #define WEFT_HAS(c, field) has(c, offsetof(ncclConfig_t, field), sizeof(ncclConfig_t::field))
 
-[[noreturn]] void bad(const char* where, const std::string& what) {
-  fail(ErrorCode::InvalidArgument, std::string(where) + ": ncclConfig_t " + what);
+[[noreturn]] void bad(const char*, const std::string& what) {
+  fail(ErrorCode::InvalidArgument, "ncclConfig_t " + what);
 }
 
 void check_flag(const ncclConfig_t* c, bool present, int value, const char* where, const char* field) {

@@ -1,6 +1,7 @@
 #include "nccl/fallback.hpp"
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 
 #include <mutex>
 #include <set>
@@ -24,9 +25,66 @@ bool bind(void* lib, const char* name, F& fn, std::string* missing) {
   return fn != nullptr;
 }
 
+bool same_file(const char* a, const char* b) {
+  struct stat sa {}, sb {};
+  return a && b && stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+}  // namespace
+
+std::unique_ptr<RealNccl> open_real_nccl(const std::string& path, std::string* why) {
+  auto r = std::make_unique<RealNccl>();
+  // DEEPBIND: the real library's calls to its own exported functions must not resolve to
+  // weft's functions of the same names, which come first in the global scope.
+  void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+  if (lib == nullptr) {
+    const char* e = dlerror();
+    *why = path + " cannot be opened: " + (e ? e : "unknown reason");
+    return nullptr;
+  }
+  r->path = path;
+  std::string missing;
+  int (*get_version)(int*) = nullptr;
+  bind(lib, "ncclGetVersion", get_version, &missing);
+  bind(lib, "ncclGetUniqueId", r->GetUniqueId, &missing);
+  bind(lib, "ncclCommInitRank", r->CommInitRank, &missing);
+  bind(lib, "ncclCommDestroy", r->CommDestroy, &missing);
+  bind(lib, "ncclCommAbort", r->CommAbort, &missing);
+  bind(lib, "ncclCommGetAsyncError", r->CommGetAsyncError, &missing);
+  bind(lib, "ncclGetLastError", r->GetLastError, &missing);
+  bind(lib, "ncclAllReduce", r->AllReduce, &missing);
+  bind(lib, "ncclReduce", r->Reduce, &missing);
+  bind(lib, "ncclReduceScatter", r->ReduceScatter, &missing);
+  bind(lib, "ncclGroupStart", r->GroupStart, &missing);
+  bind(lib, "ncclGroupEnd", r->GroupEnd, &missing);
+  bind(lib, "ncclRedOpCreatePreMulSum", r->RedOpCreatePreMulSum, &missing);
+  bind(lib, "ncclRedOpDestroy", r->RedOpDestroy, &missing);
+  r->CommInitRankConfig = reinterpret_cast<decltype(r->CommInitRankConfig)>(dlsym(lib, "ncclCommInitRankConfig"));
+  if (!missing.empty()) {
+    *why = path + " lacks " + missing + " (NCCL 2.13 or later is needed)";
+    dlclose(lib);
+    return nullptr;
+  }
+  // The fallback must not be weft itself (this library installed as libnccl.so.2).
+  Dl_info mine {}, theirs {};
+  if (dladdr(reinterpret_cast<void*>(&ncclGetVersion), &mine) != 0 &&
+      dladdr(reinterpret_cast<void*>(get_version), &theirs) != 0 && same_file(mine.dli_fname, theirs.dli_fname)) {
+    *why = path + " is weft's own NCCL-compatible library, not a real NCCL";
+    dlclose(lib);
+    return nullptr;
+  }
+  if (get_version(&r->version) != 0) {
+    *why = path + ": ncclGetVersion failed";
+    dlclose(lib);
+    return nullptr;
+  }
+  return r;
+}
+
+namespace {
+
 struct Loaded {
-  RealNccl real;
-  bool ok = false;
+  std::unique_ptr<RealNccl> real;
   std::string why;
 };
 
@@ -37,47 +95,12 @@ Loaded load() {
     l.why = "no fallback is configured (set WEFT_NCCL_FALLBACK to the path of a real libnccl.so.2)";
     return l;
   }
-  // DEEPBIND: the real library's calls to its own exported functions must not resolve to
-  // weft's functions of the same names, which come first in the global scope.
-  void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
-  if (lib == nullptr) {
-    const char* e = dlerror();
-    l.why = "WEFT_NCCL_FALLBACK=" + path + " cannot be opened: " + (e ? e : "unknown reason");
-    return l;
+  l.real = open_real_nccl(path, &l.why);
+  if (l.real) {
+    WEFT_LOG(Info, "NCCL", "fallback NCCL " << l.real->version << " loaded from " << path);
+  } else {
+    l.why = "WEFT_NCCL_FALLBACK=" + l.why;
   }
-  RealNccl& r = l.real;
-  r.path = path;
-  std::string missing;
-  int (*get_version)(int*) = nullptr;
-  bind(lib, "ncclGetVersion", get_version, &missing);
-  bind(lib, "ncclGetUniqueId", r.GetUniqueId, &missing);
-  bind(lib, "ncclCommInitRank", r.CommInitRank, &missing);
-  bind(lib, "ncclCommDestroy", r.CommDestroy, &missing);
-  bind(lib, "ncclCommAbort", r.CommAbort, &missing);
-  bind(lib, "ncclCommGetAsyncError", r.CommGetAsyncError, &missing);
-  bind(lib, "ncclGetLastError", r.GetLastError, &missing);
-  bind(lib, "ncclAllReduce", r.AllReduce, &missing);
-  bind(lib, "ncclReduce", r.Reduce, &missing);
-  bind(lib, "ncclReduceScatter", r.ReduceScatter, &missing);
-  bind(lib, "ncclGroupStart", r.GroupStart, &missing);
-  bind(lib, "ncclGroupEnd", r.GroupEnd, &missing);
-  bind(lib, "ncclRedOpCreatePreMulSum", r.RedOpCreatePreMulSum, &missing);
-  bind(lib, "ncclRedOpDestroy", r.RedOpDestroy, &missing);
-  r.CommInitRankConfig = reinterpret_cast<decltype(r.CommInitRankConfig)>(dlsym(lib, "ncclCommInitRankConfig"));
-  if (!missing.empty()) {
-    l.why = "WEFT_NCCL_FALLBACK=" + path + " lacks " + missing + "; is it NCCL 2.11 or later?";
-    dlclose(lib);
-    return l;
-  }
-  // The real library must not be weft itself (a libnccl.so.2 that is this library).
-  if (reinterpret_cast<void*>(get_version) == reinterpret_cast<void*>(&ncclGetVersion) || get_version == nullptr ||
-      get_version(&r.version) != 0) {
-    l.why = "WEFT_NCCL_FALLBACK=" + path + " is not a working NCCL (it is weft, or ncclGetVersion failed)";
-    dlclose(lib);
-    return l;
-  }
-  l.ok = true;
-  WEFT_LOG(Info, "NCCL", "fallback NCCL " << r.version << " loaded from " << path);
   return l;
 }
 
@@ -86,15 +109,15 @@ Loaded load() {
 const RealNccl* real_nccl(std::string* why) {
   static const Loaded loaded = [] {
     Loaded l = load();
-    if (!l.ok && !config::get_string("WEFT_NCCL_FALLBACK").empty())
+    if (!l.real && !config::get_string("WEFT_NCCL_FALLBACK").empty())
       WEFT_LOG(Warn, "NCCL", "the NCCL fallback is unavailable: " << l.why);
     return l;
   }();
-  if (!loaded.ok) {
+  if (!loaded.real) {
     if (why) *why = loaded.why;
     return nullptr;
   }
-  return &loaded.real;
+  return loaded.real.get();
 }
 
 void note_forwarded(const std::string& kind) {

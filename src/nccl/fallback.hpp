@@ -7,6 +7,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <memory>
 #include <string>
 
 #include "weft/nccl.h"
@@ -35,7 +36,11 @@ struct RealNccl {
   int (*RedOpDestroy)(int op, Comm) = nullptr;
 };
 
-/// The real library, loaded on first call; nullptr when WEFT_NCCL_FALLBACK is empty or the
+/// Opens the NCCL library at `path` and binds its entry points; nullptr with the reason in
+/// *why when it cannot be opened, lacks a call, or is this library itself.
+std::unique_ptr<RealNccl> open_real_nccl(const std::string& path, std::string* why);
+
+/// The library named by WEFT_NCCL_FALLBACK, opened on first call; nullptr when WEFT_NCCL_FALLBACK is empty or the
 /// library cannot be used, with the reason in *why (logged once).
 const RealNccl* real_nccl(std::string* why);
 

@@ -29,7 +29,7 @@ void run_inits(std::vector<PendingInit> inits, ErrorCode* code, std::string* mes
   auto one = [&](size_t i) {
     try {
       const PendingInit& p = inits[i];
-      init_comm(p.comm, p.nranks, p.id, p.rank, p.device);
+      init_comm(p.comm, p.nranks, p.id, p.rank, p.device, inits.size() > 1);
     } catch (const Error& e) {
       codes[i] = e.code();
       messages[i] = e.what();

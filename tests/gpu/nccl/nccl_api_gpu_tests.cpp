@@ -1,0 +1,351 @@
+// The NCCL-compatible library on 2 GPUs, for what nccl-tests and PyTorch do not reach:
+// initialization deferred to ncclGroupEnd, ncclCommInitAll, ncclCommSplit, PreMulSum with
+// host and device scalars, Gather/Scatter, fp8 (moved natively, reduced through
+// WEFT_NCCL_FALLBACK when set), and the calls weft refuses. One process, one thread per rank
+// where a call blocks on the host. Exits 77 without 2 GPUs. Built against weft's nccl.h and
+// linked to libweft_nccl.so (soname libnccl.so.2).
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "weft/nccl.h"
+
+namespace {
+
+constexpr int kRanks = 2;
+
+#define CUDA_OK(x) ASSERT_EQ((x), cudaSuccess) << #x
+#define NCCL_OK(x) ASSERT_EQ((x), ncclSuccess) << #x << ": " << ncclGetLastError(nullptr)
+
+struct Comms {
+  ncclComm_t c[kRanks] = {};
+  cudaStream_t s[kRanks] = {};
+  void init_all() {
+    ASSERT_EQ(ncclCommInitAll(c, kRanks, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
+    for (int r = 0; r < kRanks; ++r) {
+      ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
+      ASSERT_EQ(cudaStreamCreate(&s[r]), cudaSuccess);
+    }
+  }
+  void sync() {
+    for (int r = 0; r < kRanks; ++r) {
+      cudaSetDevice(r);
+      ASSERT_EQ(cudaStreamSynchronize(s[r]), cudaSuccess);
+    }
+  }
+  ~Comms() {
+    for (int r = 0; r < kRanks; ++r) {
+      if (s[r]) cudaStreamDestroy(s[r]);
+      if (c[r]) ncclCommDestroy(c[r]);
+    }
+  }
+};
+
+std::vector<float> pattern(int rank, size_t n) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>((i % 13) + rank + 1);
+  return v;
+}
+
+void* to_device(int dev, const void* host, size_t bytes) {
+  cudaSetDevice(dev);
+  void* p = nullptr;
+  if (cudaMalloc(&p, bytes ? bytes : 1) != cudaSuccess) return nullptr;
+  cudaMemcpy(p, host, bytes, cudaMemcpyHostToDevice);
+  return p;
+}
+
+template <typename T>
+std::vector<T> to_host(int dev, const void* p, size_t n) {
+  std::vector<T> v(n);
+  cudaSetDevice(dev);
+  cudaMemcpy(v.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost);
+  return v;
+}
+
+}  // namespace
+
+TEST(NcclApiGpu, InitAllAndAllReduce) {
+  Comms k;
+  k.init_all();
+  int n = 0, rank = -1, dev = -1;
+  NCCL_OK(ncclCommCount(k.c[1], &n));
+  NCCL_OK(ncclCommUserRank(k.c[1], &rank));
+  NCCL_OK(ncclCommCuDevice(k.c[1], &dev));
+  EXPECT_EQ(n, 2);
+  EXPECT_EQ(rank, 1);
+  EXPECT_EQ(dev, 1);
+  const size_t count = (1 << 20) + 3;
+  void* buf[kRanks];
+  for (int r = 0; r < kRanks; ++r) buf[r] = to_device(r, pattern(r, count).data(), count * 4);
+  NCCL_OK(ncclGroupStart());
+  for (int r = 0; r < kRanks; ++r) {
+    cudaSetDevice(r);
+    NCCL_OK(ncclAllReduce(buf[r], buf[r], count, ncclFloat, ncclSum, k.c[r], k.s[r]));
+  }
+  NCCL_OK(ncclGroupEnd());
+  k.sync();
+  for (int r = 0; r < kRanks; ++r) {
+    auto got = to_host<float>(r, buf[r], count);
+    auto a = pattern(0, count), b = pattern(1, count);
+    size_t bad = 0;
+    for (size_t i = 0; i < count; ++i) bad += got[i] != a[i] + b[i];
+    EXPECT_EQ(bad, 0u) << "rank " << r;
+    cudaFree(buf[r]);
+  }
+}
+
+TEST(NcclApiGpu, InitInsideAGroupHappensAtGroupEnd) {
+  ncclUniqueId id;
+  NCCL_OK(ncclGetUniqueId(&id));
+  ncclComm_t c[kRanks] = {};
+  NCCL_OK(ncclGroupStart());
+  for (int r = 0; r < kRanks; ++r) {
+    CUDA_OK(cudaSetDevice(r));
+    NCCL_OK(ncclCommInitRank(&c[r], kRanks, id, r));
+    ASSERT_NE(c[r], nullptr);
+  }
+  int n = 0;
+  EXPECT_EQ(ncclCommCount(c[0], &n), ncclInvalidUsage);  // not yet initialized
+  ncclResult_t state = ncclSuccess;
+  NCCL_OK(ncclCommGetAsyncError(c[0], &state));
+  EXPECT_EQ(state, ncclInProgress);
+  NCCL_OK(ncclGroupEnd());
+  for (int r = 0; r < kRanks; ++r) {
+    NCCL_OK(ncclCommGetAsyncError(c[r], &state));
+    EXPECT_EQ(state, ncclSuccess);
+    int rank = -1;
+    NCCL_OK(ncclCommUserRank(c[r], &rank));
+    EXPECT_EQ(rank, r);
+  }
+  for (int r = 0; r < kRanks; ++r) NCCL_OK(ncclCommDestroy(c[r]));
+}
+
+TEST(NcclApiGpu, PreMulSumWithHostAndDeviceScalars) {
+  Comms k;
+  k.init_all();
+  const size_t count = 100003;
+  void* in[kRanks];
+  void* out[kRanks];
+  void* dscalar[kRanks];
+  ncclRedOp_t hop[kRanks], dop[kRanks];
+  for (int r = 0; r < kRanks; ++r) {
+    in[r] = to_device(r, pattern(r, count).data(), count * 4);
+    out[r] = to_device(r, pattern(9, count).data(), count * 4);
+    float hs = static_cast<float>(r + 2), ds = static_cast<float>(3 * r + 1);
+    dscalar[r] = to_device(r, &ds, 4);
+    NCCL_OK(ncclRedOpCreatePreMulSum(&hop[r], &hs, ncclFloat, ncclScalarHostImmediate, k.c[r]));
+    NCCL_OK(ncclRedOpCreatePreMulSum(&dop[r], dscalar[r], ncclFloat, ncclScalarDevice, k.c[r]));
+    EXPECT_GE(static_cast<int>(hop[r]), static_cast<int>(ncclNumOps));
+  }
+  auto a = pattern(0, count), b = pattern(1, count);
+  // Host scalars 2 and 3, out of place.
+  NCCL_OK(ncclGroupStart());
+  for (int r = 0; r < kRanks; ++r) {
+    cudaSetDevice(r);
+    NCCL_OK(ncclAllReduce(in[r], out[r], count, ncclFloat, hop[r], k.c[r], k.s[r]));
+  }
+  NCCL_OK(ncclGroupEnd());
+  k.sync();
+  for (int r = 0; r < kRanks; ++r) {
+    auto got = to_host<float>(r, out[r], count);
+    size_t bad = 0;
+    for (size_t i = 0; i < count; ++i) bad += got[i] != 2 * a[i] + 3 * b[i];
+    EXPECT_EQ(bad, 0u) << "host scalar, rank " << r;
+  }
+  // Device scalars 1 and 4, reduce-scatter (input 2 * half per rank).
+  const size_t half = count / 2;
+  NCCL_OK(ncclGroupStart());
+  for (int r = 0; r < kRanks; ++r) {
+    cudaSetDevice(r);
+    NCCL_OK(ncclReduceScatter(in[r], out[r], half, ncclFloat, dop[r], k.c[r], k.s[r]));
+  }
+  NCCL_OK(ncclGroupEnd());
+  k.sync();
+  for (int r = 0; r < kRanks; ++r) {
+    auto got = to_host<float>(r, out[r], half);
+    size_t bad = 0;
+    for (size_t i = 0; i < half; ++i) bad += got[i] != 1 * a[r * half + i] + 4 * b[r * half + i];
+    EXPECT_EQ(bad, 0u) << "device scalar, rank " << r;
+    // The input is left as it was.
+    auto kept = to_host<float>(r, in[r], count);
+    EXPECT_EQ(kept, pattern(r, count));
+    NCCL_OK(ncclRedOpDestroy(hop[r], k.c[r]));
+    NCCL_OK(ncclRedOpDestroy(dop[r], k.c[r]));
+    EXPECT_EQ(ncclRedOpDestroy(dop[r], k.c[r]), ncclInvalidArgument);
+    EXPECT_EQ(ncclAllReduce(in[r], out[r], 1, ncclFloat, dop[r], k.c[r], k.s[r]), ncclInvalidArgument);
+    cudaFree(in[r]);
+    cudaFree(out[r]);
+    cudaFree(dscalar[r]);
+  }
+}
+
+TEST(NcclApiGpu, GatherAndScatter) {
+  Comms k;
+  k.init_all();
+  const size_t count = 4099;
+  const int root = 1;
+  void* in[kRanks];
+  void* out[kRanks];
+  for (int r = 0; r < kRanks; ++r) {
+    in[r] = to_device(r, pattern(r, count * kRanks).data(), count * kRanks * 4);
+    out[r] = to_device(r, pattern(7, count * kRanks).data(), count * kRanks * 4);
+  }
+  NCCL_OK(ncclGroupStart());
+  for (int r = 0; r < kRanks; ++r) {
+    cudaSetDevice(r);
+    NCCL_OK(ncclGather(in[r], out[r], count, ncclFloat, root, k.c[r], k.s[r]));
+  }
+  NCCL_OK(ncclGroupEnd());
+  k.sync();
+  auto got = to_host<float>(root, out[root], count * kRanks);
+  for (int p = 0; p < kRanks; ++p) {
+    auto want = pattern(p, count * kRanks);
+    EXPECT_TRUE(std::equal(want.begin(), want.begin() + count, got.begin() + p * count)) << "gather block " << p;
+  }
+  NCCL_OK(ncclGroupStart());
+  for (int r = 0; r < kRanks; ++r) {
+    cudaSetDevice(r);
+    NCCL_OK(ncclScatter(in[r], out[r], count, ncclFloat, root, k.c[r], k.s[r]));
+  }
+  NCCL_OK(ncclGroupEnd());
+  k.sync();
+  auto src = pattern(root, count * kRanks);
+  for (int r = 0; r < kRanks; ++r) {
+    auto g = to_host<float>(r, out[r], count);
+    EXPECT_TRUE(std::equal(g.begin(), g.end(), src.begin() + r * count)) << "scatter to rank " << r;
+    cudaFree(in[r]);
+    cudaFree(out[r]);
+  }
+}
+
+TEST(NcclApiGpu, SplitReordersByKeyAndHonoursNoColor) {
+  Comms k;
+  k.init_all();
+  ncclComm_t reversed[kRanks] = {}, alone[kRanks] = {};
+  ncclResult_t res[kRanks][2];
+  std::vector<std::thread> th;
+  for (int r = 0; r < kRanks; ++r)
+    th.emplace_back([&, r] {
+      cudaSetDevice(r);
+      res[r][0] = ncclCommSplit(k.c[r], 0, -r, &reversed[r], nullptr);
+      res[r][1] = ncclCommSplit(k.c[r], r == 0 ? 5 : NCCL_SPLIT_NOCOLOR, 0, &alone[r], nullptr);
+    });
+  for (auto& t : th) t.join();
+  for (int r = 0; r < kRanks; ++r) {
+    ASSERT_EQ(res[r][0], ncclSuccess);
+    ASSERT_EQ(res[r][1], ncclSuccess);
+    int nr = -1, n = 0;
+    NCCL_OK(ncclCommUserRank(reversed[r], &nr));
+    NCCL_OK(ncclCommCount(reversed[r], &n));
+    EXPECT_EQ(nr, kRanks - 1 - r);
+    EXPECT_EQ(n, kRanks);
+  }
+  EXPECT_NE(alone[0], nullptr);
+  EXPECT_EQ(alone[1], nullptr);
+  int n = 0;
+  NCCL_OK(ncclCommCount(alone[0], &n));
+  EXPECT_EQ(n, 1);
+  // The split communicator works: broadcast from its rank 0 (parent rank 1).
+  const size_t count = 777;
+  void* buf[kRanks];
+  for (int r = 0; r < kRanks; ++r) buf[r] = to_device(r, pattern(r, count).data(), count * 4);
+  NCCL_OK(ncclGroupStart());
+  for (int r = 0; r < kRanks; ++r) {
+    cudaSetDevice(r);
+    NCCL_OK(ncclBroadcast(buf[r], buf[r], count, ncclFloat, 0, reversed[r], k.s[r]));
+  }
+  NCCL_OK(ncclGroupEnd());
+  k.sync();
+  for (int r = 0; r < kRanks; ++r) {
+    EXPECT_EQ(to_host<float>(r, buf[r], count), pattern(1, count)) << "rank " << r;
+    cudaFree(buf[r]);
+  }
+  std::vector<std::thread> done;
+  for (int r = 0; r < kRanks; ++r)
+    done.emplace_back([&, r] {
+      cudaSetDevice(r);
+      ncclCommDestroy(reversed[r]);
+    });
+  for (auto& t : done) t.join();
+  NCCL_OK(ncclCommDestroy(alone[0]));
+}
+
+TEST(NcclApiGpu, Fp8MovesNativelyAndReducesThroughTheFallback) {
+  Comms k;
+  k.init_all();
+  const size_t count = 4096;
+  // fp8 e4m3 bytes of 1.0 and 2.0: 0x38 and 0x40.
+  std::vector<unsigned char> one(count, 0x38), two(count, 0x40);
+  void* in[kRanks];
+  void* out[kRanks];
+  for (int r = 0; r < kRanks; ++r) {
+    in[r] = to_device(r, (r == 0 ? one : two).data(), count);
+    out[r] = to_device(r, std::vector<unsigned char>(count * kRanks, 0).data(), count * kRanks);
+  }
+  NCCL_OK(ncclGroupStart());
+  for (int r = 0; r < kRanks; ++r) {
+    cudaSetDevice(r);
+    NCCL_OK(ncclAllGather(in[r], out[r], count, ncclFloat8e4m3, k.c[r], k.s[r]));
+  }
+  NCCL_OK(ncclGroupEnd());
+  k.sync();
+  for (int r = 0; r < kRanks; ++r) {
+    auto g = to_host<unsigned char>(r, out[r], count * kRanks);
+    EXPECT_TRUE(std::equal(one.begin(), one.end(), g.begin()) && std::equal(two.begin(), two.end(), g.begin() + count));
+  }
+  const char* fb = std::getenv("WEFT_NCCL_FALLBACK");
+  if (fb == nullptr || *fb == '\0') {
+    cudaSetDevice(0);
+    EXPECT_EQ(ncclAllReduce(in[0], out[0], count, ncclFloat8e4m3, ncclSum, k.c[0], k.s[0]), ncclInvalidUsage);
+    EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("WEFT_NCCL_FALLBACK"), std::string::npos)
+        << ncclGetLastError(nullptr);
+  } else {
+    NCCL_OK(ncclGroupStart());
+    for (int r = 0; r < kRanks; ++r) {
+      cudaSetDevice(r);
+      NCCL_OK(ncclAllReduce(in[r], out[r], count, ncclFloat8e4m3, ncclSum, k.c[r], k.s[r]));
+    }
+    NCCL_OK(ncclGroupEnd());
+    k.sync();
+    for (int r = 0; r < kRanks; ++r) {
+      auto g = to_host<unsigned char>(r, out[r], count);
+      EXPECT_EQ(g, std::vector<unsigned char>(count, 0x44)) << "1 + 2 = 3.0 (0x44), rank " << r;  // fp8 e4m3 3.0
+    }
+  }
+  for (int r = 0; r < kRanks; ++r) {
+    cudaFree(in[r]);
+    cudaFree(out[r]);
+  }
+}
+
+TEST(NcclApiGpu, RefusedCallsSayWhy) {
+  Comms k;
+  k.init_all();
+  ncclWindow_t win = nullptr;
+  void* buf = nullptr;
+  cudaSetDevice(0);
+  NCCL_OK(ncclMemAlloc(&buf, 1 << 20));
+  EXPECT_EQ(ncclCommWindowRegister(k.c[0], buf, 1 << 20, &win, NCCL_WIN_COLL_SYMMETRIC), ncclInvalidUsage);
+  EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("ncclCommRegister"), std::string::npos);
+  ncclComm_t shrunk = nullptr;
+  int exclude = 1;
+  EXPECT_EQ(ncclCommShrink(k.c[0], &exclude, 1, &shrunk, nullptr, NCCL_SHRINK_DEFAULT), ncclInvalidUsage);
+  EXPECT_EQ(ncclAllReduce(buf, buf, 4, static_cast<ncclDataType_t>(12), ncclSum, k.c[0], k.s[0]), ncclInvalidArgument);
+  NCCL_OK(ncclMemFree(buf));
+}
+
+int main(int argc, char** argv) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n < kRanks) {
+    std::printf("nccl_api_gpu_tests: needs %d GPUs, found %d; skipped\n", kRanks, n);
+    return 77;
+  }
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}

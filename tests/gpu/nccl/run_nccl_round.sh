@@ -1,0 +1,271 @@
+#!/bin/bash
+# One round of the NCCL-compatibility checks on a machine with 2 GPUs (nvidia-h200-x2):
+#   1. NVIDIA's nccl-tests (all_reduce, all_gather, reduce_scatter, broadcast, reduce,
+#      alltoall, sendrecv; 8 B to 1 GiB, -c 1) with one thread per GPU (-t 2) and with one
+#      process per GPU (mpirun -np 2), each on weft's libnccl.so.2 and on the real NCCL;
+#   2. the PyTorch check (tests/gpu/nccl/torch_check.py) on weft (LD_PRELOAD) and on NCCL,
+#      compared with torch_compare.py;
+#   3. nccl_api_gpu_tests (split, PreMulSum, gather/scatter, groups, fallback) when built.
+# Usage: tests/gpu/nccl/run_nccl_round.sh [CARRY_DIR]
+#   CARRY_DIR holds what was built elsewhere (default: .wt/nccl/nccl-carry or nccl-carry in
+#   the repository): lib/libweft_nccl.so, nccl-tests/*_perf[_ompi|_mpich] with
+#   nccl-tests/verifiable/libverifiable.so.0, bin/nccl_api_gpu_tests (optional).
+# Writes at most 8 files under $OUT (default /tmp/weft-nccl-round); the summary comes last.
+# Finishes in under 4 minutes: every step has a timeout and the round stops starting steps
+# after ROUND_BUDGET_S (default 215) seconds.
+set -u
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+START=$(date +%s)
+BUDGET=${ROUND_BUDGET_S:-215}
+ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
+HERE="$ROOT/tests/gpu/nccl"
+CARRY=${1:-}
+if [ -z "$CARRY" ]; then
+  for c in "$ROOT/.wt/nccl/nccl-carry" "$ROOT/nccl-carry"; do [ -d "$c" ] && CARRY=$c && break; done
+fi
+OUT=${OUT:-/tmp/weft-nccl-round}
+mkdir -p "$OUT"
+PRE="$OUT/prereq.log"; WLOG="$OUT/nccltests_weft.log"; NLOG="$OUT/nccltests_nccl.log"
+SUM="$OUT/summary.txt"; ALOG="$OUT/api_tests.log"
+: >"$PRE"; : >"$WLOG"; : >"$NLOG"; : >"$SUM"; : >"$ALOG"
+TMP=$(mktemp -d /tmp/weft-nccl-XXXXXX)
+TESTS="all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv"
+NT_ARGS=${NT_ARGS:--b 8 -e 1G -f 8 -g 1 -c 1 -n 4 -w 1}
+MISSING=()
+
+say() { echo "$*" | tee -a "$PRE"; }
+elapsed() { echo $(( $(date +%s) - START )); }
+have_time() { [ "$(elapsed)" -lt "$BUDGET" ]; }
+
+say "== weft NCCL-compat round, $(date -u +%FT%TZ), host $(hostname)"
+say "repository: $ROOT"
+say "carry: ${CARRY:-<none found>}"
+
+# ---- prerequisites -------------------------------------------------------------------
+NGPU=0
+if command -v nvidia-smi >/dev/null 2>&1; then
+  nvidia-smi -L >>"$PRE" 2>&1
+  NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+  nvidia-smi topo -m >>"$PRE" 2>&1
+else
+  say "nvidia-smi: not found"
+fi
+say "GPUs: $NGPU"
+[ "$NGPU" -ge 2 ] || MISSING+=("2 GPUs (found $NGPU)")
+
+WEFTLIB=""
+if [ -n "$CARRY" ] && [ -f "$CARRY/lib/libweft_nccl.so" ]; then
+  # A folder where weft's library is named libnccl.so.2 (what programs look for).
+  mkdir -p "$TMP/weft"
+  ln -sf "$CARRY/lib/libweft_nccl.so" "$TMP/weft/libnccl.so.2"
+  WEFTLIB="$TMP/weft"
+  say "weft library: $CARRY/lib/libweft_nccl.so ($(du -h "$CARRY/lib/libweft_nccl.so" | cut -f1))"
+else
+  MISSING+=("weft's library (CARRY/lib/libweft_nccl.so)")
+fi
+NTDIR="${CARRY:-/nonexistent}/nccl-tests"
+for t in $TESTS; do [ -x "$NTDIR/${t}_perf" ] || MISSING+=("nccl-tests binary $NTDIR/${t}_perf"); done
+
+PY=$(command -v python3 || true)
+HAVE_TORCH=0
+if [ -n "$PY" ] && "$PY" -c 'import torch, torch.distributed' >>"$PRE" 2>&1; then
+  HAVE_TORCH=1
+  say "python3: $PY, torch $("$PY" -c 'import torch; print(torch.__version__, torch.cuda.device_count(), "GPUs")' 2>&1)"
+else
+  MISSING+=("python3 with torch")
+fi
+
+# The real NCCL: $NCCL_LIB, PyTorch's wheel (nvidia-nccl-cu13), the CUDA toolkit, the system.
+find_real_nccl() {
+  local cands=()
+  [ -n "${NCCL_LIB:-}" ] && cands+=("$NCCL_LIB")
+  if [ "$HAVE_TORCH" = 1 ]; then
+    while read -r p; do [ -n "$p" ] && cands+=("$p"); done < <("$PY" - <<'PYEOF' 2>/dev/null
+import glob, os, site, sys, importlib.util
+roots = set(site.getsitepackages() + [site.getusersitepackages()] + [p for p in sys.path if p])
+for mod in ("nvidia.nccl", "nvidia"):
+    try:
+        spec = importlib.util.find_spec(mod)
+        if spec and spec.submodule_search_locations:
+            roots.update(spec.submodule_search_locations)
+    except Exception:
+        pass
+for r in sorted(roots):
+    for pat in ("nvidia/nccl/lib/libnccl.so.2", "nccl/lib/libnccl.so.2", "lib/libnccl.so.2", "nvidia/cu13/lib/libnccl.so.2"):
+        for p in glob.glob(os.path.join(r, pat)):
+            print(os.path.realpath(p))
+import torch
+lib = os.path.join(os.path.dirname(torch.__file__), "lib")
+print(os.path.realpath(os.path.join(lib, "libnccl.so.2")))
+PYEOF
+)
+  fi
+  cands+=(/usr/local/cuda/lib64/libnccl.so.2 /usr/local/cuda/lib/libnccl.so.2 /usr/lib/x86_64-linux-gnu/libnccl.so.2)
+  local p
+  p=$(ldconfig -p 2>/dev/null | awk '/libnccl\.so\.2 /{print $NF; exit}'); [ -n "$p" ] && cands+=("$p")
+  for p in "${cands[@]}"; do
+    [ -f "$p" ] || continue
+    # Not weft's own library under NCCL's name.
+    if nm -D --defined-only "$p" 2>/dev/null | grep -q ' ncclGetVersion$' && \
+       ! cmp -s "$p" "${CARRY:-/nonexistent}/lib/libweft_nccl.so"; then
+      echo "$p"; return
+    fi
+  done
+}
+REALNCCL=$(find_real_nccl)
+if [ -n "$REALNCCL" ]; then
+  NCCLDIR="$TMP/nccl"; mkdir -p "$NCCLDIR"; ln -sf "$REALNCCL" "$NCCLDIR/libnccl.so.2"
+  say "real NCCL: $REALNCCL"
+else
+  NCCLDIR=""
+  MISSING+=("a real libnccl.so.2 (searched NCCL_LIB, PyTorch's nvidia-nccl wheel, /usr/local/cuda, ldconfig)")
+fi
+
+# mpirun: which MPI, and which nccl-tests build matches it.
+MPIRUN=""
+for m in mpirun mpiexec /usr/local/mpi/bin/mpirun /opt/hpcx/ompi/bin/mpirun /usr/lib64/openmpi/bin/mpirun /opt/openmpi/bin/mpirun; do
+  p=$(command -v "$m" 2>/dev/null || true); [ -n "$p" ] && MPIRUN=$p && break
+done
+MPIFLAV=""; MPIARGS=(); MPILIBDIRS=""
+if [ -n "$MPIRUN" ]; then
+  V=$("$MPIRUN" --version 2>&1 | head -3 | tr '\n' ' ')
+  say "mpirun: $MPIRUN ($V)"
+  MPIBASE=$(cd "$(dirname "$(readlink -f "$MPIRUN")")/.." && pwd)
+  MPILIBDIRS="$MPIBASE/lib:$MPIBASE/lib64:$MPIBASE/lib/x86_64-linux-gnu"
+  case "$V" in
+    *"Open MPI"*|*OpenRTE*|*"Open RTE"*)
+      MPIFLAV=ompi
+      export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+      # Only the bootstrap travels over MPI: TCP is enough and avoids shared-memory transports
+      # that containers sometimes refuse.
+      MPIARGS=(--allow-run-as-root --bind-to none --mca btl self,tcp --mca pml ob1 --mca coll ^hcoll
+               -x LD_LIBRARY_PATH -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS
+               -x WEFT_LOG_LEVEL -x NCCL_DEBUG);;
+    *HYDRA*|*MPICH*|*"Intel(R) MPI"*|*MVAPICH*) MPIFLAV=mpich; MPIARGS=(-genvall);;
+    *) say "mpirun: unknown flavour; trying it as Open MPI"; MPIFLAV=ompi; MPIARGS=(--allow-run-as-root -x LD_LIBRARY_PATH);;
+  esac
+  for t in $TESTS; do [ -x "$NTDIR/${t}_perf_$MPIFLAV" ] || MISSING+=("nccl-tests binary $NTDIR/${t}_perf_$MPIFLAV"); done
+else
+  MISSING+=("mpirun (searched PATH, /usr/local/mpi, /opt/hpcx, /usr/lib64/openmpi, /opt/openmpi)")
+fi
+export WEFT_LOG_LEVEL=${WEFT_LOG_LEVEL:-WARN}
+
+if [ ${#MISSING[@]} -gt 0 ]; then
+  say "MISSING:"; for m in "${MISSING[@]}"; do say "  - $m"; done
+fi
+if [ "$NGPU" -lt 2 ]; then
+  say "this round needs a machine with 2 GPUs (nvidia-h200-x2); stopping after the prerequisites."
+  { echo "== summary"; echo "NO GPU: prerequisites checked, nothing run (see prereq.log)";
+    for m in "${MISSING[@]}"; do echo "missing: $m"; done; echo "OVERALL: NOT RUN"; } | tee -a "$SUM"
+  rm -rf "$TMP"; exit 77
+fi
+
+# ---- nccl-tests ----------------------------------------------------------------------
+declare -A RC WRONG ROWS LIBV BW AVG
+# run_nt LIB(weft|nccl) MODE(t2|mpi) TEST
+run_nt() {
+  local lib=$1 mode=$2 t=$3 libdir log key=$1.$2.$3 f="$TMP/$1.$2.$3.out"
+  if [ "$lib" = weft ]; then libdir=$WEFTLIB; log=$WLOG; else libdir=$NCCLDIR; log=$NLOG; fi
+  if [ -z "$libdir" ]; then RC[$key]=skip; return; fi
+  if ! have_time; then RC[$key]=time; return; fi
+  local cmd
+  if [ "$mode" = t2 ]; then
+    cmd=(timeout 45 env LD_LIBRARY_PATH="$libdir:${LD_LIBRARY_PATH:-}" "$NTDIR/${t}_perf" -t 2 $NT_ARGS)
+  else
+    [ -n "$MPIFLAV" ] || { RC[$key]=skip; return; }
+    cmd=(timeout 60 env LD_LIBRARY_PATH="$libdir:$MPILIBDIRS:${LD_LIBRARY_PATH:-}" "$MPIRUN" -np 2 "${MPIARGS[@]}"
+         "$NTDIR/${t}_perf_$MPIFLAV" -t 1 $NT_ARGS)
+  fi
+  { echo; echo "######## $lib $mode $t: ${cmd[*]}"; } >>"$log"
+  local s=$(date +%s.%N)
+  "${cmd[@]}" >"$f" 2>&1
+  RC[$key]=$?
+  cat "$f" >>"$log"
+  echo "######## exit ${RC[$key]}, $(echo "$(date +%s.%N) - $s" | bc 2>/dev/null || echo '?') s" >>"$log"
+  # Rows: size count type redop root | time algbw busbw #wrong | time algbw busbw #wrong
+  ROWS[$key]=$(awk '$1 ~ /^[0-9]+$/ && NF >= 13 {n++} END {print n+0}' "$f")
+  WRONG[$key]=$(awk '$1 ~ /^[0-9]+$/ && NF >= 13 {if ($9 ~ /^[0-9.e+]+$/) w += $9; if ($13 ~ /^[0-9.e+]+$/) w += $13} END {print w+0}' "$f")
+  LIBV[$key]=$(sed -n 's/.*nccl-library=\([0-9]*\).*/\1/p' "$f" | head -1)
+  AVG[$key]=$(awk -F: '/Avg bus bandwidth/ {gsub(/ /, "", $2); print $2}' "$f" | head -1)
+  # Latency at 8 B and busbw (out of place) at 2 MiB, 128 MiB and 1 GiB.
+  BW[$key]=$(awk '$1 ~ /^[0-9]+$/ && NF >= 13 {
+      if ($1 == 8) l = $6; if ($1 == 2097152) a = $8; if ($1 == 134217728) b = $8; if ($1 == 1073741824) c = $8 }
+      END {printf "%8s %7s %7s %7s", (l == "" ? "-" : l), (a == "" ? "-" : a), (b == "" ? "-" : b), (c == "" ? "-" : c)}' "$f")
+}
+
+for mode in t2 mpi; do
+  for t in $TESTS; do
+    run_nt weft $mode $t
+    run_nt nccl $mode $t
+  done
+  # The PyTorch check sits between the two modes: it matters more than NCCL's mpirun tables.
+  if [ "$mode" = t2 ]; then
+    TW=skip; TN=skip; TC=skip
+    if [ "$HAVE_TORCH" = 1 ] && [ -n "$WEFTLIB" ] && have_time; then
+      echo "######## torch_check on weft" >>"$ALOG"
+      # weft in NCCL's place: its soname (libnccl.so.2) satisfies libtorch_cuda's dependency.
+      timeout 100 env LD_PRELOAD="$CARRY/lib/libweft_nccl.so" PYTHONUNBUFFERED=1 \
+        "$PY" "$HERE/torch_check.py" "$OUT/torch_weft.json" --expect-weft >>"$ALOG" 2>&1
+      TW=$?
+    fi
+    if [ "$HAVE_TORCH" = 1 ] && have_time; then
+      echo "######## torch_check on NCCL" >>"$ALOG"
+      PYTHONUNBUFFERED=1 timeout 100 "$PY" "$HERE/torch_check.py" "$OUT/torch_nccl.json" --expect-nccl >>"$ALOG" 2>&1
+      TN=$?
+    fi
+    if [ -f "$OUT/torch_weft.json" ] && [ -f "$OUT/torch_nccl.json" ]; then
+      "$PY" "$HERE/torch_compare.py" "$OUT/torch_weft.json" "$OUT/torch_nccl.json" >>"$ALOG" 2>&1
+      TC=$?
+    fi
+  fi
+done
+
+AT=skip
+if [ -x "${CARRY:-/nonexistent}/bin/nccl_api_gpu_tests" ] && [ -n "$WEFTLIB" ] && have_time; then
+  echo "######## nccl_api_gpu_tests" >>"$ALOG"
+  timeout 60 env LD_LIBRARY_PATH="$WEFTLIB:${LD_LIBRARY_PATH:-}" WEFT_NCCL_FALLBACK="${REALNCCL:-}" \
+    "$CARRY/bin/nccl_api_gpu_tests" >>"$ALOG" 2>&1
+  AT=$?
+fi
+
+# ---- summary -------------------------------------------------------------------------
+verdict() {  # weft's row: exit 0, every size present, #wrong 0, weft's library loaded
+  local k=$1
+  case "${RC[$k]:-skip}" in skip) echo SKIP; return;; time) echo "NOT-RUN(time)"; return;; esac
+  if [ "${RC[$k]}" = 0 ] && [ "${ROWS[$k]:-0}" -ge 10 ] && [ "${WRONG[$k]:-1}" = 0 ]; then echo PASS; else echo FAIL; fi
+}
+FAILS=0
+SKIPS=0
+{
+  echo "== nccl-tests ($NT_ARGS): 8 B latency (us), busbw out of place (GB/s) at 2 MiB / 128 MiB / 1 GiB"
+  printf "%-15s %-4s %-5s %4s %4s %6s %8s %7s %7s %7s %8s  %s\n" test mode lib rc rows wrong "lat8B" "bw2M" "bw128M" "bw1G" avgbw verdict
+  for mode in t2 mpi; do
+    for t in $TESTS; do
+      for lib in weft nccl; do
+        k=$lib.$mode.$t
+        v=$(verdict "$k")
+        if [ "$lib" = weft ]; then
+          [ "$v" = PASS ] && [ "${LIBV[$k]:-}" != 22800 ] && v="FAIL(library ${LIBV[$k]:-?} is not weft)"
+          case "$v" in PASS) ;; SKIP|NOT-RUN*) SKIPS=$((SKIPS + 1));; *) FAILS=$((FAILS + 1));; esac
+        else
+          [ "$v" = FAIL ] && v="FAIL(NCCL)"
+        fi
+        printf "%-15s %-4s %-5s %4s %4s %6s %s %8s  %s\n" "$t" "$mode" "$lib" "${RC[$k]:-skip}" "${ROWS[$k]:--}" \
+          "${WRONG[$k]:--}" "${BW[$k]:-       -       -       -       -}" "${AVG[$k]:--}" "$v"
+      done
+    done
+  done
+  echo "== PyTorch (torch_check.py): weft exit $TW, NCCL exit $TN, compare exit $TC (0 = pass/agree)"
+  grep -h "^torch_check\|^torch_compare\|  FAIL\|  DIFF" "$ALOG" 2>/dev/null | head -20
+  [ "$TW" = 0 ] && [ "$TC" = 0 ] || FAILS=$((FAILS + 1))
+  echo "== nccl_api_gpu_tests: exit $AT"
+  grep -h "PASSED\|FAILED\|tests ran" "$ALOG" 2>/dev/null | tail -5
+  case "$AT" in 0|skip) ;; *) FAILS=$((FAILS + 1));; esac
+  if [ ${#MISSING[@]} -gt 0 ]; then for m in "${MISSING[@]}"; do echo "missing: $m"; done; fi
+  echo "elapsed: $(elapsed) s; logs: $OUT (prereq.log, nccltests_weft.log, nccltests_nccl.log, api_tests.log, torch_*.json)"
+  if [ "$FAILS" != 0 ]; then echo "OVERALL: FAIL ($FAILS failing items, $SKIPS weft rows not run)"
+  elif [ "$SKIPS" != 0 ]; then echo "OVERALL: INCOMPLETE (no failure; $SKIPS weft rows not run: see missing)"
+  else echo "OVERALL: PASS"; fi
+} | tee -a "$SUM"
+rm -rf "$TMP"
+[ "$FAILS" = 0 ]
