@@ -86,6 +86,13 @@ def worker(rank, world, out_dir, port):
         dist.all_reduce(t, op=dist.ReduceOp.AVG)
         check("all_reduce.float32.avg.4096", t, sum(val(r, 4096, torch.float64) for r in range(world)) / world, 1e-6)
 
+        # PreMulSum (ncclRedOpCreatePreMulSum), where this torch offers it.
+        if hasattr(dist, "_make_nccl_premul_sum"):
+            t = val(rank, 5000, torch.float32).to(dev)
+            dist.all_reduce(t, op=dist._make_nccl_premul_sum(float(rank + 2)))
+            want = sum((r + 2) * val(r, 5000, torch.float64) for r in range(world))
+            check("all_reduce.float32.premul_sum.5000", t.double(), want)
+
         # all_gather_into_tensor
         for n in (7, 1 << 20):
             x = val(rank, n, torch.float32).to(dev)
