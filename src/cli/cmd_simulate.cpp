@@ -108,12 +108,15 @@ void register_simulate(CLI::App& app) {
   auto* cmd = app.add_subcommand("simulate",
                                  "Compile an algorithm for a topology and run the plan on the simulator: time, algbw and "
                                  "busbw, link utilization, thread-block idle time, Chrome trace, SVG plot");
-  cmd->add_option("algorithm", a->algorithm, "ResCCLang file (.rccl) or name of a built-in algorithm")->required();
+  cmd->add_option("algorithm", a->algorithm, "ResCCLang file (.rccl), MSCCL XML file (.xml) or name of a built-in algorithm")
+      ->required();
   cmd->add_option("--topology,-t", a->topology, "Topology preset (h200-1x8, a100-4x8, ...) or JSON file")->required();
   cmd->add_option("--param,-p", a->params,
                   "Override header parameters, as name=value,...; nRanks, GPUPerNode and NICPerNode default to the "
                   "topology's; may repeat");
-  cmd->add_option("--scheduler,-s", a->schedulers, "hpds, algo, stage, rr or gc3; a comma list compares several (default hpds)");
+  cmd->add_option("--scheduler,-s", a->schedulers,
+                  "hpds, algo, stage, rr or gc3, or as-given (an .xml file's own schedule); a comma list compares several "
+                  "(default hpds)");
   cmd->add_option("--alloc", a->allocator, "Thread-block allocation: state or conn (default state)");
   cmd->add_option("--instances", a->instances, "Thread blocks per link (default: derived from the topology)")
       ->check(CLI::Range(0, 64));

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <fstream>
@@ -71,6 +73,11 @@ Algorithm make_header(const xml::Document& doc, const MscclProgram& p, const Msc
     fail_attr(doc, p.elem, "coll", "\"" + p.coll + "\" is not a collective (allreduce, allgather, reducescatter, alltoall, broadcast, reduce)");
   }
 
+  if (options.ranks && *options.ranks != p.ngpus)
+    fail_attr(doc, p.elem, "ngpus",
+              "the file is for ngpus=" + std::to_string(p.ngpus) + " gpus, not the " + std::to_string(*options.ranks) + " asked for");
+  a.gpus_per_node = options.gpus_per_node;
+  a.nics_per_node = options.nics_per_node;
   bool in_place = options.in_place.value_or(p.inplace);
   if (in_place && !p.inplace)
     fail_attr(doc, p.elem, "inplace", "an in-place import was asked for, but the file says inplace=0");
@@ -457,12 +464,29 @@ MscclImport import_msccl(std::string_view text, const std::string& file, const M
 
 MscclImportOptions msccl_options_from_params(const ParamMap& params, const std::string& file) {
   MscclImportOptions options;
+  auto number = [&](const std::string& name, const std::string& value, int32_t lo) {
+    char* end = nullptr;
+    errno = 0;
+    long v = std::strtol(value.c_str(), &end, 10);
+    if (value.empty() || *end != '\0' || errno != 0 || v < lo || v > INT32_MAX)
+      fail(ErrorCode::InvalidArgument, file + ": " + name + " must be an integer of at least " + std::to_string(lo) + ", not '" + value + "'");
+    return static_cast<int32_t>(v);
+  };
   for (const auto& [name, value] : params) {
-    if (name != "InPlace")
-      fail(ErrorCode::InvalidArgument, file + ": MSCCL XML files take no parameter '" + name + "' (only InPlace=0|1)");
-    if (value != "0" && value != "1")
-      fail(ErrorCode::InvalidArgument, file + ": InPlace must be 0 or 1, not '" + value + "'");
-    options.in_place = value == "1";
+    if (name == "InPlace") {
+      if (value != "0" && value != "1")
+        fail(ErrorCode::InvalidArgument, file + ": InPlace must be 0 or 1, not '" + value + "'");
+      options.in_place = value == "1";
+    } else if (name == "nRanks") {
+      options.ranks = number(name, value, 1);
+    } else if (name == "GPUPerNode") {
+      options.gpus_per_node = number(name, value, 1);
+    } else if (name == "NICPerNode") {
+      options.nics_per_node = number(name, value, 0);
+    } else {
+      fail(ErrorCode::InvalidArgument, file + ": MSCCL XML files take no parameter '" + name +
+                                           "' (only InPlace=0|1, and nRanks, GPUPerNode, NICPerNode as a topology gives them)");
+    }
   }
   return options;
 }

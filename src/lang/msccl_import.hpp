@@ -31,7 +31,13 @@ namespace weft {
 struct MscclImportOptions {
   /// The buffer layout to import for. Unset: in place when the file says inplace=1, else
   /// out of place. Asking for a layout the file does not declare is an error.
-  std::optional<bool> in_place;
+  std::optional<bool> in_place{};
+  /// The rank count the caller expects (a topology's GPUs); unset: any. A file for another
+  /// number of GPUs is an error naming both.
+  std::optional<int32_t> ranks{};
+  /// Hints for Algorithm::gpus_per_node / nics_per_node (0: unknown; MSCCL's format has none).
+  int32_t gpus_per_node = 0;
+  int32_t nics_per_node = 0;
 };
 
 struct MscclImport {
@@ -56,8 +62,10 @@ MscclImport import_msccl(std::string_view text, const std::string& file, const M
 /// Reads `path` and imports it; throws weft::Error(System) if it cannot be read.
 MscclImport import_msccl_file(const std::string& path, const MscclImportOptions& options = {});
 
-/// The options that command-line parameters (--param) ask for: InPlace=0|1 is the one an
-/// MSCCL file takes. Throws InvalidArgument, naming `file`, for any other name or value.
+/// The options that command-line parameters (--param) ask for: InPlace=0|1, and the shape
+/// parameters tools derive from a topology, nRanks (must match the file's ngpus),
+/// GPUPerNode and NICPerNode (hints). Throws InvalidArgument, naming `file`, for any other
+/// name or a malformed value.
 MscclImportOptions msccl_options_from_params(const ParamMap& params, const std::string& file);
 
 /// True when `path` names an MSCCL XML file (by its extension, as load_algorithm decides).

@@ -6,6 +6,7 @@
 #include "compile/compiler.hpp"
 #include "ir/topology_io.hpp"
 #include "lang/load.hpp"
+#include "lang/msccl_import.hpp"
 #include "util/error.hpp"
 #include "util/text.hpp"
 
@@ -46,6 +47,26 @@ std::map<std::string, std::string> params_for_topology(const Topology& topo, std
 void run_sweep(const SweepSpec& spec, const SweepCallback& on_report) {
   const Algorithm algo = load_algorithm(spec.algorithm, params_for_topology(spec.topology, spec.params));
   for (const std::string& sched : spec.schedulers) {
+    if (sched == "as-given") {
+      // An MSCCL XML file's own schedule, the baseline weft's are measured against
+      // (docs/msccl-xml.md); "compile time" is the import's.
+      if (!is_msccl_xml_path(spec.algorithm))
+        fail(ErrorCode::InvalidArgument, "scheduler as-given runs an MSCCL XML file's own schedule; '" + spec.algorithm +
+                                             "' is not an .xml file");
+      auto t0 = std::chrono::steady_clock::now();
+      Plan plan = import_msccl_file(spec.algorithm,
+                                    msccl_options_from_params(params_for_topology(spec.topology, spec.params), spec.algorithm))
+                      .as_given;
+      plan.topology = spec.topology.name;
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      Simulator sim(plan, spec.topology);
+      for (uint64_t bytes : spec.sizes) {
+        SimOptions o = spec.options;
+        o.bytes = bytes;
+        on_report(sim, sim.run(o), secs);
+      }
+      continue;
+    }
     CompileOptions co;
     co.scheduler = sched;
     co.allocator = spec.allocator;

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "ir/plan_json.hpp"
 #include "xml_test_util.hpp"
@@ -88,6 +89,31 @@ TEST(MscclCli, CompileAsGivenKeepsTheFilesSchedule) {
   ASSERT_EQ(t.status, 0) << t.err;
   EXPECT_NE(t.out.find("the file's own schedule (as-given)"), std::string::npos) << t.out;
   EXPECT_NE(t.out.find("thread blocks per rank, max"), std::string::npos) << t.out;
+}
+
+TEST(MscclCli, SimulateComparesWeftsScheduleWithTheFiles) {
+  std::string dir = test::msccl_xml_dir();
+  ASSERT_FALSE(dir.empty());
+  CliRun r = run_weft("simulate " + dir + "/r48ll.xml -t h200-1x8 -s hpds,as-given --size 1M --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::vector<nlohmann::json> lines;
+  size_t start = 0;
+  for (size_t nl; (nl = r.out.find('\n', start)) != std::string::npos; start = nl + 1)
+    if (nl > start) lines.push_back(nlohmann::json::parse(r.out.substr(start, nl - start)));
+  ASSERT_EQ(lines.size(), 2u) << r.out;
+  EXPECT_EQ(lines[0]["scheduler"], "hpds");
+  EXPECT_EQ(lines[1]["scheduler"], "as-given");
+  EXPECT_EQ(lines[1]["execution"], "algorithm");
+  for (const auto& j : lines) {
+    EXPECT_EQ(j["algorithm"], "allreduce_ring_4channelsperring");
+    EXPECT_GT(j["time_us"].get<double>(), 0);
+  }
+  CliRun table = run_weft("simulate " + dir + "/ndv5-ag-1m.xml -t h200-1x8 --size 1M");
+  ASSERT_EQ(table.status, 0) << table.err;
+  EXPECT_NE(table.out.find("all_gather_llm"), std::string::npos) << table.out;
+  CliRun rccl = run_weft("simulate ring_allreduce -t h200-1x8 -s as-given --size 1M");
+  EXPECT_NE(rccl.status, 0);
+  EXPECT_NE(rccl.err.find("scheduler as-given runs an MSCCL XML file's own schedule"), std::string::npos) << rccl.err;
 }
 
 TEST(MscclCli, AsGivenErrorsAreOneLine) {

@@ -274,7 +274,16 @@ TEST(PublishedMscclFiles, LoadAlgorithmParameters) {
               std::string::npos)
         << e.what();
   }
-  for (auto [k, v, words] : {std::tuple{"nRanks", "8", "MSCCL XML files take no parameter 'nRanks' (only InPlace=0|1)"},
+  EXPECT_EQ(load_algorithm(path, {{"nRanks", "8"}, {"GPUPerNode", "8"}}).gpus_per_node, 8);
+  try {
+    load_algorithm(path, {{"nRanks", "16"}});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the file is for ngpus=8 gpus, not the 16 asked for"), std::string::npos) << e.what();
+  }
+  for (auto [k, v, words] : {std::tuple{"nChunks", "8",
+                                        "MSCCL XML files take no parameter 'nChunks' (only InPlace=0|1, and nRanks, GPUPerNode, "
+                                        "NICPerNode as a topology gives them)"},
                              std::tuple{"InPlace", "yes", "InPlace must be 0 or 1, not 'yes'"}}) {
     try {
       load_algorithm(path, {{k, v}});

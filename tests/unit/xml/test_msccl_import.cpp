@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <tuple>
 
 #include "lang/msccl_import.hpp"
 #include "xml_test_util.hpp"
@@ -357,8 +358,33 @@ TEST(MscclImport, OptionsFromCommandLineParameters) {
   EXPECT_FALSE(msccl_options_from_params({}, "f.xml").in_place.has_value());
   EXPECT_EQ(msccl_options_from_params({{"InPlace", "0"}}, "f.xml").in_place, std::optional<bool>(false));
   EXPECT_EQ(msccl_options_from_params({{"InPlace", "1"}}, "f.xml").in_place, std::optional<bool>(true));
-  EXPECT_THROW(msccl_options_from_params({{"nRanks", "8"}}, "f.xml"), Error);
-  EXPECT_THROW(msccl_options_from_params({{"InPlace", "2"}}, "f.xml"), Error);
+  // The shape a topology gives: nRanks must match the file, the others are hints.
+  MscclImportOptions shaped = msccl_options_from_params({{"nRanks", "8"}, {"GPUPerNode", "4"}, {"NICPerNode", "2"}}, "f.xml");
+  EXPECT_EQ(shaped.ranks, std::optional<int32_t>(8));
+  EXPECT_EQ(shaped.gpus_per_node, 4);
+  EXPECT_EQ(shaped.nics_per_node, 2);
+  for (auto [k, v, words] : {std::tuple{"nChannels", "2", "MSCCL XML files take no parameter 'nChannels'"},
+                             std::tuple{"InPlace", "2", "InPlace must be 0 or 1, not '2'"},
+                             std::tuple{"nRanks", "0", "nRanks must be an integer of at least 1, not '0'"},
+                             std::tuple{"GPUPerNode", "x", "GPUPerNode must be an integer of at least 1, not 'x'"},
+                             std::tuple{"NICPerNode", "-1", "NICPerNode must be an integer of at least 0, not '-1'"}}) {
+    try {
+      msccl_options_from_params({{k, v}}, "f.xml");
+      ADD_FAILURE() << k;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+      EXPECT_NE(std::string(e.what()).find(std::string("f.xml: ") + words), std::string::npos) << e.what();
+    }
+  }
+  std::string text = ring_allgather();
+  MscclImportOptions three;
+  three.ranks = 3;
+  three.gpus_per_node = 3;
+  EXPECT_EQ(import_msccl(text, "t.xml", three).algorithm.gpus_per_node, 3);
+  MscclImportOptions four;
+  four.ranks = 4;
+  expect_error_at([&] { import_msccl(text, "t.xml", four); }, "t.xml", 1, column_after(text, 1, "ngpus=\""),
+                  "<algo> attribute ngpus: the file is for ngpus=3 gpus, not the 4 asked for");
   EXPECT_TRUE(is_msccl_xml_path("dir/a.xml"));
   EXPECT_FALSE(is_msccl_xml_path("dir/a.rccl"));
   EXPECT_FALSE(is_msccl_xml_path("xml"));
