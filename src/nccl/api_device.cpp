@@ -43,6 +43,11 @@ ncclResult_t ncclGinBarrierCreateRequirement(ncclComm_t, Team, int, void*, void*
 ncclResult_t ncclLLA2ACreateRequirement(int, int, void*, void*) {
   return guard("ncclLLA2ACreateRequirement", [] { no_device_api("ncclLLA2ACreateRequirement"); });
 }
+/// NCCL 2.29's query of device-API features; weft offers NCCL 2.28's host API and no device
+/// API, so a program asking is told so (and can take its non-device path).
+ncclResult_t ncclCommQueryProperties(ncclComm_t, void*) {
+  return guard("ncclCommQueryProperties", [] { no_device_api("ncclCommQueryProperties, NCCL 2.29"); });
+}
 /// No LL all-to-all slots exist in weft: 0.
 int ncclLLA2ACalcSlots(int, int) { return 0; }
 
@@ -68,6 +73,7 @@ WEFT_NCCL_ALIAS(ncclLsaBarrierCreateRequirement)
 WEFT_NCCL_ALIAS(ncclGinBarrierCreateRequirement)
 WEFT_NCCL_ALIAS(ncclLLA2ACreateRequirement)
 WEFT_NCCL_ALIAS(ncclLLA2ACalcSlots)
+WEFT_NCCL_ALIAS(ncclCommQueryProperties)
 WEFT_NCCL_ALIAS(ncclTeamWorld)
 WEFT_NCCL_ALIAS(ncclTeamLsa)
 WEFT_NCCL_ALIAS(ncclTeamRail)

@@ -75,6 +75,19 @@ else
   MISSING+=("python3 with torch")
 fi
 
+# Every NCCL function libtorch_cuda.so calls must exist in weft's library (else the first
+# call of a missing one ends the process).
+if [ "$HAVE_TORCH" = 1 ] && [ -n "$WEFTLIB" ] && command -v nm >/dev/null 2>&1; then
+  TLIB=$("$PY" -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cuda.so"))' 2>/dev/null)
+  if [ -f "$TLIB" ]; then
+    say "libtorch_cuda.so's NCCL: $(ldd "$TLIB" 2>/dev/null | awk '/libnccl/ {print $3}')"
+    NEED=$(nm -D --undefined-only "$TLIB" 2>/dev/null | awk '{print $NF}' | grep -E '^p?nccl' | sort -u)
+    HAVE=$(nm -D --defined-only "$CARRY/lib/libweft_nccl.so" | awk '{print $NF}' | sort -u)
+    LACK=$(comm -23 <(echo "$NEED") <(echo "$HAVE") | tr '\n' ' ')
+    say "libtorch_cuda.so calls $(echo "$NEED" | grep -c .) NCCL functions; missing in weft: ${LACK:-none}"
+  fi
+fi
+
 # The real NCCL: $NCCL_LIB, PyTorch's wheel (nvidia-nccl-cu13), the CUDA toolkit, the system.
 find_real_nccl() {
   local cands=()
