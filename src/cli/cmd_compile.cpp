@@ -178,7 +178,7 @@ void run_compile(const CompileArgs& a) {
     j["slots"] = r.slots;
     j["fused_primitives"] = r.fused_primitives;
     j["aggregated_tasks"] = r.aggregated_tasks;
-    j["instances"] = {{"nvlink", r.instances_intra}, {"network", r.instances_inter}};
+    j["instances"] = {{"nvlink", r.instances_intra}, {"network", r.instances_inter}, {"local", r.instances_local}};
     j["seconds"] = {{"parse", r.seconds.parse},       {"verify", r.seconds.verify}, {"analyse", r.seconds.analyse},
                     {"schedule", r.seconds.schedule}, {"lower", r.seconds.lower},   {"total", r.seconds.total}};
     j["plan"] = a.output.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.output);
@@ -197,7 +197,8 @@ void run_compile(const CompileArgs& a) {
   line("slots, all ranks", std::to_string(r.slots));
   line("fused primitives (rcs, rrcs, rrs)", std::to_string(r.fused_primitives));
   line("aggregated tasks", std::to_string(r.aggregated_tasks));
-  line("instances per NVLink / network connection", std::to_string(r.instances_intra) + " / " + std::to_string(r.instances_inter));
+  line("instances: NVLink / network / local",
+       std::to_string(r.instances_intra) + " / " + std::to_string(r.instances_inter) + " / " + std::to_string(r.instances_local));
   line("seconds: parse", fixed(r.seconds.parse, 3));
   line("seconds: verify", a.no_verify ? "skipped" : fixed(r.seconds.verify, 3));
   line("seconds: analyse", fixed(r.seconds.analyse, 3));

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "compile/allocate.hpp"
+#include "compile/buffer_contract.hpp"
 #include "compile/deadlock.hpp"
 #include "compile/graph.hpp"
 #include "compile/layout.hpp"
@@ -79,6 +80,7 @@ CompileResult compile(const Algorithm& algo, const Topology& topo, const Compile
     assemble_plan(program, allocation, p);
     res.instances_intra = program.instances_intra;
     res.instances_inter = program.instances_inter;
+    res.instances_local = program.instances_local;
   }
   for (const RankPlan& rp : res.plan.ranks)
     for (const ThreadBlock& tb : rp.tbs)
@@ -89,6 +91,7 @@ CompileResult compile(const Algorithm& algo, const Topology& topo, const Compile
           ++res.fused_primitives;
       }
   check_deadlock_or_throw(res.plan);
+  if (std::string broken = buffer_contract_violation(res.plan); !broken.empty()) fail(ErrorCode::Internal, broken);
   res.seconds.lower = seconds_since(t2);
   res.seconds.total = res.seconds.analyse + res.seconds.schedule + res.seconds.lower;
   WEFT_LOG(Info, "PLAN", "compiled " << algo.name << " for " << topo.name << ": " << res.tasks << " tasks, "

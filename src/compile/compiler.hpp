@@ -21,7 +21,7 @@ namespace weft {
 struct CompileOptions {
   std::string scheduler = "hpds";  ///< hpds | algo | stage | rr | gc3
   std::string allocator = "state"; ///< state | conn
-  int32_t instances = 0;           ///< thread blocks per link, 1..64; 0 derives them from the topology
+  int32_t instances = 0;           ///< thread blocks per link and per local operation, 1..64; 0 derives them from the topology
   bool in_place = true;            ///< lower for in-place or out-of-place buffers
   bool fuse = true;                ///< fuse rcs / rrcs / rrs
   bool aggregate = true;           ///< merge contiguous chunks on one link and step
@@ -46,6 +46,7 @@ struct CompileResult {
   int32_t aggregated_tasks = 0;  ///< tasks merged into another task's primitive
   int32_t instances_intra = 1;   ///< thread blocks per NVLink connection
   int32_t instances_inter = 1;   ///< thread blocks per network connection
+  int32_t instances_local = 1;   ///< thread blocks per local copy or reduction
   int64_t slots = 0;             ///< slots in the plan, all ranks
   int32_t tasks = 0;             ///< tasks of the graph (kept when the graph is not)
 };

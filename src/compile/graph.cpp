@@ -220,7 +220,7 @@ TaskGraph build_task_graph(const PlacedAlgorithm& placed, const Topology& topo) 
 }
 
 TaskGraph build_task_graph(const Algorithm& algo, const Topology& topo) {
-  return build_task_graph(place_buffers(algo, true, false), topo);
+  return build_task_graph(place_as_written(algo), topo);
 }
 
 }  // namespace weft

@@ -56,6 +56,10 @@ struct PlacedAlgorithm {
 /// written whatever `in_place` asks; the result's algo.in_place says what was done.
 PlacedAlgorithm place_buffers(const Algorithm& algo, bool in_place, bool aggregate = true);
 
+/// The algorithm's slots as written (made canonical when it is in place), sorted by step, no
+/// aggregation.
+PlacedAlgorithm place_as_written(const Algorithm& algo);
+
 /// Merges, within each step, transfers on one link with the same operation and contiguous
 /// slots (see above). Keeps the transfers sorted by step.
 void aggregate_transfers(PlacedAlgorithm& placed);

@@ -35,7 +35,8 @@ class Lowering {
     out_.execution = execution_model_of(p_.scheduler);
     out_.num_subpipelines = static_cast<int32_t>(p_.subpipelines.size());
     out_.num_ranks = topo_.num_gpus();
-    derive_instances(g_, p_, topo_, opt_.instances, out_.instances_intra, out_.instances_inter);
+    Instances k = derive_instances(g_, p_, topo_, opt_.instances);
+    out_.instances_intra = k.intra, out_.instances_inter = k.inter, out_.instances_local = k.local;
     order_ = pipeline_order(g_, p_);
     sp_of_ = pipeline_subpipeline_of(g_, p_);
     stage_channels_ = uses_stage_channels(opt_);
@@ -49,7 +50,7 @@ class Lowering {
  private:
   int32_t instances_of(int32_t t) const {
     switch (g_.tasks[t].link) {
-      case LinkClass::Local: return 1;
+      case LinkClass::Local: return out_.instances_local;
       case LinkClass::Intra: return out_.instances_intra;
       case LinkClass::Inter: return out_.instances_inter;
     }
@@ -94,7 +95,7 @@ class Lowering {
         op.unit = new_unit(op.key);
         LoweredSlot s = base_slot(op.src, op.unit, op.sp);
         s.primitive = op.kind == TransferOp::Copy ? Primitive::Copy : Primitive::Reduce;
-        s.src = op.src_range, s.dst = op.dst_range, s.count = op.count;
+        s.src = op.src_range, s.dst = op.dst_range, s.count = op.count, s.instances = op.instances;
         op.send_slot = op.recv_slot = add_slot(s, o, -1);
         continue;
       }
@@ -278,22 +279,19 @@ bool uses_stage_channels(const CompileOptions& options) {
   return options.scheduler == "stage" || options.allocator == "conn";
 }
 
-void derive_instances(const TaskGraph& g, const Pipeline& p, const Topology& topo, int32_t override_instances,
-                      int32_t& intra, int32_t& inter) {
-  if (override_instances > 0) {
-    intra = inter = override_instances;
-    return;
-  }
+Instances derive_instances(const TaskGraph& g, const Pipeline& p, const Topology& topo, int32_t override_instances) {
+  if (override_instances > 0) return {override_instances, override_instances, override_instances};
   // Concurrency: per sub-pipeline (task level) or per step (algorithm level), the most
-  // intra-node transfers one GPU port carries and the most transfers one NIC carries.
+  // intra-node transfers one GPU port carries, the most transfers one NIC carries and the
+  // most local operations one GPU runs.
   const int32_t gpus = topo.num_gpus();
   const int32_t nics = std::max(1, topo.nodes * topo.nics_per_node);
-  std::vector<int32_t> egress(gpus, 0), ingress(gpus, 0), tx(nics, 0), rx(nics, 0);
+  std::vector<int32_t> egress(gpus, 0), ingress(gpus, 0), local(gpus, 0), tx(nics, 0), rx(nics, 0);
   std::vector<int32_t> touched_gpu, touched_nic;
-  int32_t max_port = 0, max_nic = 0;
+  int32_t max_port = 0, max_nic = 0, max_local = 0;
   bool by_step = execution_model_of(p.scheduler) == ExecutionModel::Algorithm;
   auto flush = [&] {
-    for (int32_t x : touched_gpu) egress[x] = ingress[x] = 0;
+    for (int32_t x : touched_gpu) egress[x] = ingress[x] = local[x] = 0;
     for (int32_t x : touched_nic) tx[x] = rx[x] = 0;
     touched_gpu.clear();
     touched_nic.clear();
@@ -309,6 +307,9 @@ void derive_instances(const TaskGraph& g, const Pipeline& p, const Topology& top
       max_nic = std::max({max_nic, ++tx[a], ++rx[b]});
       touched_nic.push_back(a);
       touched_nic.push_back(b);
+    } else {
+      max_local = std::max(max_local, ++local[x.src_rank]);
+      touched_gpu.push_back(x.src_rank);
     }
   };
   if (by_step) {
@@ -322,13 +323,24 @@ void derive_instances(const TaskGraph& g, const Pipeline& p, const Topology& top
       flush();
     }
   }
-  auto need = [](double link_GBps, int32_t sharers, double tb_GBps) {
-    if (sharers <= 0 || link_GBps <= 0 || tb_GBps <= 0) return 1;
-    double k = std::ceil(link_GBps / sharers / tb_GBps - 1e-9);
+  auto need = [](double rate_GBps, double tb_GBps) {
+    if (rate_GBps <= 0 || tb_GBps <= 0) return 1;
+    double k = std::ceil(rate_GBps / tb_GBps - 1e-9);
     return static_cast<int32_t>(std::clamp(k, 1.0, static_cast<double>(kMaxDerivedInstances)));
   };
-  intra = need(topo.nvlink_bandwidth_GBps, max_port, topo.tb_copy_GBps);
-  inter = need(topo.nic_bandwidth_GBps, max_nic, topo.tb_net_GBps);
+  Instances k;
+  const double port_rate = max_port > 0 ? topo.nvlink_bandwidth_GBps / max_port : 0;
+  const double nic_rate = max_nic > 0 ? topo.nic_bandwidth_GBps / max_nic : 0;
+  k.intra = need(port_rate, topo.tb_copy_GBps);
+  k.inter = need(nic_rate, topo.tb_net_GBps);
+  if (max_local > 0) {
+    // Keep pace with the fastest connection (a purely local algorithm: as fast as HBM allows).
+    double pace = std::max(port_rate, nic_rate);
+    double traffic = pace > 0 ? 2 * pace : topo.hbm_bandwidth_GBps;
+    if (topo.hbm_bandwidth_GBps > 0) traffic = std::min(traffic, topo.hbm_bandwidth_GBps / max_local);
+    k.local = need(traffic, topo.tb_local_GBps > 0 ? topo.tb_local_GBps : 4 * topo.tb_copy_GBps);
+  }
+  return k;
 }
 
 LoweredProgram lower(const TaskGraph& graph, const Pipeline& pipeline, const Topology& topo,

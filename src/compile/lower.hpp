@@ -61,7 +61,7 @@ struct LoweredProgram {
   ExecutionModel execution = ExecutionModel::Task;
   int32_t num_subpipelines = 0;
   int32_t num_ranks = 0;
-  int32_t instances_intra = 1, instances_inter = 1;
+  int32_t instances_intra = 1, instances_inter = 1, instances_local = 1;
   int32_t ops = 0;         ///< operations (tasks)
   int32_t fused = 0;       ///< fused primitives (before instances)
 };
@@ -74,10 +74,16 @@ inline constexpr int32_t kMaxFusedChain = 64;
 /// Thread blocks per link class, derived from the topology: for NVLink, the port bandwidth
 /// shared by the most connections one GPU drives at once in a sub-pipeline, over
 /// Topology::tb_copy_GBps; for NICs, the NIC bandwidth shared by the most transfers a NIC
-/// carries at once, over tb_net_GBps; each rounded up and capped at kMaxDerivedInstances.
-/// `override_instances` > 0 replaces both.
-void derive_instances(const TaskGraph& graph, const Pipeline& pipeline, const Topology& topo,
-                      int32_t override_instances, int32_t& intra, int32_t& inter);
+/// carries at once, over tb_net_GBps; for local copies and reductions, the HBM traffic that
+/// keeps pace with the fastest connection (twice its rate: a copy reads and writes), within
+/// the GPU's HBM bandwidth shared by the most local operations one GPU runs at once, over the
+/// per-thread-block local rate (Topology::tb_local_GBps, 4 x tb_copy_GBps when 0). Each is
+/// rounded up and capped at kMaxDerivedInstances. `override_instances` > 0 replaces all three.
+struct Instances {
+  int32_t intra = 1, inter = 1, local = 1;
+};
+Instances derive_instances(const TaskGraph& graph, const Pipeline& pipeline, const Topology& topo,
+                           int32_t override_instances);
 
 /// Whether a scheduler's plans use the algorithm-level execution model (algo, stage).
 ExecutionModel execution_model_of(std::string_view scheduler);

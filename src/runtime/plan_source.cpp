@@ -21,7 +21,9 @@ namespace weft {
 namespace {
 
 Algorithm load_for(const std::string& algorithm, int nranks, int root, bool with_root) {
-  ParamMap params{{"nRanks", std::to_string(nranks)}};
+  // The communicator is one node: hierarchical algorithms get GPUPerNode = nRanks (their
+  // default, 4, would not divide 2 or 3 ranks); algorithms without the parameter ignore it.
+  ParamMap params{{"nRanks", std::to_string(nranks)}, {"GPUPerNode", std::to_string(nranks)}};
   if (with_root) params["Root"] = std::to_string(root);
   return load_algorithm(algorithm, params);
 }

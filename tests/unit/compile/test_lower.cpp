@@ -95,6 +95,36 @@ TEST(Lower, InstancesComeFromTheTopologyUnlessGiven) {
   EXPECT_EQ(two.instances_inter, 2);
 }
 
+TEST(Lower, LocalCopiesGetInstancesToKeepPaceWithTheLinks) {
+  // Ring AllGather out of place on 2 GPUs: each rank copies its own chunk from input to output
+  // while the link moves the other. One NVLink peer per port: 300 GB/s; the copy must move as
+  // much, 600 GB/s of HBM traffic, at 4 x 20 = 80 GB/s per block: 8 blocks (the cap).
+  CompileOptions o = opts("hpds", 0);
+  o.in_place = false;
+  CompileResult r = compile(test::ring_allgather(2), test::a100(1, 2), o);
+  EXPECT_EQ(r.instances_local, 8);
+  int copies = 0;
+  for (const RankPlan& rp : r.plan.ranks)
+    for (const ThreadBlock& tb : rp.tbs)
+      for (const Slot& s : tb.slots)
+        if (s.primitive == Primitive::Copy) {
+          EXPECT_EQ(s.instances, 8);
+          ++copies;
+        }
+  EXPECT_EQ(copies, 2 * 8);
+  // A faster block rate needs fewer blocks; HBM shared by several local operations at once
+  // bounds the rate they need.
+  Topology fast = test::a100(1, 2);
+  fast.tb_local_GBps = 250;
+  EXPECT_EQ(compile(test::ring_allgather(2), fast, o).instances_local, 3);
+  Topology slow_hbm = test::a100(1, 2);
+  slow_hbm.hbm_bandwidth_GBps = 150;
+  EXPECT_EQ(compile(test::ring_allgather(2), slow_hbm, o).instances_local, 2);
+  // --instances sets them too; in place there is nothing local to copy.
+  o.instances = 3;
+  EXPECT_EQ(compile(test::ring_allgather(2), test::a100(1, 2), o).instances_local, 3);
+}
+
 TEST(Lower, DependenciesPointToOtherThreadBlocksOfTheSameRank) {
   for (const test::Case& c : test::all_cases()) {
     CompileResult r = compile(c.algo, c.topo, opts("hpds", 2));
