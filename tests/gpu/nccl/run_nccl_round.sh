@@ -3,13 +3,19 @@
 #   1. NVIDIA's nccl-tests (all_reduce, all_gather, reduce_scatter, broadcast, reduce,
 #      alltoall, sendrecv; 8 B to 1 GiB, -c 1) with one thread per GPU (-t 2) and with one
 #      process per GPU (mpirun -np 2), each on weft's libnccl.so.2 and on the real NCCL;
-#   2. the PyTorch check (tests/gpu/nccl/torch_check.py) on weft (LD_PRELOAD) and on NCCL,
-#      compared with torch_compare.py;
+#   2. the PyTorch check (tests/gpu/nccl/torch_check.py) on weft (weft's libnccl.so.2 first on
+#      LD_LIBRARY_PATH and in LD_PRELOAD) and on NCCL, compared with torch_compare.py;
 #   3. nccl_api_gpu_tests (split, PreMulSum, gather/scatter, groups, fallback) when built.
 # Usage: tests/gpu/nccl/run_nccl_round.sh [CARRY_DIR]
 #   CARRY_DIR holds what was built elsewhere (default: .wt/nccl/nccl-carry or nccl-carry in
 #   the repository): lib/libweft_nccl.so, nccl-tests/*_perf[_ompi|_mpich] with
 #   nccl-tests/verifiable/libverifiable.so.0, bin/nccl_api_gpu_tests (optional).
+# Every path the round links, preloads or runs is made absolute first (a relative CARRY once
+# made a dangling libnccl.so.2 link, and the loader silently fell through to the system NCCL).
+# A weft row counts only if the library that answered is weft's: before running, `ldd` must
+# resolve each binary's libnccl.so.2 to weft's file; after, nccl-tests' nccl-library must be
+# 22800 and the PyTorch check must find weft behind libtorch_cuda.so's calls. Otherwise the
+# round says so at once, stops running weft rows, and fails.
 # Writes at most 8 files under $OUT (default /tmp/weft-nccl-round); the summary comes last.
 # Finishes in under 4 minutes: every step has a timeout and the round stops starting steps
 # after ROUND_BUDGET_S (default 215) seconds.
@@ -23,11 +29,18 @@ CARRY=${1:-}
 if [ -z "$CARRY" ]; then
   for c in "$ROOT/.wt/nccl/nccl-carry" "$ROOT/nccl-carry"; do [ -d "$c" ] && CARRY=$c && break; done
 fi
+# Absolute, symlinks resolved: links made below must not depend on the current directory.
+CARRY_GIVEN=$CARRY
+if [ -n "$CARRY" ]; then
+  if [ -d "$CARRY" ]; then CARRY=$(cd "$CARRY" && pwd -P); else CARRY=""; fi
+fi
 OUT=${OUT:-/tmp/weft-nccl-round}
 mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd -P)
 PRE="$OUT/prereq.log"; WLOG="$OUT/nccltests_weft.log"; NLOG="$OUT/nccltests_nccl.log"
 SUM="$OUT/summary.txt"; ALOG="$OUT/api_tests.log"
 : >"$PRE"; : >"$WLOG"; : >"$NLOG"; : >"$SUM"; : >"$ALOG"
+rm -f "$OUT/torch_weft.json" "$OUT/torch_nccl.json"
 TMP=$(mktemp -d /tmp/weft-nccl-XXXXXX)
 TESTS="all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv"
 NT_ARGS=${NT_ARGS:--b 8 -e 1G -f 8 -g 1 -c 1 -n 4 -w 1}
@@ -39,7 +52,8 @@ have_time() { [ "$(elapsed)" -lt "$BUDGET" ]; }
 
 say "== weft NCCL-compat round, $(date -u +%FT%TZ), host $(hostname)"
 say "repository: $ROOT"
-say "carry: ${CARRY:-<none found>}"
+say "carry: ${CARRY:-<none found>}${CARRY_GIVEN:+ (given as $CARRY_GIVEN)}"
+[ -n "$CARRY_GIVEN" ] && [ -z "$CARRY" ] && MISSING+=("the carry folder $CARRY_GIVEN (not a directory)")
 
 # ---- prerequisites -------------------------------------------------------------------
 NGPU=0
@@ -53,16 +67,32 @@ fi
 say "GPUs: $NGPU"
 [ "$NGPU" -ge 2 ] || MISSING+=("2 GPUs (found $NGPU)")
 
-WEFTLIB=""
+WEFTLIB=""    # a folder whose libnccl.so.2 is an absolute link to weft's library
+WEFTSO=""     # weft's library itself, absolute, symlinks resolved
 if [ -n "$CARRY" ] && [ -f "$CARRY/lib/libweft_nccl.so" ]; then
-  # A folder where weft's library is named libnccl.so.2 (what programs look for).
+  WEFTSO=$(readlink -f "$CARRY/lib/libweft_nccl.so")
   mkdir -p "$TMP/weft"
-  ln -sf "$CARRY/lib/libweft_nccl.so" "$TMP/weft/libnccl.so.2"
-  WEFTLIB="$TMP/weft"
-  say "weft library: $CARRY/lib/libweft_nccl.so ($(du -h "$CARRY/lib/libweft_nccl.so" | cut -f1))"
+  ln -sfn "$WEFTSO" "$TMP/weft/libnccl.so.2"
+  if [ "$(readlink -f "$TMP/weft/libnccl.so.2")" = "$WEFTSO" ] && [ -f "$TMP/weft/libnccl.so.2" ]; then
+    WEFTLIB="$TMP/weft"
+    say "weft library: $WEFTSO ($(du -h "$WEFTSO" | cut -f1)), as $WEFTLIB/libnccl.so.2"
+  else
+    say "FAIL: $TMP/weft/libnccl.so.2 does not lead to $WEFTSO"
+    MISSING+=("a working link to weft's library")
+  fi
 else
   MISSING+=("weft's library (CARRY/lib/libweft_nccl.so)")
 fi
+export WEFT_NCCL_EXPECT_LIB=$WEFTSO   # what torch_check.py and nccl_api_gpu_tests accept as weft
+
+# resolves BINARY LIBDIR [EXTRA_LD_PATH]: the file the loader would pick for BINARY's
+# libnccl.so.2 with LIBDIR first on LD_LIBRARY_PATH (absolute, symlinks resolved).
+resolves() {
+  local p
+  p=$(env LD_LIBRARY_PATH="$2:${3:-}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ldd "$1" 2>/dev/null |
+      awk '$1 == "libnccl.so.2" {print $3; exit}')
+  [ -n "$p" ] && [ "$p" != "not" ] && readlink -f "$p" || echo "nothing"
+}
 NTDIR="${CARRY:-/nonexistent}/nccl-tests"
 for t in $TESTS; do [ -x "$NTDIR/${t}_perf" ] || MISSING+=("nccl-tests binary $NTDIR/${t}_perf"); done
 
@@ -118,6 +148,7 @@ PYEOF
   p=$(ldconfig -p 2>/dev/null | awk '/libnccl\.so\.2 /{print $NF; exit}'); [ -n "$p" ] && cands+=("$p")
   for p in "${cands[@]}"; do
     [ -f "$p" ] || continue
+    p=$(readlink -f "$p")
     # Not weft's own library under NCCL's name.
     if nm -D --defined-only "$p" 2>/dev/null | grep -q ' ncclGetVersion$' && \
        ! cmp -s "$p" "${CARRY:-/nonexistent}/lib/libweft_nccl.so"; then
@@ -127,7 +158,7 @@ PYEOF
 }
 REALNCCL=$(find_real_nccl)
 if [ -n "$REALNCCL" ]; then
-  NCCLDIR="$TMP/nccl"; mkdir -p "$NCCLDIR"; ln -sf "$REALNCCL" "$NCCLDIR/libnccl.so.2"
+  NCCLDIR="$TMP/nccl"; mkdir -p "$NCCLDIR"; ln -sfn "$REALNCCL" "$NCCLDIR/libnccl.so.2"
   say "real NCCL: $REALNCCL"
 else
   NCCLDIR=""
@@ -163,31 +194,54 @@ else
 fi
 export WEFT_LOG_LEVEL=${WEFT_LOG_LEVEL:-WARN}
 
+# Before anything runs: every binary that is to run on weft must resolve libnccl.so.2 to
+# weft's file. One that does not is reported now and its rows fail without running.
+declare -A LOADER_BAD
+check_loader() {  # check_loader NAME BINARY [EXTRA_LD_PATH]
+  [ -n "$WEFTLIB" ] && [ -x "$2" ] || return 0
+  local got; got=$(resolves "$2" "$WEFTLIB" "${3:-}")
+  if [ "$got" = "$WEFTSO" ]; then
+    say "loader: $1 -> $got (weft)"
+  else
+    say "FAIL: loader: $1 would load $got as libnccl.so.2, not weft's $WEFTSO"
+    LOADER_BAD[$1]=$got
+  fi
+}
+check_loader t2 "$NTDIR/all_reduce_perf"
+[ -n "$MPIFLAV" ] && check_loader mpi "$NTDIR/all_reduce_perf_$MPIFLAV" "$MPILIBDIRS"
+check_loader api "${CARRY:-/nonexistent}/bin/nccl_api_gpu_tests"
+
 if [ ${#MISSING[@]} -gt 0 ]; then
   say "MISSING:"; for m in "${MISSING[@]}"; do say "  - $m"; done
 fi
 if [ "$NGPU" -lt 2 ]; then
   say "this round needs a machine with 2 GPUs (nvidia-h200-x2); stopping after the prerequisites."
   { echo "== summary"; echo "NO GPU: prerequisites checked, nothing run (see prereq.log)";
-    for m in "${MISSING[@]}"; do echo "missing: $m"; done; echo "OVERALL: NOT RUN"; } | tee -a "$SUM"
-  rm -rf "$TMP"; exit 77
+    for m in "${MISSING[@]}"; do echo "missing: $m"; done
+    for k in "${!LOADER_BAD[@]}"; do echo "loader: $k would load ${LOADER_BAD[$k]}, not weft"; done
+    echo "elapsed: $(elapsed) s"
+    echo "OVERALL: FAIL (not run: this round needs 2 GPUs, found $NGPU)"; } | tee -a "$SUM"
+  rm -rf "$TMP"; exit 1
 fi
 
 # ---- nccl-tests ----------------------------------------------------------------------
 declare -A RC WRONG ROWS LIBV BW AVG
+WRONG_LIB=""   # set when a weft row was answered by another library: later weft rows do not run
 # run_nt LIB(weft|nccl) MODE(t2|mpi) TEST
 run_nt() {
   local lib=$1 mode=$2 t=$3 libdir log key=$1.$2.$3 f="$TMP/$1.$2.$3.out"
   if [ "$lib" = weft ]; then libdir=$WEFTLIB; log=$WLOG; else libdir=$NCCLDIR; log=$NLOG; fi
   if [ -z "$libdir" ]; then RC[$key]=skip; return; fi
+  if [ "$lib" = weft ] && [ -n "${LOADER_BAD[$mode]:-}" ]; then RC[$key]=loader; return; fi
+  if [ "$lib" = weft ] && [ -n "$WRONG_LIB" ]; then RC[$key]=notweft; return; fi
   if ! have_time; then RC[$key]=time; return; fi
   local cmd
   if [ "$mode" = t2 ]; then
-    cmd=(timeout 45 env LD_LIBRARY_PATH="$libdir:${LD_LIBRARY_PATH:-}" "$NTDIR/${t}_perf" -t 2 $NT_ARGS)
+    cmd=(timeout -k 5 45 env LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$NTDIR/${t}_perf" -t 2 $NT_ARGS)
   else
     [ -n "$MPIFLAV" ] || { RC[$key]=skip; return; }
-    cmd=(timeout 60 env LD_LIBRARY_PATH="$libdir:$MPILIBDIRS:${LD_LIBRARY_PATH:-}" "$MPIRUN" -np 2 "${MPIARGS[@]}"
-         "$NTDIR/${t}_perf_$MPIFLAV" -t 1 $NT_ARGS)
+    cmd=(timeout -k 10 60 env LD_LIBRARY_PATH="$libdir:$MPILIBDIRS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$MPIRUN" -np 2
+         "${MPIARGS[@]}" "$NTDIR/${t}_perf_$MPIFLAV" -t 1 $NT_ARGS)
   fi
   { echo; echo "######## $lib $mode $t: ${cmd[*]}"; } >>"$log"
   local s=$(date +%s.%N)
@@ -199,6 +253,13 @@ run_nt() {
   ROWS[$key]=$(awk '$1 ~ /^[0-9]+$/ && NF >= 13 {n++} END {print n+0}' "$f")
   WRONG[$key]=$(awk '$1 ~ /^[0-9]+$/ && NF >= 13 {if ($9 ~ /^[0-9.e+]+$/) w += $9; if ($13 ~ /^[0-9.e+]+$/) w += $13} END {print w+0}' "$f")
   LIBV[$key]=$(sed -n 's/.*nccl-library=\([0-9]*\).*/\1/p' "$f" | head -1)
+  if [ "$lib" = weft ] && [ -n "${LIBV[$key]:-}" ] && [ "${LIBV[$key]}" != 22800 ]; then
+    # Loudly, now: a weft row answered by another library measures nothing of weft.
+    WRONG_LIB="nccl-library=${LIBV[$key]}"
+    echo "######## FAIL: $mode $t ran on nccl-library=${LIBV[$key]}, not weft (22800); the remaining weft rows are not run" | tee -a "$log" "$PRE"
+  elif [ "$lib" = weft ] && [ -z "${LIBV[$key]:-}" ]; then
+    echo "######## FAIL: $mode $t ended before reporting its nccl-library (exit ${RC[$key]})" | tee -a "$log" "$PRE"
+  fi
   AVG[$key]=$(awk -F: '/Avg bus bandwidth/ {gsub(/ /, "", $2); print $2}' "$f" | head -1)
   # Latency at 8 B and busbw (out of place) at 2 MiB, 128 MiB and 1 GiB.
   BW[$key]=$(awk '$1 ~ /^[0-9]+$/ && NF >= 13 {
@@ -216,14 +277,17 @@ for mode in t2 mpi; do
     TW=skip; TN=skip; TC=skip
     if [ "$HAVE_TORCH" = 1 ] && [ -n "$WEFTLIB" ] && have_time; then
       echo "######## torch_check on weft" >>"$ALOG"
-      # weft in NCCL's place: its soname (libnccl.so.2) satisfies libtorch_cuda's dependency.
-      timeout 100 env LD_PRELOAD="$CARRY/lib/libweft_nccl.so" PYTHONUNBUFFERED=1 \
-        "$PY" "$HERE/torch_check.py" "$OUT/torch_weft.json" --expect-weft >>"$ALOG" 2>&1
+      # weft in NCCL's place: first on the library path, and preloaded, because PyTorch may
+      # itself open its wheel's libnccl.so.2 by full path before libtorch_cuda.so asks for
+      # libnccl.so.2 by soname (the soname then matches whichever was loaded first).
+      # torch_check.py --expect-weft fails unless weft answers libtorch_cuda.so's calls.
+      timeout -k 10 100 env LD_LIBRARY_PATH="$WEFTLIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" LD_PRELOAD="$WEFTSO" \
+        PYTHONUNBUFFERED=1 "$PY" "$HERE/torch_check.py" "$OUT/torch_weft.json" --expect-weft >>"$ALOG" 2>&1
       TW=$?
     fi
     if [ "$HAVE_TORCH" = 1 ] && have_time; then
       echo "######## torch_check on NCCL" >>"$ALOG"
-      PYTHONUNBUFFERED=1 timeout 100 "$PY" "$HERE/torch_check.py" "$OUT/torch_nccl.json" --expect-nccl >>"$ALOG" 2>&1
+      PYTHONUNBUFFERED=1 timeout -k 10 100 "$PY" "$HERE/torch_check.py" "$OUT/torch_nccl.json" --expect-nccl >>"$ALOG" 2>&1
       TN=$?
     fi
     if [ -f "$OUT/torch_weft.json" ] && [ -f "$OUT/torch_nccl.json" ]; then
@@ -234,17 +298,25 @@ for mode in t2 mpi; do
 done
 
 AT=skip
-if [ -x "${CARRY:-/nonexistent}/bin/nccl_api_gpu_tests" ] && [ -n "$WEFTLIB" ] && have_time; then
+if [ -x "${CARRY:-/nonexistent}/bin/nccl_api_gpu_tests" ] && [ -n "$WEFTLIB" ] && [ -n "${LOADER_BAD[api]:-}" ]; then
+  AT=loader
+elif [ -x "${CARRY:-/nonexistent}/bin/nccl_api_gpu_tests" ] && [ -n "$WEFTLIB" ] && have_time; then
   echo "######## nccl_api_gpu_tests" >>"$ALOG"
-  timeout 60 env LD_LIBRARY_PATH="$WEFTLIB:${LD_LIBRARY_PATH:-}" WEFT_NCCL_FALLBACK="${REALNCCL:-}" \
-    "$CARRY/bin/nccl_api_gpu_tests" >>"$ALOG" 2>&1
+  # The tests refuse to run unless weft's library answers (WEFT_NCCL_EXPECT_LIB); each test
+  # has its own 30 s watchdog, and weft's waits end within WEFT_TIMEOUT.
+  timeout -k 5 120 env LD_LIBRARY_PATH="$WEFTLIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" WEFT_NCCL_FALLBACK="${REALNCCL:-}" \
+    WEFT_TIMEOUT=10 WEFT_NCCL_TEST_WATCHDOG_S=30 "$CARRY/bin/nccl_api_gpu_tests" >>"$ALOG" 2>&1
   AT=$?
 fi
 
 # ---- summary -------------------------------------------------------------------------
 verdict() {  # weft's row: exit 0, every size present, #wrong 0, weft's library loaded
   local k=$1
-  case "${RC[$k]:-skip}" in skip) echo SKIP; return;; time) echo "NOT-RUN(time)"; return;; esac
+  case "${RC[$k]:-skip}" in
+    skip) echo SKIP; return;; time) echo "NOT-RUN(time)"; return;;
+    loader) local m=${k#*.}; echo "FAIL(loader picks ${LOADER_BAD[${m%%.*}]})"; return;;
+    notweft) echo "FAIL(not run: an earlier weft row ran on $WRONG_LIB)"; return;;
+  esac
   if [ "${RC[$k]}" = 0 ] && [ "${ROWS[$k]:-0}" -ge 10 ] && [ "${WRONG[$k]:-1}" = 0 ]; then echo PASS; else echo FAIL; fi
 }
 FAILS=0
@@ -271,7 +343,11 @@ SKIPS=0
   echo "== PyTorch (torch_check.py): weft exit $TW, NCCL exit $TN, compare exit $TC (0 = pass/agree)"
   grep -h "^torch_check\|^torch_compare\|  FAIL\|  DIFF" "$ALOG" 2>/dev/null | head -20
   [ "$TW" = 0 ] && [ "$TC" = 0 ] || FAILS=$((FAILS + 1))
-  echo "== nccl_api_gpu_tests: exit $AT"
+  case "$AT" in
+    124|137) echo "== nccl_api_gpu_tests: exit $AT: HUNG (killed by the round's timeout)";;
+    loader) echo "== nccl_api_gpu_tests: FAIL: the loader would not load weft's library for it";;
+    *) echo "== nccl_api_gpu_tests: exit $AT";;
+  esac
   grep -h "PASSED\|FAILED\|tests ran" "$ALOG" 2>/dev/null | tail -5
   case "$AT" in 0|skip|77) ;; *) FAILS=$((FAILS + 1));; esac
   if [ ${#MISSING[@]} -gt 0 ]; then for m in "${MISSING[@]}"; do echo "missing: $m"; done; fi
@@ -279,6 +355,7 @@ SKIPS=0
   if [ "$FAILS" != 0 ]; then echo "OVERALL: FAIL ($FAILS failing items, $SKIPS weft rows not run)"
   elif [ "$SKIPS" != 0 ]; then echo "OVERALL: INCOMPLETE (no failure; $SKIPS weft rows not run: see missing)"
   else echo "OVERALL: PASS"; fi
-} | tee -a "$SUM"
+} >"$TMP/summary.txt"   # not a pipe: FAILS must survive into the exit status
+tee -a "$SUM" <"$TMP/summary.txt"
 rm -rf "$TMP"
 [ "$FAILS" = 0 ]

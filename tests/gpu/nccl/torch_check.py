@@ -8,14 +8,22 @@ all_reduce (several types and ops, small and large), all_gather_into_tensor,
 reduce_scatter_tensor, broadcast, all_to_all_single, send/recv and three steps of a small
 DistributedDataParallel model, checks every result against values computed on the host,
 and writes one JSON file: per check pass/fail, the model's parameters after each step
-(digests), and which libnccl the processes had mapped. Run it twice (LD_PRELOAD of
-libweft_nccl.so, then without) and compare the files with torch_compare.py.
+(digests), which libnccl files the processes had mapped, and -- what decides -- which
+library answered libtorch_cuda.so's ncclAllReduce and ncclGetVersion (read from its bound
+GOT slots by nccl_which.py) with that library's runtime ncclGetVersion.
+(torch.cuda.nccl.version() is the header PyTorch was built with, not the library that
+runs: it is recorded as "torch_built_with_nccl" only.) Run it twice (weft first on the
+library path and in LD_PRELOAD, then without) and compare the files with torch_compare.py.
+--expect-weft fails unless weft's library (22800) answered on every rank; --expect-nccl
+fails unless a library that is not weft's answered on every rank.
 Exit status: 0 when every check passed, 1 otherwise, 77 when fewer than 2 GPUs.
 """
 import json
 import os
 import sys
 import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # nccl_which, also in spawned ranks
 
 
 def mapped_nccl():
@@ -41,9 +49,17 @@ def worker(rank, world, out_dir, port):
     res = {"rank": rank, "checks": {}, "errors": []}
     try:
         dist.init_process_group("nccl", rank=rank, world_size=world, device_id=dev)
-        res["nccl_version"] = list(torch.cuda.nccl.version()) if isinstance(torch.cuda.nccl.version(), tuple) \
-            else torch.cuda.nccl.version()
+        built = torch.cuda.nccl.version()
+        res["torch_built_with_nccl"] = list(built) if isinstance(built, tuple) else built
         res["libraries"] = mapped_nccl()
+        # Which library libtorch_cuda.so's calls land in (its GOT slots are bound by now:
+        # init_process_group with device_id creates the communicator eagerly).
+        warm = torch.ones(1, device=dev)
+        dist.all_reduce(warm)
+        torch.cuda.synchronize()
+        import nccl_which
+        res["answering"] = [nccl_which.answering("libtorch_cuda.so", s)
+                            for s in ("ncclAllReduce", "ncclGetVersion")]
 
         def check(name, got, want, tol=0.0):
             got = got.detach().to("cpu")
@@ -201,20 +217,33 @@ def main():
                                                                         "errors": ["no result file"]})
     ok = all(bool(r["checks"]) and all(r["checks"].values()) for r in ranks)
     libs = sorted({lib for r in ranks for lib in r.get("libraries", [])})
-    weft_loaded = any("weft" in os.path.basename(lib) for lib in libs)
-    if expect == "--expect-weft" and not weft_loaded:
-        ok = False
-        ranks[0]["errors"].append(f"weft's library is not mapped (mapped: {libs})")
-    if expect == "--expect-nccl" and weft_loaded:
-        ok = False
-        ranks[0]["errors"].append(f"weft's library is mapped in the NCCL run (mapped: {libs})")
-    summary = {"ok": ok, "libraries": libs, "nccl_version": ranks[0].get("nccl_version"), "ranks": ranks}
+    import nccl_which
+    answered = []
+    expectation_failed = False
+    for r in ranks:
+        found = r.get("answering") or []
+        if not found:
+            ok = False
+            r["errors"].append("which library answered NCCL calls is unknown (the rank did not get that far)")
+        for info in found:
+            answered.append(f"{info['symbol']}: {info['real_path']} ({info['version']})")
+            why = nccl_which.verdict(info, expect)
+            if why:
+                ok = False
+                expectation_failed = True
+                r["errors"].append(why)
+    answered = sorted(set(answered))
+    version = sorted({i["version"] for r in ranks for i in r.get("answering", []) if i["symbol"] == "ncclGetVersion"},
+                     key=str)
+    summary = {"ok": ok, "expect": expect, "answered_by": answered, "runtime_nccl_version": version,
+               "torch_built_with_nccl": ranks[0].get("torch_built_with_nccl"), "libraries": libs, "ranks": ranks}
     with open(out_path, "w") as f:
         json.dump(summary, f, indent=1)
     n = sum(len(r["checks"]) for r in ranks)
     bad = [f"rank {r['rank']}: {k}" for r in ranks for k, v in r["checks"].items() if not v]
-    print(f"torch_check: {n - len(bad)} of {n} checks passed on {world} ranks; nccl version "
-          f"{summary['nccl_version']}; libraries {libs}")
+    print(f"torch_check: {n - len(bad)} of {n} checks passed on {world} ranks; libtorch_cuda's NCCL calls "
+          f"answered by {answered or 'unknown'}"
+          + (f"; {expect}: {'NOT MET' if expectation_failed else 'met'}" if expect else "") + f"; mapped {libs}")
     for b in bad[:20]:
         print("  FAIL", b)
     for r in ranks:
