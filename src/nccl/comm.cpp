@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "nccl/fallback.hpp"
+#include "nccl/group.hpp"
 #include "runtime/cuda_check.hpp"
 #include "util/config.hpp"
 #include "util/log.hpp"
@@ -91,8 +92,12 @@ void check_weft(weftResult_t r) {
 
 ncclComm& known(ncclComm_t c, const char* where) {
   ncclComm& k = handle(c, where);
+  // NCCL's answer to a communicator used before its initialization completed (a deferred or
+  // non-blocking one): ncclInvalidArgument.
   if (k.state == ncclComm::State::Pending)
-    fail(ErrorCode::InvalidUsage, "the communicator is initialized at ncclGroupEnd; call it first");
+    fail(ErrorCode::InvalidArgument,
+         "the communicator is not initialized yet (it is initialized at ncclGroupEnd; poll ncclCommGetAsyncError "
+         "until it returns ncclSuccess)");
   if (k.state == ncclComm::State::Failed) fail(k.failure_code, "the communicator's initialization failed: " + k.failure);
   return k;
 }
@@ -122,16 +127,24 @@ void init_comm(ncclComm* c, int nranks, const ncclUniqueId& id, int rank, int de
     c->rank = rank;
     c->nranks = nranks;
     c->device = device;
-    c->state = ncclComm::State::Ready;
     share_fallback_id(*c);
     if (eager_fallback && c->fallback_id_valid) ensure_real_comm(*c, "calls the fallback NCCL runs");
+    // Last: another thread polling ncclCommGetAsyncError may use the communicator from here on.
+    c->state = ncclComm::State::Ready;
     WEFT_LOG(Info, "NCCL", "rank " << rank << " of " << nranks << " on device " << device << " ready"
                                    << (c->options.name.empty() ? "" : " (" + c->options.name + ")")
                                    << (c->fallback_id_valid ? ", fallback NCCL available" : ""));
   } catch (const Error& e) {
-    c->state = ncclComm::State::Failed;
     c->failure_code = e.code();
     c->failure = e.what();
+    c->state = ncclComm::State::Failed;  // after the record it publishes
+    throw;
+  } catch (const std::exception& e) {
+    // Any other failure also ends the Pending state: a caller polling ncclCommGetAsyncError
+    // must see an error, never ncclInProgress forever.
+    c->failure_code = ErrorCode::Internal;
+    c->failure = std::string("rank ") + std::to_string(rank) + ": initialization failed: " + e.what();
+    c->state = ncclComm::State::Failed;
     throw;
   }
 }
@@ -246,6 +259,7 @@ void finalize(ncclComm& c) {
 }
 
 void release(ncclComm* c, bool abort) {
+  forget_deferred(c);
   c->magic = 0;
   weftResult_t r = weftSuccess;
   std::string message;

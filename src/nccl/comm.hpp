@@ -5,6 +5,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -34,7 +35,9 @@ struct ncclComm {
   enum class State { Pending, Ready, Failed, Finalized, Revoked };
 
   uint64_t magic = kAlive;
-  State state = State::Pending;
+  /// Atomic: a deferred initialization moves it on a worker thread of ncclGroupEnd while
+  /// another thread may poll ncclCommGetAsyncError.
+  std::atomic<State> state{State::Pending};
   weft::ErrorCode failure_code = weft::ErrorCode::Success;
   std::string failure;
 
@@ -64,8 +67,9 @@ namespace weft::nccl {
 /// destroyed handle.
 ncclComm& handle(ncclComm_t c, const char* where);
 /// The communicator behind `c` if it can run work; throws InvalidArgument for NULL or a
-/// destroyed handle, InvalidUsage while a deferred initialization waits for ncclGroupEnd or
-/// after finalize/revoke, and the recorded error after a failed initialization.
+/// destroyed handle and while a deferred initialization waits for ncclGroupEnd (NCCL's code
+/// for a communicator used before its initialization completed), InvalidUsage after
+/// finalize/revoke, and the recorded error after a failed initialization.
 ncclComm& usable(ncclComm_t c, const char* where);
 /// As usable() for queries that also work on a finalized communicator.
 ncclComm& known(ncclComm_t c, const char* where);

@@ -1,5 +1,7 @@
 #include "nccl/group.hpp"
 
+#include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -21,9 +23,26 @@ thread_local int t_depth = 0;
 thread_local std::vector<PendingInit> t_inits;
 thread_local const RealNccl* t_real_group = nullptr;
 
+// Communicators whose deferred initialization has not started: one destroyed before its
+// ncclGroupEnd (from any thread) leaves this set, and ncclGroupEnd then skips it instead of
+// initializing freed memory.
+std::mutex g_pending_mu;
+std::set<ncclComm*> g_pending;
+
+// Keeps the inits whose communicator still exists, and takes them off the pending set.
+std::vector<PendingInit> still_wanted(std::vector<PendingInit> inits) {
+  std::lock_guard<std::mutex> lock(g_pending_mu);
+  std::vector<PendingInit> kept;
+  for (const PendingInit& p : inits)
+    if (g_pending.erase(p.comm) != 0) kept.push_back(p);
+  return kept;
+}
+
 // Runs the deferred initializations: each joins its own communicator, so they must run at
 // the same time when one thread holds several ranks of one communicator.
 void run_inits(std::vector<PendingInit> inits, ErrorCode* code, std::string* message) {
+  inits = still_wanted(std::move(inits));
+  if (inits.empty()) return;
   std::vector<ErrorCode> codes(inits.size(), ErrorCode::Success);
   std::vector<std::string> messages(inits.size());
   auto one = [&](size_t i) {
@@ -91,7 +110,16 @@ void group_end() {
 }
 
 void defer_init(ncclComm* c, int nranks, const ncclUniqueId& id, int rank, int device) {
+  {
+    std::lock_guard<std::mutex> lock(g_pending_mu);
+    g_pending.insert(c);
+  }
   t_inits.push_back(PendingInit{c, nranks, id, rank, device});
+}
+
+void forget_deferred(ncclComm* c) {
+  std::lock_guard<std::mutex> lock(g_pending_mu);
+  g_pending.erase(c);
 }
 
 void enter_real_group(const RealNccl& real) {

@@ -20,6 +20,9 @@ void group_end();
 /// Records an initialization for the outermost ncclGroupEnd.
 void defer_init(ncclComm* c, int nranks, const ncclUniqueId& id, int rank, int device);
 
+/// Cancels `c`'s deferred initialization, if any (it is being freed); safe from any thread.
+void forget_deferred(ncclComm* c);
+
 /// Called before a call is forwarded to the fallback: inside a group, opens the fallback's
 /// group once so that its calls are issued at ncclGroupEnd as well.
 void enter_real_group(const RealNccl& real);

@@ -2,13 +2,24 @@
 // initialization deferred to ncclGroupEnd, ncclCommInitAll, ncclCommSplit, PreMulSum with
 // host and device scalars, Gather/Scatter, fp8 (moved natively, reduced through
 // WEFT_NCCL_FALLBACK when set), and the calls weft refuses. One process, one thread per rank
-// where a call blocks on the host. Exits 77 without 2 GPUs. Built against weft's nccl.h and
-// linked to libweft_nccl.so (soname libnccl.so.2).
+// where a call blocks on the host, and every collective call made on every rank (so each test
+// is a correct NCCL program, and with NCCL's library it would fail, not hang). Built against
+// weft's nccl.h and linked to libweft_nccl.so (soname libnccl.so.2).
+// main() first checks that the library answering NCCL calls is weft's (exit 1 otherwise: a
+// pass on another library proves nothing), then exits 77 without 2 GPUs. Every test runs
+// under a watchdog (WEFT_NCCL_TEST_WATCHDOG_S, default 30 s) that ends the process with exit
+// 124 and the test's name when it is exceeded: a hang is reported, never waited out.
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -100,30 +111,53 @@ TEST(NcclApiGpu, InitAllAndAllReduce) {
   }
 }
 
+// NCCL's documented behaviour: ncclCommInitRank inside ncclGroupStart/End initializes at
+// ncclGroupEnd, after which the communicator is usable. With a non-blocking config,
+// ncclCommGetAsyncError says ncclInProgress until the initialization is complete, and using
+// the communicator before that is ncclInvalidArgument (NCCL's "used before the previous
+// operation returned ncclSuccess"); ncclGroupEnd may itself return ncclInProgress, and the
+// caller polls. For a blocking communicator NCCL promises nothing before ncclGroupEnd, so
+// only the state after it is checked.
 TEST(NcclApiGpu, InitInsideAGroupHappensAtGroupEnd) {
-  ncclUniqueId id;
-  NCCL_OK(ncclGetUniqueId(&id));
-  ncclComm_t c[kRanks] = {};
-  NCCL_OK(ncclGroupStart());
-  for (int r = 0; r < kRanks; ++r) {
-    CUDA_OK(cudaSetDevice(r));
-    NCCL_OK(ncclCommInitRank(&c[r], kRanks, id, r));
-    ASSERT_NE(c[r], nullptr);
+  for (int blocking = 0; blocking <= 1; ++blocking) {
+    SCOPED_TRACE(blocking ? "blocking" : "non-blocking");
+    ncclUniqueId id;
+    NCCL_OK(ncclGetUniqueId(&id));
+    ncclComm_t c[kRanks] = {};
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = blocking;
+    NCCL_OK(ncclGroupStart());
+    for (int r = 0; r < kRanks; ++r) {
+      CUDA_OK(cudaSetDevice(r));
+      ncclResult_t res = ncclCommInitRankConfig(&c[r], kRanks, id, r, &config);
+      EXPECT_TRUE(res == ncclSuccess || (!blocking && res == ncclInProgress)) << res << ": " << ncclGetLastError(nullptr);
+      ASSERT_NE(c[r], nullptr);
+    }
+    ncclResult_t state = ncclSuccess;
+    if (!blocking) {
+      NCCL_OK(ncclCommGetAsyncError(c[0], &state));
+      EXPECT_EQ(state, ncclInProgress);
+      int n = 0;
+      EXPECT_EQ(ncclCommCount(c[0], &n), ncclInvalidArgument);
+    }
+    ncclResult_t end = ncclGroupEnd();
+    ASSERT_TRUE(end == ncclSuccess || (!blocking && end == ncclInProgress)) << end << ": " << ncclGetLastError(nullptr);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    for (int r = 0; r < kRanks; ++r) {
+      do {
+        NCCL_OK(ncclCommGetAsyncError(c[r], &state));
+        if (state != ncclInProgress) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      } while (std::chrono::steady_clock::now() < deadline);
+      EXPECT_EQ(state, ncclSuccess) << "rank " << r;
+      int rank = -1, n = 0;
+      NCCL_OK(ncclCommUserRank(c[r], &rank));
+      NCCL_OK(ncclCommCount(c[r], &n));
+      EXPECT_EQ(rank, r);
+      EXPECT_EQ(n, kRanks);
+    }
+    for (int r = 0; r < kRanks; ++r) NCCL_OK(ncclCommDestroy(c[r]));
   }
-  int n = 0;
-  EXPECT_EQ(ncclCommCount(c[0], &n), ncclInvalidUsage);  // not yet initialized
-  ncclResult_t state = ncclSuccess;
-  NCCL_OK(ncclCommGetAsyncError(c[0], &state));
-  EXPECT_EQ(state, ncclInProgress);
-  NCCL_OK(ncclGroupEnd());
-  for (int r = 0; r < kRanks; ++r) {
-    NCCL_OK(ncclCommGetAsyncError(c[r], &state));
-    EXPECT_EQ(state, ncclSuccess);
-    int rank = -1;
-    NCCL_OK(ncclCommUserRank(c[r], &rank));
-    EXPECT_EQ(rank, r);
-  }
-  for (int r = 0; r < kRanks; ++r) NCCL_OK(ncclCommDestroy(c[r]));
 }
 
 TEST(NcclApiGpu, PreMulSumWithHostAndDeviceScalars) {
@@ -324,28 +358,133 @@ TEST(NcclApiGpu, Fp8MovesNativelyAndReducesThroughTheFallback) {
   }
 }
 
+// Window registration and shrinking are collective in NCCL, so every rank makes the call (one
+// thread per rank), as a correct program would; weft refuses both on every rank at once.
 TEST(NcclApiGpu, RefusedCallsSayWhy) {
   Comms k;
   k.init_all();
-  ncclWindow_t win = nullptr;
-  void* buf = nullptr;
-  cudaSetDevice(0);
-  NCCL_OK(ncclMemAlloc(&buf, 1 << 20));
-  EXPECT_EQ(ncclCommWindowRegister(k.c[0], buf, 1 << 20, &win, NCCL_WIN_COLL_SYMMETRIC), ncclInvalidUsage);
-  EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("ncclCommRegister"), std::string::npos);
-  ncclComm_t shrunk = nullptr;
-  int exclude = 1;
-  EXPECT_EQ(ncclCommShrink(k.c[0], &exclude, 1, &shrunk, nullptr, NCCL_SHRINK_DEFAULT), ncclInvalidUsage);
-  EXPECT_EQ(ncclAllReduce(buf, buf, 4, static_cast<ncclDataType_t>(12), ncclSum, k.c[0], k.s[0]), ncclInvalidArgument);
-  NCCL_OK(ncclMemFree(buf));
+  ncclResult_t win_res[kRanks], shrink_res[kRanks], type_res[kRanks];
+  std::string win_msg[kRanks];
+  ncclComm_t shrunk[kRanks] = {};
+  void* buf[kRanks] = {};
+  std::vector<std::thread> th;
+  for (int r = 0; r < kRanks; ++r)
+    th.emplace_back([&, r] {
+      cudaSetDevice(r);
+      if (ncclMemAlloc(&buf[r], 1 << 20) != ncclSuccess) return;
+      ncclWindow_t win = nullptr;
+      win_res[r] = ncclCommWindowRegister(k.c[r], buf[r], 1 << 20, &win, NCCL_WIN_COLL_SYMMETRIC);
+      win_msg[r] = ncclGetLastError(nullptr);  // per thread
+      int exclude = 1;
+      shrink_res[r] = ncclCommShrink(k.c[r], &exclude, 1, &shrunk[r], nullptr, NCCL_SHRINK_DEFAULT);
+      // One past the last type: refused by argument checking, before any communication.
+      type_res[r] = ncclAllReduce(buf[r], buf[r], 4, static_cast<ncclDataType_t>(ncclNumTypes), ncclSum, k.c[r], k.s[r]);
+    });
+  for (auto& t : th) t.join();
+  for (int r = 0; r < kRanks; ++r) {
+    ASSERT_NE(buf[r], nullptr) << "ncclMemAlloc, rank " << r;
+    EXPECT_EQ(win_res[r], ncclInvalidUsage) << "rank " << r;
+    EXPECT_NE(win_msg[r].find("ncclCommRegister"), std::string::npos) << win_msg[r];
+    EXPECT_EQ(shrink_res[r], ncclInvalidUsage) << "rank " << r;
+    EXPECT_EQ(shrunk[r], nullptr);
+    EXPECT_EQ(type_res[r], ncclInvalidArgument) << "rank " << r;
+    cudaSetDevice(r);
+    NCCL_OK(ncclMemFree(buf[r]));
+  }
 }
 
+namespace {
+
+// The file that answers this program's NCCL calls, and whether it is weft's: its real path's
+// name holds "weft" (libweft_nccl.so, also behind a libnccl.so.2 link) or it is the file
+// named by WEFT_NCCL_EXPECT_LIB; and its ncclGetVersion must say 22800.
+bool running_on_weft() {
+  void* sym = dlsym(RTLD_DEFAULT, "ncclGetVersion");
+  Dl_info info{};
+  std::string path = sym && dladdr(sym, &info) && info.dli_fname ? info.dli_fname : "";
+  char real[4096] = {};
+  std::string resolved = !path.empty() && realpath(path.c_str(), real) ? real : path;
+  std::string expect_real;
+  if (const char* e = std::getenv("WEFT_NCCL_EXPECT_LIB"); e && *e && realpath(e, real)) expect_real = real;
+  const std::string base = resolved.substr(resolved.find_last_of('/') + 1);
+  const bool weft_file = (!expect_real.empty() && resolved == expect_real) || base.find("weft") != std::string::npos;
+  int version = 0;
+  ncclGetVersion(&version);
+  std::printf("nccl_api_gpu_tests: NCCL calls go to %s (ncclGetVersion %d)\n", resolved.c_str(), version);
+  if (!weft_file || version != 22800) {
+    std::printf("nccl_api_gpu_tests: FAIL: that is not weft's library (want a libweft_nccl.so file%s%s answering "
+                "22800); check LD_LIBRARY_PATH\n",
+                expect_real.empty() ? "" : " or ", expect_real.c_str());
+    return false;
+  }
+  return true;
+}
+
+// Ends the process when one test runs longer than its limit: a hang must be reported with the
+// test's name, not left to an outer timeout.
+class Watchdog : public ::testing::EmptyTestEventListener {
+ public:
+  explicit Watchdog(double seconds) : limit_(seconds), thread_([this] { run(); }) {}
+  ~Watchdog() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      quit_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void OnTestStart(const ::testing::TestInfo& t) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    name_ = std::string(t.test_suite_name()) + "." + t.name();
+    deadline_ = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                        std::chrono::duration<double>(limit_));
+    armed_ = true;
+    cv_.notify_all();
+  }
+  void OnTestEnd(const ::testing::TestInfo&) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    armed_ = false;
+    cv_.notify_all();
+  }
+
+ private:
+  void run() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!quit_) {
+      if (!armed_) {
+        cv_.wait(lock);
+        continue;
+      }
+      if (cv_.wait_until(lock, deadline_) == std::cv_status::timeout && armed_ && !quit_ &&
+          std::chrono::steady_clock::now() >= deadline_) {
+        std::printf("[  HUNG    ] %s: still running after %.0f s (WEFT_NCCL_TEST_WATCHDOG_S); ending the process\n",
+                    name_.c_str(), limit_);
+        std::fflush(stdout);
+        std::_Exit(124);
+      }
+    }
+  }
+  double limit_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::string name_;
+  std::chrono::steady_clock::time_point deadline_{};
+  bool armed_ = false, quit_ = false;
+  std::thread thread_;
+};
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  if (!running_on_weft()) return 1;
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess || n < kRanks) {
     std::printf("nccl_api_gpu_tests: needs %d GPUs, found %d; skipped\n", kRanks, n);
     return 77;
   }
   ::testing::InitGoogleTest(&argc, argv);
+  double limit = 30;
+  if (const char* w = std::getenv("WEFT_NCCL_TEST_WATCHDOG_S"); w && std::atof(w) > 0) limit = std::atof(w);
+  ::testing::UnitTest::GetInstance()->listeners().Append(new Watchdog(limit));
   return RUN_ALL_TESTS();
 }

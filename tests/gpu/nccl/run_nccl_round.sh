@@ -341,14 +341,14 @@ SKIPS=0
     done
   done
   echo "== PyTorch (torch_check.py): weft exit $TW, NCCL exit $TN, compare exit $TC (0 = pass/agree)"
-  grep -h "^torch_check\|^torch_compare\|  FAIL\|  DIFF" "$ALOG" 2>/dev/null | head -20
+  grep -h "^torch_check\|^torch_compare\|  FAIL\|  DIFF\|^  rank [0-9]*: " "$ALOG" 2>/dev/null | head -20
   [ "$TW" = 0 ] && [ "$TC" = 0 ] || FAILS=$((FAILS + 1))
   case "$AT" in
-    124|137) echo "== nccl_api_gpu_tests: exit $AT: HUNG (killed by the round's timeout)";;
+    124|137) echo "== nccl_api_gpu_tests: exit $AT: HUNG (ended by a test's watchdog or the round's timeout)";;
     loader) echo "== nccl_api_gpu_tests: FAIL: the loader would not load weft's library for it";;
     *) echo "== nccl_api_gpu_tests: exit $AT";;
   esac
-  grep -h "PASSED\|FAILED\|tests ran" "$ALOG" 2>/dev/null | tail -5
+  grep -h "PASSED\|FAILED\|HUNG\|tests ran\|^nccl_api_gpu_tests:" "$ALOG" 2>/dev/null | sort -u | tail -12
   case "$AT" in 0|skip|77) ;; *) FAILS=$((FAILS + 1));; esac
   if [ ${#MISSING[@]} -gt 0 ]; then for m in "${MISSING[@]}"; do echo "missing: $m"; done; fi
   echo "elapsed: $(elapsed) s; logs: $OUT (prereq.log, nccltests_weft.log, nccltests_nccl.log, api_tests.log, torch_*.json)"
