@@ -5,7 +5,8 @@
 #      process per GPU (mpirun -np 2), each on weft's libnccl.so.2 and on the real NCCL;
 #   2. the PyTorch check (tests/gpu/nccl/torch_check.py) on weft (weft's libnccl.so.2 first on
 #      LD_LIBRARY_PATH and in LD_PRELOAD) and on NCCL, compared with torch_compare.py;
-#   3. nccl_api_gpu_tests (split, PreMulSum, gather/scatter, groups, fallback) when built.
+#   3. nccl_api_gpu_tests (split, PreMulSum, gather/scatter, groups, fallback) when carried,
+#      right after the PyTorch check (before the MPI rows).
 # Usage: tests/gpu/nccl/run_nccl_round.sh [CARRY_DIR]
 #   CARRY_DIR holds what was built elsewhere (default: .wt/nccl/nccl-carry or nccl-carry in
 #   the repository): lib/libweft_nccl.so, nccl-tests/*_perf[_ompi|_mpich] with
@@ -17,8 +18,9 @@
 # 22800 and the PyTorch check must find weft behind libtorch_cuda.so's calls. Otherwise the
 # round says so at once, stops running weft rows, and fails.
 # Writes at most 8 files under $OUT (default /tmp/weft-nccl-round); the summary comes last.
-# Finishes in under 4 minutes: every step has a timeout and the round stops starting steps
-# after ROUND_BUDGET_S (default 215) seconds.
+# Bounded: every step has a timeout (at most 120 s, the PyTorch check's 100 s plus its kill
+# grace), and no step starts after ROUND_BUDGET_S (default 215) seconds, so the round ends
+# within ROUND_BUDGET_S + 120 s (about 4 minutes when every step behaves).
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 START=$(date +%s)
@@ -89,7 +91,7 @@ export WEFT_NCCL_EXPECT_LIB=$WEFTSO   # what torch_check.py and nccl_api_gpu_tes
 # libnccl.so.2 with LIBDIR first on LD_LIBRARY_PATH (absolute, symlinks resolved).
 resolves() {
   local p
-  p=$(env LD_LIBRARY_PATH="$2:${3:-}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ldd "$1" 2>/dev/null |
+  p=$(env LD_LIBRARY_PATH="$2${3:+:$3}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ldd "$1" 2>/dev/null |
       awk '$1 == "libnccl.so.2" {print $3; exit}')
   [ -n "$p" ] && [ "$p" != "not" ] && readlink -f "$p" || echo "nothing"
 }
@@ -267,6 +269,22 @@ run_nt() {
       END {printf "%8s %7s %7s %7s", (l == "" ? "-" : l), (a == "" ? "-" : a), (b == "" ? "-" : b), (c == "" ? "-" : c)}' "$f")
 }
 
+# The GPU API tests (with the fallback set): after the PyTorch check, before the MPI rows, so
+# that the round's budget never leaves them out.
+AT=skip
+run_api_tests() {
+  local bin="${CARRY:-/nonexistent}/bin/nccl_api_gpu_tests"
+  [ -x "$bin" ] && [ -n "$WEFTLIB" ] || return 0
+  if [ -n "${LOADER_BAD[api]:-}" ]; then AT=loader; return 0; fi
+  if ! have_time; then AT=time; return 0; fi
+  echo "######## nccl_api_gpu_tests" >>"$ALOG"
+  # The tests refuse to run unless weft's library answers (WEFT_NCCL_EXPECT_LIB); each test
+  # has its own 30 s watchdog, and weft's waits end within WEFT_TIMEOUT.
+  timeout -k 5 90 env LD_LIBRARY_PATH="$WEFTLIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" WEFT_NCCL_FALLBACK="${REALNCCL:-}" \
+    WEFT_TIMEOUT=10 WEFT_NCCL_TEST_WATCHDOG_S=30 "$bin" >>"$ALOG" 2>&1
+  AT=$?
+}
+
 for mode in t2 mpi; do
   for t in $TESTS; do
     run_nt weft $mode $t
@@ -294,20 +312,9 @@ for mode in t2 mpi; do
       "$PY" "$HERE/torch_compare.py" "$OUT/torch_weft.json" "$OUT/torch_nccl.json" >>"$ALOG" 2>&1
       TC=$?
     fi
+    run_api_tests
   fi
 done
-
-AT=skip
-if [ -x "${CARRY:-/nonexistent}/bin/nccl_api_gpu_tests" ] && [ -n "$WEFTLIB" ] && [ -n "${LOADER_BAD[api]:-}" ]; then
-  AT=loader
-elif [ -x "${CARRY:-/nonexistent}/bin/nccl_api_gpu_tests" ] && [ -n "$WEFTLIB" ] && have_time; then
-  echo "######## nccl_api_gpu_tests" >>"$ALOG"
-  # The tests refuse to run unless weft's library answers (WEFT_NCCL_EXPECT_LIB); each test
-  # has its own 30 s watchdog, and weft's waits end within WEFT_TIMEOUT.
-  timeout -k 5 120 env LD_LIBRARY_PATH="$WEFTLIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" WEFT_NCCL_FALLBACK="${REALNCCL:-}" \
-    WEFT_TIMEOUT=10 WEFT_NCCL_TEST_WATCHDOG_S=30 "$CARRY/bin/nccl_api_gpu_tests" >>"$ALOG" 2>&1
-  AT=$?
-fi
 
 # ---- summary -------------------------------------------------------------------------
 verdict() {  # weft's row: exit 0, every size present, #wrong 0, weft's library loaded
@@ -346,10 +353,11 @@ SKIPS=0
   case "$AT" in
     124|137) echo "== nccl_api_gpu_tests: exit $AT: HUNG (ended by a test's watchdog or the round's timeout)";;
     loader) echo "== nccl_api_gpu_tests: FAIL: the loader would not load weft's library for it";;
+    time) echo "== nccl_api_gpu_tests: NOT RUN (the round's time budget was spent)";;
     *) echo "== nccl_api_gpu_tests: exit $AT";;
   esac
   grep -h "PASSED\|FAILED\|HUNG\|tests ran\|^nccl_api_gpu_tests:" "$ALOG" 2>/dev/null | sort -u | tail -12
-  case "$AT" in 0|skip|77) ;; *) FAILS=$((FAILS + 1));; esac
+  case "$AT" in 0|skip|77) ;; time) SKIPS=$((SKIPS + 1));; *) FAILS=$((FAILS + 1));; esac
   if [ ${#MISSING[@]} -gt 0 ]; then for m in "${MISSING[@]}"; do echo "missing: $m"; done; fi
   echo "elapsed: $(elapsed) s; logs: $OUT (prereq.log, nccltests_weft.log, nccltests_nccl.log, api_tests.log, torch_*.json)"
   if [ "$FAILS" != 0 ]; then echo "OVERALL: FAIL ($FAILS failing items, $SKIPS weft rows not run)"

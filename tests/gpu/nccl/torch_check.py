@@ -57,9 +57,12 @@ def worker(rank, world, out_dir, port):
         warm = torch.ones(1, device=dev)
         dist.all_reduce(warm)
         torch.cuda.synchronize()
-        import nccl_which
-        res["answering"] = [nccl_which.answering("libtorch_cuda.so", s)
-                            for s in ("ncclAllReduce", "ncclGetVersion")]
+        try:
+            import nccl_which
+            res["answering"] = [nccl_which.answering("libtorch_cuda.so", s)
+                                for s in ("ncclAllReduce", "ncclGetVersion")]
+        except Exception:  # recorded; main() then fails the run (the library is unknown)
+            res["errors"].append("nccl_which: " + traceback.format_exc())
 
         def check(name, got, want, tol=0.0):
             got = got.detach().to("cpu")
