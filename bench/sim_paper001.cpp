@@ -5,8 +5,10 @@
 //   3. thread blocks and idle time against the MSCCL-style baseline (Table 3),
 //   4. global link utilization (Table 1).
 // Usage: sim_paper001 [section...]   sections: hpds-rr, exec, tb, util (default: all)
-// Options after the sections: --cost name=value,... overrides the presets' figures.
+// Options: --cost name=value,... overrides the presets' figures; --instances N fixes the
+// thread blocks per link (default: the compiler derives them from the topology).
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <vector>
@@ -24,6 +26,7 @@ namespace {
 const std::vector<std::string> kTopologies = {"a100-2x4", "a100-2x8", "a100-4x4", "a100-4x8"};
 const std::vector<std::string> kAlgorithms = {"hm_allgather", "hm_allreduce", "ring_allreduce"};
 std::map<std::string, std::string> g_cost;
+int32_t g_instances = 0;
 
 Topology topology(const std::string& name) {
   Topology t = load_topology(name);
@@ -39,6 +42,7 @@ std::vector<sim::SimReport> run(const std::string& algo, const Topology& topo, c
   s.topology = topo;
   s.schedulers = {sched};
   s.allocator = alloc;
+  s.instances = g_instances;
   s.sizes = sizes;
   std::vector<sim::SimReport> out;
   sim::run_sweep(s, [&](const sim::Simulator&, const sim::SimReport& r, double) { out.push_back(r); });
@@ -140,6 +144,8 @@ int main(int argc, char** argv) {
       std::string a = argv[i];
       if (a == "--cost" && i + 1 < argc) {
         for (auto& [k, v] : text::parse_kv_list(argv[++i])) g_cost[k] = v;
+      } else if (a == "--instances" && i + 1 < argc) {
+        g_instances = std::atoi(argv[++i]);
       } else {
         sections.push_back(a);
       }

@@ -46,13 +46,15 @@ struct alignas(64) TbState {
   uint32_t dep_begin = 0;     // the current slot's dependencies
   uint32_t dep_end = 0;
   uint32_t version = 0;       // of its live event-queue entry
-  int32_t next_waiter = -1;   // intrusive list of blocks waiting on one slot's counter
+  int32_t waiters = -1;       // head of the list of blocks waiting on one of this block's slots
+  int32_t next_waiter = -1;   // next in the list this block is on
+  int32_t wait_slot = -1;     // the slot it waits on (for invocation k)
   int32_t send_conn = -1;
   int32_t recv_conn = -1;
   Phase phase = Phase::Ready;
   Primitive prim = Primitive::Nop;
   bool deps_done = false;
-  bool listed = false;        // on a slot's waiting list (for done >= k + 1)
+  bool listed = false;        // on another block's waiting list
   uint8_t nres = 0;
   double scale = 1;           // payload bytes per micro-batch byte
   double local_us = 0;        // us of local work (receive side, copy, reduce) per micro-batch byte
@@ -70,11 +72,6 @@ static_assert(sizeof(TbState) <= 128, "keep a thread block's state in two cache 
 struct TbBusy {
   double start = 0;           // the current invocation's busy period began here
   double total = 0;
-};
-
-struct SlotState {
-  int32_t done = 0;           // invocations finished
-  int32_t waiters = -1;       // head of the list of blocks waiting on it
 };
 
 struct ConnState {
@@ -124,8 +121,9 @@ class Engine {
   void on_event(int32_t t);
   bool try_start_send(int32_t t, double payload, double move_from, double not_before, double busy_start);
   void schedule_receive(int32_t t);
-  void wait_on(int32_t t, int32_t slot);
-  void wake(int32_t slot);
+  void wait_on(int32_t t, int32_t owner, int32_t slot);
+  void wake(int32_t owner);
+  int32_t done_of(int32_t owner, int32_t slot) const;
   void schedule(int32_t t, double time);
   double mb_bytes(const TbState& s) const {
     return static_cast<double>(s.k + 1 < par_.microbatches ? par_.microbatch_bytes : last_mb_);
@@ -158,7 +156,6 @@ class Engine {
   std::vector<double> finish_;       // per block: end of its last invocation
   std::vector<int64_t> invocations_; // per block
   std::vector<double> arrive_;       // per block, tracing only: when it reached the invocation
-  std::vector<SlotState> slot_;
   std::vector<ConnState> conn_;
   std::vector<Message> ring_;        // per connection x depth
   std::vector<ResState> res_;
@@ -176,7 +173,6 @@ void Engine::run() {
   finish_.assign(p_.tbs.size(), 0.0);
   invocations_.assign(p_.tbs.size(), 0);
   if (par_.trace) arrive_.assign(p_.tbs.size(), 0.0);
-  slot_.assign(p_.slots.size(), SlotState{});
   conn_.assign(p_.conns.size(), ConnState{});
   for (size_t c = 0; c < p_.conns.size(); ++c) {
     const ProgConn& pc = p_.conns[c];
@@ -291,23 +287,34 @@ void Engine::schedule(int32_t t, double time) {
   queue_.push(Event{time, t, s.version});
 }
 
-void Engine::wait_on(int32_t t, int32_t slot) {
-  TbState& s = tb_[static_cast<size_t>(t)];
-  s.listed = true;
-  s.next_waiter = slot_[static_cast<size_t>(slot)].waiters;
-  slot_[static_cast<size_t>(slot)].waiters = t;
+// Invocations of `slot` finished, read off its thread block's position: a block runs its
+// slots in a fixed order, so its current slot and micro-batch say how far each of its slots
+// has come. This keeps no per-slot counter (a large, cold array at scale).
+int32_t Engine::done_of(int32_t owner, int32_t slot) const {
+  const TbState& o = tb_[static_cast<size_t>(owner)];
+  if (o.phase == Phase::Finished) return par_.microbatches;
+  if (p_.execution == ExecutionModel::Task) return slot < o.slot ? par_.microbatches : (slot == o.slot ? o.k : 0);
+  return slot < o.slot ? o.k + 1 : o.k;
 }
 
-void Engine::wake(int32_t slot) {
-  SlotState& ss = slot_[static_cast<size_t>(slot)];
+void Engine::wait_on(int32_t t, int32_t owner, int32_t slot) {
+  TbState& s = tb_[static_cast<size_t>(t)];
+  TbState& o = tb_[static_cast<size_t>(owner)];
+  s.listed = true;
+  s.wait_slot = slot;
+  s.next_waiter = o.waiters;
+  o.waiters = t;
+}
+
+void Engine::wake(int32_t owner) {
   int32_t prev = -1;
-  int32_t cur = ss.waiters;
+  int32_t cur = tb_[static_cast<size_t>(owner)].waiters;
   while (cur >= 0) {
     TbState& w = tb_[static_cast<size_t>(cur)];
     int32_t next = w.next_waiter;
     // A waiter at micro-batch k needs invocation k done: done >= k + 1.
-    if (ss.done > w.k) {
-      if (prev < 0) ss.waiters = next;
+    if (done_of(owner, w.wait_slot) > w.k) {
+      if (prev < 0) tb_[static_cast<size_t>(owner)].waiters = next;
       else tb_[static_cast<size_t>(prev)].next_waiter = next;
       w.next_waiter = -1;
       w.listed = false;
@@ -325,9 +332,9 @@ void Engine::advance(int32_t t) {
     if (s.phase == Phase::Timed || s.phase == Phase::Flow || s.phase == Phase::Finished) return;
     if (!s.deps_done) {
       while (s.dep_cursor < s.dep_end) {
-        int32_t d = p_.deps[s.dep_cursor];
-        if (slot_[static_cast<size_t>(d)].done <= s.k) {
-          if (!s.listed) wait_on(t, d);
+        const int32_t d = p_.deps[s.dep_cursor], owner = p_.dep_tbs[s.dep_cursor];
+        if (done_of(owner, d) <= s.k) {
+          if (!s.listed) wait_on(t, owner, d);
           s.phase = Phase::WaitDeps;
           return;
         }
@@ -485,9 +492,6 @@ void Engine::complete(int32_t t) {
     out_.inv_start_us[i] = b.start;
     out_.inv_end_us[i] = now_;
   }
-  SlotState& ss = slot_[static_cast<size_t>(s.slot)];
-  ss.done = s.k + 1;
-  if (ss.waiters >= 0) wake(s.slot);
   if (s.recv_conn >= 0) {
     ConnState& c = conn_[static_cast<size_t>(s.recv_conn)];
     ++c.consumed;
@@ -515,15 +519,17 @@ void Engine::complete(int32_t t) {
   if (finished) {
     s.phase = Phase::Finished;
     finish_[static_cast<size_t>(t)] = now_;
-    return;
-  }
-  s.phase = Phase::Ready;
-  if (next != s.slot) {
-    enter_slot(t, next);
   } else {
-    s.deps_done = false;
-    s.dep_cursor = s.dep_begin;
+    s.phase = Phase::Ready;
+    if (next != s.slot) {
+      enter_slot(t, next);
+    } else {
+      s.deps_done = false;
+      s.dep_cursor = s.dep_begin;
+    }
   }
+  // Its new position is the counter the waiters read.
+  if (s.waiters >= 0) wake(t);
 }
 
 // ---- flows ----------------------------------------------------------------------------

@@ -248,7 +248,10 @@ Program build_program(const Plan& plan, const Topology& topo, bool merge_instanc
     for (size_t r = 0; r < p.resources.size(); ++r)
       p.resources[r].saturable = demand[r] > p.resources[r].capacity_GBps * (1.0 + 1e-12);
   }
-  return merge_instances ? merge_instance_siblings(plan, std::move(p)) : p;
+  if (merge_instances) p = merge_instance_siblings(plan, std::move(p));
+  p.dep_tbs.resize(p.deps.size());
+  for (size_t i = 0; i < p.deps.size(); ++i) p.dep_tbs[i] = p.slots[static_cast<size_t>(p.deps[i])].tb;
+  return p;
 }
 
 }  // namespace weft::sim

@@ -70,6 +70,7 @@ struct Program {
   std::vector<ProgTb> tbs;
   std::vector<ProgConn> conns;
   std::vector<int32_t> deps;      ///< global slot ids
+  std::vector<int32_t> dep_tbs;   ///< the thread block of each entry of `deps`
   std::vector<int32_t> conn_res;  ///< dense resource ids
   std::vector<ProgResource> resources;
   std::vector<int32_t> rank_tbs;  ///< thread blocks per rank in the plan (before merging)
