@@ -59,7 +59,7 @@ void run_sweep(const SweepSpec& spec, const SweepCallback& on_report) {
                       .as_given;
       plan.topology = spec.topology.name;
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      Simulator sim(plan, spec.topology);
+      Simulator sim(plan, spec.topology, !spec.options.trace);
       for (uint64_t bytes : spec.sizes) {
         SimOptions o = spec.options;
         o.bytes = bytes;
@@ -74,7 +74,9 @@ void run_sweep(const SweepSpec& spec, const SweepCallback& on_report) {
     auto t0 = std::chrono::steady_clock::now();
     CompileResult cr = compile(algo, spec.topology, co);
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    Simulator sim(cr.plan, spec.topology);
+    // A traced run keeps instance siblings apart (merging is exact, but the trace then has
+    // one track per thread block of the plan).
+    Simulator sim(cr.plan, spec.topology, !spec.options.trace);
     for (uint64_t bytes : spec.sizes) {
       SimOptions o = spec.options;
       o.bytes = bytes;
