@@ -53,7 +53,8 @@ void run(const SimulateArgs& a) {
   spec.instances = a.instances;
   if (a.size.empty() == a.sizes.empty()) fail(ErrorCode::InvalidArgument, "give exactly one of --size BYTES and --sizes FROM:TO");
   spec.sizes = a.size.empty() ? sim::parse_size_range(a.sizes) : std::vector<uint64_t>{text::parse_bytes(a.size)};
-  spec.options.microbatch_bytes = text::parse_bytes(a.microbatch);
+  if (a.microbatch == "runtime") spec.options.runtime_microbatch = true;
+  else spec.options.microbatch_bytes = text::parse_bytes(a.microbatch);
   spec.options.fifo_depth = a.fifo_depth;
   if (!a.trace.empty()) {
     if (spec.sizes.size() != 1 || spec.schedulers.size() != 1)
@@ -77,7 +78,10 @@ void run(const SimulateArgs& a) {
         std::printf("# %s (%s) on %s, %d ranks: scheduler %s, allocator %s, %s-level execution, %d thread blocks per rank "
                     "at most, compiled in %.2f s; micro-batch %s, FIFO depth %d; simulated\n",
                     r.algorithm.c_str(), std::string(to_string(r.collective)).c_str(), r.topology.c_str(), r.ranks, r.scheduler.c_str(),
-                    r.allocator.c_str(), r.execution.c_str(), r.tbs_per_rank_max, compile_s, text::format_bytes(spec.options.microbatch_bytes).c_str(),
+                    r.allocator.c_str(), r.execution.c_str(), r.tbs_per_rank_max, compile_s, (spec.options.runtime_microbatch
+                         ? "as the runtime's, " + text::format_bytes(simulator.runtime_microbatch_bytes(spec.options.staging_slot_bytes))
+                         : text::format_bytes(spec.options.microbatch_bytes))
+                        .c_str(),
                     r.fifo_depth);
         table = std::make_unique<text::Table>(sim::report_table_header());
       }
@@ -122,7 +126,8 @@ void register_simulate(CLI::App& app) {
       ->check(CLI::Range(0, 64));
   cmd->add_option("--size", a->size, "Message size in bytes (nccl-tests convention), e.g. 256M");
   cmd->add_option("--sizes", a->sizes, "Size range FROM:TO[:FACTOR], doubling by default, e.g. 1M:4G");
-  cmd->add_option("--microbatch", a->microbatch, "Micro-batch size per chunk slot (default 1M, the paper's)");
+  cmd->add_option("--microbatch", a->microbatch, "Micro-batch size per chunk slot (default 1M, the paper's), or 'runtime': as the GPU runtime sizes it "
+                  "(one 512 KiB staging slot per thread block and message)");
   cmd->add_option("--fifo-depth", a->fifo_depth, "Staging slots per connection (default 4, the runtime's)")
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--cost", a->cost,

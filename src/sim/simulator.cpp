@@ -14,8 +14,19 @@ Simulator::Simulator(const Plan& plan, const Topology& topo, bool merge_instance
   topo_.validate();
   program_ = std::make_unique<Program>(build_program(plan, topo_, merge_instances));
   cost_ = CostModel::from_topology(topo_);
-  meta_ = plan;
-  meta_.ranks.clear();
+  // The descriptive fields only: copying the ranks would double the memory at scale.
+  meta_.algorithm = plan.algorithm;
+  meta_.collective = plan.collective;
+  meta_.num_ranks = plan.num_ranks;
+  meta_.scheduler = plan.scheduler;
+  meta_.allocator = plan.allocator;
+  meta_.topology = plan.topology;
+  meta_.execution = plan.execution;
+  for (const ProgSlot& s : program_->slots) {
+    if ((s.send_conn < 0 && s.recv_conn < 0) || s.scale <= 0) continue;
+    const double share = static_cast<double>(program_->tbs[static_cast<size_t>(s.tb)].weight) / s.scale;
+    if (min_tb_share_ <= 0 || share < min_tb_share_) min_tb_share_ = share;
+  }
 }
 
 Simulator::~Simulator() = default;
@@ -24,14 +35,15 @@ Simulator& Simulator::operator=(Simulator&&) noexcept = default;
 
 SimReport Simulator::run(const SimOptions& options) const {
   const Program& prog = *program_;
-  if (options.microbatch_bytes == 0) fail(ErrorCode::InvalidArgument, "the micro-batch size must be at least 1 byte");
+  const uint64_t mb_bytes = options.runtime_microbatch ? runtime_microbatch_bytes(options.staging_slot_bytes) : options.microbatch_bytes;
+  if (mb_bytes == 0) fail(ErrorCode::InvalidArgument, "the micro-batch size must be at least 1 byte");
   if (options.fifo_depth < 1 || options.fifo_depth > 1024)
     fail(ErrorCode::InvalidArgument, text::format("FIFO depth %d is out of range [1, 1024]", options.fifo_depth));
   const uint64_t chunk = options.bytes / static_cast<uint64_t>(prog.chunks);
   if (chunk == 0)
     fail(ErrorCode::InvalidArgument, text::format("%llu bytes give less than one byte to each of the plan's %d chunk slots",
                                                   static_cast<unsigned long long>(options.bytes), prog.chunks));
-  const uint64_t n_mb = (chunk + options.microbatch_bytes - 1) / options.microbatch_bytes;
+  const uint64_t n_mb = (chunk + mb_bytes - 1) / mb_bytes;
   if (n_mb > (1u << 24))
     fail(ErrorCode::InvalidArgument, text::format("%llu micro-batches per slot is too many (raise --microbatch)",
                                                   static_cast<unsigned long long>(n_mb)));
@@ -48,13 +60,13 @@ SimReport Simulator::run(const SimOptions& options) const {
   r.ranks = prog.num_ranks;
   r.bytes = options.bytes;
   r.chunk_bytes = chunk;
-  r.microbatch_bytes = std::min<uint64_t>(options.microbatch_bytes, chunk);
+  r.microbatch_bytes = std::min<uint64_t>(mb_bytes, chunk);
   r.microbatches = static_cast<int32_t>(n_mb);
   r.fifo_depth = options.fifo_depth;
 
   EngineParams ep;
   ep.chunk_bytes = chunk;
-  ep.microbatch_bytes = options.microbatch_bytes;
+  ep.microbatch_bytes = mb_bytes;
   ep.microbatches = static_cast<int32_t>(n_mb);
   ep.fifo_depth = options.fifo_depth;
   ep.trace = options.trace;
@@ -100,6 +112,14 @@ SimReport Simulator::run(const SimOptions& options) const {
   r.tbs_per_rank_max = mx;
   r.tbs_per_rank_mean = prog.num_ranks ? static_cast<double>(prog.plan_tbs) / prog.num_ranks : 0;
   return r;
+}
+
+uint64_t Simulator::runtime_microbatch_bytes(uint64_t staging_slot_bytes) const {
+  // Per block and invocation a slot moves scale / weight micro-batches' worth of bytes
+  // (count / instances); the runtime caps that at one staging slot.
+  if (min_tb_share_ <= 0) return staging_slot_bytes;
+  const uint64_t mb = static_cast<uint64_t>(static_cast<double>(staging_slot_bytes) * min_tb_share_);
+  return std::max<uint64_t>(16, mb / 16 * 16);
 }
 
 SimReport simulate(const Plan& plan, const Topology& topo, const SimOptions& options) {

@@ -22,6 +22,13 @@ namespace weft::sim {
 struct SimOptions {
   uint64_t bytes = 0;                   ///< the call's size, nccl-tests convention (see report.hpp)
   uint64_t microbatch_bytes = 1 << 20;  ///< micro-batch size per chunk slot (the paper's 1 MiB)
+  /// Size micro-batches as the GPU runtime does instead (src/runtime/plan_lowering.cpp,
+  /// make_geometry): each thread block's part of a message fills at most one staging slot of
+  /// `staging_slot_bytes`, so a micro-batch is staging_slot_bytes x instances / chunks-per-
+  /// message of the plan's most constrained slot, 16-byte aligned. `microbatch_bytes` is then
+  /// ignored. This is what to compare with measured runs.
+  bool runtime_microbatch = false;
+  uint64_t staging_slot_bytes = 512 << 10;  ///< the runtime's default Simple staging slot
   int32_t fifo_depth = 4;               ///< staging slots per connection (the runtime's default)
   bool trace = false;                   ///< record spans for a Chrome trace
   size_t trace_limit = 2'000'000;       ///< spans kept at most; the report says when it cut
@@ -50,11 +57,16 @@ class Simulator {
   const CostModel& cost_model() const { return cost_; }
   const Program& program() const { return *program_; }
 
+  /// The micro-batch the runtime would use with staging slots of `staging_slot_bytes`
+  /// (SimOptions::runtime_microbatch), before capping at the chunk slot's bytes.
+  uint64_t runtime_microbatch_bytes(uint64_t staging_slot_bytes) const;
+
  private:
   std::unique_ptr<Program> program_;
   CostModel cost_;
   Topology topo_;
   Plan meta_;  ///< the plan's descriptive fields only (no ranks)
+  double min_tb_share_ = 0;  ///< smallest (instances / chunks) over slots that move data
 };
 
 /// Convenience: Simulator(plan, topo).run(options).

@@ -230,6 +230,24 @@ TEST(SimulateCli, H200FourGpuSweepsOfTheMeasuredAlgorithms) {
   }
 }
 
+// --microbatch runtime sizes micro-batches as the runtime's geometry does: one 512 KiB
+// staging slot per thread block and message, so 24 instances of one chunk move 12 MiB.
+TEST(SimulateCli, RuntimeMicrobatchFillsOneStagingSlotPerBlock) {
+  CliRun r = weft("simulate ring_allreduce -t h200-1x4 --instances 24 --microbatch runtime --sizes 16M:1G:64 --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto lines = json_lines(r.out);
+  ASSERT_EQ(lines.size(), 2u);
+  for (const auto& j : lines) {
+    const uint64_t chunk = j["chunk_bytes"].get<uint64_t>();
+    EXPECT_EQ(j["microbatch_bytes"].get<uint64_t>(), std::min<uint64_t>(chunk, 24ull * (512 << 10))) << j["bytes"];
+    EXPECT_EQ(j["tbs_per_rank_max"], 48);
+  }
+  // Larger micro-batches pay alpha less often: the runtime geometry is faster than 1 MiB.
+  CliRun small = weft("simulate ring_allreduce -t h200-1x4 --instances 24 --size 1G --json");
+  ASSERT_EQ(small.status, 0) << small.err;
+  EXPECT_GT(lines[1]["busbw_GBps"].get<double>(), json_lines(small.out)[0]["busbw_GBps"].get<double>());
+}
+
 TEST(SimulateCli, ErrorsAreOneLineWithStatusTwo) {
   for (const char* args : {"simulate ring_allreduce -t h200-1x4", "simulate ring_allreduce -t h200-1x4 --size 1M --sizes 1M:2M",
                            "simulate ring_allreduce -t no-such-topology --size 1M", "simulate no_such_algo -t h200-1x4 --size 1M",
