@@ -102,23 +102,29 @@ void run_fallback(Coll k, const void* send, void* recv, size_t count, int type, 
   void* rc = ensure_real_comm(c, kind);
   const RealNccl* real = real_nccl(&why);
   note_forwarded(kind);
-  enter_real_group(*real);
+  const bool grouped = enter_real_group(*real, rc);
+  // Non-blocking fallback communicator: inside a group ncclInProgress is settled at
+  // ncclGroupEnd; alone, the call is waited out here (bounded).
+  auto settle = [&](int res, const char* call) {
+    if (grouped && res == ncclInProgress) return;
+    finish_real(*real, res, call, &rc, 1);
+  };
   int real_op = op;
   if (pm != nullptr) {
     if (pm->real_op < 0) {
       void* scalar = pm->on_device ? const_cast<void*>(pm->device_scalar) : static_cast<void*>(pm->host_scalar);
-      check_real(*real, real->RedOpCreatePreMulSum(&pm->real_op, scalar, type, pm->on_device ? 0 : 1, rc),
-                 "ncclRedOpCreatePreMulSum", rc);
+      settle(real->RedOpCreatePreMulSum(&pm->real_op, scalar, type, pm->on_device ? 0 : 1, rc),
+             "ncclRedOpCreatePreMulSum");
     }
     real_op = pm->real_op;
   }
   switch (k) {
     case Coll::AllReduce:
-      return check_real(*real, real->AllReduce(send, recv, count, type, real_op, rc, s), "ncclAllReduce", rc);
+      return settle(real->AllReduce(send, recv, count, type, real_op, rc, s), "ncclAllReduce");
     case Coll::Reduce:
-      return check_real(*real, real->Reduce(send, recv, count, type, real_op, root, rc, s), "ncclReduce", rc);
+      return settle(real->Reduce(send, recv, count, type, real_op, root, rc, s), "ncclReduce");
     case Coll::ReduceScatter:
-      return check_real(*real, real->ReduceScatter(send, recv, count, type, real_op, rc, s), "ncclReduceScatter", rc);
+      return settle(real->ReduceScatter(send, recv, count, type, real_op, rc, s), "ncclReduceScatter");
     default: fail(ErrorCode::Internal, std::string("no fallback path for ") + coll_name(k));
   }
 }

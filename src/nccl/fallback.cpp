@@ -3,8 +3,10 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
+#include <chrono>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include "util/config.hpp"
 #include "util/error.hpp"
@@ -135,6 +137,24 @@ void check_real(const RealNccl& real, int result, const char* call, void* comm) 
   ErrorCode code = result >= 1 && result <= 7 ? static_cast<ErrorCode>(result) : ErrorCode::Internal;
   fail(code, std::string("fallback NCCL: ") + call + " returned " + std::to_string(result) +
                  (msg && *msg ? std::string(": ") + msg : std::string()));
+}
+
+void finish_real(const RealNccl& real, int result, const char* call, void* const* comms, size_t ncomms) {
+  if (result != ncclInProgress) return check_real(real, result, call, ncomms > 0 ? comms[0] : nullptr);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(config::get_seconds("WEFT_TIMEOUT"));
+  for (size_t i = 0; i < ncomms; ++i) {
+    int state = ncclInProgress;
+    while (true) {
+      if (real.CommGetAsyncError == nullptr || real.CommGetAsyncError(comms[i], &state) != 0) state = ncclInternalError;
+      if (state != ncclInProgress) break;
+      if (std::chrono::steady_clock::now() > deadline)
+        fail(ErrorCode::Timeout, std::string("fallback NCCL: ") + call +
+                                     " still in progress after WEFT_TIMEOUT (a rank did not make the forwarded call)");
+      std::this_thread::yield();
+    }
+    check_real(real, state, call, comms[i]);
+  }
 }
 
 }  // namespace weft::nccl

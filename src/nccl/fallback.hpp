@@ -52,4 +52,10 @@ void note_forwarded(const std::string& kind);
 /// and its last error message, naming the call.
 void check_real(const RealNccl& real, int result, const char* call, void* comm);
 
+/// As check_real, for a call on the fallback's communicators, which weft makes non-blocking
+/// (so that a rank that never comes is an error, not a hang): ncclInProgress from `call` is
+/// waited out by polling each of `comms` with ncclCommGetAsyncError until none is in
+/// progress, at most WEFT_TIMEOUT; an error or the deadline fails with the call's name.
+void finish_real(const RealNccl& real, int result, const char* call, void* const* comms, size_t ncomms);
+
 }  // namespace weft::nccl

@@ -1,5 +1,6 @@
 #include "nccl/group.hpp"
 
+#include <algorithm>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -22,6 +23,7 @@ struct PendingInit {
 thread_local int t_depth = 0;
 thread_local std::vector<PendingInit> t_inits;
 thread_local const RealNccl* t_real_group = nullptr;
+thread_local std::vector<void*> t_real_comms;  // fallback communicators used in the open group
 
 // Communicators whose deferred initialization has not started: one destroyed before its
 // ncclGroupEnd (from any thread) leaves this set, and ncclGroupEnd then skips it instead of
@@ -98,12 +100,17 @@ void group_end() {
   }
   if (t_depth == 0 && t_real_group != nullptr) {
     const RealNccl* real = t_real_group;
+    std::vector<void*> comms;
+    comms.swap(t_real_comms);
     t_real_group = nullptr;
     int rr = real->GroupEnd();
-    if (rr != 0 && code == ErrorCode::Success) {
-      code = ErrorCode::Remote;
-      message = std::string("fallback NCCL: ncclGroupEnd returned ") + std::to_string(rr) + ": " +
-                (real->GetLastError ? real->GetLastError(nullptr) : "");
+    try {
+      finish_real(*real, rr, "ncclGroupEnd", comms.data(), comms.size());
+    } catch (const Error& e) {
+      if (code == ErrorCode::Success) {
+        code = e.code();
+        message = e.what();
+      }
     }
   }
   if (code != ErrorCode::Success) fail(code, message);
@@ -122,10 +129,14 @@ void forget_deferred(ncclComm* c) {
   g_pending.erase(c);
 }
 
-void enter_real_group(const RealNccl& real) {
-  if (t_depth == 0 || t_real_group != nullptr) return;
-  check_real(real, real.GroupStart(), "ncclGroupStart", nullptr);
-  t_real_group = &real;
+bool enter_real_group(const RealNccl& real, void* comm) {
+  if (t_depth == 0) return false;
+  if (t_real_group == nullptr) {
+    check_real(real, real.GroupStart(), "ncclGroupStart", nullptr);
+    t_real_group = &real;
+  }
+  if (std::find(t_real_comms.begin(), t_real_comms.end(), comm) == t_real_comms.end()) t_real_comms.push_back(comm);
+  return true;
 }
 
 }  // namespace weft::nccl

@@ -23,8 +23,10 @@ void defer_init(ncclComm* c, int nranks, const ncclUniqueId& id, int rank, int d
 /// Cancels `c`'s deferred initialization, if any (it is being freed); safe from any thread.
 void forget_deferred(ncclComm* c);
 
-/// Called before a call is forwarded to the fallback: inside a group, opens the fallback's
-/// group once so that its calls are issued at ncclGroupEnd as well.
-void enter_real_group(const RealNccl& real);
+/// Called before a call on the fallback's communicator `comm` is forwarded: inside a group,
+/// opens the fallback's group once (so its calls are issued at ncclGroupEnd as well) and
+/// records `comm`, whose completion ncclGroupEnd then waits for. Returns whether a group is
+/// open (the forwarded call may then answer ncclInProgress).
+bool enter_real_group(const RealNccl& real, void* comm);
 
 }  // namespace weft::nccl
