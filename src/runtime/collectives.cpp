@@ -17,14 +17,15 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
                               int root, cudaStream_t stream) {
   std::lock_guard<std::mutex> lock(mu_);
   check_usable();
-  const std::string what = std::string(to_string(c)) + " on rank " + std::to_string(rank_);
+  // Built only when needed: this function is on every small call's critical path.
+  auto what = [&] { return std::string(to_string(c)) + " on rank " + std::to_string(rank_); };
   const size_t esz = host::dtype_size(dtype);
-  if (esz == 0) fail(ErrorCode::InvalidArgument, what + ": unknown data type " + std::to_string(dtype));
+  if (esz == 0) fail(ErrorCode::InvalidArgument, what() + ": unknown data type " + std::to_string(dtype));
   const bool reduces = c == Collective::AllReduce || c == Collective::ReduceScatter || c == Collective::Reduce;
   if (reduces && (op < 0 || op >= weftNumOps))
-    fail(ErrorCode::InvalidArgument, what + ": unknown reduction " + std::to_string(op));
+    fail(ErrorCode::InvalidArgument, what() + ": unknown reduction " + std::to_string(op));
   if ((c == Collective::Broadcast || c == Collective::Reduce) && (root < 0 || root >= nranks_))
-    fail(ErrorCode::InvalidArgument, what + ": root " + std::to_string(root) + " is outside 0.." +
+    fail(ErrorCode::InvalidArgument, what() + ": root " + std::to_string(root) + " is outside 0.." +
                                          std::to_string(nranks_ - 1));
   if (count == 0) return;
   const uint64_t send_bytes = host::send_elems(c, count, nranks_) * esz;
@@ -32,7 +33,7 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
   const bool needs_send = c != Collective::Broadcast || rank_ == root;
   const bool needs_recv = c != Collective::Reduce || rank_ == root;
   if ((needs_send && send == nullptr) || (needs_recv && recv == nullptr))
-    fail(ErrorCode::InvalidArgument, what + ": a buffer is null");
+    fail(ErrorCode::InvalidArgument, what() + ": a buffer is null");
 
   const char* s = static_cast<const char*>(send);
   char* r = static_cast<char*>(recv);
@@ -46,13 +47,24 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
   if (c == Collective::Reduce && rank_ != root) in_place = false;
 
   DeviceGuard guard(device_);
-  Choice ch = select_algorithm(c, std::max(send_bytes, recv_bytes), nranks_, layout_.cfg.connections);
+  // Without WEFT_ALGO / WEFT_PROTO / WEFT_INSTANCES (read once, at creation) the table
+  // decides alone: no environment lookups per call.
+  const uint64_t payload = std::max(send_bytes, recv_bytes);
+  Choice ch = env_overrides_ ? select_algorithm(c, payload, nranks_, layout_.cfg.connections)
+                             : table_choice(c, payload, nranks_);
   if (nranks_ == 1) ch = Choice{"ring", "Simple", 1};
+  if (ch.algorithm == kOneShot) {
+    launch_oneshot_call(c, s, r, count * esz, dtype, reduces ? op : weftSum, ch.instances, stream);
+    note_launch(stream);
+    WEFT_LOG(Debug, "COLL", what() << ": " << count << " x " << host::dtype_name(dtype) << " with the one-shot kernel");
+    return;
+  }
   CachedPlan& cp = plan_for(c, nranks_ == 1 ? "ring" : ch.algorithm, ch.protocol, ch.instances, in_place,
                             c == Collective::Broadcast || c == Collective::Reduce ? root : 0);
   const bool ll = ch.protocol == "LL";
   const uint64_t cap = ll ? layout_.cfg.ll_slot_bytes / 2 : layout_.cfg.slot_bytes;
-  const uint64_t target = static_cast<uint64_t>(std::max<int64_t>(0, config::get_int("WEFT_MICROBATCH_BYTES")));
+  const uint64_t target =
+      env_overrides_ ? static_cast<uint64_t>(std::max<int64_t>(0, config::get_int("WEFT_MICROBATCH_BYTES"))) : 0;
   exec::Geometry g = make_geometry(cp.lp, count, static_cast<uint32_t>(esz), cap, target);
 
   exec::ExecArgs a{};
@@ -87,9 +99,44 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
   if (reduces && op == weftAvg && nranks_ > 1 && (c != Collective::Reduce || rank_ == root))
     launch_divide(recv, count, dtype, nranks_, stream);
   note_launch(stream);
-  WEFT_LOG(Debug, "COLL", what << ": " << count << " x " << host::dtype_name(dtype) << " with " << ch.algorithm << "/"
+  WEFT_LOG(Debug, "COLL", what() << ": " << count << " x " << host::dtype_name(dtype) << " with " << ch.algorithm << "/"
                                << ch.protocol << " x" << ch.instances << ", " << g.nmb << " micro-batches of "
                                << g.mb << " elements, " << cp.num_tbs << " thread blocks");
+}
+
+void Communicator::launch_oneshot_call(Collective c, const void* send, void* recv, uint64_t bytes, int dtype, int op,
+                                       int blocks, cudaStream_t stream) {
+  exec::OneShotArgs a{};
+  a.in = static_cast<const char*>(send);
+  a.out = static_cast<char*>(recv);
+  a.bytes = bytes;
+  a.area = arena_ + layout_.oneshot();
+  for (int p = 0; p < nranks_; ++p) a.peer_area[p] = peer_arena_[static_cast<size_t>(p)] + layout_.oneshot();
+  a.epochs = reinterpret_cast<uint64_t*>(a.area + exec::oneshot_epochs(nranks_));
+  a.timeout_ns = static_cast<uint64_t>(timeout_s_ * 1e9);
+  a.error_claim = error_claim_;
+  a.error = error_dev_;
+  a.abort = abort_dev_;
+  a.rank = rank_;
+  a.nranks = nranks_;
+  a.mode = c == Collective::AllReduce   ? exec::kOneShotAllReduce
+           : c == Collective::AllGather ? exec::kOneShotAllGather
+                                        : exec::kOneShotReduceScatter;
+  a.op = static_cast<uint8_t>(op);
+  a.dtype = static_cast<uint8_t>(dtype);
+  // Every rank derives the same block count from the same arguments (the epochs rely on
+  // it); the regions bound it below, and a block needs at least one word.
+  const uint64_t words = (bytes + 7) / 8;
+  const uint64_t per_block_max = static_cast<uint64_t>(exec::kOneShotThreads) * exec::kOneShotWordsPerThread;
+  uint64_t nb = std::clamp<uint64_t>(static_cast<uint64_t>(std::max(1, blocks)), 1, exec::kOneShotBlocks);
+  nb = std::max<uint64_t>(std::min<uint64_t>(nb, words), (words + per_block_max - 1) / per_block_max);
+  a.words_per_block = (words + nb - 1) / nb;
+  nb = (words + a.words_per_block - 1) / a.words_per_block;
+  // One word per thread where the block's share allows, in whole warps.
+  const uint64_t per_thread = (a.words_per_block + exec::kOneShotThreads - 1) / exec::kOneShotThreads;
+  const uint64_t threads = std::clamp<uint64_t>((a.words_per_block + per_thread - 1) / per_thread, 32,
+                                                exec::kOneShotThreads);
+  launch_oneshot(a, static_cast<int>(nb), static_cast<int>((threads + 31) / 32 * 32), stream);
 }
 
 }  // namespace weft

@@ -91,6 +91,8 @@ std::unique_ptr<Communicator> Communicator::create(const UniqueId& id, int nrank
   c->nranks_ = nranks;
   c->device_ = device;
   c->timeout_s_ = config::get_seconds("WEFT_TIMEOUT");
+  c->env_overrides_ = !config::get_string("WEFT_ALGO").empty() || !config::get_string("WEFT_PROTO").empty() ||
+                      config::get_int("WEFT_INSTANCES") != 0 || config::get_int("WEFT_MICROBATCH_BYTES") != 0;
   int ndev = 0;
   WEFT_CUDA_CHECK(cudaGetDeviceCount(&ndev));
   if (device < 0 || device >= ndev)

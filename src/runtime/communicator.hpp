@@ -11,7 +11,9 @@
 //   control[p][c]  256 bytes at (p*K + c)*256: posted (written by p), acked (written by
 //                  p), send position, receive position, each on its own 64 bytes;
 //   staging[p][c]  after the control area: D Simple slots, then D LL slots, for messages
-//                  from rank p on connection c.
+//                  from rank p on connection c;
+//   one-shot area  last: the small-message path's packet regions and epoch counters
+//                  (device/oneshot.hpp), 2 MiB per rank.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -25,6 +27,7 @@
 #include <vector>
 
 #include "device/exec_plan.hpp"
+#include "device/oneshot.hpp"
 #include "ir/algorithm.hpp"
 #include "runtime/bootstrap.hpp"
 #include "runtime/plan_lowering.hpp"
@@ -54,7 +57,9 @@ struct ArenaLayout {
   uint64_t ll_staging(int peer, int conn) const {
     return staging(peer, conn) + static_cast<uint64_t>(cfg.depth) * cfg.slot_bytes;
   }
-  uint64_t total() const { return staging(ranks, 0); }
+  /// Start of the one-shot area (device/oneshot.hpp gives its layout).
+  uint64_t oneshot() const { return staging(ranks, 0); }
+  uint64_t total() const { return oneshot() + exec::oneshot_area_bytes(ranks); }
   static constexpr uint64_t kPosted = 0, kAcked = 64, kSendPos = 128, kRecvPos = 192;
 };
 
@@ -125,6 +130,9 @@ class Communicator {
                        bool in_place, int root);
   exec::DevConn make_conn(const ConnRef& ref) const;
   void* scratch(uint64_t bytes);
+  /// The one-shot kernel (device/oneshot.hpp) for `bytes` per rank and peer.
+  void launch_oneshot_call(Collective c, const void* send, void* recv, uint64_t bytes, int dtype, int op, int blocks,
+                           cudaStream_t stream);
   void note_launch(cudaStream_t stream);
   std::string format_device_error(const exec::ErrorRecord& e) const;
 
@@ -132,6 +140,7 @@ class Communicator {
   int sm_count_ = 0;
   int max_blocks_ = 0;
   double timeout_s_ = 60;
+  bool env_overrides_ = false;  ///< WEFT_ALGO, WEFT_PROTO, WEFT_INSTANCES or WEFT_MICROBATCH_BYTES set at creation
   std::unique_ptr<Bootstrap> boot_;
   ArenaLayout layout_;
   char* arena_ = nullptr;

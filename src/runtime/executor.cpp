@@ -38,6 +38,14 @@ void launch_executor(const exec::ExecArgs& args, int num_tbs, int threads, cudaS
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
 
+void launch_oneshot(const exec::OneShotArgs& args, int blocks, int threads, cudaStream_t stream) {
+  dispatch(args.dtype, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    detail::launch_oneshot_t<T>(args, blocks, threads, stream);
+  });
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
 void launch_divide(void* x, uint64_t n, int dtype, int divisor, cudaStream_t stream) {
   dispatch(dtype, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;

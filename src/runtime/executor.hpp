@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "device/exec_plan.hpp"
+#include "device/oneshot.hpp"
 
 namespace weft {
 
@@ -17,6 +18,11 @@ constexpr int kExecThreadsLL = 512;
 /// Throws UnhandledCuda if the launch fails.
 void launch_executor(const exec::ExecArgs& args, int num_tbs, int threads, cudaStream_t stream);
 
+/// Launches the one-shot kernel (device/oneshot.hpp) with `blocks` thread blocks of
+/// `threads` threads (1..kOneShotBlocks, 32..kOneShotThreads) on `stream`.
+/// Throws UnhandledCuda if the launch fails.
+void launch_oneshot(const exec::OneShotArgs& args, int blocks, int threads, cudaStream_t stream);
+
 /// x[i] /= divisor for `n` elements of `dtype` (weftAvg's last step).
 void launch_divide(void* x, uint64_t n, int dtype, int divisor, cudaStream_t stream);
 
@@ -26,6 +32,8 @@ int executor_blocks_per_sm(int threads);
 namespace detail {
 template <typename T>
 void launch_exec_t(const exec::ExecArgs& a, int num_tbs, int threads, cudaStream_t stream);
+template <typename T>
+void launch_oneshot_t(const exec::OneShotArgs& a, int blocks, int threads, cudaStream_t stream);
 template <typename T>
 void launch_divide_t(void* x, uint64_t n, int divisor, cudaStream_t stream);
 template <typename T>

@@ -11,17 +11,32 @@
 namespace weft {
 
 struct Choice {
-  std::string algorithm;  ///< a built-in plan name (runtime/builtin_plans.hpp)
-  std::string protocol;   ///< "Simple" or "LL"
-  int instances = 1;
+  std::string algorithm;  ///< a built-in plan name (runtime/builtin_plans.hpp), a compiled
+                          ///< algorithm, or "oneshot" (the one-shot kernel, no plan)
+  std::string protocol;   ///< "Simple" or "LL" ("LL" for oneshot)
+  int instances = 1;      ///< thread blocks per link; for oneshot, the kernel's thread blocks
 };
+
+/// The one-shot kernel's name in choices and in WEFT_ALGO.
+inline constexpr const char* kOneShot = "oneshot";
+
+/// Whether the one-shot kernel can carry collective `c` (AllReduce, AllGather or
+/// ReduceScatter) of `bytes` payload (as table_choice counts it) among `nranks` ranks:
+/// 2 to 8 ranks and at most exec::kOneShotMaxBytes per rank and peer.
+bool oneshot_fits(Collective c, uint64_t bytes, int nranks);
+
+/// Thread blocks the one-shot kernel uses for `peer_bytes` per rank and peer when the table
+/// chooses: one 8-byte word per thread (512 threads) up to 16 blocks, then more words per
+/// thread; within what the kernel's regions hold (1..exec::kOneShotBlocks).
+int oneshot_blocks(uint64_t peer_bytes);
 
 /// The table's choice for `bytes` of payload (the larger of the send and receive buffers
 /// of one rank) among `nranks` ranks, before environment overrides.
 Choice table_choice(Collective c, uint64_t bytes, int nranks);
 
 /// table_choice with WEFT_ALGO / WEFT_PROTO / WEFT_INSTANCES applied, instances clamped
-/// to 1..max_instances.
+/// to 1..max_instances. WEFT_ALGO=oneshot applies where the kernel fits (else the table's
+/// plan choice stands); WEFT_PROTO=Simple turns the table's oneshot into allpairs.
 Choice select_algorithm(Collective c, uint64_t bytes, int nranks, int max_instances);
 
 }  // namespace weft

@@ -7,7 +7,7 @@
 //   graph       --ranks N          AllReduce captured in a CUDA graph, replayed
 //   initall                        one process driving every GPU (weftCommInitAll)
 //   never_joins                    rank 1 never joins: rank 0 gets an error in bounded time
-//   peer_stops                     rank 1 stops taking part: rank 0 gets weftTimeout
+//   peer_stops  [--counts N]       rank 1 stops taking part: rank 0 gets weftTimeout (N floats)
 #include <cuda_runtime_api.h>
 #include <unistd.h>
 
@@ -153,7 +153,9 @@ int collectives(const Options& o, int rank, const weftUniqueId& id) {
   CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   const size_t kBig = size_t(64) << 20;
   std::vector<size_t> counts = o.counts;
-  if (counts.empty()) counts = {0, 1, 7, 1024, (size_t(1) << 20) + 3, kBig};
+  // 16385 and 32769 straddle the one-shot kernel's limits (128 KiB of AllReduce payload)
+  // for the different element sizes, and need several words per thread.
+  if (counts.empty()) counts = {0, 1, 7, 1024, 16385, 32769, (size_t(1) << 20) + 3, kBig};
   const size_t max_count = *std::max_element(counts.begin(), counts.end());
   const size_t max_bytes = std::max<size_t>(16, max_count * 8 * static_cast<size_t>(o.ranks));
   char *d_send = nullptr, *d_recv = nullptr;
@@ -258,7 +260,9 @@ int graph(const Options& o, int rank, const weftUniqueId& id) {
   cudaStream_t st;
   CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   int failures = 0;
-  for (size_t count : {size_t(2048), size_t(16) << 20}) {
+  // 2048 and 24577 floats run the one-shot kernel (its epochs must advance across replays),
+  // 16 Mi the plan interpreter.
+  for (size_t count : {size_t(2048), size_t(24577), size_t(16) << 20}) {
     const size_t bytes = count * 4;
     float *dsend = nullptr, *drecv = nullptr;
     CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&dsend), bytes));
@@ -313,36 +317,40 @@ int initall() {
   }
   std::vector<weftComm_t> comms(static_cast<size_t>(ndev));
   WEFT_OK(weftCommInitAll(comms.data(), ndev, nullptr));
-  const size_t count = (size_t(1) << 20) + 3;
-  std::vector<std::vector<uint8_t>> sends(static_cast<size_t>(ndev));
-  std::vector<int*> bufs(static_cast<size_t>(ndev));
-  std::vector<cudaStream_t> streams(static_cast<size_t>(ndev));
-  for (int d = 0; d < ndev; ++d) {
-    sends[static_cast<size_t>(d)].resize(count * 4);
-    host::fill_random(weftInt32, weftSum, sends[static_cast<size_t>(d)].data(), count, 50 + d, kThreads);
-    CUDA_OK(cudaSetDevice(d));
-    CUDA_OK(cudaStreamCreate(&streams[static_cast<size_t>(d)]));
-    CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&bufs[static_cast<size_t>(d)]), count * 4));
-    CUDA_OK(cudaMemcpy(bufs[static_cast<size_t>(d)], sends[static_cast<size_t>(d)].data(), count * 4, cudaMemcpyHostToDevice));
-  }
-  WEFT_OK(weftGroupStart());
-  for (int d = 0; d < ndev; ++d)
-    WEFT_OK(weftAllReduce(bufs[static_cast<size_t>(d)], bufs[static_cast<size_t>(d)], count, weftInt32, weftSum,
-                          comms[static_cast<size_t>(d)], reinterpret_cast<weftStream_t>(streams[static_cast<size_t>(d)])));
-  WEFT_OK(weftGroupEnd());
   int failures = 0;
-  for (int d = 0; d < ndev; ++d) {
-    CUDA_OK(cudaSetDevice(d));
-    if (!gt::sync_bounded(reinterpret_cast<weftStream_t>(streams[static_cast<size_t>(d)]), 60)) {
-      std::printf("FAIL initall: device %d did not finish\n", d);
-      return 1;
+  // One thread drives every rank: the plan interpreter, then the one-shot kernel.
+  for (size_t count : {(size_t(1) << 20) + 3, size_t(1001)}) {
+    std::vector<std::vector<uint8_t>> sends(static_cast<size_t>(ndev));
+    std::vector<int*> bufs(static_cast<size_t>(ndev));
+    std::vector<cudaStream_t> streams(static_cast<size_t>(ndev));
+    for (int d = 0; d < ndev; ++d) {
+      sends[static_cast<size_t>(d)].resize(count * 4);
+      host::fill_random(weftInt32, weftSum, sends[static_cast<size_t>(d)].data(), count, 50 + d, kThreads);
+      CUDA_OK(cudaSetDevice(d));
+      CUDA_OK(cudaStreamCreate(&streams[static_cast<size_t>(d)]));
+      CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&bufs[static_cast<size_t>(d)]), count * 4));
+      CUDA_OK(cudaMemcpy(bufs[static_cast<size_t>(d)], sends[static_cast<size_t>(d)].data(), count * 4, cudaMemcpyHostToDevice));
     }
-    std::vector<uint8_t> got(count * 4);
-    CUDA_OK(cudaMemcpy(got.data(), bufs[static_cast<size_t>(d)], count * 4, cudaMemcpyDeviceToHost));
-    auto want = host::reference_for_rank(Collective::AllReduce, weftInt32, weftSum, 0, count, d, sends, {}, kThreads);
-    if (got != want) {
-      ++failures;
-      std::printf("FAIL initall: device %d has a wrong sum\n", d);
+    WEFT_OK(weftGroupStart());
+    for (int d = 0; d < ndev; ++d)
+      WEFT_OK(weftAllReduce(bufs[static_cast<size_t>(d)], bufs[static_cast<size_t>(d)], count, weftInt32, weftSum,
+                            comms[static_cast<size_t>(d)], reinterpret_cast<weftStream_t>(streams[static_cast<size_t>(d)])));
+    WEFT_OK(weftGroupEnd());
+    for (int d = 0; d < ndev; ++d) {
+      CUDA_OK(cudaSetDevice(d));
+      if (!gt::sync_bounded(reinterpret_cast<weftStream_t>(streams[static_cast<size_t>(d)]), 60)) {
+        std::printf("FAIL initall: device %d did not finish\n", d);
+        return 1;
+      }
+      std::vector<uint8_t> got(count * 4);
+      CUDA_OK(cudaMemcpy(got.data(), bufs[static_cast<size_t>(d)], count * 4, cudaMemcpyDeviceToHost));
+      auto want = host::reference_for_rank(Collective::AllReduce, weftInt32, weftSum, 0, count, d, sends, {}, kThreads);
+      if (got != want) {
+        ++failures;
+        std::printf("FAIL initall: device %d has a wrong sum of %zu elements\n", d, count);
+      }
+      CUDA_OK(cudaFree(bufs[static_cast<size_t>(d)]));
+      CUDA_OK(cudaStreamDestroy(streams[static_cast<size_t>(d)]));
     }
   }
   for (weftComm_t c : comms) WEFT_OK(weftCommDestroy(c));
@@ -363,14 +371,15 @@ int never_joins(int rank, const weftUniqueId& id) {
   return msg.find("rank 1 of 2 did not join") != std::string::npos ? 0 : 1;
 }
 
-int peer_stops(int rank, const weftUniqueId& id) {
+int peer_stops(const Options& o, int rank, const weftUniqueId& id) {
   setenv("WEFT_TIMEOUT", "3", 1);
   weftComm_t comm;
   WEFT_OK(weftCommInitRank(&comm, 2, id, rank));
   cudaStream_t st;
   CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   auto ws = reinterpret_cast<weftStream_t>(st);
-  const size_t count = size_t(1) << 20;
+  // 1 Mi floats run the plan interpreter; --counts 1024 the one-shot kernel.
+  const size_t count = o.counts.empty() ? size_t(1) << 20 : o.counts.front();
   float* buf = nullptr;
   CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&buf), count * 4));
   CUDA_OK(cudaMemset(buf, 0, count * 4));
@@ -438,7 +447,8 @@ int main(int argc, char** argv) {
     setenv("WEFT_BOOTSTRAP_TIMEOUT", "3", 1);  // the root lives in this process
     return gt::run_ranks(2, never_joins, 60, cmd, {1});
   }
-  if (cmd == "peer_stops") return gt::run_ranks(2, peer_stops, 90, cmd);
+  if (cmd == "peer_stops")
+    return gt::run_ranks(2, [&](int r, const weftUniqueId& id) { return peer_stops(o, r, id); }, 90, cmd);
   std::printf("unknown test '%s'\n", cmd.c_str());
   return 2;
 }

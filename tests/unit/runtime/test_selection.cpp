@@ -11,12 +11,18 @@
 namespace weft {
 namespace {
 
-TEST(Selection, SmallIsAllPairsOverLLLargeIsSimple) {
+TEST(Selection, SmallIsOneShotMidIsAllPairsOverLLLargeIsSimple) {
   for (Collective c : {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter}) {
     Choice s = table_choice(c, 8, 2);
     EXPECT_EQ(s.protocol, "LL");
-    EXPECT_EQ(s.algorithm, "allpairs");
+    EXPECT_EQ(s.algorithm, kOneShot);
     EXPECT_EQ(s.instances, 1);
+    Choice m = table_choice(c, 256u << 10, 9);  // more ranks than the one-shot kernel takes
+    EXPECT_EQ(m.protocol, "Simple");
+    EXPECT_NE(m.algorithm, kOneShot);
+    Choice ll = table_choice(c, 8, 9);
+    EXPECT_EQ(ll.protocol, "LL");
+    EXPECT_EQ(ll.algorithm, "allpairs");
     Choice l = table_choice(c, 256u << 20, 2);
     EXPECT_EQ(l.protocol, "Simple");
     EXPECT_EQ(l.instances, 24);
@@ -30,6 +36,14 @@ TEST(Selection, EveryChoiceIsABuiltinOfItsCollective) {
     for (int R : {2, 3, 8})
       for (uint64_t b = 1; b <= (1ull << 32); b *= 4) {
         Choice ch = table_choice(c, b, R);
+        if (ch.algorithm == kOneShot) {
+          // The kernel, not a plan: only where it fits, with blocks it has regions for.
+          EXPECT_TRUE(oneshot_fits(c, b, R)) << b;
+          EXPECT_EQ(ch.protocol, "LL");
+          EXPECT_GE(ch.instances, 1);
+          EXPECT_LE(ch.instances, exec::kOneShotBlocks);
+          continue;
+        }
         auto names = builtin_plan_algorithms(c);
         EXPECT_NE(std::find(names.begin(), names.end(), ch.algorithm), names.end()) << ch.algorithm;
         EXPECT_GE(ch.instances, 1);
@@ -45,13 +59,58 @@ TEST(Selection, EnvironmentOverridesAndClamps) {
   EXPECT_EQ(ch.protocol, "Simple");
   EXPECT_EQ(ch.instances, 32);
   EXPECT_EQ(ch.algorithm, "ring");
-  setenv("WEFT_ALGO", "chain", 1);  // not an AllReduce algorithm: ignored
+  setenv("WEFT_ALGO", "chain", 1);  // not an AllReduce algorithm: ignored; Simple sends the table's oneshot to a plan
   EXPECT_EQ(select_algorithm(Collective::AllReduce, 8, 2, 32).algorithm, "allpairs");
   setenv("WEFT_PROTO", "LL64", 1);
   EXPECT_THROW(select_algorithm(Collective::AllReduce, 8, 2, 32), Error);
   unsetenv("WEFT_PROTO");
   unsetenv("WEFT_INSTANCES");
   unsetenv("WEFT_ALGO");
+}
+
+TEST(Selection, OneShotOverridesAndLimits) {
+  // Named explicitly it wins over a forced Simple, where it fits.
+  setenv("WEFT_ALGO", "oneshot", 1);
+  setenv("WEFT_PROTO", "Simple", 1);
+  Choice ch = select_algorithm(Collective::AllReduce, 8, 2, 32);
+  EXPECT_EQ(ch.algorithm, kOneShot);
+  EXPECT_EQ(ch.protocol, "LL");
+  // Past what its regions hold, or past 8 ranks, the table's plan runs.
+  ch = select_algorithm(Collective::AllReduce, exec::kOneShotMaxBytes + 8, 2, 32);
+  EXPECT_EQ(ch.algorithm, "allpairs");
+  EXPECT_EQ(ch.protocol, "Simple");
+  EXPECT_EQ(select_algorithm(Collective::AllReduce, 8, 9, 32).algorithm, "allpairs");
+  // Not a collective it implements: ignored.
+  unsetenv("WEFT_PROTO");
+  EXPECT_EQ(select_algorithm(Collective::Broadcast, 8, 2, 32).algorithm, "allpairs");
+  // ReduceScatter's payload is per rank and peer times the rank count.
+  EXPECT_EQ(select_algorithm(Collective::ReduceScatter, 2 * exec::kOneShotMaxBytes, 2, 32).algorithm, kOneShot);
+  EXPECT_NE(select_algorithm(Collective::ReduceScatter, 2 * exec::kOneShotMaxBytes + 16, 2, 32).algorithm, kOneShot);
+  // Another algorithm named: the plan's protocol and instances, not the kernel's.
+  setenv("WEFT_ALGO", "AllReduce:ring", 1);
+  ch = select_algorithm(Collective::AllReduce, 64 << 10, 2, 32);
+  EXPECT_EQ(ch.algorithm, "ring");
+  EXPECT_EQ(ch.protocol, "LL");
+  EXPECT_EQ(ch.instances, 8);  // one per 8 KiB
+  unsetenv("WEFT_ALGO");
+  // Forced Simple without naming it: the table's plan.
+  setenv("WEFT_PROTO", "Simple", 1);
+  ch = select_algorithm(Collective::AllGather, 64, 2, 32);
+  EXPECT_EQ(ch.algorithm, "allpairs");
+  EXPECT_EQ(ch.protocol, "Simple");
+  unsetenv("WEFT_PROTO");
+}
+
+TEST(Selection, OneShotBlocksCoverThePayload) {
+  const uint64_t per_block = static_cast<uint64_t>(exec::kOneShotThreads) * exec::kOneShotWordsPerThread * 8;
+  for (uint64_t b : {1ull, 8ull, 4096ull, 65536ull, 65544ull, 262144ull, exec::kOneShotMaxBytes}) {
+    int n = oneshot_blocks(b);
+    EXPECT_GE(n, 1);
+    EXPECT_LE(n, exec::kOneShotBlocks);
+    EXPECT_GE(static_cast<uint64_t>(n) * per_block, b) << b;
+  }
+  EXPECT_EQ(oneshot_blocks(8), 1);
+  EXPECT_EQ(oneshot_blocks(64 << 10), 16);
 }
 
 }  // namespace

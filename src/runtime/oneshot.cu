@@ -1,0 +1,28 @@
+// One-shot kernel instantiations (device/oneshot_kernel.cuh): one per data type, the
+// reduction chosen at run time (a uniform branch per word costs nothing next to a
+// cross-GPU round trip, and keeps the build to ten kernels).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "device/oneshot_kernel.cuh"
+#include "runtime/executor.hpp"
+
+namespace weft::detail {
+
+template <typename T>
+void launch_oneshot_t(const exec::OneShotArgs& a, int blocks, int threads, cudaStream_t stream) {
+  exec::oneshot_kernel<T><<<blocks, threads, 0, stream>>>(a);
+}
+
+template void launch_oneshot_t<int8_t>(const exec::OneShotArgs&, int, int, cudaStream_t);
+template void launch_oneshot_t<uint8_t>(const exec::OneShotArgs&, int, int, cudaStream_t);
+template void launch_oneshot_t<int32_t>(const exec::OneShotArgs&, int, int, cudaStream_t);
+template void launch_oneshot_t<uint32_t>(const exec::OneShotArgs&, int, int, cudaStream_t);
+template void launch_oneshot_t<int64_t>(const exec::OneShotArgs&, int, int, cudaStream_t);
+template void launch_oneshot_t<uint64_t>(const exec::OneShotArgs&, int, int, cudaStream_t);
+template void launch_oneshot_t<__half>(const exec::OneShotArgs&, int, int, cudaStream_t);
+template void launch_oneshot_t<float>(const exec::OneShotArgs&, int, int, cudaStream_t);
+template void launch_oneshot_t<double>(const exec::OneShotArgs&, int, int, cudaStream_t);
+template void launch_oneshot_t<__nv_bfloat16>(const exec::OneShotArgs&, int, int, cudaStream_t);
+
+}  // namespace weft::detail
