@@ -31,13 +31,15 @@ uint64_t peer_bytes(Collective c, uint64_t bytes, int nranks) {
   return c == Collective::AllReduce ? bytes : bytes / static_cast<uint64_t>(std::max(1, nranks));
 }
 
-/// Largest payload for which the table prefers the one-shot kernel to a plan. One hop and
-/// one launch win for small messages; the kernel sends its whole input to every peer, so
-/// for AllReduce its traffic grows with the rank count (R - 1 times the payload per rank,
-/// against about twice for a ring), hence a lower limit for more ranks.
-uint64_t oneshot_limit(Collective c, int nranks) {
-  if (c == Collective::AllReduce) return nranks <= 4 ? 128 * KiB : 64 * KiB;
-  return 128 * KiB;
+/// Whether the table prefers the one-shot kernel to a plan: while each rank sends at most
+/// 512 KiB in all ((R - 1) x the payload per peer, 1 MiB of packets). One hop and one
+/// launch win while the links are far from full: on nvidia-h200-x2 (2 ranks) the kernel
+/// ran AllReduce in 5 to 9 us up to 512 KiB where the plans took 8 to 16 us, and
+/// AllGather/ReduceScatter of 1 MiB in 8 to 9 us against 15 to 17 (2026-11-22). Its traffic
+/// grows with the rank count (for AllReduce, R - 1 times the payload per rank against
+/// about twice for a ring), hence the limit on the total.
+bool oneshot_preferred(Collective c, uint64_t bytes, int nranks) {
+  return static_cast<uint64_t>(nranks - 1) * peer_bytes(c, bytes, nranks) <= 512 * KiB;
 }
 
 /// The table's choice among plans (what runs when the one-shot kernel does not).
@@ -90,7 +92,7 @@ int oneshot_blocks(uint64_t peer_bytes) {
 }
 
 Choice table_choice(Collective c, uint64_t bytes, int nranks) {
-  if (oneshot_fits(c, bytes, nranks) && bytes <= oneshot_limit(c, nranks))
+  if (oneshot_fits(c, bytes, nranks) && oneshot_preferred(c, bytes, nranks))
     return Choice{kOneShot, "LL", oneshot_blocks(peer_bytes(c, bytes, nranks))};
   return plan_choice(c, bytes, nranks);
 }

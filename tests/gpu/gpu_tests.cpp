@@ -153,9 +153,9 @@ int collectives(const Options& o, int rank, const weftUniqueId& id) {
   CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   const size_t kBig = size_t(64) << 20;
   std::vector<size_t> counts = o.counts;
-  // 16385 and 32769 straddle the one-shot kernel's limits (128 KiB of AllReduce payload)
-  // for the different element sizes, and need several words per thread.
-  if (counts.empty()) counts = {0, 1, 7, 1024, 16385, 32769, (size_t(1) << 20) + 3, kBig};
+  // 16385 needs several words per thread in the one-shot kernel; 65537 and 131073 straddle
+  // its limit on 2 ranks (512 KiB per peer) for the different element sizes.
+  if (counts.empty()) counts = {0, 1, 7, 1024, 16385, 65537, 131073, (size_t(1) << 20) + 3, kBig};
   const size_t max_count = *std::max_element(counts.begin(), counts.end());
   const size_t max_bytes = std::max<size_t>(16, max_count * 8 * static_cast<size_t>(o.ranks));
   char *d_send = nullptr, *d_recv = nullptr;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "device/oneshot.hpp"
 #include "runtime/builtin_plans.hpp"
 #include "runtime/selection.hpp"
 #include "util/error.hpp"
@@ -101,9 +102,23 @@ TEST(Selection, OneShotOverridesAndLimits) {
   unsetenv("WEFT_PROTO");
 }
 
+TEST(Selection, OneShotWhileEachRankSendsAtMostHalfAMebibyte) {
+  const uint64_t K = 1024;
+  EXPECT_EQ(table_choice(Collective::AllReduce, 512 * K, 2).algorithm, kOneShot);
+  EXPECT_NE(table_choice(Collective::AllReduce, 512 * K + 8, 2).algorithm, kOneShot);
+  EXPECT_EQ(table_choice(Collective::AllReduce, 128 * K, 5).algorithm, kOneShot);
+  EXPECT_NE(table_choice(Collective::AllReduce, 128 * K + 8, 5).algorithm, kOneShot);
+  // AllGather's payload is the whole output: R parts of which R - 1 travel.
+  EXPECT_EQ(table_choice(Collective::AllGather, 1024 * K, 2).algorithm, kOneShot);
+  EXPECT_NE(table_choice(Collective::AllGather, 1024 * K + 16, 2).algorithm, kOneShot);
+  EXPECT_EQ(table_choice(Collective::ReduceScatter, 8 * 64 * K, 8).algorithm, kOneShot);
+  EXPECT_NE(table_choice(Collective::ReduceScatter, 8 * 80 * K, 8).algorithm, kOneShot);
+  EXPECT_NE(table_choice(Collective::Broadcast, 8, 2).algorithm, kOneShot);
+}
+
 TEST(Selection, OneShotBlocksCoverThePayload) {
   const uint64_t per_block = static_cast<uint64_t>(exec::kOneShotThreads) * exec::kOneShotWordsPerThread * 8;
-  for (uint64_t b : {1ull, 8ull, 4096ull, 65536ull, 65544ull, 262144ull, exec::kOneShotMaxBytes}) {
+  for (uint64_t b : {uint64_t{1}, uint64_t{8}, uint64_t{4096}, uint64_t{65536}, uint64_t{65544}, uint64_t{262144}, exec::kOneShotMaxBytes}) {
     int n = oneshot_blocks(b);
     EXPECT_GE(n, 1);
     EXPECT_LE(n, exec::kOneShotBlocks);
