@@ -3,8 +3,9 @@
 // State lives in flat arrays indexed by global thread block, slot, connection and resource
 // ids (Program numbering). Each thread block has at most one activity in flight (a flow it
 // drives, or a timed local step), hence at most one live entry in the event queue; an
-// activity that is rescheduled (its flow's rate changed) bumps the block's version and the
-// old entry is dropped when popped. Thread blocks that become able to proceed at the
+// activity moved earlier (its flow's rate rose) bumps the block's version and the old entry
+// is dropped when popped; one moved later keeps its entry, which is pushed again at the new
+// time when it pops (Engine::schedule). Thread blocks that become able to proceed at the
 // current instant go on a ready stack, drained after each event, so nothing recurses.
 //
 // Flows: a flow is registered on the resources of its connection when its invocation
@@ -156,6 +157,8 @@ class Engine {
   std::vector<double> finish_;       // per block: end of its last invocation
   std::vector<int64_t> invocations_; // per block
   std::vector<double> arrive_;       // per block, tracing only: when it reached the invocation
+  std::vector<double> due_;          // per block: when its activity in flight ends
+  std::vector<double> queued_;       // per block: time of its live queue entry (kInf: none)
   std::vector<ConnState> conn_;
   std::vector<Message> ring_;        // per connection x depth
   std::vector<ResState> res_;
@@ -171,6 +174,8 @@ void Engine::run() {
   tb_.assign(p_.tbs.size(), TbState{});
   busy_.assign(p_.tbs.size(), TbBusy{});
   finish_.assign(p_.tbs.size(), 0.0);
+  due_.assign(p_.tbs.size(), kInf);
+  queued_.assign(p_.tbs.size(), kInf);
   invocations_.assign(p_.tbs.size(), 0);
   if (par_.trace) arrive_.assign(p_.tbs.size(), 0.0);
   conn_.assign(p_.conns.size(), ConnState{});
@@ -222,7 +227,15 @@ void Engine::run() {
     }
     if (queue_.empty()) break;
     Event e = queue_.pop();
-    if (e.version != tb_[static_cast<size_t>(e.tb)].version) continue;
+    const size_t t = static_cast<size_t>(e.tb);
+    if (e.version != tb_[t].version) continue;
+    if (due_[t] > e.time) {
+      // The activity was put off while this entry waited: move the entry (see schedule).
+      queued_[t] = due_[t];
+      queue_.push(Event{due_[t], e.tb, e.version});
+      continue;
+    }
+    queued_[t] = kInf;
     ++events_;
     now_ = e.time;
     on_event(e.tb);
@@ -281,9 +294,17 @@ void Engine::enter_slot(int32_t t, int32_t slot) {
   s.deps_done = false;
 }
 
+// A block's activity moves when its flow's rate changes. Moving it later keeps the entry
+// already queued (it is moved when it pops, by then usually for good); only moving it
+// earlier needs a new entry, the old one becoming stale. Under contention every flow start
+// on a NIC slows the others, so this halves the queue's traffic.
 void Engine::schedule(int32_t t, double time) {
-  TbState& s = tb_[static_cast<size_t>(t)];
+  const size_t i = static_cast<size_t>(t);
+  due_[i] = time;
+  if (time >= queued_[i]) return;
+  TbState& s = tb_[i];
   ++s.version;
+  queued_[i] = time;
   queue_.push(Event{time, t, s.version});
 }
 
@@ -613,8 +634,14 @@ void Engine::reschedule_flow(int32_t t) {
   TbState& s = tb_[static_cast<size_t>(t)];
   const double data_end = std::max(now_, s.from) + (s.remaining > 0 ? s.remaining / s.rate : 0.0);
   const double at = std::max(data_end, s.not_before);
-  if (at < kInf) schedule(t, at);
-  else ++s.version;  // stalled until its input's end is known; drop any pending entry
+  if (at < kInf) {
+    schedule(t, at);
+  } else {
+    // Stalled until its input's end is known: drop any pending entry.
+    ++s.version;
+    queued_[static_cast<size_t>(t)] = kInf;
+    due_[static_cast<size_t>(t)] = kInf;
+  }
 }
 
 void Engine::check_load(int32_t r) {
