@@ -92,8 +92,17 @@ int run_simulated_bench(const BenchSpec& spec, std::ostream& out) {
   out << text::format("# weft bench: no GPU in use; every figure below is SIMULATED on topology %s (%d GPUs), "
                       "not measured (cost model: docs/cost-model.md)\n",
                       topo.name.c_str(), topo.num_gpus());
-  out << text::format("# scheduler %s, micro-batch %s, nccl-tests conventions (size in bytes, float32 elements)\n",
-                      spec.scheduler.c_str(), text::format_bytes(SimOptions{}.microbatch_bytes).c_str());
+  const bool runtime_shape = spec.runtime_shape && topo.nodes == 1;
+  constexpr int32_t kRuntimeInstances = 24;  // src/runtime/selection.cpp, Simple from 768 KiB
+  if (runtime_shape)
+    out << text::format("# scheduler %s, shaped as the GPU runtime's Simple path: %d thread blocks per connection, "
+                        "micro-batches of one 512 KiB staging slot per block; nccl-tests conventions (size in bytes, "
+                        "float32 elements)\n",
+                        spec.scheduler.c_str(), kRuntimeInstances);
+  else
+    out << text::format("# scheduler %s, compiler-derived thread blocks per connection, micro-batch %s, nccl-tests "
+                        "conventions (size in bytes, float32 elements)\n",
+                        spec.scheduler.c_str(), text::format_bytes(SimOptions{}.microbatch_bytes).c_str());
   int done = 0;
   for (const std::string& name : algos) {
     std::vector<SimReport> reports;
@@ -105,6 +114,7 @@ int run_simulated_bench(const BenchSpec& spec, std::ostream& out) {
         continue;
       CompileOptions co;
       co.scheduler = spec.scheduler;
+      if (runtime_shape) co.instances = kRuntimeInstances;
       Simulator sim(compile(algo, topo, co).plan, topo);
       const uint64_t chunks = static_cast<uint64_t>(std::max(algo.input_chunks, algo.output_chunks));
       for (uint64_t bytes : sizes) {
@@ -114,6 +124,7 @@ int run_simulated_bench(const BenchSpec& spec, std::ostream& out) {
         }
         SimOptions o;
         o.bytes = bytes;
+        o.runtime_microbatch = runtime_shape;
         reports.push_back(sim.run(o));
       }
     } catch (const Error& e) {

@@ -52,6 +52,11 @@ struct BenchSpec {
   std::vector<uint64_t> sizes;                  ///< empty: 1 MiB to 1 GiB, doubling
   std::string scheduler = "hpds";
   bool json = false;                            ///< one JSON object per line instead of tables
+  /// Shape the plans as the GPU runtime does on one node (its Simple path from 768 KiB on:
+  /// 24 instances per connection, micro-batches of one 512 KiB staging slot per block), so
+  /// that the figures stand for what `weft bench` measures there. Across nodes, and with
+  /// false, the compiler's derived instances and 1 MiB micro-batches.
+  bool runtime_shape = true;
 };
 
 /// The simulated `weft bench`: its first line says the figures are simulated and on which

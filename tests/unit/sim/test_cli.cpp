@@ -13,8 +13,13 @@
 #include <string>
 #include <vector>
 
+#include "sim/sweep.hpp"
+
 namespace weft {
 namespace {
+
+using sim::BenchSpec;
+using sim::run_simulated_bench;
 
 struct CliRun {
   int status = -1;
@@ -27,7 +32,8 @@ std::string temp_path(const std::string& name) {
 
 CliRun weft(const std::string& args) {
   const std::string err_path = temp_path("err.txt");
-  const std::string cmd = std::string(WEFT_CLI) + " " + args + " 2>" + err_path;
+  // No GPU for the command, whatever the machine has: `weft bench` then simulates.
+  const std::string cmd = "CUDA_VISIBLE_DEVICES= " + std::string(WEFT_CLI) + " " + args + " 2>" + err_path;
   CliRun r;
   FILE* f = popen(cmd.c_str(), "r");
   if (!f) return r;
@@ -246,6 +252,47 @@ TEST(SimulateCli, RuntimeMicrobatchFillsOneStagingSlotPerBlock) {
   CliRun small = weft("simulate ring_allreduce -t h200-1x4 --instances 24 --size 1G --json");
   ASSERT_EQ(small.status, 0) << small.err;
   EXPECT_GT(lines[1]["busbw_GBps"].get<double>(), json_lines(small.out)[0]["busbw_GBps"].get<double>());
+}
+
+// weft bench without a GPU (CUDA_VISIBLE_DEVICES empty hides any): the sweep runs on the
+// simulator and the first line says so.
+TEST(SimulatedBench, FirstLineSaysSimulatedAndTablesFollow) {
+  CliRun r = weft("bench AllReduce AllGather --sizes 1M:4M");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string first = r.out.substr(0, r.out.find('\n'));
+  EXPECT_NE(first.find("SIMULATED"), std::string::npos) << first;
+  EXPECT_NE(first.find("h200-1x2"), std::string::npos) << first;
+  EXPECT_NE(r.out.find("ring_allreduce (AllReduce, 2 ranks)"), std::string::npos);
+  EXPECT_NE(r.out.find("ring_allgather (AllGather, 2 ranks)"), std::string::npos);
+  EXPECT_EQ(r.out.find("ReduceScatter"), std::string::npos);  // only the collectives asked for
+  EXPECT_NE(r.out.find("4194304"), std::string::npos);
+}
+
+TEST(SimulatedBench, ShapedAsTheRuntimeOnOneNode) {
+  BenchSpec spec;
+  spec.collectives = {Collective::AllReduce};
+  spec.algorithms = {"ring_allreduce"};
+  spec.sizes = {256u << 20};
+  spec.json = true;
+  std::ostringstream out;
+  ASSERT_EQ(run_simulated_bench(spec, out), 1);
+  std::istringstream in(out.str());
+  std::string line;
+  std::getline(in, line);
+  EXPECT_NE(line.find("SIMULATED"), std::string::npos);
+  nlohmann::json j;
+  while (std::getline(in, line))
+    if (!line.empty() && line[0] == '{') j = nlohmann::json::parse(line);
+  ASSERT_FALSE(j.is_null()) << out.str();
+  // 24 instances a side, 12 MiB micro-batches: the calibrated figure of docs/simulator.md.
+  EXPECT_EQ(j["tbs_per_rank_max"], 48);
+  EXPECT_EQ(j["microbatch_bytes"], 12u << 20);
+  EXPECT_NEAR(j["busbw_GBps"].get<double>(), 342.9, 1.0);
+  // The compiler's shape instead: 8 instances, 1 MiB.
+  spec.runtime_shape = false;
+  std::ostringstream plain;
+  ASSERT_EQ(run_simulated_bench(spec, plain), 1);
+  EXPECT_NE(plain.str().find("\"microbatch_bytes\":1048576"), std::string::npos);
 }
 
 TEST(SimulateCli, ErrorsAreOneLineWithStatusTwo) {
