@@ -17,7 +17,7 @@
 namespace weft::exec {
 
 constexpr int kMaxP2POps = 64;
-constexpr int kMaxP2PBlocks = 64;
+constexpr int kMaxP2PBlocks = 96;  // P2PArgs stays within the 4 KiB kernel-parameter limit
 
 struct P2POpDev {
   char* buf;

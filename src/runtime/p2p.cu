@@ -12,10 +12,16 @@ namespace weft {
 
 namespace {
 
-/// Parallel blocks for one operation of `bytes`, the same on both sides of a pair.
-int p2p_instances(uint64_t bytes, int max_conns) {
+/// Parallel blocks for one operation of `bytes`: one per MiB, at most 24 (what fills NVLink,
+/// as for the collectives) and at most what keeps a group within exec::kMaxP2PBlocks when it
+/// talks to every peer in both directions (AllToAll). Both sides of a matched pair must
+/// agree, so this depends only on the byte count and the communicator's size, never on what
+/// else a rank's group holds.
+int p2p_instances(uint64_t bytes, int max_conns, int nranks) {
+  const int per_group = std::max(1, exec::kMaxP2PBlocks / std::max(1, 2 * (nranks - 1)));
+  const int cap = std::min({24, max_conns, per_group});
   uint64_t n = bytes / (1u << 20);
-  return static_cast<int>(std::clamp<uint64_t>(n, 1, static_cast<uint64_t>(std::min(16, max_conns))));
+  return static_cast<int>(std::clamp<uint64_t>(n, 1, static_cast<uint64_t>(cap)));
 }
 
 }  // namespace
@@ -60,7 +66,7 @@ void Communicator::p2p(const std::vector<P2POp>& ops) {
       for (const P2POp* op : list) {
         if (nops >= exec::kMaxP2POps)
           fail(ErrorCode::InvalidUsage, "rank " + std::to_string(rank_) + ": more than " + std::to_string(exec::kMaxP2POps) + " sends and receives in one group");
-        int inst = p2p_instances(op->bytes, K);
+        int inst = p2p_instances(op->bytes, K, nranks_);
         a.ops[nops++] = exec::P2POpDev{static_cast<char*>(op->buf), op->bytes, inst, 0};
         imax = std::max(imax, inst);
       }
