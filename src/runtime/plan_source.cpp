@@ -13,6 +13,7 @@
 #include "runtime/collective_reference.hpp"
 #include "runtime/host_reduce.hpp"
 #include "runtime/plan_emulator.hpp"
+#include "util/config.hpp"
 #include "util/error.hpp"
 #include "weft/weft.h"
 
@@ -20,10 +21,22 @@ namespace weft {
 
 namespace {
 
+/// GPUPerNode for a compiled algorithm: WEFT_GPUS_PER_NODE, else the whole communicator
+/// (one node). Hierarchical algorithms need it to divide the rank count; algorithms without
+/// the parameter ignore it.
+int gpus_per_node(int nranks) {
+  int64_t g = config::get_int("WEFT_GPUS_PER_NODE");
+  if (g <= 0) return nranks;
+  if (g > nranks || nranks % g != 0)
+    fail(ErrorCode::InvalidArgument, "WEFT_GPUS_PER_NODE=" + std::to_string(g) + " does not divide the communicator's " +
+                                         std::to_string(nranks) + " ranks");
+  return static_cast<int>(g);
+}
+
 Algorithm load_for(const std::string& algorithm, int nranks, int root, bool with_root) {
-  // The communicator is one node: hierarchical algorithms get GPUPerNode = nRanks (their
-  // default, 4, would not divide 2 or 3 ranks); algorithms without the parameter ignore it.
-  ParamMap params{{"nRanks", std::to_string(nranks)}, {"GPUPerNode", std::to_string(nranks)}};
+  // The communicator is one node unless WEFT_GPUS_PER_NODE says otherwise (HM's default,
+  // 4, would not divide 2 or 3 ranks).
+  ParamMap params{{"nRanks", std::to_string(nranks)}, {"GPUPerNode", std::to_string(gpus_per_node(nranks))}};
   if (with_root) params["Root"] = std::to_string(root);
   return load_algorithm(algorithm, params);
 }

@@ -35,6 +35,8 @@ const std::vector<Variable>& registry() {
        "Algorithms instead of the selection table: comma-separated 'name' or 'Collective:name'; a name is a built-in plan (ring, allpairs, chain), an algorithm of algorithms/ (ring_allreduce, ...) or a file."},
       {"WEFT_PROTO", Type::String, "",
        "Force a protocol: Simple, LL or LL128."},
+      {"WEFT_GPUS_PER_NODE", Type::Int, "0",
+       "GPUPerNode given to compiled algorithms (hm_allreduce, ...): the size of their inner level; 0 means the communicator's rank count (one node). The ranks still talk over NVLink: no inter-node transport exists yet."},
       {"WEFT_INSTANCES", Type::Int, "0",
        "Parallel thread blocks per link; 0 derives them from the topology."},
       {"WEFT_CONNECTIONS", Type::Int, "32",

@@ -3,6 +3,9 @@
 // writes a buffer its collective does not own, or computes a wrong result, is refused.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <string>
+
 #include "runtime/builtin_plans.hpp"
 #include "runtime/plan_lowering.hpp"
 #include "runtime/plan_source.hpp"
@@ -37,6 +40,54 @@ TEST(PlanSource, CompiledRingsAndAllPairsRun) {
       EXPECT_NO_THROW(check(c, R, name, false)) << name << " R=" << R;
       if (c != Collective::AllToAll) EXPECT_NO_THROW(check(c, R, name, true)) << name << " R=" << R << " in place";
     }
+}
+
+// HM AllReduce and AllGather as the 4- and 8-GPU rounds run them: one node of all the ranks
+// (GPUPerNode = nRanks, the default) and logical nodes of WEFT_GPUS_PER_NODE GPUs.
+TEST(PlanSource, HierarchicalAlgorithmsRunForEveryNodeShape) {
+  const std::pair<Collective, const char*> algos[] = {{Collective::AllReduce, "hm_allreduce"},
+                                                      {Collective::AllGather, "hm_allgather"}};
+  const std::pair<int, int> shapes[] = {{4, 0}, {4, 2}, {4, 4}, {8, 4}, {8, 2}, {6, 3}};
+  for (const auto& [R, g] : shapes) {
+    setenv("WEFT_GPUS_PER_NODE", std::to_string(g).c_str(), 1);
+    for (const auto& [c, name] : algos)
+      for (bool in_place : {false, true}) EXPECT_NO_THROW(check(c, R, name, in_place, 2)) << name << " R=" << R << " G=" << g;
+  }
+  unsetenv("WEFT_GPUS_PER_NODE");
+}
+
+// What the 4-GPU round asks of the compiled plans: every instance count and protocol the
+// selection table picks, lowered into the runtime's 32 connections per pair, FIFO depth 4.
+TEST(PlanSource, RoundShapesFitTheRuntimesConnections) {
+  const std::pair<Collective, const char*> algos[] = {{Collective::AllReduce, "hm_allreduce"},
+                                                      {Collective::AllGather, "hm_allgather"},
+                                                      {Collective::AllReduce, "ring_allreduce"},
+                                                      {Collective::AllGather, "ring_allgather"}};
+  const std::pair<const char*, int> choices[] = {{"LL", 1}, {"LL", 4}, {"LL", 16}, {"Simple", 4}, {"Simple", 8}, {"Simple", 24}};
+  for (int g : {0, 2}) {
+    setenv("WEFT_GPUS_PER_NODE", std::to_string(g).c_str(), 1);
+    for (const auto& [c, name] : algos)
+      for (const auto& [proto, inst] : choices) {
+        try {
+          Plan p = make_plan(c, 4, name, proto, inst, false, 0);
+          check_plan_on_emulator(lower_plan(p, 4, 32), 4);
+        } catch (const Error& e) {
+          ADD_FAILURE() << name << " G=" << g << " " << proto << " x" << inst << ": " << e.what();
+        }
+      }
+  }
+  unsetenv("WEFT_GPUS_PER_NODE");
+}
+
+TEST(PlanSource, GpusPerNodeThatDoesNotDivideIsAnError) {
+  setenv("WEFT_GPUS_PER_NODE", "3", 1);
+  try {
+    make_plan(Collective::AllReduce, 4, "hm_allreduce", "Simple", 1, false, 0);
+    ADD_FAILURE() << "GPUPerNode 3 accepted for 4 ranks";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("WEFT_GPUS_PER_NODE=3 does not divide"), std::string::npos) << e.what();
+  }
+  unsetenv("WEFT_GPUS_PER_NODE");
 }
 
 TEST(PlanSource, WrongCollectiveOrRootIsAnError) {
