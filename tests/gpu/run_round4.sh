@@ -66,16 +66,16 @@ step() {
 # ---- machine facts -------------------------------------------------------------------
 {
   echo "date: $(date -u +%FT%TZ)  host: $(hostname)  cores: $(nproc)"
-  nvidia-smi -L
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-  nvidia-smi topo -m
-  nvidia-smi nvlink -s 2>/dev/null | head -n 40
+  timeout 20 nvidia-smi -L
+  timeout 20 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  timeout 20 nvidia-smi topo -m
+  timeout 20 nvidia-smi nvlink -s 2>/dev/null | head -n 40
   ldconfig -p | grep -i 'libnccl'
   for f in $(ldconfig -p | awk '/libnccl\.so\.2 /{print $NF}'); do echo "$f -> $(readlink -f "$f")"; done
-  python3 -c 'import torch; print("torch", torch.__version__, "sees", torch.cuda.device_count(), "GPUs; its NCCL", torch.cuda.nccl.version())' 2>&1 | tail -n 1
+  timeout 30 python3 -c 'import torch; print("torch", torch.__version__, "sees", torch.cuda.device_count(), "GPUs; its NCCL", torch.cuda.nccl.version())' 2>&1 | tail -n 1
   echo "bundle: $B"; ls -la "$B" "$B/bin" "$B/lib"; cat "$B/BUNDLE_INFO" 2>/dev/null
 } >"$OUT/machine.log" 2>&1
-NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+NGPU=$(timeout 20 nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 NCCLSO=$(ldconfig -p 2>/dev/null | awk '/libnccl\.so\.2 /{print $NF; exit}')
 note "machine: $NGPU x $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1), driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1); NCCL: ${NCCLSO:-none} ($(readlink -f "${NCCLSO:-/none}" 2>/dev/null | sed 's/.*libnccl.so.//'))"
 note "links: $(nvidia-smi topo -m 2>/dev/null | awk '/^GPU0/{for (i = 2; i <= NF; ++i) if ($i ~ /^NV/) printf "%s ", $i; exit}')(GPU0 to its peers)"
@@ -136,6 +136,7 @@ bench() {  # bench NAME TIMEOUT CMD...: a `weft bench` step whose rows also land
   step "$name" "$t" "$@" --csv "$TMP/$name.csv"
 }
 bench bench 170 "$W" bench $COLLS --sizes 8:1G --factor 8
+note "NCCL as weft bench loaded it: $(grep -m 1 -o 'NCCL [0-9]*\|libnccl.so.2 not found' "$TMP/bench.log" 2>/dev/null)"
 bench bench_graph 150 "$W" bench $COLLS --sizes 8:1G --factor 8 --graph
 
 # ---- HM against ring, compiled for each node shape (weft only: NCCL's rows are above) -----
@@ -157,14 +158,20 @@ if [ -n "$CARRY" ]; then
     step "nccltests_${t}_t$N" 60 env LD_LIBRARY_PATH="$NTLD" "$CARRY/nccl-tests/${t}_perf" -b 8 -e 256M -f 8 -g 1 -t "$N" -c 1
     { echo "######## weft t$N $t"; cat "$TMP/nccltests_${t}_t$N.log" 2>/dev/null; } >>"$OUT/nccltests.log"
   done
-  MPIRUN=$(command -v mpirun || true)
-  if [ -n "$MPIRUN" ] && "$MPIRUN" --version 2>&1 | grep -q "Open MPI\|OpenRTE"; then
+  # Where tests/gpu/nccl/run_nccl_round.sh looks for Open MPI (the nccl-tests builds are _ompi).
+  MPIRUN=""
+  for m in mpirun /usr/local/mpi/bin/mpirun /opt/hpcx/ompi/bin/mpirun /usr/lib64/openmpi/bin/mpirun /opt/openmpi/bin/mpirun; do
+    p=$(command -v "$m" 2>/dev/null || true); [ -n "$p" ] && MPIRUN=$p && break
+  done
+  if [ -n "$MPIRUN" ] && timeout 10 "$MPIRUN" --version 2>&1 | grep -q "Open MPI\|OpenRTE"; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    MPIBASE=$(cd "$(dirname "$(readlink -f "$MPIRUN")")/.." && pwd)
+    NTLD="$NTLD:$MPIBASE/lib:$MPIBASE/lib64"
     for t in all_reduce all_gather reduce_scatter alltoall; do
       [ -x "$CARRY/nccl-tests/${t}_perf_ompi" ] || continue
       step "nccltests_${t}_mpi$N" 60 env LD_LIBRARY_PATH="$NTLD" "$MPIRUN" -np "$N" --allow-run-as-root --bind-to none \
         --mca btl self,tcp --mca pml ob1 -x LD_LIBRARY_PATH -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST \
-        -x NVSHMEM_DISABLE_NVLS -x WEFT_TIMEOUT "$CARRY/nccl-tests/${t}_perf_ompi" -b 8 -e 256M -f 8 -g 1 -t 1 -c 1
+        -x NVSHMEM_DISABLE_NVLS -x WEFT_TIMEOUT -x WEFT_DATA_DIR "$CARRY/nccl-tests/${t}_perf_ompi" -b 8 -e 256M -f 8 -g 1 -t 1 -c 1
       { echo "######## weft mpi$N $t"; cat "$TMP/nccltests_${t}_mpi$N.log" 2>/dev/null; } >>"$OUT/nccltests.log"
     done
   else
