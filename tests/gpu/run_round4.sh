@@ -36,6 +36,8 @@ ALL=$OUT/all.log
 : >"$SUMMARY"; : >"$ALL"; : >"$OUT/sim.jsonl"
 W=$B/bin/weft
 T=$B/bin/weft_gpu_tests
+# In case the copy lost the execute bits (the device tool copies files, not archives).
+chmod +x "$B"/bin/* "$B"/nccl-carry/nccl-tests/*_perf* 2>/dev/null
 export WEFT_DATA_DIR=$B/share/weft
 export LD_LIBRARY_PATH=$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export WEFT_TIMEOUT=${WEFT_TIMEOUT:-20}   # a stuck kernel ends its step in 20 s, not 60
