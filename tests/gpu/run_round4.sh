@@ -97,21 +97,23 @@ shape_name() { echo "$((N / $1))x$1"; }
 
 # ---- the simulator, on the CPU, beside the GPU steps ----------------------------------
 # Each algorithm at each bench size with the thread blocks and micro-batch the runtime uses
-# there (selection.cpp: LL up to 128 KiB, one instance per 8 KiB, 1 to 16, 32 KiB slots'
-# data; Simple above, one per 32 KiB, 4 to 24, 512 KiB slots).
+# there (selection.cpp: LL up to 128 KiB, one instance per 8 KiB, 1 to 16; Simple above, one
+# per 32 KiB, 4 to 24).
 TOPO=$B/share/weft/topologies/h200-1x$N.json
 [ -f "$TOPO" ] || TOPO=h200-1x$N
 simulate_all() {
-  local spec algo g tag s inst cap line
+  local spec algo g tag s inst mb line
   for spec in ring_allreduce@$N ring_allgather@$N ring_reducescatter@$N alltoall_direct@$N allpairs_allreduce@$N \
               allpairs_allgather@$N allpairs_reducescatter@$N \
               $(for g in $SHAPES; do echo hm_allreduce@$g hm_allgather@$g; done); do
     algo=${spec%@*}; g=${spec#*@}; tag="$algo@$(shape_name "$g")"
     for s in 8 64 512 4096 32768 262144 2097152 16777216 134217728 1073741824; do
-      if [ "$s" -le 131072 ]; then inst=$(( s / 8192 )); cap=32768; [ $inst -lt 1 ] && inst=1; [ $inst -gt 16 ] && inst=16
-      else inst=$(( s / 32768 )); cap=524288; [ $inst -lt 4 ] && inst=4; [ $inst -gt 24 ] && inst=24; fi
+      # LL: 32 KiB of data per staging slot, which --microbatch runtime (Simple's 512 KiB
+      # slots) does not know, so its micro-batch is given as instances x 32 KiB.
+      if [ "$s" -le 131072 ]; then inst=$(( s / 8192 )); [ $inst -lt 1 ] && inst=1; [ $inst -gt 16 ] && inst=16; mb=$(( inst * 32768 ))
+      else inst=$(( s / 32768 )); [ $inst -lt 4 ] && inst=4; [ $inst -gt 24 ] && inst=24; mb=runtime; fi
       line=$(timeout 30 "$W" simulate "$algo" --topology "$TOPO" --param "nRanks=$N,GPUPerNode=$g" --size "$s" \
-               --instances "$inst" --microbatch $(( inst * cap )) --json 2>&1 | tail -n 1)
+               --instances "$inst" --microbatch "$mb" --json 2>&1 | tail -n 1)
       case $line in
         "{"*) echo "{\"tag\":\"$tag\",\"gpus_per_node\":$g,\"instances\":$inst,${line#\{}" ;;
         *) echo "{\"tag\":\"$tag\",\"gpus_per_node\":$g,\"instances\":$inst,\"bytes\":$s,\"error\":\"$(echo "$line" | tr -d '"\\' | cut -c1-200)\"}" ;;
