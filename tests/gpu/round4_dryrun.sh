@@ -108,7 +108,8 @@ done
 chmod +x "$D/fakebin/nvidia-smi" "$BUN/bin/weft" "$BUN/bin/weft_gpu_tests"
 
 # The fake nvidia-smi first on PATH; the fake carry has no MPI builds, so no mpirun step runs.
-OUT=$D/out ROUND_BUDGET_S=200 ROUND_STEP_CAP_S=6 PATH="$D/fakebin:$PATH" \
+# The fake steps take seconds; the simulator (110 runs) may take longer on a loaded machine.
+OUT=$D/out ROUND_BUDGET_S=200 ROUND_STEP_CAP_S=6 ROUND_SIM_WAIT_S=240 PATH="$D/fakebin:$PATH" \
   bash "$BUN/run_round4.sh" "$BUN" >"$D/stdout.txt" 2>&1
 rc=$?
 

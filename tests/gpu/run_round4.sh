@@ -18,7 +18,8 @@
 # Usage: run_round4.sh BUNDLE   (BUNDLE holds bin/, lib/, share/weft/, optional nccl-carry/)
 # Environment: OUT (default /tmp/weft-round4), ROUND_BUDGET_S (default 520: no step starts
 # after it, and every step's timeout is cut to what is left), SKIP_STEPS (names to skip),
-# ROUND_STEP_CAP_S (a cap on every step's timeout; tests/gpu/round4_dryrun.sh uses it).
+# ROUND_STEP_CAP_S (a cap on every step's timeout; tests/gpu/round4_dryrun.sh uses it),
+# ROUND_SIM_WAIT_S (how long the round waits for the simulator after the last step, 20).
 # Writes at most 8 files under $OUT (what the device tool brings back): summary.txt, all.log,
 # machine.log, bench.csv, sim.jsonl, nccltests.log, tables.md. The summary is printed last.
 #
@@ -212,8 +213,8 @@ for f in "$TMP"/bench*.log "$TMP"/hm_[0-9]*.log "$TMP"/ring_compiled.log; do
                w[1], w[2], w[3], w[4], w[5], n[1], n[2], n[3], n[4], n[5] }' "$f" >>"$OUT/bench.csv"
   fi
 done
-# The simulator had the whole round; it gets 20 s more at most.
-for _ in $(seq 20); do kill -0 "$SIMPID" 2>/dev/null || break; sleep 1; done
+# The simulator had the whole round; it gets ROUND_SIM_WAIT_S (20) seconds more at most.
+for _ in $(seq "${ROUND_SIM_WAIT_S:-20}"); do kill -0 "$SIMPID" 2>/dev/null || break; sleep 1; done
 kill "$SIMPID" 2>/dev/null && note "simulator: cut after the round (rows so far kept)"
 wait "$SIMPID" 2>/dev/null
 cat "$TMP/sim.err" >>"$ALL" 2>/dev/null
