@@ -23,9 +23,19 @@ import re
 import sys
 
 COLLECTIVES = ["AllReduce", "AllGather", "ReduceScatter", "AllToAll"]
-# The algorithm the runtime's selection table runs at N >= 3 ranks (selection.cpp), whose
-# compiled twin the simulator predicts: all-pairs over LL up to 128 KiB, ring over Simple above.
+# What the runtime's selection table runs at N >= 3 ranks (selection.cpp), and the compiled
+# algorithm the simulator predicts for it: the one-shot kernel while each rank sends at most
+# 512 KiB in all (no plan: the simulator cannot run it, so its row shows all-pairs and no
+# error), all-pairs over LL up to 128 KiB, ring over Simple above; AllToAll is all-pairs.
 SMALL_LIMIT = 128 * 1024
+ONESHOT_LIMIT = 512 * 1024
+
+
+def oneshot_runs(coll, size, ranks):
+    if coll not in ("AllReduce", "AllGather", "ReduceScatter") or not ranks or not 2 <= ranks <= 8:
+        return False
+    peer = size if coll == "AllReduce" else size // ranks
+    return (ranks - 1) * peer <= ONESHOT_LIMIT
 
 
 def default_sim_algorithm(coll, size):
@@ -159,16 +169,18 @@ def bench_table(rnd, coll):
         g = rnd.bench.get(("bench_graph", coll, b), {})
         ratio = (fmt(r["nccl_us"] / r["weft_us"]) if r.get("weft_us") and r.get("nccl_us") else "-")
         gratio = (fmt(g["nccl_us"] / g["weft_us"]) if g.get("weft_us") and g.get("nccl_us") else "-")
-        algo = default_sim_algorithm(coll, b)
+        oneshot = oneshot_runs(coll, b, rnd.ranks)
+        algo = ("allpairs_" + coll.lower()) if oneshot else default_sim_algorithm(coll, b)
         tag = "%s@1x%d" % (algo, rnd.ranks) if rnd.ranks else None
         sim = rnd.sim_busbw(tag, b) if tag else None
+        label = ("one-shot; sim " + algo) if oneshot else algo + (" (LL)" if b <= SMALL_LIMIT else "")
         wrong = "%s/%s" % (fmt(r.get("weft_wrong"), "%.0f"), fmt(r.get("nccl_wrong"), "%.0f"))
         rows.append([fmt_size(b), fmt(r.get("weft_us")), fmt(r.get("weft_busbw")), fmt(r.get("weft_tbs"), "%.0f"),
                      fmt(r.get("nccl_us")), fmt(r.get("nccl_busbw")), fmt(r.get("nccl_tbs"), "%.0f"), ratio,
                      fmt(g.get("weft_us")), fmt(g.get("nccl_us")), gratio, wrong,
-                     algo + (" (LL)" if b <= SMALL_LIMIT else ""), fmt(sim), err_pct(sim, r.get("weft_busbw"))])
+                     label, fmt(sim), "n/a" if oneshot else err_pct(sim, r.get("weft_busbw"))])
     return table(["size", "weft us", "weft busbw", "TBs", "NCCL us", "NCCL busbw", "TBs", "NCCL/weft time",
-                  "graph weft us", "graph NCCL us", "graph ratio", "#wrong w/n", "simulated as", "sim busbw",
+                  "graph weft us", "graph NCCL us", "graph ratio", "#wrong w/n", "weft runs / simulated", "sim busbw",
                   "sim err"], rows)
 
 
