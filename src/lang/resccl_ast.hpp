@@ -56,13 +56,15 @@ struct Stmt {
   std::vector<int32_t> body;  ///< For: the statements of the loop body, in order
 };
 
-/// One `Name=value` of the header.
+/// One `Name=value` of the header. An integer value is an expression (`expr`, an index
+/// into Program::exprs) over the parameters written before it; resccl_header evaluates it
+/// after the command line's overrides are applied.
 struct HeaderParam {
   std::string name;
   bool is_string = false;
-  int64_t int_value = 0;
-  std::string str_value;
-  int32_t line = 0;    ///< of the name
+  int32_t expr = -1;      ///< integer parameters: the value's expression
+  std::string str_value;  ///< string parameters: the value
+  int32_t line = 0;       ///< of the name
   int32_t column = 0;
 };
 

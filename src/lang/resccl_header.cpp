@@ -19,9 +19,13 @@ struct Entry {
   bool is_string = false;
   int64_t int_value = 0;
   std::string str_value;
-  int line = 0;  ///< 0: not written in the header
+  int32_t expr = -1;  ///< the header's expression for an integer value; -1: none
+  int line = 0;       ///< 0: not written in the header
   int column = 0;
   bool overridden = false;
+  /// Parameters set by --param that the value was computed from, directly or through
+  /// other parameters ("nRanks=16"), so that an error can say why the value is what it is.
+  std::vector<std::string> from_overrides;
 };
 
 class Resolver {
@@ -32,13 +36,29 @@ class Resolver {
     for (const HeaderParam& hp : prog_.params) {
       Entry e;
       e.is_string = hp.is_string;
-      e.int_value = hp.int_value;
+      e.expr = hp.expr;
       e.str_value = hp.str_value;
       e.line = hp.line;
       e.column = hp.column;
       entries_[hp.name] = std::move(e);
     }
-    for (const auto& [name, value] : overrides) apply_override(name, value);
+    for (const auto& [name, value] : overrides) {
+      apply_override(name, value);
+      check_fixed_range(name);
+    }
+    // The header's values in the order written: a value reads only parameters written
+    // before it (the parser checks), so each is final when a later one reads it, and an
+    // override replaces a value before anything reads it.
+    for (const HeaderParam& hp : prog_.params) {
+      Entry& e = entries_[hp.name];
+      if (e.is_string || e.overridden) continue;
+      current_ = &hp;
+      e.from_overrides.clear();
+      e.int_value = value_of(hp.expr, e.from_overrides);
+      // A parameter with fixed bounds is checked before a later value reads it, so that
+      // GPUPerNode=0 is reported as such and not as a division by zero further on.
+      check_fixed_range(hp.name);
+    }
 
     HeaderValues h;
     const Entry* ranks = find("nRanks");
@@ -116,7 +136,93 @@ class Resolver {
   /// value came from --param.
   [[noreturn]] void at(const Entry& e, const std::string& sentence) const {
     if (e.overridden || e.line == 0) header_error(sentence + (e.overridden ? " (set by --param)" : ""));
+    if (!e.from_overrides.empty()) {
+      std::string list;
+      for (const std::string& n : e.from_overrides) list += (list.empty() ? "" : ", ") + n;
+      src_.fail_at(e.line, e.column, sentence + " (computed from " + list + ", set by --param)");
+    }
     src_.fail_at(e.line, e.column, sentence);
+  }
+
+  [[noreturn]] void fail_in_value(const Expr& e, const std::string& sentence,
+                                  const std::vector<std::string>& overrides_read) const {
+    std::string note;
+    for (const std::string& n : overrides_read) note += (note.empty() ? " (with " : ", ") + n;
+    if (!note.empty()) note += " set by --param)";
+    src_.fail_at(e.line, e.column, "in the value of " + current_->name + ": " + sentence + note);
+  }
+
+  /// The bounds of the known integer parameters that depend on no other parameter
+  /// (Root's depend on nRanks and are checked with it).
+  void check_fixed_range(const std::string& name) const {
+    static const struct {
+      const char* name;
+      int64_t lo, hi;
+    } kBounds[] = {{"nRanks", 1, INT32_MAX},    {"nChannels", 1, INT32_MAX}, {"nWarps", 1, INT32_MAX},
+                   {"GPUPerNode", 1, INT32_MAX}, {"NICPerNode", 0, INT32_MAX}, {"nChunks", 1, INT32_MAX},
+                   {"nScratch", 0, INT32_MAX},  {"InPlace", 0, 1}};
+    for (const auto& b : kBounds)
+      if (name == b.name) check_range(name, b.lo, b.hi);
+  }
+
+  /// Evaluates the header expression `index` of the parameter `current_`, adding the
+  /// --param values it reads to `overrides_read`. Integer arithmetic as in the body, except
+  /// that `/` must divide exactly: a header value is a count, and a fraction there means
+  /// the parameters do not fit together (nRanks not a multiple of GPUPerNode, say).
+  int64_t value_of(int32_t index, std::vector<std::string>& overrides_read) const {
+    const Expr& e = prog_.exprs[static_cast<size_t>(index)];
+    auto fail_here = [&](const std::string& sentence) { fail_in_value(e, sentence, overrides_read); };
+    switch (e.op) {
+      case ExprOp::Int:
+        return e.value;
+      case ExprOp::Var: {
+        const std::string& name = prog_.slot_names[static_cast<size_t>(e.value)];
+        const Entry& ref = entries_.at(name);  // the parser checked that it is written before
+        auto note = [&](const std::string& n) {
+          if (std::find(overrides_read.begin(), overrides_read.end(), n) == overrides_read.end())
+            overrides_read.push_back(n);
+        };
+        if (ref.overridden) note(text::format("%s=%lld", name.c_str(), static_cast<long long>(ref.int_value)));
+        for (const std::string& n : ref.from_overrides) note(n);
+        return ref.int_value;
+      }
+      case ExprOp::Neg: {
+        int64_t a = value_of(e.lhs, overrides_read);
+        if (a == INT64_MIN) fail_here(text::format("negating %lld overflows 64 bits", static_cast<long long>(a)));
+        return -a;
+      }
+      default:
+        break;
+    }
+    const int64_t a = value_of(e.lhs, overrides_read), b = value_of(e.rhs, overrides_read);
+    const auto la = static_cast<long long>(a), lb = static_cast<long long>(b);
+    int64_t r = 0;
+    bool overflow = false;
+    switch (e.op) {
+      case ExprOp::Add: overflow = __builtin_add_overflow(a, b, &r); break;
+      case ExprOp::Sub: overflow = __builtin_sub_overflow(a, b, &r); break;
+      case ExprOp::Mul: overflow = __builtin_mul_overflow(a, b, &r); break;
+      case ExprOp::Div:
+        if (b == 0) fail_here(text::format("division by zero (%lld / 0)", la));
+        if (a == INT64_MIN && b == -1) overflow = true;
+        else if (a % b != 0)
+          fail_here(text::format("%lld / %lld is not an integer; a header value must divide exactly", la, lb));
+        else r = a / b;
+        break;
+      case ExprOp::Mod:
+        if (b == 0) fail_here(text::format("modulo by zero (%lld %% 0)", la));
+        if (b == -1) return 0;
+        r = a % b;  // Python's modulo, as in the body: the result takes the divisor's sign
+        if (r != 0 && ((r < 0) != (b < 0))) r += b;
+        break;
+      default:
+        break;
+    }
+    if (overflow) {
+      const char* sym = e.op == ExprOp::Add ? "+" : e.op == ExprOp::Sub ? "-" : e.op == ExprOp::Mul ? "*" : "/";
+      fail_here(text::format("%lld %s %lld overflows 64 bits", la, sym, lb));
+    }
+    return r;
   }
 
   void apply_override(const std::string& name, const std::string& value) {
@@ -170,6 +276,7 @@ class Resolver {
   const SourceText& src_;
   const Program& prog_;
   std::map<std::string, Entry> entries_;
+  const HeaderParam* current_ = nullptr;  ///< the parameter whose value is being computed
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "lang/resccl_parser.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <deque>
 #include <string>
 #include <unordered_map>
@@ -85,6 +86,7 @@ class Parser {
       }
     }
     expect(Tok::Colon, "':' after the header");
+    check_header_references();
     for (const HeaderParam& hp : p_.params) {
       param_names_.insert(hp.name);
       if (hp.is_string) string_params_.insert(hp.name);
@@ -106,19 +108,100 @@ class Parser {
       hp.is_string = true;
       hp.str_value = std::string(v.text);
       next();
-    } else if (v.kind == Tok::Int) {
-      hp.int_value = v.value;
-      next();
-    } else if (v.kind == Tok::Minus && peek(1).kind == Tok::Int) {
-      next();
-      hp.int_value = -next().value;
+    } else if (v.kind == Tok::Comma || v.kind == Tok::RParen || v.kind == Tok::End || v.kind == Tok::Newline) {
+      error(v, "expected an integer expression or a string as the value of " + hp.name + ", found " + found(v));
     } else {
-      error(v, "expected an integer or a string as the value of " + hp.name + ", found " + found(v));
+      hp.expr = expression();
     }
     if (is_string_param(hp.name) && !hp.is_string)
       error(name, hp.name + " must be a string, such as " + hp.name + "=\"...\"");
     if (!is_string_param(hp.name) && hp.is_string) error(name, hp.name + " must be an integer, not a string");
     p_.params.push_back(std::move(hp));
+  }
+
+  /// The names an expression reads, in the order they are written.
+  std::vector<const Expr*> names_in(int32_t root) const {
+    std::vector<const Expr*> names;
+    std::vector<int32_t> work{root};
+    while (!work.empty()) {  // iterative: a header value may be a long chain a+b+c+...
+      const Expr& e = p_.exprs[work.back()];
+      work.pop_back();
+      if (e.op == ExprOp::Var) names.push_back(&e);
+      if (e.lhs >= 0) work.push_back(e.lhs);
+      if (e.rhs >= 0) work.push_back(e.rhs);
+    }
+    std::sort(names.begin(), names.end(), [](const Expr* a, const Expr* b) {
+      return std::pair(a->line, a->column) < std::pair(b->line, b->column);
+    });
+    return names;
+  }
+
+  /// A header value may read only the integer parameters written before it, so that the
+  /// values can be computed in the order written and no cycle can form. Reports the first
+  /// name, in file order, that breaks the rule: a parameter reading itself or one that
+  /// reads it back (a cycle), a parameter written later, or a name the header lacks.
+  void check_header_references() {
+    std::unordered_map<std::string, size_t> index;  // parameter -> its position in the header
+    for (size_t i = 0; i < p_.params.size(); ++i) index.emplace(p_.params[i].name, i);
+    const std::string rule = "a header value may use only the parameters written before it";
+    for (size_t i = 0; i < p_.params.size(); ++i) {
+      const HeaderParam& hp = p_.params[i];
+      if (hp.is_string) continue;
+      for (const Expr* ref : names_in(hp.expr)) {
+        const std::string& name = p_.slot_names[static_cast<size_t>(ref->value)];
+        auto it = index.find(name);
+        if (it != index.end() && it->second < i) continue;
+        if (it == index.end()) {
+          std::string what = is_known_param(name)
+                                 ? name + ", which this header does not write (a default cannot be used here: write " +
+                                       name + "=... before " + hp.name + ")"
+                                 : quote(name) + ", which is not a parameter of this header";
+          src_.fail_at(ref->line, ref->column, "the value of " + hp.name + " uses " + what + "; " + rule);
+        }
+        if (it->second == i)
+          src_.fail_at(ref->line, ref->column, "the value of " + hp.name + " uses " + hp.name +
+                                                   " itself, a cycle; " + rule);
+        std::vector<std::string> path = path_between(it->second, i, index);
+        if (!path.empty()) {
+          std::string chain = hp.name;
+          for (const std::string& n : path) chain += " -> " + n;
+          src_.fail_at(ref->line, ref->column, "the value of " + hp.name + " uses " + name +
+                                                   ", which depends on it in turn, a cycle (" + chain + "); " + rule);
+        }
+        const HeaderParam& later = p_.params[it->second];
+        src_.fail_at(ref->line, ref->column,
+                     text::format("the value of %s uses %s, which is written after it (line %d, column %d); %s",
+                                  hp.name.c_str(), name.c_str(), later.line, later.column, rule.c_str()));
+      }
+    }
+  }
+
+  /// The names along a chain of header references from parameter `from` to parameter
+  /// `to` (from's name first, to's last), or nothing when `from` does not depend on `to`.
+  std::vector<std::string> path_between(size_t from, size_t to,
+                                        const std::unordered_map<std::string, size_t>& index) const {
+    std::vector<size_t> parent(p_.params.size(), SIZE_MAX);
+    std::vector<size_t> work{from};
+    parent[from] = from;
+    while (!work.empty()) {  // breadth or depth does not matter: any chain proves the cycle
+      size_t k = work.back();
+      work.pop_back();
+      if (k == to) {
+        std::vector<std::string> path;
+        for (size_t at = to; at != from; at = parent[at]) path.push_back(p_.params[at].name);
+        path.push_back(p_.params[from].name);
+        std::reverse(path.begin(), path.end());
+        return path;
+      }
+      if (p_.params[k].is_string) continue;
+      for (const Expr* ref : names_in(p_.params[k].expr)) {
+        auto it = index.find(p_.slot_names[static_cast<size_t>(ref->value)]);
+        if (it == index.end() || parent[it->second] != SIZE_MAX) continue;
+        parent[it->second] = k;
+        work.push_back(it->second);
+      }
+    }
+    return {};
   }
 
   bool is_param(std::string_view name) const {

@@ -1,7 +1,7 @@
 // The ResCCLang parser: tokens to a Program (resccl_ast.hpp).
 //
 //   program   ::= ["def"] "ResCCLAlgo" "(" [param ("," param)* [","]] ")" ":" block
-//   param     ::= name "=" ( ["-"] integer | string )
+//   param     ::= name "=" ( exp | string )     -- exp: over the parameters written before it
 //   block     ::= NEWLINE INDENT statement+ DEDENT | simple NEWLINE
 //   statement ::= "for" name "in" "range" "(" exp ["," exp ["," exp]] ")" ":" block
 //               | simple NEWLINE

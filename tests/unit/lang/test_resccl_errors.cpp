@@ -84,7 +84,7 @@ TEST(ResCCLErrors, Header) {
        "parameter nRanks is given twice (first on line 1)"},
       {"no equals", "ResCCLAlgo(nRanks 4):\n    x = 1\n", 1, 19, "expected '=' after the parameter name nRanks"},
       {"bad value", "ResCCLAlgo(nRanks=x):\n    x = 1\n", 1, 19,
-       "expected an integer or a string as the value of nRanks, found 'x'"},
+       "the value of nRanks uses 'x', which is not a parameter of this header"},
       {"string where integer", "ResCCLAlgo(nRanks=\"4\", OpType=\"Allreduce\"):\n    x = 1\n", 1, 12,
        "nRanks must be an integer, not a string"},
       {"user string", "ResCCLAlgo(nRanks=4, Foo=\"a\", OpType=\"Allreduce\"):\n    x = 1\n", 1, 22,

@@ -14,6 +14,7 @@
 #include "compile/verify.hpp"
 #include "lang/load.hpp"
 #include "util/error.hpp"
+#include "util/text.hpp"
 
 namespace weft {
 namespace {
@@ -111,8 +112,8 @@ TEST(VerifyFiles, FlatBuiltinsMatchAndVerifyAtEveryRankCount) {
     check_builtin("ring_reducescatter", p({{"nRanks", R}}), ring_reducescatter(R));
     check_builtin("ring_allreduce", p({{"nRanks", R}}), ring_allreduce(R));
     check_builtin("allpairs_allgather", p({{"nRanks", R}}), allpairs_allgather(R));
-    check_builtin("allpairs_allreduce", p({{"nRanks", R}, {"nScratch", R}}), allpairs_allreduce(R));
-    check_builtin("allpairs_reducescatter", p({{"nRanks", R}, {"nScratch", R}}), allpairs_reducescatter(R));
+    check_builtin("allpairs_allreduce", p({{"nRanks", R}}), allpairs_allreduce(R));
+    check_builtin("allpairs_reducescatter", p({{"nRanks", R}}), allpairs_reducescatter(R));
     check_builtin("alltoall_direct", p({{"nRanks", R}}), alltoall_direct(R));
     for (int root : {0, R / 2, R - 1}) {
       check_builtin("chain_broadcast", p({{"nRanks", R}, {"Root", root}}), chain_broadcast(R, root));
@@ -128,19 +129,64 @@ TEST(VerifyFiles, HierarchicalBuiltinsMatchAndVerifyAtEveryShape) {
     int R = N * G;
     check_builtin("hm_allgather", p({{"nRanks", R}, {"GPUPerNode", G}}), hm_allgather(N, G));
     check_builtin("hm_allreduce", p({{"nRanks", R}, {"GPUPerNode", G}}), hm_allreduce(N, G));
-    check_builtin("alltoall_twostep", p({{"nRanks", R}, {"GPUPerNode", G}, {"nScratch", R}}), alltoall_twostep(N, G));
-    check_builtin("alltonext", p({{"nRanks", R}, {"GPUPerNode", G}, {"nChunks", G}}), alltonext(N, G));
+    check_builtin("alltoall_twostep", p({{"nRanks", R}, {"GPUPerNode", G}}), alltoall_twostep(N, G));
+    check_builtin("alltonext", p({{"nRanks", R}, {"GPUPerNode", G}}), alltonext(N, G));
   }
 }
 
-TEST(VerifyFiles, ShapeParametersOverriddenAloneFailVerificationNotSilently) {
-  // The scratch a shape needs is a header literal: overriding nRanks alone must fail loudly.
-  VerifyResult r = verify(load_algorithm("allpairs_allreduce", p({{"nRanks", 16}})));
-  ASSERT_FALSE(r.ok);
-  EXPECT_NE(r.errors[0].find("allpairs_allreduce.rccl:"), std::string::npos) << r.errors[0];
-  EXPECT_NE(r.errors[0].find("of the scratch buffer on rank 9 are out of range [0, 8)"), std::string::npos)
-      << r.errors[0];
-  EXPECT_FALSE(verify(load_algorithm("alltonext", p({{"nRanks", 16}, {"GPUPerNode", 8}}))).ok);
+TEST(VerifyFiles, EveryBuiltinVerifiesWithOnlyItsShapeOverridden) {
+  // Scratch and chunk counts follow from nRanks and GPUPerNode in the headers, so the shape
+  // is all a user gives. A built-in added later is covered here too: the hierarchical ones
+  // are those whose header writes GPUPerNode.
+  for (const std::string& name : builtin_algorithm_names()) {
+    std::string text = read(kRoot / "algorithms" / (name + ".rccl"));
+    bool hierarchical = text.find("GPUPerNode=") != std::string::npos;
+    for (int R : {2, 4, 8, 16, 32}) {
+      std::vector<ParamMap> shapes;
+      if (!hierarchical) shapes.push_back(p({{"nRanks", R}}));
+      for (int G : {1, 2, 4, 8})
+        if (hierarchical && G <= R) shapes.push_back(p({{"nRanks", R}, {"GPUPerNode", G}}));
+      for (const ParamMap& shape : shapes) {
+        std::string where = name;
+        for (auto& [k, v] : shape) where += " " + k + "=" + v;
+        SCOPED_TRACE(where);
+        Algorithm a;
+        try {
+          a = load_algorithm(name, shape);
+        } catch (const Error& e) {
+          ADD_FAILURE() << e.what();
+          continue;
+        }
+        EXPECT_EQ(a.ranks, R);
+        VerifyResult r = verify(a);
+        EXPECT_TRUE(r.ok) << explain(r);
+      }
+    }
+  }
+}
+
+TEST(VerifyFiles, AShapeThatDoesNotDivideIsAHeaderError) {
+  // nNodes = nRanks / GPUPerNode in the header: 12 ranks on nodes of 8 are refused at load,
+  // at the header's division, with the values that came from --param.
+  for (const char* name : {"hm_allgather", "hm_allreduce", "alltoall_twostep", "alltonext"}) {
+    SCOPED_TRACE(name);
+    try {
+      load_algorithm(name, p({{"nRanks", 12}, {"GPUPerNode", 8}}));
+      ADD_FAILURE() << "loading succeeded";
+    } catch (const Error& e) {
+      std::string m = e.what();
+      EXPECT_EQ(e.code(), ErrorCode::Parse);
+      EXPECT_NE(m.find(std::string(name) + ".rccl:"), std::string::npos) << m;
+      EXPECT_NE(m.find(": in the value of nNodes: 12 / 8 is not an integer; a header value must divide exactly (with "
+                       "nRanks=12, GPUPerNode=8 set by --param)\n"),
+                std::string::npos)
+          << m;
+      // The echoed header line, and the caret under its '/'.
+      std::vector<std::string> lines = text::split(m, '\n');
+      ASSERT_EQ(lines.size(), 3u) << m;
+      EXPECT_EQ(lines[2], std::string(lines[1].find("nRanks/GPUPerNode") + 6, ' ') + "^") << m;
+    }
+  }
 }
 
 TEST(VerifyFiles, HierarchicalAllReduceFileAt1024Ranks) {
