@@ -103,11 +103,8 @@ class Executor {
 
 /// "file:line:column: " of transfer t, or nothing.
 std::string Executor::where(int32_t t) const {
-  if (static_cast<size_t>(t) < a_.transfer_locations.size()) {
-    const SourceLocation& l = a_.transfer_locations[t];
-    if (l.line > 0) return text::format("%s:%d:%d: ", l.file.c_str(), l.line, l.column);
-  }
-  return "";
+  std::string at = t >= 0 ? a_.location_of(static_cast<size_t>(t)) : std::string();
+  return at.empty() ? at : at + ": ";
 }
 
 /// "transfer 17" or "transfer 17 at file:line:column", for the other side of a race.

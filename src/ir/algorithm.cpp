@@ -66,6 +66,22 @@ int32_t Algorithm::num_steps() const {
   return m + 1;
 }
 
+const std::string& Algorithm::file_of(const SourceLocation& loc) const {
+  static const std::string kNone;
+  if (loc.file == 0) return source_file;
+  if (loc.file > 0 && static_cast<size_t>(loc.file) <= other_source_files.size())
+    return other_source_files[static_cast<size_t>(loc.file) - 1];
+  return kNone;
+}
+
+std::string Algorithm::location_of(size_t index) const {
+  if (index >= transfer_locations.size() || transfer_locations[index].line <= 0) return {};
+  const SourceLocation& loc = transfer_locations[index];
+  const std::string& file = file_of(loc);
+  std::string at = std::to_string(loc.line) + ":" + std::to_string(loc.column);
+  return file.empty() ? at : file + ":" + at;
+}
+
 int32_t expected_output_chunks(Collective collective, int32_t ranks, int32_t input_chunks) {
   switch (collective) {
     case Collective::AllGather: return ranks * input_chunks;
@@ -101,10 +117,8 @@ static int32_t buffer_chunks(const Algorithm& a, Buffer b) {
 void check_shape(const Algorithm& a) {
   auto where = [&](size_t i) {
     std::string s = "step " + std::to_string(a.transfers[i].step) + ", transfer " + std::to_string(i);
-    if (i < a.transfer_locations.size() && a.transfer_locations[i].line > 0) {
-      const auto& loc = a.transfer_locations[i];
-      s = loc.file + ":" + std::to_string(loc.line) + ":" + std::to_string(loc.column) + ": " + s;
-    }
+    std::string at = a.location_of(i);
+    if (!at.empty()) s = at + ": " + s;
     return s;
   };
   if (a.ranks <= 0) fail(ErrorCode::Verify, a.name + ": the number of ranks must be positive, not " + std::to_string(a.ranks));

@@ -67,11 +67,15 @@ struct Expectation {
   std::vector<std::pair<int32_t, int32_t>> contributions;
 };
 
-/// Where a source line came from, for error messages that point at the input.
+/// Where a transfer was written, for error messages that point at the input. It holds no
+/// path: the file is the Algorithm's (`file` indexes Algorithm::source_file and
+/// other_source_files), so that millions of transfers do not each carry a copy of it.
+/// Algorithm::location_of() formats one as "file:line:column".
 struct SourceLocation {
-  std::string file;
-  int line = 0;
-  int column = 0;
+  int32_t line = 0;    ///< 1-based; 0: unknown
+  int32_t column = 0;  ///< 1-based, in bytes
+  int32_t file = 0;    ///< 0: Algorithm::source_file; k > 0: Algorithm::other_source_files[k - 1]
+  bool operator==(const SourceLocation&) const = default;
 };
 
 struct Algorithm {
@@ -99,10 +103,22 @@ struct Algorithm {
   std::string protocol;        ///< "Simple", "LL", "LL128" or empty
   /// Where each transfer came from (parallel to `transfers`, may be empty).
   std::vector<SourceLocation> transfer_locations;
+  /// The file the algorithm was read from, or written in (the chunk DSL's C++ file).
   std::string source_file;
+  /// Further files that transfers were written in, for front-ends whose transfers can come
+  /// from several (the chunk DSL, called from helpers in other files); usually empty.
+  std::vector<std::string> other_source_files;
 
   /// Number of steps (one more than the largest step), 0 without transfers.
   int32_t num_steps() const;
+
+  /// The file `loc` points into: source_file, one of other_source_files, or "" when its
+  /// index is out of range.
+  const std::string& file_of(const SourceLocation& loc) const;
+
+  /// "file:line:column" of transfer `index` (just "line:column" when the file is unknown),
+  /// or "" when the transfer has no location (no entry, or line 0).
+  std::string location_of(size_t index) const;
 };
 
 /// The number of output chunks per rank that `collective` implies for `input_chunks`

@@ -54,6 +54,20 @@ struct Program::State {
     }
   }
 
+  /// `w` as a transfer location: its file is an index into the Algorithm's files (0 for
+  /// source_file, where the Program was made), so that no location holds a path.
+  SourceLocation locate(const CallSite& w) {
+    std::string_view file = w.file;
+    int32_t index = 0;
+    if (file != algo.source_file) {
+      auto& others = algo.other_source_files;
+      auto it = std::find(others.begin(), others.end(), file);
+      if (it == others.end()) it = others.insert(others.end(), std::string(file));
+      index = static_cast<int32_t>(it - others.begin()) + 1;
+    }
+    return {static_cast<int32_t>(w.line), static_cast<int32_t>(w.column), index};
+  }
+
   Slot& slot(SlotRef s) {
     SlotRef c = canonical_slot(algo, s);
     auto [it, fresh] = slots.try_emplace(key(c));
@@ -137,12 +151,11 @@ void Program::check_current(const ChunkRef& ref, CallSite where, const char* use
     const State::Slot& s = state_->slot({ref.rank_, ref.buffer_, ref.index_ + k});
     if (s.version == ref.versions_[static_cast<size_t>(k)]) continue;
     const Transfer& t = state_->algo.transfers[static_cast<size_t>(s.writer)];
-    const SourceLocation& loc = state_->algo.transfer_locations[static_cast<size_t>(s.writer)];
     fail(ErrorCode::InvalidUsage,
          at(where) + ": " + use + " a stale reference: " + range_name(ref.rank_, ref.buffer_, ref.index_, ref.count_) +
              ", taken at " + at(ref.taken_) + ", " + (ref.count_ == 1 ? "was" : "chunk " + std::to_string(ref.index_ + k) + " was") +
-             " overwritten since by the " + std::string(to_string(t.op)) + " at " + loc.file + ":" + std::to_string(loc.line) +
-             ":" + std::to_string(loc.column) + " (" + range_name(t.src_rank, t.src_buffer, t.src_index, t.count) + " to " +
+             " overwritten since by the " + std::string(to_string(t.op)) + " at " +
+             state_->algo.location_of(static_cast<size_t>(s.writer)) + " (" + range_name(t.src_rank, t.src_buffer, t.src_index, t.count) + " to " +
              range_name(t.dst_rank, t.dst_buffer, t.dst_index, t.count) + ", step " + std::to_string(t.step) +
              "); use the reference that call returned, or take a new one with chunk()");
   }
@@ -194,7 +207,7 @@ ChunkRef Program::record(const ChunkRef& src, int32_t dst_rank, Buffer dst_buffe
   t.op = op;
   t.step = step;
   st.algo.transfers.push_back(t);
-  st.algo.transfer_locations.push_back({where.file, static_cast<int>(where.line), static_cast<int>(where.column)});
+  st.algo.transfer_locations.push_back(st.locate(where));
   return make_ref(dst_rank, dst_buffer, dst_index, n, where);
 }
 

@@ -164,7 +164,8 @@ class Recovery {
       int32_t id = static_cast<int32_t>(alg_.transfers.size());
       alg_.transfers.push_back(r.t);
       const MscclStep& st = *g_.nodes()[static_cast<size_t>(r.write_node)].step;
-      alg_.transfer_locations.push_back({doc_.file, st.elem ? st.elem->pos.line : 0, st.elem ? st.elem->pos.column : 0});
+      // The file is the Algorithm's source_file (doc_.file).
+      alg_.transfer_locations.push_back({st.elem ? st.elem->pos.line : 0, st.elem ? st.elem->pos.column : 0, 0});
       by_node[static_cast<size_t>(r.write_node)].push_back(id);
       if (r.read_node != r.write_node) by_node[static_cast<size_t>(r.read_node)].push_back(id);
     }

@@ -156,7 +156,7 @@ class Evaluator {
       if (s.kind == StmtKind::Transfer) {
         src_buf_[i] = to_ir(s, s.src_buf, "srcBuf");
         dst_buf_[i] = to_ir(s, s.dst_buf, "dstBuf");
-        locations_[i] = SourceLocation{src_.filename(), s.line, s.column};
+        locations_[i] = SourceLocation{s.line, s.column, 0};  // the file is the Algorithm's source_file
       } else if (s.kind == StmtKind::Expect && h_.collective != Collective::Custom) {
         src_.fail_at(s.line, s.column,
                      "expect(...) states the postcondition of a Custom collective, but this algorithm's OpType is " +

@@ -21,8 +21,8 @@ struct Limits {
   uint64_t max_records = 50'000'000;      ///< transfers plus expects recorded
 };
 
-/// Runs `program`, whose header resolved to `header`, and returns its Algorithm (transfer
-/// locations carry `src`'s file name). Throws weft::Error(Parse) at the first evaluation
+/// Runs `program`, whose header resolved to `header`, and returns its Algorithm (its
+/// source_file is `src`'s file name, which the transfer locations point into). Throws weft::Error(Parse) at the first evaluation
 /// error: a variable read before it is assigned, division or modulo by zero, 64-bit
 /// overflow, range step 0, a transfer argument outside 32 bits, a limit exceeded.
 Algorithm evaluate(const SourceText& src, const Program& program, const HeaderValues& header, const Limits& limits);

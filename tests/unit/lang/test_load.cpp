@@ -95,7 +95,7 @@ TEST(Load, ByPath) {
   Algorithm a = load_algorithm(path);
   EXPECT_EQ(a.name, "my");
   EXPECT_EQ(a.transfers.size(), 12u);
-  EXPECT_EQ(a.transfer_locations.at(0).file, path);
+  EXPECT_EQ(a.file_of(a.transfer_locations.at(0)), path);
   EXPECT_EQ(a.transfer_locations.at(0).line, 4);
   // Errors name the file.
   d.write("x/bad.rccl", "ResCCLAlgo(nRanks=4, OpType=\"Allgather\"):\n    x = y\n");

@@ -330,7 +330,10 @@ TEST(ResCCLTransfer, LocationsRecordEachTransfer) {
                                       "Transfer(1, 2, 5, 0, rrc)"}),
                              "a/b.rccl");
   ASSERT_EQ(a.transfer_locations.size(), 3u);
-  EXPECT_EQ(a.transfer_locations[0].file, "a/b.rccl");
+  EXPECT_EQ(a.file_of(a.transfer_locations[0]), "a/b.rccl");
+  EXPECT_EQ(a.location_of(0), "a/b.rccl:3:9");
+  EXPECT_EQ(a.location_of(2), "a/b.rccl:5:5");
+  EXPECT_EQ(a.location_of(3), "");  // past the end
   EXPECT_EQ(a.transfer_locations[0].line, 3);
   EXPECT_EQ(a.transfer_locations[0].column, 9);
   EXPECT_EQ(a.transfer_locations[1].line, 3);

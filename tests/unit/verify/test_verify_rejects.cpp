@@ -200,8 +200,9 @@ TEST(VerifyRejects, ReduceOnlyConstrainsTheRoot) {
 
 TEST(VerifyRejects, MessagesCarryTheSourceLocation) {
   Algorithm a = ring_allgather(4);
-  for (size_t i = 0; i < a.transfers.size(); ++i) a.transfer_locations.push_back({"ring.rccl", 7, 9});
-  a.transfer_locations[4] = {"ring.rccl", 12, 5};
+  a.source_file = "ring.rccl";
+  for (size_t i = 0; i < a.transfers.size(); ++i) a.transfer_locations.push_back({7, 9, 0});
+  a.transfer_locations[4] = {12, 5, 0};
   a.transfers.erase(a.transfers.begin());
   a.transfer_locations.erase(a.transfer_locations.begin());
   std::string e = first_error(a);

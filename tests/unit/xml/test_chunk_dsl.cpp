@@ -59,7 +59,7 @@ TEST(ChunkDsl, CopyAndReduceTraceTransfersWithStepsAndPlaces) {
                                                   T(1, S, 0, 1, O, 0, TransferOp::Reduce, 1), T(1, O, 0, 0, O, 0, TransferOp::Copy, 2),
                                                   T(1, I, 1, 0, O, 1, TransferOp::Copy, 0)}));
   ASSERT_EQ(alg.transfer_locations.size(), 5u);
-  EXPECT_EQ(alg.transfer_locations[0].file, __FILE__);
+  EXPECT_EQ(alg.file_of(alg.transfer_locations[0]), __FILE__);
   EXPECT_EQ(alg.transfer_locations[0].line, copy_line);
   EXPECT_GT(alg.transfer_locations[0].column, 0);
   EXPECT_EQ(s.rank(), 1);

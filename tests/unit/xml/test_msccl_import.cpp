@@ -77,7 +77,8 @@ TEST(MscclImport, RingAllGatherTransfersAndSteps) {
                        T(0, O, 2, 1, O, 2, CP, 1), T(1, O, 0, 2, O, 0, CP, 1), T(2, O, 1, 0, O, 1, CP, 1)});
   // Each transfer points at the step that completes it (the receive).
   ASSERT_EQ(a.transfer_locations.size(), 6u);
-  EXPECT_EQ(a.transfer_locations[0].file, "ring.xml");
+  EXPECT_EQ(a.file_of(a.transfer_locations[0]), "ring.xml");
+  EXPECT_EQ(a.location_of(0), "ring.xml:12:7");
   EXPECT_EQ(a.transfer_locations[0].line, 12);  // gpu 1's rcs
   EXPECT_EQ(a.transfer_locations[0].column, 7);
   EXPECT_EQ(a.transfer_locations[3].line, 13);  // gpu 1's final r
