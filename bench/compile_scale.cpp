@@ -22,6 +22,7 @@
 #include "ir/topology_io.hpp"
 #include "lang/load.hpp"
 #include "util/error.hpp"
+#include "util/huge_pages.hpp"
 #include "util/text.hpp"
 
 namespace {
@@ -66,6 +67,7 @@ Row measure(int gpus, int per_node, const std::string& algo, const weft::Compile
 }  // namespace
 
 int main(int argc, char** argv) {
+  weft::reexec_with_huge_pages(argv);  // as the weft command does
   std::vector<int> sizes = {8, 32, 128, 1024};
   int per_node = 8;
   std::string algo = "hm_allreduce";

@@ -24,6 +24,7 @@
 #include "ir/topology_io.hpp"
 #include "lang/load.hpp"
 #include "lang/msccl_import.hpp"
+#include "sim/sweep.hpp"
 #include "util/error.hpp"
 #include "util/text.hpp"
 
@@ -158,7 +159,9 @@ void run_compile(const CompileArgs& a) {
   Topology topo = load_topology(a.topology);
 
   auto t0 = std::chrono::steady_clock::now();
-  Algorithm algo = load_algorithm(a.algo, text::parse_kv_list(a.params));
+  // Sized to the topology, as `weft simulate` does: nRanks, GPUPerNode and NICPerNode default
+  // to the topology's unless --param sets them.
+  Algorithm algo = load_algorithm(a.algo, sim::params_for_topology(topo, text::parse_kv_list(a.params)));
   double parse = seconds_since(t0);
   double verify_secs = 0;
   if (!a.no_verify) {
@@ -215,7 +218,9 @@ void register_compile(CLI::App& app) {
   auto* cmd = app.add_subcommand("compile", "Compile an algorithm for a topology into a plan (docs/compile.md)");
   cmd->add_option("algorithm", args->algo, "A .rccl or .xml file, or a built-in algorithm's name");
   cmd->add_option("--topology,-t", args->topology, "A topology preset (a100-2x4, h200-1x8, ...) or a JSON file");
-  cmd->add_option("--param,-p", args->params, "Algorithm parameters, k=v,... (e.g. nRanks=16,GPUPerNode=8)");
+  cmd->add_option("--param,-p", args->params,
+                  "Algorithm parameters, k=v,... (e.g. nRanks=16,GPUPerNode=8); nRanks, GPUPerNode and NICPerNode default "
+                  "to the topology's");
   cmd->add_option("--scheduler,--schedule,-s", args->scheduler,
                   "hpds (default), algo, stage, rr or gc3; as-given keeps an MSCCL XML file's own schedule");
   cmd->add_option("--alloc,-a", args->allocator, "Thread-block allocation: state (default) or conn");

@@ -4,6 +4,7 @@
 
 #include "cli/commands.hpp"
 #include "util/error.hpp"
+#include "util/huge_pages.hpp"
 
 namespace weft::cli {
 static int g_exit = 0;
@@ -12,6 +13,7 @@ int exit_status() { return g_exit; }
 }  // namespace weft::cli
 
 int main(int argc, char** argv) {
+  weft::reexec_with_huge_pages(argv);  // large plans: half the time with huge pages
   CLI::App app{"weft: a collective communication library for GPUs.\n"
                "Verify, compile, simulate and benchmark collective algorithms."};
   app.require_subcommand(1);

@@ -199,67 +199,64 @@ Allocation allocate(const LoweredProgram& p, std::string_view allocator) {
 }
 
 void assemble_plan(const LoweredProgram& p, const Allocation& a, Plan& plan) {
-  // Entries (slot instance) grouped by (rank, thread block) with a counting sort, then each
-  // thread block's entries sorted by key: flat arrays, no per-block vectors.
-  std::vector<int64_t> tb_first(p.num_ranks + 1, 0);  // first global thread block of each rank
-  for (int32_t r = 0; r < p.num_ranks; ++r) tb_first[r + 1] = tb_first[r] + a.tbs_per_rank[r];
-  const int64_t total_tbs = tb_first[p.num_ranks];
-  const size_t entries = a.tb.size();
-  std::vector<int64_t> offsets(total_tbs + 1, 0);
-  for (size_t s = 0; s < p.slots.size(); ++s)
-    for (int32_t k = 0; k < p.slots[s].instances; ++k) {
-      int32_t tb = a.tb[a.inst_base[s] + k];
-      WEFT_ASSERT(tb >= 0 && tb < a.tbs_per_rank[p.slots[s].rank], "a slot has no thread block");
-      ++offsets[tb_first[p.slots[s].rank] + tb + 1];
-    }
-  for (int64_t t = 0; t < total_tbs; ++t) offsets[t + 1] += offsets[t];
-  std::vector<int32_t> order(entries);  // entry ids (inst_base[s] + k) by thread block
-  std::vector<int32_t> slot_of_entry(entries);
+  // Rank by rank (dependencies stay within a rank, so each rank's working set is small), the
+  // rank's lowered slots are visited in key order and each instance is appended to its thread
+  // block: a thread block's slots come out in key order (its keys are distinct) with no sort
+  // per thread block, and the slots a dependency names (earlier keys) are already placed. At
+  // 1,024 GPUs this writes 12.8 million slots.
+  const size_t n = p.slots.size();
+  std::vector<int32_t> rank_offsets(p.num_ranks + 1, 0), rank_slots(n);
+  for (const LoweredSlot& s : p.slots) ++rank_offsets[s.rank + 1];
+  for (int32_t r = 0; r < p.num_ranks; ++r) rank_offsets[r + 1] += rank_offsets[r];
   {
-    std::vector<int64_t> fill(offsets.begin(), offsets.end() - 1);
-    for (size_t s = 0; s < p.slots.size(); ++s)
-      for (int32_t k = 0; k < p.slots[s].instances; ++k) {
-        int32_t e = a.inst_base[s] + k;
-        slot_of_entry[e] = static_cast<int32_t>(s);
-        order[fill[tb_first[p.slots[s].rank] + a.tb[e]]++] = e;
-      }
+    std::vector<int32_t> fill(rank_offsets.begin(), rank_offsets.end() - 1);
+    for (size_t i = 0; i < n; ++i) rank_slots[fill[p.slots[i].rank]++] = static_cast<int32_t>(i);
   }
-  // Where each entry landed, packed (thread block, position) so a dependency costs one miss.
-  std::vector<SlotDep> where(entries, {-1, -1});
-  for (int64_t t = 0; t < total_tbs; ++t) {
-    auto first = order.begin() + offsets[t], last = order.begin() + offsets[t + 1];
-    std::sort(first, last, [&](int32_t x, int32_t y) { return p.slots[slot_of_entry[x]].key < p.slots[slot_of_entry[y]].key; });
-    const int32_t tb = static_cast<int32_t>(t - tb_first[p.slots[slot_of_entry[*first]].rank]);
-    for (auto it = first; it != last; ++it) {
-      WEFT_ASSERT(it == first || p.slots[slot_of_entry[*(it - 1)]].key < p.slots[slot_of_entry[*it]].key,
-                  "two slots of one unit on one thread block");
-      where[*it] = {tb, static_cast<int32_t>(it - first)};
-    }
-  }
-  std::vector<int32_t> entry_slot = std::move(slot_of_entry);
-  // Per lowered slot, what its dependants need, packed: one cache line serves 8 slots.
-  struct Shape {
-    int32_t base, instances;
-  };
-  std::vector<Shape> shape(p.slots.size());
-  for (size_t i = 0; i < p.slots.size(); ++i) shape[i] = {a.inst_base[i], p.slots[i].instances};
-
-  // Build each thread block's slots in order (sequential writes).
-  plan.ranks.assign(p.num_ranks, {});
+  std::vector<int32_t> local_of(n, -1);  // a lowered slot's position in its rank's key order
+  std::vector<std::pair<int64_t, int32_t>> by_key;
+  std::vector<int32_t> local_base, local_instances, sizes;
+  std::vector<SlotDep> where;  // per instance of the rank's slots: (thread block, position)
+  std::vector<int64_t> last_key;
   std::vector<SlotDep> deps;
+  plan.ranks.assign(p.num_ranks, {});
   for (int32_t r = 0; r < p.num_ranks; ++r) {
     RankPlan& rp = plan.ranks[r];
     rp.rank = r;
     rp.tbs.resize(a.tbs_per_rank[r]);
-    for (int32_t tb = 0; tb < a.tbs_per_rank[r]; ++tb) {
-      const int64_t t = tb_first[r] + tb;
-      auto& out = rp.tbs[tb].slots;
-      out.reserve(offsets[t + 1] - offsets[t]);
-      for (int64_t i = offsets[t]; i < offsets[t + 1]; ++i) {
-        const int32_t e = order[i];
-        const int32_t ls_id = entry_slot[e];
-        const LoweredSlot& ls = p.slots[ls_id];
-        const int32_t instance = e - shape[ls_id].base;
+    const int32_t first = rank_offsets[r], count = rank_offsets[r + 1] - first;
+    by_key.resize(count);
+    for (int32_t i = 0; i < count; ++i) {
+      const int32_t id = rank_slots[first + i];
+      by_key[i] = {p.slots[id].key, id};
+    }
+    std::sort(by_key.begin(), by_key.end());  // lowering emits slots almost in key order
+    local_base.assign(count + 1, 0);
+    local_instances.resize(count);
+    sizes.assign(a.tbs_per_rank[r], 0);
+    for (int32_t i = 0; i < count; ++i) {
+      const int32_t id = by_key[i].second;
+      local_of[id] = i;
+      local_instances[i] = p.slots[id].instances;
+      local_base[i + 1] = local_base[i] + local_instances[i];
+      for (int32_t k = 0; k < local_instances[i]; ++k) {
+        const int32_t tb = a.tb[a.inst_base[id] + k];
+        WEFT_ASSERT(tb >= 0 && tb < a.tbs_per_rank[r], "a slot has no thread block");
+        ++sizes[tb];
+      }
+    }
+    for (int32_t tb = 0; tb < a.tbs_per_rank[r]; ++tb) rp.tbs[tb].slots.reserve(sizes[tb]);
+    where.assign(local_base[count], {-1, -1});
+    last_key.assign(a.tbs_per_rank[r], 0);
+    for (int32_t i = 0; i < count; ++i) {
+      const auto [key, id] = by_key[i];
+      const LoweredSlot& ls = p.slots[id];
+      for (int32_t instance = 0; instance < ls.instances; ++instance) {
+        const int32_t tb = a.tb[a.inst_base[id] + instance];
+        auto& out = rp.tbs[tb].slots;
+        const int32_t my_pos = static_cast<int32_t>(out.size());
+        WEFT_ASSERT(my_pos == 0 || last_key[tb] < key, "two slots of one unit on one thread block");
+        last_key[tb] = key;
+        where[local_base[i] + instance] = {tb, my_pos};
         Slot& s = out.emplace_back();
         s.primitive = ls.primitive;
         s.send_peer = ls.send_peer;
@@ -272,16 +269,16 @@ void assemble_plan(const LoweredProgram& p, const Allocation& a, Plan& plan) {
         s.instances = ls.instances;
         s.subpipeline = ls.sp_first;
         s.tasks.assign(p.slot_tasks.begin() + ls.tasks_begin, p.slot_tasks.begin() + ls.tasks_end);
-        const int32_t my_pos = static_cast<int32_t>(out.size()) - 1;
         deps.clear();
         for (int32_t d = ls.deps_begin; d < ls.deps_end; ++d) {
-          const Shape on_shape = shape[p.slot_deps[d]];
-          const int32_t kd = on_shape.instances, ks = ls.instances;
+          const int32_t j = local_of[p.slot_deps[d]];
+          WEFT_ASSERT(j >= 0 && j < i, "a dependency on a slot of another rank or later in program order");
+          const int32_t kd = local_instances[j], ks = ls.instances;
           // Instances of the slot waited on whose share of a micro-batch overlaps this one's.
           int32_t lo = static_cast<int32_t>(static_cast<int64_t>(instance) * kd / ks);
           int32_t hi = static_cast<int32_t>((static_cast<int64_t>(instance + 1) * kd + ks - 1) / ks);
           for (int32_t i2 = lo; i2 < hi; ++i2) {
-            const SlotDep on = where[on_shape.base + i2];
+            const SlotDep on = where[local_base[j] + i2];
             if (on.tb == tb) {
               WEFT_ASSERT(on.slot < my_pos, "a dependency on a later slot of the same thread block");
               continue;  // program order covers it

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "ir/algorithm.hpp"
+#include "ir/inline_vector.hpp"
 
 namespace weft {
 
@@ -81,8 +82,10 @@ struct Slot {
   int32_t instance = 0;       ///< this thread block's share of each micro-batch
   int32_t instances = 1;
   int32_t subpipeline = 0;    ///< which sub-pipeline the slot's tasks came from
-  std::vector<SlotDep> deps;
-  std::vector<int32_t> tasks; ///< the Algorithm's transfer indices this slot implements
+  /// Kept inside the slot up to 2 entries each (a compiled plan has millions of slots, almost
+  /// all with that few; see inline_vector.hpp); longer lists spill to the heap.
+  InlineVector<SlotDep, 2> deps;
+  InlineVector<int32_t, 2> tasks;  ///< the Algorithm's transfer indices this slot implements
   bool operator==(const Slot&) const = default;
 };
 

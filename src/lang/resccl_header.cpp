@@ -77,6 +77,15 @@ class Resolver {
     h.channels = int_or("nChannels", 1, 1, INT32_MAX);
     h.warps = int_or("nWarps", 16, 1, INT32_MAX);
     h.gpus_per_node = int_or("GPUPerNode", h.ranks, 1, INT32_MAX);
+    if (h.ranks % h.gpus_per_node != 0) {
+      // Ranks fill whole nodes; an algorithm evaluated for a partial node (the runtime once
+      // passed 2 ranks to HM AllGather with its default GPUPerNode=4) names peers that do not exist.
+      const Entry* where = find("GPUPerNode");
+      at(where ? *where : *ranks,
+         text::format("nRanks (%lld) must be a multiple of GPUPerNode (%lld): the ranks fill nodes of GPUPerNode GPUs "
+                      "(on one node, set GPUPerNode=nRanks)",
+                      static_cast<long long>(h.ranks), static_cast<long long>(h.gpus_per_node)));
+    }
     h.nics_per_node = int_or("NICPerNode", 0, 0, INT32_MAX);
     h.chunks = int_or("nChunks", h.ranks, 1, INT32_MAX);
     h.scratch = int_or("nScratch", 0, 0, INT32_MAX);

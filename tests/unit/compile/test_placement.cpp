@@ -11,6 +11,7 @@
 #include "compile/verify.hpp"
 #include "ir/topology_io.hpp"
 #include "lang/load.hpp"
+#include "util/error.hpp"
 
 namespace weft {
 namespace {
@@ -129,6 +130,22 @@ TEST(Placement, TheContractCheckNamesTheSlot) {
   std::string v = buffer_contract_violation(p);
   EXPECT_NE(v.find("rank 2 thread block"), std::string::npos) << v;
   EXPECT_NE(v.find("Reduce leaves to the caller"), std::string::npos) << v;
+}
+
+TEST(Placement, HierarchicalAlgorithmsRefuseRanksThatDoNotFillNodes) {
+  // The runtime once passed nRanks=2 alone: HM's default GPUPerNode=4 then names ranks 2 and
+  // 3. Loading refuses it with the fix; one node (GPUPerNode = nRanks) compiles and verifies.
+  for (const char* name : {"hm_allgather", "hm_allreduce"}) {
+    try {
+      load_algorithm(name, {{"nRanks", "2"}});
+      ADD_FAILURE() << name << " loaded for 2 ranks on nodes of 4";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("nRanks (2) must be a multiple of GPUPerNode (4)"), std::string::npos) << e.what();
+    }
+    Algorithm a = load(name, 2, 2);
+    EXPECT_TRUE(verify(a).ok) << name;
+    EXPECT_EQ(replay_errors(compile(a, topology_preset("a100-1x2"), CompileOptions{}).plan), "") << name;
+  }
 }
 
 }  // namespace

@@ -137,9 +137,9 @@ TEST(Figure16, BrokenVariantsFailAtTheirLine) {
   int line = static_cast<int>(std::count(bad.begin(), bad.begin() + at, '\n')) + 1;
   int column = static_cast<int>(at - bad.rfind('\n', at)) + 11;
   test::expect_error_at(bad, message, line, column, "unknown communication type 'rcc'");
-  // nRanks that is not a multiple of GPUPerNode makes nChunks disagree with the header.
+  // nRanks must be a multiple of GPUPerNode (8 in the header).
   std::string m2 = test::parse_error(text, {{"nRanks", "12"}});
-  EXPECT_NE(m2.find("would change header parameter nChunks from 12 to 8"), std::string::npos) << m2;
+  EXPECT_NE(m2.find("nRanks (12) must be a multiple of GPUPerNode (8)"), std::string::npos) << m2;
 }
 
 }  // namespace
