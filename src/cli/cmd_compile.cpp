@@ -35,6 +35,7 @@ struct CompileArgs {
   std::string algo, topology, params, scheduler = "hpds", allocator = "state", protocol = "Simple";
   std::string output, check;
   int instances = 0;
+  int fifo_depth = kDefaultFifoDepth;
   bool out_of_place = false, no_fuse = false, no_aggregate = false, no_verify = false, json = false;
 };
 
@@ -62,12 +63,13 @@ nlohmann::json summary_json(const Plan& plan) {
 void run_check(const CompileArgs& a) {
   auto t0 = std::chrono::steady_clock::now();
   Plan plan = load_plan(a.check);
-  DeadlockReport dl = check_deadlock(plan);
+  DeadlockReport dl = check_deadlock(plan, a.fifo_depth);
   double secs = seconds_since(t0);
   if (a.json) {
     nlohmann::json j = summary_json(plan);
     j["plan"] = a.check;
     j["deadlock_free"] = dl.ok;
+    j["fifo_depth"] = a.fifo_depth;
     if (!dl.ok) j["deadlock"] = dl.message;
     j["seconds"] = {{"check", secs}};
     std::printf("%s\n", j.dump(2).c_str());
@@ -76,17 +78,15 @@ void run_check(const CompileArgs& a) {
                 a.check.c_str(), plan.algorithm.c_str(), plan.topology.c_str(), plan.scheduler.c_str(),
                 plan.allocator.c_str(), std::string(to_string(plan.execution)).c_str(), plan.num_ranks,
                 plan.max_tbs_per_rank(), fixed(plan.mean_tbs_per_rank(), 1).c_str());
-    if (dl.ok) std::printf("deadlock-free\n");  // otherwise the error line below says why
+    if (dl.ok) std::printf("deadlock-free with FIFOs of %d messages\n", a.fifo_depth);  // otherwise the error line says why
   }
   if (!dl.ok) fail(ErrorCode::Verify, a.check + ": " + dl.message);
 }
 
 // --scheduler as-given: an MSCCL XML file's own thread blocks, steps and dependencies as a
 // plan (algorithm-level execution, as MSCCL runs it), the baseline weft's schedules are
-// measured against (docs/msccl-xml.md). No compiler stage runs. The deadlock check is not
-// applied: MSCCL's files rely on buffered connections (a ring sends before it receives),
-// which the check, pairing both ends of a connection, does not model; the simulator and the
-// runtime do.
+// measured against (docs/msccl-xml.md). No compiler stage runs. The deadlock check runs with
+// --fifo-depth (MSCCL's files rely on buffered connections: a ring sends before it receives).
 void run_as_given(const CompileArgs& a) {
   if (!is_msccl_xml_path(a.algo))
     fail(ErrorCode::InvalidArgument, "--scheduler as-given keeps an MSCCL XML file's own schedule; '" + a.algo +
@@ -107,7 +107,7 @@ void run_as_given(const CompileArgs& a) {
                                          topo.name + " has " + std::to_string(topo.nodes * topo.gpus_per_node));
   Plan plan = std::move(imp.as_given);
   plan.topology = topo.name;
-  validate_plan(plan);
+  check_deadlock_or_throw(plan, a.fifo_depth);
   if (!a.output.empty()) save_plan(plan, a.output);
   int64_t slots = 0;
   for (const RankPlan& rp : plan.ranks)
@@ -116,6 +116,8 @@ void run_as_given(const CompileArgs& a) {
     nlohmann::json j = summary_json(plan);
     j["tasks"] = imp.algorithm.transfers.size();
     j["slots"] = slots;
+    j["deadlock_free"] = true;  // else check_deadlock_or_throw has refused the plan
+    j["fifo_depth"] = a.fifo_depth;
     j["seconds"] = {{"parse", parse}, {"verify", verify_secs}, {"total", parse + verify_secs}};
     j["plan"] = a.output.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.output);
     std::printf("%s\n", j.dump(2).c_str());
@@ -128,6 +130,7 @@ void run_as_given(const CompileArgs& a) {
   line("thread blocks per rank, max", std::to_string(plan.max_tbs_per_rank()));
   line("thread blocks per rank, mean", fixed(plan.mean_tbs_per_rank(), 2));
   line("slots, all ranks", std::to_string(slots));
+  line("deadlock-free with FIFOs of (messages)", std::to_string(a.fifo_depth));
   line("protocol", plan.protocol);
   line("seconds: parse", fixed(parse, 3));
   line("seconds: verify", a.no_verify ? "skipped" : fixed(verify_secs, 3));
@@ -148,6 +151,7 @@ void run_compile(const CompileArgs& a) {
   o.aggregate = !a.no_aggregate;
   o.protocol = a.protocol;
   o.keep_graph = false;
+  o.fifo_depth = a.fifo_depth;
   // Refuse bad options before the (possibly long) parse.
   bool known = false;
   for (std::string_view s : scheduler_names()) known = known || s == o.scheduler;
@@ -229,6 +233,9 @@ void register_compile(CLI::App& app) {
   cmd->add_flag("--no-fuse", args->no_fuse, "Do not fuse primitives into rcs / rrcs / rrs");
   cmd->add_flag("--no-aggregate", args->no_aggregate, "Do not merge contiguous chunks on one link and step");
   cmd->add_option("--protocol", args->protocol, "Simple (default), LL or LL128, recorded in the plan");
+  cmd->add_option("--fifo-depth", args->fifo_depth,
+                  "Messages a connection holds in the deadlock check (default 4, the runtime's WEFT_FIFO_DEPTH; 0: "
+                  "every send waits for its receive)");
   cmd->add_flag("--no-verify", args->no_verify, "Skip the symbolic verifier (the algorithm must be correct)");
   cmd->add_option("--output,-o", args->output, "Write the plan to this JSON file (docs/plan-format.md)");
   cmd->add_option("--check", args->check, "Load a plan file and check it (structure, deadlock) instead of compiling");

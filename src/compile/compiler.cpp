@@ -27,6 +27,8 @@ void check_options(const CompileOptions& o) {
   check_allocator_name(o.allocator);
   if (o.instances < 0 || o.instances > 64)
     fail(ErrorCode::InvalidArgument, text::format("instances must be between 1 and 64 (or 0 to derive them), not %d", o.instances));
+  if (o.fifo_depth < 0 || o.fifo_depth > (1 << 20))
+    fail(ErrorCode::InvalidArgument, text::format("FIFO depth must be between 0 and 1048576, not %d", o.fifo_depth));
   if (o.protocol != "Simple" && o.protocol != "LL" && o.protocol != "LL128")
     fail(ErrorCode::InvalidArgument, "unknown protocol '" + o.protocol + "' (known: Simple, LL, LL128)");
 }
@@ -90,7 +92,7 @@ CompileResult compile(const Algorithm& algo, const Topology& topo, const Compile
             s.primitive == Primitive::RecvReduceSend)
           ++res.fused_primitives;
       }
-  check_deadlock_or_throw(res.plan);
+  check_deadlock_or_throw(res.plan, options.fifo_depth);
   if (std::string broken = buffer_contract_violation(res.plan); !broken.empty()) fail(ErrorCode::Internal, broken);
   res.seconds.lower = seconds_since(t2);
   res.seconds.total = res.seconds.analyse + res.seconds.schedule + res.seconds.lower;

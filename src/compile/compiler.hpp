@@ -26,6 +26,9 @@ struct CompileOptions {
   bool fuse = true;                ///< fuse rcs / rrcs / rrs
   bool aggregate = true;           ///< merge contiguous chunks on one link and step
   std::string protocol = "Simple"; ///< Simple | LL | LL128, recorded in the plan
+  /// Messages a connection holds in the deadlock check (check_deadlock): 4, the runtime's
+  /// WEFT_FIFO_DEPTH default; 0 checks as if every send waited for its receive.
+  int32_t fifo_depth = 4;
   /// Keep the task graph in CompileResult::graph. Callers that only want the plan turn it off:
   /// the graph is then freed once lowered, which lowers peak memory (about 700 MB for HM
   /// AllReduce on 1,024 GPUs).

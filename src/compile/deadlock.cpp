@@ -64,9 +64,18 @@ CycleEntry entry(const Plan& p, const SlotIndex& ix, int32_t id) {
   return {ix.rank(id), ix.local_tb(id), ix.index(id), s.primitive, s.send_peer >= 0 ? s.send_peer : s.recv_peer};
 }
 
-/// Pairs the ends of every connection (the i-th send meets the i-th receive) and merges them:
-/// union-find in `parent`, and circular member lists in `next`. Returns an error sentence or "".
-std::string pair_connections(const Plan& p, const SlotIndex& ix, std::vector<int32_t>& parent, std::vector<int32_t>& next) {
+/// How pair_connections records the i-th send and the i-th receive of each connection.
+struct Pairing {
+  int32_t depth = 0;  ///< 0: merge the two ends (rendezvous); d >= 1: FIFO edges
+  std::vector<int32_t>* parent = nullptr;     // rendezvous: union-find
+  std::vector<int32_t>* next = nullptr;       // rendezvous: circular member lists
+  std::vector<int32_t>* send_of = nullptr;    // FIFO: per receiving slot, its send
+  std::vector<int32_t>* fifo_pred = nullptr;  // FIFO: per sending slot, the receive d earlier
+};
+
+/// Pairs the ends of every connection (the i-th send meets the i-th receive) and records them
+/// as `how` asks. Returns an error sentence or "".
+std::string pair_connections(const Plan& p, const SlotIndex& ix, const Pairing& how) {
   struct Ends {
     int32_t src, dst, channel;
     int32_t send_tb = -1, recv_tb = -1;
@@ -118,10 +127,16 @@ std::string pair_connections(const Plan& p, const SlotIndex& ix, std::vector<int
         return text::format("connection %d->%d channel %d: transfer %zu is sent as %d chunks (instance %d of %d) but "
                             "received as %d chunks (instance %d of %d)",
                             e.src, e.dst, e.channel, i, a.count, a.instance, a.instances, b.count, b.instance, b.instances);
+      if (how.depth > 0) {
+        (*how.send_of)[e.recvs[i]] = e.sends[i];
+        if (i >= static_cast<size_t>(how.depth)) (*how.fifo_pred)[e.sends[i]] = e.recvs[i - how.depth];
+        continue;
+      }
+      std::vector<int32_t>& parent = *how.parent;
       int32_t x = find(parent, e.sends[i]), y = find(parent, e.recvs[i]);
       if (x != y) {
         parent[std::max(x, y)] = std::min(x, y);
-        std::swap(next[e.sends[i]], next[e.recvs[i]]);  // splice the two circular lists
+        std::swap((*how.next)[e.sends[i]], (*how.next)[e.recvs[i]]);  // splice the two circular lists
       }
     }
     e.sends = {};
@@ -266,17 +281,104 @@ void find_cycle(const Plan& p, const SlotIndex& ix, std::vector<int32_t>& parent
   report.message += " -> back to the start";
 }
 
+/// Algorithm-level execution over FIFOs of depth >= 1: the slots of one micro-batch with
+/// program order, `deps`, receive-after-send and send-after-the-receive-depth-earlier edges
+/// (see deadlock.hpp). Kahn's algorithm; on a cycle, a walk back along unfinished
+/// predecessors finds one and describes it.
+void check_fifo(const Plan& p, const SlotIndex& ix, const std::vector<int32_t>& send_of,
+                const std::vector<int32_t>& fifo_pred, int32_t depth, DeadlockReport& report) {
+  const int32_t n = ix.size();
+  auto first_in_tb = [&](int32_t id) { return id == ix.tb_base[ix.tb_of[id]]; };
+  std::vector<int32_t> indeg(n, 0), offsets(static_cast<size_t>(n) + 1, 0), succ;
+  auto for_each_pred = [&](int32_t id, auto&& fn) {  // predecessors other than program order
+    const int32_t r = ix.rank(id);
+    for (const SlotDep& d : slot_at(p, ix, id).deps) fn(ix.id(r, d.tb, d.slot));
+    if (send_of[id] >= 0) fn(send_of[id]);
+    if (fifo_pred[id] >= 0) fn(fifo_pred[id]);
+  };
+  for (int32_t id = 0; id < n; ++id) {
+    indeg[id] = first_in_tb(id) ? 0 : 1;
+    for_each_pred(id, [&](int32_t from) {
+      ++indeg[id];
+      ++offsets[static_cast<size_t>(from) + 1];
+    });
+  }
+  for (int32_t i = 0; i < n; ++i) offsets[i + 1] += offsets[i];
+  succ.resize(offsets[n]);
+  {
+    std::vector<int32_t> fill(offsets.begin(), offsets.end() - 1);
+    for (int32_t id = 0; id < n; ++id) for_each_pred(id, [&](int32_t from) { succ[fill[from]++] = id; });
+  }
+  std::vector<int32_t> ready;
+  for (int32_t id = 0; id < n; ++id)
+    if (indeg[id] == 0) ready.push_back(id);
+  std::vector<uint8_t> done(n, 0);
+  int32_t fired = 0;
+  while (!ready.empty()) {
+    int32_t u = ready.back();
+    ready.pop_back();
+    done[u] = 1;
+    ++fired;
+    if (!ix.last_in_tb(u) && --indeg[u + 1] == 0) ready.push_back(u + 1);
+    for (int32_t k = offsets[u]; k < offsets[u + 1]; ++k)
+      if (--indeg[succ[k]] == 0) ready.push_back(succ[k]);
+  }
+  if (fired == n) return;
+  // Every unfinished slot has an unfinished predecessor: walk back until a slot repeats.
+  int32_t u = 0;
+  while (done[u]) ++u;
+  std::vector<int32_t> seen_at(n, -1), walk;
+  while (seen_at[u] < 0) {
+    seen_at[u] = static_cast<int32_t>(walk.size());
+    walk.push_back(u);
+    int32_t back = -1;
+    if (!first_in_tb(u) && !done[u - 1]) back = u - 1;
+    for_each_pred(u, [&](int32_t from) {
+      if (back < 0 && !done[from]) back = from;
+    });
+    WEFT_ASSERT(back >= 0, "an unfinished slot with every predecessor finished");
+    u = back;
+  }
+  std::vector<int32_t> cyc(walk.begin() + seen_at[u], walk.end());
+  std::reverse(cyc.begin(), cyc.end());
+  for (int32_t id : cyc) report.cycle.push_back(entry(p, ix, id));
+  report.ok = false;
+  report.message = text::format("the plan can deadlock with FIFOs of %d message%s: ", depth, depth == 1 ? "" : "s");
+  for (size_t i = 0; i < report.cycle.size(); ++i) report.message += (i ? " -> " : "") + describe(report.cycle[i]);
+  report.message += " -> back to the start";
+}
+
 }  // namespace
 
-DeadlockReport check_deadlock(const Plan& p) {
+DeadlockReport check_deadlock(const Plan& p, int32_t fifo_depth) {
+  if (fifo_depth < 0 || fifo_depth > (1 << 20))
+    fail(ErrorCode::InvalidArgument, text::format("FIFO depth %d is out of range [0, 1048576]", fifo_depth));
   validate_plan(p);
   DeadlockReport report;
   SlotIndex ix(p);
   const int32_t n = ix.size();
+  if (fifo_depth > 0 && p.execution == ExecutionModel::Algorithm) {
+    std::vector<int32_t> send_of(n, -1), fifo_pred(n, -1);
+    Pairing how;
+    how.depth = fifo_depth;
+    how.send_of = &send_of;
+    how.fifo_pred = &fifo_pred;
+    std::string fault = pair_connections(p, ix, how);
+    if (!fault.empty()) {
+      report.ok = false;
+      report.message = fault;
+      return report;
+    }
+    check_fifo(p, ix, send_of, fifo_pred, fifo_depth, report);
+    return report;
+  }
   std::vector<int32_t> parent(n), next(n);
   std::iota(parent.begin(), parent.end(), 0);
   std::iota(next.begin(), next.end(), 0);
-  std::string fault = pair_connections(p, ix, parent, next);
+  Pairing how;
+  how.parent = &parent;
+  how.next = &next;
+  std::string fault = pair_connections(p, ix, how);
   if (!fault.empty()) {
     report.ok = false;
     report.message = fault;
@@ -290,8 +392,8 @@ DeadlockReport check_deadlock(const Plan& p) {
   return report;
 }
 
-void check_deadlock_or_throw(const Plan& plan) {
-  DeadlockReport r = check_deadlock(plan);
+void check_deadlock_or_throw(const Plan& plan, int32_t fifo_depth) {
+  DeadlockReport r = check_deadlock(plan, fifo_depth);
   if (!r.ok) fail(ErrorCode::Verify, r.message);
 }
 

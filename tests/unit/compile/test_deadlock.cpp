@@ -34,8 +34,11 @@ TEST(Deadlock, CompiledPlansAreFree) {
     for (const char* sched : {"hpds", "algo", "stage", "rr", "gc3"}) {
       CompileOptions o;
       o.scheduler = sched;
-      DeadlockReport r = check_deadlock(compile(c.algo, c.topo, o).plan);
-      EXPECT_TRUE(r.ok) << c.algo.name << " " << sched << ": " << r.message;
+      Plan plan = compile(c.algo, c.topo, o).plan;
+      for (int depth : {0, 1, 4}) {
+        DeadlockReport r = check_deadlock(plan, depth);
+        EXPECT_TRUE(r.ok) << c.algo.name << " " << sched << " depth " << depth << ": " << r.message;
+      }
     }
 }
 
@@ -51,6 +54,46 @@ TEST(Deadlock, BothRanksReceiveBeforeSending) {
   EXPECT_NE(r.message.find("rank 0 tb 0 slot 0 (recv from 1)"), std::string::npos) << r.message;
   EXPECT_NE(r.message.find("rank 1 tb 0 slot 1 (send to 0)"), std::string::npos) << r.message;
   EXPECT_THROW(check_deadlock_or_throw(p), Error);
+}
+
+TEST(Deadlock, BufferedConnectionsUnderAlgorithmLevelExecution) {
+  // Each rank sends `sends` chunks to the other, then receives as many: MSCCL's rings and
+  // all-pairs files do this, relying on the connection's FIFO. Per micro-batch it needs
+  // FIFOs of `sends` messages; task-level execution deadlocks once micro-batches outnumber
+  // the FIFO, whatever its depth.
+  for (int sends : {1, 2, 3}) {
+    Plan p = two_ranks();
+    p.input_chunks = p.output_chunks = 2 * sends;
+    for (int r = 0; r < 2; ++r) {
+      std::vector<Slot> slots;
+      for (int i = 0; i < sends; ++i) slots.push_back(prim(Primitive::Send, 1 - r, -1, r * sends + i));
+      for (int i = 0; i < sends; ++i) slots.push_back(prim(Primitive::Recv, -1, 1 - r, (1 - r) * sends + i));
+      p.ranks[r].tbs = {ThreadBlock{slots}};
+    }
+    p.execution = ExecutionModel::Algorithm;
+    for (int depth : {0, 1, 2, 3, 4}) {
+      SCOPED_TRACE("sends " + std::to_string(sends) + ", depth " + std::to_string(depth));
+      DeadlockReport r = check_deadlock(p, depth);
+      EXPECT_EQ(r.ok, depth >= sends) << r.message;
+      if (!r.ok && depth > 0) {
+        EXPECT_NE(r.message.find("FIFOs of " + std::to_string(depth) + " message"), std::string::npos) << r.message;
+        EXPECT_FALSE(r.cycle.empty());
+      }
+    }
+    p.execution = ExecutionModel::Task;
+    EXPECT_FALSE(check_deadlock(p, 4).ok);
+    EXPECT_FALSE(check_deadlock(p, 64).ok);
+  }
+  // Receiving before sending deadlocks at any depth, and the cycle names both receives.
+  Plan p = two_ranks();
+  p.execution = ExecutionModel::Algorithm;
+  p.ranks[0].tbs = {{{prim(Primitive::Recv, -1, 1, 0), prim(Primitive::Send, 1, -1, 1)}}};
+  p.ranks[1].tbs = {{{prim(Primitive::Recv, -1, 0, 1), prim(Primitive::Send, 0, -1, 0)}}};
+  DeadlockReport r = check_deadlock(p, 4);
+  ASSERT_FALSE(r.ok);
+  EXPECT_NE(r.message.find("rank 0 tb 0 slot 0 (recv from 1)"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("rank 1 tb 0 slot 0 (recv from 0)"), std::string::npos) << r.message;
+  EXPECT_THROW(check_deadlock(p, -1), Error);
 }
 
 TEST(Deadlock, DependencyCycleInACompiledPlan) {

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "compile/compiler.hpp"
+#include "compile/deadlock.hpp"
 #include "compile/replay.hpp"
 #include "compile/verify.hpp"
 #include "ir/topology_io.hpp"
@@ -97,6 +98,20 @@ TEST_P(PublishedMscclFiles, Verify) {
   VerifyResult v = verify(import_msccl_file(dir + "/" + GetParam().file).algorithm);
   EXPECT_TRUE(v.ok) << GetParam().file << ": " << (v.errors.empty() ? "" : v.errors[0]);
   EXPECT_EQ(v.error_count, 0u);
+}
+
+// The file's own schedule cannot deadlock on the runtime's FIFOs (4 messages per connection),
+// which its rings and all-pairs exchanges rely on; under rendezvous (depth 0) those files have
+// a cycle.
+TEST_P(PublishedMscclFiles, DeadlockFreeWithTheRuntimesFifoDepth) {
+  std::string dir = test::msccl_xml_dir();
+  ASSERT_FALSE(dir.empty());
+  const Plan plan = import_msccl_file(dir + "/" + GetParam().file).as_given;
+  DeadlockReport buffered = check_deadlock(plan, kDefaultFifoDepth);
+  EXPECT_TRUE(buffered.ok) << GetParam().file << ": " << buffered.message;
+  const std::string f = GetParam().file;
+  const bool needs_buffering = f == "ap2ll.xml" || f == "ap4ll.xml" || f == "r48ll.xml" || f == "r48ll128.xml";
+  EXPECT_EQ(check_deadlock(plan, 0).ok, !needs_buffering) << f;
 }
 
 // The file's own schedule runs on the simulator (8 x H200), with its invariant checks on,
