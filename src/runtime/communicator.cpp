@@ -337,6 +337,9 @@ std::string Communicator::format_device_error(const exec::ErrorRecord& e) const 
 }
 
 ErrorCode Communicator::async_error(std::string* message) {
+  // Called from any thread (weftCommGetAsyncError, e.g. a framework's watchdog) while
+  // another may be inside a collective: the error state has its own lock, never mu_.
+  std::lock_guard<std::mutex> lock(error_mu_);
   if (broken_ == ErrorCode::Success && error_host_ != nullptr && error_host_->valid != 0) {
     broken_ = ErrorCode::Timeout;
     broken_message_ = format_device_error(*error_host_);
@@ -410,7 +413,11 @@ void Communicator::free_all(bool barrier) {
   if (p2p_conns_) cudaFree(p2p_conns_);
   if (arena_) cudaFree(arena_);
   if (error_claim_) cudaFree(error_claim_);
-  if (error_host_) cudaFreeHost(error_host_);
+  {
+    std::lock_guard<std::mutex> lock(error_mu_);
+    if (error_host_) cudaFreeHost(error_host_);
+    error_host_ = nullptr;
+  }
   if (abort_host_) cudaFreeHost(abort_host_);
   if (setup_stream_) cudaStreamDestroy(setup_stream_);
   p2p_conns_ = nullptr;

@@ -156,6 +156,7 @@ class Communicator {
   exec::DevConn* p2p_conns_ = nullptr;      ///< device table for p2p: ((peer*2+send)*K + conn)
   cudaStream_t setup_stream_ = nullptr;
   bool launched_ = false;
+  std::mutex error_mu_;                     ///< guards broken_, broken_message_ and reading error_host_
   ErrorCode broken_ = ErrorCode::Success;
   std::string broken_message_;
   std::map<std::string, std::unique_ptr<CachedPlan>> plans_;

@@ -8,33 +8,15 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cli_run.hpp"
 #include "ir/plan_json.hpp"
 
 namespace weft {
 namespace {
 
-struct CliRun {
-  int status = -1;
-  std::string out, err;
-};
+using weft::test::CliRun;
 
-CliRun weft(const std::string& args) {
-  std::string err_path = testing::TempDir() + "weft_cli_err_" + std::to_string(getpid()) + ".txt";
-  std::string cmd = std::string(WEFT_CLI) + " " + args + " 2>" + err_path;
-  CliRun r;
-  FILE* f = popen(cmd.c_str(), "r");
-  if (!f) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0) r.out.append(buf, n);
-  int st = pclose(f);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  if (FILE* e = fopen(err_path.c_str(), "r")) {
-    while ((n = fread(buf, 1, sizeof buf, e)) > 0) r.err.append(buf, n);
-    fclose(e);
-  }
-  return r;
-}
+CliRun weft(const std::string& args) { return weft::test::run_command(std::string(WEFT_CLI) + " " + args, "cli"); }
 
 int lines(const std::string& s) {
   int n = 0;

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_run.hpp"
 #include "sim/sweep.hpp"
 
 namespace weft {
@@ -21,33 +22,15 @@ namespace {
 using sim::BenchSpec;
 using sim::run_simulated_bench;
 
-struct CliRun {
-  int status = -1;
-  std::string out, err;
-};
+using weft::test::CliRun;
 
 std::string temp_path(const std::string& name) {
   return testing::TempDir() + "weft_sim_cli_" + std::to_string(getpid()) + "_" + name;
 }
 
 CliRun weft(const std::string& args) {
-  const std::string err_path = temp_path("err.txt");
   // No GPU for the command, whatever the machine has: `weft bench` then simulates.
-  const std::string cmd = "CUDA_VISIBLE_DEVICES= " + std::string(WEFT_CLI) + " " + args + " 2>" + err_path;
-  CliRun r;
-  FILE* f = popen(cmd.c_str(), "r");
-  if (!f) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0) r.out.append(buf, n);
-  const int st = pclose(f);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  std::ifstream e(err_path);
-  std::stringstream ss;
-  ss << e.rdbuf();
-  r.err = ss.str();
-  std::remove(err_path.c_str());
-  return r;
+  return weft::test::run_command("CUDA_VISIBLE_DEVICES= " + std::string(WEFT_CLI) + " " + args, "sim_cli");
 }
 
 std::string slurp(const std::string& path) {
