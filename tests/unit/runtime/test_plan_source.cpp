@@ -38,7 +38,9 @@ TEST(PlanSource, CompiledRingsAndAllPairsRun) {
     for (int R : {2, 3, 4}) {
       EXPECT_EQ(algorithm_collective(name, R), c) << name;
       EXPECT_NO_THROW(check(c, R, name, false)) << name << " R=" << R;
-      if (c != Collective::AllToAll) EXPECT_NO_THROW(check(c, R, name, true)) << name << " R=" << R << " in place";
+      if (c != Collective::AllToAll) {
+        EXPECT_NO_THROW(check(c, R, name, true)) << name << " R=" << R << " in place";
+      }
     }
 }
 
