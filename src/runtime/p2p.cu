@@ -12,7 +12,7 @@ namespace weft {
 
 namespace {
 
-/// Parallel blocks for one operation of `bytes`: one per MiB, at most 24 (what fills NVLink,
+/// Parallel blocks for one operation of `bytes`: one per 256 KiB, at most 24 (what fills NVLink,
 /// as for the collectives) and at most what keeps a group within exec::kMaxP2PBlocks when it
 /// talks to every peer in both directions (AllToAll). Both sides of a matched pair must
 /// agree, so this depends only on the byte count and the communicator's size, never on what
@@ -20,7 +20,7 @@ namespace {
 int p2p_instances(uint64_t bytes, int max_conns, int nranks) {
   const int per_group = std::max(1, exec::kMaxP2PBlocks / std::max(1, 2 * (nranks - 1)));
   const int cap = std::min({24, max_conns, per_group});
-  uint64_t n = bytes / (1u << 20);
+  uint64_t n = bytes / (256u << 10);  // one per 256 KiB: a 2 MiB message already gets 8
   return static_cast<int>(std::clamp<uint64_t>(n, 1, static_cast<uint64_t>(cap)));
 }
 
