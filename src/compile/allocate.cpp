@@ -3,18 +3,11 @@
 #include <algorithm>
 #include <numeric>
 
+#include "compile/union_find.hpp"
 #include "util/error.hpp"
 
 namespace weft {
 namespace {
-
-int32_t find(std::vector<int32_t>& parent, int32_t x) {
-  while (parent[x] != x) {
-    parent[x] = parent[parent[x]];
-    x = parent[x];
-  }
-  return x;
-}
 
 /// Slots of each rank, and the group of each slot (see allocate.hpp). Groups are ids of a
 /// union-find over connection ends (2 per connection) followed by ids for local slots.
@@ -25,23 +18,19 @@ struct Grouping {
 
 Grouping group_slots(const LoweredProgram& p, bool locals_share) {
   const int32_t nconn = static_cast<int32_t>(p.connections.size());
-  std::vector<int32_t> parent(2 * static_cast<size_t>(nconn));
-  std::iota(parent.begin(), parent.end(), 0);
+  UnionFind ends(2 * static_cast<size_t>(nconn));
   int32_t channels = 1;
   for (const LoweredSlot& s : p.slots) {
     channels = std::max(channels, s.channel + 1);
-    if (s.send_conn >= 0 && s.recv_conn >= 0) {
-      int32_t a = find(parent, 2 * s.send_conn), b = find(parent, 2 * s.recv_conn + 1);
-      if (a != b) parent[std::max(a, b)] = std::min(a, b);
-    }
+    if (s.send_conn >= 0 && s.recv_conn >= 0) ends.unite(2 * s.send_conn, 2 * s.recv_conn + 1);
   }
   Grouping g;
   g.group.resize(p.slots.size());
   const int64_t base = 2 * static_cast<int64_t>(nconn);
   for (size_t i = 0; i < p.slots.size(); ++i) {
     const LoweredSlot& s = p.slots[i];
-    if (s.send_conn >= 0) g.group[i] = find(parent, 2 * s.send_conn);
-    else if (s.recv_conn >= 0) g.group[i] = find(parent, 2 * s.recv_conn + 1);
+    if (s.send_conn >= 0) g.group[i] = ends.find(2 * s.send_conn);
+    else if (s.recv_conn >= 0) g.group[i] = ends.find(2 * s.recv_conn + 1);
     else if (locals_share) g.group[i] = base + static_cast<int64_t>(s.rank) * channels + s.channel;
     else g.group[i] = base + static_cast<int64_t>(p.num_ranks) * channels + static_cast<int64_t>(i);
   }

@@ -4,20 +4,13 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "compile/union_find.hpp"
 #include "ir/plan_json.hpp"
 #include "util/error.hpp"
 #include "util/text.hpp"
 
 namespace weft {
 namespace {
-
-int32_t find(std::vector<int32_t>& parent, int32_t x) {
-  while (parent[x] != x) {
-    parent[x] = parent[parent[x]];
-    x = parent[x];
-  }
-  return x;
-}
 
 /// Global slot ids: thread blocks laid out one after another, so program order is id -> id+1.
 struct SlotIndex {
@@ -67,7 +60,7 @@ CycleEntry entry(const Plan& p, const SlotIndex& ix, int32_t id) {
 /// How pair_connections records the i-th send and the i-th receive of each connection.
 struct Pairing {
   int32_t depth = 0;  ///< 0: merge the two ends (rendezvous); d >= 1: FIFO edges
-  std::vector<int32_t>* parent = nullptr;     // rendezvous: union-find
+  UnionFind* ends = nullptr;                  // rendezvous: the two ends of each message
   std::vector<int32_t>* next = nullptr;       // rendezvous: circular member lists
   std::vector<int32_t>* send_of = nullptr;    // FIFO: per receiving slot, its send
   std::vector<int32_t>* fifo_pred = nullptr;  // FIFO: per sending slot, the receive d earlier
@@ -132,10 +125,7 @@ std::string pair_connections(const Plan& p, const SlotIndex& ix, const Pairing& 
         if (i >= static_cast<size_t>(how.depth)) (*how.fifo_pred)[e.sends[i]] = e.recvs[i - how.depth];
         continue;
       }
-      std::vector<int32_t>& parent = *how.parent;
-      int32_t x = find(parent, e.sends[i]), y = find(parent, e.recvs[i]);
-      if (x != y) {
-        parent[std::max(x, y)] = std::min(x, y);
+      if (how.ends->unite(e.sends[i], e.recvs[i])) {
         std::swap((*how.next)[e.sends[i]], (*how.next)[e.recvs[i]]);  // splice the two circular lists
       }
     }
@@ -203,10 +193,10 @@ bool simulate(const Plan& p, const SlotIndex& ix, const std::vector<int32_t>& ne
 
 /// After a failed simulation: the graph of merged nodes (program order, dependencies) has a
 /// cycle; find one and describe it.
-void find_cycle(const Plan& p, const SlotIndex& ix, std::vector<int32_t>& parent, DeadlockReport& report) {
+void find_cycle(const Plan& p, const SlotIndex& ix, UnionFind& ends, DeadlockReport& report) {
   const int32_t n = ix.size();
   std::vector<int32_t> root(n);
-  for (int32_t i = 0; i < n; ++i) root[i] = find(parent, i);
+  for (int32_t i = 0; i < n; ++i) root[i] = ends.find(i);
   std::vector<int32_t> dep_offsets(n + 1, 0), dependents;
   for (int32_t id = 0; id < n; ++id)
     for (const SlotDep& d : slot_at(p, ix, id).deps) ++dep_offsets[ix.id(ix.rank(id), d.tb, d.slot) + 1];
@@ -372,11 +362,11 @@ DeadlockReport check_deadlock(const Plan& p, int32_t fifo_depth) {
     check_fifo(p, ix, send_of, fifo_pred, fifo_depth, report);
     return report;
   }
-  std::vector<int32_t> parent(n), next(n);
-  std::iota(parent.begin(), parent.end(), 0);
+  UnionFind ends(n);
+  std::vector<int32_t> next(n);
   std::iota(next.begin(), next.end(), 0);
   Pairing how;
-  how.parent = &parent;
+  how.ends = &ends;
   how.next = &next;
   std::string fault = pair_connections(p, ix, how);
   if (!fault.empty()) {
@@ -388,7 +378,7 @@ DeadlockReport check_deadlock(const Plan& p, int32_t fifo_depth) {
   // thread block's first slot, whichever member of its node that is.
   if (simulate(p, ix, next)) return report;
   next = {};
-  find_cycle(p, ix, parent, report);
+  find_cycle(p, ix, ends, report);
   return report;
 }
 

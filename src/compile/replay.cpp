@@ -4,20 +4,13 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "compile/union_find.hpp"
 #include "ir/plan_json.hpp"
 #include "util/error.hpp"
 #include "util/text.hpp"
 
 namespace weft {
 namespace {
-
-int32_t find(std::vector<int32_t>& parent, int32_t x) {
-  while (parent[x] != x) {
-    parent[x] = parent[parent[x]];
-    x = parent[x];
-  }
-  return x;
-}
 
 struct Ref {
   int32_t rank, tb, slot;
@@ -91,8 +84,8 @@ Algorithm replay_plan(const Plan& plan, int32_t lane) {
       e.recvs.push_back(id);
     }
   }
-  std::vector<int32_t> sender(n, -1), parent(n);
-  std::iota(parent.begin(), parent.end(), 0);
+  std::vector<int32_t> sender(n, -1);
+  UnionFind ends(n);
   for (const auto& [k, e] : conns) {
     if (e.sends.size() != e.recvs.size())
       fail(ErrorCode::Verify, text::format("plan: a connection has %zu sends but %zu receives", e.sends.size(), e.recvs.size()));
@@ -100,12 +93,11 @@ Algorithm replay_plan(const Plan& plan, int32_t lane) {
       if (slot(e.sends[i]).count != slot(e.recvs[i]).count)
         fail(ErrorCode::Verify, "plan: a transfer is sent and received with different chunk counts");
       sender[e.recvs[i]] = e.sends[i];
-      int32_t a = find(parent, e.sends[i]), b = find(parent, e.recvs[i]);
-      if (a != b) parent[std::max(a, b)] = std::min(a, b);
+      ends.unite(e.sends[i], e.recvs[i]);
     }
   }
   std::vector<int32_t> root(n);
-  for (int32_t i = 0; i < n; ++i) root[i] = find(parent, i);
+  for (int32_t i = 0; i < n; ++i) root[i] = ends.find(i);
 
   // Levels of merged nodes: longest path over program order and dependencies (lane-local).
   std::vector<std::vector<int32_t>> out(n);  // per slot: slots that must follow it
