@@ -1,47 +1,14 @@
-// Interpreter instantiations for the int types (split across files so the two-core build
-// machine compiles them in parallel).
-#include "device/executor_kernel.cuh"
-#include "runtime/executor.hpp"
+// Interpreter instantiations for the int types (exec_launch.cuh; the float types are in
+// exec_float.cu, so the two-core build machine compiles them in parallel).
+#include "runtime/exec_launch.cuh"
 
 namespace weft::detail {
 
-template <typename T>
-void launch_exec_t(const exec::ExecArgs& a, int num_tbs, int threads, cudaStream_t stream) {
-  exec::exec_kernel<T><<<num_tbs, threads, 0, stream>>>(a);
-}
-
-template <typename T>
-void launch_divide_t(void* x, uint64_t n, int divisor, cudaStream_t stream) {
-  uint64_t blocks = (n + 1023) / 1024;
-  if (blocks > 1024) blocks = 1024;
-  if (blocks == 0) return;
-  exec::divide_kernel<T><<<static_cast<unsigned>(blocks), 256, 0, stream>>>(static_cast<T*>(x), n, divisor);
-}
-
-template <typename T>
-int blocks_per_sm_t(int threads) {
-  int n = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, exec::exec_kernel<T>, threads, 0) != cudaSuccess) return 1;
-  return n;
-}
-
-template void launch_exec_t<int8_t>(const exec::ExecArgs&, int, int, cudaStream_t);
-template void launch_divide_t<int8_t>(void*, uint64_t, int, cudaStream_t);
-template int blocks_per_sm_t<int8_t>(int);
-template void launch_exec_t<uint8_t>(const exec::ExecArgs&, int, int, cudaStream_t);
-template void launch_divide_t<uint8_t>(void*, uint64_t, int, cudaStream_t);
-template int blocks_per_sm_t<uint8_t>(int);
-template void launch_exec_t<int32_t>(const exec::ExecArgs&, int, int, cudaStream_t);
-template void launch_divide_t<int32_t>(void*, uint64_t, int, cudaStream_t);
-template int blocks_per_sm_t<int32_t>(int);
-template void launch_exec_t<uint32_t>(const exec::ExecArgs&, int, int, cudaStream_t);
-template void launch_divide_t<uint32_t>(void*, uint64_t, int, cudaStream_t);
-template int blocks_per_sm_t<uint32_t>(int);
-template void launch_exec_t<int64_t>(const exec::ExecArgs&, int, int, cudaStream_t);
-template void launch_divide_t<int64_t>(void*, uint64_t, int, cudaStream_t);
-template int blocks_per_sm_t<int64_t>(int);
-template void launch_exec_t<uint64_t>(const exec::ExecArgs&, int, int, cudaStream_t);
-template void launch_divide_t<uint64_t>(void*, uint64_t, int, cudaStream_t);
-template int blocks_per_sm_t<uint64_t>(int);
+WEFT_INSTANTIATE_EXEC(int8_t)
+WEFT_INSTANTIATE_EXEC(uint8_t)
+WEFT_INSTANTIATE_EXEC(int32_t)
+WEFT_INSTANTIATE_EXEC(uint32_t)
+WEFT_INSTANTIATE_EXEC(int64_t)
+WEFT_INSTANTIATE_EXEC(uint64_t)
 
 }  // namespace weft::detail

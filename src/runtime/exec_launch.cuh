@@ -1,0 +1,37 @@
+// The interpreter's launch helpers, defined once and instantiated per element type by
+// exec_float.cu and exec_int.cu (split so the two-core build machine compiles them in
+// parallel). Include from .cu files only.
+#pragma once
+
+#include "device/executor_kernel.cuh"
+#include "runtime/executor.hpp"
+
+namespace weft::detail {
+
+template <typename T>
+void launch_exec_t(const exec::ExecArgs& a, int num_tbs, int threads, cudaStream_t stream) {
+  exec::exec_kernel<T><<<num_tbs, threads, 0, stream>>>(a);
+}
+
+template <typename T>
+void launch_divide_t(void* x, uint64_t n, int divisor, cudaStream_t stream) {
+  uint64_t blocks = (n + 1023) / 1024;
+  if (blocks > 1024) blocks = 1024;
+  if (blocks == 0) return;
+  exec::divide_kernel<T><<<static_cast<unsigned>(blocks), 256, 0, stream>>>(static_cast<T*>(x), n, divisor);
+}
+
+template <typename T>
+int blocks_per_sm_t(int threads) {
+  int n = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, exec::exec_kernel<T>, threads, 0) != cudaSuccess) return 1;
+  return n;
+}
+
+}  // namespace weft::detail
+
+/// Explicit instantiations of the three helpers for element type T (inside weft::detail).
+#define WEFT_INSTANTIATE_EXEC(T)                                                        \
+  template void launch_exec_t<T>(const exec::ExecArgs&, int, int, cudaStream_t);        \
+  template void launch_divide_t<T>(void*, uint64_t, int, cudaStream_t);                 \
+  template int blocks_per_sm_t<T>(int);
