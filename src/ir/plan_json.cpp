@@ -185,6 +185,9 @@ Plan plan_from_json(std::string_view text, const std::string& origin) {
     j = json::parse(text.begin(), text.end());
   } catch (const json::parse_error& e) {
     fail(ErrorCode::Parse, text::format("%s: not valid JSON (byte %zu): %s", origin.c_str(), e.byte, e.what()));
+  } catch (const json::exception& e) {
+    // A number beyond double's range raises out_of_range, not parse_error.
+    fail(ErrorCode::Parse, text::format("%s: not valid JSON: %s", origin.c_str(), e.what()));
   }
   Reader in(origin);
   if (!j.is_object()) in.bad("(top)", "expected a JSON object");

@@ -237,6 +237,9 @@ Topology topology_from_json(std::string_view text, const std::string& origin) {
     size_t colon = what.rfind(": ");
     fail(ErrorCode::Parse, position(text, e.byte, origin) + ": the topology file is not valid JSON (" +
                                (colon == std::string::npos ? what : what.substr(colon + 2)) + ")");
+  } catch (const json::exception& e) {
+    // A number beyond double's range raises out_of_range, not parse_error, and names no byte.
+    fail(ErrorCode::Parse, origin + ": the topology file is not valid JSON (" + e.what() + ")");
   }
   auto bad = [&](const std::string& what) { fail(ErrorCode::Parse, origin + ": " + what); };
   if (!j.is_object()) bad("a topology file must hold one JSON object");

@@ -173,6 +173,8 @@ TEST(TopologyFiles, MalformedFilesNameTheFieldAndTheFile) {
   }
   EXPECT_EQ(error_of([] { topology_from_json("[1, 2]", "a.json"); }, ErrorCode::Parse),
             "a.json: a topology file must hold one JSON object");
+  std::string big = error_of([] { topology_from_json("{\"nodes\": 1e99999}", "c.json"); }, ErrorCode::Parse);
+  EXPECT_NE(big.find("c.json: the topology file is not valid JSON"), std::string::npos) << big;
   std::string e = error_of([] { topology_from_json("{\n  \"format\": \n", "b.json"); }, ErrorCode::Parse);
   EXPECT_EQ(e.find("b.json:3:1: the topology file is not valid JSON"), 0u) << e;
 }
