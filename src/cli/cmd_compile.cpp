@@ -2,7 +2,7 @@
 //
 //   weft compile ALGO --topology T [--param k=v,...] [--scheduler S] [--alloc A]
 //   weft compile FILE.xml --topology T --scheduler as-given [-o plan.json] [--json]
-//                [--instances N] [--out-of-place] [--no-fuse] [--no-aggregate]
+//                [--instances N] [--max-tbs N] [--out-of-place] [--no-fuse] [--no-aggregate]
 //                [--protocol P] [--no-verify] [-o plan.json] [--json]
 //   weft compile --check plan.json [--json]
 //
@@ -35,6 +35,7 @@ struct CompileArgs {
   std::string algo, topology, params, scheduler = "hpds", allocator = "state", protocol = "Simple";
   std::string output, check;
   int instances = 0;
+  int max_tbs = 0;
   int fifo_depth = kDefaultFifoDepth;
   bool out_of_place = false, no_fuse = false, no_aggregate = false, no_verify = false, json = false;
 };
@@ -146,6 +147,7 @@ void run_compile(const CompileArgs& a) {
   o.scheduler = a.scheduler;
   o.allocator = a.allocator;
   o.instances = a.instances;
+  o.max_tbs = a.max_tbs;
   o.in_place = !a.out_of_place;
   o.fuse = !a.no_fuse;
   o.aggregate = !a.no_aggregate;
@@ -229,6 +231,10 @@ void register_compile(CLI::App& app) {
                   "hpds (default), algo, stage, rr or gc3; as-given keeps an MSCCL XML file's own schedule");
   cmd->add_option("--alloc,-a", args->allocator, "Thread-block allocation: state (default) or conn");
   cmd->add_option("--instances", args->instances, "Thread blocks per link, 1 to 64 (default 0: derived from the topology)");
+  cmd->add_option("--max-tbs", args->max_tbs,
+                  "Most thread blocks one rank may run; a plan that needs more is lowered again with fewer instances "
+                  "(default 0: no limit)")
+      ->check(CLI::Range(0, 1 << 20));
   cmd->add_flag("--out-of-place", args->out_of_place, "Lower for distinct input and output buffers");
   cmd->add_flag("--no-fuse", args->no_fuse, "Do not fuse primitives into rcs / rrcs / rrs");
   cmd->add_flag("--no-aggregate", args->no_aggregate, "Do not merge contiguous chunks on one link and step");

@@ -26,6 +26,8 @@ struct SimulateArgs {
   std::string schedulers = "hpds";
   std::string allocator = "state";
   int32_t instances = 0;
+  int32_t max_tbs = 0;
+  bool out_of_place = false;
   std::string size;
   std::string sizes;
   std::string microbatch = "1M";
@@ -51,6 +53,8 @@ void run(const SimulateArgs& a) {
   if (spec.schedulers.empty()) fail(ErrorCode::InvalidArgument, "--scheduler names no scheduler");
   spec.allocator = a.allocator;
   spec.instances = a.instances;
+  spec.max_tbs = a.max_tbs;
+  spec.in_place = !a.out_of_place;
   if (a.size.empty() == a.sizes.empty()) fail(ErrorCode::InvalidArgument, "give exactly one of --size BYTES and --sizes FROM:TO");
   spec.sizes = a.size.empty() ? sim::parse_size_range(a.sizes) : std::vector<uint64_t>{text::parse_bytes(a.size)};
   if (a.microbatch == "runtime") spec.options.runtime_microbatch = true;
@@ -124,6 +128,11 @@ void register_simulate(CLI::App& app) {
   cmd->add_option("--alloc", a->allocator, "Thread-block allocation: state or conn (default state)");
   cmd->add_option("--instances", a->instances, "Thread blocks per link (default: derived from the topology)")
       ->check(CLI::Range(0, 64));
+  cmd->add_option("--max-tbs", a->max_tbs,
+                  "Most thread blocks one rank may run; a plan that needs more is compiled again with fewer instances "
+                  "(default 0: no limit)")
+      ->check(CLI::Range(0, 1 << 20));
+  cmd->add_flag("--out-of-place", a->out_of_place, "Compile for distinct input and output buffers (default: in place)");
   cmd->add_option("--size", a->size, "Message size in bytes (nccl-tests convention), e.g. 256M");
   cmd->add_option("--sizes", a->sizes, "Size range FROM:TO[:FACTOR], doubling by default, e.g. 1M:4G");
   cmd->add_option("--microbatch", a->microbatch, "Micro-batch size per chunk slot (default 1M, the paper's), or 'runtime': as the GPU runtime sizes it "

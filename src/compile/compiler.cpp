@@ -27,6 +27,7 @@ void check_options(const CompileOptions& o) {
   check_allocator_name(o.allocator);
   if (o.instances < 0 || o.instances > 64)
     fail(ErrorCode::InvalidArgument, text::format("instances must be between 1 and 64 (or 0 to derive them), not %d", o.instances));
+  if (o.max_tbs < 0) fail(ErrorCode::InvalidArgument, text::format("max_tbs must be 0 (no limit) or more, not %d", o.max_tbs));
   if (o.fifo_depth < 0 || o.fifo_depth > (1 << 20))
     fail(ErrorCode::InvalidArgument, text::format("FIFO depth must be between 0 and 1048576, not %d", o.fifo_depth));
   if (o.protocol != "Simple" && o.protocol != "LL" && o.protocol != "LL128")
@@ -59,15 +60,20 @@ CompileResult compile(const Algorithm& algo, const Topology& topo, const Compile
   res.seconds.schedule = seconds_since(t1);
 
   auto t2 = std::chrono::steady_clock::now();
-  {
-    LoweredProgram program = lower(res.graph, res.pipeline, topo, options);
-    res.tasks = res.graph.size();
-    Plan& p = res.plan;
-    p.input_chunks = res.graph.input_chunks;
-    p.output_chunks = res.graph.output_chunks;
-    p.scratch_chunks = res.graph.scratch_chunks;
-    if (!options.keep_graph) res.graph = TaskGraph{};
+  res.tasks = res.graph.size();
+  res.plan.input_chunks = res.graph.input_chunks;
+  res.plan.output_chunks = res.graph.output_chunks;
+  res.plan.scratch_chunks = res.graph.scratch_chunks;
+  // With a thread-block limit the graph is lowered again, with fewer instances, while the
+  // busiest rank needs more blocks than the limit allows.
+  const bool may_relower = options.max_tbs > 0;
+  Instances k = derive_instances(res.graph, res.pipeline, topo, options.instances);
+  for (;;) {
+    LoweredProgram program = lower(res.graph, res.pipeline, topo, options, k);
+    if (!options.keep_graph && !may_relower) res.graph = TaskGraph{};
     Allocation allocation = allocate(program, options.allocator);
+    Plan& p = res.plan;
+    p.ranks.clear();
     p.algorithm = algo.name;
     p.collective = algo.collective;
     p.num_ranks = algo.ranks;
@@ -83,7 +89,21 @@ CompileResult compile(const Algorithm& algo, const Topology& topo, const Compile
     res.instances_intra = program.instances_intra;
     res.instances_inter = program.instances_inter;
     res.instances_local = program.instances_local;
+    const int32_t tbs = p.max_tbs_per_rank();
+    if (!may_relower || tbs <= options.max_tbs) break;
+    Instances fewer = fewer_instances(k, tbs, options.max_tbs);
+    if (fewer.intra == k.intra && fewer.inter == k.inter && fewer.local == k.local)
+      fail(ErrorCode::InvalidArgument,
+           text::format("%s on %s needs %d thread blocks on one rank even with one instance per link, more than "
+                        "the limit of %d per rank",
+                        algo.name.c_str(), topo.name.c_str(), tbs, options.max_tbs));
+    WEFT_LOG(Info, "PLAN", algo.name << ": " << tbs << " thread blocks per rank with instances " << k.intra << "/"
+                                     << k.inter << "/" << k.local << " exceed " << options.max_tbs
+                                     << "; lowering again with " << fewer.intra << "/" << fewer.inter << "/"
+                                     << fewer.local);
+    k = fewer;
   }
+  if (!options.keep_graph) res.graph = TaskGraph{};
   for (const RankPlan& rp : res.plan.ranks)
     for (const ThreadBlock& tb : rp.tbs)
       for (const Slot& s : tb.slots) {
@@ -100,6 +120,18 @@ CompileResult compile(const Algorithm& algo, const Topology& topo, const Compile
                                      << res.pipeline.subpipelines.size() << " sub-pipelines, "
                                      << res.plan.max_tbs_per_rank() << " thread blocks per rank (max)");
   return res;
+}
+
+CompileResult compile_for_runtime(const Algorithm& algo, const Topology& topo, CompileOptions options) {
+  CompileResult res = compile(algo, topo, options);
+  const int32_t tbs = res.plan.max_tbs_per_rank();
+  if (tbs <= kRuntimePlanMaxTbs) return res;
+  WEFT_LOG(Info, "PLAN", algo.name << ": " << tbs << " thread blocks per rank at " << options.instances
+                                   << " instances per link; compiling with derived instances, at most "
+                                   << kRuntimePlanMaxTbs);
+  options.instances = 0;
+  options.max_tbs = kRuntimePlanMaxTbs;
+  return compile(algo, topo, options);
 }
 
 }  // namespace weft

@@ -22,6 +22,10 @@ struct CompileOptions {
   std::string scheduler = "hpds";  ///< hpds | algo | stage | rr | gc3
   std::string allocator = "state"; ///< state | conn
   int32_t instances = 0;           ///< thread blocks per link and per local operation, 1..64; 0 derives them from the topology
+  /// Most thread blocks one rank may run (0: no limit). A plan whose busiest rank needs more
+  /// is lowered again with fewer instances (lower.hpp, fewer_instances), down to one per
+  /// link; this applies to derived and to given instances alike.
+  int32_t max_tbs = 0;
   bool in_place = true;            ///< lower for in-place or out-of-place buffers
   bool fuse = true;                ///< fuse rcs / rrcs / rrs
   bool aggregate = true;           ///< merge contiguous chunks on one link and step
@@ -60,5 +64,16 @@ struct CompileResult {
 /// plan fails its deadlock check (a bug: the schedulers' plans are deadlock-free by
 /// construction).
 CompileResult compile(const Algorithm& algo, const Topology& topo, const CompileOptions& options = {});
+
+/// Most thread blocks per rank a compiled plan takes in the GPU runtime: as many as the
+/// runtime's own largest built-in plan (all-pairs AllGather, 3 x 24).
+inline constexpr int32_t kRuntimePlanMaxTbs = 72;
+
+/// The GPU runtime's rule for a compiled plan (and the simulated `weft bench`, which mirrors
+/// it): compile with `options` (whose instances are the selection table's, tuned for the
+/// built-in plans); if the busiest rank then needs more than kRuntimePlanMaxTbs thread
+/// blocks (many peers at once: HM AllReduce on 8 GPUs needs 336 at 24 per link), compile
+/// again with instances derived from the topology and max_tbs = kRuntimePlanMaxTbs.
+CompileResult compile_for_runtime(const Algorithm& algo, const Topology& topo, CompileOptions options);
 
 }  // namespace weft

@@ -28,15 +28,14 @@ struct Op {
 
 class Lowering {
  public:
-  Lowering(const TaskGraph& g, const Pipeline& p, const Topology& topo, const CompileOptions& o)
-      : g_(g), p_(p), topo_(topo), opt_(o) {}
+  Lowering(const TaskGraph& g, const Pipeline& p, const Topology& topo, const CompileOptions& o, Instances k)
+      : g_(g), p_(p), topo_(topo), opt_(o), k_(k) {}
 
   LoweredProgram run() {
     out_.execution = execution_model_of(p_.scheduler);
     out_.num_subpipelines = static_cast<int32_t>(p_.subpipelines.size());
     out_.num_ranks = topo_.num_gpus();
-    Instances k = derive_instances(g_, p_, topo_, opt_.instances);
-    out_.instances_intra = k.intra, out_.instances_inter = k.inter, out_.instances_local = k.local;
+    out_.instances_intra = k_.intra, out_.instances_inter = k_.inter, out_.instances_local = k_.local;
     order_ = pipeline_order(g_, p_);
     sp_of_ = pipeline_subpipeline_of(g_, p_);
     stage_channels_ = uses_stage_channels(opt_);
@@ -258,6 +257,7 @@ class Lowering {
   const Pipeline& p_;
   const Topology& topo_;
   const CompileOptions& opt_;
+  const Instances k_;
   LoweredProgram out_;
   std::vector<int32_t> order_, sp_of_;
   bool stage_channels_ = false, fuse_within_subpipeline_ = false;
@@ -345,7 +345,29 @@ Instances derive_instances(const TaskGraph& g, const Pipeline& p, const Topology
 
 LoweredProgram lower(const TaskGraph& graph, const Pipeline& pipeline, const Topology& topo,
                      const CompileOptions& options) {
-  return Lowering(graph, pipeline, topo, options).run();
+  return lower(graph, pipeline, topo, options, derive_instances(graph, pipeline, topo, options.instances));
+}
+
+LoweredProgram lower(const TaskGraph& graph, const Pipeline& pipeline, const Topology& topo,
+                     const CompileOptions& options, Instances instances) {
+  if (instances.intra < 1 || instances.inter < 1 || instances.local < 1)
+    fail(ErrorCode::Internal, "lower: instances must be at least 1");
+  return Lowering(graph, pipeline, topo, options, instances).run();
+}
+
+Instances fewer_instances(Instances k, int32_t tbs, int32_t max_tbs) {
+  // Thread blocks grow about linearly with instances: scale all three by max_tbs / tbs,
+  // rounding down, and take at least one from the largest so that every step shrinks.
+  const double f = static_cast<double>(max_tbs) / std::max(tbs, 1);
+  auto scale = [f](int32_t x) { return std::max<int32_t>(1, static_cast<int32_t>(std::floor(x * f))); };
+  Instances s{scale(k.intra), scale(k.inter), scale(k.local)};
+  if (s.intra == k.intra && s.inter == k.inter && s.local == k.local) {
+    int32_t* largest = &s.intra;
+    if (s.inter > *largest) largest = &s.inter;
+    if (s.local > *largest) largest = &s.local;
+    if (*largest > 1) --*largest;
+  }
+  return s;
 }
 
 }  // namespace weft

@@ -92,8 +92,18 @@ ExecutionModel execution_model_of(std::string_view scheduler);
 /// tasks share logical channel 0.
 bool uses_stage_channels(const CompileOptions& options);
 
-/// Lowers a scheduled graph. Throws Internal if an invariant breaks.
+/// Lowers a scheduled graph with the instances derive_instances() gives for
+/// `options.instances`. Throws Internal if an invariant breaks.
 LoweredProgram lower(const TaskGraph& graph, const Pipeline& pipeline, const Topology& topo,
                      const CompileOptions& options);
+/// Lowers a scheduled graph with the given instances (each at least 1).
+LoweredProgram lower(const TaskGraph& graph, const Pipeline& pipeline, const Topology& topo,
+                     const CompileOptions& options, Instances instances);
+
+/// Fewer instances for a plan that needs `tbs` thread blocks on its busiest rank where at
+/// most `max_tbs` may run: each count scaled by max_tbs / tbs (rounded down, at least 1),
+/// and at least one fewer on the largest count when scaling changes nothing. Equal to `k`
+/// only when all three are 1.
+Instances fewer_instances(Instances k, int32_t tbs, int32_t max_tbs);
 
 }  // namespace weft

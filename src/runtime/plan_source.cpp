@@ -97,7 +97,12 @@ Plan make_plan(Collective c, int nranks, const std::string& algorithm, const std
   o.in_place = in_place;
   o.instances = instances;
   o.protocol = protocol == "LL" ? "LL" : "Simple";
-  Plan p = compile(a, node_topology(nranks), o).plan;
+  // The table's instances are tuned for the built-in plans, where one thread block serves
+  // every peer; a compiled plan has blocks per link, so on many peers it takes the
+  // compiler's derived instances within the runtime's budget instead (compile_for_runtime).
+  // WEFT_INSTANCES, when set, is taken as given.
+  Plan p = config::get_int("WEFT_INSTANCES") > 0 ? compile(a, node_topology(nranks), o).plan
+                                                 : compile_for_runtime(a, node_topology(nranks), o).plan;
   if (p.in_place != in_place)
     fail(ErrorCode::InvalidArgument, "algorithm '" + algorithm + "' compiles only for " +
                                          (p.in_place ? "in-place" : "out-of-place") + " buffers; the call is " +

@@ -71,6 +71,8 @@ void run_sweep(const SweepSpec& spec, const SweepCallback& on_report) {
     co.scheduler = sched;
     co.allocator = spec.allocator;
     co.instances = spec.instances;
+    co.max_tbs = spec.max_tbs;
+    co.in_place = spec.in_place;
     auto t0 = std::chrono::steady_clock::now();
     CompileResult cr = compile(algo, spec.topology, co);
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -115,7 +117,7 @@ int run_simulated_bench(const BenchSpec& spec, std::ostream& out) {
       CompileOptions co;
       co.scheduler = spec.scheduler;
       if (runtime_shape) co.instances = kRuntimeInstances;
-      Simulator sim(compile(algo, topo, co).plan, topo);
+      Simulator sim((runtime_shape ? compile_for_runtime(algo, topo, co) : compile(algo, topo, co)).plan, topo);
       const uint64_t chunks = static_cast<uint64_t>(std::max(algo.input_chunks, algo.output_chunks));
       for (uint64_t bytes : sizes) {
         if (bytes < chunks) {

@@ -33,6 +33,8 @@ struct SweepSpec {
   std::vector<std::string> schedulers{"hpds"};
   std::string allocator = "state";
   int32_t instances = 0;                      ///< 0: derived from the topology
+  int32_t max_tbs = 0;                        ///< CompileOptions::max_tbs (0: no limit)
+  bool in_place = true;                       ///< CompileOptions::in_place
   std::vector<uint64_t> sizes;
   SimOptions options;                         ///< per-run options; `bytes` is set per size
 };

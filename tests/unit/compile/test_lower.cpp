@@ -6,6 +6,10 @@
 #include "builders.hpp"
 #include "compile/compiler.hpp"
 #include "compile/lower.hpp"
+#include "compile/replay.hpp"
+#include "compile/verify.hpp"
+#include "ir/topology_io.hpp"
+#include "util/error.hpp"
 
 namespace weft {
 namespace {
@@ -93,6 +97,71 @@ TEST(Lower, InstancesComeFromTheTopologyUnlessGiven) {
   CompileResult two = compile(test::hm_allreduce(2, 4), test::a100(2, 4), opts("hpds", 2));
   EXPECT_EQ(two.instances_intra, 2);
   EXPECT_EQ(two.instances_inter, 2);
+}
+
+TEST(Lower, FewerInstancesShrinkEveryStep) {
+  // Scaled by max / needed, rounded down, at least 1.
+  Instances k = fewer_instances({24, 12, 8}, 336, 72);
+  EXPECT_EQ(k.intra, 5);
+  EXPECT_EQ(k.inter, 2);
+  EXPECT_EQ(k.local, 1);
+  // Scaling that changes nothing still takes one from the largest count.
+  k = fewer_instances({3, 1, 1}, 43, 42);
+  EXPECT_EQ(k.intra, 2);
+  EXPECT_EQ(k.inter, 1);
+  // All ones: nothing left to take.
+  k = fewer_instances({1, 1, 1}, 14, 13);
+  EXPECT_EQ(k.intra + k.inter + k.local, 3);
+}
+
+TEST(Lower, MaxThreadBlocksLowersAgainWithFewerInstances) {
+  // HM AllReduce on one node of 8: each rank drives 7 peers at once, 14 blocks per instance.
+  Algorithm hm = test::hm_allreduce(1, 8);
+  Topology topo = topology_preset("h200-1x8");
+  CompileOptions o = opts("hpds", 24);
+  EXPECT_EQ(compile(hm, topo, o).plan.max_tbs_per_rank(), 336);
+  o.max_tbs = 72;
+  CompileResult r = compile(hm, topo, o);
+  EXPECT_LE(r.plan.max_tbs_per_rank(), 72);
+  EXPECT_GT(r.plan.max_tbs_per_rank(), 36);  // as few rounds down as it takes, not down to 1
+  EXPECT_EQ(r.instances_intra, 5);
+  for (const RankPlan& rp : r.plan.ranks)
+    for (const ThreadBlock& tb : rp.tbs)
+      for (const Slot& s : tb.slots) EXPECT_LE(s.instances, 5);
+  // The plan lowered again is still the algorithm: every lane replays to a correct AllReduce.
+  for (int32_t lane = 0; lane < plan_lanes(r.plan); ++lane) {
+    VerifyResult v = verify(replay_plan(r.plan, lane));
+    EXPECT_TRUE(v.ok) << "lane " << lane << ": " << (v.errors.empty() ? "" : v.errors[0]);
+  }
+  // Derived instances under a limit: the same rule.
+  o.instances = 0;
+  o.max_tbs = 20;
+  EXPECT_LE(compile(hm, topo, o).plan.max_tbs_per_rank(), 20);
+  // One instance per link is the floor: a limit below that is an error that says so.
+  o.max_tbs = 13;
+  try {
+    compile(hm, topo, o);
+    FAIL() << "a limit below one instance per link compiled";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("needs 14 thread blocks on one rank even with one instance per link"),
+              std::string::npos)
+        << e.what();
+  }
+  o.max_tbs = -1;
+  EXPECT_THROW(compile(hm, topo, o), Error);
+}
+
+TEST(Lower, RuntimeRuleKeepsTheTableCountWhereItFitsAndDerivesWhereNot) {
+  // Two ranks: ring AllReduce at the table's 24 per link fits the runtime's budget as is.
+  CompileOptions o = opts("hpds", 24);
+  CompileResult ring = compile_for_runtime(test::ring_allreduce(2), topology_preset("h200-1x2"), o);
+  EXPECT_EQ(ring.instances_intra, 24);
+  // Eight ranks: HM AllReduce would need 336; derived instances (370 GB/s over 7 peers at
+  // 20 GB/s per block: 3) give 42, within the budget.
+  CompileResult hm = compile_for_runtime(test::hm_allreduce(1, 8), topology_preset("h200-1x8"), o);
+  EXPECT_EQ(hm.instances_intra, 3);
+  EXPECT_LE(hm.plan.max_tbs_per_rank(), kRuntimePlanMaxTbs);
 }
 
 TEST(Lower, LocalCopiesGetInstancesToKeepPaceWithTheLinks) {
