@@ -38,7 +38,8 @@ const std::vector<Variable>& registry() {
       {"WEFT_GPUS_PER_NODE", Type::Int, "0",
        "GPUPerNode given to compiled algorithms (hm_allreduce, ...): the size of their inner level; 0 means the communicator's rank count (one node). The ranks still talk over NVLink: no inter-node transport exists yet."},
       {"WEFT_INSTANCES", Type::Int, "0",
-       "Parallel thread blocks per link; 0 derives them from the topology."},
+       "Parallel thread blocks per link, taken as given; 0 lets the selection table choose (for a compiled plan that "
+       "would then need more than 72 thread blocks per rank, the compiler derives them from the topology within 72)."},
       {"WEFT_CONNECTIONS", Type::Int, "32",
        "Connections (staging FIFOs) per ordered pair of ranks: the most instances a plan may use between two ranks."},
       {"WEFT_FIFO_DEPTH", Type::Int, "4",
