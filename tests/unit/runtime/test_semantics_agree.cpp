@@ -1,13 +1,16 @@
-// Two of the codes that execute plans must agree: the compiler's deadlock check
-// (compile/deadlock.hpp, exact for a FIFO depth) and the runtime's CPU emulator
+// The three codes that execute plans must agree: the compiler's deadlock check
+// (compile/deadlock.hpp, exact for a FIFO depth), the runtime's CPU emulator
 // (runtime/plan_emulator.hpp, which runs a lowered plan on real bytes as the GPU executor
-// does). For every built-in algorithm under every scheduler, both placements and one or two
-// instances, and for the published MSCCL files' own schedules, at FIFO depths 1, 2 and 4:
-// the check passes, and the emulator then finishes without deadlock and reproduces the host
-// reference exactly. A plan the check passes but the emulator cannot run would be a hang on
-// a GPU; one whose result differs would be a wrong answer.
+// does) and the simulator's engine (sim/engine.cpp, which times it). For every built-in
+// algorithm under every scheduler, both placements and one or two instances, and for the
+// published MSCCL files' own schedules, at FIFO depths 1, 2 and 4: the check passes, the
+// emulator finishes without deadlock and reproduces the host reference exactly, and the
+// simulator finishes with several micro-batches per chunk. A plan the check passes but the
+// emulator cannot run would be a hang on a GPU; one whose result differs would be a wrong
+// answer; one the simulator cannot finish would be a prediction of nothing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "compile/compiler.hpp"
@@ -17,6 +20,8 @@
 #include "lang/msccl_import.hpp"
 #include "runtime/plan_lowering.hpp"
 #include "runtime/plan_source.hpp"
+#include "sim/report.hpp"
+#include "sim/simulator.hpp"
 #include "util/error.hpp"
 #include "xml/xml_test_util.hpp"
 
@@ -27,6 +32,23 @@ namespace {
 std::string emulate_at(const Plan& p, int depth) {
   try {
     check_plan_on_emulator(lower_plan(p, p.num_ranks, 64), depth);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+/// "" when the simulator finishes the plan at `depth` with 8 micro-batches per chunk slot;
+/// else what failed.
+std::string simulate_at(const Plan& p, const Topology& topo, int depth) {
+  try {
+    sim::Simulator s(p, topo);
+    sim::SimOptions o;
+    o.microbatch_bytes = 4096;
+    o.bytes = 8 * o.microbatch_bytes * static_cast<uint64_t>(std::max({p.input_chunks, p.output_chunks, 1}));
+    o.fifo_depth = depth;
+    sim::SimReport r = s.run(o);
+    if (!(r.time_us > 0)) return "the simulator reports no time";
   } catch (const Error& e) {
     return e.what();
   }
@@ -59,6 +81,7 @@ TEST(SemanticsAgree, CompiledBuiltinsUnderEveryScheduler) {
               DeadlockReport d = check_deadlock(p, depth);
               EXPECT_TRUE(d.ok) << d.message;
               EXPECT_EQ(emulate_at(p, depth), "");
+              EXPECT_EQ(simulate_at(p, topo, depth), "");
               ++cases;
             }
           }
@@ -74,11 +97,15 @@ TEST(SemanticsAgree, PublishedMscclSchedulesAsGiven) {
   for (const auto& f : std::filesystem::directory_iterator(dir)) {
     if (f.path().extension() != ".xml") continue;
     MscclImport im = import_msccl_file(f.path().string());
+    Topology topo = topology_preset("h200-1x8");
+    topo.gpus_per_node = im.as_given.num_ranks;
+    topo.name = "h200-1x" + std::to_string(topo.gpus_per_node);
     for (int depth : {1, 2, 4}) {
       SCOPED_TRACE(f.path().filename().string() + " depth=" + std::to_string(depth));
       DeadlockReport d = check_deadlock(im.as_given, depth);
       EXPECT_TRUE(d.ok) << d.message;
       EXPECT_EQ(emulate_at(im.as_given, depth), "");
+      EXPECT_EQ(simulate_at(im.as_given, topo, depth), "");
     }
     ++files;
   }
