@@ -62,7 +62,7 @@ struct Pairing {
   int32_t depth = 0;  ///< 0: merge the two ends (rendezvous); d >= 1: FIFO edges
   UnionFind* ends = nullptr;                  // rendezvous: the two ends of each message
   std::vector<int32_t>* next = nullptr;       // rendezvous: circular member lists
-  std::vector<int32_t>* send_of = nullptr;    // FIFO: per receiving slot, its send
+  std::vector<int32_t>* send_of = nullptr;    // per receiving slot, its send (both models)
   std::vector<int32_t>* fifo_pred = nullptr;  // FIFO: per sending slot, the receive d earlier
 };
 
@@ -125,6 +125,7 @@ std::string pair_connections(const Plan& p, const SlotIndex& ix, const Pairing& 
         if (i >= static_cast<size_t>(how.depth)) (*how.fifo_pred)[e.sends[i]] = e.recvs[i - how.depth];
         continue;
       }
+      if (how.send_of) (*how.send_of)[e.recvs[i]] = e.sends[i];
       if (how.ends->unite(e.sends[i], e.recvs[i])) {
         std::swap((*how.next)[e.sends[i]], (*how.next)[e.recvs[i]]);  // splice the two circular lists
       }
@@ -138,7 +139,9 @@ std::string pair_connections(const Plan& p, const SlotIndex& ix, const Pairing& 
 /// Runs the plan abstractly: a merged node fires when each of its slots is at the head of its
 /// thread block and every slot it depends on has fired. Returns whether every slot fired.
 /// A node blocked on a dependency waits on that slot's watch list.
-bool simulate(const Plan& p, const SlotIndex& ix, const std::vector<int32_t>& next) {
+/// A dependency on a member of the node's own merged node is not waited on here: it orders
+/// the members within each micro-batch, which check_within_nodes() checks.
+bool simulate(const Plan& p, const SlotIndex& ix, const std::vector<int32_t>& next, const std::vector<int32_t>& root) {
   const int32_t n = ix.size();
   const int32_t tbs = static_cast<int32_t>(ix.tb_rank.size());
   std::vector<int64_t> pc(ix.tb_base.begin(), ix.tb_base.end() - 1);  // next slot id of each thread block
@@ -164,6 +167,7 @@ bool simulate(const Plan& p, const SlotIndex& ix, const std::vector<int32_t>& ne
       int32_t r = ix.rank(m);
       for (const SlotDep& d : slot_at(p, ix, m).deps) {
         int32_t dep = ix.id(r, d.tb, d.slot);
+        if (root[dep] == root[m]) continue;
         if (!done[dep]) {
           pool_node.push_back(u);
           pool_next.push_back(watch_head[dep]);
@@ -216,7 +220,8 @@ void find_cycle(const Plan& p, const SlotIndex& ix, UnionFind& ends, DeadlockRep
   }
   auto for_each_edge = [&](int32_t from, auto&& fn) {
     if (!ix.last_in_tb(from)) fn(from + 1);
-    for (int32_t k = dep_offsets[from]; k < dep_offsets[from + 1]; ++k) fn(dependents[k]);
+    for (int32_t k = dep_offsets[from]; k < dep_offsets[from + 1]; ++k)
+      if (root[dependents[k]] != root[from]) fn(dependents[k]);  // within a node: check_within_nodes
   };
   // Kahn's algorithm removes every node not on or behind a cycle.
   std::vector<int32_t> indeg(n, 0);
@@ -269,6 +274,75 @@ void find_cycle(const Plan& p, const SlotIndex& ix, UnionFind& ends, DeadlockRep
   report.message = "the plan can deadlock: ";
   for (size_t i = 0; i < report.cycle.size(); ++i) report.message += (i ? " -> " : "") + describe(report.cycle[i]);
   report.message += " -> back to the start";
+}
+
+/// Within one merged node, the members meet micro-batch by micro-batch: invocation k of a
+/// receiving member needs invocation k of its sender, a fused member (rcs, rrcs, rrs)
+/// forwards only what it received, and a dependency on another member of the node needs
+/// that member's invocation k. These edges all stay inside micro-batch k, so the node can
+/// run iff they are acyclic; a cycle (a forwarding chain that closes on itself, or a
+/// dependency against the direction the data flows) stops every member at micro-batch 0.
+/// Kahn's algorithm over all slots (each edge joins two members of one node); on a cycle, a
+/// walk back along unfinished predecessors finds one and describes it.
+void check_within_nodes(const Plan& p, const SlotIndex& ix, const std::vector<int32_t>& root,
+                        const std::vector<int32_t>& send_of, DeadlockReport& report) {
+  const int32_t n = ix.size();
+  std::vector<int32_t> indeg(n, 0);
+  std::vector<int32_t> offsets(n + 1, 0), out;
+  auto for_each_pred = [&](int32_t id, auto&& fn) {
+    if (send_of[id] >= 0) fn(send_of[id]);
+    const int32_t r = ix.rank(id);
+    for (const SlotDep& d : slot_at(p, ix, id).deps) {
+      int32_t dep = ix.id(r, d.tb, d.slot);
+      if (root[dep] == root[id]) fn(dep);
+    }
+  };
+  for (int32_t id = 0; id < n; ++id)
+    for_each_pred(id, [&](int32_t from) {
+      ++offsets[from + 1];
+      ++indeg[id];
+    });
+  for (int32_t i = 0; i < n; ++i) offsets[i + 1] += offsets[i];
+  out.resize(offsets[n]);
+  {
+    std::vector<int32_t> fill(offsets.begin(), offsets.end() - 1);
+    for (int32_t id = 0; id < n; ++id) for_each_pred(id, [&](int32_t from) { out[fill[from]++] = id; });
+  }
+  std::vector<int32_t> ready;
+  for (int32_t i = 0; i < n; ++i)
+    if (indeg[i] == 0) ready.push_back(i);
+  int32_t finished = 0;
+  while (!ready.empty()) {
+    int32_t u = ready.back();
+    ready.pop_back();
+    ++finished;
+    for (int32_t k = offsets[u]; k < offsets[u + 1]; ++k)
+      if (--indeg[out[k]] == 0) ready.push_back(out[k]);
+  }
+  if (finished == n) return;
+  int32_t u = 0;
+  while (indeg[u] == 0) ++u;
+  // Every slot left has a predecessor left: walk back until a slot repeats.
+  std::vector<int32_t> seen_at(n, -1), walk;
+  while (seen_at[u] < 0) {
+    seen_at[u] = static_cast<int32_t>(walk.size());
+    walk.push_back(u);
+    int32_t pred = -1;
+    for_each_pred(u, [&](int32_t from) {
+      if (pred < 0 && indeg[from] > 0) pred = from;
+    });
+    WEFT_ASSERT(pred >= 0, "a slot left by Kahn's algorithm has no predecessor left");
+    u = pred;
+  }
+  std::vector<int32_t> cyc(walk.begin() + seen_at[u], walk.end());
+  std::reverse(cyc.begin(), cyc.end());
+  report.ok = false;
+  report.message = "the plan can deadlock within one micro-batch: ";
+  for (int32_t id : cyc) {
+    report.cycle.push_back(entry(p, ix, id));
+    report.message += describe(report.cycle.back()) + " -> ";
+  }
+  report.message += "back to the start";
 }
 
 /// Algorithm-level execution over FIFOs of depth >= 1: the slots of one micro-batch with
@@ -363,20 +437,27 @@ DeadlockReport check_deadlock(const Plan& p, int32_t fifo_depth) {
     return report;
   }
   UnionFind ends(n);
-  std::vector<int32_t> next(n);
+  std::vector<int32_t> next(n), send_of(n, -1);
   std::iota(next.begin(), next.end(), 0);
   Pairing how;
   how.ends = &ends;
   how.next = &next;
+  how.send_of = &send_of;
   std::string fault = pair_connections(p, ix, how);
   if (!fault.empty()) {
     report.ok = false;
     report.message = fault;
     return report;
   }
+  std::vector<int32_t> root(n);
+  for (int32_t i = 0; i < n; ++i) root[i] = ends.find(i);
+  // First within each merged node (one micro-batch), then between nodes.
+  check_within_nodes(p, ix, root, send_of, report);
+  if (!report.ok) return report;
+  send_of = {};
   // Members of a merged node are visited through `next`; the simulation starts from each
   // thread block's first slot, whichever member of its node that is.
-  if (simulate(p, ix, next)) return report;
+  if (simulate(p, ix, next, root)) return report;
   next = {};
   find_cycle(p, ix, ends, report);
   return report;

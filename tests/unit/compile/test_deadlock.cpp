@@ -56,6 +56,52 @@ TEST(Deadlock, BothRanksReceiveBeforeSending) {
   EXPECT_THROW(check_deadlock_or_throw(p), Error);
 }
 
+TEST(Deadlock, ForwardingChainThatClosesOnItself) {
+  // Each rank's rcs receives from the other and forwards to it: the two ends of both messages
+  // merge into one node, but within micro-batch 0 each rcs waits for the other's send, which
+  // comes after its own receive. Found by the random-plan test (test_semantics_agree.cpp):
+  // before, the check passed this plan while the emulator and the simulator deadlocked.
+  Plan p = two_ranks();
+  p.ranks[0].tbs = {{{prim(Primitive::RecvCopySend, 1, 1, 0)}}};
+  p.ranks[1].tbs = {{{prim(Primitive::RecvCopySend, 0, 0, 0)}}};
+  for (ExecutionModel m : {ExecutionModel::Task, ExecutionModel::Algorithm})
+    for (int depth : {0, 1, 4}) {
+      p.execution = m;
+      DeadlockReport r = check_deadlock(p, depth);
+      EXPECT_FALSE(r.ok) << to_string(m) << " depth " << depth;
+    }
+  p.execution = ExecutionModel::Task;
+  DeadlockReport r = check_deadlock(p);
+  EXPECT_NE(r.message.find("within one micro-batch"), std::string::npos) << r.message;
+  ASSERT_EQ(r.cycle.size(), 2u);
+  // A chain with a head runs: rank 0 sends, rank 1 forwards back, rank 0 receives on
+  // another thread block (on the same one, task-level, the send would have to finish all
+  // its micro-batches before the receive starts: a cycle through program order).
+  p.ranks[0].tbs = {{{prim(Primitive::Send, 1, -1, 0)}}, {{prim(Primitive::Recv, -1, 1, 1)}}};
+  p.ranks[1].tbs = {{{prim(Primitive::RecvCopySend, 0, 0, 0)}}};
+  EXPECT_TRUE(check_deadlock(p).ok) << check_deadlock(p).message;
+}
+
+TEST(Deadlock, DependencyAlongAChainRunsAndAgainstItDoesNot) {
+  // Rank 0 sends to rank 1, whose rcs forwards back to rank 0's second thread block. The
+  // receiving block waits, per micro-batch, for the sending block: along the data's flow, so
+  // the chain runs micro-batch by micro-batch (before, the check called this a cycle).
+  Plan p = two_ranks();
+  p.execution = ExecutionModel::Task;
+  Slot recv = prim(Primitive::Recv, -1, 1, 1);
+  recv.deps.push_back({0, 0});
+  p.ranks[0].tbs = {{{prim(Primitive::Send, 1, -1, 0)}}, {{recv}}};
+  p.ranks[1].tbs = {{{prim(Primitive::RecvCopySend, 0, 0, 0)}}};
+  EXPECT_TRUE(check_deadlock(p).ok) << check_deadlock(p).message;
+  // The other way round, the sender waits for the receive its own send feeds: a cycle.
+  Slot send = prim(Primitive::Send, 1, -1, 0);
+  send.deps.push_back({1, 0});
+  p.ranks[0].tbs = {{{send}}, {{prim(Primitive::Recv, -1, 1, 1)}}};
+  DeadlockReport r = check_deadlock(p);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.message.find("within one micro-batch"), std::string::npos) << r.message;
+}
+
 TEST(Deadlock, BufferedConnectionsUnderAlgorithmLevelExecution) {
   // Each rank sends `sends` chunks to the other, then receives as many: MSCCL's rings and
   // all-pairs files do this, relying on the connection's FIFO. Per micro-batch it needs

