@@ -13,7 +13,7 @@ namespace weft {
 
 namespace {
 
-constexpr uint64_t KiB = 1024, MiB = 1024 * KiB;
+constexpr uint64_t KiB = 1024;
 
 /// Instances so that each thread block moves about `per_instance` bytes, within [lo, hi].
 int instances_for(uint64_t bytes, uint64_t per_instance, int lo, int hi) {
