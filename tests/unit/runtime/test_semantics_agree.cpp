@@ -253,7 +253,9 @@ TEST(SemanticsAgree, RandomPlansTheCheckPassesRunOnBothExecutors) {
     // The two executors agree on every plan.
     EXPECT_EQ(emu.ok, sim_ok) << what;
     // The check is sound: a plan it passes runs to the end on both.
-    if (d.ok) EXPECT_TRUE(emu.ok) << what;
+    if (d.ok) {
+      EXPECT_TRUE(emu.ok) << what;
+    }
     // It is exact for algorithm-level plans. For task-level ones it merges the two ends of
     // each message into one node and waits for whole slots across nodes, so dependencies
     // that join two nodes in both directions within one micro-batch read as a cycle although
