@@ -276,92 +276,18 @@ void find_cycle(const Plan& p, const SlotIndex& ix, UnionFind& ends, DeadlockRep
   report.message += " -> back to the start";
 }
 
-/// Within one merged node, the members meet micro-batch by micro-batch: invocation k of a
-/// receiving member needs invocation k of its sender, a fused member (rcs, rrcs, rrs)
-/// forwards only what it received, and a dependency on another member of the node needs
-/// that member's invocation k. These edges all stay inside micro-batch k, so the node can
-/// run iff they are acyclic; a cycle (a forwarding chain that closes on itself, or a
-/// dependency against the direction the data flows) stops every member at micro-batch 0.
-/// Kahn's algorithm over all slots (each edge joins two members of one node); on a cycle, a
-/// walk back along unfinished predecessors finds one and describes it.
-void check_within_nodes(const Plan& p, const SlotIndex& ix, const std::vector<int32_t>& root,
-                        const std::vector<int32_t>& send_of, DeadlockReport& report) {
-  const int32_t n = ix.size();
-  std::vector<int32_t> indeg(n, 0);
-  std::vector<int32_t> offsets(n + 1, 0), out;
-  auto for_each_pred = [&](int32_t id, auto&& fn) {
-    if (send_of[id] >= 0) fn(send_of[id]);
-    const int32_t r = ix.rank(id);
-    for (const SlotDep& d : slot_at(p, ix, id).deps) {
-      int32_t dep = ix.id(r, d.tb, d.slot);
-      if (root[dep] == root[id]) fn(dep);
-    }
-  };
-  for (int32_t id = 0; id < n; ++id)
-    for_each_pred(id, [&](int32_t from) {
-      ++offsets[from + 1];
-      ++indeg[id];
-    });
-  for (int32_t i = 0; i < n; ++i) offsets[i + 1] += offsets[i];
-  out.resize(offsets[n]);
-  {
-    std::vector<int32_t> fill(offsets.begin(), offsets.end() - 1);
-    for (int32_t id = 0; id < n; ++id) for_each_pred(id, [&](int32_t from) { out[fill[from]++] = id; });
-  }
-  std::vector<int32_t> ready;
-  for (int32_t i = 0; i < n; ++i)
-    if (indeg[i] == 0) ready.push_back(i);
-  int32_t finished = 0;
-  while (!ready.empty()) {
-    int32_t u = ready.back();
-    ready.pop_back();
-    ++finished;
-    for (int32_t k = offsets[u]; k < offsets[u + 1]; ++k)
-      if (--indeg[out[k]] == 0) ready.push_back(out[k]);
-  }
-  if (finished == n) return;
-  int32_t u = 0;
-  while (indeg[u] == 0) ++u;
-  // Every slot left has a predecessor left: walk back until a slot repeats.
-  std::vector<int32_t> seen_at(n, -1), walk;
-  while (seen_at[u] < 0) {
-    seen_at[u] = static_cast<int32_t>(walk.size());
-    walk.push_back(u);
-    int32_t pred = -1;
-    for_each_pred(u, [&](int32_t from) {
-      if (pred < 0 && indeg[from] > 0) pred = from;
-    });
-    WEFT_ASSERT(pred >= 0, "a slot left by Kahn's algorithm has no predecessor left");
-    u = pred;
-  }
-  std::vector<int32_t> cyc(walk.begin() + seen_at[u], walk.end());
-  std::reverse(cyc.begin(), cyc.end());
-  report.ok = false;
-  report.message = "the plan can deadlock within one micro-batch: ";
-  for (int32_t id : cyc) {
-    report.cycle.push_back(entry(p, ix, id));
-    report.message += describe(report.cycle.back()) + " -> ";
-  }
-  report.message += "back to the start";
-}
-
-/// Algorithm-level execution over FIFOs of depth >= 1: the slots of one micro-batch with
-/// program order, `deps`, receive-after-send and send-after-the-receive-depth-earlier edges
-/// (see deadlock.hpp). Kahn's algorithm; on a cycle, a walk back along unfinished
-/// predecessors finds one and describes it.
-void check_fifo(const Plan& p, const SlotIndex& ix, const std::vector<int32_t>& send_of,
-                const std::vector<int32_t>& fifo_pred, int32_t depth, DeadlockReport& report) {
+/// Kahn's algorithm over the slots, with the edges `for_each_pred(id, fn)` names (fn(from)
+/// for each predecessor of `id`) and, when `program_order`, each slot after the one before it
+/// in its thread block. Returns a cycle in forward order, or nothing when the graph is
+/// acyclic: every slot left after Kahn's algorithm has a predecessor left, so a walk back
+/// along those repeats a slot.
+template <class ForEachPred>
+std::vector<int32_t> slot_cycle(const SlotIndex& ix, bool program_order, ForEachPred&& for_each_pred) {
   const int32_t n = ix.size();
   auto first_in_tb = [&](int32_t id) { return id == ix.tb_base[ix.tb_of[id]]; };
   std::vector<int32_t> indeg(n, 0), offsets(static_cast<size_t>(n) + 1, 0), succ;
-  auto for_each_pred = [&](int32_t id, auto&& fn) {  // predecessors other than program order
-    const int32_t r = ix.rank(id);
-    for (const SlotDep& d : slot_at(p, ix, id).deps) fn(ix.id(r, d.tb, d.slot));
-    if (send_of[id] >= 0) fn(send_of[id]);
-    if (fifo_pred[id] >= 0) fn(fifo_pred[id]);
-  };
   for (int32_t id = 0; id < n; ++id) {
-    indeg[id] = first_in_tb(id) ? 0 : 1;
+    indeg[id] = program_order && !first_in_tb(id) ? 1 : 0;
     for_each_pred(id, [&](int32_t from) {
       ++indeg[id];
       ++offsets[static_cast<size_t>(from) + 1];
@@ -383,12 +309,11 @@ void check_fifo(const Plan& p, const SlotIndex& ix, const std::vector<int32_t>& 
     ready.pop_back();
     done[u] = 1;
     ++fired;
-    if (!ix.last_in_tb(u) && --indeg[u + 1] == 0) ready.push_back(u + 1);
+    if (program_order && !ix.last_in_tb(u) && --indeg[u + 1] == 0) ready.push_back(u + 1);
     for (int32_t k = offsets[u]; k < offsets[u + 1]; ++k)
       if (--indeg[succ[k]] == 0) ready.push_back(succ[k]);
   }
-  if (fired == n) return;
-  // Every unfinished slot has an unfinished predecessor: walk back until a slot repeats.
+  if (fired == n) return {};
   int32_t u = 0;
   while (done[u]) ++u;
   std::vector<int32_t> seen_at(n, -1), walk;
@@ -396,20 +321,64 @@ void check_fifo(const Plan& p, const SlotIndex& ix, const std::vector<int32_t>& 
     seen_at[u] = static_cast<int32_t>(walk.size());
     walk.push_back(u);
     int32_t back = -1;
-    if (!first_in_tb(u) && !done[u - 1]) back = u - 1;
+    if (program_order && !first_in_tb(u) && !done[u - 1]) back = u - 1;
     for_each_pred(u, [&](int32_t from) {
       if (back < 0 && !done[from]) back = from;
     });
     WEFT_ASSERT(back >= 0, "an unfinished slot with every predecessor finished");
     u = back;
   }
-  std::vector<int32_t> cyc(walk.begin() + seen_at[u], walk.end());
-  std::reverse(cyc.begin(), cyc.end());
-  for (int32_t id : cyc) report.cycle.push_back(entry(p, ix, id));
+  std::vector<int32_t> cycle(walk.begin() + seen_at[u], walk.end());
+  std::reverse(cycle.begin(), cycle.end());
+  return cycle;
+}
+
+/// Fills `report` with a cycle found by slot_cycle, after `what` ("the plan can deadlock ...: ").
+void report_cycle(const Plan& p, const SlotIndex& ix, const std::vector<int32_t>& cycle, const std::string& what,
+                  DeadlockReport& report) {
   report.ok = false;
-  report.message = text::format("the plan can deadlock with FIFOs of %d message%s: ", depth, depth == 1 ? "" : "s");
-  for (size_t i = 0; i < report.cycle.size(); ++i) report.message += (i ? " -> " : "") + describe(report.cycle[i]);
-  report.message += " -> back to the start";
+  report.message = what;
+  for (int32_t id : cycle) {
+    report.cycle.push_back(entry(p, ix, id));
+    report.message += describe(report.cycle.back()) + " -> ";
+  }
+  report.message += "back to the start";
+}
+
+/// Within one merged node, the members meet micro-batch by micro-batch: invocation k of a
+/// receiving member needs invocation k of its sender, a fused member (rcs, rrcs, rrs)
+/// forwards only what it received, and a dependency on another member of the node needs
+/// that member's invocation k. These edges all stay inside micro-batch k, so the node can
+/// run iff they are acyclic; a cycle (a forwarding chain that closes on itself, or a
+/// dependency against the direction the data flows) stops every member at micro-batch 0.
+void check_within_nodes(const Plan& p, const SlotIndex& ix, const std::vector<int32_t>& root,
+                        const std::vector<int32_t>& send_of, DeadlockReport& report) {
+  std::vector<int32_t> cycle = slot_cycle(ix, false, [&](int32_t id, auto&& fn) {
+    if (send_of[id] >= 0) fn(send_of[id]);
+    const int32_t r = ix.rank(id);
+    for (const SlotDep& d : slot_at(p, ix, id).deps) {
+      int32_t dep = ix.id(r, d.tb, d.slot);
+      if (root[dep] == root[id]) fn(dep);
+    }
+  });
+  if (!cycle.empty()) report_cycle(p, ix, cycle, "the plan can deadlock within one micro-batch: ", report);
+}
+
+/// Algorithm-level execution over FIFOs of depth >= 1: the slots of one micro-batch with
+/// program order, `deps`, receive-after-send and send-after-the-receive-depth-earlier edges
+/// (see deadlock.hpp).
+void check_fifo(const Plan& p, const SlotIndex& ix, const std::vector<int32_t>& send_of,
+                const std::vector<int32_t>& fifo_pred, int32_t depth, DeadlockReport& report) {
+  std::vector<int32_t> cycle = slot_cycle(ix, true, [&](int32_t id, auto&& fn) {
+    const int32_t r = ix.rank(id);
+    for (const SlotDep& d : slot_at(p, ix, id).deps) fn(ix.id(r, d.tb, d.slot));
+    if (send_of[id] >= 0) fn(send_of[id]);
+    if (fifo_pred[id] >= 0) fn(fifo_pred[id]);
+  });
+  if (!cycle.empty())
+    report_cycle(p, ix, cycle,
+                 text::format("the plan can deadlock with FIFOs of %d message%s: ", depth, depth == 1 ? "" : "s"),
+                 report);
 }
 
 }  // namespace
