@@ -117,11 +117,12 @@ TEST(SemanticsAgree, PublishedMscclSchedulesAsGiven) {
   EXPECT_EQ(files, 14);
 }
 
-/// A random plan of 2 or 3 ranks, 1 or 2 thread blocks per rank, 1 or 2 connections per
-/// ordered pair carrying 1 to 3 messages each, in a random order on each thread block
-/// (each connection's messages in order at both ends), with random dependencies on other
-/// thread blocks' slots of the same rank, some receive-then-send pairs fused into rcs, under
-/// either execution model. Most such plans
+/// A random plan of 2 or 3 ranks, 1 or 2 thread blocks per rank, 0 to 2 connections per
+/// ordered pair with 1 or 2 instances each, carrying 1 to 3 messages of 1 or 2 chunks, in a
+/// random order on each thread block (each connection's messages in order at both ends),
+/// with local copies and reductions, receives that reduce, random dependencies on other
+/// thread blocks' slots of the same rank, and some receive-then-send pairs fused into rcs,
+/// rrcs or rrs, under either execution model. Most such plans
 /// deadlock at some depth; the point is that all three codes say so of the same ones.
 Plan random_plan(std::mt19937& rng) {
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
@@ -139,8 +140,13 @@ Plan random_plan(std::mt19937& rng) {
     tbs[r] = pick(1, 2);
     p.ranks[r].tbs.resize(tbs[r]);
   }
-  // Per thread block, the operations it must do: (connection, message, sends?).
-  struct Op { int src, dst, channel; bool send; };
+  // Per thread block, the operations it must do. A connection (logical channel c, 0 or 1)
+  // has 1 or 2 instances, each its own channel 2c + i with its own thread block at each end,
+  // carrying the same messages of 1 or 2 chunks; `local` marks a copy or reduction.
+  struct Op {
+    int src = 0, dst = 0, channel = 0, count = 1, instance = 0, instances = 1;
+    bool send = false, local = false;
+  };
   std::vector<std::vector<std::vector<Op>>> ops(R);
   for (int r = 0; r < R; ++r) ops[r].resize(tbs[r]);
   for (int a = 0; a < R; ++a)
@@ -148,41 +154,54 @@ Plan random_plan(std::mt19937& rng) {
       if (a == b) continue;
       const int conns = pick(0, 2);
       for (int c = 0; c < conns; ++c) {
-        const int msgs = pick(1, 3), stb = pick(0, tbs[a] - 1), rtb = pick(0, tbs[b] - 1);
-        for (int m = 0; m < msgs; ++m) {
-          ops[a][stb].push_back({a, b, c, true});
-          ops[b][rtb].push_back({a, b, c, false});
+        const int msgs = pick(1, 3), count = pick(1, 2), instances = pick(0, 3) == 0 ? 2 : 1;
+        for (int i = 0; i < instances; ++i) {
+          const int stb = pick(0, tbs[a] - 1), rtb = pick(0, tbs[b] - 1);
+          for (int m = 0; m < msgs; ++m) {
+            ops[a][stb].push_back({a, b, 2 * c + i, count, i, instances, true, false});
+            ops[b][rtb].push_back({a, b, 2 * c + i, count, i, instances, false, false});
+          }
         }
       }
     }
   for (int r = 0; r < R; ++r)
+    for (int t = 0; t < tbs[r]; ++t)
+      if (ops[r][t].empty() || pick(0, 2) == 0) ops[r][t].push_back({r, r, 0, 1, 0, 1, false, true});
+  auto range = [&](Buffer b, int count) { return BufferRange{b, count == 2 ? 0 : pick(0, 1)}; };
+  for (int r = 0; r < R; ++r)
     for (int t = 0; t < tbs[r]; ++t) {
-      // A random order that keeps each connection end's messages in order: shuffling
-      // identical (connection, direction) entries changes nothing, so any shuffle does.
+      // A random order that keeps each connection end's messages in order: the entries of
+      // one connection end are identical, so any shuffle does.
       auto& list = ops[r][t];
       std::shuffle(list.begin(), list.end(), rng);
       for (size_t i = 0; i < list.size(); ++i) {
         const Op& o = list[i];
         Slot s;
-        s.primitive = o.send ? Primitive::Send : Primitive::Recv;
-        (o.send ? s.send_peer : s.recv_peer) = o.send ? o.dst : o.src;
+        s.count = o.count;
+        s.instance = o.instance;
+        s.instances = o.instances;
         s.channel = o.channel;
-        s.src = {Buffer::Input, pick(0, 1)};
-        s.dst = {Buffer::Output, pick(0, 1)};
-        // A receive followed by a send on a connection of the same channel number may fuse
-        // into one rcs (receive, store, forward), as the compiler fuses forwarding chains.
-        if (!o.send && i + 1 < list.size() && list[i + 1].send && list[i + 1].channel == o.channel && pick(0, 2) == 0) {
-          s.primitive = Primitive::RecvCopySend;
-          s.send_peer = list[i + 1].dst;
-          ++i;
+        s.src = range(Buffer::Input, o.count);
+        s.dst = range(Buffer::Output, o.count);
+        if (o.local) {
+          s.primitive = pick(0, 1) ? Primitive::Copy : Primitive::Reduce;
+        } else if (o.send) {
+          s.primitive = Primitive::Send;
+          s.send_peer = o.dst;
+        } else {
+          s.primitive = pick(0, 1) ? Primitive::Recv : Primitive::RecvReduceCopy;
+          s.recv_peer = o.src;
+          // A receive followed by a send of the same channel, count and instance may fuse
+          // into rcs, rrcs or rrs (receive and forward), as the compiler fuses chains.
+          const Op* n = i + 1 < list.size() ? &list[i + 1] : nullptr;
+          if (n && n->send && !n->local && n->channel == o.channel && n->count == o.count && n->instance == o.instance &&
+              n->instances == o.instances && pick(0, 2) == 0) {
+            const Primitive fused[] = {Primitive::RecvCopySend, Primitive::RecvReduceCopySend, Primitive::RecvReduceSend};
+            s.primitive = fused[pick(0, 2)];
+            s.send_peer = n->dst;
+            ++i;
+          }
         }
-        p.ranks[r].tbs[t].slots.push_back(s);
-      }
-      if (list.empty()) {
-        Slot s;
-        s.primitive = Primitive::Copy;
-        s.src = {Buffer::Input, 0};
-        s.dst = {Buffer::Output, 0};
         p.ranks[r].tbs[t].slots.push_back(s);
       }
     }
