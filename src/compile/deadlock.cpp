@@ -141,7 +141,17 @@ std::string pair_connections(const Plan& p, const SlotIndex& ix, const Pairing& 
 /// A node blocked on a dependency waits on that slot's watch list.
 /// A dependency on a member of the node's own merged node is not waited on here: it orders
 /// the members within each micro-batch, which check_within_nodes() checks.
-bool simulate(const Plan& p, const SlotIndex& ix, const std::vector<int32_t>& next, const std::vector<int32_t>& root) {
+///
+/// Firing a node whole is stricter than the runtime, where a dependency asks only for the
+/// same micro-batch: two nodes whose members are all at their heads and that depend on each
+/// other (a cycle of whole-slot waits) still run, micro-batch by micro-batch, when the edges
+/// of one micro-batch across both are acyclic. So when the work runs out, fire_groups() looks
+/// at the nodes whose members are all at their heads, takes the strongly connected groups of
+/// their waits on each other, and fires every group that waits only on fired slots or on
+/// groups it fires, and whose one-micro-batch edges (each message's send before its receive,
+/// dependencies among the group's slots) are acyclic. Plans that never stall pay nothing.
+bool simulate(const Plan& p, const SlotIndex& ix, const std::vector<int32_t>& next, const std::vector<int32_t>& root,
+              const std::vector<int32_t>& send_of) {
   const int32_t n = ix.size();
   const int32_t tbs = static_cast<int32_t>(ix.tb_rank.size());
   std::vector<int64_t> pc(ix.tb_base.begin(), ix.tb_base.end() - 1);  // next slot id of each thread block
@@ -152,35 +162,8 @@ bool simulate(const Plan& p, const SlotIndex& ix, const std::vector<int32_t>& ne
   int64_t fired = 0;
   for (int32_t t = 0; t < tbs; ++t)
     if (ix.tb_base[t] < ix.tb_base[t + 1]) work.push_back(static_cast<int32_t>(ix.tb_base[t]));
-  while (!work.empty()) {
-    int32_t u = work.back();
-    work.pop_back();
-    if (done[u]) continue;
-    // Ready? Every member at its thread block's head, every dependency fired.
-    bool ready = true;
+  auto fire = [&](int32_t u) {
     int32_t m = u;
-    do {
-      if (pc[ix.tb_of[m]] != m) {
-        ready = false;  // re-checked when that thread block reaches m
-        break;
-      }
-      int32_t r = ix.rank(m);
-      for (const SlotDep& d : slot_at(p, ix, m).deps) {
-        int32_t dep = ix.id(r, d.tb, d.slot);
-        if (root[dep] == root[m]) continue;
-        if (!done[dep]) {
-          pool_node.push_back(u);
-          pool_next.push_back(watch_head[dep]);
-          watch_head[dep] = static_cast<int32_t>(pool_node.size()) - 1;
-          ready = false;
-          break;
-        }
-      }
-      if (!ready) break;
-      m = next[m];
-    } while (m != u);
-    if (!ready) continue;
-    m = u;
     do {
       done[m] = 1;
       ++fired;
@@ -191,8 +174,172 @@ bool simulate(const Plan& p, const SlotIndex& ix, const std::vector<int32_t>& ne
       watch_head[m] = -1;
       m = next[m];
     } while (m != u);
+  };
+  // Scratch for fire_groups, sized once: index of an active node by its root, of a slot in
+  // the group under test.
+  std::vector<int32_t> act_of(n, -1), loc(n, -1);
+  auto fire_groups = [&]() -> bool {
+    // Nodes whose members are all at their heads (each listed once, by root).
+    std::vector<int32_t> act;
+    for (int32_t t = 0; t < tbs; ++t) {
+      if (pc[t] >= ix.tb_base[t + 1]) continue;
+      const int32_t h = static_cast<int32_t>(pc[t]);
+      if (act_of[root[h]] >= 0) continue;
+      bool heads = true;
+      int32_t m = h;
+      do {
+        if (pc[ix.tb_of[m]] != m) heads = false;
+        m = next[m];
+      } while (heads && m != h);
+      if (!heads) continue;
+      act_of[root[h]] = static_cast<int32_t>(act.size());
+      act.push_back(h);
+    }
+    const int32_t A = static_cast<int32_t>(act.size());
+    // Waits between them; a wait on a slot neither fired nor in an active node blocks.
+    std::vector<std::vector<int32_t>> waits(A);
+    std::vector<uint8_t> blocked(A, 0);
+    for (int32_t a = 0; a < A; ++a) {
+      int32_t m = act[a];
+      do {
+        const int32_t r = ix.rank(m);
+        for (const SlotDep& d : slot_at(p, ix, m).deps) {
+          const int32_t dep = ix.id(r, d.tb, d.slot);
+          if (root[dep] == root[m] || done[dep]) continue;
+          if (act_of[root[dep]] >= 0 && pc[ix.tb_of[dep]] == dep) waits[a].push_back(act_of[root[dep]]);
+          else blocked[a] = 1;
+        }
+        m = next[m];
+      } while (m != act[a]);
+    }
+    // Tarjan's strongly connected components, iteratively; a component is complete only
+    // after every component it waits on, so each is decided after those.
+    std::vector<int32_t> index(A, -1), low(A, 0), comp(A, -1), stack;
+    std::vector<uint8_t> on_stack(A, 0), comp_ok;
+    std::vector<std::pair<int32_t, size_t>> call;
+    int32_t counter = 0;
+    std::vector<int32_t> to_fire;
+    for (int32_t s0 = 0; s0 < A; ++s0) {
+      if (index[s0] >= 0) continue;
+      call.push_back({s0, 0});
+      index[s0] = low[s0] = counter++;
+      stack.push_back(s0);
+      on_stack[s0] = 1;
+      while (!call.empty()) {
+        auto& [v, i] = call.back();
+        if (i < waits[v].size()) {
+          const int32_t w = waits[v][i++];
+          if (index[w] < 0) {
+            index[w] = low[w] = counter++;
+            stack.push_back(w);
+            on_stack[w] = 1;
+            call.push_back({w, 0});
+          } else if (on_stack[w]) {
+            low[v] = std::min(low[v], index[w]);
+          }
+          continue;
+        }
+        const int32_t vv = v;
+        call.pop_back();
+        if (!call.empty()) low[call.back().first] = std::min(low[call.back().first], low[vv]);
+        if (low[vv] != index[vv]) continue;
+        // Pop the component of vv and decide it.
+        const int32_t c = static_cast<int32_t>(comp_ok.size());
+        std::vector<int32_t> members;
+        int32_t w;
+        do {
+          w = stack.back();
+          stack.pop_back();
+          on_stack[w] = 0;
+          comp[w] = c;
+          members.push_back(w);
+        } while (w != vv);
+        bool ok = true;
+        for (int32_t a : members) {
+          if (blocked[a]) ok = false;
+          for (int32_t b : waits[a])
+            if (comp[b] != c && !comp_ok[static_cast<size_t>(comp[b])]) ok = false;
+        }
+        if (ok && members.size() > 1) {
+          // One micro-batch across the group: sends before receives, dependencies among its
+          // slots (the group's nodes are each acyclic already).
+          std::vector<int32_t> slots;
+          for (int32_t a : members) {
+            int32_t m = act[a];
+            do {
+              loc[m] = static_cast<int32_t>(slots.size());
+              slots.push_back(m);
+              m = next[m];
+            } while (m != act[a]);
+          }
+          const int32_t S = static_cast<int32_t>(slots.size());
+          std::vector<std::vector<int32_t>> succ(S);
+          std::vector<int32_t> indeg(S, 0);
+          for (int32_t i = 0; i < S; ++i) {
+            const int32_t id = slots[i];
+            if (send_of[id] >= 0 && loc[send_of[id]] >= 0) succ[loc[send_of[id]]].push_back(i), ++indeg[i];
+            const int32_t r = ix.rank(id);
+            for (const SlotDep& d : slot_at(p, ix, id).deps) {
+              const int32_t dep = ix.id(r, d.tb, d.slot);
+              if (loc[dep] >= 0) succ[loc[dep]].push_back(i), ++indeg[i];
+            }
+          }
+          std::vector<int32_t> ready;
+          for (int32_t i = 0; i < S; ++i)
+            if (indeg[i] == 0) ready.push_back(i);
+          int32_t seen = 0;
+          while (!ready.empty()) {
+            const int32_t i = ready.back();
+            ready.pop_back();
+            ++seen;
+            for (int32_t j : succ[i])
+              if (--indeg[j] == 0) ready.push_back(j);
+          }
+          ok = seen == S;
+          for (int32_t id : slots) loc[id] = -1;
+        }
+        comp_ok.push_back(ok ? 1 : 0);
+        if (ok)
+          for (int32_t a : members) to_fire.push_back(act[a]);
+      }
+    }
+    for (int32_t h : act) act_of[root[h]] = -1;
+    for (int32_t h : to_fire) fire(h);
+    return !to_fire.empty();
+  };
+  for (;;) {
+    while (!work.empty()) {
+      int32_t u = work.back();
+      work.pop_back();
+      if (done[u]) continue;
+      // Ready? Every member at its thread block's head, every dependency fired.
+      bool ready = true;
+      int32_t m = u;
+      do {
+        if (pc[ix.tb_of[m]] != m) {
+          ready = false;  // re-checked when that thread block reaches m
+          break;
+        }
+        int32_t r = ix.rank(m);
+        for (const SlotDep& d : slot_at(p, ix, m).deps) {
+          int32_t dep = ix.id(r, d.tb, d.slot);
+          if (root[dep] == root[m]) continue;
+          if (!done[dep]) {
+            pool_node.push_back(u);
+            pool_next.push_back(watch_head[dep]);
+            watch_head[dep] = static_cast<int32_t>(pool_node.size()) - 1;
+            ready = false;
+            break;
+          }
+        }
+        if (!ready) break;
+        m = next[m];
+      } while (m != u);
+      if (ready) fire(u);
+    }
+    if (fired == n) return true;
+    if (!fire_groups()) return false;
   }
-  return fired == n;
 }
 
 /// After a failed simulation: the graph of merged nodes (program order, dependencies) has a
@@ -423,10 +570,10 @@ DeadlockReport check_deadlock(const Plan& p, int32_t fifo_depth) {
   // First within each merged node (one micro-batch), then between nodes.
   check_within_nodes(p, ix, root, send_of, report);
   if (!report.ok) return report;
-  send_of = {};
   // Members of a merged node are visited through `next`; the simulation starts from each
   // thread block's first slot, whichever member of its node that is.
-  if (simulate(p, ix, next, root)) return report;
+  if (simulate(p, ix, next, root, send_of)) return report;
+  send_of = {};
   next = {};
   find_cycle(p, ix, ends, report);
   return report;

@@ -102,6 +102,29 @@ TEST(Deadlock, DependencyAlongAChainRunsAndAgainstItDoesNot) {
   EXPECT_NE(r.message.find("within one micro-batch"), std::string::npos) << r.message;
 }
 
+TEST(Deadlock, MutualWaitsBetweenNodesThatInterleavePerMicroBatch) {
+  // Two connections 0 -> 1, each a merged node of its own. Rank 0's second sender waits for
+  // its first; rank 1's receiver of the first waits for its receiver of the second. As whole
+  // slots that is a cycle between the two nodes, but per micro-batch it is not: send A(k),
+  // send B(k), receive B(k), receive A(k). The check fires such groups together (before, it
+  // refused this plan, which the emulator and the simulator run).
+  Plan p = two_ranks();
+  p.execution = ExecutionModel::Task;
+  Slot send_a = prim(Primitive::Send, 1, -1, 0), send_b = prim(Primitive::Send, 1, -1, 1);
+  send_b.channel = 1;
+  send_b.deps.push_back({0, 0});
+  Slot recv_a = prim(Primitive::Recv, -1, 0, 0), recv_b = prim(Primitive::Recv, -1, 0, 1);
+  recv_b.channel = 1;
+  recv_a.deps.push_back({0, 0});
+  p.ranks[0].tbs = {{{send_a}}, {{send_b}}};
+  p.ranks[1].tbs = {{{recv_b}}, {{recv_a}}};
+  EXPECT_TRUE(check_deadlock(p).ok) << check_deadlock(p).message;
+  // If rank 0's first sender also waits for its second, the two senders wait for each other
+  // in every micro-batch: a deadlock.
+  p.ranks[0].tbs[0].slots[0].deps.push_back({1, 0});
+  EXPECT_FALSE(check_deadlock(p).ok);
+}
+
 TEST(Deadlock, BufferedConnectionsUnderAlgorithmLevelExecution) {
   // Each rank sends `sends` chunks to the other, then receives as many: MSCCL's rings and
   // all-pairs files do this, relying on the connection's FIFO. Per micro-batch it needs
