@@ -175,10 +175,11 @@ bool simulate(const Plan& p, const SlotIndex& ix, const std::vector<int32_t>& ne
       m = next[m];
     } while (m != u);
   };
-  // Scratch for fire_groups, sized once: index of an active node by its root, of a slot in
-  // the group under test.
-  std::vector<int32_t> act_of(n, -1), loc(n, -1);
+  // Scratch for fire_groups, sized on its first call (plans that never stall skip it): index
+  // of an active node by its root, of a slot in the group under test.
+  std::vector<int32_t> act_of, loc;
   auto fire_groups = [&]() -> bool {
+    if (act_of.empty()) act_of.assign(n, -1), loc.assign(n, -1);
     // Nodes whose members are all at their heads (each listed once, by root).
     std::vector<int32_t> act;
     for (int32_t t = 0; t < tbs; ++t) {
