@@ -28,6 +28,7 @@
 #include "sim/simulator.hpp"
 #include "util/error.hpp"
 #include "weft/weft.h"
+#include "random_soak.hpp"
 #include "xml/xml_test_util.hpp"
 
 namespace weft {
@@ -215,11 +216,9 @@ Plan random_plan(std::mt19937& rng) {
 }
 
 TEST(SemanticsAgree, RandomPlansDeadlockInAllThreeOrInNone) {
-  // WEFT_RANDOM_PLANS and WEFT_RANDOM_SEED run a longer or another campaign by hand.
-  const char* count_env = std::getenv("WEFT_RANDOM_PLANS");
-  const char* seed_env = std::getenv("WEFT_RANDOM_SEED");
-  const int count = count_env ? std::atoi(count_env) : 3000;
-  std::mt19937 rng(seed_env ? static_cast<unsigned>(std::atoll(seed_env)) : 20261123u);
+  const test::RandomSoak soak = test::random_soak(3000, 20261123u);
+  const int count = soak.iters;
+  std::mt19937 rng(soak.seed);
   int plans = 0, deadlocking = 0, free_of_deadlock = 0, conservative = 0;
   for (int i = 0; i < count; ++i) {
     Plan p = random_plan(rng);

@@ -12,6 +12,7 @@
 
 #include "builders.hpp"
 #include "compile/verify.hpp"
+#include "random_soak.hpp"
 #include "util/error.hpp"
 
 namespace weft {
@@ -196,11 +197,9 @@ Algorithm random_algorithm(std::mt19937& rng) {
 }
 
 TEST(VerifyRandom, AgreesWithANaiveReference) {
-  // WEFT_TEST_RANDOM_ITERS and WEFT_TEST_RANDOM_SEED make a longer soak run.
-  const char* iters_env = std::getenv("WEFT_TEST_RANDOM_ITERS");
-  const char* seed_env = std::getenv("WEFT_TEST_RANDOM_SEED");
-  const int iters = iters_env ? std::atoi(iters_env) : 6000;
-  std::mt19937 rng(seed_env ? static_cast<unsigned>(std::atoi(seed_env)) : 20250101u);
+  const test::RandomSoak soak = test::random_soak(6000, 20250101u);
+  const int iters = soak.iters;
+  std::mt19937 rng(soak.seed);
   using namespace weft::test;
   const std::vector<Algorithm> seeds = {ring_allgather(3),     ring_reducescatter(4),  ring_allreduce(3),
                                         hm_allgather(2, 2),    hm_allreduce(2, 2),     hm_allreduce(3, 2),
