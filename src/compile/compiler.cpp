@@ -61,9 +61,20 @@ CompileResult compile(const Algorithm& algo, const Topology& topo, const Compile
 
   auto t2 = std::chrono::steady_clock::now();
   res.tasks = res.graph.size();
-  res.plan.input_chunks = res.graph.input_chunks;
-  res.plan.output_chunks = res.graph.output_chunks;
-  res.plan.scratch_chunks = res.graph.scratch_chunks;
+  Plan& p = res.plan;
+  p.input_chunks = res.graph.input_chunks;
+  p.output_chunks = res.graph.output_chunks;
+  p.scratch_chunks = res.graph.scratch_chunks;
+  p.algorithm = algo.name;
+  p.collective = algo.collective;
+  p.num_ranks = algo.ranks;
+  p.in_place = placed_in_place;
+  p.root = algo.root;
+  p.protocol = options.protocol;
+  p.scheduler = options.scheduler;
+  p.allocator = options.allocator;
+  p.topology = topo.name;
+  p.num_subpipelines = static_cast<int32_t>(res.pipeline.subpipelines.size());
   // With a thread-block limit the graph is lowered again, with fewer instances, while the
   // busiest rank needs more blocks than the limit allows.
   const bool may_relower = options.max_tbs > 0;
@@ -72,20 +83,8 @@ CompileResult compile(const Algorithm& algo, const Topology& topo, const Compile
     LoweredProgram program = lower(res.graph, res.pipeline, topo, options, k);
     if (!options.keep_graph && !may_relower) res.graph = TaskGraph{};
     Allocation allocation = allocate(program, options.allocator);
-    Plan& p = res.plan;
-    p.ranks.clear();
-    p.algorithm = algo.name;
-    p.collective = algo.collective;
-    p.num_ranks = algo.ranks;
-    p.in_place = placed_in_place;
-    p.root = algo.root;
-    p.protocol = options.protocol;
     p.execution = program.execution;
-    p.scheduler = options.scheduler;
-    p.allocator = options.allocator;
-    p.topology = topo.name;
-    p.num_subpipelines = static_cast<int32_t>(res.pipeline.subpipelines.size());
-    assemble_plan(program, allocation, p);
+    assemble_plan(program, allocation, p);  // replaces p.ranks
     res.instances_intra = program.instances_intra;
     res.instances_inter = program.instances_inter;
     res.instances_local = program.instances_local;

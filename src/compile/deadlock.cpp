@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 #include <unordered_map>
 
 #include "compile/union_find.hpp"
@@ -62,7 +63,7 @@ struct Pairing {
   int32_t depth = 0;  ///< 0: merge the two ends (rendezvous); d >= 1: FIFO edges
   UnionFind* ends = nullptr;                  // rendezvous: the two ends of each message
   std::vector<int32_t>* next = nullptr;       // rendezvous: circular member lists
-  std::vector<int32_t>* send_of = nullptr;    // per receiving slot, its send (both models)
+  std::vector<int32_t>* send_of = nullptr;    // per receiving slot, its send (both models; required)
   std::vector<int32_t>* fifo_pred = nullptr;  // FIFO: per sending slot, the receive d earlier
 };
 
@@ -120,12 +121,11 @@ std::string pair_connections(const Plan& p, const SlotIndex& ix, const Pairing& 
         return text::format("connection %d->%d channel %d: transfer %zu is sent as %d chunks (instance %d of %d) but "
                             "received as %d chunks (instance %d of %d)",
                             e.src, e.dst, e.channel, i, a.count, a.instance, a.instances, b.count, b.instance, b.instances);
+      (*how.send_of)[e.recvs[i]] = e.sends[i];
       if (how.depth > 0) {
-        (*how.send_of)[e.recvs[i]] = e.sends[i];
         if (i >= static_cast<size_t>(how.depth)) (*how.fifo_pred)[e.sends[i]] = e.recvs[i - how.depth];
         continue;
       }
-      if (how.send_of) (*how.send_of)[e.recvs[i]] = e.sends[i];
       if (how.ends->unite(e.sends[i], e.recvs[i])) {
         std::swap((*how.next)[e.sends[i]], (*how.next)[e.recvs[i]]);  // splice the two circular lists
       }
@@ -207,7 +207,7 @@ bool simulate(const Plan& p, const SlotIndex& ix, const std::vector<int32_t>& ne
         for (const SlotDep& d : slot_at(p, ix, m).deps) {
           const int32_t dep = ix.id(r, d.tb, d.slot);
           if (root[dep] == root[m] || done[dep]) continue;
-          if (act_of[root[dep]] >= 0 && pc[ix.tb_of[dep]] == dep) waits[a].push_back(act_of[root[dep]]);
+          if (act_of[root[dep]] >= 0) waits[a].push_back(act_of[root[dep]]);  // members of active nodes are at heads
           else blocked[a] = 1;
         }
         m = next[m];
@@ -345,10 +345,8 @@ bool simulate(const Plan& p, const SlotIndex& ix, const std::vector<int32_t>& ne
 
 /// After a failed simulation: the graph of merged nodes (program order, dependencies) has a
 /// cycle; find one and describe it.
-void find_cycle(const Plan& p, const SlotIndex& ix, UnionFind& ends, DeadlockReport& report) {
+void find_cycle(const Plan& p, const SlotIndex& ix, const std::vector<int32_t>& root, DeadlockReport& report) {
   const int32_t n = ix.size();
-  std::vector<int32_t> root(n);
-  for (int32_t i = 0; i < n; ++i) root[i] = ends.find(i);
   std::vector<int32_t> dep_offsets(n + 1, 0), dependents;
   for (int32_t id = 0; id < n; ++id)
     for (const SlotDep& d : slot_at(p, ix, id).deps) ++dep_offsets[ix.id(ix.rank(id), d.tb, d.slot) + 1];
@@ -538,36 +536,36 @@ DeadlockReport check_deadlock(const Plan& p, int32_t fifo_depth) {
   DeadlockReport report;
   SlotIndex ix(p);
   const int32_t n = ix.size();
-  if (fifo_depth > 0 && p.execution == ExecutionModel::Algorithm) {
-    std::vector<int32_t> send_of(n, -1), fifo_pred(n, -1);
-    Pairing how;
-    how.depth = fifo_depth;
-    how.send_of = &send_of;
-    how.fifo_pred = &fifo_pred;
-    std::string fault = pair_connections(p, ix, how);
-    if (!fault.empty()) {
-      report.ok = false;
-      report.message = fault;
-      return report;
-    }
-    check_fifo(p, ix, send_of, fifo_pred, fifo_depth, report);
-    return report;
-  }
-  UnionFind ends(n);
-  std::vector<int32_t> next(n), send_of(n, -1);
-  std::iota(next.begin(), next.end(), 0);
+  // Algorithm-level plans over FIFOs keep the two ends of each message apart; the others
+  // merge them (rendezvous).
+  const bool buffered = fifo_depth > 0 && p.execution == ExecutionModel::Algorithm;
+  std::vector<int32_t> send_of(n, -1), fifo_pred, next;
+  std::optional<UnionFind> ends;
   Pairing how;
-  how.ends = &ends;
-  how.next = &next;
   how.send_of = &send_of;
-  std::string fault = pair_connections(p, ix, how);
-  if (!fault.empty()) {
+  if (buffered) {
+    fifo_pred.assign(n, -1);
+    how.depth = fifo_depth;
+    how.fifo_pred = &fifo_pred;
+  } else {
+    ends.emplace(n);
+    next.resize(n);
+    std::iota(next.begin(), next.end(), 0);
+    how.ends = &*ends;
+    how.next = &next;
+  }
+  if (std::string fault = pair_connections(p, ix, how); !fault.empty()) {
     report.ok = false;
     report.message = fault;
     return report;
   }
+  if (buffered) {
+    check_fifo(p, ix, send_of, fifo_pred, fifo_depth, report);
+    return report;
+  }
   std::vector<int32_t> root(n);
-  for (int32_t i = 0; i < n; ++i) root[i] = ends.find(i);
+  for (int32_t i = 0; i < n; ++i) root[i] = ends->find(i);
+  ends.reset();
   // First within each merged node (one micro-batch), then between nodes.
   check_within_nodes(p, ix, root, send_of, report);
   if (!report.ok) return report;
@@ -576,7 +574,7 @@ DeadlockReport check_deadlock(const Plan& p, int32_t fifo_depth) {
   if (simulate(p, ix, next, root, send_of)) return report;
   send_of = {};
   next = {};
-  find_cycle(p, ix, ends, report);
+  find_cycle(p, ix, root, report);
   return report;
 }
 

@@ -344,11 +344,6 @@ Instances derive_instances(const TaskGraph& g, const Pipeline& p, const Topology
 }
 
 LoweredProgram lower(const TaskGraph& graph, const Pipeline& pipeline, const Topology& topo,
-                     const CompileOptions& options) {
-  return lower(graph, pipeline, topo, options, derive_instances(graph, pipeline, topo, options.instances));
-}
-
-LoweredProgram lower(const TaskGraph& graph, const Pipeline& pipeline, const Topology& topo,
                      const CompileOptions& options, Instances instances) {
   if (instances.intra < 1 || instances.inter < 1 || instances.local < 1)
     fail(ErrorCode::Internal, "lower: instances must be at least 1");

@@ -92,11 +92,9 @@ ExecutionModel execution_model_of(std::string_view scheduler);
 /// tasks share logical channel 0.
 bool uses_stage_channels(const CompileOptions& options);
 
-/// Lowers a scheduled graph with the instances derive_instances() gives for
-/// `options.instances`. Throws Internal if an invariant breaks.
-LoweredProgram lower(const TaskGraph& graph, const Pipeline& pipeline, const Topology& topo,
-                     const CompileOptions& options);
-/// Lowers a scheduled graph with the given instances (each at least 1).
+/// Lowers a scheduled graph with the given instances (each at least 1; compile() takes them
+/// from derive_instances, then fewer_instances under a thread-block limit). Throws Internal
+/// if an invariant breaks.
 LoweredProgram lower(const TaskGraph& graph, const Pipeline& pipeline, const Topology& topo,
                      const CompileOptions& options, Instances instances);
 
