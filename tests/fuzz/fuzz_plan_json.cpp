@@ -16,11 +16,7 @@
 #include "compile/deadlock.hpp"
 #include "compile/replay.hpp"
 #include "ir/plan_json.hpp"
-#include "ir/topology_io.hpp"
-#include "runtime/plan_emulator.hpp"
-#include "runtime/plan_lowering.hpp"
-#include "sim/simulator.hpp"
-#include "weft/weft.h"
+#include "plan_runs.hpp"
 #include "util/error.hpp"
 
 namespace {
@@ -30,39 +26,14 @@ bool bug(const weft::Error& e) { return e.code() == weft::ErrorCode::Internal; }
 /// Runs a plan the check passed at depth `depth` on the emulator and the simulator, each with
 /// 4 micro-batches per chunk slot; aborts if either finds it deadlocked.
 void run_passed_plan(const weft::Plan& plan, int depth) {
-  using namespace weft;
-  const int R = plan.num_ranks;
-  try {
-    LoweredPlan lp = lower_plan(plan, R, 64);
-    const uint64_t k = static_cast<uint64_t>(std::max({lp.k[0], lp.k[1], 1}));
-    exec::Geometry g = make_geometry(lp, 64 * k, 4, 64, 64);  // 64 elements per slot, 16 per micro-batch
-    std::vector<std::vector<uint8_t>> mem(static_cast<size_t>(3 * R));
-    std::vector<EmuBuffers> bufs(static_cast<size_t>(R));
-    for (int r = 0; r < R; ++r)
-      for (int b = 0; b < 3; ++b) {
-        auto& m = mem[static_cast<size_t>(3 * r + b)];
-        // A buffer is `groups` groups of n elements; scratch is its chunks of `stride`.
-        m.assign((static_cast<size_t>(lp.groups[b]) * g.n + static_cast<size_t>(lp.chunks[b]) * g.stride) * 4 + 64, 0);
-        bufs[static_cast<size_t>(r)].buf[b] = m.data();
-      }
-    EmuResult res = emulate(lp, g, depth, bufs, weftInt32, weftSum);
-    if (!res.ok) std::abort();  // the check passed a plan the emulator finds deadlocked
-  } catch (const Error& e) {
-    if (bug(e)) std::abort();
-  }
-  try {
-    Topology topo = topology_preset("h200-1x8");
-    topo.gpus_per_node = R;
-    topo.name = "fuzz";
-    sim::Simulator s(plan, topo);
-    sim::SimOptions o;
-    o.fifo_depth = depth;
-    o.microbatch_bytes = 64;
-    o.bytes = 4 * 64 * static_cast<uint64_t>(std::max({plan.input_chunks, plan.output_chunks, 1}));
-    s.run(o);
-  } catch (const Error& e) {
-    if (bug(e)) std::abort();
-    if (std::string(e.what()).find("deadlocks") != std::string::npos) std::abort();
+  for (bool on_emulator : {true, false}) {
+    try {
+      weft::test::PlanRun r = on_emulator ? weft::test::emulate_plan(plan, depth, 64)  // 4 micro-batches of 64 bytes
+                                          : weft::test::simulate_plan(plan, depth, 4);
+      if (r.deadlock) std::abort();  // the check passed a plan that deadlocks
+    } catch (const weft::Error& e) {
+      if (bug(e)) std::abort();
+    }
   }
 }
 

@@ -21,13 +21,10 @@
 #include "ir/topology_io.hpp"
 #include "lang/load.hpp"
 #include "lang/msccl_import.hpp"
-#include "runtime/plan_emulator.hpp"
 #include "runtime/plan_lowering.hpp"
 #include "runtime/plan_source.hpp"
-#include "sim/report.hpp"
-#include "sim/simulator.hpp"
 #include "util/error.hpp"
-#include "weft/weft.h"
+#include "plan_runs.hpp"
 #include "random_soak.hpp"
 #include "xml/xml_test_util.hpp"
 
@@ -46,14 +43,10 @@ std::string emulate_at(const Plan& p, int depth) {
 
 /// "" when the simulator finishes the plan at `depth` with 8 micro-batches per chunk slot;
 /// else what failed.
-std::string simulate_at(const Plan& p, const Topology& topo, int depth) {
+std::string simulate_at(const Plan& p, int depth) {
   try {
-    sim::Simulator s(p, topo);
-    sim::SimOptions o;
-    o.microbatch_bytes = 4096;
-    o.bytes = 8 * o.microbatch_bytes * static_cast<uint64_t>(std::max({p.input_chunks, p.output_chunks, 1}));
-    o.fifo_depth = depth;
-    sim::SimReport r = s.run(o);
+    test::PlanRun r = test::simulate_plan(p, depth, 8, 4096);
+    if (r.deadlock) return r.error;
     if (!(r.time_us > 0)) return "the simulator reports no time";
   } catch (const Error& e) {
     return e.what();
@@ -87,7 +80,7 @@ TEST(SemanticsAgree, CompiledBuiltinsUnderEveryScheduler) {
               DeadlockReport d = check_deadlock(p, depth);
               EXPECT_TRUE(d.ok) << d.message;
               EXPECT_EQ(emulate_at(p, depth), "");
-              EXPECT_EQ(simulate_at(p, topo, depth), "");
+              EXPECT_EQ(simulate_at(p, depth), "");
               ++cases;
             }
           }
@@ -103,15 +96,12 @@ TEST(SemanticsAgree, PublishedMscclSchedulesAsGiven) {
   for (const auto& f : std::filesystem::directory_iterator(dir)) {
     if (f.path().extension() != ".xml") continue;
     MscclImport im = import_msccl_file(f.path().string());
-    Topology topo = topology_preset("h200-1x8");
-    topo.gpus_per_node = im.as_given.num_ranks;
-    topo.name = "h200-1x" + std::to_string(topo.gpus_per_node);
     for (int depth : {1, 2, 4}) {
       SCOPED_TRACE(f.path().filename().string() + " depth=" + std::to_string(depth));
       DeadlockReport d = check_deadlock(im.as_given, depth);
       EXPECT_TRUE(d.ok) << d.message;
       EXPECT_EQ(emulate_at(im.as_given, depth), "");
-      EXPECT_EQ(simulate_at(im.as_given, topo, depth), "");
+      EXPECT_EQ(simulate_at(im.as_given, depth), "");
     }
     ++files;
   }
@@ -231,50 +221,23 @@ TEST(SemanticsAgree, RandomPlansDeadlockInAllThreeOrInNone) {
       continue;
     }
     // The emulator, with more micro-batches than the FIFO holds (the check is exact for
-    // every count; a task-level plan needs counts past the depth to show its deadlocks).
-    LoweredPlan lp = lower_plan(p, p.num_ranks, 8);
-    const uint64_t n = 512;  // int32 elements per buffer: 2 chunks of 16 micro-batches of 64 bytes
-    exec::Geometry g = make_geometry(lp, n, 4, 64, 64);
-    ASSERT_GT(g.nmb, static_cast<uint32_t>(depth) + 1);
-    std::vector<std::vector<uint8_t>> in(p.num_ranks), out(p.num_ranks), scratch(p.num_ranks);
-    std::vector<EmuBuffers> bufs(p.num_ranks);
-    for (int r = 0; r < p.num_ranks; ++r) {
-      in[r].assign(n * 4, 1);
-      out[r].assign(n * 4, 0);
-      scratch[r].assign(scratch_bytes(lp, g) + 16, 0);
-      bufs[r].buf[0] = in[r].data();
-      bufs[r].buf[1] = out[r].data();
-      bufs[r].buf[2] = scratch[r].data();
-    }
-    EmuResult emu = emulate(lp, g, depth, bufs, weftInt32, weftSum);
-    // The simulator, with as many micro-batches.
-    bool sim_ok = true;
-    std::string sim_error;
-    try {
-      sim::SimOptions o;
-      o.microbatch_bytes = 64;
-      o.bytes = static_cast<uint64_t>(g.nmb) * 64 * 2;
-      o.fifo_depth = depth;
-      Topology topo = topology_preset("h200-1x8");
-      topo.gpus_per_node = p.num_ranks;
-      topo.name = "h200-1x" + std::to_string(p.num_ranks);
-      sim::Simulator(p, topo).run(o);
-    } catch (const Error& e) {
-      sim_ok = false;
-      sim_error = e.what();
-    }
-    if (d.ok != emu.ok && std::getenv("DUMP_PLANS")) std::printf("%s\n", plan_to_json(p).c_str());
+    // every count; a task-level plan needs counts past the depth to show its deadlocks),
+    // then the simulator with as many.
+    const test::PlanRun emu = test::emulate_plan(p, depth, 256);  // 16 micro-batches of 64 bytes
+    ASSERT_GT(emu.microbatches, static_cast<uint32_t>(depth) + 1);
+    const test::PlanRun sim = test::simulate_plan(p, depth, emu.microbatches);
+    if (d.ok == emu.deadlock && std::getenv("DUMP_PLANS")) std::printf("%s\n", plan_to_json(p).c_str());
     const std::string what = "plan " + std::to_string(i) + " (" + std::string(to_string(p.execution)) + ", depth " +
                              std::to_string(depth) + "): check says " + (d.ok ? "free" : d.message) +
-                             "; emulator says " + (emu.ok ? "free" : emu.error) + "; simulator says " +
-                             (sim_ok ? "free" : sim_error);
+                             "; emulator says " + (emu.deadlock ? emu.error : "free") + "; simulator says " +
+                             (sim.deadlock ? sim.error : "free");
     // The two executors agree on every plan, and the check agrees with them: it passes
     // exactly the plans that run (sound and, since fire_groups, exact for both models).
-    EXPECT_EQ(emu.ok, sim_ok) << what;
-    EXPECT_EQ(d.ok, emu.ok) << what;
-    if (!d.ok && emu.ok) ++conservative;
+    EXPECT_EQ(emu.deadlock, sim.deadlock) << what;
+    EXPECT_EQ(d.ok, !emu.deadlock) << what;
+    if (!d.ok && !emu.deadlock) ++conservative;
     ++plans;
-    (emu.ok ? free_of_deadlock : deadlocking) += 1;
+    (emu.deadlock ? deadlocking : free_of_deadlock) += 1;
   }
   // The generator makes both kinds in number, so the agreement means something.
   EXPECT_GT(deadlocking, plans / 10);
