@@ -28,10 +28,16 @@ namespace weft::exec {
 
 constexpr int kMaxThreads = 512;
 
+/// Written by thread 0 (or, for proc_status, by a thread whose packet wait failed) and read
+/// by every thread after a barrier. The statuses alternate between two copies per
+/// invocation, so thread 0 writing the next invocation's status never races with a slow
+/// thread still reading this one's; start_status is the launch's own, for the same reason
+/// (the first invocation writes wait_status[0] while the others may still read it).
 struct BlockShared {
   uint64_t base;
   uint64_t rpos;
   uint64_t spos;
+  int start_status;
   int wait_status[2];
   int proc_status[2];
 };
@@ -353,10 +359,10 @@ __global__ void __launch_bounds__(kMaxThreads) exec_kernel(const __grid_constant
         break;
       }
     // The host's abort flag is not read here: a PCIe read would delay every launch.
-    sh.wait_status[0] = *reinterpret_cast<volatile uint32_t*>(a.error_claim) != 0 ? 1 : 0;
+    sh.start_status = *reinterpret_cast<volatile uint32_t*>(a.error_claim) != 0 ? 1 : 0;
   }
   __syncthreads();
-  if (sh.wait_status[0] != 0) return;
+  if (sh.start_status != 0) return;
   uint32_t par = 0;
   if (a.model == kTaskModel) {
     for (int32_t i = 0; i < tb.nslots; ++i)

@@ -47,19 +47,29 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
   if (c == Collective::Reduce && rank_ != root) in_place = false;
 
   DeviceGuard guard(device_);
+  if (nranks_ == 1) {
+    // One rank: every collective is its input, whatever the operation (a sum, product,
+    // min, max or average of one value is that value), so it is a copy, or nothing in
+    // place. cudaMemcpyAsync runs on the copy engine or a driver copy kernel at memory
+    // speed, and is captured by CUDA graphs like any launch.
+    if (!in_place) WEFT_CUDA_CHECK(cudaMemcpyAsync(r, s, recv_bytes, cudaMemcpyDeviceToDevice, stream));
+    note_launch(stream);
+    WEFT_LOG(Debug, "COLL", what() << ": " << count << " x " << host::dtype_name(dtype)
+                                   << (in_place ? ", one rank in place: nothing to do" : ", one rank: a copy"));
+    return;
+  }
   // Without WEFT_ALGO / WEFT_PROTO / WEFT_INSTANCES (read once, at creation) the table
   // decides alone: no environment lookups per call.
   const uint64_t payload = std::max(send_bytes, recv_bytes);
   Choice ch = env_overrides_ ? select_algorithm(c, payload, nranks_, layout_.cfg.connections)
                              : table_choice(c, payload, nranks_);
-  if (nranks_ == 1) ch = Choice{"ring", "Simple", 1};
   if (ch.algorithm == kOneShot) {
     launch_oneshot_call(c, s, r, count * esz, dtype, reduces ? op : weftSum, ch.instances, stream);
     note_launch(stream);
     WEFT_LOG(Debug, "COLL", what() << ": " << count << " x " << host::dtype_name(dtype) << " with the one-shot kernel");
     return;
   }
-  CachedPlan& cp = plan_for(c, nranks_ == 1 ? "ring" : ch.algorithm, ch.protocol, ch.instances, in_place,
+  CachedPlan& cp = plan_for(c, ch.algorithm, ch.protocol, ch.instances, in_place,
                             c == Collective::Broadcast || c == Collective::Reduce ? root : 0);
   const bool ll = ch.protocol == "LL";
   const uint64_t cap = ll ? layout_.cfg.ll_slot_bytes / 2 : layout_.cfg.slot_bytes;
@@ -96,7 +106,7 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
     std::copy(cp.conns_host.begin(), cp.conns_host.end(), a.iconns);
   }
   if (cp.num_tbs > 0) launch_executor(a, cp.num_tbs, ll ? kExecThreadsLL : kExecThreadsSimple, stream);
-  if (reduces && op == weftAvg && nranks_ > 1 && (c != Collective::Reduce || rank_ == root))
+  if (reduces && op == weftAvg && (c != Collective::Reduce || rank_ == root))
     launch_divide(recv, count, dtype, nranks_, stream);
   note_launch(stream);
   WEFT_LOG(Debug, "COLL", what() << ": " << count << " x " << host::dtype_name(dtype) << " with " << ch.algorithm << "/"

@@ -2,10 +2,11 @@
 // poisons the output, runs the call through the C API, and compares every element with a
 // reference computed on the host. Subcommands (one CTest test each, label gpu):
 //
-//   collectives --ranks N [--full] [--counts a,b,...] [--only COLL]   the collective matrix
+//   collectives --ranks N [--full] [--counts a,b,...] [--only COLL] [--type T]   the collective matrix
 //   p2p         --ranks N          grouped sends and receives, sizes 0 to 8 MiB
 //   graph       --ranks N          AllReduce captured in a CUDA graph, replayed
-//   initall                        one process driving every GPU (weftCommInitAll)
+//   initall     [--ranks N]        one process driving every GPU (weftCommInitAll), or N
+//                                  ranks sharing them round-robin
 //   never_joins                    rank 1 never joins: rank 0 gets an error in bounded time
 //   peer_stops  [--counts N]       rank 1 stops taking part: rank 0 gets weftTimeout (N floats)
 #include <cuda_runtime_api.h>
@@ -52,9 +53,11 @@ namespace {
 
 struct Options {
   int ranks = 2;
+  bool ranks_given = false;
   bool full = false;
   std::vector<size_t> counts;
   std::string only;
+  std::string type;  ///< one element type by name (host::dtype_name), or all
 };
 
 const int kThreads = std::max(1u, std::min(16u, std::thread::hardware_concurrency() / 2));
@@ -170,7 +173,8 @@ int collectives(const Options& o, int rank, const weftUniqueId& id) {
     if (!o.only.empty() && o.only != coll_name(c)) continue;
     const bool reduces = c == Collective::AllReduce || c == Collective::ReduceScatter || c == Collective::Reduce;
     const bool rooted = c == Collective::Broadcast || c == Collective::Reduce;
-    for (int dtype = 0; dtype < weftNumTypes; ++dtype)
+    for (int dtype = 0; dtype < weftNumTypes; ++dtype) {
+      if (!o.type.empty() && o.type != host::dtype_name(dtype)) continue;
       for (int op = 0; op < (reduces ? weftNumOps : 1); ++op)
         for (size_t count : counts)
           for (int in_place = 0; in_place < 2; ++in_place)
@@ -197,6 +201,7 @@ int collectives(const Options& o, int rank, const weftUniqueId& id) {
                 }
               }
             }
+    }
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("rank %d: %d cases, %d failures, %.1f s\n", rank, cases, failures, secs);
@@ -309,14 +314,18 @@ int graph(const Options& o, int rank, const weftUniqueId& id) {
   return failures ? 1 : 0;
 }
 
-int initall() {
-  int ndev = gt::probe_device_count();
-  if (ndev == 0) {
+int initall(const Options& o) {
+  const int ngpu = gt::probe_device_count();
+  if (ngpu == 0) {
     std::printf("initall: no GPU, skipped\n");
     return gt::kSkip;
   }
+  // One rank per GPU, or --ranks N sharing them round-robin (correctness only).
+  const int ndev = o.ranks_given ? o.ranks : ngpu;
+  std::vector<int> devlist(static_cast<size_t>(ndev));
+  for (int d = 0; d < ndev; ++d) devlist[static_cast<size_t>(d)] = d % ngpu;
   std::vector<weftComm_t> comms(static_cast<size_t>(ndev));
-  WEFT_OK(weftCommInitAll(comms.data(), ndev, nullptr));
+  WEFT_OK(weftCommInitAll(comms.data(), ndev, devlist.data()));
   int failures = 0;
   // One thread drives every rank: the plan interpreter, then the one-shot kernel.
   for (size_t count : {(size_t(1) << 20) + 3, size_t(1001)}) {
@@ -326,7 +335,7 @@ int initall() {
     for (int d = 0; d < ndev; ++d) {
       sends[static_cast<size_t>(d)].resize(count * 4);
       host::fill_random(weftInt32, weftSum, sends[static_cast<size_t>(d)].data(), count, 50 + d, kThreads);
-      CUDA_OK(cudaSetDevice(d));
+      CUDA_OK(cudaSetDevice(devlist[static_cast<size_t>(d)]));
       CUDA_OK(cudaStreamCreate(&streams[static_cast<size_t>(d)]));
       CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&bufs[static_cast<size_t>(d)]), count * 4));
       CUDA_OK(cudaMemcpy(bufs[static_cast<size_t>(d)], sends[static_cast<size_t>(d)].data(), count * 4, cudaMemcpyHostToDevice));
@@ -337,7 +346,7 @@ int initall() {
                             comms[static_cast<size_t>(d)], reinterpret_cast<weftStream_t>(streams[static_cast<size_t>(d)])));
     WEFT_OK(weftGroupEnd());
     for (int d = 0; d < ndev; ++d) {
-      CUDA_OK(cudaSetDevice(d));
+      CUDA_OK(cudaSetDevice(devlist[static_cast<size_t>(d)]));
       if (!gt::sync_bounded(reinterpret_cast<weftStream_t>(streams[static_cast<size_t>(d)]), 60)) {
         std::printf("FAIL initall: device %d did not finish\n", d);
         return 1;
@@ -354,7 +363,7 @@ int initall() {
     }
   }
   for (weftComm_t c : comms) WEFT_OK(weftCommDestroy(c));
-  std::printf("initall on %d GPUs: %s\n", ndev, failures ? "FAILED" : "passed");
+  std::printf("initall, %d ranks on %d GPU(s): %s\n", ndev, ngpu, failures ? "FAILED" : "passed");
   return failures ? 1 : 0;
 }
 
@@ -426,23 +435,31 @@ std::vector<size_t> parse_counts(const std::string& s) {
 int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
   if (argc < 2) {
-    std::printf("usage: %s collectives|p2p|graph|initall|never_joins|peer_stops [--ranks N] [--full] [--counts a,b] [--only COLL]\n", argv[0]);
+    std::printf("usage: %s collectives|p2p|graph|initall|never_joins|peer_stops [--ranks N] [--full] [--counts a,b] [--only COLL] [--type T]\n", argv[0]);
     return 2;
   }
   std::string cmd = argv[1];
   Options o;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--ranks" && i + 1 < argc) o.ranks = std::atoi(argv[++i]);
+    if (a == "--ranks" && i + 1 < argc) {
+      o.ranks = std::atoi(argv[++i]);
+      o.ranks_given = true;
+      if (o.ranks < 1 || o.ranks > 64) {
+        std::printf("--ranks %s: need 1 to 64\n", argv[i]);
+        return 2;
+      }
+    }
     else if (a == "--full") o.full = true;
     else if (a == "--counts" && i + 1 < argc) o.counts = parse_counts(argv[++i]);
     else if (a == "--only" && i + 1 < argc) o.only = argv[++i];
+    else if (a == "--type" && i + 1 < argc) o.type = argv[++i];
   }
   if (cmd == "collectives")
     return gt::run_ranks(o.ranks, [&](int r, const weftUniqueId& id) { return collectives(o, r, id); }, 1800, cmd);
   if (cmd == "p2p") return gt::run_ranks(o.ranks, [&](int r, const weftUniqueId& id) { return p2p(o, r, id); }, 300, cmd);
   if (cmd == "graph") return gt::run_ranks(o.ranks, [&](int r, const weftUniqueId& id) { return graph(o, r, id); }, 300, cmd);
-  if (cmd == "initall") return initall();
+  if (cmd == "initall") return initall(o);
   if (cmd == "never_joins") {
     setenv("WEFT_BOOTSTRAP_TIMEOUT", "3", 1);  // the root lives in this process
     return gt::run_ranks(2, never_joins, 60, cmd, {1});
