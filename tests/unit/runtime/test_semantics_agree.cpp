@@ -87,11 +87,10 @@ TEST(SemanticsAgree, CompiledBuiltinsUnderEveryScheduler) {
   EXPECT_GE(cases, 2000);
 }
 
-TEST(SemanticsAgree, PublishedMscclSchedulesAsGiven) {
-  // The files' own schedules (thread blocks, steps, dependencies as MSCCL runs them) pass
-  // the check from depth 1 and run correctly on the runtime's emulator.
-  std::string dir = test::msccl_xml_dir();
-  if (dir.empty()) return;
+// The MSCCL files of `dir` on their own schedules (thread blocks, steps, dependencies as
+// MSCCL runs them) pass the check from depth 1 and run correctly on the runtime's emulator
+// and the simulator. Returns the number of files.
+int expect_msccl_schedules_agree(const std::string& dir) {
   int files = 0;
   for (const auto& f : std::filesystem::directory_iterator(dir)) {
     if (f.path().extension() != ".xml") continue;
@@ -105,7 +104,18 @@ TEST(SemanticsAgree, PublishedMscclSchedulesAsGiven) {
     }
     ++files;
   }
-  EXPECT_EQ(files, 14);
+  return files;
+}
+
+TEST(SemanticsAgree, PublishedMscclSchedulesAsGiven) {
+  WEFT_PUBLISHED_MSCCL_DIR_OR_SKIP(dir);
+  EXPECT_EQ(expect_msccl_schedules_agree(dir), 14);
+}
+
+TEST(SemanticsAgree, OwnMscclSchedulesAsGiven) {
+  // tests/data/msccl: hand-written files and weft's exports of built-ins.
+  EXPECT_EQ(expect_msccl_schedules_agree(test::own_msccl_dir() + "/hand"), 8);
+  EXPECT_EQ(expect_msccl_schedules_agree(test::own_msccl_dir() + "/exported"), 6);
 }
 
 /// A random plan of 2 or 3 ranks, 1 or 2 thread blocks per rank, 0 to 2 connections per
