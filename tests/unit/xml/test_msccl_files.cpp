@@ -66,19 +66,19 @@ const MscclFile kPublished[] = {
 // The project's own files (tests/data/msccl/README.md).
 const MscclFile kOwn[] = {
     {"hand", "ring_allreduce_2ch.xml", "h200-1x4", AR, "LL128", true, 8, 8, 0, 0, 48, 6, 2, true},
-    {"hand", "allgather_direct.xml", "h200-1x4", AG, "LL", false, 1, 4, 0, 0, 16, 1, 4, false},
-    {"hand", "reduce_scatter_scratch.xml", "h200-1x4", RS, "Simple", false, 4, 1, 1, 0, 0, 0, 4, false},
-    {"hand", "alltoall_threestep.xml", "h200-1x4", A2A, "Simple", false, 4, 4, 8, 0, 32, 3, 4, false},
+    {"hand", "allgather_direct.xml", "h200-1x4", AG, "LL", false, 1, 4, 0, 0, 16, 1, 4, true},
+    {"hand", "reduce_scatter_scratch.xml", "h200-1x4", RS, "Simple", false, 4, 1, 1, 0, 20, 4, 4, true},
+    {"hand", "alltoall_threestep.xml", "h200-1x4", A2A, "Simple", false, 4, 4, 8, 0, 32, 3, 4, true},
     {"hand", "broadcast_chain.xml", "h200-1x4", BC, "LL", true, 2, 2, 0, 0, 3, 3, 1, false},
     {"hand", "reduce_chain.xml", "h200-1x4", RE, "Simple", true, 1, 1, 0, 0, 3, 3, 1, false},
-    {"hand", "custom_alltonext.xml", "h200-1x4", CU, "Simple", false, 1, 1, 0, 0, 4, 1, 1, false},
-    {"hand", "same_tb_dependency.xml", "h200-1x2", AG, "Simple", false, 1, 2, 0, 0, 4, 2, 1, false},
-    {"exported", "ring_allreduce_8_ll.xml", "h200-1x8", AR, "LL", true, 0, 0, 0, 0, 0, 0, 0, false},
-    {"exported", "ring_allgather_4.xml", "h200-1x4", AG, "Simple", true, 0, 0, 0, 0, 0, 0, 0, false},
-    {"exported", "ring_reducescatter_4_ll128.xml", "h200-1x4", RS, "LL128", true, 0, 0, 0, 0, 0, 0, 0, false},
-    {"exported", "alltoall_direct_4.xml", "h200-1x4", A2A, "Simple", true, 0, 0, 0, 0, 0, 0, 0, false},
-    {"exported", "chain_broadcast_4.xml", "h200-1x4", BC, "Simple", true, 0, 0, 0, 0, 0, 0, 0, false},
-    {"exported", "allpairs_allreduce_4_ll.xml", "h200-1x4", AR, "LL", true, 0, 0, 0, 0, 0, 0, 0, false},
+    {"hand", "custom_alltonext.xml", "h200-1x4", CU, "Simple", false, 1, 1, 0, 0, 4, 1, 1, true},
+    {"hand", "same_tb_dependency.xml", "h200-1x2", AG, "Simple", false, 1, 2, 0, 0, 4, 2, 1, true},
+    {"exported", "ring_allreduce_8_ll.xml", "h200-1x8", AR, "LL", true, 64, 64, 0, 0, 896, 14, 16, false},
+    {"exported", "ring_allgather_4.xml", "h200-1x4", AG, "Simple", true, 8, 32, 0, 0, 96, 3, 16, false},
+    {"exported", "ring_reducescatter_4_ll128.xml", "h200-1x4", RS, "LL128", true, 32, 8, 0, 0, 96, 3, 16, false},
+    {"exported", "alltoall_direct_4.xml", "h200-1x4", A2A, "Simple", true, 112, 112, 84, 0, 132, 2, 46, false},
+    {"exported", "chain_broadcast_4.xml", "h200-1x4", BC, "Simple", true, 32, 32, 0, 0, 96, 3, 8, false},
+    {"exported", "allpairs_allreduce_4_ll.xml", "h200-1x4", AR, "LL", true, 112, 112, 112, 0, 216, 5, 46, false},
 };
 
 int gpus_of(const char* topology) {
@@ -209,9 +209,10 @@ std::vector<Transfer> canonical_transfers(const Algorithm& a) {
 }
 
 // XML -> Algorithm -> weft plan (one instance per link, no aggregation) -> XML -> Algorithm:
-// the same transfers at the same steps, up to buffer names in place. Where MSCCL's one peer
-// per direction made the export split an rrs (which stores nothing) through a scratch chunk,
-// the algorithm gains that copy; it must still verify.
+// the same transfers at the same steps, up to buffer names in place. Where the compiler
+// staged data through scratch chunks of its own, or MSCCL's one peer per direction made the
+// export split an rrs (which stores nothing) through one, the algorithm gains those copies;
+// it must still verify.
 TEST_P(MscclFiles, CompiledPlanRoundTrips) {
   MSCCL_FILE_OR_SKIP(path);
   MscclImport imp = import_msccl_file(path);
@@ -222,7 +223,9 @@ TEST_P(MscclFiles, CompiledPlanRoundTrips) {
   options.protocol = imp.algorithm.protocol;
   Plan plan = compile(imp.algorithm, topology_preset(GetParam().topology), options).plan;
   MscclProgram m = plan_to_msccl(plan);
-  bool split_rrs = false;
+  // Scratch chunks of weft's own: the compiler's (a reduction chain staged through scratch)
+  // or the export's (an rrs split through scratch).
+  bool split_rrs = plan.scratch_chunks > imp.algorithm.scratch_chunks;
   for (const MscclGpu& g : m.gpus) split_rrs = split_rrs || g.s_chunks > plan.scratch_chunks;
   MscclImport back = import_msccl(write_msccl_program(m), "weft.xml");
   EXPECT_EQ(back.algorithm.name, imp.algorithm.name);
