@@ -70,7 +70,7 @@ const MscclFile kOwn[] = {
     {"hand", "reduce_scatter_scratch.xml", "h200-1x4", RS, "Simple", false, 4, 1, 1, 0, 20, 4, 4, true},
     {"hand", "alltoall_threestep.xml", "h200-1x4", A2A, "Simple", false, 4, 4, 8, 0, 32, 3, 4, true},
     {"hand", "broadcast_chain.xml", "h200-1x4", BC, "LL", true, 2, 2, 0, 0, 3, 3, 1, false},
-    {"hand", "reduce_chain.xml", "h200-1x4", RE, "Simple", true, 1, 1, 0, 0, 3, 3, 1, false},
+    {"hand", "reduce_chain.xml", "h200-1x4", RE, "Simple", true, 1, 1, 2, 1, 5, 4, 1, false},
     {"hand", "custom_alltonext.xml", "h200-1x4", CU, "Simple", false, 1, 1, 0, 0, 4, 1, 1, true},
     {"hand", "same_tb_dependency.xml", "h200-1x2", AG, "Simple", false, 1, 2, 0, 0, 4, 2, 1, true},
     {"exported", "ring_allreduce_8_ll.xml", "h200-1x8", AR, "LL", true, 64, 64, 0, 0, 896, 14, 16, false},
