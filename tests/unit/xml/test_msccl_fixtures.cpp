@@ -152,5 +152,27 @@ TEST(OwnMscclFixtures, UnusedSidesNameTheUsedOnes) {
   EXPECT_EQ(wide.as_given.ranks[1].tbs[0].slots[0].src, (BufferRange{Buffer::Scratch, 0}));
 }
 
+// Damaged copies of a hand-written file fail, each with the file, line and reason.
+TEST(OwnMscclFixtures, DamagedCopiesFailAndSayWhy) {
+  const std::string text = read_text(test::own_msccl_dir() + "/hand/reduce_scatter_scratch.xml");
+  const std::string f = "rs.xml";
+  // Line 11, gpu 0's rrc from gpu 2: a plain receive instead overwrites what the copy (line 18)
+  // and the rrc of line 7 put into output chunk 0; the verifier names the last writer.
+  VerifyResult v = verify(import_msccl(test::edit(text, 11, "type=\"rrc\"", "type=\"r\""), f).algorithm);
+  ASSERT_FALSE(v.ok);
+  EXPECT_EQ(v.errors[0],
+            "at the end, rank 0's output chunk 0 holds 2 contributions, 2 of the 4 expected; missing rank 0's input chunk 0 "
+            "and rank 1's input chunk 0 (last written at step 3 by transfer 16 at rs.xml:20:7)");
+  // Line 20, the re after a nop: without a wait of its own MSCCL would attach none.
+  std::string no_wait = test::edit(text, 20, "depid=\"2\" deps=\"0\"", "depid=\"-1\" deps=\"-1\"");
+  test::expect_error_at([&] { import_msccl(no_wait, f); }, f, 20, test::column_after(no_wait, 20, "depid=\""),
+                        "this step follows nop steps that carry dependencies, so MSCCL requires it to carry one too");
+  // Line 18, the copy that line 7 waits for, no longer signals: the wait would never end.
+  std::string silent = test::edit(text, 18, "hasdep=\"1\"", "hasdep=\"0\"");
+  test::expect_error_at([&] { import_msccl(silent, f); }, f, 7, test::column_after(silent, 7, "deps=\""),
+                        "this step waits for step 0 of thread block 3, but neither that step nor a later one of that thread "
+                        "block signals");
+}
+
 }  // namespace
 }  // namespace weft
