@@ -64,9 +64,9 @@ std::string coll_name(Collective c) {
     case Collective::AllToAll: return "alltoall";
     case Collective::Broadcast: return "broadcast";
     case Collective::Reduce: return "reduce";
-    case Collective::Custom: break;
+    case Collective::Custom: return "custom";
   }
-  fail(ErrorCode::InvalidArgument, "MSCCL XML has no custom collectives; this plan's collective cannot be exported");
+  return "custom";
 }
 
 struct UnionFind {
@@ -462,6 +462,11 @@ class RankExporter {
 MscclProgram plan_to_msccl(const Plan& plan, const MscclExportOptions& options) {
   MscclProgram p;
   p.name = options.name.empty() ? plan.algorithm : options.name;
+  // MSCCL cuts both buffers of a custom collective into nchunksperloop chunks.
+  if (plan.collective == Collective::Custom && plan.input_chunks != plan.output_chunks)
+    fail(ErrorCode::InvalidArgument,
+         "a Custom plan exports as MSCCL's coll=\"custom\", whose buffers both hold nchunksperloop chunks; this plan has " +
+             std::to_string(plan.input_chunks) + " input and " + std::to_string(plan.output_chunks) + " output chunks");
   p.coll = coll_name(plan.collective);
   p.proto = plan.protocol == "LL" || plan.protocol == "LL128" ? plan.protocol : "Simple";
   p.ngpus = plan.num_ranks;

@@ -33,8 +33,10 @@ struct MscclExportOptions {
 };
 
 /// Converts `plan` to an MSCCL program (no element pointers). Throws
-/// weft::Error(InvalidArgument) for a plan MSCCL cannot express (a Custom collective, a
-/// connection used by two thread blocks, instance counts whose refinement exceeds 64).
+/// weft::Error(InvalidArgument) for a plan MSCCL cannot express (a Custom collective whose
+/// input and output chunk counts differ, a connection used by two thread blocks, instance
+/// counts whose refinement exceeds 64). A Custom plan exports as coll="custom"; its
+/// postcondition is not in the plan, so it is lost.
 MscclProgram plan_to_msccl(const Plan& plan, const MscclExportOptions& options = {});
 
 /// plan_to_msccl() printed as MSCCL XML text.

@@ -52,7 +52,7 @@ Algorithm make_header(const xml::Document& doc, const MscclProgram& p, const Msc
     a.collective = Collective::AllGather;
     a.output_chunks = c;
     a.input_chunks = c / r;
-  } else if (p.coll == "reducescatter") {
+  } else if (p.coll == "reducescatter" || p.coll == "reduce_scatter") {  // msccl-tools writes either
     divisible("each gpu keeps nchunksperloop/ngpus chunks");
     a.collective = Collective::ReduceScatter;
     a.input_chunks = c;
@@ -65,12 +65,21 @@ Algorithm make_header(const xml::Document& doc, const MscclProgram& p, const Msc
     a.collective = p.coll == "broadcast" ? Collective::Broadcast : Collective::Reduce;
     a.input_chunks = a.output_chunks = c;
     a.root = std::max(p.root, 0);  // MSCCL's format has no root; weft's optional attribute, default 0
+  } else if (p.coll == "custom") {
+    // A collective of the file's own (msccl-tools' custom collectives): no standard
+    // postcondition to check, so the verifier checks races and double counts only. MSCCL
+    // cuts both buffers into nchunksperloop chunks (its size multiplier is 1).
+    a.collective = Collective::Custom;
+    a.input_chunks = a.output_chunks = c;
   } else if (p.coll == "send" || p.coll == "recv" || p.coll == "gather" || p.coll == "scatter" || p.coll == "alltoallv") {
     fail_attr(doc, p.elem, "coll",
               "coll=" + p.coll + " is an MSCCL operation weft does not import; it imports allreduce, allgather, "
-              "reducescatter, alltoall, broadcast and reduce");
+              "reducescatter (or reduce_scatter), alltoall, broadcast, reduce and custom");
   } else {
-    fail_attr(doc, p.elem, "coll", "\"" + p.coll + "\" is not a collective (allreduce, allgather, reducescatter, alltoall, broadcast, reduce)");
+    fail_attr(doc, p.elem, "coll",
+              "\"" + p.coll +
+                  "\" is not a collective (allreduce, allgather, reducescatter or reduce_scatter, alltoall, broadcast, "
+                  "reduce, custom)");
   }
 
   if (options.ranks && *options.ranks != p.ngpus)
@@ -417,6 +426,10 @@ Plan as_given_plan(const MscclProgram& p, const Algorithm& alg, const StepGraph&
   plan.scheduler = "as-given";
   plan.allocator = "as-given";
   plan.num_subpipelines = 1;
+  const BufferRange nop_range{plan.output_chunks > 0  ? Buffer::Output
+                              : plan.input_chunks > 0 ? Buffer::Input
+                                                      : Buffer::Scratch,
+                              0};
   for (const MscclGpu& gpu : p.gpus) {
     RankPlan rp;
     rp.rank = gpu.id;
@@ -433,9 +446,18 @@ Plan as_given_plan(const MscclProgram& p, const Algorithm& alg, const StepGraph&
         bool reads = msccl_step_reads_src(st.type), writes = msccl_step_writes_dst(st.type);
         if (reads) slot.src = range(st.srcbuf, st.srcoff);
         if (writes) slot.dst = range(st.dstbuf, st.dstoff);
+        // The side a step does not use names the side it does, as the compiler writes it
+        // (a send's dst is its src, a receive's src its dst), so that every range of the
+        // plan lies within its buffer; a nop names the first chunk of a buffer that has one.
+        if (reads && !writes) slot.dst = slot.src;
+        if (writes && !reads) slot.src = slot.dst;
+        if (!reads && !writes) slot.src = slot.dst = nop_range;
         slot.count = st.type == MscclStepType::Nop ? 1 : st.cnt;
+        // A wait for an earlier step of the same thread block is implied by program order
+        // (MSCCL allows it); a plan's dependencies name other thread blocks only.
         int32_t dep = g.nodes()[static_cast<size_t>(node)].dep;
-        if (dep >= 0) slot.deps.push_back({g.nodes()[static_cast<size_t>(dep)].tb, g.nodes()[static_cast<size_t>(dep)].pos});
+        if (dep >= 0 && g.nodes()[static_cast<size_t>(dep)].tb != tb.id)
+          slot.deps.push_back({g.nodes()[static_cast<size_t>(dep)].tb, g.nodes()[static_cast<size_t>(dep)].pos});
         slot.tasks = tasks[static_cast<size_t>(node)];
         out.slots.push_back(std::move(slot));
       }

@@ -232,6 +232,7 @@ MscclProgram read_msccl_program(const xml::Document& doc) {
     a.fail_attr("outofplace", "inplace=0 and outofplace=0: the algorithm would run for no buffer layout");
   p.min_bytes = a.opt_integer("minBytes", 0, INT64_MAX).value_or(0);
   p.max_bytes = a.opt_integer("maxBytes", 0, INT64_MAX).value_or(INT64_MAX);
+  if (p.max_bytes == 0) p.max_bytes = INT64_MAX;  // MSCCL's scheduler reads maxBytes=0 as no upper bound
   if (p.max_bytes < p.min_bytes)
     a.fail_attr("maxBytes", "maxBytes=" + std::to_string(p.max_bytes) + " is below minBytes=" + std::to_string(p.min_bytes));
   if (auto root = a.opt_integer("root", 0, p.ngpus - 1)) p.root = static_cast<int32_t>(*root);

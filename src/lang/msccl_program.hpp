@@ -85,7 +85,7 @@ struct MscclProgram {
   bool inplace = true;
   bool outofplace = false;
   int64_t min_bytes = 0;
-  int64_t max_bytes = INT64_MAX;
+  int64_t max_bytes = INT64_MAX;  ///< maxBytes; 0 in the file (no bound, as MSCCL reads it) is INT64_MAX
   /// Root of broadcast and reduce: weft's optional `root` attribute (MSCCL's format has
   /// none); -1 when absent.
   int32_t root = -1;

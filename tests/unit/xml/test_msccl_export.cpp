@@ -213,7 +213,11 @@ TEST(MscclExport, RefusesWhatMscclCannotExpress) {
   std::vector<std::vector<std::vector<Slot>>> one(1);
   one[0] = {{slot(Primitive::Copy, -1, -1, 0, {I, 0}, {O, 0})}};
   Plan custom = plan(Collective::Custom, 1, 1, 1, one);
-  expect_invalid(custom, "MSCCL XML has no custom collectives");
+  MscclProgram m = plan_to_msccl(custom);
+  EXPECT_EQ(m.coll, "custom");
+  EXPECT_EQ(m.nchunksperloop, 1);
+  EXPECT_EQ(import_msccl(write_msccl_program(m), "custom.xml").algorithm.collective, Collective::Custom);
+  expect_invalid(plan(Collective::Custom, 1, 1, 2, one), "this plan has 1 input and 2 output chunks");
 
   std::vector<std::vector<std::vector<Slot>>> twice(2);
   twice[0] = {{slot(Primitive::Send, 1, -1, 0, {I, 0}, {})}, {slot(Primitive::Send, 1, -1, 0, {I, 1}, {})}};

@@ -1,6 +1,8 @@
-// The published MSCCL algorithms (../shared/msccl-xml, see its README): each imports, its
-// recovered algorithm has the expected shape, its own schedule survives export and
-// re-import exactly, and load_algorithm() reads it as it reads ResCCLang.
+// MSCCL files, the project's own (tests/data/msccl: written by weft's exporter from the
+// built-ins, and hand-written) and the published ones (../shared/msccl-xml, outside the
+// project; those tests skip when it is absent): each imports, its recovered algorithm has
+// the expected shape, its own schedule survives export and re-import exactly, and
+// load_algorithm() reads it as it reads ResCCLang.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -23,54 +25,93 @@
 namespace weft {
 namespace {
 
-struct Published {
+struct MscclFile {
+  const char* dir;       ///< "": the published folder; else a folder of tests/data/msccl
   const char* file;
+  const char* topology;  ///< as many gpus as the file
   Collective collective;
   const char* protocol;
+  bool in_place;         ///< the layout the file imports with by default
   int in, out, scratch;
+  int rrs_scratch;       ///< scratch chunks the import adds for rrs steps
   size_t transfers;
   int steps;
   int max_tbs;
+  bool needs_buffering;  ///< the file's own schedule has a cycle at FIFO depth 0
 };
 
-void PrintTo(const Published& p, std::ostream* os) { *os << p.file; }
+void PrintTo(const MscclFile& p, std::ostream* os) { *os << (*p.dir ? p.dir : "published") << "/" << p.file; }
 
 // Numbers pinned from the files: transfers recovered, steps of the dependency order, and
 // the most thread blocks a gpu uses in the file's own schedule.
-const Published kPublished[] = {
-    {"ap2ll.xml", Collective::AllReduce, "LL", 128, 128, 112, 1120, 9, 16},
-    {"ap4ll.xml", Collective::AllReduce, "LL", 256, 256, 224, 2240, 9, 32},
-    {"ndv5-ag-16m.xml", Collective::AllGather, "Simple", 4, 32, 0, 224, 1, 56},
-    {"ndv5-ag-1k-512k.xml", Collective::AllGather, "LL", 2, 16, 0, 112, 1, 28},
-    {"ndv5-ag-1m.xml", Collective::AllGather, "LL", 4, 32, 0, 224, 1, 56},
-    {"ndv5-ag-2m.xml", Collective::AllGather, "LL128", 4, 32, 0, 224, 1, 56},
-    {"ndv5-ag-4m.xml", Collective::AllGather, "Simple", 4, 32, 0, 224, 1, 56},
-    {"ndv5-ag-8m.xml", Collective::AllGather, "Simple", 4, 32, 0, 224, 1, 56},
-    {"ndv5-ar-1k-512k.xml", Collective::AllReduce, "LL", 16, 16, 0, 224, 8, 56},
-    {"ndv5-ar-1m.xml", Collective::AllReduce, "Simple", 16, 16, 0, 224, 8, 56},
-    {"ndv5-ar-2m.xml", Collective::AllReduce, "Simple", 16, 16, 0, 224, 8, 56},
-    {"ndv5-ar-4m.xml", Collective::AllReduce, "Simple", 16, 16, 0, 224, 7, 44},
-    {"r48ll.xml", Collective::AllReduce, "LL", 64, 64, 0, 896, 14, 32},
-    {"r48ll128.xml", Collective::AllReduce, "LL128", 64, 64, 0, 896, 14, 32},
+constexpr auto AR = Collective::AllReduce, AG = Collective::AllGather, RS = Collective::ReduceScatter,
+               A2A = Collective::AllToAll, BC = Collective::Broadcast, RE = Collective::Reduce, CU = Collective::Custom;
+const MscclFile kPublished[] = {
+    {"", "ap2ll.xml", "h200-1x8", AR, "LL", true, 128, 128, 112, 0, 1120, 9, 16, true},
+    {"", "ap4ll.xml", "h200-1x8", AR, "LL", true, 256, 256, 224, 0, 2240, 9, 32, true},
+    {"", "ndv5-ag-16m.xml", "h200-1x8", AG, "Simple", true, 4, 32, 0, 0, 224, 1, 56, false},
+    {"", "ndv5-ag-1k-512k.xml", "h200-1x8", AG, "LL", true, 2, 16, 0, 0, 112, 1, 28, false},
+    {"", "ndv5-ag-1m.xml", "h200-1x8", AG, "LL", true, 4, 32, 0, 0, 224, 1, 56, false},
+    {"", "ndv5-ag-2m.xml", "h200-1x8", AG, "LL128", true, 4, 32, 0, 0, 224, 1, 56, false},
+    {"", "ndv5-ag-4m.xml", "h200-1x8", AG, "Simple", true, 4, 32, 0, 0, 224, 1, 56, false},
+    {"", "ndv5-ag-8m.xml", "h200-1x8", AG, "Simple", true, 4, 32, 0, 0, 224, 1, 56, false},
+    {"", "ndv5-ar-1k-512k.xml", "h200-1x8", AR, "LL", true, 16, 16, 0, 0, 224, 8, 56, false},
+    {"", "ndv5-ar-1m.xml", "h200-1x8", AR, "Simple", true, 16, 16, 0, 0, 224, 8, 56, false},
+    {"", "ndv5-ar-2m.xml", "h200-1x8", AR, "Simple", true, 16, 16, 0, 0, 224, 8, 56, false},
+    {"", "ndv5-ar-4m.xml", "h200-1x8", AR, "Simple", true, 16, 16, 0, 0, 224, 7, 44, false},
+    {"", "r48ll.xml", "h200-1x8", AR, "LL", true, 64, 64, 0, 0, 896, 14, 32, true},
+    {"", "r48ll128.xml", "h200-1x8", AR, "LL128", true, 64, 64, 0, 0, 896, 14, 32, true},
 };
 
-class PublishedMscclFiles : public ::testing::TestWithParam<Published> {};
+// The project's own files (tests/data/msccl/README.md).
+const MscclFile kOwn[] = {
+    {"hand", "ring_allreduce_2ch.xml", "h200-1x4", AR, "LL128", true, 8, 8, 0, 0, 48, 6, 2, true},
+    {"hand", "allgather_direct.xml", "h200-1x4", AG, "LL", false, 1, 4, 0, 0, 16, 1, 4, true},
+    {"hand", "reduce_scatter_scratch.xml", "h200-1x4", RS, "Simple", false, 4, 1, 1, 0, 20, 4, 4, true},
+    {"hand", "alltoall_threestep.xml", "h200-1x4", A2A, "Simple", false, 4, 4, 8, 0, 32, 3, 4, true},
+    {"hand", "broadcast_chain.xml", "h200-1x4", BC, "LL", true, 2, 2, 0, 0, 3, 3, 1, false},
+    {"hand", "reduce_chain.xml", "h200-1x4", RE, "Simple", true, 1, 1, 2, 1, 5, 4, 1, false},
+    {"hand", "custom_alltonext.xml", "h200-1x4", CU, "Simple", false, 1, 1, 0, 0, 4, 1, 1, true},
+    {"hand", "same_tb_dependency.xml", "h200-1x2", AG, "Simple", false, 1, 2, 0, 0, 4, 2, 1, true},
+    {"exported", "ring_allreduce_8_ll.xml", "h200-1x8", AR, "LL", true, 64, 64, 0, 0, 896, 14, 16, false},
+    {"exported", "ring_allgather_4.xml", "h200-1x4", AG, "Simple", true, 8, 32, 0, 0, 96, 3, 16, false},
+    {"exported", "ring_reducescatter_4_ll128.xml", "h200-1x4", RS, "LL128", true, 32, 8, 0, 0, 96, 3, 16, false},
+    {"exported", "alltoall_direct_4.xml", "h200-1x4", A2A, "Simple", true, 112, 112, 84, 0, 132, 2, 46, false},
+    {"exported", "chain_broadcast_4.xml", "h200-1x4", BC, "Simple", true, 32, 32, 0, 0, 96, 3, 8, false},
+    {"exported", "allpairs_allreduce_4_ll.xml", "h200-1x4", AR, "LL", true, 112, 112, 112, 0, 216, 5, 46, false},
+};
 
-TEST_P(PublishedMscclFiles, ImportWithTheExpectedShape) {
-  std::string dir = test::msccl_xml_dir();
-  ASSERT_FALSE(dir.empty());
-  const Published& want = GetParam();
-  std::string path = dir + "/" + want.file;
+int gpus_of(const char* topology) {
+  Topology t = topology_preset(topology);
+  return t.nodes * t.gpus_per_node;
+}
+
+class MscclFiles : public ::testing::TestWithParam<MscclFile> {};
+
+// Declares `std::string path`, the parameter's file; a published file skips when the
+// published folder is absent.
+#define MSCCL_FILE_OR_SKIP(path)                                                                     \
+  std::string path;                                                                                   \
+  if (*GetParam().dir) {                                                                              \
+    path = test::own_msccl_dir() + "/" + GetParam().dir + "/" + GetParam().file;                      \
+  } else {                                                                                            \
+    WEFT_PUBLISHED_MSCCL_DIR_OR_SKIP(published_dir);                                                  \
+    path = published_dir + "/" + GetParam().file;                                                     \
+  }
+
+TEST_P(MscclFiles, ImportWithTheExpectedShape) {
+  MSCCL_FILE_OR_SKIP(path);
+  const MscclFile& want = GetParam();
   MscclImport imp = import_msccl_file(path);
   const Algorithm& a = imp.algorithm;
   EXPECT_EQ(a.collective, want.collective);
-  EXPECT_EQ(a.ranks, 8);
+  EXPECT_EQ(a.ranks, gpus_of(want.topology));
   EXPECT_EQ(a.protocol, want.protocol);
-  EXPECT_TRUE(a.in_place);
+  EXPECT_EQ(a.in_place, want.in_place);
   EXPECT_EQ(a.input_chunks, want.in);
   EXPECT_EQ(a.output_chunks, want.out);
   EXPECT_EQ(a.scratch_chunks, want.scratch);
-  EXPECT_EQ(imp.rrs_scratch_chunks, 0);  // every rrs in these files reduces into a dead chunk
+  EXPECT_EQ(imp.rrs_scratch_chunks, want.rrs_scratch);  // the published files' rrs all reduce into a dead chunk
   EXPECT_EQ(a.transfers.size(), want.transfers);
   EXPECT_EQ(a.num_steps(), want.steps);
   EXPECT_EQ(imp.as_given.max_tbs_per_rank(), want.max_tbs);
@@ -92,10 +133,9 @@ TEST_P(PublishedMscclFiles, ImportWithTheExpectedShape) {
 
 // Every published file verifies: no race, no empty read, no double count, and each rank
 // ends with the collective's result. (Were one to fail, its reason would be pinned here.)
-TEST_P(PublishedMscclFiles, Verify) {
-  std::string dir = test::msccl_xml_dir();
-  ASSERT_FALSE(dir.empty());
-  VerifyResult v = verify(import_msccl_file(dir + "/" + GetParam().file).algorithm);
+TEST_P(MscclFiles, Verify) {
+  MSCCL_FILE_OR_SKIP(path);
+  VerifyResult v = verify(import_msccl_file(path).algorithm);
   EXPECT_TRUE(v.ok) << GetParam().file << ": " << (v.errors.empty() ? "" : v.errors[0]);
   EXPECT_EQ(v.error_count, 0u);
 }
@@ -103,28 +143,24 @@ TEST_P(PublishedMscclFiles, Verify) {
 // The file's own schedule cannot deadlock on the runtime's FIFOs (4 messages per connection),
 // which its rings and all-pairs exchanges rely on; under rendezvous (depth 0) those files have
 // a cycle.
-TEST_P(PublishedMscclFiles, DeadlockFreeWithTheRuntimesFifoDepth) {
-  std::string dir = test::msccl_xml_dir();
-  ASSERT_FALSE(dir.empty());
-  const Plan plan = import_msccl_file(dir + "/" + GetParam().file).as_given;
+TEST_P(MscclFiles, DeadlockFreeWithTheRuntimesFifoDepth) {
+  MSCCL_FILE_OR_SKIP(path);
+  const Plan plan = import_msccl_file(path).as_given;
   DeadlockReport buffered = check_deadlock(plan, kDefaultFifoDepth);
   EXPECT_TRUE(buffered.ok) << GetParam().file << ": " << buffered.message;
-  const std::string f = GetParam().file;
-  const bool needs_buffering = f == "ap2ll.xml" || f == "ap4ll.xml" || f == "r48ll.xml" || f == "r48ll128.xml";
-  EXPECT_EQ(check_deadlock(plan, 0).ok, !needs_buffering) << f;
+  EXPECT_EQ(check_deadlock(plan, 0).ok, !GetParam().needs_buffering) << GetParam().file;
 }
 
-// The file's own schedule runs on the simulator (8 x H200), with its invariant checks on,
+// The file's own schedule runs on the simulator (H200s), with its invariant checks on,
 // at the smallest size the file is meant for.
-TEST_P(PublishedMscclFiles, SimulateTheirOwnSchedule) {
-  std::string dir = test::msccl_xml_dir();
-  ASSERT_FALSE(dir.empty());
-  MscclImport imp = import_msccl_file(dir + "/" + GetParam().file);
+TEST_P(MscclFiles, SimulateTheirOwnSchedule) {
+  MSCCL_FILE_OR_SKIP(path);
+  MscclImport imp = import_msccl_file(path);
   sim::SimOptions options;
   options.bytes = std::max<uint64_t>(static_cast<uint64_t>(imp.min_bytes), uint64_t{64} << 10);
   options.check = true;
-  sim::SimReport r = sim::simulate(imp.as_given, topology_preset("h200-1x8"), options);
-  EXPECT_EQ(r.ranks, 8);
+  sim::SimReport r = sim::simulate(imp.as_given, topology_preset(GetParam().topology), options);
+  EXPECT_EQ(r.ranks, gpus_of(GetParam().topology));
   EXPECT_EQ(r.scheduler, "as-given");
   EXPECT_EQ(r.execution, "algorithm");
   EXPECT_EQ(r.tbs_per_rank_max, GetParam().max_tbs);
@@ -134,11 +170,10 @@ TEST_P(PublishedMscclFiles, SimulateTheirOwnSchedule) {
 
 // weft schedules the recovered algorithm afresh: the plan replays to a correct algorithm,
 // runs on the simulator, and exported to MSCCL XML it is a correct MSCCL file again.
-TEST_P(PublishedMscclFiles, WeftsScheduleCompilesVerifiesSimulatesAndExports) {
-  std::string dir = test::msccl_xml_dir();
-  ASSERT_FALSE(dir.empty());
-  MscclImport imp = import_msccl_file(dir + "/" + GetParam().file);
-  Topology topo = topology_preset("h200-1x8");
+TEST_P(MscclFiles, WeftsScheduleCompilesVerifiesSimulatesAndExports) {
+  MSCCL_FILE_OR_SKIP(path);
+  MscclImport imp = import_msccl_file(path);
+  Topology topo = topology_preset(GetParam().topology);
   CompileOptions options;
   options.protocol = imp.algorithm.protocol;
   CompileResult r = compile(imp.algorithm, topo, options);
@@ -174,20 +209,23 @@ std::vector<Transfer> canonical_transfers(const Algorithm& a) {
 }
 
 // XML -> Algorithm -> weft plan (one instance per link, no aggregation) -> XML -> Algorithm:
-// the same transfers at the same steps, up to buffer names in place. Where MSCCL's one peer
-// per direction made the export split an rrs (which stores nothing) through a scratch chunk,
-// the algorithm gains that copy; it must still verify.
-TEST_P(PublishedMscclFiles, CompiledPlanRoundTrips) {
-  std::string dir = test::msccl_xml_dir();
-  ASSERT_FALSE(dir.empty());
-  MscclImport imp = import_msccl_file(dir + "/" + GetParam().file);
+// the same transfers at the same steps, up to buffer names in place. Where the compiler
+// staged data through scratch chunks of its own, or MSCCL's one peer per direction made the
+// export split an rrs (which stores nothing) through one, the algorithm gains those copies;
+// it must still verify.
+TEST_P(MscclFiles, CompiledPlanRoundTrips) {
+  MSCCL_FILE_OR_SKIP(path);
+  MscclImport imp = import_msccl_file(path);
   CompileOptions options;
   options.instances = 1;
   options.aggregate = false;
+  options.in_place = imp.algorithm.in_place;
   options.protocol = imp.algorithm.protocol;
-  Plan plan = compile(imp.algorithm, topology_preset("h200-1x8"), options).plan;
+  Plan plan = compile(imp.algorithm, topology_preset(GetParam().topology), options).plan;
   MscclProgram m = plan_to_msccl(plan);
-  bool split_rrs = false;
+  // Scratch chunks of weft's own: the compiler's (a reduction chain staged through scratch)
+  // or the export's (an rrs split through scratch).
+  bool split_rrs = plan.scratch_chunks > imp.algorithm.scratch_chunks;
   for (const MscclGpu& g : m.gpus) split_rrs = split_rrs || g.s_chunks > plan.scratch_chunks;
   MscclImport back = import_msccl(write_msccl_program(m), "weft.xml");
   EXPECT_EQ(back.algorithm.name, imp.algorithm.name);
@@ -205,10 +243,9 @@ TEST_P(PublishedMscclFiles, CompiledPlanRoundTrips) {
   }
 }
 
-TEST_P(PublishedMscclFiles, ExportOfTheirOwnScheduleRoundTrips) {
-  std::string dir = test::msccl_xml_dir();
-  ASSERT_FALSE(dir.empty());
-  MscclImport first = import_msccl_file(dir + "/" + GetParam().file);
+TEST_P(MscclFiles, ExportOfTheirOwnScheduleRoundTrips) {
+  MSCCL_FILE_OR_SKIP(path);
+  MscclImport first = import_msccl_file(path);
   std::string text = export_msccl(first.as_given, {"", first.min_bytes, first.max_bytes});
   MscclImport second = import_msccl(text, "exported.xml");
   test::expect_same_algorithm(first.algorithm, second.algorithm);
@@ -218,29 +255,38 @@ TEST_P(PublishedMscclFiles, ExportOfTheirOwnScheduleRoundTrips) {
   EXPECT_EQ(second.nchunksperloop, first.nchunksperloop);
 }
 
-TEST_P(PublishedMscclFiles, LoadAlgorithmReadsThem) {
-  std::string dir = test::msccl_xml_dir();
-  ASSERT_FALSE(dir.empty());
-  std::string path = dir + "/" + GetParam().file;
+TEST_P(MscclFiles, LoadAlgorithmReadsThem) {
+  MSCCL_FILE_OR_SKIP(path);
   Algorithm a = load_algorithm(path);
   test::expect_same_algorithm(a, import_msccl_file(path).algorithm);
-  EXPECT_TRUE(load_algorithm(path, {{"InPlace", "1"}}).in_place);
+  EXPECT_EQ(load_algorithm(path, {{"InPlace", GetParam().in_place ? "1" : "0"}}).in_place, GetParam().in_place);
 }
 
-INSTANTIATE_TEST_SUITE_P(All, PublishedMscclFiles, ::testing::ValuesIn(kPublished));
+INSTANTIATE_TEST_SUITE_P(Published, MscclFiles, ::testing::ValuesIn(kPublished));
+INSTANTIATE_TEST_SUITE_P(Own, MscclFiles, ::testing::ValuesIn(kOwn));
 
-TEST(PublishedMscclFiles, EveryFileInTheFolderIsCovered) {
-  std::string dir = test::msccl_xml_dir();
-  ASSERT_FALSE(dir.empty());
-  size_t xml = 0;
+// Every .xml file of `dir` has a row in `rows` (with `sub` as its dir), and every row a file.
+template <size_t N>
+void expect_covered(const std::string& dir, const char* sub, const MscclFile (&rows)[N]) {
+  size_t xml = 0, listed = 0;
+  for (const MscclFile& p : rows) listed += std::string(p.dir) == sub;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
     if (e.path().extension() != ".xml") continue;
     ++xml;
     bool known = false;
-    for (const Published& p : kPublished) known = known || e.path().filename() == p.file;
-    EXPECT_TRUE(known) << e.path() << " has no expectations in kPublished";
+    for (const MscclFile& p : rows) known = known || (std::string(p.dir) == sub && e.path().filename() == p.file);
+    EXPECT_TRUE(known) << e.path() << " has no expectations";
   }
-  EXPECT_EQ(xml, std::size(kPublished));
+  EXPECT_EQ(xml, listed) << dir;
+}
+
+TEST(PublishedMscclFiles, EveryFileInTheFolderIsCovered) {
+  WEFT_PUBLISHED_MSCCL_DIR_OR_SKIP(dir);
+  expect_covered(dir, "", kPublished);
+}
+
+TEST(OwnMscclFiles, EveryFileInTheFoldersIsCovered) {
+  for (const char* sub : {"hand", "exported"}) expect_covered(test::own_msccl_dir() + "/" + sub, sub, kOwn);
 }
 
 std::string read_text(const std::string& path) {
@@ -252,8 +298,7 @@ std::string read_text(const std::string& path) {
 
 // Damaged copies of a published file fail, each with the reason pinned.
 TEST(PublishedMscclFiles, DamagedCopiesFailAndSayWhy) {
-  std::string dir = test::msccl_xml_dir();
-  ASSERT_FALSE(dir.empty());
+  WEFT_PUBLISHED_MSCCL_DIR_OR_SKIP(dir);
   std::string text = read_text(dir + "/ndv5-ar-1m.xml");
   // Line 4, gpu 0's first step: reduces chunk 1 coming from gpu 1 after thread block 4.
   const std::string step4 =
@@ -276,10 +321,8 @@ TEST(PublishedMscclFiles, DamagedCopiesFailAndSayWhy) {
                         "and no thread-block order, dependency or connection orders the two: a race");
 }
 
-TEST(PublishedMscclFiles, LoadAlgorithmParameters) {
-  std::string dir = test::msccl_xml_dir();
-  ASSERT_FALSE(dir.empty());
-  std::string path = dir + "/r48ll.xml";
+// load_algorithm()'s parameters on an 8-gpu file that runs in place only.
+void expect_load_parameters(const std::string& path) {
   try {
     load_algorithm(path, {{"InPlace", "0"}});
     ADD_FAILURE() << "no error";
@@ -308,6 +351,15 @@ TEST(PublishedMscclFiles, LoadAlgorithmParameters) {
       EXPECT_EQ(std::string(e.what()), path + ": " + words);
     }
   }
+}
+
+TEST(PublishedMscclFiles, LoadAlgorithmParameters) {
+  WEFT_PUBLISHED_MSCCL_DIR_OR_SKIP(dir);
+  expect_load_parameters(dir + "/r48ll.xml");
+}
+
+TEST(OwnMscclFiles, LoadAlgorithmParameters) {
+  expect_load_parameters(test::own_msccl_dir() + "/exported/ring_allreduce_8_ll.xml");
 }
 
 }  // namespace

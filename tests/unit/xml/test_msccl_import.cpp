@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <tuple>
 
+#include "ir/plan_json.hpp"
 #include "lang/msccl_import.hpp"
 #include "xml_test_util.hpp"
 
@@ -285,7 +286,8 @@ TEST(MscclImport, CollectivesAndTheirChunkCounts) {
   };
   for (const Want& w : {Want{"allreduce", Collective::AllReduce, 4, 4}, Want{"allgather", Collective::AllGather, 4, 4},
                         Want{"reducescatter", Collective::ReduceScatter, 4, 4}, Want{"alltoall", Collective::AllToAll, 4, 4},
-                        Want{"broadcast", Collective::Broadcast, 4, 4}, Want{"reduce", Collective::Reduce, 4, 4}}) {
+                        Want{"broadcast", Collective::Broadcast, 4, 4}, Want{"reduce", Collective::Reduce, 4, 4},
+                        Want{"reduce_scatter", Collective::ReduceScatter, 4, 4}, Want{"custom", Collective::Custom, 4, 4}}) {
     Algorithm a = import_msccl(one_gpu(w.coll, 4, w.in, w.out), "t.xml").algorithm;
     EXPECT_EQ(a.collective, w.c) << w.coll;
     EXPECT_EQ(a.input_chunks, w.in) << w.coll;
@@ -300,6 +302,19 @@ TEST(MscclImport, CollectivesAndTheirChunkCounts) {
   Algorithm rs = import_msccl(four("reducescatter"), "t.xml").algorithm;
   EXPECT_EQ(rs.input_chunks, 8);
   EXPECT_EQ(rs.output_chunks, 2);
+  Algorithm rs2 = import_msccl(four("reduce_scatter"), "t.xml").algorithm;  // msccl-tools' older spelling
+  EXPECT_EQ(rs2.collective, Collective::ReduceScatter);
+  EXPECT_EQ(rs2.input_chunks, 8);
+  EXPECT_EQ(rs2.output_chunks, 2);
+  // custom: both buffers hold nchunksperloop chunks; no postcondition beyond races and double counts.
+  Algorithm cu = import_msccl(four("custom"), "t.xml").algorithm;
+  EXPECT_EQ(cu.collective, Collective::Custom);
+  EXPECT_EQ(cu.input_chunks, 8);
+  EXPECT_EQ(cu.output_chunks, 8);
+  EXPECT_TRUE(cu.custom_postcondition.empty());
+  std::string too_many = algo(head("custom", 1, 2), {Gpu{3, 0, 0, {}}});
+  expect_error_at([&] { import_msccl(too_many, "t.xml"); }, "t.xml", 2, column_after(too_many, 2, "i_chunks=\""),
+                  "gpu 0 declares 3 input chunks, but coll=custom with nchunksperloop=2 and ngpus=1 gives each gpu 2");
   Algorithm a2a = import_msccl(four("alltoall"), "t.xml").algorithm;
   EXPECT_EQ(a2a.input_chunks, 8);
   EXPECT_EQ(a2a.output_chunks, 8);
@@ -314,6 +329,29 @@ TEST(MscclImport, CollectivesAndTheirChunkCounts) {
     expect_error_at([&] { import_msccl(t, "t.xml"); }, "t.xml", 1, column_after(t, 1, "coll=\""),
                     std::string("coll=") + coll + " is an MSCCL operation weft does not import");
   }
+}
+
+// MSCCL lets a step wait for an earlier step of its own thread block; program order already
+// implies it, so the as-given plan (whose dependencies name other thread blocks) drops it.
+TEST(MscclImport, DependencyOnTheSameThreadBlock) {
+  std::string text = algo(head("allreduce", 1, 2), {Gpu{2, 0, 0, {Tb{-1, -1, 0, {St{"cpy", "i", 0, "i", 1, 1, -1, -1, 1},
+                                                                                   St{"re", "i", 1, "i", 0, 1, 0, 0},
+                                                                                   St{"nop", "i", -1, "i", -1, 0, 0, 0},
+                                                                                   St{"cpy", "i", 0, "i", 1, 1, 0, 0}}},
+                                                                          Tb{-1, -1, 0, {St{"nop", "i", -1, "i", -1, 0, 0, 0}}}}}});
+  MscclImport imp = import_msccl(text, "t.xml");
+  const ThreadBlock& tb0 = imp.as_given.ranks[0].tbs[0];
+  ASSERT_EQ(tb0.slots.size(), 4u);
+  for (const Slot& s : tb0.slots) EXPECT_TRUE(s.deps.empty());
+  // Another thread block's wait on the same step stays.
+  ASSERT_EQ(imp.as_given.ranks[0].tbs[1].slots.size(), 1u);
+  EXPECT_EQ(imp.as_given.ranks[0].tbs[1].slots[0].deps.size(), 1u);
+  EXPECT_NO_THROW(validate_plan(imp.as_given));
+  // A wait that resolves to the step itself or a later one of its own thread block never ends.
+  std::string self = algo(head("allreduce", 1, 2), {Gpu{2, 0, 0, {Tb{-1, -1, 0, {St{"cpy", "i", 0, "i", 1, 1, 0, 0, 1}}}}}});
+  expect_error_at([&] { import_msccl(self, "t.xml"); }, "t.xml", 4, 7,
+                  "these steps wait for each other in a cycle, so MSCCL would hang: gpu 0, thread block 0, step 0 (line 4) "
+                  "waits (depid/deps) for gpu 0, thread block 0, step 0 (line 4)");
 }
 
 TEST(MscclImport, LayoutOptions) {

@@ -114,24 +114,41 @@ void expect_error_at(F&& f, const std::string& file, int line, int col, const st
   }
 }
 
-/// Folder of the published MSCCL files: $WEFT_SHARED_DIR/msccl-xml, else
-/// <source root>/../shared/msccl-xml. Fails the test (naming both places) if neither exists.
+/// Where msccl_xml_dir() looks, in order: $WEFT_SHARED_DIR/msccl-xml, then
+/// <source root>/../shared/msccl-xml. WEFT_NO_SHARED=1 hides both (CI's fresh-clone pass).
+inline std::vector<std::string> msccl_xml_places() {
+  if (const char* off = std::getenv("WEFT_NO_SHARED"); off && std::string(off) == "1") return {};
+  std::vector<std::string> places;
+  if (const char* env = std::getenv("WEFT_SHARED_DIR")) places.push_back(std::string(env) + "/msccl-xml");
+  places.push_back(std::string(WEFT_TEST_DATA_DIR) + "/../shared/msccl-xml");
+  return places;
+}
+
+/// Folder of the published MSCCL files (../shared/msccl-xml, outside the project), or ""
+/// when it is absent: the tests that read them skip (WEFT_SKIP_WITHOUT_PUBLISHED_MSCCL).
 inline std::string msccl_xml_dir() {
-  std::vector<std::string> tried;
-  if (const char* env = std::getenv("WEFT_SHARED_DIR")) {
-    std::string d = std::string(env) + "/msccl-xml";
+  for (const std::string& d : msccl_xml_places())
     if (std::filesystem::is_directory(d)) return d;
-    tried.push_back(d + " (from WEFT_SHARED_DIR)");
-  }
-  std::string d = std::string(WEFT_TEST_DATA_DIR) + "/../shared/msccl-xml";
-  if (std::filesystem::is_directory(d)) return d;
-  tried.push_back(d);
-  std::string where;
-  for (const auto& t : tried) where += "\n  " + t;
-  ADD_FAILURE() << "the published MSCCL XML files were not found; looked in:" << where
-                << "\nset WEFT_SHARED_DIR to the folder holding msccl-xml/";
   return "";
 }
+
+/// The skip message: the folders looked in, or that WEFT_NO_SHARED hid them.
+inline std::string msccl_xml_missing() {
+  std::vector<std::string> places = msccl_xml_places();
+  if (places.empty()) return "the published MSCCL XML files are hidden (WEFT_NO_SHARED=1); tests/data/msccl covers the importer";
+  std::string where;
+  for (const std::string& d : places) where += (where.empty() ? "" : ", ") + d;
+  return "the published MSCCL XML files are absent (looked for " + where + "); tests/data/msccl covers the importer";
+}
+
+/// Declares `std::string var`, the published files' folder, or skips the test naming the
+/// folders it looked for.
+#define WEFT_PUBLISHED_MSCCL_DIR_OR_SKIP(var)        \
+  const std::string var = ::weft::test::msccl_xml_dir(); \
+  if (var.empty()) GTEST_SKIP() << ::weft::test::msccl_xml_missing()
+
+/// The project's own MSCCL files (tests/data/msccl, see its README).
+inline std::string own_msccl_dir() { return std::string(WEFT_TEST_DATA_DIR) + "/tests/data/msccl"; }
 
 /// Algorithms equal in what they do (ignores where transfers came from).
 inline void expect_same_algorithm(const Algorithm& a, const Algorithm& b) {
