@@ -3,7 +3,7 @@
 // a peer holds the secret without ever sending it, and a constant-time compare.
 //
 // Written here (about a hundred lines, checked against the published test vectors in
-// tests/unit/runtime/test_bootstrap_auth.cpp) so that the bootstrap needs no crypto library.
+// tests/unit/runtime/test_bootstrap_security.cpp) so that the bootstrap needs no crypto library.
 #pragma once
 
 #include <array>

@@ -133,7 +133,7 @@ void Root::take(Session s) {
                                               std::to_string(c.nranks) + " ranks, another rank said " +
                                               std::to_string(nranks_));
   if (c.rank < 0 || c.rank >= nranks_) {
-    set_fatal(ErrorCode::InvalidArgument, who + " claimed rank " + std::to_string(c.rank) + ", outside 0.." +
+    set_fatal(ErrorCode::InvalidArgument, "the process at " + s.from + " claimed rank " + std::to_string(c.rank) + ", outside 0.." +
                                               std::to_string(nranks_ - 1));
     aside_.push_back(std::move(s));
   } else if (by_rank_[static_cast<size_t>(c.rank)]) {

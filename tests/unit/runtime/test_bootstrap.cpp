@@ -135,6 +135,7 @@ TEST(Bootstrap, UnreachableRootTimesOut) {
   UniqueId id;
   id.magic = 42;
   id.version = bootstrap_version();
+  id.secret = auth::random_secret();
   // A port nobody listens on: bind one, close it, use its number.
   {
     net::Socket s = net::Socket::listen(loopback());
