@@ -16,6 +16,7 @@
 
 #include "runtime/bootstrap.hpp"
 #include "runtime/bootstrap_wire.hpp"
+#include "runtime/peer_check.hpp"
 #include "runtime/rendezvous.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
@@ -409,6 +410,20 @@ TEST(BootstrapRanks, ClosedNeighbourIsReportedByTheLivenessHook) {
   }
   EXPECT_EQ(seen0, std::vector<int>{1});
   EXPECT_EQ(seen2, std::vector<int>{1});
+}
+
+TEST(PeerCheck, RankAndArenaFieldsAreBoundedBeforeUse) {
+  EXPECT_NO_THROW(peer_check::field_in_range(0, 1, "rank", 1, 1, 1));
+  Outcome o = outcome([] { peer_check::field_in_range(0, 1, "rank", 1 << 30, 1, 1); });
+  EXPECT_EQ(o.code, ErrorCode::Remote);
+  EXPECT_NE(o.message.find("rank 0: rank 1 sent rank = 1073741824, outside 1..1"), std::string::npos) << o.message;
+  std::vector<char> arena(64);
+  peer_check::register_arena(arena.data(), arena.size());
+  EXPECT_NO_THROW(peer_check::check_local_arena(0, 1, reinterpret_cast<uintptr_t>(arena.data()), 64));
+  EXPECT_THROW(peer_check::check_local_arena(0, 1, reinterpret_cast<uintptr_t>(arena.data()) + 8, 64), Error);
+  EXPECT_THROW(peer_check::check_local_arena(0, 1, reinterpret_cast<uintptr_t>(arena.data()), 128), Error);
+  peer_check::unregister_arena(arena.data());
+  EXPECT_THROW(peer_check::check_local_arena(0, 1, reinterpret_cast<uintptr_t>(arena.data()), 64), Error);
 }
 
 // ---- the file rendezvous of weftCommInitFromEnv ----
