@@ -76,8 +76,14 @@ void Sha256::block(const uint8_t* p) {
     b = a;
     a = t1 + t2;
   }
-  h_[0] += a; h_[1] += b; h_[2] += c; h_[3] += d;
-  h_[4] += e; h_[5] += f; h_[6] += g; h_[7] += h;
+  h_[0] += a;
+  h_[1] += b;
+  h_[2] += c;
+  h_[3] += d;
+  h_[4] += e;
+  h_[5] += f;
+  h_[6] += g;
+  h_[7] += h;
 }
 
 Sha256& Sha256::update(const void* data, size_t n) {
@@ -155,8 +161,8 @@ Secret secret_from_hex(const std::string& hex, const std::string& what) {
   for (size_t i = 0; i < bytes.size(); ++i) {
     int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
     if (hi < 0 || lo < 0)
-      fail(ErrorCode::InvalidArgument, what + " has a character that is not a hex digit at position " +
-                                           std::to_string(hi < 0 ? 2 * i : 2 * i + 1));
+      fail(ErrorCode::InvalidArgument,
+           what + " has a character that is not a hex digit at position " + std::to_string(hi < 0 ? 2 * i : 2 * i + 1));
     bytes[i] = static_cast<char>(hi << 4 | lo);
   }
   return sha256(bytes.data(), bytes.size());

@@ -133,8 +133,8 @@ void Root::take(Session s) {
                                               std::to_string(c.nranks) + " ranks, another rank said " +
                                               std::to_string(nranks_));
   if (c.rank < 0 || c.rank >= nranks_) {
-    set_fatal(ErrorCode::InvalidArgument, "the process at " + s.from + " claimed rank " + std::to_string(c.rank) + ", outside 0.." +
-                                              std::to_string(nranks_ - 1));
+    set_fatal(ErrorCode::InvalidArgument, "the process at " + s.from + " claimed rank " + std::to_string(c.rank) +
+                                              ", outside 0.." + std::to_string(nranks_ - 1));
     aside_.push_back(std::move(s));
   } else if (by_rank_[static_cast<size_t>(c.rank)]) {
     // Neither claimant wins: both get the error (and with them the whole communicator).
@@ -260,7 +260,8 @@ std::vector<net::Address> read_reply(const net::Socket& root, const UniqueId& id
     const net::Address& a = table[static_cast<size_t>(p)];
     if (!valid_peer_address(a) || (p == rank && !same_address(a, mine)))
       fail(ErrorCode::Remote, "rank " + std::to_string(rank) + ": " + who + " gave rank " + std::to_string(p) +
-                                  " the address " + a.str() + (p == rank ? ", not this rank's listener" : ", not a usable one"));
+                                  " the address " + a.str() +
+                                  (p == rank ? ", not this rank's listener" : ", not a usable one"));
   }
   return table;
 }
@@ -301,9 +302,10 @@ net::Socket accept_prev(const net::Socket& listener, const UniqueId& id, int ran
                                  " did not connect to it in the bootstrap ring before the deadline");
   const Claim& c = s->claim;
   if (c.kind != static_cast<uint32_t>(ClaimKind::Ring) || c.rank != prev || c.nranks != nranks)
-    fail(ErrorCode::Remote, "rank " + std::to_string(rank) + ": the process at " + s->from + " joined its ring as rank " +
-                                std::to_string(c.rank) + " of " + std::to_string(c.nranks) + " where rank " +
-                                std::to_string(prev) + " of " + std::to_string(nranks) + " was expected");
+    fail(ErrorCode::Remote, "rank " + std::to_string(rank) + ": the process at " + s->from +
+                                " joined its ring as rank " + std::to_string(c.rank) + " of " +
+                                std::to_string(c.nranks) + " where rank " + std::to_string(prev) + " of " +
+                                std::to_string(nranks) + " was expected");
   return std::move(s->sock);
 }
 

@@ -36,13 +36,15 @@ Nonces client_handshake(const net::Socket& s, uint64_t magic, const auth::Secret
   if (std::memcmp(a.tag, kTag, sizeof(kTag)) != 0)
     throw AuthError(ErrorCode::Remote, what + " is not a weft bootstrap endpoint (its answer has no weft tag)");
   if (a.status != 0)
-    throw AuthError(ErrorCode::InvalidArgument,
-                    what + " serves another communicator (the unique id's magic differs): a stale or foreign unique id");
+    throw AuthError(
+        ErrorCode::InvalidArgument,
+        what + " serves another communicator (the unique id's magic differs): a stale or foreign unique id");
   n.server = a.nonce;
   auth::Digest want = server_proof(secret, magic, n);
   if (!auth::equal_ct(want.data(), a.proof.data(), want.size()))
-    throw AuthError(ErrorCode::Remote, what + " did not prove that it holds the communicator's secret; nothing was "
-                                              "sent to it (a stale unique id, or another process listens there)");
+    throw AuthError(ErrorCode::Remote, what +
+                                           " did not prove that it holds the communicator's secret; nothing was "
+                                           "sent to it (a stale unique id, or another process listens there)");
   SignedClaim sc{};
   sc.claim = claim;
   sc.proof = claim_proof(secret, magic, n, claim);
@@ -124,8 +126,9 @@ std::optional<Session> Acceptor::next(net::Deadline deadline, const std::atomic<
     pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
                                   [&](const Pending& p) {
                                     if (p.until > now) return false;
-                                    WEFT_LOG(Debug, "BOOT", where_ << ": dropped the connection from " << p.from
-                                                                   << ", silent through its handshake");
+                                    WEFT_LOG(Debug, "BOOT",
+                                             where_ << ": dropped the connection from " << p.from
+                                                    << ", silent through its handshake");
                                     return true;
                                   }),
                    pending_.end());
@@ -156,8 +159,9 @@ std::optional<Session> Acceptor::next(net::Deadline deadline, const std::atomic<
         net::Socket s = listener_.try_accept(&from);
         if (!s.valid()) break;
         if (pending_.size() >= kMaxPending) {
-          WEFT_LOG(Warn, "BOOT", where_ << ": " << kMaxPending << " handshakes in progress; dropped the oldest, from "
-                                        << pending_.front().from);
+          WEFT_LOG(Warn, "BOOT",
+                   where_ << ": " << kMaxPending << " handshakes in progress; dropped the oldest, from "
+                          << pending_.front().from);
           pending_.erase(pending_.begin());
         }
         Pending p;

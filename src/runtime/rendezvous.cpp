@@ -48,7 +48,8 @@ std::string root_address() {
   char* end = nullptr;
   long p = std::strtol(port.c_str(), &end, 10);
   if (*end != '\0' || p < 1 || p > 65534)
-    fail(ErrorCode::InvalidArgument, "MASTER_PORT='" + port + "' is not a port in 1..65534 (weft's root listens at MASTER_PORT + 1)");
+    fail(ErrorCode::InvalidArgument,
+         "MASTER_PORT='" + port + "' is not a port in 1..65534 (weft's root listens at MASTER_PORT + 1)");
   return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(p + 1);
 }
 
@@ -89,8 +90,10 @@ UniqueId start_and_publish(const std::optional<net::Address>& addr, const std::s
   UniqueId id = addr ? start_root_at(*addr, o, given) : start_bootstrap_root(o);
   std::function<void()> remove = publish(path, id);
   std::lock_guard<std::mutex> lock(pending->mu);
-  if (pending->done) remove();  // the root gave up already
-  else pending->remove = std::move(remove);
+  if (pending->done)
+    remove();  // the root gave up already
+  else
+    pending->remove = std::move(remove);
   return id;
 }
 
@@ -100,9 +103,12 @@ UniqueId wait_published(int rank, const std::string& path) {
   std::optional<UniqueId> id;
   while (!(id = read_published(path))) {
     if (net::Clock::now() >= deadline)
-      fail(ErrorCode::Timeout, "weftCommInitFromEnv: rank " + std::to_string(rank) + ": rank 0 did not publish the "
-                               "unique id in " + path + " within WEFT_BOOTSTRAP_TIMEOUT (ranks on several hosts "
-                               "need WEFT_BOOTSTRAP_SECRET, or WEFT_BOOTSTRAP_DIR on a file system they share)");
+      fail(ErrorCode::Timeout, "weftCommInitFromEnv: rank " + std::to_string(rank) +
+                                   ": rank 0 did not publish the "
+                                   "unique id in " +
+                                   path +
+                                   " within WEFT_BOOTSTRAP_TIMEOUT (ranks on several hosts "
+                                   "need WEFT_BOOTSTRAP_SECRET, or WEFT_BOOTSTRAP_DIR on a file system they share)");
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   id->refresh = [path](UniqueId& cur) {
@@ -123,16 +129,17 @@ std::string private_dir() {
   const std::string dir = config::get_string("WEFT_BOOTSTRAP_DIR") + "/weft-" + std::to_string(geteuid());
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
     fail(ErrorCode::System, "cannot create the bootstrap directory " + dir + ": " + errno_text());
-  struct stat st{};
+  struct stat st {};
   if (::lstat(dir.c_str(), &st) != 0)
     fail(ErrorCode::System, "cannot inspect the bootstrap directory " + dir + ": " + errno_text());
   if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
     char mode[8];
     std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    fail(ErrorCode::InvalidUsage, "the bootstrap directory " + dir + " is not a private directory of this user (" +
-                                      (S_ISLNK(st.st_mode) ? std::string("a symbolic link")
-                                                           : "owner uid " + std::to_string(st.st_uid) + ", mode " + mode) +
-                                      "); remove it or set WEFT_BOOTSTRAP_DIR elsewhere");
+    fail(ErrorCode::InvalidUsage,
+         "the bootstrap directory " + dir + " is not a private directory of this user (" +
+             (S_ISLNK(st.st_mode) ? std::string("a symbolic link")
+                                  : "owner uid " + std::to_string(st.st_uid) + ", mode " + mode) +
+             "); remove it or set WEFT_BOOTSTRAP_DIR elsewhere");
   }
   return dir;
 }
@@ -142,11 +149,12 @@ std::function<void()> publish(const std::string& path, const UniqueId& id) {
   for (int attempt = 0; attempt < 2 && fd < 0; ++attempt) {
     fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd >= 0 || errno != EEXIST) break;
-    struct stat st{};
+    struct stat st {};
     if (::lstat(path.c_str(), &st) != 0) continue;  // gone meanwhile: try again
     if (S_ISLNK(st.st_mode))
-      fail(ErrorCode::InvalidUsage, "weftCommInitFromEnv: " + path + " is a symbolic link; refusing to write the "
-                                    "unique id through it");
+      fail(ErrorCode::InvalidUsage, "weftCommInitFromEnv: " + path +
+                                        " is a symbolic link; refusing to write the "
+                                        "unique id through it");
     if (!S_ISREG(st.st_mode) || st.st_uid != geteuid())
       fail(ErrorCode::InvalidUsage, "weftCommInitFromEnv: " + path + " exists and is not a regular file of this user");
     WEFT_LOG(Info, "BOOT", "removing " << path << ", left over from an earlier run");
@@ -156,7 +164,7 @@ std::function<void()> publish(const std::string& path, const UniqueId& id) {
   if (fd < 0) fail(ErrorCode::System, "weftCommInitFromEnv: cannot create " + path + ": " + errno_text());
   char buf[UniqueId::kBytes];
   id.serialize(buf);
-  struct stat st{};
+  struct stat st {};
   bool ok = ::fchmod(fd, 0600) == 0 && ::write(fd, buf, sizeof(buf)) == static_cast<ssize_t>(sizeof(buf)) &&
             ::fstat(fd, &st) == 0;
   int err = errno;
@@ -167,7 +175,7 @@ std::function<void()> publish(const std::string& path, const UniqueId& id) {
   }
   WEFT_LOG(Info, "BOOT", "published the unique id in " << path);
   return [path, dev = st.st_dev, ino = st.st_ino] {
-    struct stat now{};
+    struct stat now {};
     if (::lstat(path.c_str(), &now) == 0 && now.st_dev == dev && now.st_ino == ino) ::unlink(path.c_str());
   };
 }
@@ -177,19 +185,21 @@ std::optional<UniqueId> read_published(const std::string& path) {
   if (fd < 0) {
     if (errno == ENOENT) return std::nullopt;
     if (errno == ELOOP)
-      fail(ErrorCode::InvalidUsage, "weftCommInitFromEnv: " + path + " is a symbolic link; refusing to read the "
-                                    "unique id through it");
+      fail(ErrorCode::InvalidUsage, "weftCommInitFromEnv: " + path +
+                                        " is a symbolic link; refusing to read the "
+                                        "unique id through it");
     fail(ErrorCode::System, "weftCommInitFromEnv: cannot open " + path + ": " + errno_text());
   }
-  struct stat st{};
+  struct stat st {};
   char buf[UniqueId::kBytes];
   ssize_t got = -1;
   if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 077) == 0)
     got = ::read(fd, buf, sizeof(buf));
   ::close(fd);
   if (got < 0)
-    fail(ErrorCode::InvalidUsage, "weftCommInitFromEnv: " + path + " is not a regular file of this user closed to "
-                                  "group and others; refusing the unique id in it");
+    fail(ErrorCode::InvalidUsage, "weftCommInitFromEnv: " + path +
+                                      " is not a regular file of this user closed to "
+                                      "group and others; refusing the unique id in it");
   if (got != static_cast<ssize_t>(sizeof(buf))) return std::nullopt;  // still being written
   return UniqueId::deserialize(buf);
 }
@@ -223,8 +233,9 @@ UniqueId unique_id_from_env(int rank, int nranks, const std::string& job) {
     return rank == 0 ? start_and_publish(addr, given, path, std::nullopt) : wait_published(rank, path);
   }
   if (job.empty())
-    fail(ErrorCode::InvalidUsage, "weftCommInitFromEnv: set WEFT_BOOTSTRAP_ADDR (host:port), or MASTER_ADDR and "
-                                  "MASTER_PORT, or run under a launcher that sets a job id");
+    fail(ErrorCode::InvalidUsage,
+         "weftCommInitFromEnv: set WEFT_BOOTSTRAP_ADDR (host:port), or MASTER_ADDR and "
+         "MASTER_PORT, or run under a launcher that sets a job id");
   const std::string path = private_dir() + "/" + file_name("job-", job);
   return rank == 0 ? start_and_publish(std::nullopt, given, path, secret) : wait_published(rank, path);
 }

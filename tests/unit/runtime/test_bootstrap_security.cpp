@@ -79,12 +79,16 @@ class EnvVar {
     const char* old = std::getenv(name);
     if (old) old_ = old;
     had_ = old != nullptr;
-    if (value) setenv(name, value, 1);
-    else unsetenv(name);
+    if (value)
+      setenv(name, value, 1);
+    else
+      unsetenv(name);
   }
   ~EnvVar() {
-    if (had_) setenv(name_.c_str(), old_.c_str(), 1);
-    else unsetenv(name_.c_str());
+    if (had_)
+      setenv(name_.c_str(), old_.c_str(), 1);
+    else
+      unsetenv(name_.c_str());
   }
 
  private:
@@ -110,7 +114,7 @@ std::string read_text(const std::string& path) {
 }
 
 int mode_of(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) return -1;
   return static_cast<int>(st.st_mode & 07777);
 }
@@ -119,7 +123,8 @@ TEST(BootstrapAuth, Sha256AndHmacMatchPublishedVectors) {
   EXPECT_EQ(hex(auth::sha256("", 0)), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
   EXPECT_EQ(hex(auth::sha256("abc", 3)), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   const char* two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
-  EXPECT_EQ(hex(auth::sha256(two, std::strlen(two))), "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  EXPECT_EQ(hex(auth::sha256(two, std::strlen(two))),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
   // RFC 4231 test cases 1, 2 and 6 (a key longer than the block).
   std::string k1(20, '\x0b');
   EXPECT_EQ(hex(auth::Hmac(k1.data(), k1.size()).update("Hi There", 8).finish()),
@@ -168,47 +173,48 @@ TEST(BootstrapAuth, WrongSecretIsRefusedLoggedAndSeesNothing) {
   const std::string log = dir.path + "/log";
   std::string text;
   {
-  EnvVar lf("WEFT_LOG_FILE", log.c_str()), ll("WEFT_LOG_LEVEL", "WARN");
-  log::reload();
-  UniqueId id = start_bootstrap_root(loopback(), 0, 5);
-  UniqueId forged = id;  // the public magic and address, a secret of its own
-  forged.secret = auth::random_secret();
-  Outcome bad = outcome([&] { Bootstrap::join(forged, 1, 2, 3); });
-  EXPECT_FALSE(bad.ok);
-  EXPECT_EQ(bad.code, ErrorCode::Remote);
-  EXPECT_NE(bad.message.find("did not prove that it holds the communicator's secret"), std::string::npos) << bad.message;
+    EnvVar lf("WEFT_LOG_FILE", log.c_str()), ll("WEFT_LOG_LEVEL", "WARN");
+    log::reload();
+    UniqueId id = start_bootstrap_root(loopback(), 0, 5);
+    UniqueId forged = id;  // the public magic and address, a secret of its own
+    forged.secret = auth::random_secret();
+    Outcome bad = outcome([&] { Bootstrap::join(forged, 1, 2, 3); });
+    EXPECT_FALSE(bad.ok);
+    EXPECT_EQ(bad.code, ErrorCode::Remote);
+    EXPECT_NE(bad.message.find("did not prove that it holds the communicator's secret"), std::string::npos)
+        << bad.message;
 
-  // A raw client that answers the challenge with a guess gets nothing but a closed socket.
-  net::Socket s = net::Socket::connect(id.root, net::deadline_in(3), "root");
-  bootwire::Open o{};
-  std::memcpy(o.tag, bootwire::kTag, sizeof(o.tag));
-  o.protocol = bootwire::kProtocol;
-  o.magic = id.magic;
-  s.send_all(&o, sizeof(o), net::deadline_in(3), "root");
-  bootwire::Answer a{};
-  s.recv_all(&a, sizeof(a), net::deadline_in(3), "root");
-  EXPECT_EQ(a.status, 0);
-  bootwire::SignedClaim sc{};
-  sc.claim.kind = static_cast<uint32_t>(ClaimKind::Root);
-  sc.claim.version = bootstrap_version();
-  sc.claim.rank = 1;
-  sc.claim.nranks = 2;
-  sc.claim.listen = loopback();
-  sc.claim.listen.port = 1;
-  s.send_all(&sc, sizeof(sc), net::deadline_in(3), "root");
-  char byte;
-  try {
-    s.recv_all(&byte, 1, net::deadline_in(3), "root");
-    FAIL() << "the root sent data to a peer without the secret";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::Remote) << e.what();  // closed, not a timeout
-  }
+    // A raw client that answers the challenge with a guess gets nothing but a closed socket.
+    net::Socket s = net::Socket::connect(id.root, net::deadline_in(3), "root");
+    bootwire::Open o{};
+    std::memcpy(o.tag, bootwire::kTag, sizeof(o.tag));
+    o.protocol = bootwire::kProtocol;
+    o.magic = id.magic;
+    s.send_all(&o, sizeof(o), net::deadline_in(3), "root");
+    bootwire::Answer a{};
+    s.recv_all(&a, sizeof(a), net::deadline_in(3), "root");
+    EXPECT_EQ(a.status, 0);
+    bootwire::SignedClaim sc{};
+    sc.claim.kind = static_cast<uint32_t>(ClaimKind::Root);
+    sc.claim.version = bootstrap_version();
+    sc.claim.rank = 1;
+    sc.claim.nranks = 2;
+    sc.claim.listen = loopback();
+    sc.claim.listen.port = 1;
+    s.send_all(&sc, sizeof(sc), net::deadline_in(3), "root");
+    char byte;
+    try {
+      s.recv_all(&byte, 1, net::deadline_in(3), "root");
+      FAIL() << "the root sent data to a peer without the secret";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::Remote) << e.what();  // closed, not a timeout
+    }
 
-  // The real ranks still form the communicator.
-  auto out = run_threads(2, [&](int r) { Bootstrap::join(id, r, 2, 5)->barrier(5); });
-  EXPECT_TRUE(out[0].ok) << out[0].message;
-  EXPECT_TRUE(out[1].ok) << out[1].message;
-  text = read_text(log);
+    // The real ranks still form the communicator.
+    auto out = run_threads(2, [&](int r) { Bootstrap::join(id, r, 2, 5)->barrier(5); });
+    EXPECT_TRUE(out[0].ok) << out[0].message;
+    EXPECT_TRUE(out[1].ok) << out[1].message;
+    text = read_text(log);
   }
   log::reload();
   EXPECT_NE(text.find("refused the connection from 127.0.0.1:"), std::string::npos) << text;
@@ -223,8 +229,9 @@ TEST(BootstrapAuth, RecomputedMagicWithoutTheSecretIsRefused) {
   const int port = probe.local_address().port;
   probe.close();
   const std::string secret(64, 'c');
-  EnvVar a("WEFT_BOOTSTRAP_ADDR", ("127.0.0.1:" + std::to_string(port)).c_str()), d("WEFT_BOOTSTRAP_DIR", dir.path.c_str()),
-      s("WEFT_BOOTSTRAP_SECRET", secret.c_str()), t("WEFT_BOOTSTRAP_TIMEOUT", "5");
+  EnvVar a("WEFT_BOOTSTRAP_ADDR", ("127.0.0.1:" + std::to_string(port)).c_str()),
+      d("WEFT_BOOTSTRAP_DIR", dir.path.c_str()), s("WEFT_BOOTSTRAP_SECRET", secret.c_str()),
+      t("WEFT_BOOTSTRAP_TIMEOUT", "5");
   UniqueId id0 = rendezvous::unique_id_from_env(0, 2, "job");
   UniqueId id1 = rendezvous::unique_id_from_env(1, 2, "job");
   EXPECT_EQ(id0.magic, id1.magic);
@@ -526,9 +533,9 @@ TEST(Rendezvous, AddressRendezvousBindsTheGivenAddressNotTheWildcard) {
   net::Socket probe = net::Socket::listen(loopback());
   const int port = probe.local_address().port;
   probe.close();
-  EnvVar d("WEFT_BOOTSTRAP_DIR", dir.path.c_str()), a("WEFT_BOOTSTRAP_ADDR", nullptr),
-      m("MASTER_ADDR", "127.0.0.1"), p("MASTER_PORT", std::to_string(port - 1).c_str()),
-      s("WEFT_BOOTSTRAP_SECRET", nullptr), t("WEFT_BOOTSTRAP_TIMEOUT", "10");
+  EnvVar d("WEFT_BOOTSTRAP_DIR", dir.path.c_str()), a("WEFT_BOOTSTRAP_ADDR", nullptr), m("MASTER_ADDR", "127.0.0.1"),
+      p("MASTER_PORT", std::to_string(port - 1).c_str()), s("WEFT_BOOTSTRAP_SECRET", nullptr),
+      t("WEFT_BOOTSTRAP_TIMEOUT", "10");
   UniqueId id0 = rendezvous::unique_id_from_env(0, 2, "");
   EXPECT_EQ(id0.root.str(), "127.0.0.1:" + std::to_string(port));
   // /proc/net/tcp lists listeners as "local_address:port ... 0A"; the wildcard would be 00000000.
