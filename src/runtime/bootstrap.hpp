@@ -1,30 +1,45 @@
 // Bootstrap: how the ranks of a communicator find each other, over TCP as NCCL does.
 //
-// weftGetUniqueId creates a UniqueId (the root's address and a random magic) and starts a
-// root thread in the calling process. Every rank connects to the root and says hello
-// (magic, weft version, rank, rank count, the address of its own listening socket). Once
-// all ranks have arrived the root sends each the table of addresses and exits; the ranks
-// then connect in a ring (rank r to r+1) over which all-gathers and barriers run.
+// weftGetUniqueId creates a UniqueId (the root's address, a public magic naming the
+// communicator and a 256-bit secret drawn from getrandom) and starts a root thread in the
+// calling process. Every rank connects to the root and proves that it holds the secret
+// (bootstrap_wire.hpp: an HMAC challenge/response both ways; the secret never travels),
+// then claims its rank and gives the address of its own listening socket. Once all ranks
+// have arrived the root sends each the address table (with a proof) and exits; the ranks
+// then connect in a ring (rank r to r+1), again proving the secret both ways, and run
+// all-gathers and barriers over it.
 //
-// Every wait is bounded: a rank that never arrives, a peer that dies or closes its socket,
-// a rank of another weft version, a stray connection with the wrong magic, each ends in a
-// weft::Error that names the rank (or address) at fault, never a hang.
+// A connection that cannot prove the secret is refused, logged and never sees data.
+// Every field a peer sends is checked before use. Every wait is bounded: a rank that never
+// arrives, a peer that dies or closes its socket, a rank of another weft version, two
+// processes claiming one rank, each ends in a weft::Error that names the rank (or address)
+// at fault, never a hang.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "runtime/auth.hpp"
 #include "runtime/socket.hpp"
 
 namespace weft {
 
-/// The content of a weftUniqueId (128 bytes once serialized).
+/// The content of a weftUniqueId (128 bytes once serialized: magic at 0, version at 8,
+/// root address at 16, secret at 48; the rest zero).
 struct UniqueId {
-  uint64_t magic = 0;       ///< random; every hello must carry it
+  uint64_t magic = 0;       ///< random, public: names the communicator in errors
   uint32_t version = 0;     ///< weft version code of the process that created it
   net::Address root;        ///< where the root listens
+  auth::Secret secret{};    ///< what every rank proves it holds; all zero: none (refused)
+  /// Not serialized. Set where the id comes from a file that may be left over from an
+  /// earlier run (weftCommInitFromEnv): a rank whose root does not answer to this id
+  /// calls it to re-read the id (true: `id` changed) and tries again until its deadline.
+  /// It sets magic, version, root and secret only (never `refresh` itself).
+  std::function<bool(UniqueId& id)> refresh;
 
   static constexpr size_t kBytes = 128;
   void serialize(char out[kBytes]) const;
@@ -34,10 +49,21 @@ struct UniqueId {
 /// The weft version code (WEFT_VERSION_CODE) this library speaks in its hellos.
 uint32_t bootstrap_version();
 
-/// Creates a unique id whose root listens on `address` (port 0: a free port on the
-/// default interface, see net::default_interface_address) and starts the root thread,
-/// which serves one communicator and exits (after `timeout_s` at the latest).
-/// `magic` 0 draws a random one.
+/// How to start a bootstrap root.
+struct RootOptions {
+  net::Address address;                 ///< unset: the default interface (net::default_interface_address)
+  uint64_t magic = 0;                   ///< 0: random
+  std::optional<auth::Secret> secret;   ///< unset: drawn from getrandom
+  double timeout_s = -1;                ///< negative: WEFT_BOOTSTRAP_TIMEOUT
+  /// Called on the root thread once every rank has joined, or the root gave up (the file
+  /// rendezvous removes its file here).
+  std::function<void()> on_finish;
+};
+
+/// Creates a unique id whose root listens on `o.address` (port 0: a free one) and starts
+/// the root thread, which serves one communicator and exits (after the timeout at the latest).
+UniqueId start_bootstrap_root(RootOptions o);
+/// The same with a random secret; `magic` 0 draws a random one.
 UniqueId start_bootstrap_root(net::Address address = {}, uint64_t magic = 0, double timeout_s = -1);
 
 /// One rank's end of the bootstrap: ring connections to its neighbours.
@@ -61,11 +87,21 @@ class Bootstrap {
   /// Closes the sockets: peers blocked on this rank get an error at once.
   void close();
 
+  /// Liveness hook: the ring neighbours (rank - 1 and rank + 1, the only ranks this rank
+  /// stays connected to after init) whose connection has closed or broken, e.g. because
+  /// their process died. Polls without waiting or consuming data, so another thread may
+  /// call it while an all-gather runs (not while close() runs). After close(), both
+  /// neighbours are reported.
+  std::vector<int> closed_neighbours() const;
+  /// The neighbours' sockets (-1 when closed or nranks == 1), for a caller's own poll():
+  /// POLLRDHUP / POLLHUP on either means that neighbour is gone. Never read or write them.
+  int prev_fd() const { return prev_.fd(); }
+  int next_fd() const { return next_.fd(); }
+
  private:
   Bootstrap() = default;
   int rank_ = 0;
   int nranks_ = 0;
-  uint64_t magic_ = 0;
   net::Socket next_;  ///< to rank + 1
   net::Socket prev_;  ///< from rank - 1
 };

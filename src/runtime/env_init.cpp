@@ -1,17 +1,12 @@
 #include "runtime/env_init.hpp"
 
 #include <cuda_runtime_api.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include <chrono>
 #include <cstdlib>
-#include <cstring>
-#include <fstream>
-#include <thread>
+#include <string>
 
 #include "runtime/cuda_check.hpp"
-#include "util/config.hpp"
+#include "runtime/rendezvous.hpp"
 #include "util/error.hpp"
 
 namespace weft {
@@ -61,58 +56,8 @@ EnvLaunch launch_from_env() {
   e.device = e.local_rank % ndev;
 
   const std::string job = env_str({"TORCHELASTIC_RUN_ID", "PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid", "SLURM_JOB_ID"});
-  std::string addr = config::get_string("WEFT_BOOTSTRAP_ADDR");
-  if (addr.empty()) {
-    std::string host = env_str({"MASTER_ADDR"}), port = env_str({"MASTER_PORT"});
-    if (!host.empty() && !port.empty()) addr = host + ":" + std::to_string(std::atoi(port.c_str()) + 1);
-  }
-  if (!addr.empty()) {
-    net::Address root = net::parse_address(addr);
-    uint64_t magic = std::hash<std::string>{}(addr + "|" + std::to_string(e.nranks) + "|" + job) | 1u;
-    if (e.rank == 0) {
-      net::Address any = root;
-      std::memset(any.addr, 0, sizeof(any.addr));  // listen on every interface, at the given port
-      start_bootstrap_root(any, magic);
-    }
-    e.id.magic = magic;
-    e.id.version = bootstrap_version();
-    e.id.root = root;
-    return e;
-  }
-  // No address: rank 0 leaves the id in a file named after the job for the others.
-  if (job.empty())
-    fail(ErrorCode::InvalidUsage, "weftCommInitFromEnv: set WEFT_BOOTSTRAP_ADDR (host:port), or MASTER_ADDR and "
-                                  "MASTER_PORT, or run under a launcher that sets a job id");
-  std::string path = config::get_string("WEFT_BOOTSTRAP_DIR") + "/weft-" + job + ".id";
-  for (char& c : path)
-    if (c == ':' || c == ' ') c = '_';
-  if (e.rank == 0) {
-    e.id = start_bootstrap_root();
-    char buf[UniqueId::kBytes];
-    e.id.serialize(buf);
-    std::string tmp = path + ".tmp" + std::to_string(getpid());
-    {
-      std::ofstream f(tmp, std::ios::binary);
-      f.write(buf, sizeof(buf));
-      if (!f) fail(ErrorCode::System, "weftCommInitFromEnv: cannot write " + tmp);
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) fail(ErrorCode::System, "weftCommInitFromEnv: cannot create " + path);
-    return e;
-  }
-  auto deadline = std::chrono::steady_clock::now() +
-                  std::chrono::duration<double>(config::get_seconds("WEFT_BOOTSTRAP_TIMEOUT"));
-  for (;;) {
-    std::ifstream f(path, std::ios::binary);
-    char buf[UniqueId::kBytes];
-    if (f.read(buf, sizeof(buf))) {
-      e.id = UniqueId::deserialize(buf);
-      return e;
-    }
-    if (std::chrono::steady_clock::now() > deadline)
-      fail(ErrorCode::Timeout, "weftCommInitFromEnv: rank 0 did not publish the unique id in " + path +
-                                   " within WEFT_BOOTSTRAP_TIMEOUT");
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  e.id = rendezvous::unique_id_from_env(e.rank, e.nranks, job);
+  return e;
 }
 
 }  // namespace weft

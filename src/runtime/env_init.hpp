@@ -15,9 +15,8 @@ struct EnvLaunch {
 
 /// Reads rank and size (OMPI_COMM_WORLD_RANK / _SIZE / _LOCAL_RANK, PMI_RANK / PMI_SIZE /
 /// MPI_LOCALRANKID, RANK / WORLD_SIZE / LOCAL_RANK, SLURM_PROCID / SLURM_NTASKS /
-/// SLURM_LOCALID), picks device local_rank % device count, and builds the unique id:
-/// from WEFT_BOOTSTRAP_ADDR, else MASTER_ADDR:(MASTER_PORT + 1) (rank 0 starts the root
-/// there), else through a file in WEFT_BOOTSTRAP_DIR named after the job id. Throws
+/// SLURM_LOCALID), picks device local_rank % device count, and builds the unique id, secret
+/// included, through rendezvous::unique_id_from_env (rank 0 starts the root). Throws
 /// InvalidUsage when the environment names no launcher.
 EnvLaunch launch_from_env();
 

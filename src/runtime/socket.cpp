@@ -260,6 +260,52 @@ Socket Socket::accept(Deadline deadline, const std::string& what) const {
   }
 }
 
+Socket Socket::try_accept(Address* from) const {
+  for (;;) {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof(ss);
+    int fd = ::accept4(fd_, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_CLOEXEC);
+    if (fd >= 0) {
+      Socket s(fd);
+      set_nonblocking(fd);
+      set_options(fd);
+      if (from) *from = from_sockaddr(reinterpret_cast<sockaddr*>(&ss));
+      return s;
+    }
+    if (errno == EINTR || errno == ECONNABORTED) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return Socket();
+    // EMFILE and kin: leave the connection queued; the caller retries on its next poll.
+    return Socket();
+  }
+}
+
+long Socket::recv_some(void* data, size_t n) const {
+  for (;;) {
+    ssize_t k = ::recv(fd_, data, n, 0);
+    if (k > 0) return static_cast<long>(k);
+    if (k == 0) return -1;
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+    return -1;
+  }
+}
+
+bool Socket::send_now(const void* data, size_t n) const {
+  ssize_t k;
+  do k = ::send(fd_, data, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+  while (k < 0 && errno == EINTR);
+  return k == static_cast<ssize_t>(n);
+}
+
+bool Socket::peer_closed() const {
+  if (fd_ < 0) return true;
+  pollfd p{fd_, POLLRDHUP, 0};
+  int rc;
+  do rc = ::poll(&p, 1, 0);
+  while (rc < 0 && errno == EINTR);
+  return rc > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
+}
+
 Address Socket::local_address() const {
   sockaddr_storage ss{};
   socklen_t len = sizeof(ss);

@@ -58,6 +58,9 @@ class Socket {
   static Socket connect(const Address& addr, Deadline deadline, const std::string& what);
   /// Accepts one connection on a listening socket before `deadline`.
   Socket accept(Deadline deadline, const std::string& what) const;
+  /// Accepts one pending connection without waiting: an invalid Socket when none is
+  /// pending. `from` (if given) receives the peer's address.
+  Socket try_accept(Address* from) const;
 
   /// The local address this socket is bound to (for a listener: where peers connect).
   Address local_address() const;
@@ -65,6 +68,15 @@ class Socket {
   /// Sends or receives exactly `n` bytes before `deadline`.
   void send_all(const void* data, size_t n, Deadline deadline, const std::string& what) const;
   void recv_all(void* data, size_t n, Deadline deadline, const std::string& what) const;
+  /// Reads what has arrived, at most `n` bytes, without waiting: the count (0 when nothing
+  /// has), or -1 when the peer closed the connection or it broke.
+  long recv_some(void* data, size_t n) const;
+  /// Sends `n` bytes without waiting; false unless all were taken at once (meant for a
+  /// small message on a fresh connection, whose socket buffer is empty).
+  bool send_now(const void* data, size_t n) const;
+  /// Whether the peer has closed the connection or it broke, without waiting and without
+  /// consuming data that has arrived.
+  bool peer_closed() const;
 
  private:
   int fd_ = -1;

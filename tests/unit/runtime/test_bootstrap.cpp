@@ -91,7 +91,7 @@ TEST(Bootstrap, LargeAllGatherDoesNotDeadlockOnSocketBuffers) {
   const int n = 3;
   const size_t block = 4u << 20;  // larger than any socket buffer
   UniqueId id = start_bootstrap_root(loopback(), 0, 20);
-  std::vector<bool> good(n, false);
+  std::vector<char> good(n, 0);  // not vector<bool>: threads write neighbouring elements
   auto out = run_ranks(n, [&](int r) {
     auto b = Bootstrap::join(id, r, n, 20);
     std::vector<uint8_t> data(block * n, 0);
@@ -135,6 +135,7 @@ TEST(Bootstrap, UnreachableRootTimesOut) {
   UniqueId id;
   id.magic = 42;
   id.version = bootstrap_version();
+  id.secret = auth::random_secret();
   // A port nobody listens on: bind one, close it, use its number.
   {
     net::Socket s = net::Socket::listen(loopback());
