@@ -11,6 +11,7 @@
 #include "runtime/plan_source.hpp"
 #include "runtime/cuda_check.hpp"
 #include "runtime/executor.hpp"
+#include "runtime/peer_check.hpp"
 #include "util/config.hpp"
 #include "util/log.hpp"
 #include "weft/weft.h"
@@ -128,6 +129,7 @@ void Communicator::init_memory() {
   layout_.cfg = CommConfig::from_env();
   WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&setup_stream_, cudaStreamNonBlocking));
   WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&arena_), layout_.total()));
+  peer_check::register_arena(arena_, layout_.total());
   WEFT_CUDA_CHECK(cudaMemsetAsync(arena_, 0, layout_.total(), setup_stream_));
   WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&error_claim_), sizeof(uint32_t)));
   WEFT_CUDA_CHECK(cudaMemsetAsync(error_claim_, 0, sizeof(uint32_t), setup_stream_));
@@ -156,9 +158,16 @@ void Communicator::init_memory() {
   peer_ipc_opened_.assign(static_cast<size_t>(nranks_), false);
   peer_device_.assign(static_cast<size_t>(nranks_), -1);
   all_local_ = true;
-  for (const PeerInfo& pi : all) {
-    all_local_ &= pi.pid == mine.pid && pi.host == mine.host;
-    if (pi.pid == mine.pid && pi.host == mine.host) peer_device_[static_cast<size_t>(pi.rank)] = pi.device;
+  int ndev = 0;
+  WEFT_CUDA_CHECK(cudaGetDeviceCount(&ndev));
+  for (int p = 0; p < nranks_; ++p) {
+    // Every field a peer sends is bounded before it indexes or points at anything.
+    const PeerInfo& pi = all[static_cast<size_t>(p)];
+    peer_check::field_in_range(rank_, p, "rank", pi.rank, p, p);
+    const bool local = pi.pid == mine.pid && pi.host == mine.host;
+    if (local) peer_check::field_in_range(rank_, p, "device", pi.device, 0, ndev - 1);
+    all_local_ &= local;
+    if (local) peer_device_[static_cast<size_t>(p)] = pi.device;
   }
   peer_arena_[static_cast<size_t>(rank_)] = arena_;
   for (int p = 0; p < nranks_; ++p) {
@@ -174,6 +183,7 @@ void Communicator::init_memory() {
       fail(ErrorCode::InvalidUsage, who + " runs on another host; weft's network transport between hosts is not "
                                           "available yet, so all ranks must share one machine");
     if (pi.pid == mine.pid) {
+      peer_check::check_local_arena(rank_, p, pi.arena, layout_.total());
       peer_arena_[static_cast<size_t>(p)] = reinterpret_cast<char*>(pi.arena);
       if (pi.device != device_) {
         int can = 0;
@@ -411,7 +421,10 @@ void Communicator::free_all(bool barrier) {
     if (peer_ipc_opened_[p] && peer_arena_[p] != nullptr) cudaIpcCloseMemHandle(peer_arena_[p]);
   peer_arena_.clear();
   if (p2p_conns_) cudaFree(p2p_conns_);
-  if (arena_) cudaFree(arena_);
+  if (arena_) {
+    peer_check::unregister_arena(arena_);
+    cudaFree(arena_);
+  }
   if (error_claim_) cudaFree(error_claim_);
   {
     std::lock_guard<std::mutex> lock(error_mu_);
