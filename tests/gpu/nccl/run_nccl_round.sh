@@ -413,7 +413,8 @@ SKIPS=0
         else
           [ "$v" = FAIL ] && v="FAIL(NCCL)"
         fi
-        printf "%-15s %-4s %-5s %4s %4s %6s %s %8s  %s\n" "$t" "$mode" "$lib" "${RC[$k]:-skip}" "${ROWS[$k]:--}" \
+        rc=${RC[$k]:-skip}; [ "$rc" = shared ] && rc=-
+        printf "%-15s %-4s %-5s %4s %4s %6s %s %8s  %s\n" "$t" "$mode" "$lib" "$rc" "${ROWS[$k]:--}" \
           "${WRONG[$k]:--}" "${BW[$k]:-       -       -       -       -}" "${AVG[$k]:--}" "$v"
       done
     done
