@@ -3,10 +3,13 @@
 
 Usage: torch_check.py OUT.json [--expect-weft | --expect-nccl]
 
-Starts two processes (one per GPU) with torch.distributed, backend "nccl", runs
+Starts two processes with torch.distributed, backend "nccl", rank r on GPU r % (GPUs
+present): one per GPU, or both on cuda:0 when the machine has one GPU (a shared GPU checks
+correctness only; NCCL itself refuses two ranks on one GPU, so --expect-nccl then skips). It runs
 all_reduce (several types and ops, small and large), all_gather_into_tensor,
 reduce_scatter_tensor, broadcast, all_to_all_single, send/recv and three steps of a small
-DistributedDataParallel model, checks every result against values computed on the host,
+DistributedDataParallel model, checks every result against values computed on the host
+(the DDP steps against the same model trained on the host in float64 on both ranks' batches),
 and writes one JSON file: per check pass/fail, the model's parameters after each step
 (digests), which libnccl files the processes had mapped, and -- what decides -- which
 library answered libtorch_cuda.so's ncclAllReduce and ncclGetVersion (read from its bound
@@ -16,7 +19,8 @@ runs: it is recorded as "torch_built_with_nccl" only.) Run it twice (weft first 
 library path and in LD_PRELOAD, then without) and compare the files with torch_compare.py.
 --expect-weft fails unless weft's library (22800) answered on every rank; --expect-nccl
 fails unless a library that is not weft's answered on every rank.
-Exit status: 0 when every check passed, 1 otherwise, 77 when fewer than 2 GPUs.
+Exit status: 0 when every check passed, 1 otherwise, 77 without a GPU (or --expect-nccl on
+one GPU).
 """
 import json
 import os
@@ -38,15 +42,45 @@ def mapped_nccl():
     return sorted(libs)
 
 
+def make_model(torch):
+    """The DDP check's model, initialized from a fixed seed on the host."""
+    torch.manual_seed(1234)
+    return torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
+
+
+def batch(torch, gen):
+    return torch.randn(32, 64, generator=gen), torch.randint(0, 10, (32,), generator=gen)
+
+
+def host_ddp_reference(torch, world, steps):
+    """What DDP must compute: each step, the gradient of the mean of the ranks' losses (each
+    rank's loss on its own batch), applied by SGD; trained on the host in float64. Returns per
+    step the ranks' losses before the update and the flat parameters after it."""
+    model = make_model(torch).double()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    gens = [torch.Generator().manual_seed(100 + r) for r in range(world)]
+    out = []
+    for _ in range(steps):
+        data = [batch(torch, g) for g in gens]
+        opt.zero_grad()
+        losses = [torch.nn.functional.cross_entropy(model(x.double()), y) for x, y in data]
+        (sum(losses) / world).backward()
+        opt.step()
+        out.append(([loss.item() for loss in losses],
+                    torch.cat([p.detach().flatten() for p in model.parameters()]).clone()))
+    return out
+
+
 def worker(rank, world, out_dir, port):
     import torch
     import torch.distributed as dist
 
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
-    torch.cuda.set_device(rank)
-    dev = torch.device("cuda", rank)
-    res = {"rank": rank, "checks": {}, "errors": []}
+    gpu = rank % torch.cuda.device_count()  # one GPU: both ranks share cuda:0
+    torch.cuda.set_device(gpu)
+    dev = torch.device("cuda", gpu)
+    res = {"rank": rank, "gpu": gpu, "checks": {}, "errors": []}
     try:
         dist.init_process_group("nccl", rank=rank, world_size=world, device_id=dev)
         built = torch.cuda.nccl.version()
@@ -163,15 +197,15 @@ def worker(rank, world, out_dir, port):
         check("send_recv.batch", got, val((rank - 1) % world, n, torch.int64))
 
         # Three steps of a small DistributedDataParallel model.
-        torch.manual_seed(1234)
-        model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10)).to(dev)
-        ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[rank])
+        model = make_model(torch).to(dev)
+        ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[gpu])
         opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
         gen = torch.Generator().manual_seed(100 + rank)
         steps = []
+        reference = host_ddp_reference(torch, world, 3)
         for step in range(3):
-            x = torch.randn(32, 64, generator=gen).to(dev)
-            y = torch.randint(0, 10, (32,), generator=gen).to(dev)
+            x, y = batch(torch, gen)
+            x, y = x.to(dev), y.to(dev)
             opt.zero_grad()
             loss = torch.nn.functional.cross_entropy(ddp(x), y)
             loss.backward()
@@ -179,6 +213,15 @@ def worker(rank, world, out_dir, port):
             flat = torch.cat([p.detach().double().flatten() for p in model.parameters()]).cpu()
             steps.append({"loss": loss.item(), "sum": flat.sum().item(), "abs_sum": flat.abs().sum().item(),
                           "first": flat[:4].tolist()})
+            # float32 on the GPU against float64 on the host: parameters are O(0.1), the
+            # rounding differences after three steps O(1e-6).
+            want_losses, want_flat = reference[step]
+            check(f"ddp.step{step}.params_match_host", flat, want_flat, 1e-4)
+            if abs(loss.item() - want_losses[rank]) > 1e-4 * max(1.0, abs(want_losses[rank])):
+                res["checks"][f"ddp.step{step}.loss_matches_host"] = False
+                res["errors"].append(f"ddp step {step}: loss {loss.item()!r}, the host's {want_losses[rank]!r}")
+            else:
+                res["checks"][f"ddp.step{step}.loss_matches_host"] = True
         # Every rank must hold the same parameters after DDP's averaged steps.
         flat = torch.cat([p.detach().flatten() for p in model.parameters()])
         gathered = torch.empty(world * flat.numel(), dtype=flat.dtype, device=dev)
@@ -206,10 +249,15 @@ def main():
     import torch
     import torch.multiprocessing as mp
 
-    if torch.cuda.device_count() < 2:
-        print(f"torch_check: needs 2 GPUs, found {torch.cuda.device_count()}; skipped")
-        return 77
     world = 2
+    ngpu = torch.cuda.device_count()
+    if ngpu < 1:
+        print("torch_check: no GPU; skipped")
+        return 77
+    shared = ngpu < world
+    if shared and expect == "--expect-nccl":
+        print(f"torch_check: {world} ranks would share {ngpu} GPU, which NCCL refuses (duplicate GPU); skipped")
+        return 77
     tmp = tempfile.mkdtemp(prefix="weft-torch-")
     port = 29500 + os.getpid() % 1000
     mp.spawn(worker, args=(world, tmp, port), nprocs=world, join=True)
@@ -238,13 +286,14 @@ def main():
     answered = sorted(set(answered))
     version = sorted({i["version"] for r in ranks for i in r.get("answering", []) if i["symbol"] == "ncclGetVersion"},
                      key=str)
-    summary = {"ok": ok, "expect": expect, "answered_by": answered, "runtime_nccl_version": version,
+    summary = {"ok": ok, "expect": expect, "gpus": ngpu, "shared_gpu": shared, "answered_by": answered, "runtime_nccl_version": version,
                "torch_built_with_nccl": ranks[0].get("torch_built_with_nccl"), "libraries": libs, "ranks": ranks}
     with open(out_path, "w") as f:
         json.dump(summary, f, indent=1)
     n = sum(len(r["checks"]) for r in ranks)
     bad = [f"rank {r['rank']}: {k}" for r in ranks for k, v in r["checks"].items() if not v]
-    print(f"torch_check: {n - len(bad)} of {n} checks passed on {world} ranks; libtorch_cuda's NCCL calls "
+    where = f"{world} ranks sharing {ngpu} GPU (correctness only)" if shared else f"{world} ranks"
+    print(f"torch_check: {n - len(bad)} of {n} checks passed on {where}; libtorch_cuda's NCCL calls "
           f"answered by {answered or 'unknown'}"
           + (f"; {expect}: {'NOT MET' if expectation_failed else 'met'}" if expect else "") + f"; mapped {libs}")
     for b in bad[:20]:
