@@ -60,6 +60,11 @@ class Bootstrap {
   void barrier(double timeout_s = -1);
   /// Closes the sockets: peers blocked on this rank get an error at once.
   void close();
+  /// The ring sockets to rank + 1 and from rank - 1 (-1 when closed or with one rank), for
+  /// a liveness watch (runtime/peer_watchdog.hpp): one of them closing means that neighbour
+  /// is gone. The caller must stop watching before close().
+  int next_fd() const { return next_.fd(); }
+  int prev_fd() const { return prev_.fd(); }
 
  private:
   Bootstrap() = default;
