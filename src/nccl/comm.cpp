@@ -18,9 +18,14 @@ namespace {
 
 }  // namespace
 
+HandleRegistry& live_comms() {
+  static HandleRegistry* r = new HandleRegistry();  // never destroyed: used until exit
+  return *r;
+}
+
 ncclComm& handle(ncclComm_t c, const char*) {
   if (c == nullptr) fail(ErrorCode::InvalidArgument, "the communicator is NULL");
-  if (c->magic != ncclComm::kAlive)
+  if (!live_comms().live(c) || c->magic != ncclComm::kAlive)
     fail(ErrorCode::InvalidArgument, "the communicator was destroyed or is not one");
   return *c;
 }
@@ -259,6 +264,7 @@ void finalize(ncclComm& c) {
 }
 
 void release(ncclComm* c, bool abort) {
+  if (!live_comms().retire(c)) fail(ErrorCode::InvalidArgument, "the communicator was destroyed or is not one");
   forget_deferred(c);
   c->magic = 0;
   weftResult_t r = weftSuccess;
@@ -271,7 +277,12 @@ void release(ncclComm* c, bool abort) {
     if (r != weftSuccess) message = weftGetLastError(nullptr);
   }
   if (c->internal != nullptr) cudaStreamDestroy(c->internal);
-  delete c;
+  // The shell stays allocated (and dead): its address is never reused by a new handle.
+  c->internal = nullptr;
+  c->weft = nullptr;
+  c->real = nullptr;
+  c->ops.clear();
+  c->failure.clear();
   if (r != weftSuccess) fail(static_cast<ErrorCode>(r), message);
 }
 

@@ -50,6 +50,8 @@ struct PeerInfo {
   CommConfig cfg;
   cudaIpcMemHandle_t handle;
   uint64_t arena;
+  uint64_t start_time;  ///< of its process (peer_watchdog.hpp): tells a reused pid from it
+  uint64_t done_flag;   ///< id of its DoneFlag, for ranks in the same process
 };
 
 const char* prim_name(int p) {
@@ -81,8 +83,6 @@ CommConfig CommConfig::from_env() {
 struct Communicator::Registration {
   void* ptr = nullptr;
   uint64_t bytes = 0;
-  std::vector<void*> peer;      ///< by rank
-  std::vector<void*> opened;    ///< bases opened with cudaIpcOpenMemHandle (to close)
 };
 
 std::unique_ptr<Communicator> Communicator::create(const UniqueId& id, int nranks, int rank, int device) {
@@ -90,6 +90,10 @@ std::unique_ptr<Communicator> Communicator::create(const UniqueId& id, int nrank
   c->rank_ = rank;
   c->nranks_ = nranks;
   c->device_ = device;
+  // Every WEFT_* value is checked here, so a bad one is an error now rather than at the
+  // first collective that reads it (or never).
+  config::validate_environment();
+  sweep_deferred();
   c->timeout_s_ = config::get_seconds("WEFT_TIMEOUT");
   c->env_overrides_ = !config::get_string("WEFT_ALGO").empty() || !config::get_string("WEFT_PROTO").empty() ||
                       config::get_int("WEFT_INSTANCES") != 0 || config::get_int("WEFT_MICROBATCH_BYTES") != 0;
@@ -139,6 +143,7 @@ void Communicator::init_memory() {
   WEFT_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&abort_dev_), abort_host_, 0));
   WEFT_CUDA_CHECK(cudaStreamSynchronize(setup_stream_));
 
+  done_ = make_done_flag();
   PeerInfo mine{};
   mine.version = bootstrap_version();
   mine.rank = rank_;
@@ -148,9 +153,12 @@ void Communicator::init_memory() {
   mine.cfg = layout_.cfg;
   WEFT_CUDA_CHECK(cudaIpcGetMemHandle(&mine.handle, arena_));
   mine.arena = reinterpret_cast<uint64_t>(arena_);
+  mine.start_time = process_start_time(mine.pid);
+  mine.done_flag = done_->id;
   std::vector<PeerInfo> all(static_cast<size_t>(nranks_));
   all[static_cast<size_t>(rank_)] = mine;
-  boot_->allgather(all.data(), sizeof(PeerInfo));
+  const double wait_s = host_wait_seconds(timeout_s_);
+  boot_->allgather(all.data(), sizeof(PeerInfo), wait_s);
 
   peer_arena_.assign(static_cast<size_t>(nranks_), nullptr);
   peer_ipc_opened_.assign(static_cast<size_t>(nranks_), false);
@@ -208,7 +216,48 @@ void Communicator::init_memory() {
   WEFT_CUDA_CHECK(cudaMemcpyAsync(p2p_conns_, table.data(), table.size() * sizeof(exec::DevConn),
                                   cudaMemcpyHostToDevice, setup_stream_));
   WEFT_CUDA_CHECK(cudaStreamSynchronize(setup_stream_));
-  boot_->barrier();
+  boot_->barrier(wait_s);
+
+  // Who may write into this rank's arena (every peer), and how each is watched: a peer in
+  // this process by its done flag (it cannot die alone), one in another process by its pid
+  // where this process sees it (same host, same pid namespace: the start time matches),
+  // and the ring neighbours also by their bootstrap connections.
+  std::vector<WatchedPeer> watched;
+  for (int p = 0; p < nranks_; ++p) {
+    if (p == rank_) continue;
+    const PeerInfo& pi = all[static_cast<size_t>(p)];
+    if (pi.pid == mine.pid) {
+      if (auto f = find_done_flag(pi.done_flag)) arena_writers_.local.push_back(f);
+      continue;
+    }
+    const bool visible = pi.start_time != 0 && process_start_time(pi.pid) == pi.start_time;
+    arena_writers_.remote.push_back({visible ? pi.pid : 0, pi.start_time});
+    if (visible) watched.push_back(WatchedPeer{p, pi.pid, pi.start_time, -1});
+  }
+  const int next = (rank_ + 1) % nranks_, prev = (rank_ + nranks_ - 1) % nranks_;
+  if (nranks_ > 1 && all[static_cast<size_t>(next)].pid != mine.pid)
+    watched.push_back(WatchedPeer{next, 0, 0, boot_->next_fd()});
+  if (nranks_ > 1 && all[static_cast<size_t>(prev)].pid != mine.pid)
+    watched.push_back(WatchedPeer{prev, 0, 0, boot_->prev_fd()});
+  start_watchdog(watched);
+}
+
+void Communicator::start_watchdog(const std::vector<WatchedPeer>& peers) {
+  watchdog_ = std::make_unique<PeerWatchdog>(peers, [this](int peer, const std::string& why) { on_peer_lost(peer, why); });
+}
+
+void Communicator::on_peer_lost(int peer, const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lock(error_mu_);
+    if (broken_ == ErrorCode::Success) {
+      broken_ = ErrorCode::Remote;
+      broken_message_ = "rank " + std::to_string(rank_) + ": " + why +
+                        "; its collectives cannot complete, so this communicator is unusable: abort or destroy it";
+    }
+  }
+  WEFT_LOG(Warn, "INIT", "rank " << rank_ << ": lost rank " << peer << ": " << why << "; aborting its kernels");
+  // The watchdog is stopped before abort_host_ is freed, so it is valid here.
+  if (abort_host_ != nullptr) *reinterpret_cast<volatile uint32_t*>(abort_host_) = 1;
 }
 
 exec::DevConn Communicator::make_conn(const ConnRef& ref) const {
@@ -243,8 +292,8 @@ Communicator::CachedPlan& Communicator::plan_for(Collective c, const std::string
   auto it = plans_.find(key);
   if (it != plans_.end()) return *it->second;
   auto cp = std::make_unique<CachedPlan>();
-  cp->lp = lower_plan(make_plan(c, nranks_, algorithm, protocol, instances, in_place, root), nranks_,
-                      layout_.cfg.connections);
+  cp->lp = lower_plan(make_plan(c, nranks_, algorithm, protocol, instances, in_place, root, layout_.cfg.depth),
+                      nranks_, layout_.cfg.connections);
   // Every plan runs on the CPU emulator once before it reaches the GPU (deadlock, result,
   // stray writes); every rank checks the same plan, so all fail alike.
   check_plan_on_emulator(cp->lp, layout_.cfg.depth);
@@ -358,60 +407,62 @@ void Communicator::check_usable() {
 void Communicator::destroy() {
   std::lock_guard<std::mutex> lock(mu_);
   if (freed_) return;
-  DeviceGuard guard(device_);
-  if (launched_) {
-    // Kernels of this communicator end within WEFT_TIMEOUT (every device wait is bounded),
-    // so waiting for the device is bounded as far as weft is concerned.
-    cudaError_t err = cudaDeviceSynchronize();
-    if (err != cudaSuccess)
-      WEFT_LOG(Warn, "INIT", "rank " << rank_ << ": device error at destroy: " << cudaGetErrorString(err));
-  }
   free_all(true);
 }
 
 void Communicator::abort() {
   std::lock_guard<std::mutex> lock(mu_);
   if (freed_) return;
-  DeviceGuard guard(device_);
-  if (abort_host_ != nullptr) *abort_host_ = 1;
+  if (abort_host_ != nullptr) *reinterpret_cast<volatile uint32_t*>(abort_host_) = 1;
+  // The peers' watchdogs see the bootstrap close and stop their kernels too.
+  if (watchdog_) watchdog_->stop();
+  if (boot_) boot_->close();
   free_all(false);
 }
 
-void Communicator::free_all(bool barrier) {
+void Communicator::free_all(bool graceful) {
   if (freed_) return;
   freed_ = true;
-  if (barrier && all_local_) {
-    // One process drives every rank (often from one thread, destroying them in turn, so a
-    // barrier would wait for a rank not yet destroyed). Peers' kernels that may still write
-    // into this rank's memory run on devices of this process: wait for those devices
-    // (every kernel ends within WEFT_TIMEOUT).
-    for (int d : peer_device_)
-      if (d >= 0) {
-        DeviceGuard g(d);
-        cudaDeviceSynchronize();
-      }
-  } else if (barrier && boot_) {
-    try {
-      boot_->barrier(timeout_s_);
-    } catch (const Error& e) {
-      WEFT_LOG(Warn, "INIT", "rank " << rank_ << ": the other ranks did not all reach destroy: " << e.what());
-    }
-  }
   DeviceGuard guard(device_);
-  // cudaFree waits for kernels still running; they end at their next wait once aborted.
+  if (launched_) {
+    // This rank's kernels end at their next wait once aborted, when the watchdog reports a
+    // lost peer, or at WEFT_TIMEOUT; so the wait is bounded as far as weft is concerned.
+    cudaError_t err = cudaDeviceSynchronize();
+    if (err != cudaSuccess)
+      WEFT_LOG(Warn, "INIT", "rank " << rank_ << ": device error at destroy: " << cudaGetErrorString(err));
+  }
+  // None of this rank's kernels runs any more, and none will: peers in this process may
+  // free memory this rank wrote into.
+  if (done_) done_->done = true;
+  // Stopped before the meeting: once it is over, the peers close their connections.
+  if (watchdog_) watchdog_->stop();
+  const double wait_s = host_wait_seconds(timeout_s_);
+  auto meet = [&](const char* what) {
+    try {
+      boot_->barrier(wait_s);
+      return true;
+    } catch (const Error& e) {
+      WEFT_LOG(Warn, "INIT", "rank " << rank_ << ": the other ranks did not all " << what << ": " << e.what());
+      return false;
+    }
+  };
+  // One process driving every rank (often from one thread, destroying them in turn) cannot
+  // meet: there the done flags say when a peer has stopped.
+  const bool meets = graceful && !all_local_ && boot_ && nranks_ > 1;
+  // 1. Every rank's kernels have ended: nobody writes into anyone's arena any more.
+  const bool stopped = meets && meet("reach destroy");
+  for (size_t p = 0; p < peer_arena_.size(); ++p)
+    if (peer_ipc_opened_[p] && peer_arena_[p] != nullptr) cudaIpcCloseMemHandle(peer_arena_[p]);
+  peer_arena_.clear();
+  // 2. Every rank has unmapped the others' arenas: each may free its own.
+  const bool unmapped = stopped && meet("finish destroy");
   for (auto& [key, cp] : plans_)
     if (cp->mem) cudaFree(cp->mem);
   plans_.clear();
   for (void* p : scratch_) cudaFree(p);
   scratch_.clear();
-  for (auto& [h, reg] : registrations_)
-    for (void* p : reg->opened) cudaIpcCloseMemHandle(p);
   registrations_.clear();
-  for (size_t p = 0; p < peer_arena_.size(); ++p)
-    if (peer_ipc_opened_[p] && peer_arena_[p] != nullptr) cudaIpcCloseMemHandle(peer_arena_[p]);
-  peer_arena_.clear();
   if (p2p_conns_) cudaFree(p2p_conns_);
-  if (arena_) cudaFree(arena_);
   if (error_claim_) cudaFree(error_claim_);
   {
     std::lock_guard<std::mutex> lock(error_mu_);
@@ -421,13 +472,34 @@ void Communicator::free_all(bool barrier) {
   if (abort_host_) cudaFreeHost(abort_host_);
   if (setup_stream_) cudaStreamDestroy(setup_stream_);
   p2p_conns_ = nullptr;
-  arena_ = nullptr;
   error_claim_ = nullptr;
-  error_host_ = nullptr;
   abort_host_ = nullptr;
   setup_stream_ = nullptr;
   cudaGetLastError();
   if (boot_) boot_->close();
+  if (arena_ != nullptr) {
+    // The peers write into the arena: free it once none can any more (at once when they
+    // all met us, or when every peer has stopped, exited, or outlived its deadline).
+    Writers w = arena_writers_;
+    if (unmapped) w.remote.clear();
+    if (timeout_s_ > 0)
+      w.grace_end = std::chrono::steady_clock::now() +
+                    std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                        std::chrono::duration<double>(timeout_s_ + 5));
+    char* arena = arena_;
+    const int device = device_;
+    const uint64_t bytes = layout_.total();
+    arena_ = nullptr;
+    free_when_done(w, [arena, device] {
+      DeviceGuard g(device);
+      cudaFree(arena);
+      cudaGetLastError();
+    });
+    if (deferred_count() > 0)
+      WEFT_LOG(Info, "INIT", "rank " << rank_ << ": " << bytes / (1 << 20)
+                                      << " MiB of connection state stay allocated until no peer can write into them");
+  }
+  sweep_deferred();
 }
 
 void* Communicator::register_buffer(void* ptr, uint64_t bytes) {
@@ -452,36 +524,12 @@ void* Communicator::register_buffer(void* ptr, uint64_t bytes) {
     fail(ErrorCode::InvalidArgument, "weftCommRegister: " + std::to_string(reinterpret_cast<uintptr_t>(ptr)) +
                                          " is not device memory of this process");
   const uint64_t offset = reinterpret_cast<uint64_t>(ptr) - base;
-  if (offset + bytes > size) fail(ErrorCode::InvalidArgument, "weftCommRegister: the range runs past its allocation");
-  struct Entry {
-    cudaIpcMemHandle_t handle;
-    uint64_t offset;
-    uint64_t address;
-    int32_t pid;
-    int32_t pad;
-  };
-  std::vector<Entry> all(static_cast<size_t>(nranks_));
-  Entry& me = all[static_cast<size_t>(rank_)];
-  WEFT_CUDA_CHECK(cudaIpcGetMemHandle(&me.handle, reinterpret_cast<void*>(base)));
-  me.offset = offset;
-  me.address = reinterpret_cast<uint64_t>(ptr);
-  me.pid = static_cast<int32_t>(getpid());
-  boot_->allgather(all.data(), sizeof(Entry));
+  if (bytes > size - offset) fail(ErrorCode::InvalidArgument, "weftCommRegister: the range runs past its allocation");
+  // Local, as NCCL's registration is: no other rank takes part, so ranks may register
+  // different buffers, in any order, or not at all.
   auto reg = std::make_unique<Registration>();
   reg->ptr = ptr;
   reg->bytes = bytes;
-  reg->peer.assign(static_cast<size_t>(nranks_), nullptr);
-  for (int p = 0; p < nranks_; ++p) {
-    const Entry& e = all[static_cast<size_t>(p)];
-    if (p == rank_ || e.pid == me.pid) {
-      reg->peer[static_cast<size_t>(p)] = reinterpret_cast<void*>(e.address);
-      continue;
-    }
-    void* mapped = nullptr;
-    WEFT_CUDA_CHECK(cudaIpcOpenMemHandle(&mapped, e.handle, cudaIpcMemLazyEnablePeerAccess));
-    reg->opened.push_back(mapped);
-    reg->peer[static_cast<size_t>(p)] = static_cast<char*>(mapped) + e.offset;
-  }
   void* handle = reg.get();
   registrations_[handle] = std::move(reg);
   return handle;
@@ -491,15 +539,7 @@ void Communicator::deregister_buffer(void* handle) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = registrations_.find(handle);
   if (it == registrations_.end()) fail(ErrorCode::InvalidArgument, "weftCommDeregister: unknown handle");
-  DeviceGuard guard(device_);
-  for (void* p : it->second->opened) cudaIpcCloseMemHandle(p);
   registrations_.erase(it);
-}
-
-void* Communicator::peer_address(void* handle, int peer) const {
-  auto it = registrations_.find(handle);
-  if (it == registrations_.end() || peer < 0 || peer >= nranks_) return nullptr;
-  return it->second->peer[static_cast<size_t>(peer)];
 }
 
 }  // namespace weft
