@@ -173,8 +173,8 @@ void* ensure_real_comm(ncclComm& c, const std::string& kind) {
     cfg.blocking = 0;
     int res = r->CommInitRankConfig(&rc, c.nranks, c.fallback_id, c.rank, &cfg);
     if (res != 0 && res != ncclInProgress) check_real(*r, res, "ncclCommInitRankConfig", rc);
-    const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::duration<double>(config::get_seconds("WEFT_TIMEOUT"));
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::duration<double>(config::wait_seconds(config::get_seconds("WEFT_TIMEOUT")));
     int state = ncclInProgress;
     while (true) {
       if (rc == nullptr || r->CommGetAsyncError(rc, &state) != 0) state = ncclInternalError;

@@ -157,7 +157,7 @@ void Communicator::init_memory() {
   mine.done_flag = done_->id;
   std::vector<PeerInfo> all(static_cast<size_t>(nranks_));
   all[static_cast<size_t>(rank_)] = mine;
-  const double wait_s = host_wait_seconds(timeout_s_);
+  const double wait_s = config::wait_seconds(timeout_s_);
   boot_->allgather(all.data(), sizeof(PeerInfo), wait_s);
 
   peer_arena_.assign(static_cast<size_t>(nranks_), nullptr);
@@ -436,7 +436,7 @@ void Communicator::free_all(bool graceful) {
   if (done_) done_->done = true;
   // Stopped before the meeting: once it is over, the peers close their connections.
   if (watchdog_) watchdog_->stop();
-  const double wait_s = host_wait_seconds(timeout_s_);
+  const double wait_s = config::wait_seconds(timeout_s_);
   auto meet = [&](const char* what) {
     try {
       boot_->barrier(wait_s);

@@ -120,9 +120,6 @@ class Communicator {
   void* register_buffer(void* ptr, uint64_t bytes);
   void deregister_buffer(void* handle);
 
-  /// WEFT_TIMEOUT as the host waits use it: the seconds, or (0: no deadline) a very long time.
-  static double host_wait_seconds(double timeout_s) { return timeout_s > 0 ? timeout_s : 1e9; }
-
  private:
   /// A plan lowered for this communicator and uploaded: the arrays live in `mem`.
   struct CachedPlan {

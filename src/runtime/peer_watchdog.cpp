@@ -18,39 +18,51 @@ namespace weft {
 
 namespace {
 
-/// The state letter and start time of /proc/<pid>/stat; false when it cannot be read.
-bool read_stat(int32_t pid, char* state, uint64_t* start_time) {
+/// What /proc/<pid>/stat says of a process.
+struct Stat {
+  char state = 0;
+  uint64_t flags = 0;
+  uint64_t start_time = 0;
+};
+
+/// Reads /proc/<pid>/stat; false when it cannot be read (no such process).
+bool read_stat(int32_t pid, Stat* st) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
   std::string line;
   if (!f || !std::getline(f, line)) return false;
   // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so fields are
-  // counted after the last ')'. State is field 3, the start time field 22.
+  // counted after the last ')'. State is field 3, the flags field 9, the start time 22.
   const size_t close = line.rfind(')');
   if (close == std::string::npos) return false;
   std::istringstream rest(line.substr(close + 1));
   std::string field;
-  if (!(rest >> field) || field.empty()) return false;
-  *state = field[0];
-  for (int i = 4; i <= 22; ++i)
-    if (!(rest >> field)) return false;
-  *start_time = std::strtoull(field.c_str(), nullptr, 10);
+  for (int i = 3; i <= 22; ++i) {
+    if (!(rest >> field) || field.empty()) return false;
+    if (i == 3) st->state = field[0];
+    if (i == 9) st->flags = std::strtoull(field.c_str(), nullptr, 10);
+  }
+  st->start_time = std::strtoull(field.c_str(), nullptr, 10);
   return true;
 }
+
+/// PF_EXITING (include/linux/sched.h): set on a task as it starts to exit, before it closes
+/// its files, so a dying process is seen before its sockets close.
+constexpr uint64_t kExiting = 0x4;
 
 }  // namespace
 
 uint64_t process_start_time(int32_t pid) {
-  char state = 0;
-  uint64_t start = 0;
-  return pid > 0 && read_stat(pid, &state, &start) ? start : 0;
+  Stat st;
+  return pid > 0 && read_stat(pid, &st) ? st.start_time : 0;
 }
 
 bool process_alive(int32_t pid, uint64_t start_time) {
-  char state = 0;
-  uint64_t start = 0;
-  if (pid <= 0 || !read_stat(pid, &state, &start)) return false;
-  if (state == 'Z' || state == 'X' || state == 'x') return false;
-  return start_time == 0 || start == start_time;
+  Stat st;
+  if (pid <= 0 || !read_stat(pid, &st)) return false;
+  // The flags and state are those of the process's main thread: a main thread that ends
+  // alone (pthread_exit) while others run reads as an exited process.
+  if (st.state == 'Z' || st.state == 'X' || st.state == 'x' || (st.flags & kExiting) != 0) return false;
+  return start_time == 0 || st.start_time == start_time;
 }
 
 PeerWatchdog::PeerWatchdog(std::vector<WatchedPeer> peers, OnLoss on_loss, double period_s)
@@ -118,7 +130,7 @@ void PeerWatchdog::run() {
       // gone, so look again for a short while.
       why = "rank " + std::to_string(peers_[static_cast<size_t>(lost)].rank) +
             " closed its bootstrap connection (it exited, aborted, or lost a peer of its own)";
-      for (int tries = 0; tries < 10; ++tries) {
+      for (int tries = 0; tries < 33; ++tries) {
         const int dead = exited_peer();
         if (dead >= 0) {
           lost = dead;

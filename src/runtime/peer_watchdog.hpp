@@ -2,8 +2,8 @@
 // that a dead rank is an error naming it instead of a wait until WEFT_TIMEOUT.
 //
 // One thread per communicator watches two signs, for each peer it can:
-//   - its process (same host): gone, a zombie, or its pid now naming another process (the
-//     start time exchanged at initialization differs) means it exited;
+//   - its process (same host): exiting, gone, a zombie, or its pid now naming another
+//     process (the start time exchanged at initialization differs) means it exited;
 //   - a connection to it (the bootstrap ring's sockets to the neighbours): closed or reset
 //     means it exited, aborted, or gave up after losing a peer of its own.
 // The first loss is reported once, through the callback, from the watchdog's thread; the
@@ -25,8 +25,8 @@ namespace weft {
 /// such process is visible.
 uint64_t process_start_time(int32_t pid);
 
-/// False when process `pid` has exited (gone or a zombie) or the pid now names a process
-/// that did not start at `start_time`.
+/// False when process `pid` is exiting or has exited (gone or a zombie), or the pid now
+/// names a process that did not start at `start_time` (0: any start time).
 bool process_alive(int32_t pid, uint64_t start_time);
 
 struct WatchedPeer {

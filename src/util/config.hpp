@@ -44,6 +44,11 @@ bool get_bool(std::string_view name);
 /// exponents and values outside the variable's range are InvalidArgument errors.
 double get_seconds(std::string_view name);
 
+/// The rule of every wait bounded by WEFT_TIMEOUT, host and device alike: `timeout_s`
+/// seconds, and 0 means no deadline (the device takes a timeout of 0 as none; a host wait
+/// takes 1e9 seconds, and the bootstrap's socket waits cap any deadline at a day).
+inline double wait_seconds(double timeout_s) { return timeout_s > 0 ? timeout_s : 1e9; }
+
 /// Parses every Int, Bool and Seconds variable set in the environment, so that a bad value
 /// is an error when a communicator is created rather than at the first use (or never).
 /// Throws the first error found.

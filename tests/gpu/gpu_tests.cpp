@@ -8,6 +8,10 @@
 //   initall                        one process driving every GPU (weftCommInitAll)
 //   never_joins                    rank 1 never joins: rank 0 gets an error in bounded time
 //   peer_stops  [--counts N]       rank 1 stops taking part: rank 0 gets weftTimeout (N floats)
+//   peer_dies   [--counts N]       rank 1 is killed mid-collective, WEFT_TIMEOUT unset: rank 0
+//                                  gets weftRemoteError naming rank 1 within seconds
+//   handles                        a destroyed communicator used again, overflowing counts,
+//                                  registration on one rank only: errors, never hangs or crashes
 #include <cuda_runtime_api.h>
 #include <unistd.h>
 
@@ -408,6 +412,110 @@ int peer_stops(const Options& o, int rank, const weftUniqueId& id) {
   return ok ? 0 : 1;
 }
 
+int peer_dies(const Options& o, int rank, const weftUniqueId& id) {
+  unsetenv("WEFT_TIMEOUT");  // the default deadline (600 s): only the peer watchdog ends the wait in time
+  weftComm_t comm;
+  WEFT_OK(weftCommInitRank(&comm, 2, id, rank));
+  cudaStream_t st;
+  CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  auto ws = reinterpret_cast<weftStream_t>(st);
+  const size_t count = o.counts.empty() ? size_t(1) << 20 : o.counts.front();
+  float* buf = nullptr;
+  CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&buf), count * 4));
+  CUDA_OK(cudaMemset(buf, 0, count * 4));
+  WEFT_OK(weftAllReduce(buf, buf, count, weftFloat32, weftSum, comm, ws));
+  if (!gt::sync_bounded(ws, 30)) return 1;
+  if (rank == 1) {
+    // Rank 0 is inside the next collective by now, waiting for this rank's data. This rank
+    // ends at once, destroying nothing, as a crash or a kill would end it (_exit rather
+    // than SIGKILL only so that the launcher counts the exit as intended).
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    std::printf("rank 1: exits without a word\n");
+    std::fflush(stdout);
+    _exit(0);
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  WEFT_OK(weftAllReduce(buf, buf, count, weftFloat32, weftSum, comm, ws));
+  bool finished = gt::sync_bounded(ws, 30);
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  weftResult_t ae = weftSuccess;
+  WEFT_OK(weftCommGetAsyncError(comm, &ae));
+  std::string msg = weftGetLastError(nullptr);
+  std::printf("rank 0: kernel %s after %.1f s; async error %s: %s\n", finished ? "ended" : "still running", s,
+              weftGetErrorString(ae), msg.c_str());
+  weftResult_t again = weftAllReduce(buf, buf, count, weftFloat32, weftSum, comm, ws);
+  std::printf("rank 0: the next call returns %s\n", weftGetErrorString(again));
+  // Destroy (not abort) with a dead peer: the meeting fails at once, and the arena is freed
+  // because its only writer has exited.
+  auto t1 = std::chrono::steady_clock::now();
+  weftResult_t d = weftCommDestroy(comm);
+  double ds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  std::printf("rank 0: weftCommDestroy returned %s after %.1f s\n", weftGetErrorString(d), ds);
+  bool ok = finished && s < 10 && ae == weftRemoteError && again == weftRemoteError && d == weftSuccess && ds < 10 &&
+            msg.find("rank 1 (process") != std::string::npos && msg.find("exited") != std::string::npos;
+  return ok ? 0 : 1;
+}
+
+/// Expects `r` to be weftInvalidArgument with `needle` in the message.
+int expect_invalid(int rank, const char* what, weftResult_t r, const char* needle) {
+  std::string msg = weftGetLastError(nullptr);
+  const bool ok = r == weftInvalidArgument && msg.find(needle) != std::string::npos;
+  std::printf("rank %d: %s returns %s: %s%s\n", rank, what, weftGetErrorString(r), msg.c_str(), ok ? "" : "  <- FAIL");
+  return ok ? 0 : 1;
+}
+
+int handles(int rank, const weftUniqueId& id) {
+  weftComm_t comm;
+  WEFT_OK(weftCommInitRank(&comm, 2, id, rank));
+  cudaStream_t st;
+  CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  auto ws = reinterpret_cast<weftStream_t>(st);
+  int failures = 0;
+  // Registration is local: rank 0 registers two buffers, rank 1 none, and neither waits.
+  float* buf = nullptr;
+  CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&buf), 1 << 20));
+  if (rank == 0) {
+    void *h1 = nullptr, *h2 = nullptr;
+    auto t0 = std::chrono::steady_clock::now();
+    WEFT_OK(weftCommRegister(comm, buf, 1 << 20, &h1));
+    WEFT_OK(weftCommRegister(comm, buf + 1024, 4096, &h2));
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (s > 1) {
+      std::printf("rank 0: registering took %.1f s (waited for rank 1?)\n", s);
+      ++failures;
+    }
+    WEFT_OK(weftCommDeregister(comm, h2));
+    WEFT_OK(weftCommDeregister(comm, h1));
+    failures += expect_invalid(rank, "weftCommRegister past the allocation",
+                               weftCommRegister(comm, buf, (1 << 20) + 4, &h1), "runs past its allocation");
+  }
+  // Counts whose byte size wraps are errors, never a shorter transfer.
+  const size_t huge = size_t(1) << 62;
+  failures += expect_invalid(rank, "weftAllReduce of 2^62 floats", weftAllReduce(buf, buf, huge, weftFloat32, weftSum, comm, ws),
+                             "overflows 64 bits");
+  failures += expect_invalid(rank, "weftAllGather of 2^63 bytes x 2 ranks",
+                             weftAllGather(buf, buf, size_t(1) << 63, weftUint8, comm, ws), "overflows 64 bits");
+  failures += expect_invalid(rank, "weftSend of 2^62 floats", weftSend(buf, huge, weftFloat32, 1 - rank, comm, ws),
+                             "overflows 64 bits");
+  // The communicator still works.
+  WEFT_OK(weftAllReduce(buf, buf, 1024, weftFloat32, weftSum, comm, ws));
+  if (!gt::sync_bounded(ws, 30)) return 1;
+  WEFT_OK(weftCommDestroy(comm));
+  // A destroyed handle: an error from every call, not a double free or a hang.
+  failures += expect_invalid(rank, "weftCommDestroy again", weftCommDestroy(comm), "destroyed");
+  failures += expect_invalid(rank, "weftCommAbort after destroy", weftCommAbort(comm), "destroyed");
+  failures += expect_invalid(rank, "weftAllReduce after destroy",
+                             weftAllReduce(buf, buf, 1024, weftFloat32, weftSum, comm, ws), "destroyed");
+  int n = 0;
+  failures += expect_invalid(rank, "weftCommCount after destroy", weftCommCount(comm, &n), "destroyed");
+  // Never a communicator at all.
+  failures += expect_invalid(rank, "weftCommCount of a stray pointer",
+                             weftCommCount(reinterpret_cast<weftComm_t>(buf), &n), "is not one");
+  cudaFree(buf);
+  std::printf("rank %d: handles %s\n", rank, failures ? "FAILED" : "passed");
+  return failures ? 1 : 0;
+}
+
 std::vector<size_t> parse_counts(const std::string& s) {
   std::vector<size_t> out;
   size_t pos = 0;
@@ -426,7 +534,7 @@ std::vector<size_t> parse_counts(const std::string& s) {
 int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
   if (argc < 2) {
-    std::printf("usage: %s collectives|p2p|graph|initall|never_joins|peer_stops [--ranks N] [--full] [--counts a,b] [--only COLL]\n", argv[0]);
+    std::printf("usage: %s collectives|p2p|graph|initall|never_joins|peer_stops|peer_dies|handles [--ranks N] [--full] [--counts a,b] [--only COLL]\n", argv[0]);
     return 2;
   }
   std::string cmd = argv[1];
@@ -449,6 +557,9 @@ int main(int argc, char** argv) {
   }
   if (cmd == "peer_stops")
     return gt::run_ranks(2, [&](int r, const weftUniqueId& id) { return peer_stops(o, r, id); }, 90, cmd);
+  if (cmd == "peer_dies")
+    return gt::run_ranks(2, [&](int r, const weftUniqueId& id) { return peer_dies(o, r, id); }, 120, cmd);
+  if (cmd == "handles") return gt::run_ranks(2, handles, 120, cmd);
   std::printf("unknown test '%s'\n", cmd.c_str());
   return 2;
 }
