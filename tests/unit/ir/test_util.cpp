@@ -2,7 +2,9 @@
 
 #include <cstdlib>
 
+#include "util/checked.hpp"
 #include "util/config.hpp"
+#include "util/handle_registry.hpp"
 #include "util/error.hpp"
 #include "util/text.hpp"
 
@@ -116,6 +118,35 @@ TEST(Config, ValidateEnvironmentReportsTheFirstBadValue) {
   for (const auto& v : config::registry())
     if (v.type == config::Type::Int) EXPECT_NO_THROW(config::get_int(v.name)) << v.name;
     else if (v.type == config::Type::Seconds) EXPECT_NO_THROW(config::get_seconds(v.name)) << v.name;
+}
+
+TEST(Checked, OverflowIsAnErrorNamingTheOperands) {
+  EXPECT_EQ(checked_mul(1ull << 20, 4, "x"), 4ull << 20);
+  EXPECT_EQ(checked_mul(0, ~0ull, "x"), 0u);
+  EXPECT_EQ(checked_add(1, 2, "x"), 3u);
+  try {
+    checked_mul(1ull << 62, 4, "the count times the element size");
+    ADD_FAILURE() << "2^62 x 4 accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+    EXPECT_EQ(std::string(e.what()), "the count times the element size: 4611686018427387904 x 4 overflows 64 bits");
+  }
+  EXPECT_THROW(checked_add(~0ull, 1, "x"), Error);
+  EXPECT_NO_THROW(check_span(reinterpret_cast<void*>(uintptr_t{4096}), 1ull << 40, "buf"));
+  EXPECT_THROW(check_span(reinterpret_cast<void*>(~uintptr_t{0} - 15), 32, "buf"), Error);
+}
+
+TEST(HandleRegistry, LiveFromAddUntilRetire) {
+  HandleRegistry r;
+  int a = 0, b = 0;
+  EXPECT_FALSE(r.live(&a));
+  r.add(&a);
+  EXPECT_TRUE(r.live(&a));
+  EXPECT_FALSE(r.live(&b));
+  EXPECT_TRUE(r.retire(&a));
+  EXPECT_FALSE(r.live(&a));
+  EXPECT_FALSE(r.retire(&a));  // twice: refused
+  EXPECT_FALSE(r.retire(&b));  // never added
 }
 
 }  // namespace
