@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -53,6 +54,9 @@ struct PeerInfo {
   uint64_t start_time;  ///< of its process (peer_watchdog.hpp): tells a reused pid from it
   uint64_t done_flag;   ///< id of its DoneFlag, for ranks in the same process
 };
+
+/// The longest destroy waits for the other ranks to reach it (each of its two meetings).
+constexpr double kDestroyMeetSeconds = 60;
 
 const char* prim_name(int p) {
   static const char* names[] = {"send", "recv", "rrc", "rcs", "rrcs", "rrs", "copy", "reduce", "nop"};
@@ -436,7 +440,10 @@ void Communicator::free_all(bool graceful) {
   if (done_) done_->done = true;
   // Stopped before the meeting: once it is over, the peers close their connections.
   if (watchdog_) watchdog_->stop();
-  const double wait_s = config::wait_seconds(timeout_s_);
+  // The meetings only decide whether the arena can be freed now; a rank that comes later
+  // than this costs memory until it exits, not a destroy that hangs (NCCL's destroy does
+  // not wait for its peers at all).
+  const double wait_s = std::min(config::wait_seconds(timeout_s_), kDestroyMeetSeconds);
   auto meet = [&](const char* what) {
     try {
       boot_->barrier(wait_s);
