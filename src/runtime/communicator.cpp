@@ -222,28 +222,21 @@ void Communicator::init_memory() {
   WEFT_CUDA_CHECK(cudaStreamSynchronize(setup_stream_));
   boot_->barrier(wait_s);
 
-  // Who may write into this rank's arena (every peer), and how each is watched: a peer in
-  // this process by its done flag (it cannot die alone), one in another process by its pid
-  // where this process sees it (same host, same pid namespace: the start time matches),
-  // and the ring neighbours also by their bootstrap connections.
-  std::vector<WatchedPeer> watched;
+  // Who may write into this rank's arena: every peer. One in this process stops when its
+  // done flag says so; one in another process when it has exited, which this process can
+  // see only for a pid it sees as that process (else only the grace time ends the wait).
+  std::vector<PeerProcess> procs(static_cast<size_t>(nranks_));
   for (int p = 0; p < nranks_; ++p) {
-    if (p == rank_) continue;
     const PeerInfo& pi = all[static_cast<size_t>(p)];
+    procs[static_cast<size_t>(p)] = PeerProcess{pi.pid, pi.start_time};
+    if (p == rank_) continue;
     if (pi.pid == mine.pid) {
       if (auto f = find_done_flag(pi.done_flag)) arena_writers_.local.push_back(f);
-      continue;
+    } else {
+      arena_writers_.remote.push_back({process_visible(pi.pid, pi.start_time) ? pi.pid : 0, pi.start_time});
     }
-    const bool visible = pi.start_time != 0 && process_start_time(pi.pid) == pi.start_time;
-    arena_writers_.remote.push_back({visible ? pi.pid : 0, pi.start_time});
-    if (visible) watched.push_back(WatchedPeer{p, pi.pid, pi.start_time, -1});
   }
-  const int next = (rank_ + 1) % nranks_, prev = (rank_ + nranks_ - 1) % nranks_;
-  if (nranks_ > 1 && all[static_cast<size_t>(next)].pid != mine.pid)
-    watched.push_back(WatchedPeer{next, 0, 0, boot_->next_fd()});
-  if (nranks_ > 1 && all[static_cast<size_t>(prev)].pid != mine.pid)
-    watched.push_back(WatchedPeer{prev, 0, 0, boot_->prev_fd()});
-  start_watchdog(watched);
+  start_watchdog(watch_list(rank_, procs, boot_->next_fd(), boot_->prev_fd()));
 }
 
 void Communicator::start_watchdog(const std::vector<WatchedPeer>& peers) {

@@ -65,6 +65,27 @@ bool process_alive(int32_t pid, uint64_t start_time) {
   return start_time == 0 || st.start_time == start_time;
 }
 
+bool process_visible(int32_t pid, uint64_t start_time) {
+  return start_time != 0 && process_start_time(pid) == start_time;
+}
+
+std::vector<WatchedPeer> watch_list(int rank, const std::vector<PeerProcess>& procs, int next_fd, int prev_fd) {
+  const int n = static_cast<int>(procs.size());
+  const int32_t me = procs[static_cast<size_t>(rank)].pid;
+  std::vector<WatchedPeer> out;
+  for (int p = 0; p < n; ++p) {
+    const PeerProcess& pp = procs[static_cast<size_t>(p)];
+    if (p != rank && pp.pid != me && process_visible(pp.pid, pp.start_time))
+      out.push_back(WatchedPeer{p, pp.pid, pp.start_time, -1});
+  }
+  if (n > 1) {
+    const int next = (rank + 1) % n, prev = (rank + n - 1) % n;
+    if (procs[static_cast<size_t>(next)].pid != me && next_fd >= 0) out.push_back(WatchedPeer{next, 0, 0, next_fd});
+    if (procs[static_cast<size_t>(prev)].pid != me && prev_fd >= 0) out.push_back(WatchedPeer{prev, 0, 0, prev_fd});
+  }
+  return out;
+}
+
 PeerWatchdog::PeerWatchdog(std::vector<WatchedPeer> peers, OnLoss on_loss, double period_s)
     : peers_(std::move(peers)), on_loss_(std::move(on_loss)), period_s_(period_s) {
   bool any = false;

@@ -29,6 +29,24 @@ uint64_t process_start_time(int32_t pid);
 /// names a process that did not start at `start_time` (0: any start time).
 bool process_alive(int32_t pid, uint64_t start_time);
 
+/// True when this process sees `pid` as the process that started at `start_time` (same
+/// host and pid namespace); only then can its liveness be read here.
+bool process_visible(int32_t pid, uint64_t start_time);
+
+/// What each rank tells the others at initialization, for the watch.
+struct PeerProcess {
+  int32_t pid = 0;
+  uint64_t start_time = 0;  ///< process_start_time(pid) as that rank read it
+};
+
+struct WatchedPeer;
+
+/// The watch of rank `rank` (procs by rank, procs[rank] its own): the process of every peer
+/// in another process that this one sees (process_visible), and the ring connections to
+/// rank + 1 (`next_fd`) and from rank - 1 (`prev_fd`) where that neighbour lives in another
+/// process. Peers in this process are not watched: they cannot die alone.
+std::vector<WatchedPeer> watch_list(int rank, const std::vector<PeerProcess>& procs, int next_fd, int prev_fd);
+
 struct WatchedPeer {
   int rank = -1;
   int32_t pid = 0;          ///< 0: its process is not watched (another host, or this process)

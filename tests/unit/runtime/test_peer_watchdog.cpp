@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 
+#include "runtime/bootstrap.hpp"
 #include "runtime/deferred_free.hpp"
 #include "runtime/peer_watchdog.hpp"
 
@@ -161,6 +162,84 @@ TEST(PeerWatchdog, StopEndsTheWatchWithoutAReport) {
   waitpid(child, nullptr, 0);
   EXPECT_EQ(got.calls, 0);
   PeerWatchdog nothing({WatchedPeer{4, 0, 0, -1}}, got.callback());  // nothing to watch: no thread
+}
+
+TEST(PeerWatchdog, WatchListTakesVisibleProcessesAndRemoteNeighbours) {
+  const int32_t me = getpid();
+  const uint64_t st = process_start_time(me);
+  pid_t child = child_exiting_after(60000);
+  const uint64_t cst = process_start_time(child);
+  // Ranks 0 and 1 in this process, 2 the child, 3 a pid this process cannot see as the same
+  // process (another pid namespace: the start time differs).
+  std::vector<PeerProcess> procs = {
+      {me, st}, {me, st}, {static_cast<int32_t>(child), cst}, {static_cast<int32_t>(child), cst + 1}};
+  auto w = watch_list(1, procs, 11, 10);
+  // Rank 1 watches rank 2's process and its connection to rank 2 (next); rank 0 (prev)
+  // shares its process; rank 3's pid is not the process it claims.
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_EQ(w[0].rank, 2);
+  EXPECT_EQ(w[0].pid, child);
+  EXPECT_EQ(w[0].fd, -1);
+  EXPECT_EQ(w[1].rank, 2);
+  EXPECT_EQ(w[1].fd, 11);
+  EXPECT_TRUE(watch_list(0, {{me, st}}, -1, -1).empty());
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+}
+
+// End to end without a GPU: four processes join a bootstrap on loopback, tell each other
+// their pids as the communicator does, and watch; rank 2 then exits without a word. Every
+// other rank must name rank 2 within two seconds, ring neighbours or not.
+TEST(PeerWatchdog, ARingOfProcessesNamesTheRankThatExits) {
+  const int n = 4, dying = 2;
+  UniqueId id = start_bootstrap_root(net::resolve("127.0.0.1", 0), 0, 20);
+  std::vector<pid_t> pids;
+  for (int r = 0; r < n; ++r) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      int status = 1;
+      try {
+        auto b = Bootstrap::join(id, r, n, 20);
+        std::vector<PeerProcess> procs(n);
+        procs[r] = PeerProcess{static_cast<int32_t>(getpid()), process_start_time(getpid())};
+        b->allgather(procs.data(), sizeof(PeerProcess), 20);
+        Reports got;
+        PeerWatchdog w(watch_list(r, procs, b->next_fd(), b->prev_fd()), got.callback());
+        b->barrier(20);
+        if (r == dying) {
+          usleep(300000);
+          _exit(0);
+        }
+        const auto t0 = Clock::now();
+        if (got.wait(10)) {
+          const double s = std::chrono::duration<double>(got.when - t0).count();
+          const std::string want = "rank 2 (process " + std::to_string(procs[dying].pid) + ") exited";
+          status = got.rank == dying && got.why == want && s < 2.3 ? 0 : 3;
+          if (status != 0) std::printf("rank %d: got rank %d after %.2f s: %s\n", r, got.rank, s, got.why.c_str());
+        } else {
+          std::printf("rank %d: no report\n", r);
+          status = 4;
+        }
+        w.stop();
+        // Stay until every rank has seen rank 2 go: a survivor that exits at once would be a
+        // second dead peer, which a slower rank might name instead.
+        usleep(1500000);
+      } catch (const std::exception& e) {
+        std::printf("rank %d: %s\n", r, e.what());
+        status = 2;
+      }
+      std::fflush(stdout);
+      _exit(status);
+    }
+    pids.push_back(pid);
+  }
+  for (int r = 0; r < n; ++r) {
+    int st = 0;
+    waitpid(pids[static_cast<size_t>(r)], &st, 0);
+    EXPECT_TRUE(WIFEXITED(st)) << "rank " << r;
+    EXPECT_EQ(WEXITSTATUS(st), 0) << "rank " << r;
+  }
 }
 
 // Memory peers may still write into is freed only once every writer is done.
