@@ -240,7 +240,8 @@ void Communicator::init_memory() {
 }
 
 void Communicator::start_watchdog(const std::vector<WatchedPeer>& peers) {
-  watchdog_ = std::make_unique<PeerWatchdog>(peers, [this](int peer, const std::string& why) { on_peer_lost(peer, why); });
+  watchdog_ = std::make_unique<PeerWatchdog>(peers,
+                                             [this](int peer, const std::string& why) { on_peer_lost(peer, why); });
 }
 
 void Communicator::on_peer_lost(int peer, const std::string& why) {

@@ -134,7 +134,8 @@ void PeerWatchdog::run() {
     for (pollfd& p : fds) p.revents = 0;
     const int rc = ::poll(fds.data(), fds.size(), period_ms);
     if (rc < 0 && errno != EINTR) {
-      WEFT_LOG(Warn, "INIT", "peer watchdog: poll failed (" << std::strerror(errno) << "); peers are no longer watched");
+      WEFT_LOG(Warn, "INIT",
+               "peer watchdog: poll failed (" << std::strerror(errno) << "); peers are no longer watched");
       return;
     }
     if (fds[0].revents != 0) return;  // stop()

@@ -19,15 +19,6 @@ inline uint64_t checked_mul(uint64_t a, uint64_t b, const char* what) {
   return r;
 }
 
-/// a + b, checked like checked_mul.
-inline uint64_t checked_add(uint64_t a, uint64_t b, const char* what) {
-  uint64_t r = 0;
-  if (__builtin_add_overflow(a, b, &r))
-    fail(ErrorCode::InvalidArgument, std::string(what) + ": " + std::to_string(a) + " + " + std::to_string(b) +
-                                         " overflows 64 bits");
-  return r;
-}
-
 /// Throws InvalidArgument when [p, p + bytes) runs past the end of the address space.
 inline void check_span(const void* p, uint64_t bytes, const char* what) {
   const uint64_t base = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p));

@@ -375,56 +375,74 @@ int never_joins(int rank, const weftUniqueId& id) {
   return msg.find("rank 1 of 2 did not join") != std::string::npos ? 0 : 1;
 }
 
-int peer_stops(const Options& o, int rank, const weftUniqueId& id) {
-  setenv("WEFT_TIMEOUT", "3", 1);
-  weftComm_t comm;
-  WEFT_OK(weftCommInitRank(&comm, 2, id, rank));
+/// The fault cases' start: two ranks, a stream, `count` floats (1 Mi run the plan
+/// interpreter; --counts 1024 the one-shot kernel) and one AllReduce that completes.
+struct Fault {
+  weftComm_t comm = nullptr;
+  weftStream_t ws = nullptr;
+  float* buf = nullptr;
+  size_t count = 0;
+};
+
+int fault_start(const Options& o, int rank, const weftUniqueId& id, Fault* f) {
+  WEFT_OK(weftCommInitRank(&f->comm, 2, id, rank));
   cudaStream_t st;
   CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-  auto ws = reinterpret_cast<weftStream_t>(st);
-  // 1 Mi floats run the plan interpreter; --counts 1024 the one-shot kernel.
-  const size_t count = o.counts.empty() ? size_t(1) << 20 : o.counts.front();
-  float* buf = nullptr;
-  CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&buf), count * 4));
-  CUDA_OK(cudaMemset(buf, 0, count * 4));
-  WEFT_OK(weftAllReduce(buf, buf, count, weftFloat32, weftSum, comm, ws));
-  if (!gt::sync_bounded(ws, 30)) return 1;
+  f->ws = reinterpret_cast<weftStream_t>(st);
+  f->count = o.counts.empty() ? size_t(1) << 20 : o.counts.front();
+  CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&f->buf), f->count * 4));
+  CUDA_OK(cudaMemset(f->buf, 0, f->count * 4));
+  WEFT_OK(weftAllReduce(f->buf, f->buf, f->count, weftFloat32, weftSum, f->comm, f->ws));
+  return gt::sync_bounded(f->ws, 30) ? 0 : 1;
+}
+
+/// What rank 0 sees of an AllReduce that rank 1 never joins.
+struct FaultSeen {
+  bool finished = false;  ///< the kernel ended within 30 s
+  double seconds = 0;
+  weftResult_t async = weftSuccess;
+  std::string message;
+  weftResult_t again = weftSuccess;  ///< the next call's result
+};
+
+FaultSeen fault_seen_by_rank0(const Fault& f) {
+  FaultSeen r;
+  auto t0 = std::chrono::steady_clock::now();
+  weftResult_t launched = weftAllReduce(f.buf, f.buf, f.count, weftFloat32, weftSum, f.comm, f.ws);
+  r.finished = launched == weftSuccess && gt::sync_bounded(f.ws, 30);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (weftCommGetAsyncError(f.comm, &r.async) != weftSuccess) r.async = weftInternalError;
+  r.message = weftGetLastError(nullptr);
+  std::printf("rank 0: kernel %s after %.1f s; async error %s: %s\n", r.finished ? "ended" : "still running",
+              r.seconds, weftGetErrorString(r.async), r.message.c_str());
+  r.again = weftAllReduce(f.buf, f.buf, f.count, weftFloat32, weftSum, f.comm, f.ws);
+  std::printf("rank 0: the next call returns %s\n", weftGetErrorString(r.again));
+  return r;
+}
+
+int peer_stops(const Options& o, int rank, const weftUniqueId& id) {
+  setenv("WEFT_TIMEOUT", "3", 1);
+  Fault f;
+  if (fault_start(o, rank, id, &f) != 0) return 1;
   if (rank == 1) {
     // Stops taking part, stays alive until rank 0 has seen the timeout, then leaves.
     std::this_thread::sleep_for(std::chrono::seconds(12));
-    weftCommAbort(comm);
+    weftCommAbort(f.comm);
     return 0;
   }
-  auto t0 = std::chrono::steady_clock::now();
-  WEFT_OK(weftAllReduce(buf, buf, count, weftFloat32, weftSum, comm, ws));
-  bool finished = gt::sync_bounded(ws, 20);
-  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  weftResult_t ae = weftSuccess;
-  WEFT_OK(weftCommGetAsyncError(comm, &ae));
-  std::string msg = weftGetLastError(nullptr);
-  std::printf("rank 0: kernel %s after %.1f s; async error %s: %s\n", finished ? "ended" : "still running", s,
-              weftGetErrorString(ae), msg.c_str());
-  weftResult_t again = weftAllReduce(buf, buf, count, weftFloat32, weftSum, comm, ws);
-  std::printf("rank 0: the next call returns %s\n", weftGetErrorString(again));
-  WEFT_OK(weftCommAbort(comm));
-  bool ok = finished && ae == weftTimeout && again == weftTimeout && msg.find("rank 0") != std::string::npos &&
-            msg.find("thread block") != std::string::npos && msg.find("rank 1") != std::string::npos;
+  FaultSeen seen = fault_seen_by_rank0(f);
+  WEFT_OK(weftCommAbort(f.comm));
+  const std::string& msg = seen.message;
+  bool ok = seen.finished && seen.async == weftTimeout && seen.again == weftTimeout &&
+            msg.find("rank 0") != std::string::npos && msg.find("thread block") != std::string::npos &&
+            msg.find("rank 1") != std::string::npos;
   return ok ? 0 : 1;
 }
 
 int peer_dies(const Options& o, int rank, const weftUniqueId& id) {
   unsetenv("WEFT_TIMEOUT");  // the default deadline (600 s): only the peer watchdog ends the wait in time
-  weftComm_t comm;
-  WEFT_OK(weftCommInitRank(&comm, 2, id, rank));
-  cudaStream_t st;
-  CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-  auto ws = reinterpret_cast<weftStream_t>(st);
-  const size_t count = o.counts.empty() ? size_t(1) << 20 : o.counts.front();
-  float* buf = nullptr;
-  CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&buf), count * 4));
-  CUDA_OK(cudaMemset(buf, 0, count * 4));
-  WEFT_OK(weftAllReduce(buf, buf, count, weftFloat32, weftSum, comm, ws));
-  if (!gt::sync_bounded(ws, 30)) return 1;
+  Fault f;
+  if (fault_start(o, rank, id, &f) != 0) return 1;
   if (rank == 1) {
     // Rank 0 is inside the next collective by now, waiting for this rank's data. This rank
     // ends at once, destroying nothing, as a crash or a kill would end it (_exit rather
@@ -434,25 +452,16 @@ int peer_dies(const Options& o, int rank, const weftUniqueId& id) {
     std::fflush(stdout);
     _exit(0);
   }
-  auto t0 = std::chrono::steady_clock::now();
-  WEFT_OK(weftAllReduce(buf, buf, count, weftFloat32, weftSum, comm, ws));
-  bool finished = gt::sync_bounded(ws, 30);
-  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  weftResult_t ae = weftSuccess;
-  WEFT_OK(weftCommGetAsyncError(comm, &ae));
-  std::string msg = weftGetLastError(nullptr);
-  std::printf("rank 0: kernel %s after %.1f s; async error %s: %s\n", finished ? "ended" : "still running", s,
-              weftGetErrorString(ae), msg.c_str());
-  weftResult_t again = weftAllReduce(buf, buf, count, weftFloat32, weftSum, comm, ws);
-  std::printf("rank 0: the next call returns %s\n", weftGetErrorString(again));
+  FaultSeen seen = fault_seen_by_rank0(f);
   // Destroy (not abort) with a dead peer: the meeting fails at once, and the arena is freed
   // because its only writer has exited.
   auto t1 = std::chrono::steady_clock::now();
-  weftResult_t d = weftCommDestroy(comm);
+  weftResult_t d = weftCommDestroy(f.comm);
   double ds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
   std::printf("rank 0: weftCommDestroy returned %s after %.1f s\n", weftGetErrorString(d), ds);
-  bool ok = finished && s < 10 && ae == weftRemoteError && again == weftRemoteError && d == weftSuccess && ds < 10 &&
-            msg.find("rank 1 (process") != std::string::npos && msg.find("exited") != std::string::npos;
+  bool ok = seen.finished && seen.seconds < 10 && seen.async == weftRemoteError && seen.again == weftRemoteError &&
+            d == weftSuccess && ds < 10 && seen.message.find("rank 1 (process") != std::string::npos &&
+            seen.message.find("exited") != std::string::npos;
   return ok ? 0 : 1;
 }
 

@@ -115,15 +115,18 @@ TEST(Config, ValidateEnvironmentReportsTheFirstBadValue) {
   EXPECT_NO_THROW(config::validate_environment());
   unsetenv("WEFT_LOG_FILE");
   // Every numeric default is inside its own range.
-  for (const auto& v : config::registry())
-    if (v.type == config::Type::Int) EXPECT_NO_THROW(config::get_int(v.name)) << v.name;
-    else if (v.type == config::Type::Seconds) EXPECT_NO_THROW(config::get_seconds(v.name)) << v.name;
+  for (const auto& v : config::registry()) {
+    if (v.type == config::Type::Int) {
+      EXPECT_NO_THROW(config::get_int(v.name)) << v.name;
+    } else if (v.type == config::Type::Seconds) {
+      EXPECT_NO_THROW(config::get_seconds(v.name)) << v.name;
+    }
+  }
 }
 
 TEST(Checked, OverflowIsAnErrorNamingTheOperands) {
   EXPECT_EQ(checked_mul(1ull << 20, 4, "x"), 4ull << 20);
   EXPECT_EQ(checked_mul(0, ~0ull, "x"), 0u);
-  EXPECT_EQ(checked_add(1, 2, "x"), 3u);
   try {
     checked_mul(1ull << 62, 4, "the count times the element size");
     ADD_FAILURE() << "2^62 x 4 accepted";
@@ -131,7 +134,6 @@ TEST(Checked, OverflowIsAnErrorNamingTheOperands) {
     EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
     EXPECT_EQ(std::string(e.what()), "the count times the element size: 4611686018427387904 x 4 overflows 64 bits");
   }
-  EXPECT_THROW(checked_add(~0ull, 1, "x"), Error);
   EXPECT_NO_THROW(check_span(reinterpret_cast<void*>(uintptr_t{4096}), 1ull << 40, "buf"));
   EXPECT_THROW(check_span(reinterpret_cast<void*>(~uintptr_t{0} - 15), 32, "buf"), Error);
 }
