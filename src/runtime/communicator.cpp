@@ -491,12 +491,12 @@ void Communicator::free_all(bool graceful) {
     const int device = device_;
     const uint64_t bytes = layout_.total();
     arena_ = nullptr;
-    free_when_done(w, [arena, device] {
+    const bool freed = free_when_done(w, [arena, device] {
       DeviceGuard g(device);
       cudaFree(arena);
       cudaGetLastError();
     });
-    if (deferred_count() > 0)
+    if (!freed)
       WEFT_LOG(Info, "INIT", "rank " << rank_ << ": " << bytes / (1 << 20)
                                       << " MiB of connection state stay allocated until no peer can write into them");
   }

@@ -61,14 +61,15 @@ std::shared_ptr<DoneFlag> find_done_flag(uint64_t id) {
   return it == s.flags.end() ? nullptr : it->second.lock();
 }
 
-void free_when_done(Writers writers, std::function<void()> free_fn) {
+bool free_when_done(Writers writers, std::function<void()> free_fn) {
   if (all_done(writers)) {
     free_fn();
-    return;
+    return true;
   }
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
   s.pending.push_back(Pending{std::move(writers), std::move(free_fn)});
+  return false;
 }
 
 int sweep_deferred() {

@@ -44,8 +44,9 @@ struct Writers {
   std::chrono::steady_clock::time_point grace_end = std::chrono::steady_clock::time_point::max();
 };
 
-/// Runs `free_fn` now if every writer is done, else keeps it until a sweep finds them done.
-void free_when_done(Writers writers, std::function<void()> free_fn);
+/// Runs `free_fn` now if every writer is done (returns true), else keeps it until a sweep
+/// finds them done (returns false).
+bool free_when_done(Writers writers, std::function<void()> free_fn);
 /// Runs the free functions whose writers are all done; returns how many ran.
 int sweep_deferred();
 /// How many free functions are waiting.
