@@ -109,11 +109,15 @@ weftResult_t weftCommInitAll(weftComm_t* comms, int ndev, const int* devlist);
  *  MASTER_ADDR:MASTER_PORT, else a file under WEFT_BOOTSTRAP_DIR named after the job. */
 weftResult_t weftCommInitFromEnv(weftComm_t* comm);
 
-/** Waits for the communicator's work to finish (bounded by WEFT_TIMEOUT) and frees it. Using
- *  the handle again afterwards (destroying it again included) is weftInvalidArgument. */
+/** Waits for the communicator's work to finish (bounded by WEFT_TIMEOUT, or a lost peer),
+ *  meets the other ranks (at most 60 s) and frees it; memory peers may still write into is
+ *  freed once they cannot. Using the handle again afterwards (destroying it again included)
+ *  is weftInvalidArgument. */
 weftResult_t weftCommDestroy(weftComm_t comm);
 
-/** Stops the communicator's kernels at their next wait and frees it without waiting for peers. */
+/** Stops the communicator's kernels at their next wait, closes its bootstrap connections (the
+ *  peers notice at once) and frees it without waiting for peers (memory they may still write
+ *  into once they cannot). */
 weftResult_t weftCommAbort(weftComm_t comm);
 
 weftResult_t weftCommCount(const weftComm_t comm, int* count);
