@@ -447,9 +447,13 @@ void Communicator::free_all(bool graceful) {
       return false;
     }
   };
-  // One process driving every rank (often from one thread, destroying them in turn) cannot
-  // meet: there the done flags say when a peer has stopped.
-  const bool meets = graceful && !all_local_ && boot_ && nranks_ > 1;
+  // Ranks that share a process with another rank are often destroyed in turn by one thread
+  // (weftCommInitAll, nccl-tests' -g), which cannot meet: there the done flags say when a
+  // peer in this process has stopped, and the others' exit or deadline when they have.
+  bool shares_process = false;
+  for (int p = 0; p < static_cast<int>(peer_device_.size()); ++p)
+    shares_process |= p != rank_ && peer_device_[static_cast<size_t>(p)] >= 0;
+  const bool meets = graceful && !shares_process && boot_ && nranks_ > 1;
   // 1. Every rank's kernels have ended: nobody writes into anyone's arena any more.
   const bool stopped = meets && meet("reach destroy");
   for (size_t p = 0; p < peer_arena_.size(); ++p)
