@@ -250,7 +250,7 @@ void Communicator::on_peer_lost(int peer, const std::string& why) {
     if (broken_ == ErrorCode::Success) {
       broken_ = ErrorCode::Remote;
       broken_message_ = "rank " + std::to_string(rank_) + ": " + why +
-                        "; its collectives cannot complete, so this communicator is unusable: abort or destroy it";
+                        "; the communicator's collectives cannot complete, so it is unusable: abort or destroy it";
     }
   }
   WEFT_LOG(Warn, "INIT", "rank " << rank_ << ": lost rank " << peer << ": " << why << "; aborting its kernels");
