@@ -10,8 +10,9 @@
 //   peer_stops  [--counts N]       rank 1 stops taking part: rank 0 gets weftTimeout (N floats)
 //   peer_dies   [--counts N]       rank 1 is killed mid-collective, WEFT_TIMEOUT unset: rank 0
 //                                  gets weftRemoteError naming rank 1 within seconds
-//   handles                        a destroyed communicator used again, overflowing counts,
-//                                  registration on one rank only: errors, never hangs or crashes
+//   handles                        bad WEFT_* values at init, a destroyed communicator used
+//                                  again, overflowing counts, registration on one rank only:
+//                                  errors, never hangs or crashes
 #include <cuda_runtime_api.h>
 #include <unistd.h>
 
@@ -22,6 +23,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "runtime/launcher.hpp"
@@ -474,12 +476,21 @@ int expect_invalid(int rank, const char* what, weftResult_t r, const char* needl
 }
 
 int handles(int rank, const weftUniqueId& id) {
-  weftComm_t comm;
+  int failures = 0;
+  weftComm_t comm = nullptr;
+  // Bad configuration values are errors of the initialization itself, before any rank
+  // joins (so the id stays unused for the real communicator below).
+  for (const auto& [name, value] : {std::pair<const char*, const char*>{"WEFT_FIFO_DEPTH", "010"},
+                                    {"WEFT_INSTANCES", "-1"}, {"WEFT_TIMEOUT", "inf"}}) {
+    setenv(name, value, 1);
+    const std::string needle = std::string(name) + "='" + value + "'";
+    failures += expect_invalid(rank, needle.c_str(), weftCommInitRank(&comm, 2, id, rank), needle.c_str());
+    unsetenv(name);
+  }
   WEFT_OK(weftCommInitRank(&comm, 2, id, rank));
   cudaStream_t st;
   CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   auto ws = reinterpret_cast<weftStream_t>(st);
-  int failures = 0;
   // Registration is local: rank 0 registers two buffers, rank 1 none, and neither waits.
   float* buf = nullptr;
   CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&buf), 1 << 20));
