@@ -164,11 +164,8 @@ void Communicator::init_memory() {
   peer_arena_.assign(static_cast<size_t>(nranks_), nullptr);
   peer_ipc_opened_.assign(static_cast<size_t>(nranks_), false);
   peer_device_.assign(static_cast<size_t>(nranks_), -1);
-  all_local_ = true;
-  for (const PeerInfo& pi : all) {
-    all_local_ &= pi.pid == mine.pid && pi.host == mine.host;
+  for (const PeerInfo& pi : all)
     if (pi.pid == mine.pid && pi.host == mine.host) peer_device_[static_cast<size_t>(pi.rank)] = pi.device;
-  }
   peer_arena_[static_cast<size_t>(rank_)] = arena_;
   for (int p = 0; p < nranks_; ++p) {
     if (p == rank_) continue;

@@ -166,7 +166,6 @@ class Communicator {
   std::vector<char*> peer_arena_;       ///< by rank; own rank -> arena_
   std::vector<bool> peer_ipc_opened_;   ///< true when opened with cudaIpcOpenMemHandle
   std::vector<int> peer_device_;        ///< device of each rank living in this process, else -1
-  bool all_local_ = false;              ///< every rank lives in this process (weftCommInitAll)
   exec::ErrorRecord* error_host_ = nullptr;  ///< host-mapped
   exec::ErrorRecord* error_dev_ = nullptr;   ///< its device address
   uint32_t* abort_host_ = nullptr;
