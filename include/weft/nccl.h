@@ -63,7 +63,7 @@ typedef enum {
   ncclInternalError = 3,
   ncclInvalidArgument = 4,
   ncclInvalidUsage = 5,
-  ncclRemoteError = 6, /**< also a peer that stopped answering within WEFT_TIMEOUT */
+  ncclRemoteError = 6, /**< also a peer lost (its process exited) or one that stopped answering within WEFT_TIMEOUT */
   ncclInProgress = 7,
   ncclNumResults = 8
 } ncclResult_t;
@@ -236,7 +236,7 @@ ncclResult_t pncclCommCuDevice(const ncclComm_t comm, int* device);
 ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank);
 ncclResult_t pncclCommUserRank(const ncclComm_t comm, int* rank);
 
-/** Registers a buffer with the communicator (collective). */
+/** Registers a buffer with this rank of the communicator (local, as in NCCL: no other rank takes part). */
 ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle);
 ncclResult_t pncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle);
 ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle);

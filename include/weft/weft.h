@@ -10,9 +10,10 @@
  *
  * Every call returns a weftResult_t; weftGetLastError() returns the message of the last
  * failure on the calling thread (what failed and where: rank, peer, thread block, slot).
- * Collectives are asynchronous on `stream` and capturable in CUDA graphs. A peer that
- * stops answering surfaces as weftTimeout within WEFT_TIMEOUT seconds, from the call,
- * from weftCommGetAsyncError, or from the next call on the communicator.
+ * Collectives are asynchronous on `stream` and capturable in CUDA graphs. A peer whose
+ * process exits surfaces as weftRemoteError within a second; a live peer that stops
+ * answering as weftTimeout after WEFT_TIMEOUT seconds (default 600; 0: no deadline); either
+ * from weftCommGetAsyncError or from the next call on the communicator.
  * docs/c-api.md documents each call.
  */
 #ifndef WEFT_WEFT_H_
@@ -108,18 +109,23 @@ weftResult_t weftCommInitAll(weftComm_t* comms, int ndev, const int* devlist);
  *  MASTER_ADDR:MASTER_PORT, else a file under WEFT_BOOTSTRAP_DIR named after the job. */
 weftResult_t weftCommInitFromEnv(weftComm_t* comm);
 
-/** Waits for the communicator's work to finish (bounded by WEFT_TIMEOUT) and frees it. */
+/** Waits for the communicator's work to finish (bounded by WEFT_TIMEOUT, or a lost peer),
+ *  meets the other ranks (at most 60 s) and frees it; memory peers may still write into is
+ *  freed once they cannot. Using the handle again afterwards (destroying it again included)
+ *  is weftInvalidArgument. */
 weftResult_t weftCommDestroy(weftComm_t comm);
 
-/** Stops the communicator's kernels at their next wait and frees it without waiting for peers. */
+/** Stops the communicator's kernels at their next wait, closes its bootstrap connections (the
+ *  peers notice at once) and frees it without waiting for peers (memory they may still write
+ *  into once they cannot). */
 weftResult_t weftCommAbort(weftComm_t comm);
 
 weftResult_t weftCommCount(const weftComm_t comm, int* count);
 weftResult_t weftCommCuDevice(const weftComm_t comm, int* device);
 weftResult_t weftCommUserRank(const weftComm_t comm, int* rank);
 
-/** Writes weftSuccess, or the error a kernel of this communicator recorded (weftTimeout
- *  when a peer stopped answering), to *asyncError. */
+/** Writes weftSuccess, or the communicator's error (weftTimeout when a peer stopped
+ *  answering, weftRemoteError when a peer was lost), to *asyncError. */
 weftResult_t weftCommGetAsyncError(weftComm_t comm, weftResult_t* asyncError);
 
 /** A static string naming the result code. */
@@ -160,8 +166,9 @@ weftResult_t weftRecv(void* recvbuff, size_t count, weftDataType_t datatype, int
 weftResult_t weftGroupStart(void);
 weftResult_t weftGroupEnd(void);
 
-/** Registers a user buffer with the communicator (collective: every rank calls it, in the
- *  same order) so that peers can map it; *handle identifies it for weftCommDeregister. */
+/** Registers a user buffer (device memory of this process) with this rank of the
+ *  communicator; local, as ncclCommRegister is: no other rank takes part. *handle
+ *  identifies it for weftCommDeregister. */
 weftResult_t weftCommRegister(const weftComm_t comm, void* buff, size_t size, void** handle);
 weftResult_t weftCommDeregister(const weftComm_t comm, void* handle);
 

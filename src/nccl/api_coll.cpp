@@ -12,6 +12,7 @@
 #include "nccl/premul.hpp"
 #include "nccl/route.hpp"
 #include "runtime/cuda_check.hpp"
+#include "util/checked.hpp"
 
 using namespace weft::nccl;
 using weft::ErrorCode;
@@ -28,7 +29,11 @@ void gather_scatter(bool gather, const void* send, void* recv, size_t count, int
   if (root < 0 || root >= c.nranks)
     fail(ErrorCode::InvalidArgument, std::string(gather ? "Gather" : "Scatter") + ": root " + std::to_string(root) +
                                          " is outside 0.." + std::to_string(c.nranks - 1));
-  const size_t bytes = count * type_size(type);
+  const size_t bytes = weft::checked_mul(count, type_size(type), gather ? "ncclGather: the count times the element size"
+                                                                         : "ncclScatter: the count times the element size");
+  // The root's buffer holds nranks blocks: its size must not wrap either.
+  weft::checked_mul(bytes, static_cast<uint64_t>(c.nranks), gather ? "ncclGather: the receive buffer's size"
+                                                                   : "ncclScatter: the send buffer's size");
   check_weft(weftGroupStart());
   weftResult_t first = weftSuccess;
   auto note = [&](weftResult_t r) {
@@ -83,9 +88,11 @@ void run_premul(Coll k, const void* send, void* recv, size_t count, int type, in
     launch_premul(recv, send, count, type, dev, op.host_scalar, s);
     return run_weft(k, recv, recv, count, type, 0, root, c, s);
   }
-  const size_t n = k == Coll::ReduceScatter ? count * static_cast<size_t>(c.nranks) : count;
+  const size_t n = k == Coll::ReduceScatter
+                       ? weft::checked_mul(count, static_cast<uint64_t>(c.nranks), "ncclReduceScatter: the send count")
+                       : count;
   void* tmp = nullptr;
-  WEFT_CUDA_CHECK(cudaMallocAsync(&tmp, n * type_size(type), s));
+  WEFT_CUDA_CHECK(cudaMallocAsync(&tmp, weft::checked_mul(n, type_size(type), "PreMulSum: the count times the element size"), s));
   try {
     launch_premul(tmp, send, n, type, dev, op.host_scalar, s);
     run_weft(k, tmp, recv, count, type, 0, root, c, s);

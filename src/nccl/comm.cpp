@@ -18,9 +18,14 @@ namespace {
 
 }  // namespace
 
+HandleRegistry& live_comms() {
+  static HandleRegistry* r = new HandleRegistry();  // never destroyed: used until exit
+  return *r;
+}
+
 ncclComm& handle(ncclComm_t c, const char*) {
   if (c == nullptr) fail(ErrorCode::InvalidArgument, "the communicator is NULL");
-  if (c->magic != ncclComm::kAlive)
+  if (!live_comms().live(c) || c->magic != ncclComm::kAlive)
     fail(ErrorCode::InvalidArgument, "the communicator was destroyed or is not one");
   return *c;
 }
@@ -50,6 +55,20 @@ cudaStream_t internal_stream(ncclComm& c) {
   return c.internal;
 }
 
+/// Device memory for one exchange, ordered on `s` (cudaMallocAsync / cudaFreeAsync). A plain
+/// cudaFree waits for every kernel of the device: where ranks of this process share a GPU, it
+/// would wait for a peer rank's kernel that waits for this rank's next call, a deadlock.
+struct StreamBuffer {
+  void* p = nullptr;
+  cudaStream_t s;
+  StreamBuffer(size_t bytes, cudaStream_t stream) : s(stream) { WEFT_CUDA_CHECK(cudaMallocAsync(&p, bytes, s)); }
+  ~StreamBuffer() {
+    if (p != nullptr) cudaFreeAsync(p, s);
+  }
+  StreamBuffer(const StreamBuffer&) = delete;
+  StreamBuffer& operator=(const StreamBuffer&) = delete;
+};
+
 // Rank 0 makes the fallback NCCL's unique id and broadcasts it (with a validity byte).
 void share_fallback_id(ncclComm& c) {
   if (config::get_string("WEFT_NCCL_FALLBACK").empty()) return;
@@ -66,18 +85,11 @@ void share_fallback_id(ncclComm& c) {
   if (c.nranks > 1) {
     DeviceGuard g(c.device);
     cudaStream_t s = internal_stream(c);
-    void* buf = nullptr;
-    WEFT_CUDA_CHECK(cudaMalloc(&buf, sizeof(msg)));
-    try {
-      WEFT_CUDA_CHECK(cudaMemcpyAsync(buf, msg, sizeof(msg), cudaMemcpyHostToDevice, s));
-      check_weft(weftBroadcast(buf, buf, sizeof(msg), weftUint8, 0, c.weft, s));
-      WEFT_CUDA_CHECK(cudaMemcpyAsync(msg, buf, sizeof(msg), cudaMemcpyDeviceToHost, s));
-      WEFT_CUDA_CHECK(cudaStreamSynchronize(s));
-    } catch (...) {
-      cudaFree(buf);
-      throw;
-    }
-    cudaFree(buf);
+    StreamBuffer buf(sizeof(msg), s);
+    WEFT_CUDA_CHECK(cudaMemcpyAsync(buf.p, msg, sizeof(msg), cudaMemcpyHostToDevice, s));
+    check_weft(weftBroadcast(buf.p, buf.p, sizeof(msg), weftUint8, 0, c.weft, s));
+    WEFT_CUDA_CHECK(cudaMemcpyAsync(msg, buf.p, sizeof(msg), cudaMemcpyDeviceToHost, s));
+    WEFT_CUDA_CHECK(cudaStreamSynchronize(s));
   }
   c.fallback_id_valid = msg[0] == 1;
   if (c.fallback_id_valid) std::memcpy(c.fallback_id.internal, msg + 1, NCCL_UNIQUE_ID_BYTES);
@@ -168,8 +180,8 @@ void* ensure_real_comm(ncclComm& c, const std::string& kind) {
     cfg.blocking = 0;
     int res = r->CommInitRankConfig(&rc, c.nranks, c.fallback_id, c.rank, &cfg);
     if (res != 0 && res != ncclInProgress) check_real(*r, res, "ncclCommInitRankConfig", rc);
-    const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::duration<double>(config::get_seconds("WEFT_TIMEOUT"));
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::duration<double>(config::wait_seconds(config::get_seconds("WEFT_TIMEOUT")));
     int state = ncclInProgress;
     while (true) {
       if (rc == nullptr || r->CommGetAsyncError(rc, &state) != 0) state = ncclInternalError;
@@ -199,19 +211,12 @@ std::vector<unsigned char> all_gather_bytes(ncclComm& c, const void* mine, size_
   std::vector<unsigned char> all(bytes * static_cast<size_t>(c.nranks));
   DeviceGuard g(c.device);
   cudaStream_t s = internal_stream(c);
-  void* buf = nullptr;
-  WEFT_CUDA_CHECK(cudaMalloc(&buf, all.size()));
-  try {
-    char* mine_dev = static_cast<char*>(buf) + bytes * static_cast<size_t>(c.rank);
-    WEFT_CUDA_CHECK(cudaMemcpyAsync(mine_dev, mine, bytes, cudaMemcpyHostToDevice, s));
-    check_weft(weftAllGather(mine_dev, buf, bytes, weftUint8, c.weft, s));
-    WEFT_CUDA_CHECK(cudaMemcpyAsync(all.data(), buf, all.size(), cudaMemcpyDeviceToHost, s));
-    WEFT_CUDA_CHECK(cudaStreamSynchronize(s));
-  } catch (...) {
-    cudaFree(buf);
-    throw;
-  }
-  cudaFree(buf);
+  StreamBuffer buf(all.size(), s);
+  char* mine_dev = static_cast<char*>(buf.p) + bytes * static_cast<size_t>(c.rank);
+  WEFT_CUDA_CHECK(cudaMemcpyAsync(mine_dev, mine, bytes, cudaMemcpyHostToDevice, s));
+  check_weft(weftAllGather(mine_dev, buf.p, bytes, weftUint8, c.weft, s));
+  WEFT_CUDA_CHECK(cudaMemcpyAsync(all.data(), buf.p, all.size(), cudaMemcpyDeviceToHost, s));
+  WEFT_CUDA_CHECK(cudaStreamSynchronize(s));
   return all;
 }
 
@@ -259,6 +264,7 @@ void finalize(ncclComm& c) {
 }
 
 void release(ncclComm* c, bool abort) {
+  if (!live_comms().retire(c)) fail(ErrorCode::InvalidArgument, "the communicator was destroyed or is not one");
   forget_deferred(c);
   c->magic = 0;
   weftResult_t r = weftSuccess;
@@ -271,7 +277,12 @@ void release(ncclComm* c, bool abort) {
     if (r != weftSuccess) message = weftGetLastError(nullptr);
   }
   if (c->internal != nullptr) cudaStreamDestroy(c->internal);
-  delete c;
+  // The shell stays allocated (and dead): its address is never reused by a new handle.
+  c->internal = nullptr;
+  c->weft = nullptr;
+  c->real = nullptr;
+  c->ops.clear();
+  c->failure.clear();
   if (r != weftSuccess) fail(static_cast<ErrorCode>(r), message);
 }
 

@@ -14,6 +14,7 @@
 
 #include "nccl/config.hpp"
 #include "util/error.hpp"
+#include "util/handle_registry.hpp"
 #include "weft/nccl.h"
 #include "weft/weft.h"
 
@@ -28,9 +29,14 @@ struct PreMulOp {
   int real_op = -1;              ///< the same operator in the fallback NCCL, once made there
 };
 
+/// Every ncclComm made and not yet released (see util/handle_registry.hpp).
+weft::HandleRegistry& live_comms();
+
 }  // namespace weft::nccl
 
 struct ncclComm {
+  ncclComm() { weft::nccl::live_comms().add(this); }
+
   static constexpr uint64_t kAlive = 0x6d6d6f632d746677ULL;  // "wft-comm"
   enum class State { Pending, Ready, Failed, Finalized, Revoked };
 
@@ -63,8 +69,8 @@ struct ncclComm {
 
 namespace weft::nccl {
 
-/// The object behind `c` whatever its state; throws InvalidArgument for NULL or a
-/// destroyed handle.
+/// The object behind `c` whatever its state; throws InvalidArgument for NULL, a destroyed
+/// handle or a pointer that is no communicator (checked before it is dereferenced).
 ncclComm& handle(ncclComm_t c, const char* where);
 /// The communicator behind `c` if it can run work; throws InvalidArgument for NULL or a
 /// destroyed handle and while a deferred initialization waits for ncclGroupEnd (NCCL's code
@@ -97,7 +103,9 @@ void split(ncclComm& parent, int color, int key, ncclComm_t* newcomm, const Comm
 /// weft's kernels) and marks it finalized.
 void finalize(ncclComm& c);
 
-/// Frees `c`: destroy meets the other ranks, abort does not. Safe on failed or pending ones.
+/// Frees what `c` owns: destroy meets the other ranks, abort does not. Safe on failed or
+/// pending ones. The small ncclComm object itself stays allocated and marked dead, so that
+/// a later use of the same handle is an error, never a use after free.
 void release(ncclComm* c, bool abort);
 
 /// Throws weft::Error carrying weft's result and message when `r` is not weftSuccess.

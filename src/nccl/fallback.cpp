@@ -141,8 +141,8 @@ void check_real(const RealNccl& real, int result, const char* call, void* comm) 
 
 void finish_real(const RealNccl& real, int result, const char* call, void* const* comms, size_t ncomms) {
   if (result != ncclInProgress) return check_real(real, result, call, ncomms > 0 ? comms[0] : nullptr);
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::duration<double>(config::get_seconds("WEFT_TIMEOUT"));
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration<double>(config::wait_seconds(config::get_seconds("WEFT_TIMEOUT")));
   for (size_t i = 0; i < ncomms; ++i) {
     int state = ncclInProgress;
     while (true) {

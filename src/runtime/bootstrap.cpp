@@ -427,7 +427,7 @@ void Bootstrap::allgather(void* data, size_t bytes, double timeout_s) {
   if (nranks_ == 1 || bytes == 0) return;
   if (!next_.valid() || !prev_.valid())
     fail(ErrorCode::InvalidUsage, "rank " + std::to_string(rank_) + ": the bootstrap is closed");
-  double timeout = timeout_s >= 0 ? timeout_s : config::get_seconds("WEFT_TIMEOUT");
+  double timeout = timeout_s >= 0 ? timeout_s : config::wait_seconds(config::get_seconds("WEFT_TIMEOUT"));
   auto deadline = net::deadline_in(timeout);
   char* base = static_cast<char*>(data);
   for (int s = 0; s < nranks_ - 1; ++s) {

@@ -86,6 +86,11 @@ class Bootstrap {
   void barrier(double timeout_s = -1);
   /// Closes the sockets: peers blocked on this rank get an error at once.
   void close();
+  /// The ring sockets to rank + 1 and from rank - 1 (-1 when closed or with one rank), for
+  /// a liveness watch (runtime/peer_watchdog.hpp): one of them closing means that neighbour
+  /// is gone (POLLRDHUP / POLLHUP). Never read or write them; stop watching before close().
+  int next_fd() const { return next_.fd(); }
+  int prev_fd() const { return prev_.fd(); }
 
   /// Liveness hook: the ring neighbours (rank - 1 and rank + 1, the only ranks this rank
   /// stays connected to after init) whose connection has closed or broken, e.g. because
@@ -93,10 +98,6 @@ class Bootstrap {
   /// call it while an all-gather runs (not while close() runs). After close(), both
   /// neighbours are reported.
   std::vector<int> closed_neighbours() const;
-  /// The neighbours' sockets (-1 when closed or nranks == 1), for a caller's own poll():
-  /// POLLRDHUP / POLLHUP on either means that neighbour is gone. Never read or write them.
-  int prev_fd() const { return prev_.fd(); }
-  int next_fd() const { return next_.fd(); }
 
  private:
   Bootstrap() = default;

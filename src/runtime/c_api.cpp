@@ -15,6 +15,8 @@
 #include "runtime/cuda_check.hpp"
 #include "runtime/env_init.hpp"
 #include "runtime/host_reduce.hpp"
+#include "util/checked.hpp"
+#include "util/handle_registry.hpp"
 #include "util/log.hpp"
 #include "weft/weft.h"
 
@@ -23,6 +25,14 @@ struct weftComm {
 };
 
 namespace {
+
+/// The weftComm_t handles made and not yet destroyed or aborted. A destroyed handle's small
+/// weftComm object is never freed, so its address is never reused: using it again is an
+/// error, never a use after free or a call on another communicator.
+weft::HandleRegistry& live_comms() {
+  static weft::HandleRegistry* r = new weft::HandleRegistry();  // never destroyed: used until exit
+  return *r;
+}
 
 thread_local std::string t_last_error;
 thread_local int t_group_depth = 0;
@@ -50,9 +60,19 @@ weftResult_t guard(const char* fn, F&& f) noexcept {
   }
 }
 
-weft::Communicator& impl(weftComm_t comm, const char* what = "communicator") {
-  if (comm == nullptr || !comm->impl) weft::fail(weft::ErrorCode::InvalidArgument, std::string("the ") + what + " is null or destroyed");
+weft::Communicator& impl(weftComm_t comm) {
+  if (comm == nullptr) weft::fail(weft::ErrorCode::InvalidArgument, "the communicator is null");
+  if (!live_comms().live(comm) || !comm->impl)
+    weft::fail(weft::ErrorCode::InvalidArgument, "the communicator was destroyed or aborted, or is not one");
   return *comm->impl;
+}
+
+/// Takes `comm` out of the live set (an error if it is not live) and returns what it owns;
+/// the weftComm object itself stays allocated, marked dead.
+std::unique_ptr<weft::Communicator> retire(weftComm_t comm) {
+  if (!live_comms().retire(comm))
+    weft::fail(weft::ErrorCode::InvalidArgument, "the communicator was destroyed or aborted, or is not one");
+  return std::move(comm->impl);
 }
 
 template <typename T>
@@ -93,7 +113,9 @@ void enqueue_p2p(weftComm_t comm, bool send, void* buf, size_t count, weftDataTy
   op.send = send;
   op.peer = peer;
   op.buf = buf;
-  op.bytes = count * esz;
+  op.bytes = weft::checked_mul(count, esz, send ? "weftSend: the count times the element size"
+                                                : "weftRecv: the count times the element size");
+  if (count > 0 && buf != nullptr) weft::check_span(buf, op.bytes, send ? "weftSend" : "weftRecv");
   op.stream = s;
   t_pending.emplace_back(comm, op);
   if (t_group_depth == 0) flush_group();
@@ -102,6 +124,7 @@ void enqueue_p2p(weftComm_t comm, bool send, void* buf, size_t count, weftDataTy
 weftComm_t make_comm(const weft::UniqueId& id, int nranks, int rank, int device) {
   auto c = std::make_unique<weftComm>();
   c->impl = weft::Communicator::create(id, nranks, rank, device);
+  live_comms().add(c.get());
   return c.release();
 }
 
@@ -159,10 +182,7 @@ weftResult_t weftCommInitAll(weftComm_t* comms, int ndev, const int* devlist) {
     for (int i = 0; i < ndev; ++i)
       if (codes[static_cast<size_t>(i)] != weft::ErrorCode::Success) {
         for (weftComm_t c : made)
-          if (c) {
-            c->impl->abort();
-            delete c;
-          }
+          if (c) retire(c)->abort();
         weft::fail(codes[static_cast<size_t>(i)], errors[static_cast<size_t>(i)]);
       }
     for (int i = 0; i < ndev; ++i) comms[i] = made[static_cast<size_t>(i)];
@@ -182,16 +202,14 @@ weftResult_t weftCommInitFromEnv(weftComm_t* comm) {
 weftResult_t weftCommDestroy(weftComm_t comm) {
   return guard("weftCommDestroy", [&] {
     if (comm == nullptr) return;
-    std::unique_ptr<weftComm> owner(comm);
-    if (owner->impl) owner->impl->destroy();
+    retire(comm)->destroy();
   });
 }
 
 weftResult_t weftCommAbort(weftComm_t comm) {
   return guard("weftCommAbort", [&] {
     if (comm == nullptr) return;
-    std::unique_ptr<weftComm> owner(comm);
-    if (owner->impl) owner->impl->abort();
+    retire(comm)->abort();
   });
 }
 

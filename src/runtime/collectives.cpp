@@ -7,6 +7,7 @@
 #include "runtime/executor.hpp"
 #include "runtime/host_reduce.hpp"
 #include "runtime/selection.hpp"
+#include "util/checked.hpp"
 #include "util/config.hpp"
 #include "util/log.hpp"
 #include "weft/weft.h"
@@ -28,19 +29,24 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
     fail(ErrorCode::InvalidArgument, what() + ": root " + std::to_string(root) + " is outside 0.." +
                                          std::to_string(nranks_ - 1));
   if (count == 0) return;
-  const uint64_t send_bytes = host::send_elems(c, count, nranks_) * esz;
-  const uint64_t recv_bytes = host::recv_elems(c, count, nranks_) * esz;
+  // count x element size and x nranks are checked: a product that wraps would move less
+  // data than asked, silently.
+  const uint64_t bytes = checked_mul(count, esz, "the count times the element size");
+  const uint64_t send_bytes = checked_mul(host::send_elems(c, 1, nranks_), bytes, "the send buffer's size");
+  const uint64_t recv_bytes = checked_mul(host::recv_elems(c, 1, nranks_), bytes, "the receive buffer's size");
   const bool needs_send = c != Collective::Broadcast || rank_ == root;
   const bool needs_recv = c != Collective::Reduce || rank_ == root;
   if ((needs_send && send == nullptr) || (needs_recv && recv == nullptr))
     fail(ErrorCode::InvalidArgument, what() + ": a buffer is null");
+  if (needs_send) check_span(send, send_bytes, "the send buffer");
+  if (needs_recv) check_span(recv, recv_bytes, "the receive buffer");
 
   const char* s = static_cast<const char*>(send);
   char* r = static_cast<char*>(recv);
   bool in_place = false;
   switch (c) {
-    case Collective::AllGather: in_place = s == r + static_cast<uint64_t>(rank_) * count * esz; break;
-    case Collective::ReduceScatter: in_place = r == s + static_cast<uint64_t>(rank_) * count * esz; break;
+    case Collective::AllGather: in_place = s == r + static_cast<uint64_t>(rank_) * bytes; break;
+    case Collective::ReduceScatter: in_place = r == s + static_cast<uint64_t>(rank_) * bytes; break;
     default: in_place = s == r; break;
   }
   if (c == Collective::Broadcast && rank_ != root) in_place = false;
@@ -64,7 +70,7 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
   Choice ch = env_overrides_ ? select_algorithm(c, payload, nranks_, layout_.cfg.connections)
                              : table_choice(c, payload, nranks_);
   if (ch.algorithm == kOneShot) {
-    launch_oneshot_call(c, s, r, count * esz, dtype, reduces ? op : weftSum, ch.instances, stream);
+    launch_oneshot_call(c, s, r, bytes, dtype, reduces ? op : weftSum, ch.instances, stream);
     note_launch(stream);
     WEFT_LOG(Debug, "COLL", what() << ": " << count << " x " << host::dtype_name(dtype) << " with the one-shot kernel");
     return;

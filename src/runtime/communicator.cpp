@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -51,7 +52,12 @@ struct PeerInfo {
   CommConfig cfg;
   cudaIpcMemHandle_t handle;
   uint64_t arena;
+  uint64_t start_time;  ///< of its process (peer_watchdog.hpp): tells a reused pid from it
+  uint64_t done_flag;   ///< id of its DoneFlag, for ranks in the same process
 };
+
+/// The longest destroy waits for the other ranks to reach it (each of its two meetings).
+constexpr double kDestroyMeetSeconds = 60;
 
 const char* prim_name(int p) {
   static const char* names[] = {"send", "recv", "rrc", "rcs", "rrcs", "rrs", "copy", "reduce", "nop"};
@@ -61,18 +67,15 @@ const char* prim_name(int p) {
 }  // namespace
 
 CommConfig CommConfig::from_env() {
+  // The registry (util/config.cpp) holds each value's range; only the alignment is left.
   CommConfig c;
   c.connections = static_cast<int32_t>(config::get_int("WEFT_CONNECTIONS"));
   c.depth = static_cast<int32_t>(config::get_int("WEFT_FIFO_DEPTH"));
   int64_t slot = config::get_int("WEFT_SLOT_BYTES"), ll = config::get_int("WEFT_LL_SLOT_BYTES");
-  if (c.connections < 1 || c.connections > 1024)
-    fail(ErrorCode::InvalidArgument, "WEFT_CONNECTIONS=" + std::to_string(c.connections) + " is outside 1..1024");
-  if (c.depth < 2 || c.depth > 64)
-    fail(ErrorCode::InvalidArgument, "WEFT_FIFO_DEPTH=" + std::to_string(c.depth) + " is outside 2..64");
-  if (slot < 4096 || slot > (64 << 20) || slot % 16 != 0)
-    fail(ErrorCode::InvalidArgument, "WEFT_SLOT_BYTES=" + std::to_string(slot) + " must be a multiple of 16 in 4 KiB..64 MiB");
-  if (ll < 1024 || ll > (16 << 20) || ll % 16 != 0)
-    fail(ErrorCode::InvalidArgument, "WEFT_LL_SLOT_BYTES=" + std::to_string(ll) + " must be a multiple of 16 in 1 KiB..16 MiB");
+  if (slot % 16 != 0)
+    fail(ErrorCode::InvalidArgument, "WEFT_SLOT_BYTES='" + std::to_string(slot) + "' is not a multiple of 16");
+  if (ll % 16 != 0)
+    fail(ErrorCode::InvalidArgument, "WEFT_LL_SLOT_BYTES='" + std::to_string(ll) + "' is not a multiple of 16");
   c.slot_bytes = static_cast<uint32_t>(slot);
   c.ll_slot_bytes = static_cast<uint32_t>(ll);
   return c;
@@ -82,8 +85,6 @@ CommConfig CommConfig::from_env() {
 struct Communicator::Registration {
   void* ptr = nullptr;
   uint64_t bytes = 0;
-  std::vector<void*> peer;      ///< by rank
-  std::vector<void*> opened;    ///< bases opened with cudaIpcOpenMemHandle (to close)
 };
 
 std::unique_ptr<Communicator> Communicator::create(const UniqueId& id, int nranks, int rank, int device) {
@@ -91,6 +92,10 @@ std::unique_ptr<Communicator> Communicator::create(const UniqueId& id, int nrank
   c->rank_ = rank;
   c->nranks_ = nranks;
   c->device_ = device;
+  // Every WEFT_* value is checked here, so a bad one is an error now rather than at the
+  // first collective that reads it (or never).
+  config::validate_environment();
+  sweep_deferred();
   c->timeout_s_ = config::get_seconds("WEFT_TIMEOUT");
   c->env_overrides_ = !config::get_string("WEFT_ALGO").empty() || !config::get_string("WEFT_PROTO").empty() ||
                       config::get_int("WEFT_INSTANCES") != 0 || config::get_int("WEFT_MICROBATCH_BYTES") != 0;
@@ -141,6 +146,7 @@ void Communicator::init_memory() {
   WEFT_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&abort_dev_), abort_host_, 0));
   WEFT_CUDA_CHECK(cudaStreamSynchronize(setup_stream_));
 
+  done_ = make_done_flag();
   PeerInfo mine{};
   mine.version = bootstrap_version();
   mine.rank = rank_;
@@ -150,14 +156,16 @@ void Communicator::init_memory() {
   mine.cfg = layout_.cfg;
   WEFT_CUDA_CHECK(cudaIpcGetMemHandle(&mine.handle, arena_));
   mine.arena = reinterpret_cast<uint64_t>(arena_);
+  mine.start_time = process_start_time(mine.pid);
+  mine.done_flag = done_->id;
   std::vector<PeerInfo> all(static_cast<size_t>(nranks_));
   all[static_cast<size_t>(rank_)] = mine;
-  boot_->allgather(all.data(), sizeof(PeerInfo));
+  const double wait_s = config::wait_seconds(timeout_s_);
+  boot_->allgather(all.data(), sizeof(PeerInfo), wait_s);
 
   peer_arena_.assign(static_cast<size_t>(nranks_), nullptr);
   peer_ipc_opened_.assign(static_cast<size_t>(nranks_), false);
   peer_device_.assign(static_cast<size_t>(nranks_), -1);
-  all_local_ = true;
   int ndev = 0;
   WEFT_CUDA_CHECK(cudaGetDeviceCount(&ndev));
   for (int p = 0; p < nranks_; ++p) {
@@ -166,7 +174,6 @@ void Communicator::init_memory() {
     peer_check::field_in_range(rank_, p, "rank", pi.rank, p, p);
     const bool local = pi.pid == mine.pid && pi.host == mine.host;
     if (local) peer_check::field_in_range(rank_, p, "device", pi.device, 0, ndev - 1);
-    all_local_ &= local;
     if (local) peer_device_[static_cast<size_t>(p)] = pi.device;
   }
   peer_arena_[static_cast<size_t>(rank_)] = arena_;
@@ -218,7 +225,42 @@ void Communicator::init_memory() {
   WEFT_CUDA_CHECK(cudaMemcpyAsync(p2p_conns_, table.data(), table.size() * sizeof(exec::DevConn),
                                   cudaMemcpyHostToDevice, setup_stream_));
   WEFT_CUDA_CHECK(cudaStreamSynchronize(setup_stream_));
-  boot_->barrier();
+  boot_->barrier(wait_s);
+
+  // Who may write into this rank's arena: every peer. One in this process stops when its
+  // done flag says so; one in another process when it has exited, which this process can
+  // see only for a pid it sees as that process (else only the grace time ends the wait).
+  std::vector<PeerProcess> procs(static_cast<size_t>(nranks_));
+  for (int p = 0; p < nranks_; ++p) {
+    const PeerInfo& pi = all[static_cast<size_t>(p)];
+    procs[static_cast<size_t>(p)] = PeerProcess{pi.pid, pi.start_time};
+    if (p == rank_) continue;
+    if (pi.pid == mine.pid) {
+      if (auto f = find_done_flag(pi.done_flag)) arena_writers_.local.push_back(f);
+    } else {
+      arena_writers_.remote.push_back({process_visible(pi.pid, pi.start_time) ? pi.pid : 0, pi.start_time});
+    }
+  }
+  start_watchdog(watch_list(rank_, procs, boot_->next_fd(), boot_->prev_fd()));
+}
+
+void Communicator::start_watchdog(const std::vector<WatchedPeer>& peers) {
+  watchdog_ = std::make_unique<PeerWatchdog>(peers,
+                                             [this](int peer, const std::string& why) { on_peer_lost(peer, why); });
+}
+
+void Communicator::on_peer_lost(int peer, const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lock(error_mu_);
+    if (broken_ == ErrorCode::Success) {
+      broken_ = ErrorCode::Remote;
+      broken_message_ = "rank " + std::to_string(rank_) + ": " + why +
+                        "; the communicator's collectives cannot complete, so it is unusable: abort or destroy it";
+    }
+  }
+  WEFT_LOG(Warn, "INIT", "rank " << rank_ << ": lost rank " << peer << ": " << why << "; aborting its kernels");
+  // The watchdog is stopped before abort_host_ is freed, so it is valid here.
+  if (abort_host_ != nullptr) *reinterpret_cast<volatile uint32_t*>(abort_host_) = 1;
 }
 
 exec::DevConn Communicator::make_conn(const ConnRef& ref) const {
@@ -253,8 +295,8 @@ Communicator::CachedPlan& Communicator::plan_for(Collective c, const std::string
   auto it = plans_.find(key);
   if (it != plans_.end()) return *it->second;
   auto cp = std::make_unique<CachedPlan>();
-  cp->lp = lower_plan(make_plan(c, nranks_, algorithm, protocol, instances, in_place, root), nranks_,
-                      layout_.cfg.connections);
+  cp->lp = lower_plan(make_plan(c, nranks_, algorithm, protocol, instances, in_place, root, layout_.cfg.depth),
+                      nranks_, layout_.cfg.connections);
   // Every plan runs on the CPU emulator once before it reaches the GPU (deadlock, result,
   // stray writes); every rank checks the same plan, so all fail alike.
   check_plan_on_emulator(cp->lp, layout_.cfg.depth);
@@ -368,63 +410,69 @@ void Communicator::check_usable() {
 void Communicator::destroy() {
   std::lock_guard<std::mutex> lock(mu_);
   if (freed_) return;
-  DeviceGuard guard(device_);
-  if (launched_) {
-    // Kernels of this communicator end within WEFT_TIMEOUT (every device wait is bounded),
-    // so waiting for the device is bounded as far as weft is concerned.
-    cudaError_t err = cudaDeviceSynchronize();
-    if (err != cudaSuccess)
-      WEFT_LOG(Warn, "INIT", "rank " << rank_ << ": device error at destroy: " << cudaGetErrorString(err));
-  }
   free_all(true);
 }
 
 void Communicator::abort() {
   std::lock_guard<std::mutex> lock(mu_);
   if (freed_) return;
-  DeviceGuard guard(device_);
-  if (abort_host_ != nullptr) *abort_host_ = 1;
+  if (abort_host_ != nullptr) *reinterpret_cast<volatile uint32_t*>(abort_host_) = 1;
+  // The peers' watchdogs see the bootstrap close and stop their kernels too.
+  if (watchdog_) watchdog_->stop();
+  if (boot_) boot_->close();
   free_all(false);
 }
 
-void Communicator::free_all(bool barrier) {
+void Communicator::free_all(bool graceful) {
   if (freed_) return;
   freed_ = true;
-  if (barrier && all_local_) {
-    // One process drives every rank (often from one thread, destroying them in turn, so a
-    // barrier would wait for a rank not yet destroyed). Peers' kernels that may still write
-    // into this rank's memory run on devices of this process: wait for those devices
-    // (every kernel ends within WEFT_TIMEOUT).
-    for (int d : peer_device_)
-      if (d >= 0) {
-        DeviceGuard g(d);
-        cudaDeviceSynchronize();
-      }
-  } else if (barrier && boot_) {
-    try {
-      boot_->barrier(timeout_s_);
-    } catch (const Error& e) {
-      WEFT_LOG(Warn, "INIT", "rank " << rank_ << ": the other ranks did not all reach destroy: " << e.what());
-    }
-  }
   DeviceGuard guard(device_);
-  // cudaFree waits for kernels still running; they end at their next wait once aborted.
+  if (launched_) {
+    // This rank's kernels end at their next wait once aborted, when the watchdog reports a
+    // lost peer, or at WEFT_TIMEOUT; so the wait is bounded as far as weft is concerned.
+    cudaError_t err = cudaDeviceSynchronize();
+    if (err != cudaSuccess)
+      WEFT_LOG(Warn, "INIT", "rank " << rank_ << ": device error at destroy: " << cudaGetErrorString(err));
+  }
+  // None of this rank's kernels runs any more, and none will: peers in this process may
+  // free memory this rank wrote into.
+  if (done_) done_->done = true;
+  // Stopped before the meeting: once it is over, the peers close their connections.
+  if (watchdog_) watchdog_->stop();
+  // The meetings only decide whether the arena can be freed now; a rank that comes later
+  // than this costs memory until it exits, not a destroy that hangs (NCCL's destroy does
+  // not wait for its peers at all).
+  const double wait_s = std::min(config::wait_seconds(timeout_s_), kDestroyMeetSeconds);
+  auto meet = [&](const char* what) {
+    try {
+      boot_->barrier(wait_s);
+      return true;
+    } catch (const Error& e) {
+      WEFT_LOG(Warn, "INIT", "rank " << rank_ << ": the other ranks did not all " << what << ": " << e.what());
+      return false;
+    }
+  };
+  // Ranks that share a process with another rank are often destroyed in turn by one thread
+  // (weftCommInitAll, nccl-tests' -g), which cannot meet: there the done flags say when a
+  // peer in this process has stopped, and the others' exit or deadline when they have.
+  bool shares_process = false;
+  for (int p = 0; p < static_cast<int>(peer_device_.size()); ++p)
+    shares_process |= p != rank_ && peer_device_[static_cast<size_t>(p)] >= 0;
+  const bool meets = graceful && !shares_process && boot_ && nranks_ > 1;
+  // 1. Every rank's kernels have ended: nobody writes into anyone's arena any more.
+  const bool stopped = meets && meet("reach destroy");
+  for (size_t p = 0; p < peer_arena_.size(); ++p)
+    if (peer_ipc_opened_[p] && peer_arena_[p] != nullptr) cudaIpcCloseMemHandle(peer_arena_[p]);
+  peer_arena_.clear();
+  // 2. Every rank has unmapped the others' arenas: each may free its own.
+  const bool unmapped = stopped && meet("finish destroy");
   for (auto& [key, cp] : plans_)
     if (cp->mem) cudaFree(cp->mem);
   plans_.clear();
   for (void* p : scratch_) cudaFree(p);
   scratch_.clear();
-  for (auto& [h, reg] : registrations_)
-    for (void* p : reg->opened) cudaIpcCloseMemHandle(p);
   registrations_.clear();
-  for (size_t p = 0; p < peer_arena_.size(); ++p)
-    if (peer_ipc_opened_[p] && peer_arena_[p] != nullptr) cudaIpcCloseMemHandle(peer_arena_[p]);
-  peer_arena_.clear();
   if (p2p_conns_) cudaFree(p2p_conns_);
-  if (arena_) {
-    peer_check::unregister_arena(arena_);
-    cudaFree(arena_);
-  }
   if (error_claim_) cudaFree(error_claim_);
   {
     std::lock_guard<std::mutex> lock(error_mu_);
@@ -434,13 +482,36 @@ void Communicator::free_all(bool barrier) {
   if (abort_host_) cudaFreeHost(abort_host_);
   if (setup_stream_) cudaStreamDestroy(setup_stream_);
   p2p_conns_ = nullptr;
-  arena_ = nullptr;
   error_claim_ = nullptr;
-  error_host_ = nullptr;
   abort_host_ = nullptr;
   setup_stream_ = nullptr;
   cudaGetLastError();
   if (boot_) boot_->close();
+  if (arena_ != nullptr) {
+    // The peers write into the arena: free it once none can any more (at once when they
+    // all met us, or when every peer has stopped, exited, or outlived its deadline).
+    Writers w = arena_writers_;
+    if (unmapped) w.remote.clear();
+    if (timeout_s_ > 0)
+      w.grace_end = std::chrono::steady_clock::now() +
+                    std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                        std::chrono::duration<double>(timeout_s_ + 5));
+    // No communicator created from now on may take this arena for a peer's.
+    peer_check::unregister_arena(arena_);
+    char* arena = arena_;
+    const int device = device_;
+    const uint64_t bytes = layout_.total();
+    arena_ = nullptr;
+    const bool freed = free_when_done(w, [arena, device] {
+      DeviceGuard g(device);
+      cudaFree(arena);
+      cudaGetLastError();
+    });
+    if (!freed)
+      WEFT_LOG(Info, "INIT", "rank " << rank_ << ": " << bytes / (1 << 20)
+                                      << " MiB of connection state stay allocated until no peer can write into them");
+  }
+  sweep_deferred();
 }
 
 void* Communicator::register_buffer(void* ptr, uint64_t bytes) {
@@ -465,36 +536,12 @@ void* Communicator::register_buffer(void* ptr, uint64_t bytes) {
     fail(ErrorCode::InvalidArgument, "weftCommRegister: " + std::to_string(reinterpret_cast<uintptr_t>(ptr)) +
                                          " is not device memory of this process");
   const uint64_t offset = reinterpret_cast<uint64_t>(ptr) - base;
-  if (offset + bytes > size) fail(ErrorCode::InvalidArgument, "weftCommRegister: the range runs past its allocation");
-  struct Entry {
-    cudaIpcMemHandle_t handle;
-    uint64_t offset;
-    uint64_t address;
-    int32_t pid;
-    int32_t pad;
-  };
-  std::vector<Entry> all(static_cast<size_t>(nranks_));
-  Entry& me = all[static_cast<size_t>(rank_)];
-  WEFT_CUDA_CHECK(cudaIpcGetMemHandle(&me.handle, reinterpret_cast<void*>(base)));
-  me.offset = offset;
-  me.address = reinterpret_cast<uint64_t>(ptr);
-  me.pid = static_cast<int32_t>(getpid());
-  boot_->allgather(all.data(), sizeof(Entry));
+  if (bytes > size - offset) fail(ErrorCode::InvalidArgument, "weftCommRegister: the range runs past its allocation");
+  // Local, as NCCL's registration is: no other rank takes part, so ranks may register
+  // different buffers, in any order, or not at all.
   auto reg = std::make_unique<Registration>();
   reg->ptr = ptr;
   reg->bytes = bytes;
-  reg->peer.assign(static_cast<size_t>(nranks_), nullptr);
-  for (int p = 0; p < nranks_; ++p) {
-    const Entry& e = all[static_cast<size_t>(p)];
-    if (p == rank_ || e.pid == me.pid) {
-      reg->peer[static_cast<size_t>(p)] = reinterpret_cast<void*>(e.address);
-      continue;
-    }
-    void* mapped = nullptr;
-    WEFT_CUDA_CHECK(cudaIpcOpenMemHandle(&mapped, e.handle, cudaIpcMemLazyEnablePeerAccess));
-    reg->opened.push_back(mapped);
-    reg->peer[static_cast<size_t>(p)] = static_cast<char*>(mapped) + e.offset;
-  }
   void* handle = reg.get();
   registrations_[handle] = std::move(reg);
   return handle;
@@ -504,15 +551,7 @@ void Communicator::deregister_buffer(void* handle) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = registrations_.find(handle);
   if (it == registrations_.end()) fail(ErrorCode::InvalidArgument, "weftCommDeregister: unknown handle");
-  DeviceGuard guard(device_);
-  for (void* p : it->second->opened) cudaIpcCloseMemHandle(p);
   registrations_.erase(it);
-}
-
-void* Communicator::peer_address(void* handle, int peer) const {
-  auto it = registrations_.find(handle);
-  if (it == registrations_.end() || peer < 0 || peer >= nranks_) return nullptr;
-  return it->second->peer[static_cast<size_t>(peer)];
 }
 
 }  // namespace weft

@@ -5,7 +5,14 @@
 // peer writes into), the peers' arenas mapped through CUDA IPC (or peer access within one
 // process), host-mapped error and abort flags, the plans it has compiled and uploaded
 // (cached per collective, algorithm, protocol, instances, in-place flag and root), and the
-// user buffers registered with it. Everything is freed by destroy() or abort().
+// user buffers registered with it (registration is local to the rank, as NCCL's is: no
+// peer maps them). Everything is freed by destroy() or abort(), except the arena while a
+// peer may still write into it (runtime/deferred_free.hpp).
+//
+// A peer watchdog (runtime/peer_watchdog.hpp) runs while the communicator is usable: when a
+// peer process exits or its bootstrap connection closes, it marks the communicator broken
+// (an error naming that rank, ErrorCode::Remote) and raises the abort flag, so kernels
+// waiting for that peer end within a second instead of at WEFT_TIMEOUT.
 //
 // Arena layout of a rank with R ranks, K connections per pair, FIFO depth D:
 //   control[p][c]  256 bytes at (p*K + c)*256: posted (written by p), acked (written by
@@ -30,6 +37,8 @@
 #include "device/oneshot.hpp"
 #include "ir/algorithm.hpp"
 #include "runtime/bootstrap.hpp"
+#include "runtime/deferred_free.hpp"
+#include "runtime/peer_watchdog.hpp"
 #include "runtime/plan_lowering.hpp"
 #include "util/error.hpp"
 
@@ -82,10 +91,15 @@ class Communicator {
   int nranks() const { return nranks_; }
   int device() const { return device_; }
 
-  /// Waits (bounded by WEFT_TIMEOUT) for this communicator's work, meets the other ranks,
-  /// and frees everything. Errors while doing so are logged, not thrown.
+  /// Waits for this communicator's work (bounded: every device wait ends at WEFT_TIMEOUT
+  /// or when a peer is lost), meets the other ranks twice (their kernels have ended, then
+  /// they have unmapped this rank's memory) and frees everything. Where the meeting fails
+  /// the arena waits until its writers are done (deferred_free.hpp). Errors while doing so
+  /// are logged, not thrown.
   void destroy();
-  /// Stops this communicator's kernels at their next wait and frees everything at once.
+  /// Stops this communicator's kernels at their next wait, closes the bootstrap (the peers'
+  /// watchdogs see it at once), and frees everything but the arena, which waits until no
+  /// peer can write into it any more.
   void abort();
 
   /// The error a kernel of this communicator recorded, if any (the communicator is unusable
@@ -100,12 +114,11 @@ class Communicator {
   /// Runs a group of point-to-point operations as one launch.
   void p2p(const std::vector<P2POp>& ops);
 
-  /// Registers [ptr, ptr + bytes) (collective over the ranks); returns a handle.
+  /// Registers [ptr, ptr + bytes), device memory of this process, with this rank only (no
+  /// other rank takes part, as with NCCL); returns a handle. Collectives do not need it:
+  /// they stage through the arena whether a buffer is registered or not.
   void* register_buffer(void* ptr, uint64_t bytes);
   void deregister_buffer(void* handle);
-
-  /// Peer `p`'s address of registered buffer `handle` (nullptr if not mapped).
-  void* peer_address(void* handle, int peer) const;
 
  private:
   /// A plan lowered for this communicator and uploaded: the arrays live in `mem`.
@@ -125,7 +138,13 @@ class Communicator {
   struct Registration;
   Communicator() = default;
   void init_memory();
-  void free_all(bool barrier);
+  /// Starts the peer watchdog from what the ranks told each other at initialization.
+  void start_watchdog(const std::vector<WatchedPeer>& peers);
+  /// The watchdog's report: marks the communicator broken and raises the abort flag.
+  void on_peer_lost(int peer, const std::string& why);
+  /// Frees everything. `graceful`: meet the other ranks first (destroy); otherwise (abort,
+  /// a failed creation) do not. The arena is freed once no peer can write into it.
+  void free_all(bool graceful);
   CachedPlan& plan_for(Collective c, const std::string& algorithm, const std::string& protocol, int instances,
                        bool in_place, int root);
   exec::DevConn make_conn(const ConnRef& ref) const;
@@ -139,7 +158,7 @@ class Communicator {
   int rank_ = 0, nranks_ = 0, device_ = 0;
   int sm_count_ = 0;
   int max_blocks_ = 0;
-  double timeout_s_ = 60;
+  double timeout_s_ = 600;                  ///< WEFT_TIMEOUT; 0: no deadline
   bool env_overrides_ = false;  ///< WEFT_ALGO, WEFT_PROTO, WEFT_INSTANCES or WEFT_MICROBATCH_BYTES set at creation
   std::unique_ptr<Bootstrap> boot_;
   ArenaLayout layout_;
@@ -147,7 +166,6 @@ class Communicator {
   std::vector<char*> peer_arena_;       ///< by rank; own rank -> arena_
   std::vector<bool> peer_ipc_opened_;   ///< true when opened with cudaIpcOpenMemHandle
   std::vector<int> peer_device_;        ///< device of each rank living in this process, else -1
-  bool all_local_ = false;              ///< every rank lives in this process (weftCommInitAll)
   exec::ErrorRecord* error_host_ = nullptr;  ///< host-mapped
   exec::ErrorRecord* error_dev_ = nullptr;   ///< its device address
   uint32_t* abort_host_ = nullptr;
@@ -163,6 +181,9 @@ class Communicator {
   std::vector<void*> scratch_;              ///< the last one is current; earlier ones may still be in use
   uint64_t scratch_bytes_ = 0;
   std::map<void*, std::unique_ptr<Registration>> registrations_;
+  std::unique_ptr<PeerWatchdog> watchdog_;
+  std::shared_ptr<DoneFlag> done_;          ///< set once this rank's kernels have ended for good
+  Writers arena_writers_;                   ///< who may write into arena_: every peer
   bool freed_ = false;
   std::mutex mu_;
 };

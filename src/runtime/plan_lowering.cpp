@@ -1,6 +1,7 @@
 #include "runtime/plan_lowering.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <set>
 #include <string>
@@ -268,7 +269,11 @@ exec::Geometry make_geometry(const LoweredPlan& lp, uint64_t n, uint32_t elem_si
   }
   mb = std::max<uint64_t>(align, mb / align * align);
   g.mb = mb;
-  g.nmb = static_cast<uint32_t>((stride + mb - 1) / mb);
+  const uint64_t nmb = (stride + mb - 1) / mb;
+  if (nmb > UINT32_MAX)
+    fail(ErrorCode::InvalidArgument, std::to_string(n) + " elements need " + std::to_string(nmb) +
+                                         " micro-batches per chunk, more than 2^32 (raise WEFT_SLOT_BYTES)");
+  g.nmb = static_cast<uint32_t>(nmb);
   return g;
 }
 

@@ -69,7 +69,7 @@ Collective algorithm_collective(const std::string& algorithm, int nranks) {
 }
 
 Plan make_plan(Collective c, int nranks, const std::string& algorithm, const std::string& protocol, int instances,
-               bool in_place, int root) {
+               bool in_place, int root, int fifo_depth) {
   if (is_builtin_plan_name(algorithm) || nranks == 1) {
     BuiltinSpec spec;
     spec.algorithm = algorithm;
@@ -97,6 +97,7 @@ Plan make_plan(Collective c, int nranks, const std::string& algorithm, const std
   o.in_place = in_place;
   o.instances = instances;
   o.protocol = protocol == "LL" ? "LL" : "Simple";
+  o.fifo_depth = fifo_depth;
   // The table's instances are tuned for the built-in plans, where one thread block serves
   // every peer; a compiled plan has blocks per link, so on many peers it takes the
   // compiler's derived instances within the runtime's budget instead (compile_for_runtime).

@@ -14,6 +14,7 @@
 
 #include <string>
 
+#include "compile/deadlock.hpp"
 #include "ir/plan.hpp"
 #include "runtime/plan_lowering.hpp"
 
@@ -26,11 +27,13 @@ bool is_builtin_plan_name(const std::string& algorithm);
 /// cached). Throws weft::Error naming the file when it cannot be loaded.
 Collective algorithm_collective(const std::string& algorithm, int nranks);
 
-/// Builds (or compiles) the plan of `algorithm` for collective `c` on `nranks` ranks.
-/// Throws InvalidArgument when the algorithm implements another collective or root,
-/// Verify when it fails verification, Parse for a malformed file.
+/// Builds (or compiles) the plan of `algorithm` for collective `c` on `nranks` ranks; a
+/// compiled plan is checked for deadlock with FIFOs of `fifo_depth` messages (the
+/// communicator's WEFT_FIFO_DEPTH). Throws InvalidArgument when the algorithm implements
+/// another collective or root, Verify when it fails verification or deadlocks, Parse for a
+/// malformed file.
 Plan make_plan(Collective c, int nranks, const std::string& algorithm, const std::string& protocol, int instances,
-               bool in_place, int root);
+               bool in_place, int root, int fifo_depth = kDefaultFifoDepth);
 
 /// Runs the lowered plan on the emulator (FIFO depth `depth`) and compares with the host
 /// reference; throws Verify describing a deadlock, a wrong element or a stray write.

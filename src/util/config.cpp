@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 
@@ -19,10 +21,13 @@ const std::vector<Variable>& registry() {
        "Log to this file instead of stderr; %h is replaced by the host name, %p by the pid."},
       {"WEFT_DEBUG", Type::String, "",
        "Alias of WEFT_LOG_LEVEL kept for NCCL users (WEFT_DEBUG=INFO)."},
-      {"WEFT_TIMEOUT", Type::Seconds, "60",
-       "Deadline of every bounded wait, host or device: a peer that does not answer in time is an error."},
+      {"WEFT_TIMEOUT", Type::Seconds, "600",
+       "Longest wait for a live peer, host or device (from the start of each kernel or host wait; 0: no deadline): "
+       "a peer that does not answer in time is an error. A peer process that exits is detected within a second "
+       "whatever this is.",
+       0, 1e6},
       {"WEFT_BOOTSTRAP_TIMEOUT", Type::Seconds, "60",
-       "Deadline for all ranks to meet during communicator initialization."},
+       "Deadline for all ranks to meet during communicator initialization.", 0.001, 86400},
       {"WEFT_SOCKET_IFNAME", Type::String, "",
        "Network interface (or prefix) whose address the bootstrap root advertises; empty picks the first non-loopback one, else loopback."},
       {"WEFT_CACHE_DIR", Type::String, "~/.cache/weft",
@@ -30,28 +35,38 @@ const std::vector<Variable>& registry() {
       {"WEFT_DATA_DIR", Type::String, "",
        "Directory holding algorithms/ and topologies/; empty means next to the binary, then the source tree."},
       {"WEFT_MICROBATCH_BYTES", Type::Int, "0",
-       "Micro-batch size in bytes per chunk slot; 0 lets the tuning table choose."},
+       "Micro-batch size in bytes per chunk slot; 0 lets the tuning table choose.", 0, 1ll << 40},
       {"WEFT_ALGO", Type::String, "",
        "Algorithms instead of the selection table: comma-separated 'name' or 'Collective:name'; a name is a built-in plan (ring, allpairs, chain), an algorithm of algorithms/ (ring_allreduce, ...) or a file."},
       {"WEFT_PROTO", Type::String, "",
        "Force a protocol: Simple, LL or LL128."},
       {"WEFT_GPUS_PER_NODE", Type::Int, "0",
-       "GPUPerNode given to compiled algorithms (hm_allreduce, ...): the size of their inner level; 0 means the communicator's rank count (one node). The ranks still talk over NVLink: no inter-node transport exists yet."},
+       "GPUPerNode given to compiled algorithms (hm_allreduce, ...): the size of their inner level; 0 means the communicator's rank count (one node). The ranks still talk over NVLink: no inter-node transport exists yet.", 0, 1 << 20},
       {"WEFT_INSTANCES", Type::Int, "0",
        "Parallel thread blocks per link, taken as given; 0 lets the selection table choose (for a compiled plan that "
-       "would then need more than 72 thread blocks per rank, the compiler derives them from the topology within 72)."},
+       "would then need more than 72 thread blocks per rank, the compiler derives them from the topology within 72).",
+       0, 1024},
       {"WEFT_CONNECTIONS", Type::Int, "32",
-       "Connections (staging FIFOs) per ordered pair of ranks: the most instances a plan may use between two ranks."},
+       "Connections (staging FIFOs) per ordered pair of ranks: the most instances a plan may use between two ranks.", 1,
+       1024},
       {"WEFT_FIFO_DEPTH", Type::Int, "4",
-       "Staging slots per connection FIFO (at least 2): how many messages a sender may run ahead of its receiver."},
+       "Staging slots per connection FIFO (2 to 64): how many messages a sender may run ahead of its receiver; plans "
+       "are checked for deadlock at this depth.",
+       2, 64},
       {"WEFT_SLOT_BYTES", Type::Int, "524288",
-       "Bytes of one Simple-protocol staging slot: the largest message, so the micro-batch part of one thread block."},
+       "Bytes of one Simple-protocol staging slot (a multiple of 16 in 4 KiB..64 MiB): the largest message, so the "
+       "micro-batch part of one thread block.",
+       4096, 64 << 20},
       {"WEFT_LL_SLOT_BYTES", Type::Int, "65536",
-       "Bytes of one LL staging slot (half of them data)."},
+       "Bytes of one LL staging slot (half of them data; a multiple of 16 in 1 KiB..16 MiB).", 1024, 16 << 20},
       {"WEFT_BOOTSTRAP_ADDR", Type::String, "",
        "host:port of the bootstrap root for weftCommInitFromEnv; rank 0 listens there (default MASTER_ADDR and MASTER_PORT + 1)."},
       {"WEFT_BOOTSTRAP_DIR", Type::String, "/tmp",
-       "Directory where weftCommInitFromEnv's rank 0 leaves the unique id for the other ranks when no address is given."},
+       "Directory under which weftCommInitFromEnv's rank 0 leaves the unique id (with its secret) for the other ranks, "
+       "in a private folder weft-<uid>/ (0700, file 0600), when WEFT_BOOTSTRAP_SECRET is not set."},
+      {"WEFT_BOOTSTRAP_SECRET", Type::String, "",
+       "32 to 128 hex digits: the communicator's secret for weftCommInitFromEnv, set alike on every rank by the launcher; "
+       "unset, rank 0 draws one and hands it over through WEFT_BOOTSTRAP_DIR (same host or a shared folder)."},
       {"WEFT_NCCL_FALLBACK", Type::String, "",
        "Path of a real libnccl.so.2 to which the NCCL-compatible library forwards what weft does not handle."},
   };
@@ -71,16 +86,54 @@ std::string get_string(std::string_view name) {
   return std::string(var.default_value);
 }
 
-int64_t get_int(std::string_view name) {
-  std::string s = get_string(name);
-  try {
-    size_t pos = 0;
-    int64_t v = std::stoll(s, &pos, 0);
-    if (pos != s.size()) throw std::invalid_argument(s);
-    return v;
-  } catch (const std::exception&) {
-    fail(ErrorCode::InvalidArgument, std::string(name) + "='" + s + "' is not an integer");
+namespace {
+
+std::string range_text(double min, double max) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.15g..%.15g", min, max);
+  return buf;
+}
+
+[[noreturn]] void bad_value(std::string_view name, const std::string& text, const std::string& why) {
+  fail(ErrorCode::InvalidArgument, std::string(name) + "='" + text + "' " + why);
+}
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+}  // namespace
+
+int64_t parse_int(std::string_view name, const std::string& text, int64_t min, int64_t max) {
+  const bool negative = !text.empty() && text[0] == '-';
+  const std::string digits = negative ? text.substr(1) : text;
+  if (digits.empty() || !std::all_of(digits.begin(), digits.end(), is_digit))
+    bad_value(name, text, "is not an integer (decimal digits only)");
+  if (digits.size() > 1 && digits[0] == '0')
+    bad_value(name, text, "has a leading zero; write the decimal value (weft reads no octal)");
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v, 10);
+  if (ec == std::errc::result_out_of_range || end != text.data() + text.size() || v < min || v > max)
+    bad_value(name, text, "is outside " + std::to_string(min) + ".." + std::to_string(max));
+  return v;
+}
+
+double parse_seconds(std::string_view name, const std::string& text, double min, double max) {
+  size_t i = 0;
+  while (i < text.size() && is_digit(text[i])) ++i;
+  const size_t int_digits = i;
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    while (i < text.size() && is_digit(text[i])) ++i;
   }
+  if (int_digits == 0 || i != text.size())
+    bad_value(name, text, "is not a number of seconds (digits with an optional fraction, e.g. 30 or 2.5)");
+  const double v = std::strtod(text.c_str(), nullptr);
+  if (!(v >= min && v <= max)) bad_value(name, text, "is outside " + range_text(min, max) + " seconds");
+  return v;
+}
+
+int64_t get_int(std::string_view name) {
+  const Variable& var = lookup(name);
+  return parse_int(name, get_string(name), static_cast<int64_t>(var.min), static_cast<int64_t>(var.max));
 }
 
 bool get_bool(std::string_view name) {
@@ -92,14 +145,19 @@ bool get_bool(std::string_view name) {
 }
 
 double get_seconds(std::string_view name) {
-  std::string s = get_string(name);
-  try {
-    size_t pos = 0;
-    double v = std::stod(s, &pos);
-    if (pos != s.size() || v < 0) throw std::invalid_argument(s);
-    return v;
-  } catch (const std::exception&) {
-    fail(ErrorCode::InvalidArgument, std::string(name) + "='" + s + "' is not a number of seconds");
+  const Variable& var = lookup(name);
+  return parse_seconds(name, get_string(name), var.min, var.max);
+}
+
+void validate_environment() {
+  for (const Variable& v : registry()) {
+    if (std::getenv(std::string(v.name).c_str()) == nullptr) continue;
+    switch (v.type) {
+      case Type::Int: get_int(v.name); break;
+      case Type::Bool: get_bool(v.name); break;
+      case Type::Seconds: get_seconds(v.name); break;
+      case Type::String: break;
+    }
   }
 }
 

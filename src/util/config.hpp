@@ -20,6 +20,9 @@ struct Variable {
   Type type;
   std::string_view default_value;
   std::string_view description;  ///< one sentence
+  /// Accepted range of an Int or Seconds value (inclusive); a value outside is an error.
+  double min = 0;
+  double max = 0;
 };
 
 /// Every variable weft reads, in the order `weft env` prints them.
@@ -31,12 +34,30 @@ const Variable& lookup(std::string_view name);
 
 /// The value set in the environment, else the declared default.
 std::string get_string(std::string_view name);
-/// Integer value; a malformed value is an InvalidArgument error naming the variable.
+/// Integer value, in decimal digits only: a sign other than a leading '-', a leading zero
+/// ("010" is not octal here), a fraction, trailing characters, or a value outside the
+/// variable's range is an InvalidArgument error naming the variable and the value.
 int64_t get_int(std::string_view name);
 /// "1", "true", "yes", "on" (any case) are true; "0", "false", "no", "off", "" are false.
 bool get_bool(std::string_view name);
-/// Seconds as a double (accepts "30", "2.5").
+/// Seconds: decimal digits with an optional fraction ("30", "2.5"); "inf", "nan", signs,
+/// exponents and values outside the variable's range are InvalidArgument errors.
 double get_seconds(std::string_view name);
+
+/// The rule of every wait bounded by WEFT_TIMEOUT, host and device alike: `timeout_s`
+/// seconds, and 0 means no deadline (the device takes a timeout of 0 as none; a host wait
+/// takes 1e9 seconds, and the bootstrap's socket waits cap any deadline at a day).
+inline double wait_seconds(double timeout_s) { return timeout_s > 0 ? timeout_s : 1e9; }
+
+/// Parses every Int, Bool and Seconds variable set in the environment, so that a bad value
+/// is an error when a communicator is created rather than at the first use (or never).
+/// Throws the first error found.
+void validate_environment();
+
+/// The strict parsers behind get_int and get_seconds, for a value `text` of variable `name`
+/// (used in errors) and the range [min, max].
+int64_t parse_int(std::string_view name, const std::string& text, int64_t min, int64_t max);
+double parse_seconds(std::string_view name, const std::string& text, double min, double max);
 
 /// The table that `weft env` prints: name, type, default, current value, description.
 std::string format_table();

@@ -9,6 +9,11 @@
 //                                  ranks sharing them round-robin
 //   never_joins                    rank 1 never joins: rank 0 gets an error in bounded time
 //   peer_stops  [--counts N]       rank 1 stops taking part: rank 0 gets weftTimeout (N floats)
+//   peer_dies   [--counts N]       rank 1 is killed mid-collective, WEFT_TIMEOUT unset: rank 0
+//                                  gets weftRemoteError naming rank 1 within seconds
+//   handles                        bad WEFT_* values at init, a destroyed communicator used
+//                                  again, overflowing counts, registration on one rank only:
+//                                  errors, never hangs or crashes
 #include <cuda_runtime_api.h>
 #include <unistd.h>
 
@@ -19,6 +24,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "runtime/launcher.hpp"
@@ -382,41 +388,163 @@ int never_joins(int rank, const weftUniqueId& id) {
   return msg.find("rank 1 of 2 did not join") != std::string::npos ? 0 : 1;
 }
 
+/// The fault cases' start: two ranks, a stream, `count` floats (1 Mi run the plan
+/// interpreter; --counts 1024 the one-shot kernel) and one AllReduce that completes.
+struct Fault {
+  weftComm_t comm = nullptr;
+  weftStream_t ws = nullptr;
+  float* buf = nullptr;
+  size_t count = 0;
+};
+
+int fault_start(const Options& o, int rank, const weftUniqueId& id, Fault* f) {
+  WEFT_OK(weftCommInitRank(&f->comm, 2, id, rank));
+  cudaStream_t st;
+  CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  f->ws = reinterpret_cast<weftStream_t>(st);
+  f->count = o.counts.empty() ? size_t(1) << 20 : o.counts.front();
+  CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&f->buf), f->count * 4));
+  CUDA_OK(cudaMemset(f->buf, 0, f->count * 4));
+  WEFT_OK(weftAllReduce(f->buf, f->buf, f->count, weftFloat32, weftSum, f->comm, f->ws));
+  return gt::sync_bounded(f->ws, 30) ? 0 : 1;
+}
+
+/// What rank 0 sees of an AllReduce that rank 1 never joins.
+struct FaultSeen {
+  bool finished = false;  ///< the kernel ended within 30 s
+  double seconds = 0;
+  weftResult_t async = weftSuccess;
+  std::string message;
+  weftResult_t again = weftSuccess;  ///< the next call's result
+};
+
+FaultSeen fault_seen_by_rank0(const Fault& f) {
+  FaultSeen r;
+  auto t0 = std::chrono::steady_clock::now();
+  weftResult_t launched = weftAllReduce(f.buf, f.buf, f.count, weftFloat32, weftSum, f.comm, f.ws);
+  r.finished = launched == weftSuccess && gt::sync_bounded(f.ws, 30);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (weftCommGetAsyncError(f.comm, &r.async) != weftSuccess) r.async = weftInternalError;
+  r.message = weftGetLastError(nullptr);
+  std::printf("rank 0: kernel %s after %.1f s; async error %s: %s\n", r.finished ? "ended" : "still running",
+              r.seconds, weftGetErrorString(r.async), r.message.c_str());
+  r.again = weftAllReduce(f.buf, f.buf, f.count, weftFloat32, weftSum, f.comm, f.ws);
+  std::printf("rank 0: the next call returns %s\n", weftGetErrorString(r.again));
+  return r;
+}
+
 int peer_stops(const Options& o, int rank, const weftUniqueId& id) {
   setenv("WEFT_TIMEOUT", "3", 1);
-  weftComm_t comm;
+  Fault f;
+  if (fault_start(o, rank, id, &f) != 0) return 1;
+  if (rank == 1) {
+    // Stops taking part, stays alive until rank 0 has seen the timeout, then leaves.
+    std::this_thread::sleep_for(std::chrono::seconds(12));
+    weftCommAbort(f.comm);
+    return 0;
+  }
+  FaultSeen seen = fault_seen_by_rank0(f);
+  WEFT_OK(weftCommAbort(f.comm));
+  const std::string& msg = seen.message;
+  bool ok = seen.finished && seen.async == weftTimeout && seen.again == weftTimeout &&
+            msg.find("rank 0") != std::string::npos && msg.find("thread block") != std::string::npos &&
+            msg.find("rank 1") != std::string::npos;
+  return ok ? 0 : 1;
+}
+
+int peer_dies(const Options& o, int rank, const weftUniqueId& id) {
+  unsetenv("WEFT_TIMEOUT");  // the default deadline (600 s): only the peer watchdog ends the wait in time
+  Fault f;
+  if (fault_start(o, rank, id, &f) != 0) return 1;
+  if (rank == 1) {
+    // Rank 0 is inside the next collective by now, waiting for this rank's data. This rank
+    // ends at once, destroying nothing, as a crash or a kill would end it (_exit rather
+    // than SIGKILL only so that the launcher counts the exit as intended).
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    std::printf("rank 1: exits without a word\n");
+    std::fflush(stdout);
+    _exit(0);
+  }
+  FaultSeen seen = fault_seen_by_rank0(f);
+  // Destroy (not abort) with a dead peer: the meeting fails at once, and the arena is freed
+  // because its only writer has exited.
+  auto t1 = std::chrono::steady_clock::now();
+  weftResult_t d = weftCommDestroy(f.comm);
+  double ds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  std::printf("rank 0: weftCommDestroy returned %s after %.1f s\n", weftGetErrorString(d), ds);
+  bool ok = seen.finished && seen.seconds < 10 && seen.async == weftRemoteError && seen.again == weftRemoteError &&
+            d == weftSuccess && ds < 10 && seen.message.find("rank 1 (process") != std::string::npos &&
+            seen.message.find("exited") != std::string::npos;
+  return ok ? 0 : 1;
+}
+
+/// Expects `r` to be weftInvalidArgument with `needle` in the message.
+int expect_invalid(int rank, const char* what, weftResult_t r, const char* needle) {
+  std::string msg = weftGetLastError(nullptr);
+  const bool ok = r == weftInvalidArgument && msg.find(needle) != std::string::npos;
+  std::printf("rank %d: %s returns %s: %s%s\n", rank, what, weftGetErrorString(r), msg.c_str(), ok ? "" : "  <- FAIL");
+  return ok ? 0 : 1;
+}
+
+int handles(int rank, const weftUniqueId& id) {
+  int failures = 0;
+  weftComm_t comm = nullptr;
+  // Bad configuration values are errors of the initialization itself, before any rank
+  // joins (so the id stays unused for the real communicator below).
+  for (const auto& [name, value] : {std::pair<const char*, const char*>{"WEFT_FIFO_DEPTH", "010"},
+                                    {"WEFT_INSTANCES", "-1"}, {"WEFT_TIMEOUT", "inf"}}) {
+    setenv(name, value, 1);
+    const std::string needle = std::string(name) + "='" + value + "'";
+    failures += expect_invalid(rank, needle.c_str(), weftCommInitRank(&comm, 2, id, rank), needle.c_str());
+    unsetenv(name);
+  }
   WEFT_OK(weftCommInitRank(&comm, 2, id, rank));
   cudaStream_t st;
   CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   auto ws = reinterpret_cast<weftStream_t>(st);
-  // 1 Mi floats run the plan interpreter; --counts 1024 the one-shot kernel.
-  const size_t count = o.counts.empty() ? size_t(1) << 20 : o.counts.front();
+  // Registration is local: rank 0 registers two buffers, rank 1 none, and neither waits.
   float* buf = nullptr;
-  CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&buf), count * 4));
-  CUDA_OK(cudaMemset(buf, 0, count * 4));
-  WEFT_OK(weftAllReduce(buf, buf, count, weftFloat32, weftSum, comm, ws));
-  if (!gt::sync_bounded(ws, 30)) return 1;
-  if (rank == 1) {
-    // Stops taking part, stays alive until rank 0 has seen the timeout, then leaves.
-    std::this_thread::sleep_for(std::chrono::seconds(12));
-    weftCommAbort(comm);
-    return 0;
+  CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&buf), 1 << 20));
+  if (rank == 0) {
+    void *h1 = nullptr, *h2 = nullptr;
+    auto t0 = std::chrono::steady_clock::now();
+    WEFT_OK(weftCommRegister(comm, buf, 1 << 20, &h1));
+    WEFT_OK(weftCommRegister(comm, buf + 1024, 4096, &h2));
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (s > 1) {
+      std::printf("rank 0: registering took %.1f s (waited for rank 1?)\n", s);
+      ++failures;
+    }
+    WEFT_OK(weftCommDeregister(comm, h2));
+    WEFT_OK(weftCommDeregister(comm, h1));
+    failures += expect_invalid(rank, "weftCommRegister past the allocation",
+                               weftCommRegister(comm, buf, (1 << 20) + 4, &h1), "runs past its allocation");
   }
-  auto t0 = std::chrono::steady_clock::now();
-  WEFT_OK(weftAllReduce(buf, buf, count, weftFloat32, weftSum, comm, ws));
-  bool finished = gt::sync_bounded(ws, 20);
-  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  weftResult_t ae = weftSuccess;
-  WEFT_OK(weftCommGetAsyncError(comm, &ae));
-  std::string msg = weftGetLastError(nullptr);
-  std::printf("rank 0: kernel %s after %.1f s; async error %s: %s\n", finished ? "ended" : "still running", s,
-              weftGetErrorString(ae), msg.c_str());
-  weftResult_t again = weftAllReduce(buf, buf, count, weftFloat32, weftSum, comm, ws);
-  std::printf("rank 0: the next call returns %s\n", weftGetErrorString(again));
-  WEFT_OK(weftCommAbort(comm));
-  bool ok = finished && ae == weftTimeout && again == weftTimeout && msg.find("rank 0") != std::string::npos &&
-            msg.find("thread block") != std::string::npos && msg.find("rank 1") != std::string::npos;
-  return ok ? 0 : 1;
+  // Counts whose byte size wraps are errors, never a shorter transfer.
+  const size_t huge = size_t(1) << 62;
+  failures += expect_invalid(rank, "weftAllReduce of 2^62 floats", weftAllReduce(buf, buf, huge, weftFloat32, weftSum, comm, ws),
+                             "overflows 64 bits");
+  failures += expect_invalid(rank, "weftAllGather of 2^63 bytes x 2 ranks",
+                             weftAllGather(buf, buf, size_t(1) << 63, weftUint8, comm, ws), "overflows 64 bits");
+  failures += expect_invalid(rank, "weftSend of 2^62 floats", weftSend(buf, huge, weftFloat32, 1 - rank, comm, ws),
+                             "overflows 64 bits");
+  // The communicator still works.
+  WEFT_OK(weftAllReduce(buf, buf, 1024, weftFloat32, weftSum, comm, ws));
+  if (!gt::sync_bounded(ws, 30)) return 1;
+  WEFT_OK(weftCommDestroy(comm));
+  // A destroyed handle: an error from every call, not a double free or a hang.
+  failures += expect_invalid(rank, "weftCommDestroy again", weftCommDestroy(comm), "destroyed");
+  failures += expect_invalid(rank, "weftCommAbort after destroy", weftCommAbort(comm), "destroyed");
+  failures += expect_invalid(rank, "weftAllReduce after destroy",
+                             weftAllReduce(buf, buf, 1024, weftFloat32, weftSum, comm, ws), "destroyed");
+  int n = 0;
+  failures += expect_invalid(rank, "weftCommCount after destroy", weftCommCount(comm, &n), "destroyed");
+  // Never a communicator at all.
+  failures += expect_invalid(rank, "weftCommCount of a stray pointer",
+                             weftCommCount(reinterpret_cast<weftComm_t>(buf), &n), "is not one");
+  cudaFree(buf);
+  std::printf("rank %d: handles %s\n", rank, failures ? "FAILED" : "passed");
+  return failures ? 1 : 0;
 }
 
 std::vector<size_t> parse_counts(const std::string& s) {
@@ -437,7 +565,7 @@ std::vector<size_t> parse_counts(const std::string& s) {
 int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
   if (argc < 2) {
-    std::printf("usage: %s collectives|p2p|graph|initall|never_joins|peer_stops [--ranks N] [--full] [--counts a,b] [--only COLL] [--type T]\n", argv[0]);
+    std::printf("usage: %s collectives|p2p|graph|initall|never_joins|peer_stops|peer_dies|handles [--ranks N] [--full] [--counts a,b] [--only COLL] [--type T]\n", argv[0]);
     return 2;
   }
   std::string cmd = argv[1];
@@ -468,6 +596,9 @@ int main(int argc, char** argv) {
   }
   if (cmd == "peer_stops")
     return gt::run_ranks(2, [&](int r, const weftUniqueId& id) { return peer_stops(o, r, id); }, 90, cmd);
+  if (cmd == "peer_dies")
+    return gt::run_ranks(2, [&](int r, const weftUniqueId& id) { return peer_dies(o, r, id); }, 120, cmd);
+  if (cmd == "handles") return gt::run_ranks(2, handles, 120, cmd);
   std::printf("unknown test '%s'\n", cmd.c_str());
   return 2;
 }

@@ -400,6 +400,41 @@ TEST(NcclApiGpu, RefusedCallsSayWhy) {
   }
 }
 
+// Counts whose byte size overflows 64 bits are refused on every path (a collective weft
+// runs, Gather built from sends, the PreMulSum temporary of ReduceScatter), never run
+// short; registration is local (rank 0 registers, rank 1 never does, nothing waits); a
+// destroyed communicator is an error for every later call, destroying it again included.
+TEST(NcclApiGpu, OverflowingCountsLocalRegistrationAndDeadHandles) {
+  Comms k;
+  k.init_all();
+  cudaSetDevice(0);
+  void* buf = nullptr;
+  CUDA_OK(cudaMalloc(&buf, 1 << 20));
+  auto overflows = [](ncclResult_t r) {
+    const std::string msg = ncclGetLastError(nullptr);
+    return r == ncclInvalidArgument && msg.find("overflows 64 bits") != std::string::npos;
+  };
+  EXPECT_TRUE(overflows(ncclAllReduce(buf, buf, size_t(1) << 62, ncclFloat, ncclSum, k.c[0], k.s[0])))
+      << ncclGetLastError(nullptr);
+  EXPECT_TRUE(overflows(ncclGather(buf, buf, size_t(1) << 63, ncclUint8, 0, k.c[0], k.s[0])))
+      << ncclGetLastError(nullptr);
+  ncclRedOp_t op;
+  float scalar = 2;
+  NCCL_OK(ncclRedOpCreatePreMulSum(&op, &scalar, ncclFloat, ncclScalarHostImmediate, k.c[0]));
+  EXPECT_TRUE(overflows(ncclReduceScatter(buf, buf, size_t(1) << 63, ncclFloat, op, k.c[0], k.s[0])))
+      << ncclGetLastError(nullptr);
+  NCCL_OK(ncclRedOpDestroy(op, k.c[0]));
+  void* h = nullptr;
+  NCCL_OK(ncclCommRegister(k.c[0], buf, 1 << 20, &h));
+  NCCL_OK(ncclCommDeregister(k.c[0], h));
+  cudaFree(buf);
+  NCCL_OK(ncclCommDestroy(k.c[0]));
+  EXPECT_EQ(ncclCommDestroy(k.c[0]), ncclInvalidArgument);
+  int n = 0;
+  EXPECT_EQ(ncclCommCount(k.c[0], &n), ncclInvalidArgument);
+  k.c[0] = nullptr;
+}
+
 namespace {
 
 // The file that answers this program's NCCL calls, and whether it is weft's: its real path's

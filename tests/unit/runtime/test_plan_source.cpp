@@ -92,6 +92,32 @@ TEST(PlanSource, GpusPerNodeThatDoesNotDivideIsAnError) {
   unsetenv("WEFT_GPUS_PER_NODE");
 }
 
+// The compiled plan's deadlock check runs at the communicator's FIFO depth (the runtime
+// passes WEFT_FIFO_DEPTH), not at a fixed 4: the depth given reaches the check.
+TEST(PlanSource, TheDeadlockCheckUsesTheGivenFifoDepth) {
+  for (int depth : {2, 4, 64}) EXPECT_NO_THROW(make_plan(Collective::AllReduce, 4, "ring_allreduce", "Simple", 1, false, 0, depth));
+  try {
+    make_plan(Collective::AllReduce, 4, "ring_allreduce", "Simple", 1, false, 0, -1);
+    ADD_FAILURE() << "FIFO depth -1 accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("FIFO depth"), std::string::npos) << e.what();
+  }
+}
+
+// A count that would need more micro-batches than the kernel counts (2^32) is an error, not
+// a wrapped count that moves part of the data.
+TEST(PlanSource, MicroBatchCountsThatDoNotFitAreAnError) {
+  LoweredPlan lp = lower_plan(builtin_plan(Collective::AllReduce, 2, BuiltinSpec{"ring", 1, false, 0, "Simple"}), 2, 4);
+  EXPECT_NO_THROW(make_geometry(lp, uint64_t(1) << 30, 1, 64));
+  try {
+    make_geometry(lp, uint64_t(1) << 42, 1, 64);
+    ADD_FAILURE() << "2^42 one-byte elements in 64-byte slots accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("more than 2^32"), std::string::npos) << e.what();
+  }
+}
+
 TEST(PlanSource, WrongCollectiveOrRootIsAnError) {
   EXPECT_THROW(make_plan(Collective::AllGather, 2, "ring_allreduce", "Simple", 1, false, 0), Error);
   EXPECT_THROW(make_plan(Collective::Broadcast, 2, "chain_broadcast", "Simple", 1, false, 5), Error);
