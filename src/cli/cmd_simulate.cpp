@@ -44,9 +44,11 @@ void run(const SimulateArgs& a) {
     for (auto& [k, v] : text::parse_kv_list(p)) spec.params[k] = v;
   spec.topology = load_topology(a.topology);
   std::map<std::string, std::string> cost;
-  for (const std::string& c : a.cost)
-    for (auto& [k, v] : text::parse_kv_list(c)) cost[k] = v;
-  sim::apply_cost_overrides(spec.topology, cost);
+  parse_option("--cost", [&] {
+    for (const std::string& c : a.cost)
+      for (auto& [k, v] : text::parse_kv_list(c)) cost[k] = v;
+    sim::apply_cost_overrides(spec.topology, cost);
+  });
   spec.schedulers.clear();
   for (const std::string& s : text::split(a.schedulers, ','))
     if (!text::trim(s).empty()) spec.schedulers.emplace_back(text::trim(s));
@@ -56,9 +58,10 @@ void run(const SimulateArgs& a) {
   spec.max_tbs = a.max_tbs;
   spec.in_place = !a.out_of_place;
   if (a.size.empty() == a.sizes.empty()) fail(ErrorCode::InvalidArgument, "give exactly one of --size BYTES and --sizes FROM:TO");
-  spec.sizes = a.size.empty() ? sim::parse_size_range(a.sizes) : std::vector<uint64_t>{text::parse_bytes(a.size)};
+  spec.sizes = a.size.empty() ? parse_option("--sizes", [&] { return sim::parse_size_range(a.sizes); })
+                              : std::vector<uint64_t>{parse_option("--size", [&] { return text::parse_bytes(a.size); })};
   if (a.microbatch == "runtime") spec.options.runtime_microbatch = true;
-  else spec.options.microbatch_bytes = text::parse_bytes(a.microbatch);
+  else spec.options.microbatch_bytes = parse_option("--microbatch", [&] { return text::parse_bytes(a.microbatch); });
   spec.options.fifo_depth = a.fifo_depth;
   if (!a.trace.empty()) {
     if (spec.sizes.size() != 1 || spec.schedulers.size() != 1)

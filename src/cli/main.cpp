@@ -1,6 +1,9 @@
 // weft: verify, compile, simulate and benchmark collective algorithms.
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <iostream>
 
 #include "cli/commands.hpp"
 #include "util/error.hpp"
@@ -24,6 +27,20 @@ int main(int argc, char** argv) {
   weft::cli::register_bench(app);
   weft::cli::register_env(app);
   weft::cli::register_topology(app);
+  // The first word that is not an option names the command: an unknown one is said so,
+  // rather than CLI11's "A subcommand is required".
+  if (argc == 1) {
+    std::fprintf(stderr, "weft: give a command (verify, compile, simulate, bench, env or topology); see weft --help\n");
+    return 2;
+  }
+  if (argv[1][0] != '-') {
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands({})) known = known || sub->check_name(argv[1]);
+    if (!known) {
+      std::fprintf(stderr, "weft: unknown command '%s'; see weft --help\n", argv[1]);
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -34,6 +51,15 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "weft: internal error: %s\n", e.what());
     return 3;
+  }
+  // Output that did not reach its file (a full disk, /dev/full, a closed pipe) is an error.
+  errno = 0;
+  std::cout.flush();
+  const bool written = std::fflush(stdout) == 0 && !std::ferror(stdout) && std::cout.good();
+  const int err = errno != 0 ? errno : EIO;
+  if (!written) {
+    std::fprintf(stderr, "weft: cannot write the standard output: %s\n", std::strerror(err));
+    return 2;
   }
   return weft::cli::exit_status();
 }

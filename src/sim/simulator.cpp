@@ -43,7 +43,7 @@ SimReport Simulator::run(const SimOptions& options) const {
   if (chunk == 0)
     fail(ErrorCode::InvalidArgument, text::format("%llu bytes give less than one byte to each of the plan's %d chunk slots",
                                                   static_cast<unsigned long long>(options.bytes), prog.chunks));
-  const uint64_t n_mb = (chunk + mb_bytes - 1) / mb_bytes;
+  const uint64_t n_mb = chunk / mb_bytes + (chunk % mb_bytes != 0);  // no overflow near 2^64
   if (n_mb > (1u << 24))
     fail(ErrorCode::InvalidArgument, text::format("%llu micro-batches per slot is too many (raise --microbatch)",
                                                   static_cast<unsigned long long>(n_mb)));
@@ -66,7 +66,7 @@ SimReport Simulator::run(const SimOptions& options) const {
 
   EngineParams ep;
   ep.chunk_bytes = chunk;
-  ep.microbatch_bytes = mb_bytes;
+  ep.microbatch_bytes = std::min<uint64_t>(mb_bytes, chunk);
   ep.microbatches = static_cast<int32_t>(n_mb);
   ep.fifo_depth = options.fifo_depth;
   ep.trace = options.trace;

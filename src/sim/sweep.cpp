@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "compile/compiler.hpp"
+#include "compile/verify.hpp"
 #include "ir/topology_io.hpp"
 #include "lang/load.hpp"
 #include "lang/msccl_import.hpp"
@@ -46,6 +47,9 @@ std::map<std::string, std::string> params_for_topology(const Topology& topo, std
 
 void run_sweep(const SweepSpec& spec, const SweepCallback& on_report) {
   const Algorithm algo = load_algorithm(spec.algorithm, params_for_topology(spec.topology, spec.params));
+  // What the verifier refuses is never compiled nor simulated: a wrong algorithm has no
+  // meaningful time (an XML file's as-given schedule moves the same transfers).
+  verify_or_throw(algo);
   for (const std::string& sched : spec.schedulers) {
     if (sched == "as-given") {
       // An MSCCL XML file's own schedule, the baseline weft's are measured against
@@ -99,12 +103,14 @@ int run_simulated_bench(const BenchSpec& spec, std::ostream& out) {
   if (runtime_shape)
     out << text::format("# scheduler %s, shaped as the GPU runtime's Simple path: %d thread blocks per connection, "
                         "micro-batches of one 512 KiB staging slot per block; nccl-tests conventions (size in bytes, "
-                        "float32 elements)\n",
-                        spec.scheduler.c_str(), kRuntimeInstances);
+                        "%s elements)\n",
+                        spec.scheduler.c_str(), kRuntimeInstances, spec.dtype.c_str());
   else
     out << text::format("# scheduler %s, compiler-derived thread blocks per connection, micro-batch %s, nccl-tests "
-                        "conventions (size in bytes, float32 elements)\n",
-                        spec.scheduler.c_str(), text::format_bytes(SimOptions{}.microbatch_bytes).c_str());
+                        "conventions (size in bytes, %s elements)\n",
+                        spec.scheduler.c_str(), text::format_bytes(SimOptions{}.microbatch_bytes).c_str(), spec.dtype.c_str());
+  if (spec.dtype_bytes == 0) fail(ErrorCode::InvalidArgument, "element type " + spec.dtype + " has no size");
+  if (spec.csv) *spec.csv << "algorithm,collective,bytes,count,type,time_us,algbw_GBps,busbw_GBps,tbs_per_rank\n";
   int done = 0;
   for (const std::string& name : algos) {
     std::vector<SimReport> reports;
@@ -114,6 +120,7 @@ int run_simulated_bench(const BenchSpec& spec, std::ostream& out) {
       if (!spec.collectives.empty() &&
           std::find(spec.collectives.begin(), spec.collectives.end(), algo.collective) == spec.collectives.end())
         continue;
+      verify_or_throw(algo);  // as `weft simulate`: a wrong algorithm is never simulated
       CompileOptions co;
       co.scheduler = spec.scheduler;
       if (runtime_shape) co.instances = kRuntimeInstances;
@@ -136,6 +143,11 @@ int run_simulated_bench(const BenchSpec& spec, std::ostream& out) {
       continue;
     }
     ++done;
+    if (spec.csv)
+      for (const SimReport& r : reports)
+        *spec.csv << name << ',' << to_string(r.collective) << ',' << r.bytes << ',' << r.bytes / spec.dtype_bytes << ','
+                  << spec.dtype << ',' << r.time_us << ',' << r.algbw_GBps << ',' << r.busbw_GBps << ','
+                  << r.tbs_per_rank_max << '\n';
     if (spec.json) {
       for (const SimReport& r : reports) out << report_to_json(r) << "\n";
       continue;
@@ -145,7 +157,7 @@ int run_simulated_bench(const BenchSpec& spec, std::ostream& out) {
     if (too_small) out << text::format("# sizes up to %llu bytes left out: fewer bytes than chunk slots\n", static_cast<unsigned long long>(too_small));
     text::Table t({"size", "count", "type", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "TBs/rank"});
     for (const SimReport& r : reports)
-      t.add_row({std::to_string(r.bytes), std::to_string(r.bytes / 4), "float", text::format("%.1f", r.time_us),
+      t.add_row({std::to_string(r.bytes), std::to_string(r.bytes / spec.dtype_bytes), spec.dtype, text::format("%.1f", r.time_us),
                  text::format("%.2f", r.algbw_GBps), text::format("%.2f", r.busbw_GBps), std::to_string(r.tbs_per_rank_max)});
     out << t.str();
   }
