@@ -55,6 +55,7 @@ void register_bench(CLI::App& app) {
     std::string topology = "h200-1x2";
     std::vector<std::string> algorithms;
     std::string scheduler = "hpds";
+    std::string memory_budget;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("collectives", args->collectives, "AllReduce AllGather ReduceScatter Broadcast Reduce AllToAll (default: the first three)");
@@ -76,6 +77,7 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--algo,-a", args->algorithms,
                   "without a GPU: algorithms to simulate (files or built-in names; default: the built-ins of the collectives)");
   cmd->add_option("--scheduler,-s", args->scheduler, "without a GPU: the scheduler of the simulated plans (default hpds)");
+  add_memory_budget_option(cmd, args->memory_budget);
   cmd->callback([args] {
     try {
       auto colon = args->sizes.find(':');
@@ -88,6 +90,7 @@ void register_bench(CLI::App& app) {
       if (from == 0 || to < from) fail(ErrorCode::InvalidArgument, "--sizes wants FROM:TO with 0 < FROM <= TO");
       if (!(args->factor > 1 && args->factor <= 1024))  // also refuses nan
         fail(ErrorCode::InvalidArgument, text::format("--factor %g must be more than 1 and at most 1024", args->factor));
+      const uint64_t memory_budget = memory_budget_bytes(args->memory_budget);  // the simulated run's
       // The CSV file is checked before any work: a run whose rows cannot be kept is refused.
       if (!args->csv.empty() && !std::ofstream(args->csv))
         fail(ErrorCode::System, "cannot write the --csv file '" + args->csv + "': " + std::strerror(errno));
@@ -121,6 +124,7 @@ void register_bench(CLI::App& app) {
       spec.algorithms = args->algorithms;
       spec.scheduler = args->scheduler;
       spec.json = args->json;
+      spec.max_memory_bytes = memory_budget;
       spec.dtype = args->dtype;
       spec.dtype_bytes = host::dtype_size(dtype_index(args->dtype));
       std::ofstream csv;

@@ -33,7 +33,7 @@ namespace {
 
 struct CompileArgs {
   std::string algo, topology, params, scheduler = "hpds", allocator = "state", protocol = "Simple";
-  std::string output, check;
+  std::string output, check, memory_budget;
   int instances = 0;
   int max_tbs = 0;
   int fifo_depth = kDefaultFifoDepth;
@@ -154,6 +154,7 @@ void run_compile(const CompileArgs& a) {
   o.protocol = a.protocol;
   o.keep_graph = false;
   o.fifo_depth = a.fifo_depth;
+  o.max_memory_bytes = memory_budget_bytes(a.memory_budget);
   // Refuse bad options before the (possibly long) parse.
   bool known = false;
   for (std::string_view s : scheduler_names()) known = known || s == o.scheduler;
@@ -246,6 +247,7 @@ void register_compile(CLI::App& app) {
   cmd->add_option("--output,-o", args->output, "Write the plan to this JSON file (docs/plan-format.md)");
   cmd->add_option("--check", args->check, "Load a plan file and check it (structure, deadlock) instead of compiling");
   cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
+  add_memory_budget_option(cmd, args->memory_budget);
   cmd->callback([args] {
     if (!args->check.empty()) {
       if (!args->algo.empty()) fail(ErrorCode::InvalidArgument, "weft compile --check takes a plan file, not an algorithm");

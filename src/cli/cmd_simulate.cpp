@@ -35,6 +35,7 @@ struct SimulateArgs {
   std::string trace;
   std::string plot;
   bool json = false;
+  std::string memory_budget;
 };
 
 void run(const SimulateArgs& a) {
@@ -63,6 +64,7 @@ void run(const SimulateArgs& a) {
   if (a.microbatch == "runtime") spec.options.runtime_microbatch = true;
   else spec.options.microbatch_bytes = parse_option("--microbatch", [&] { return text::parse_bytes(a.microbatch); });
   spec.options.fifo_depth = a.fifo_depth;
+  spec.max_memory_bytes = memory_budget_bytes(a.memory_budget);
   if (!a.trace.empty()) {
     if (spec.sizes.size() != 1 || spec.schedulers.size() != 1)
       fail(ErrorCode::InvalidArgument, "--trace records one run: give one --size and one --scheduler");
@@ -147,6 +149,7 @@ void register_simulate(CLI::App& app) {
   cmd->add_option("--trace", a->trace, "Write a Chrome trace (chrome://tracing, Perfetto) of the run to this file");
   cmd->add_option("--plot", a->plot, "Write an SVG plot of busbw against size, one line per scheduler, to this file");
   cmd->add_flag("--json", a->json, "Print one JSON object per size instead of a table");
+  add_memory_budget_option(cmd, a->memory_budget);
   cmd->callback([a] {
     try {
       run(*a);

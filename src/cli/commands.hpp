@@ -33,4 +33,11 @@ auto parse_option(const char* option, F&& parse) -> decltype(parse()) {
   }
 }
 
+/// Adds --memory-budget BYTES to `cmd`: the compiler's and the simulator's memory budget
+/// (util/memory_budget.hpp). `value` stays empty when the option is not given.
+void add_memory_budget_option(CLI::App* cmd, std::string& value);
+/// The budget in bytes of --memory-budget's value (0, the default budget, when empty);
+/// throws InvalidArgument naming the option for a bad or zero size.
+uint64_t memory_budget_bytes(const std::string& value);
+
 }  // namespace weft::cli

@@ -8,11 +8,25 @@
 #include "cli/commands.hpp"
 #include "util/error.hpp"
 #include "util/huge_pages.hpp"
+#include "util/text.hpp"
 
 namespace weft::cli {
 static int g_exit = 0;
 void set_exit(int status) { if (status > g_exit) g_exit = status; }
 int exit_status() { return g_exit; }
+
+void add_memory_budget_option(CLI::App* cmd, std::string& value) {
+  cmd->add_option("--memory-budget", value,
+                  "Memory the compiler and the simulator may take, in bytes (e.g. 64G; default: three quarters of this "
+                  "machine's memory, or less under ulimit -v); a larger input is refused before it is allocated");
+}
+
+uint64_t memory_budget_bytes(const std::string& value) {
+  if (value.empty()) return 0;
+  const uint64_t bytes = parse_option("--memory-budget", [&] { return text::parse_bytes(value); });
+  if (bytes == 0) fail(ErrorCode::InvalidArgument, "--memory-budget: the budget must be at least 1 byte");
+  return bytes;
+}
 }  // namespace weft::cli
 
 int main(int argc, char** argv) {

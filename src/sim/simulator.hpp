@@ -44,7 +44,9 @@ class Simulator {
  public:
   /// `merge_instances`: simulate instance siblings as one block (exact, much faster; see
   /// merge_instance_siblings in program.hpp). Tests turn it off to compare.
-  Simulator(const Plan& plan, const Topology& topo, bool merge_instances = true);
+  /// `max_memory_bytes`: the memory budget (0: default_memory_budget()); a plan whose
+  /// program would need more is refused with InvalidArgument naming both figures.
+  Simulator(const Plan& plan, const Topology& topo, bool merge_instances = true, uint64_t max_memory_bytes = 0);
   ~Simulator();
   Simulator(Simulator&&) noexcept;
   Simulator& operator=(Simulator&&) noexcept;

@@ -63,7 +63,7 @@ void run_sweep(const SweepSpec& spec, const SweepCallback& on_report) {
                       .as_given;
       plan.topology = spec.topology.name;
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      Simulator sim(plan, spec.topology, !spec.options.trace);
+      Simulator sim(plan, spec.topology, !spec.options.trace, spec.max_memory_bytes);
       for (uint64_t bytes : spec.sizes) {
         SimOptions o = spec.options;
         o.bytes = bytes;
@@ -77,12 +77,13 @@ void run_sweep(const SweepSpec& spec, const SweepCallback& on_report) {
     co.instances = spec.instances;
     co.max_tbs = spec.max_tbs;
     co.in_place = spec.in_place;
+    co.max_memory_bytes = spec.max_memory_bytes;
     auto t0 = std::chrono::steady_clock::now();
     CompileResult cr = compile(algo, spec.topology, co);
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     // A traced run keeps instance siblings apart (merging is exact, but the trace then has
     // one track per thread block of the plan).
-    Simulator sim(cr.plan, spec.topology, !spec.options.trace);
+    Simulator sim(cr.plan, spec.topology, !spec.options.trace, spec.max_memory_bytes);
     for (uint64_t bytes : spec.sizes) {
       SimOptions o = spec.options;
       o.bytes = bytes;
@@ -123,8 +124,10 @@ int run_simulated_bench(const BenchSpec& spec, std::ostream& out) {
       verify_or_throw(algo);  // as `weft simulate`: a wrong algorithm is never simulated
       CompileOptions co;
       co.scheduler = spec.scheduler;
+      co.max_memory_bytes = spec.max_memory_bytes;
       if (runtime_shape) co.instances = kRuntimeInstances;
-      Simulator sim((runtime_shape ? compile_for_runtime(algo, topo, co) : compile(algo, topo, co)).plan, topo);
+      Simulator sim((runtime_shape ? compile_for_runtime(algo, topo, co) : compile(algo, topo, co)).plan, topo, true,
+                    spec.max_memory_bytes);
       const uint64_t chunks = static_cast<uint64_t>(std::max(algo.input_chunks, algo.output_chunks));
       for (uint64_t bytes : sizes) {
         if (bytes < chunks) {

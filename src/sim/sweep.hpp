@@ -37,6 +37,7 @@ struct SweepSpec {
   bool in_place = true;                       ///< CompileOptions::in_place
   std::vector<uint64_t> sizes;
   SimOptions options;                         ///< per-run options; `bytes` is set per size
+  uint64_t max_memory_bytes = 0;              ///< compiler's and simulator's budget (0: the default)
 };
 
 /// Called once per (scheduler, size), in order, with the simulator that produced the report
@@ -62,6 +63,7 @@ struct BenchSpec {
   /// that the figures stand for what `weft bench` measures there. Across nodes, and with
   /// false, the compiler's derived instances and 1 MiB micro-batches.
   bool runtime_shape = true;
+  uint64_t max_memory_bytes = 0;                ///< compiler's and simulator's budget (0: the default)
 };
 
 /// The simulated `weft bench`: its first line says the figures are simulated and on which
