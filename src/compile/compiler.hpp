@@ -1,4 +1,4 @@
-// The compiler: Algorithm -> TaskGraph -> Pipeline -> Plan (DESIGN.md parts 3 to 5).
+// The compiler: Algorithm -> TaskGraph -> Pipeline -> Plan (docs/design.md).
 //
 // compile() runs the stages in order, each its own function and file:
 //   place_buffers (layout.hpp) and build_task_graph (graph.hpp)     "analyse"

@@ -1,6 +1,6 @@
 // The simulator's entry point: executes a Plan on a Topology, as the GPU executor will.
 //
-// Execution (DESIGN.md, "The execution model, precisely"; src/ir/plan.hpp is the contract):
+// Execution (docs/design.md, "The execution model"; src/ir/plan.hpp is the contract):
 // every thread block walks its slots in order, each slot over every micro-batch (task
 // level) or, under ExecutionModel::Algorithm, every slot per micro-batch. Before
 // invocation k a slot waits until every slot in its `deps` has finished invocation k. A
