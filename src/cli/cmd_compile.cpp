@@ -231,7 +231,8 @@ void register_compile(CLI::App& app) {
   cmd->add_option("--scheduler,--schedule,-s", args->scheduler,
                   "hpds (default), algo, stage, rr or gc3; as-given keeps an MSCCL XML file's own schedule");
   cmd->add_option("--alloc,-a", args->allocator, "Thread-block allocation: state (default) or conn");
-  cmd->add_option("--instances", args->instances, "Thread blocks per link, 1 to 64 (default 0: derived from the topology)");
+  cmd->add_option("--instances", args->instances, "Thread blocks per link, 1 to 64 (default 0: derived from the topology)")
+      ->check(CLI::Range(0, 64));
   cmd->add_option("--max-tbs", args->max_tbs,
                   "Most thread blocks one rank may run; a plan that needs more is lowered again with fewer instances "
                   "(default 0: no limit)")
@@ -242,7 +243,8 @@ void register_compile(CLI::App& app) {
   cmd->add_option("--protocol", args->protocol, "Simple (default), LL or LL128, recorded in the plan");
   cmd->add_option("--fifo-depth", args->fifo_depth,
                   "Messages a connection holds in the deadlock check (default 4, the runtime's WEFT_FIFO_DEPTH; 0: "
-                  "every send waits for its receive)");
+                  "every send waits for its receive)")
+      ->check(CLI::Range(0, 1 << 20));
   cmd->add_flag("--no-verify", args->no_verify, "Skip the symbolic verifier (the algorithm must be correct)");
   cmd->add_option("--output,-o", args->output, "Write the plan to this JSON file (docs/plan-format.md)");
   cmd->add_option("--check", args->check, "Load a plan file and check it (structure, deadlock) instead of compiling");
