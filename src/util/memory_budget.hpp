@@ -35,10 +35,7 @@ inline uint64_t default_memory_budget() {
 inline void check_memory_budget(double need, uint64_t budget, const std::string& what) {
   if (budget == 0) budget = default_memory_budget();
   if (need <= static_cast<double>(budget)) return;
-  auto size = [](double bytes) {
-    const double mib = 1024.0 * 1024.0;
-    return bytes >= 1024 * mib ? text::format("%.1f GiB", bytes / (1024 * mib)) : text::format("%.0f MiB", bytes / mib);
-  };
+  auto size = [](double bytes) { return text::format_bytes(static_cast<uint64_t>(std::min(bytes, 1.8e19))); };
   fail(ErrorCode::InvalidArgument,
        text::format("%s needs about %s of memory, more than the budget of %s (raise it with --memory-budget BYTES, "
                     "e.g. --memory-budget 64G)",
