@@ -17,8 +17,9 @@ int exit_status() { return g_exit; }
 
 void add_memory_budget_option(CLI::App* cmd, std::string& value) {
   cmd->add_option("--memory-budget", value,
-                  "Memory the compiler and the simulator may take, in bytes (e.g. 64G; default: three quarters of this "
-                  "machine's memory, or less under ulimit -v); a larger input is refused before it is allocated");
+                  "Memory the compiler and the simulator may take, in bytes (e.g. 64G; default: WEFT_MEMORY_BUDGET, else "
+                  "three quarters of this machine's memory, or less under ulimit -v); a larger input is refused before it "
+                  "is allocated");
 }
 
 uint64_t memory_budget_bytes(const std::string& value) {

@@ -26,6 +26,10 @@ CliRun weft(const std::string& args) {
   return weft::test::run_command("CUDA_VISIBLE_DEVICES= " + std::string(WEFT_CLI) + " " + args, "cli_inputs");
 }
 
+CliRun weft_with_env(const std::string& env, const std::string& args) {
+  return weft::test::run_command("CUDA_VISIBLE_DEVICES= " + env + " " + std::string(WEFT_CLI) + " " + args, "cli_inputs");
+}
+
 std::string temp_path(const std::string& name) {
   return testing::TempDir() + "weft_cli_inputs_" + std::to_string(getpid()) + "_" + name;
 }
@@ -70,7 +74,7 @@ TEST(CliInputs, SimulateRunsTheVerifierOnEveryBrokenFile) {
 }
 
 TEST(CliInputs, SimulatedBenchRunsTheVerifier) {
-  for (const std::string& f : {"race.rccl", "missing_reduction.rccl", "wrong_chunk.rccl"}) {
+  for (const std::string f : {"race.rccl", "missing_reduction.rccl", "wrong_chunk.rccl"}) {
     SCOPED_TRACE(f);
     CliRun r = weft("bench -a " + broken(f) + " -t h200-1x4 --sizes 1M:2M");
     expect_clean_error(r, "fails verification");
@@ -97,6 +101,12 @@ TEST(CliInputs, TheMemoryBudgetRefusesBeforeAllocating) {
   expect_clean_error(p, "the plan of ring_allreduce at 64 instances per link");
   expect_clean_error(weft("compile ring_allreduce -t h200-1x2 --memory-budget 0"), "--memory-budget: the budget must be");
   EXPECT_EQ(weft("compile ring_allreduce -t a100-8x8 --memory-budget 1G").status, 0);
+  // WEFT_MEMORY_BUDGET sets the default; the option overrides it; a bad value names it.
+  expect_clean_error(weft_with_env("WEFT_MEMORY_BUDGET=1M", "compile ring_allreduce -t a100-8x8"),
+                     "more than the budget of 1 MiB");
+  EXPECT_EQ(weft_with_env("WEFT_MEMORY_BUDGET=1M", "compile ring_allreduce -t a100-8x8 --memory-budget 1G").status, 0);
+  expect_clean_error(weft_with_env("WEFT_MEMORY_BUDGET=lots", "compile ring_allreduce -t h200-1x2"),
+                     "WEFT_MEMORY_BUDGET: 'lots' is not a byte size");
 }
 
 TEST(CliInputs, ByteSizesOf2To64OrMoreAreAClearError) {
@@ -113,7 +123,7 @@ TEST(CliInputs, ByteSizesOf2To64OrMoreAreAClearError) {
 
 TEST(CliInputs, ExtremeCostFiguresAreOutOfRangeNotADeadlock) {
   const std::string sim = "simulate ring_allreduce -t h200-1x4 --size 1M --cost ";
-  for (const std::string& c : {"tb_copy_GBps=1e300", "tb_copy_GBps=1e-300", "primitive_overhead_us=1e300",
+  for (const std::string c : {"tb_copy_GBps=1e300", "tb_copy_GBps=1e-300", "primitive_overhead_us=1e300",
                                "hbm_bandwidth_GBps=1e-300", "nvlink_bandwidth_GBps=1e-200", "contention_gamma=1e300",
                                "nvlink_latency_us=1e20"}) {
     SCOPED_TRACE(c);
@@ -122,8 +132,8 @@ TEST(CliInputs, ExtremeCostFiguresAreOutOfRangeNotADeadlock) {
     EXPECT_NE(r.err.find("is out of range"), std::string::npos) << r.err;
   }
   // The bounds themselves simulate, at the smallest and a large size.
-  for (const std::string& size : {"4", "4G"})
-    for (const std::string& c : {"tb_copy_GBps=1e6,nvlink_bandwidth_GBps=1e6,hbm_bandwidth_GBps=1e6",
+  for (const std::string size : {"4", "4G"})
+    for (const std::string c : {"tb_copy_GBps=1e6,nvlink_bandwidth_GBps=1e6,hbm_bandwidth_GBps=1e6",
                                  "nvlink_latency_us=1e6,primitive_overhead_us=1e6", "contention_gamma=1e3",
                                  "hbm_bandwidth_GBps=1e-3", "nvlink_bandwidth_GBps=1e-3,tb_copy_GBps=1e-3"}) {
       SCOPED_TRACE(c + " at " + size);
@@ -135,7 +145,7 @@ TEST(CliInputs, ExtremeCostFiguresAreOutOfRangeNotADeadlock) {
 
 TEST(CliInputs, OutputThatCannotBeWrittenIsAnError) {
   if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "no /dev/full on this machine";
-  for (const std::string& cmd : {"simulate ring_allreduce -t h200-1x2 --size 1M", "env", "topology h200-1x2",
+  for (const std::string cmd : {"simulate ring_allreduce -t h200-1x2 --size 1M", "env", "topology h200-1x2",
                                  "compile ring_allreduce -t h200-1x2 --json", "bench --sizes 1M:1M"}) {
     SCOPED_TRACE(cmd);
     CliRun r = weft(cmd + " >/dev/full");
