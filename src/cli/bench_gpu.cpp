@@ -394,6 +394,11 @@ int bench_rank(const BenchOptions& o, int rank, int R, const weftUniqueId& id) {
       f << r.collective << ',' << r.bytes << ',' << r.count << ',' << o.dtype << ',' << r.us[0] << ',' << r.algbw[0] << ','
         << r.busbw[0] << ',' << r.wrong[0] << ',' << r.tbs[0] << ',' << r.us[1] << ',' << r.algbw[1] << ',' << r.busbw[1]
         << ',' << r.wrong[1] << ',' << r.tbs[1] << '\n';
+    f.close();
+    if (!f) {
+      std::fprintf(stderr, "weft bench: writing the --csv file '%s' failed\n", o.csv.c_str());
+      status = 2;
+    }
   }
   cudaFree(x.send);
   cudaFree(x.recv);

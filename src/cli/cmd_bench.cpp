@@ -1,12 +1,17 @@
 // `weft bench [COLLECTIVE...] [--sizes FROM:TO] [--graph] [--csv F] [--json]`: on GPUs,
 // weft against NCCL in one run (bench_gpu.cpp); without a GPU, the simulated sweep
 // (sim::run_simulated_bench, docs/simulator.md), whose first line says it is simulated.
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "runtime/host_reduce.hpp"
 #include "sim/sweep.hpp"
+#include "weft/weft.h"
 #include "util/error.hpp"
 #include "util/text.hpp"
 #if WEFT_HAVE_CUDA
@@ -14,6 +19,27 @@
 #endif
 
 namespace weft::cli {
+
+namespace {
+
+/// The names `--type` and `--op` take (weft.h's types and reductions), for CLI::IsMember.
+std::vector<std::string> dtype_names() {
+  std::vector<std::string> v;
+  for (int t = 0; t < weftNumTypes; ++t) v.emplace_back(host::dtype_name(t));
+  return v;
+}
+int dtype_index(const std::string& name) {
+  for (int t = 0; t < weftNumTypes; ++t)
+    if (name == host::dtype_name(t)) return t;
+  return weftFloat32;  // unreachable: --type is checked against dtype_names()
+}
+std::vector<std::string> op_names() {
+  std::vector<std::string> v;
+  for (int o = 0; o < weftNumOps; ++o) v.emplace_back(host::op_name(o));
+  return v;
+}
+
+}  // namespace
 
 void register_bench(CLI::App& app) {
   auto* cmd = app.add_subcommand("bench",
@@ -29,32 +55,45 @@ void register_bench(CLI::App& app) {
     std::string topology = "h200-1x2";
     std::vector<std::string> algorithms;
     std::string scheduler = "hpds";
+    std::string memory_budget;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("collectives", args->collectives, "AllReduce AllGather ReduceScatter Broadcast Reduce AllToAll (default: the first three)");
   cmd->add_option("--sizes", args->sizes, "FROM:TO in bytes, with K/M/G suffixes (default 8:256M)");
-  cmd->add_option("--factor", args->factor, "size multiplier between rows (default 2)");
+  cmd->add_option("--factor", args->factor, "size multiplier between rows, more than 1 and at most 1024 (default 2)");
   cmd->add_flag("--graph", args->graph, "time replays of a CUDA graph of the calls");
   cmd->add_option("--csv", args->csv, "also write the rows to this CSV file");
   cmd->add_flag("--json", args->json, "print one JSON object per row instead of the table");
-  cmd->add_option("--ranks", args->ranks, "GPUs to use, one process each (default: all)");
-  cmd->add_option("--warmup", args->warmup, "untimed calls per size (default 5)");
-  cmd->add_option("--iters", args->iters, "timed calls per size (default 20)");
-  cmd->add_option("--type", args->dtype, "element type (default float32)");
-  cmd->add_option("--op", args->op, "reduction (default sum)");
+  cmd->add_option("--ranks", args->ranks, "GPUs to use, one process each, 1 to 4096 (default 0: all)")
+      ->check(CLI::Range(0, 4096));
+  cmd->add_option("--warmup", args->warmup, "untimed calls per size, 0 to 1000000 (default 5)")
+      ->check(CLI::Range(0, 1000000));
+  cmd->add_option("--iters", args->iters, "timed calls per size, 1 to 1000000 (default 20)")->check(CLI::Range(1, 1000000));
+  cmd->add_option("--type", args->dtype, "element type (default float32)")->check(CLI::IsMember(dtype_names()));
+  cmd->add_option("--op", args->op, "reduction (default sum)")->check(CLI::IsMember(op_names()));
   cmd->add_flag("--no-nccl", args->no_nccl, "do not load NCCL");
   cmd->add_flag("--no-check", args->no_check, "skip the #wrong check");
   cmd->add_option("--topology,-t", args->topology, "without a GPU: the simulated topology (default h200-1x2)");
   cmd->add_option("--algo,-a", args->algorithms,
                   "without a GPU: algorithms to simulate (files or built-in names; default: the built-ins of the collectives)");
   cmd->add_option("--scheduler,-s", args->scheduler, "without a GPU: the scheduler of the simulated plans (default hpds)");
+  add_memory_budget_option(cmd, args->memory_budget);
   cmd->callback([args] {
     try {
       auto colon = args->sizes.find(':');
-      uint64_t from = text::parse_bytes(colon == std::string::npos ? args->sizes : args->sizes.substr(0, colon));
-      uint64_t to = colon == std::string::npos ? from : text::parse_bytes(args->sizes.substr(colon + 1));
-      if (from == 0 || to < from || args->factor <= 1)
-        fail(ErrorCode::InvalidArgument, "--sizes wants FROM:TO with 0 < FROM <= TO, --factor > 1");
+      const uint64_t from = parse_option("--sizes", [&] {
+        return text::parse_bytes(colon == std::string::npos ? args->sizes : args->sizes.substr(0, colon));
+      });
+      const uint64_t to = colon == std::string::npos
+                              ? from
+                              : parse_option("--sizes", [&] { return text::parse_bytes(args->sizes.substr(colon + 1)); });
+      if (from == 0 || to < from) fail(ErrorCode::InvalidArgument, "--sizes wants FROM:TO with 0 < FROM <= TO");
+      if (!(args->factor > 1 && args->factor <= 1024))  // also refuses nan
+        fail(ErrorCode::InvalidArgument, text::format("--factor %g must be more than 1 and at most 1024", args->factor));
+      const uint64_t memory_budget = memory_budget_bytes(args->memory_budget);  // the simulated run's
+      // The CSV file is checked before any work: a run whose rows cannot be kept is refused.
+      if (!args->csv.empty() && !std::ofstream(args->csv))
+        fail(ErrorCode::System, "cannot write the --csv file '" + args->csv + "': " + std::strerror(errno));
       std::vector<std::string> collectives =
           args->collectives.empty() ? std::vector<std::string>{"AllReduce", "AllGather", "ReduceScatter"} : args->collectives;
 #if WEFT_HAVE_CUDA
@@ -68,7 +107,7 @@ void register_bench(CLI::App& app) {
       o.json = args->json;
       o.ranks = args->ranks;
       o.warmup = args->warmup;
-      o.iters = std::max(1, args->iters);
+      o.iters = args->iters;
       o.nccl = !args->no_nccl;
       o.check = !args->no_check;
       o.dtype = args->dtype;
@@ -85,6 +124,14 @@ void register_bench(CLI::App& app) {
       spec.algorithms = args->algorithms;
       spec.scheduler = args->scheduler;
       spec.json = args->json;
+      spec.max_memory_bytes = memory_budget;
+      spec.dtype = args->dtype;
+      spec.dtype_bytes = host::dtype_size(dtype_index(args->dtype));
+      std::ofstream csv;
+      if (!args->csv.empty()) {
+        csv.open(args->csv);
+        spec.csv = &csv;
+      }
       for (const std::string& c : collectives) {
         std::optional<Collective> k = collective_from_string(c);
         if (!k) fail(ErrorCode::InvalidArgument, "unknown collective '" + c + "'");
@@ -93,7 +140,12 @@ void register_bench(CLI::App& app) {
       for (double s = static_cast<double>(from); s <= static_cast<double>(to) && spec.sizes.size() < 64;
            s = std::max(s + 1, std::ceil(s * args->factor)))
         spec.sizes.push_back(static_cast<uint64_t>(s));
-      if (sim::run_simulated_bench(spec, std::cout) == 0) {
+      const int done = sim::run_simulated_bench(spec, std::cout);
+      if (csv.is_open()) {
+        csv.close();
+        if (!csv) fail(ErrorCode::System, "writing the --csv file '" + args->csv + "' failed");
+      }
+      if (done == 0) {
         std::cout.flush();
         std::fprintf(stderr, "weft bench: no algorithm of those collectives could run on %s\n", args->topology.c_str());
         set_exit(1);

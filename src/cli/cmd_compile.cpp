@@ -33,7 +33,7 @@ namespace {
 
 struct CompileArgs {
   std::string algo, topology, params, scheduler = "hpds", allocator = "state", protocol = "Simple";
-  std::string output, check;
+  std::string output, check, memory_budget;
   int instances = 0;
   int max_tbs = 0;
   int fifo_depth = kDefaultFifoDepth;
@@ -154,6 +154,7 @@ void run_compile(const CompileArgs& a) {
   o.protocol = a.protocol;
   o.keep_graph = false;
   o.fifo_depth = a.fifo_depth;
+  o.max_memory_bytes = memory_budget_bytes(a.memory_budget);
   // Refuse bad options before the (possibly long) parse.
   bool known = false;
   for (std::string_view s : scheduler_names()) known = known || s == o.scheduler;
@@ -230,7 +231,8 @@ void register_compile(CLI::App& app) {
   cmd->add_option("--scheduler,--schedule,-s", args->scheduler,
                   "hpds (default), algo, stage, rr or gc3; as-given keeps an MSCCL XML file's own schedule");
   cmd->add_option("--alloc,-a", args->allocator, "Thread-block allocation: state (default) or conn");
-  cmd->add_option("--instances", args->instances, "Thread blocks per link, 1 to 64 (default 0: derived from the topology)");
+  cmd->add_option("--instances", args->instances, "Thread blocks per link, 1 to 64 (default 0: derived from the topology)")
+      ->check(CLI::Range(0, 64));
   cmd->add_option("--max-tbs", args->max_tbs,
                   "Most thread blocks one rank may run; a plan that needs more is lowered again with fewer instances "
                   "(default 0: no limit)")
@@ -241,11 +243,13 @@ void register_compile(CLI::App& app) {
   cmd->add_option("--protocol", args->protocol, "Simple (default), LL or LL128, recorded in the plan");
   cmd->add_option("--fifo-depth", args->fifo_depth,
                   "Messages a connection holds in the deadlock check (default 4, the runtime's WEFT_FIFO_DEPTH; 0: "
-                  "every send waits for its receive)");
+                  "every send waits for its receive)")
+      ->check(CLI::Range(0, 1 << 20));
   cmd->add_flag("--no-verify", args->no_verify, "Skip the symbolic verifier (the algorithm must be correct)");
   cmd->add_option("--output,-o", args->output, "Write the plan to this JSON file (docs/plan-format.md)");
   cmd->add_option("--check", args->check, "Load a plan file and check it (structure, deadlock) instead of compiling");
   cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
+  add_memory_budget_option(cmd, args->memory_budget);
   cmd->callback([args] {
     if (!args->check.empty()) {
       if (!args->algo.empty()) fail(ErrorCode::InvalidArgument, "weft compile --check takes a plan file, not an algorithm");

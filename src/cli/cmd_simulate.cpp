@@ -35,6 +35,7 @@ struct SimulateArgs {
   std::string trace;
   std::string plot;
   bool json = false;
+  std::string memory_budget;
 };
 
 void run(const SimulateArgs& a) {
@@ -44,9 +45,11 @@ void run(const SimulateArgs& a) {
     for (auto& [k, v] : text::parse_kv_list(p)) spec.params[k] = v;
   spec.topology = load_topology(a.topology);
   std::map<std::string, std::string> cost;
-  for (const std::string& c : a.cost)
-    for (auto& [k, v] : text::parse_kv_list(c)) cost[k] = v;
-  sim::apply_cost_overrides(spec.topology, cost);
+  parse_option("--cost", [&] {
+    for (const std::string& c : a.cost)
+      for (auto& [k, v] : text::parse_kv_list(c)) cost[k] = v;
+    sim::apply_cost_overrides(spec.topology, cost);
+  });
   spec.schedulers.clear();
   for (const std::string& s : text::split(a.schedulers, ','))
     if (!text::trim(s).empty()) spec.schedulers.emplace_back(text::trim(s));
@@ -56,10 +59,12 @@ void run(const SimulateArgs& a) {
   spec.max_tbs = a.max_tbs;
   spec.in_place = !a.out_of_place;
   if (a.size.empty() == a.sizes.empty()) fail(ErrorCode::InvalidArgument, "give exactly one of --size BYTES and --sizes FROM:TO");
-  spec.sizes = a.size.empty() ? sim::parse_size_range(a.sizes) : std::vector<uint64_t>{text::parse_bytes(a.size)};
+  spec.sizes = a.size.empty() ? parse_option("--sizes", [&] { return sim::parse_size_range(a.sizes); })
+                              : std::vector<uint64_t>{parse_option("--size", [&] { return text::parse_bytes(a.size); })};
   if (a.microbatch == "runtime") spec.options.runtime_microbatch = true;
-  else spec.options.microbatch_bytes = text::parse_bytes(a.microbatch);
+  else spec.options.microbatch_bytes = parse_option("--microbatch", [&] { return text::parse_bytes(a.microbatch); });
   spec.options.fifo_depth = a.fifo_depth;
+  spec.max_memory_bytes = memory_budget_bytes(a.memory_budget);
   if (!a.trace.empty()) {
     if (spec.sizes.size() != 1 || spec.schedulers.size() != 1)
       fail(ErrorCode::InvalidArgument, "--trace records one run: give one --size and one --scheduler");
@@ -144,6 +149,7 @@ void register_simulate(CLI::App& app) {
   cmd->add_option("--trace", a->trace, "Write a Chrome trace (chrome://tracing, Perfetto) of the run to this file");
   cmd->add_option("--plot", a->plot, "Write an SVG plot of busbw against size, one line per scheduler, to this file");
   cmd->add_flag("--json", a->json, "Print one JSON object per size instead of a table");
+  add_memory_budget_option(cmd, a->memory_budget);
   cmd->callback([a] {
     try {
       run(*a);

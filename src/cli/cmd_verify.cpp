@@ -73,7 +73,7 @@ void register_verify(CLI::App& app) {
   cmd->add_flag("--all", args->all, "Verify every built-in algorithm (algorithms/*.rccl) at its default sizes");
   cmd->add_flag("--stats", args->stats, "Also print load and verification time and the verifier's memory");
   cmd->add_option("--max-errors", args->max_errors, "Reasons printed per failing algorithm (default 10)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(size_t{1}, size_t{1000000}));
   cmd->callback([args] {
     ParamMap params;
     try {

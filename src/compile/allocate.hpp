@@ -1,4 +1,4 @@
-// Thread-block allocation (DESIGN.md part 5; paper 001 §4.4) and assembly of the Plan.
+// Thread-block allocation (docs/design.md; paper 001 §4.4) and assembly of the Plan.
 //
 // Both allocators keep the runtime's rule: each connection end is driven by exactly one thread
 // block. Connection ends that one fused primitive joins (its receive and its send) form a

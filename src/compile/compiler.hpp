@@ -1,4 +1,4 @@
-// The compiler: Algorithm -> TaskGraph -> Pipeline -> Plan (DESIGN.md parts 3 to 5).
+// The compiler: Algorithm -> TaskGraph -> Pipeline -> Plan (docs/design.md).
 //
 // compile() runs the stages in order, each its own function and file:
 //   place_buffers (layout.hpp) and build_task_graph (graph.hpp)     "analyse"
@@ -37,6 +37,11 @@ struct CompileOptions {
   /// the graph is then freed once lowered, which lowers peak memory (about 700 MB for HM
   /// AllReduce on 1,024 GPUs).
   bool keep_graph = true;
+  /// Memory the compilation may take, in bytes (0: default_memory_budget(), three quarters
+  /// of the machine's memory). compile() estimates its need from the algorithm's transfers
+  /// and chunk slots before the analysis and from the plan's slots once the instances are
+  /// known, and refuses with InvalidArgument naming both figures (util/memory_budget.hpp).
+  uint64_t max_memory_bytes = 0;
 };
 
 struct PhaseSeconds {
@@ -62,7 +67,7 @@ struct CompileResult {
 /// ranks. Throws InvalidArgument for an unknown scheduler, allocator or protocol, an
 /// instance count out of range, or a topology that does not fit; Verify when the resulting
 /// plan fails its deadlock check (a bug: the schedulers' plans are deadlock-free by
-/// construction).
+/// construction); InvalidArgument when it would need more memory than max_memory_bytes.
 CompileResult compile(const Algorithm& algo, const Topology& topo, const CompileOptions& options = {});
 
 /// Most thread blocks per rank a compiled plan takes in the GPU runtime: as many as the

@@ -1,4 +1,4 @@
-// The deadlock check (DESIGN.md part 5).
+// The deadlock check (docs/design.md).
 //
 // Rendezvous model (depth 0, and every task-level plan): nodes are a plan's slots; the two
 // ends of a connection run together (the i-th send on a connection meets its i-th receive),

@@ -1,4 +1,4 @@
-// Analysis: the task graph of a placed algorithm (DESIGN.md part 3).
+// Analysis: the task graph of a placed algorithm (docs/design.md).
 //
 // One task per transfer. Data edges come from walking the transfers in step order and
 // tracking, per physical chunk slot, its last writer and the readers since: a read gets a

@@ -1,4 +1,4 @@
-// Lowering: Pipeline -> primitives per rank, before thread blocks are chosen (DESIGN.md part 5).
+// Lowering: Pipeline -> primitives per rank, before thread blocks are chosen (docs/design.md).
 //
 // 1. Aggregation happened before scheduling (compile/layout.hpp); each task is one op here.
 // 2. Fusion: where a received chunk is forwarded as it is (the forwarding task reads exactly

@@ -1,5 +1,5 @@
 // Replay: a Plan turned back into an Algorithm, so that the symbolic verifier can check what
-// the plan really does (DESIGN.md part 5).
+// the plan really does (docs/design.md).
 //
 // Each micro-batch is split by the plan's instances into lanes (the least common multiple of
 // every slot's `instances`); a lane is moved by exactly one instance of each primitive, so

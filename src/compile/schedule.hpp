@@ -1,4 +1,4 @@
-// Scheduling: TaskGraph -> Pipeline (DESIGN.md part 4).
+// Scheduling: TaskGraph -> Pipeline (docs/design.md).
 //
 // hpds   paper 001 Algorithm 1. A sub-pipeline is filled chunk by chunk: among chunks (chunk
 //        DAGs, TaskGraph::chunk) that still have a candidate, the one scheduled least often so

@@ -1,4 +1,4 @@
-// The symbolic verifier (DESIGN.md part 2).
+// The symbolic verifier (docs/design.md).
 //
 // Executes an Algorithm on symbolic data: every chunk slot holds the set of (rank, input
 // chunk) contributions it carries; a copy overwrites the destination's set, a reduce adds

@@ -1,7 +1,7 @@
 // Plan: what each rank's thread blocks execute, the compiler's output.
 //
-// The simulator and the GPU runtime both execute a Plan, under the execution model of
-// docs/execution-model.md (DESIGN.md, "The execution model, precisely"):
+// The simulator and the GPU runtime both execute a Plan, under this execution model (the
+// precise contract; docs/design.md, "The execution model", summarizes it):
 //
 // * A call's buffers are cut into chunk slots (Plan::input_chunks etc. per rank); each
 //   slot is cut into micro-batches of a size chosen per call. Invocation k of a slot

@@ -76,6 +76,20 @@ class Reader {
     if (!v.is_array()) bad(path + "." + name, "expected an array");
     return v;
   }
+  /// Refuses a field of `obj` that is not one of `known` (a misspelt field would otherwise be
+  /// dropped silently).
+  void only(const json& obj, const std::string& path, std::initializer_list<const char*> known) const {
+    if (!obj.is_object()) bad(path, "expected an object");
+    for (auto it = obj.begin(); it != obj.end(); ++it) {
+      bool ok = false;
+      for (const char* k : known) ok = ok || it.key() == k;
+      if (!ok) {
+        std::string names;
+        for (const char* k : known) names += std::string(names.empty() ? "" : ", ") + k;
+        bad(path, "unknown field \"" + it.key() + "\" (the fields are " + names + "; docs/plan-format.md)");
+      }
+    }
+  }
   BufferRange range(const json& obj, const std::string& path, const char* name) const {
     const json& v = field(obj, path, name);
     std::string p = path + "." + name;
@@ -90,6 +104,8 @@ class Reader {
 };
 
 Slot read_slot(const Reader& in, const json& j, const std::string& path) {
+  in.only(j, path, {"primitive", "send_peer", "recv_peer", "channel", "src", "dst", "count", "instance", "instances",
+                    "subpipeline", "deps", "tasks"});
   Slot s;
   std::string prim = in.string(j, path, "primitive");
   auto p = primitive_from_string(prim);
@@ -191,6 +207,9 @@ Plan plan_from_json(std::string_view text, const std::string& origin) {
   }
   Reader in(origin);
   if (!j.is_object()) in.bad("(top)", "expected a JSON object");
+  in.only(j, "(top)", {"format", "version", "algorithm", "collective", "num_ranks", "input_chunks", "output_chunks",
+                       "scratch_chunks", "in_place", "root", "protocol", "execution", "scheduler", "allocator", "topology",
+                       "num_subpipelines", "ranks"});
   std::string format = in.string(j, "(top)", "format");
   if (format != kFormat) in.bad("format", "is \"" + format + "\", expected \"" + kFormat + "\"");
   Plan p;
@@ -210,6 +229,8 @@ Plan plan_from_json(std::string_view text, const std::string& origin) {
   p.in_place = in.boolean(j, "(top)", "in_place");
   p.root = in.integer(j, "(top)", "root");
   p.protocol = in.string(j, "(top)", "protocol");
+  if (p.protocol != "Simple" && p.protocol != "LL" && p.protocol != "LL128")
+    in.bad("protocol", "is \"" + p.protocol + "\", expected \"Simple\", \"LL\" or \"LL128\"");
   std::string exec = in.string(j, "(top)", "execution");
   if (exec == "task") p.execution = ExecutionModel::Task;
   else if (exec == "algorithm") p.execution = ExecutionModel::Algorithm;
@@ -218,15 +239,19 @@ Plan plan_from_json(std::string_view text, const std::string& origin) {
   p.allocator = in.string(j, "(top)", "allocator");
   p.topology = in.string(j, "(top)", "topology");
   p.num_subpipelines = in.integer(j, "(top)", "num_subpipelines");
+  if (p.num_ranks > 0 && (p.root < 0 || p.root >= p.num_ranks))
+    in.bad("root", text::format("%d is not a rank in [0, %d)", p.root, p.num_ranks));
   const json& ranks = in.array(j, "(top)", "ranks");
   for (size_t r = 0; r < ranks.size(); ++r) {
     std::string rpath = "ranks[" + std::to_string(r) + "]";
     RankPlan rp;
+    in.only(ranks[r], rpath, {"rank", "tbs"});
     rp.rank = in.integer(ranks[r], rpath, "rank");
     const json& tbs = in.array(ranks[r], rpath, "tbs");
     for (size_t t = 0; t < tbs.size(); ++t) {
       std::string tpath = rpath + ".tbs[" + std::to_string(t) + "]";
       ThreadBlock tb;
+      in.only(tbs[t], tpath, {"slots"});
       const json& slots = in.array(tbs[t], tpath, "slots");
       for (size_t i = 0; i < slots.size(); ++i)
         tb.slots.push_back(read_slot(in, slots[i], tpath + ".slots[" + std::to_string(i) + "]"));

@@ -2,7 +2,8 @@
 //
 // plan_from_json(plan_to_json(p)) == p for every valid Plan. The reader rejects, with one
 // sentence naming the file and the JSON path, malformed JSON, a wrong "format", a newer
-// "version", a missing or mistyped field, and a plan that validate_plan refuses.
+// "version", a missing, mistyped or unknown field, a protocol other than Simple, LL or LL128,
+// a root outside the ranks, and a plan that validate_plan refuses.
 #pragma once
 
 #include <string>

@@ -1,5 +1,8 @@
 #include "ir/topology.hpp"
 
+#include <cmath>
+#include <utility>
+
 #include "util/error.hpp"
 #include "util/text.hpp"
 
@@ -89,6 +92,9 @@ void Topology::validate() const {
   if (gpus_per_node <= 0) bad("gpus_per_node must be positive");
   if (nics_per_node < 0) bad("nics_per_node must not be negative");
   if (nodes > 1 && nics_per_node == 0) bad("several nodes need at least one NIC per node");
+  if (nics_per_node == 0 && !nic_of_gpu.empty())
+    bad(text::format("nic_of_gpu[0] = %d names a NIC, but nics_per_node is 0 (a topology without NICs has nic_of_gpu [])",
+                     nic_of_gpu[0]));
   if (nics_per_node > 0) {
     if (static_cast<int32_t>(nic_of_gpu.size()) != gpus_per_node)
       bad(text::format("nic_of_gpu has %zu entries, expected gpus_per_node = %d", nic_of_gpu.size(), gpus_per_node));
@@ -105,6 +111,22 @@ void Topology::validate() const {
   if (nvlink_latency_us < 0 || nic_latency_us < 0 || aggregation_latency_us < 0 || primitive_overhead_us < 0 || contention_gamma < 0 ||
       tb_local_GBps < 0)
     bad("latencies and overheads must not be negative");
+  // Figures beyond these bounds make the simulator's times overflow or vanish below its
+  // resolution (a false deadlock, or a time of 1e300 us); no hardware is near them.
+  auto within = [&](const char* field, double v, double lo, double hi, const char* unit) {
+    if (!std::isfinite(v) || v < lo || v > hi)
+      bad(text::format("%s = %g is out of range: it must be between %g and %g%s", field, v, lo, hi, unit));
+  };
+  constexpr double kMinGBps = 1e-3, kMaxGBps = 1e6, kMaxUs = 1e6, kMaxGamma = 1e3;
+  for (auto [field, v] : {std::pair{"nvlink_bandwidth_GBps", nvlink_bandwidth_GBps}, {"nic_bandwidth_GBps", nic_bandwidth_GBps},
+                          {"rack_uplink_bandwidth_GBps", rack_uplink_bandwidth_GBps}, {"tb_copy_GBps", tb_copy_GBps},
+                          {"tb_net_GBps", tb_net_GBps}, {"tb_local_GBps", tb_local_GBps},
+                          {"hbm_bandwidth_GBps", hbm_bandwidth_GBps}})
+    if (v != 0) within(field, v, kMinGBps, kMaxGBps, " GB/s");
+  for (auto [field, v] : {std::pair{"nvlink_latency_us", nvlink_latency_us}, {"nic_latency_us", nic_latency_us},
+                          {"aggregation_latency_us", aggregation_latency_us}, {"primitive_overhead_us", primitive_overhead_us}})
+    within(field, v, 0, kMaxUs, " us");
+  within("contention_gamma", contention_gamma, 0, kMaxGamma, "");
 }
 
 }  // namespace weft

@@ -1,5 +1,5 @@
 // The built-in selection table: per call, which algorithm, protocol and number of
-// instances run a collective of a given size (DESIGN.md part 10; `weft tune` will fill it
+// instances run a collective of a given size (docs/design.md; `weft tune` will fill it
 // from measurements). WEFT_ALGO, WEFT_PROTO and WEFT_INSTANCES override its choices.
 #pragma once
 

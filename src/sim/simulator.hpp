@@ -1,6 +1,6 @@
 // The simulator's entry point: executes a Plan on a Topology, as the GPU executor will.
 //
-// Execution (DESIGN.md, "The execution model, precisely"; src/ir/plan.hpp is the contract):
+// Execution (docs/design.md, "The execution model"; src/ir/plan.hpp is the contract):
 // every thread block walks its slots in order, each slot over every micro-batch (task
 // level) or, under ExecutionModel::Algorithm, every slot per micro-batch. Before
 // invocation k a slot waits until every slot in its `deps` has finished invocation k. A
@@ -44,7 +44,9 @@ class Simulator {
  public:
   /// `merge_instances`: simulate instance siblings as one block (exact, much faster; see
   /// merge_instance_siblings in program.hpp). Tests turn it off to compare.
-  Simulator(const Plan& plan, const Topology& topo, bool merge_instances = true);
+  /// `max_memory_bytes`: the memory budget (0: default_memory_budget()); a plan whose
+  /// program would need more is refused with InvalidArgument naming both figures.
+  Simulator(const Plan& plan, const Topology& topo, bool merge_instances = true, uint64_t max_memory_bytes = 0);
   ~Simulator();
   Simulator(Simulator&&) noexcept;
   Simulator& operator=(Simulator&&) noexcept;

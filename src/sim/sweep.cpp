@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "compile/compiler.hpp"
+#include "compile/verify.hpp"
 #include "ir/topology_io.hpp"
 #include "lang/load.hpp"
 #include "lang/msccl_import.hpp"
@@ -46,6 +47,9 @@ std::map<std::string, std::string> params_for_topology(const Topology& topo, std
 
 void run_sweep(const SweepSpec& spec, const SweepCallback& on_report) {
   const Algorithm algo = load_algorithm(spec.algorithm, params_for_topology(spec.topology, spec.params));
+  // What the verifier refuses is never compiled nor simulated: a wrong algorithm has no
+  // meaningful time (an XML file's as-given schedule moves the same transfers).
+  verify_or_throw(algo);
   for (const std::string& sched : spec.schedulers) {
     if (sched == "as-given") {
       // An MSCCL XML file's own schedule, the baseline weft's are measured against
@@ -59,7 +63,7 @@ void run_sweep(const SweepSpec& spec, const SweepCallback& on_report) {
                       .as_given;
       plan.topology = spec.topology.name;
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      Simulator sim(plan, spec.topology, !spec.options.trace);
+      Simulator sim(plan, spec.topology, !spec.options.trace, spec.max_memory_bytes);
       for (uint64_t bytes : spec.sizes) {
         SimOptions o = spec.options;
         o.bytes = bytes;
@@ -73,12 +77,13 @@ void run_sweep(const SweepSpec& spec, const SweepCallback& on_report) {
     co.instances = spec.instances;
     co.max_tbs = spec.max_tbs;
     co.in_place = spec.in_place;
+    co.max_memory_bytes = spec.max_memory_bytes;
     auto t0 = std::chrono::steady_clock::now();
     CompileResult cr = compile(algo, spec.topology, co);
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     // A traced run keeps instance siblings apart (merging is exact, but the trace then has
     // one track per thread block of the plan).
-    Simulator sim(cr.plan, spec.topology, !spec.options.trace);
+    Simulator sim(cr.plan, spec.topology, !spec.options.trace, spec.max_memory_bytes);
     for (uint64_t bytes : spec.sizes) {
       SimOptions o = spec.options;
       o.bytes = bytes;
@@ -99,12 +104,14 @@ int run_simulated_bench(const BenchSpec& spec, std::ostream& out) {
   if (runtime_shape)
     out << text::format("# scheduler %s, shaped as the GPU runtime's Simple path: %d thread blocks per connection, "
                         "micro-batches of one 512 KiB staging slot per block; nccl-tests conventions (size in bytes, "
-                        "float32 elements)\n",
-                        spec.scheduler.c_str(), kRuntimeInstances);
+                        "%s elements)\n",
+                        spec.scheduler.c_str(), kRuntimeInstances, spec.dtype.c_str());
   else
     out << text::format("# scheduler %s, compiler-derived thread blocks per connection, micro-batch %s, nccl-tests "
-                        "conventions (size in bytes, float32 elements)\n",
-                        spec.scheduler.c_str(), text::format_bytes(SimOptions{}.microbatch_bytes).c_str());
+                        "conventions (size in bytes, %s elements)\n",
+                        spec.scheduler.c_str(), text::format_bytes(SimOptions{}.microbatch_bytes).c_str(), spec.dtype.c_str());
+  if (spec.dtype_bytes == 0) fail(ErrorCode::InvalidArgument, "element type " + spec.dtype + " has no size");
+  if (spec.csv) *spec.csv << "algorithm,collective,bytes,count,type,time_us,algbw_GBps,busbw_GBps,tbs_per_rank\n";
   int done = 0;
   for (const std::string& name : algos) {
     std::vector<SimReport> reports;
@@ -114,10 +121,13 @@ int run_simulated_bench(const BenchSpec& spec, std::ostream& out) {
       if (!spec.collectives.empty() &&
           std::find(spec.collectives.begin(), spec.collectives.end(), algo.collective) == spec.collectives.end())
         continue;
+      verify_or_throw(algo);  // as `weft simulate`: a wrong algorithm is never simulated
       CompileOptions co;
       co.scheduler = spec.scheduler;
+      co.max_memory_bytes = spec.max_memory_bytes;
       if (runtime_shape) co.instances = kRuntimeInstances;
-      Simulator sim((runtime_shape ? compile_for_runtime(algo, topo, co) : compile(algo, topo, co)).plan, topo);
+      Simulator sim((runtime_shape ? compile_for_runtime(algo, topo, co) : compile(algo, topo, co)).plan, topo, true,
+                    spec.max_memory_bytes);
       const uint64_t chunks = static_cast<uint64_t>(std::max(algo.input_chunks, algo.output_chunks));
       for (uint64_t bytes : sizes) {
         if (bytes < chunks) {
@@ -136,6 +146,11 @@ int run_simulated_bench(const BenchSpec& spec, std::ostream& out) {
       continue;
     }
     ++done;
+    if (spec.csv)
+      for (const SimReport& r : reports)
+        *spec.csv << name << ',' << to_string(r.collective) << ',' << r.bytes << ',' << r.bytes / spec.dtype_bytes << ','
+                  << spec.dtype << ',' << r.time_us << ',' << r.algbw_GBps << ',' << r.busbw_GBps << ','
+                  << r.tbs_per_rank_max << '\n';
     if (spec.json) {
       for (const SimReport& r : reports) out << report_to_json(r) << "\n";
       continue;
@@ -145,7 +160,7 @@ int run_simulated_bench(const BenchSpec& spec, std::ostream& out) {
     if (too_small) out << text::format("# sizes up to %llu bytes left out: fewer bytes than chunk slots\n", static_cast<unsigned long long>(too_small));
     text::Table t({"size", "count", "type", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "TBs/rank"});
     for (const SimReport& r : reports)
-      t.add_row({std::to_string(r.bytes), std::to_string(r.bytes / 4), "float", text::format("%.1f", r.time_us),
+      t.add_row({std::to_string(r.bytes), std::to_string(r.bytes / spec.dtype_bytes), spec.dtype, text::format("%.1f", r.time_us),
                  text::format("%.2f", r.algbw_GBps), text::format("%.2f", r.busbw_GBps), std::to_string(r.tbs_per_rank_max)});
     out << t.str();
   }

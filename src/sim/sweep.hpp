@@ -37,6 +37,7 @@ struct SweepSpec {
   bool in_place = true;                       ///< CompileOptions::in_place
   std::vector<uint64_t> sizes;
   SimOptions options;                         ///< per-run options; `bytes` is set per size
+  uint64_t max_memory_bytes = 0;              ///< compiler's and simulator's budget (0: the default)
 };
 
 /// Called once per (scheduler, size), in order, with the simulator that produced the report
@@ -54,11 +55,15 @@ struct BenchSpec {
   std::vector<uint64_t> sizes;                  ///< empty: 1 MiB to 1 GiB, doubling
   std::string scheduler = "hpds";
   bool json = false;                            ///< one JSON object per line instead of tables
+  std::string dtype = "float32";                ///< element type named in the rows (times do not depend on it)
+  size_t dtype_bytes = 4;                       ///< its size: the rows' count is bytes / dtype_bytes
+  std::ostream* csv = nullptr;                  ///< also write the rows here as CSV (a header line first)
   /// Shape the plans as the GPU runtime does on one node (its Simple path from 768 KiB on:
   /// 24 instances per connection, micro-batches of one 512 KiB staging slot per block), so
   /// that the figures stand for what `weft bench` measures there. Across nodes, and with
   /// false, the compiler's derived instances and 1 MiB micro-batches.
   bool runtime_shape = true;
+  uint64_t max_memory_bytes = 0;                ///< compiler's and simulator's budget (0: the default)
 };
 
 /// The simulated `weft bench`: its first line says the figures are simulated and on which

@@ -3,7 +3,7 @@
 // Every failure inside weft's C++ code is a weft::Error carrying an ErrorCode and a
 // message that says what failed and where (file:line:column for front-end errors,
 // rank / thread block / slot for runtime errors). The C API and the NCCL-compatible
-// API turn it into a result code at their boundary (see util/guard.hpp).
+// API turn it into a result code at their boundary (guard() in runtime/c_api.cpp and nccl/guard.hpp).
 #pragma once
 
 #include <stdexcept>

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdarg>
+#include <cstdint>
 #include <cstdio>
 
 #include "util/error.hpp"
@@ -62,7 +63,15 @@ uint64_t parse_bytes(std::string_view s) {
   size_t i = 0;
   while (i < t.size() && std::isdigit(static_cast<unsigned char>(t[i]))) ++i;
   if (i == 0) fail(ErrorCode::InvalidArgument, "'" + std::string(s) + "' is not a byte size (e.g. 1024, 64K, 1M, 2G)");
-  uint64_t v = std::stoull(std::string(t.substr(0, i)));
+  uint64_t v = 0;
+  auto too_large = [&] {
+    fail(ErrorCode::InvalidArgument, "byte size '" + std::string(s) + "' is too large (at most 2^64 - 1 bytes)");
+  };
+  for (size_t k = 0; k < i; ++k) {
+    const uint64_t digit = static_cast<uint64_t>(t[k] - '0');
+    if (v > (UINT64_MAX - digit) / 10) too_large();
+    v = v * 10 + digit;
+  }
   std::string unit(trim(t.substr(i)));
   std::transform(unit.begin(), unit.end(), unit.begin(), [](unsigned char c) { return std::toupper(c); });
   uint64_t mul = 1;
@@ -72,6 +81,7 @@ uint64_t parse_bytes(std::string_view s) {
   else if (unit == "G" || unit == "GB" || unit == "GIB") mul = 1ull << 30;
   else if (unit == "T" || unit == "TB" || unit == "TIB") mul = 1ull << 40;
   else fail(ErrorCode::InvalidArgument, "'" + std::string(s) + "' has an unknown unit '" + unit + "' (use B, K, M, G)");
+  if (v > UINT64_MAX / mul) too_large();
   return v * mul;
 }
 

@@ -20,7 +20,8 @@ bool starts_with(std::string_view s, std::string_view prefix);
 /// malformed item, naming it.
 std::map<std::string, std::string> parse_kv_list(std::string_view s);
 
-/// Parses a byte size: "1024", "64K", "1M", "2G", "8KiB", "1MB" (binary multiples).
+/// Parses a byte size: "1024", "64K", "1M", "2G", "8KiB", "1MB" (binary multiples). A size of
+/// 2^64 bytes or more is an InvalidArgument error naming it.
 uint64_t parse_bytes(std::string_view s);
 /// "1 KiB", "64 MiB", "8 B": the shortest exact binary unit, else a decimal with one digit.
 std::string format_bytes(uint64_t bytes);

@@ -90,5 +90,26 @@ TEST(PlanJson, BadFilesAreOneClearError) {
   EXPECT_NE(bad_peer.find("send peer 5 is not another rank in [0, 2)"), std::string::npos) << bad_peer;
 }
 
+TEST(PlanJson, UnknownFieldsProtocolsAndRootsAreRefused) {
+  const std::string good = small_plan_json();
+  EXPECT_EQ(error_of(replace(good, "\"protocol\": \"Simple\"", "\"protocol\": \"LL256\"")),
+            "Parse: bad.json: protocol: is \"LL256\", expected \"Simple\", \"LL\" or \"LL128\"");
+  for (const char* p : {"LL", "LL128"}) EXPECT_EQ(error_of(replace(good, "\"Simple\"", std::string("\"") + p + "\"")), "");
+  EXPECT_EQ(error_of(replace(good, "\"root\": 0", "\"root\": 99")), "Parse: bad.json: root: 99 is not a rank in [0, 2)");
+  EXPECT_EQ(error_of(replace(good, "\"root\": 0", "\"root\": -1")), "Parse: bad.json: root: -1 is not a rank in [0, 2)");
+  EXPECT_EQ(error_of(replace(good, "\"root\": 0", "\"root\": 1")), "");
+  const std::string slot_fields =
+      " (the fields are primitive, send_peer, recv_peer, channel, src, dst, count, instance, instances, subpipeline, deps, "
+      "tasks; docs/plan-format.md)";
+  EXPECT_EQ(error_of(replace(good, ", \"count\": 1", ", \"count\": 1, \"cuont\": 1")),
+            "Parse: bad.json: ranks[0].tbs[0].slots[0]: unknown field \"cuont\"" + slot_fields);
+  EXPECT_NE(error_of(replace(good, "\"root\": 0", "\"root\": 0, \"roots\": 0")).find("(top): unknown field \"roots\""),
+            std::string::npos);
+  EXPECT_NE(error_of(replace(good, "{\"rank\": 1, ", "{\"rank\": 1, \"gpu\": 3, ")).find("ranks[1]: unknown field \"gpu\""),
+            std::string::npos);
+  EXPECT_NE(error_of(replace(good, "{\"slots\": [", "{\"sm\": 0, \"slots\": [")).find("ranks[0].tbs[0]: unknown field \"sm\""),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace weft

@@ -18,6 +18,18 @@ TEST(Text, ParseBytes) {
   EXPECT_EQ(text::parse_bytes("2G"), 2ull << 30);
   EXPECT_THROW(text::parse_bytes("12Q"), Error);
   EXPECT_THROW(text::parse_bytes("K"), Error);
+  // 2^64 - 1 is the largest size; more, in digits or through a unit, is a clear error.
+  EXPECT_EQ(text::parse_bytes("18446744073709551615"), UINT64_MAX);
+  EXPECT_EQ(text::parse_bytes("16777215T"), 16777215ull << 40);
+  for (const char* big : {"18446744073709551616", "99999999999999999999999", "16777216T", "17179869184G"}) {
+    try {
+      text::parse_bytes(big);
+      ADD_FAILURE() << big;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+      EXPECT_EQ(std::string(e.what()), "byte size '" + std::string(big) + "' is too large (at most 2^64 - 1 bytes)");
+    }
+  }
 }
 
 TEST(Text, FormatBytes) {
