@@ -45,7 +45,7 @@ bool read_stat(int32_t pid, Stat* st) {
   return true;
 }
 
-/// PF_EXITING (include/linux/sched.h): set on a task as it starts to exit, before it closes
+/// PF_EXITING (the Linux kernel's sched.h): set on a task as it starts to exit, before it closes
 /// its files, so a dying process is seen before its sockets close.
 constexpr uint64_t kExiting = 0x4;
 
