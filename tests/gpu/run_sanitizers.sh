@@ -21,7 +21,7 @@ CASES=(
   "one-shot, 2 ranks|collectives --ranks 2 --counts 7,1024 --only AllReduce --type int8"
   "one-shot, 4 ranks|collectives --ranks 4 --counts 1024 --only AllReduce --type float32"
   "interpreter, 2 ranks|collectives --ranks 2 --counts 1048579 --only AllReduce --type int8"
-  "interpreter AG/RS/A2A, 2 ranks|collectives --ranks 2 --counts 300007 --type bfloat16"
+  "interpreter, all six collectives, 2 ranks|collectives --ranks 2 --counts 300007 --type bfloat16"
   "interpreter, 4 ranks|collectives --ranks 4 --counts 1048579 --only AllReduce --type float32"
   "p2p, 2 ranks|p2p --ranks 2"
   "p2p, 4 ranks|p2p --ranks 4"
