@@ -44,6 +44,8 @@ if [ "$MODE" != bench ] && [ "$MODE" != compiled ]; then
     run collectives_2_64Mi 900 "$T" collectives --ranks 2 --counts 67108864
     run collectives_2_ring_ll 300 env WEFT_ALGO=ring WEFT_PROTO=LL "$T" collectives --ranks 2 --counts 1,7,1024,1048579
     run collectives_2_pairs_simple 300 env WEFT_ALGO=allpairs WEFT_PROTO=Simple "$T" collectives --ranks 2 --counts 1,7,1024,1048579
+    # compute-sanitizer's four tools over every kernel at 1, 2 and 4 ranks (docs/testing.md).
+    run sanitizers 900 env WEFT_TIMEOUT=300 OUT="$OUT/sanitizers" "$(dirname "$0")/run_sanitizers.sh" "$B"
   fi
   unset WEFT_TIMEOUT
 fi
