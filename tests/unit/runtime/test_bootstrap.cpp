@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "runtime/bootstrap.hpp"
+#include "rank_processes.hpp"
 #include "util/error.hpp"
 
 namespace weft {
@@ -225,33 +226,16 @@ TEST(Bootstrap, SilentPeerTimesOutInAllGather) {
 TEST(Bootstrap, RanksAsProcesses) {
   const int n = 3;
   UniqueId id = start_bootstrap_root(loopback(), 0, 10);
-  std::vector<pid_t> pids;
-  for (int r = 0; r < n; ++r) {
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      int status = 1;
-      try {
-        auto b = Bootstrap::join(id, r, n, 10);
-        std::vector<int> data(n, -1);
-        data[r] = r * r;
-        b->allgather(data.data(), sizeof(int), 10);
-        status = 0;
-        for (int q = 0; q < n; ++q) status |= data[q] != q * q;
-        b->barrier(10);
-      } catch (...) {
-        status = 2;
-      }
-      _exit(status);
-    }
-    pids.push_back(pid);
-  }
-  for (pid_t pid : pids) {
-    int st = 0;
-    waitpid(pid, &st, 0);
-    EXPECT_TRUE(WIFEXITED(st));
-    EXPECT_EQ(WEXITSTATUS(st), 0);
-  }
+  test::run_rank_processes(n, [&](int r) {
+    auto b = Bootstrap::join(id, r, n, 10);
+    std::vector<int> data(n, -1);
+    data[r] = r * r;
+    b->allgather(data.data(), sizeof(int), 10);
+    int status = 0;
+    for (int q = 0; q < n; ++q) status |= data[q] != q * q;
+    b->barrier(10);
+    return status;
+  });
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "runtime/bootstrap.hpp"
 #include "runtime/deferred_free.hpp"
 #include "runtime/peer_watchdog.hpp"
+#include "rank_processes.hpp"
 
 namespace weft {
 namespace {
@@ -193,53 +194,35 @@ TEST(PeerWatchdog, WatchListTakesVisibleProcessesAndRemoteNeighbours) {
 TEST(PeerWatchdog, ARingOfProcessesNamesTheRankThatExits) {
   const int n = 4, dying = 2;
   UniqueId id = start_bootstrap_root(net::resolve("127.0.0.1", 0), 0, 20);
-  std::vector<pid_t> pids;
-  for (int r = 0; r < n; ++r) {
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      int status = 1;
-      try {
-        auto b = Bootstrap::join(id, r, n, 20);
-        std::vector<PeerProcess> procs(n);
-        procs[r] = PeerProcess{static_cast<int32_t>(getpid()), process_start_time(getpid())};
-        b->allgather(procs.data(), sizeof(PeerProcess), 20);
-        Reports got;
-        PeerWatchdog w(watch_list(r, procs, b->next_fd(), b->prev_fd()), got.callback());
-        b->barrier(20);
-        if (r == dying) {
-          usleep(300000);
-          _exit(0);
-        }
-        const auto t0 = Clock::now();
-        if (got.wait(10)) {
-          const double s = std::chrono::duration<double>(got.when - t0).count();
-          const std::string want = "rank 2 (process " + std::to_string(procs[dying].pid) + ") exited";
-          status = got.rank == dying && got.why == want && s < 2.3 ? 0 : 3;
-          if (status != 0) std::printf("rank %d: got rank %d after %.2f s: %s\n", r, got.rank, s, got.why.c_str());
-        } else {
-          std::printf("rank %d: no report\n", r);
-          status = 4;
-        }
-        w.stop();
-        // Stay until every rank has seen rank 2 go: a survivor that exits at once would be a
-        // second dead peer, which a slower rank might name instead.
-        usleep(1500000);
-      } catch (const std::exception& e) {
-        std::printf("rank %d: %s\n", r, e.what());
-        status = 2;
-      }
-      std::fflush(stdout);
-      _exit(status);
+  test::run_rank_processes(n, [&](int r) {
+    auto b = Bootstrap::join(id, r, n, 20);
+    std::vector<PeerProcess> procs(n);
+    procs[r] = PeerProcess{static_cast<int32_t>(getpid()), process_start_time(getpid())};
+    b->allgather(procs.data(), sizeof(PeerProcess), 20);
+    Reports got;
+    PeerWatchdog w(watch_list(r, procs, b->next_fd(), b->prev_fd()), got.callback());
+    b->barrier(20);
+    if (r == dying) {
+      usleep(300000);
+      _exit(0);
     }
-    pids.push_back(pid);
-  }
-  for (int r = 0; r < n; ++r) {
-    int st = 0;
-    waitpid(pids[static_cast<size_t>(r)], &st, 0);
-    EXPECT_TRUE(WIFEXITED(st)) << "rank " << r;
-    EXPECT_EQ(WEXITSTATUS(st), 0) << "rank " << r;
-  }
+    int status = 0;
+    const auto t0 = Clock::now();
+    if (got.wait(10)) {
+      const double s = std::chrono::duration<double>(got.when - t0).count();
+      const std::string want = "rank 2 (process " + std::to_string(procs[dying].pid) + ") exited";
+      status = got.rank == dying && got.why == want && s < 2.3 ? 0 : 3;
+      if (status != 0) std::printf("rank %d: got rank %d after %.2f s: %s\n", r, got.rank, s, got.why.c_str());
+    } else {
+      std::printf("rank %d: no report\n", r);
+      status = 4;
+    }
+    w.stop();
+    // Stay until every rank has seen rank 2 go: a survivor that exits at once would be a
+    // second dead peer, which a slower rank might name instead.
+    usleep(1500000);
+    return status;
+  });
 }
 
 // Memory peers may still write into is freed only once every writer is done.
