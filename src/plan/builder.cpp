@@ -58,6 +58,8 @@ PlanSource load_source(const std::string& source, const Topology& topo, const So
   PlanSource s;
   s.kind = source_kind(source);
   s.name = source;
+  const std::map<std::string, std::string> sized =
+      options.size_to_topology ? params_for_topology(topo, options.params) : options.params;
   auto t0 = std::chrono::steady_clock::now();
   switch (s.kind) {
     case SourceKind::PlanFile:
@@ -67,11 +69,11 @@ PlanSource load_source(const std::string& source, const Topology& topo, const So
       s.given = load_plan(source);
       break;
     case SourceKind::ChunkDsl:
-      s.algorithm = dsl::builtin(source.substr(kDslPrefix.size()), params_for_topology(topo, options.params));
+      s.algorithm = dsl::builtin(source.substr(kDslPrefix.size()), sized);
       break;
     case SourceKind::MscclXml: {
       MscclImport imp = import_msccl_file(
-          source, msccl_options_from_params(options.as_given_only ? options.params : params_for_topology(topo, options.params),
+          source, msccl_options_from_params(options.as_given_only ? options.params : sized,
                                             source));
       s.algorithm = std::move(imp.algorithm);
       s.given = std::move(imp.as_given);
@@ -79,7 +81,7 @@ PlanSource load_source(const std::string& source, const Topology& topo, const So
     }
     case SourceKind::Builtin:
     case SourceKind::ResCCL:
-      s.algorithm = load_algorithm(source, params_for_topology(topo, options.params));
+      s.algorithm = load_algorithm(source, sized);
       break;
   }
   s.parse_seconds = seconds_since(t0);

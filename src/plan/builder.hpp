@@ -42,6 +42,9 @@ std::map<std::string, std::string> params_for_topology(const Topology& topo, std
 struct SourceOptions {
   std::map<std::string, std::string> params;  ///< --param, before params_for_topology
   bool verify = true;                         ///< run the symbolic verifier (off: --no-verify)
+  /// Fill nRanks, GPUPerNode and NICPerNode from the topology where `params` does not set
+  /// them (params_for_topology). The runtime sets its own shape and turns this off.
+  bool size_to_topology = true;
   /// An .xml file loaded for its own schedule only (`weft compile --scheduler as-given`):
   /// its parameters are the caller's, not sized to the topology, so that a file for another
   /// GPU count is refused by build_plan naming both counts.
