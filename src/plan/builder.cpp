@@ -121,7 +121,7 @@ BuiltPlan build_plan(const PlanSource& source, const Topology& topo, const Build
       // An MSCCL XML file's own thread blocks, steps and dependencies (docs/msccl-xml.md),
       // the baseline weft's schedules are measured against. No compiler stage runs.
       if (!source.given)
-        fail(ErrorCode::InvalidArgument, "scheduler as-given keeps an MSCCL XML file's own schedule; '" + source.name +
+        fail(ErrorCode::InvalidArgument, "scheduler as-given runs an MSCCL XML file's own schedule; '" + source.name +
                                              "' is not an .xml file");
       if (topo.num_gpus() != source.given->num_ranks)
         fail(ErrorCode::InvalidArgument, source.name + " is for " + std::to_string(source.given->num_ranks) +
