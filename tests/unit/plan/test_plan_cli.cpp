@@ -62,6 +62,21 @@ TEST(PlanCli, SimulatePlanFileMatchesTheAlgorithm) {
   }
 }
 
+TEST(PlanCli, ChunkDslBuiltinsAreSources) {
+  test::CliRun r = weft("compile dsl:ring_allreduce -t h200-1x4 --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("\"ranks\": 4"), std::string::npos) << r.out;
+  r = weft("simulate dsl:alltoall_twostep -t a100-2x4 --size 1M --out-of-place");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("(AllToAll) on a100-2x4, 8 ranks"), std::string::npos) << r.out;
+  r = weft("simulate dsl:nosuch -t h200-1x4 --size 1M");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("'nosuch' is no chunk-DSL algorithm (known: allpairs_allreduce, alltoall_twostep, hm_allreduce, "
+                       "ring_allreduce)"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST(PlanCli, BadPlanFileIsOneLocatedError) {
   const std::string plan = temp_path("bad.json");
   std::ofstream(plan) << "{\"format\": \"weft-plan\",\n \"version\": }\n";
