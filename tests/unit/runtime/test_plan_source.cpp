@@ -147,6 +147,14 @@ TEST(PlanSource, APlanThatWritesANonRootReceiveBufferIsRefused) {
   }
 }
 
+// A chunk-DSL built-in as the runtime's algorithm: WEFT_ALGO=AllReduce:dsl:ring_allreduce.
+TEST(PlanSource, ChunkDslBuiltinsRun) {
+  setenv("WEFT_ALGO", "AllReduce:dsl:ring_allreduce", 1);
+  EXPECT_EQ(select_algorithm(Collective::AllReduce, 1 << 20, 3, 32).algorithm, "dsl:ring_allreduce");
+  unsetenv("WEFT_ALGO");
+  for (bool in_place : {false, true}) EXPECT_NO_THROW(check(Collective::AllReduce, 3, "dsl:ring_allreduce", in_place));
+}
+
 // WEFT_ALGO=plan.json: a plan file (what `weft compile -o` writes) runs as it was written,
 // for the collective it implements, when its rank count, root and buffers match the call.
 TEST(PlanSource, WeftAlgoRunsAPlanFile) {
