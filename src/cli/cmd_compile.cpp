@@ -18,13 +18,11 @@
 #include "cli/commands.hpp"
 #include "compile/compiler.hpp"
 #include "compile/deadlock.hpp"
-#include "compile/schedule.hpp"
-#include "compile/verify.hpp"
 #include "ir/plan_json.hpp"
 #include "ir/topology_io.hpp"
-#include "lang/load.hpp"
 #include "lang/msccl_import.hpp"
-#include "sim/sweep.hpp"
+#include "plan/builder.hpp"
+#include "plan/plan_file.hpp"
 #include "util/error.hpp"
 #include "util/text.hpp"
 
@@ -84,66 +82,16 @@ void run_check(const CompileArgs& a) {
   if (!dl.ok) fail(ErrorCode::Verify, a.check + ": " + dl.message);
 }
 
-// --scheduler as-given: an MSCCL XML file's own thread blocks, steps and dependencies as a
-// plan (algorithm-level execution, as MSCCL runs it), the baseline weft's schedules are
-// measured against (docs/msccl-xml.md). No compiler stage runs. The deadlock check runs with
-// --fifo-depth (MSCCL's files rely on buffered connections: a ring sends before it receives).
-void run_as_given(const CompileArgs& a) {
-  if (!is_msccl_xml_path(a.algo))
-    fail(ErrorCode::InvalidArgument, "--scheduler as-given keeps an MSCCL XML file's own schedule; '" + a.algo +
-                                         "' is not an .xml file");
-  if (a.topology.empty()) fail(ErrorCode::InvalidArgument, "weft compile needs --topology (a preset such as a100-2x4, or a file)");
-  Topology topo = load_topology(a.topology);
-  auto t0 = std::chrono::steady_clock::now();
-  MscclImport imp = import_msccl_file(a.algo, msccl_options_from_params(text::parse_kv_list(a.params), a.algo));
-  double parse = seconds_since(t0);
-  double verify_secs = 0;
-  if (!a.no_verify) {
-    auto t1 = std::chrono::steady_clock::now();
-    verify_or_throw(imp.algorithm);
-    verify_secs = seconds_since(t1);
-  }
-  if (topo.nodes * topo.gpus_per_node != imp.as_given.num_ranks)
-    fail(ErrorCode::InvalidArgument, a.algo + " is for " + std::to_string(imp.as_given.num_ranks) + " gpus, topology " +
-                                         topo.name + " has " + std::to_string(topo.nodes * topo.gpus_per_node));
-  Plan plan = std::move(imp.as_given);
-  plan.topology = topo.name;
-  check_deadlock_or_throw(plan, a.fifo_depth);
-  if (!a.output.empty()) save_plan(plan, a.output);
-  int64_t slots = 0;
-  for (const RankPlan& rp : plan.ranks)
-    for (const ThreadBlock& tb : rp.tbs) slots += static_cast<int64_t>(tb.slots.size());
-  if (a.json) {
-    nlohmann::json j = summary_json(plan);
-    j["tasks"] = imp.algorithm.transfers.size();
-    j["slots"] = slots;
-    j["deadlock_free"] = true;  // else check_deadlock_or_throw has refused the plan
-    j["fifo_depth"] = a.fifo_depth;
-    j["seconds"] = {{"parse", parse}, {"verify", verify_secs}, {"total", parse + verify_secs}};
-    j["plan"] = a.output.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.output);
-    std::printf("%s\n", j.dump(2).c_str());
-    return;
-  }
-  std::printf("%s on %s: the file's own schedule (as-given), %s, %s-level execution\n", plan.algorithm.c_str(),
-              plan.topology.c_str(), plan.in_place ? "in place" : "out of place", std::string(to_string(plan.execution)).c_str());
-  auto line = [](const char* what, const std::string& value) { std::printf("  %-42s %s\n", what, value.c_str()); };
-  line("tasks", std::to_string(imp.algorithm.transfers.size()));
-  line("thread blocks per rank, max", std::to_string(plan.max_tbs_per_rank()));
-  line("thread blocks per rank, mean", fixed(plan.mean_tbs_per_rank(), 2));
-  line("slots, all ranks", std::to_string(slots));
-  line("deadlock-free with FIFOs of (messages)", std::to_string(a.fifo_depth));
-  line("protocol", plan.protocol);
-  line("seconds: parse", fixed(parse, 3));
-  line("seconds: verify", a.no_verify ? "skipped" : fixed(verify_secs, 3));
-  if (!a.output.empty()) std::printf("plan written to %s\n", a.output.c_str());
-}
-
+// Every source goes through the plan builder (plan/builder.hpp): a built-in, .rccl, dsl:NAME or
+// .xml source is parsed for the topology, verified (unless --no-verify) and compiled; with
+// --scheduler as-given, an MSCCL XML file's own thread blocks, steps and dependencies are
+// the plan (algorithm-level execution, as MSCCL runs it), the baseline weft's schedules are
+// measured against (docs/msccl-xml.md), and no compiler stage runs. Either plan is checked
+// for deadlock with --fifo-depth (MSCCL's files rely on buffered connections).
 void run_compile(const CompileArgs& a) {
-  if (a.scheduler == "as-given") {
-    run_as_given(a);
-    return;
-  }
-  CompileOptions o;
+  const bool as_given = a.scheduler == "as-given";
+  BuildOptions bo;
+  CompileOptions& o = bo.compile;
   o.scheduler = a.scheduler;
   o.allocator = a.allocator;
   o.instances = a.instances;
@@ -155,51 +103,60 @@ void run_compile(const CompileArgs& a) {
   o.keep_graph = false;
   o.fifo_depth = a.fifo_depth;
   o.max_memory_bytes = memory_budget_bytes(a.memory_budget);
-  // Refuse bad options before the (possibly long) parse.
-  bool known = false;
-  for (std::string_view s : scheduler_names()) known = known || s == o.scheduler;
-  if (!known)
-    fail(ErrorCode::InvalidArgument, "unknown scheduler '" + o.scheduler + "' (known: hpds, algo, stage, rr, gc3; as-given for .xml files)");
-  if (o.allocator != "state" && o.allocator != "conn")
-    fail(ErrorCode::InvalidArgument, "unknown allocator '" + o.allocator + "' (known: state, conn)");
+  if (is_plan_file_path(a.algo))
+    fail(ErrorCode::InvalidArgument, a.algo + " is a plan file, compiled already: check it with weft compile --check " + a.algo);
+  if (as_given && !is_msccl_xml_path(a.algo))
+    fail(ErrorCode::InvalidArgument, "--scheduler as-given keeps an MSCCL XML file's own schedule; '" + a.algo +
+                                         "' is not an .xml file");
+  check_build_options(bo);  // refuse bad options before the (possibly long) parse
   if (a.topology.empty()) fail(ErrorCode::InvalidArgument, "weft compile needs --topology (a preset such as a100-2x4, or a file)");
   Topology topo = load_topology(a.topology);
-
-  auto t0 = std::chrono::steady_clock::now();
-  // Sized to the topology, as `weft simulate` does: nRanks, GPUPerNode and NICPerNode default
-  // to the topology's unless --param sets them.
-  Algorithm algo = load_algorithm(a.algo, sim::params_for_topology(topo, text::parse_kv_list(a.params)));
-  double parse = seconds_since(t0);
-  double verify_secs = 0;
-  if (!a.no_verify) {
-    auto t1 = std::chrono::steady_clock::now();
-    verify_or_throw(algo);
-    verify_secs = seconds_since(t1);
-  }
-  CompileResult r = compile(algo, topo, o);
-  r.seconds.parse = parse;
-  r.seconds.verify = verify_secs;
-  r.seconds.total += parse + verify_secs;
+  SourceOptions so;
+  so.params = text::parse_kv_list(a.params);
+  so.verify = !a.no_verify;
+  so.as_given_only = as_given;
+  BuiltPlan b = build_plan(a.algo, topo, so, bo);
+  const CompileResult& r = b.result;
   if (!a.output.empty()) save_plan(r.plan, a.output);
 
   if (a.json) {
     nlohmann::json j = summary_json(r.plan);
     j["tasks"] = r.tasks;
     j["slots"] = r.slots;
-    j["fused_primitives"] = r.fused_primitives;
-    j["aggregated_tasks"] = r.aggregated_tasks;
-    j["instances"] = {{"nvlink", r.instances_intra}, {"network", r.instances_inter}, {"local", r.instances_local}};
-    j["seconds"] = {{"parse", r.seconds.parse},       {"verify", r.seconds.verify}, {"analyse", r.seconds.analyse},
-                    {"schedule", r.seconds.schedule}, {"lower", r.seconds.lower},   {"total", r.seconds.total}};
+    if (as_given) {
+      j["deadlock_free"] = true;  // else build_plan has refused the plan
+      j["fifo_depth"] = a.fifo_depth;
+      j["seconds"] = {{"parse", r.seconds.parse}, {"verify", r.seconds.verify}, {"total", r.seconds.total}};
+    } else {
+      j["fused_primitives"] = r.fused_primitives;
+      j["aggregated_tasks"] = r.aggregated_tasks;
+      j["instances"] = {{"nvlink", r.instances_intra}, {"network", r.instances_inter}, {"local", r.instances_local}};
+      j["seconds"] = {{"parse", r.seconds.parse},       {"verify", r.seconds.verify}, {"analyse", r.seconds.analyse},
+                      {"schedule", r.seconds.schedule}, {"lower", r.seconds.lower},   {"total", r.seconds.total}};
+    }
     j["plan"] = a.output.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.output);
     std::printf("%s\n", j.dump(2).c_str());
     return;
   }
   const Plan& p = r.plan;
+  auto line = [](const char* what, const std::string& value) { std::printf("  %-42s %s\n", what, value.c_str()); };
+  if (as_given) {
+    std::printf("%s on %s: the file's own schedule (as-given), %s, %s-level execution\n", p.algorithm.c_str(),
+                p.topology.c_str(), p.in_place ? "in place" : "out of place", std::string(to_string(p.execution)).c_str());
+    line("tasks", std::to_string(r.tasks));
+    line("thread blocks per rank, max", std::to_string(p.max_tbs_per_rank()));
+    line("thread blocks per rank, mean", fixed(p.mean_tbs_per_rank(), 2));
+    line("slots, all ranks", std::to_string(r.slots));
+    line("deadlock-free with FIFOs of (messages)", std::to_string(a.fifo_depth));
+    line("protocol", p.protocol);
+    line("seconds: parse", fixed(r.seconds.parse, 3));
+    line("seconds: verify", a.no_verify ? "skipped" : fixed(r.seconds.verify, 3));
+    if (!a.output.empty()) std::printf("plan written to %s\n", a.output.c_str());
+    return;
+  }
   std::printf("%s on %s: %s scheduler, %s allocation, %s, %s-level execution\n", p.algorithm.c_str(), p.topology.c_str(),
               p.scheduler.c_str(), p.allocator.c_str(), p.in_place ? "in place" : "out of place",
               std::string(to_string(p.execution)).c_str());
-  auto line = [](const char* what, const std::string& value) { std::printf("  %-42s %s\n", what, value.c_str()); };
   line("tasks", std::to_string(r.tasks));
   line("sub-pipelines", std::to_string(p.num_subpipelines));
   line("thread blocks per rank, max", std::to_string(p.max_tbs_per_rank()));
@@ -223,7 +180,7 @@ void run_compile(const CompileArgs& a) {
 void register_compile(CLI::App& app) {
   auto args = std::make_shared<CompileArgs>();
   auto* cmd = app.add_subcommand("compile", "Compile an algorithm for a topology into a plan (docs/compile.md)");
-  cmd->add_option("algorithm", args->algo, "A .rccl or .xml file, or a built-in algorithm's name");
+  cmd->add_option("algorithm", args->algo, "A .rccl or .xml file, a built-in algorithm's name, or dsl:NAME (a chunk-DSL built-in)");
   cmd->add_option("--topology,-t", args->topology, "A topology preset (a100-2x4, h200-1x8, ...) or a JSON file");
   cmd->add_option("--param,-p", args->params,
                   "Algorithm parameters, k=v,... (e.g. nRanks=16,GPUPerNode=8); nRanks, GPUPerNode and NICPerNode default "

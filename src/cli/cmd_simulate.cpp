@@ -1,5 +1,6 @@
-// `weft simulate`: compile an algorithm for a topology and run the plan on the simulator,
-// at one size or over a range, for one or several schedulers. docs/simulator.md describes it.
+// `weft simulate`: build the plan of a source for a topology (plan/builder.hpp: an algorithm
+// compiled, or a plan file as it is) and run it on the simulator, at one size or over a
+// range, for one or several schedulers. docs/simulator.md describes it.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -119,9 +120,11 @@ void run(const SimulateArgs& a) {
 void register_simulate(CLI::App& app) {
   auto a = std::make_shared<SimulateArgs>();
   auto* cmd = app.add_subcommand("simulate",
-                                 "Compile an algorithm for a topology and run the plan on the simulator: time, algbw and "
+                                 "Compile an algorithm (or take a plan file) for a topology and run the plan on the simulator: time, algbw and "
                                  "busbw, link utilization, thread-block idle time, Chrome trace, SVG plot");
-  cmd->add_option("algorithm", a->algorithm, "ResCCLang file (.rccl), MSCCL XML file (.xml) or name of a built-in algorithm")
+  cmd->add_option("algorithm", a->algorithm,
+                  "ResCCLang file (.rccl), MSCCL XML file (.xml), name of a built-in algorithm, dsl:NAME (a chunk-DSL "
+                  "built-in), or a plan file (.json, from weft compile -o)")
       ->required();
   cmd->add_option("--topology,-t", a->topology, "Topology preset (h200-1x8, a100-4x8, ...) or JSON file")->required();
   cmd->add_option("--param,-p", a->params,

@@ -135,4 +135,35 @@ Algorithm alltoall_twostep(int32_t ranks, int32_t gpus_per_node) {
   return p.algorithm();
 }
 
+std::vector<std::string> builtin_names() {
+  return {"allpairs_allreduce", "alltoall_twostep", "hm_allreduce", "ring_allreduce"};
+}
+
+Algorithm builtin(const std::string& name, const std::map<std::string, std::string>& params) {
+  auto param = [&](const char* key, int32_t fallback) -> int32_t {
+    auto it = params.find(key);
+    if (it == params.end()) {
+      if (fallback > 0) return fallback;
+      fail(ErrorCode::InvalidArgument, "chunk-DSL algorithm '" + name + "' needs parameter " + key);
+    }
+    const std::string& v = it->second;
+    if (v.empty() || v.size() > 9 || v.find_first_not_of("0123456789") != std::string::npos || std::stol(v) < 1)
+      fail(ErrorCode::InvalidArgument, "chunk-DSL algorithm '" + name + "': parameter " + key + "=" + v +
+                                           " is not a positive integer");
+    return static_cast<int32_t>(std::stol(v));
+  };
+  for (const auto& [k, v] : params)
+    if (k != "nRanks" && k != "GPUPerNode" && k != "NICPerNode")
+      fail(ErrorCode::InvalidArgument, "chunk-DSL algorithm '" + name + "' takes no parameter '" + k +
+                                           "' (known: nRanks, GPUPerNode)");
+  const int32_t ranks = param("nRanks", 0);
+  if (name == "ring_allreduce") return ring_allreduce(ranks);
+  if (name == "allpairs_allreduce") return allpairs_allreduce(ranks);
+  if (name == "hm_allreduce") return hierarchical_allreduce(ranks, param("GPUPerNode", ranks));
+  if (name == "alltoall_twostep") return alltoall_twostep(ranks, param("GPUPerNode", ranks));
+  std::string known;
+  for (const std::string& n : builtin_names()) known += (known.empty() ? "" : ", ") + n;
+  fail(ErrorCode::InvalidArgument, "'" + name + "' is no chunk-DSL algorithm (known: " + known + ")");
+}
+
 }  // namespace weft::dsl

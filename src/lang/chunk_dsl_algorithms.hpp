@@ -4,6 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "ir/algorithm.hpp"
 
@@ -28,5 +31,15 @@ Algorithm hierarchical_allreduce(int32_t ranks, int32_t gpus_per_node);
 /// then each gateway sends one bundled transfer of gpus_per_node chunks per remote node.
 /// ranks must be a multiple of gpus_per_node.
 Algorithm alltoall_twostep(int32_t ranks, int32_t gpus_per_node);
+
+/// The algorithms above by the name of their ResCCLang twin (ring_allreduce,
+/// allpairs_allreduce, hm_allreduce, alltoall_twostep), sorted.
+std::vector<std::string> builtin_names();
+
+/// The algorithm of that name for the shape `params` gives: nRanks (required) and
+/// GPUPerNode (the hierarchical ones; default nRanks). Throws InvalidArgument for an unknown
+/// name (listing the known ones), an unknown or malformed parameter, or a shape the
+/// algorithm refuses.
+Algorithm builtin(const std::string& name, const std::map<std::string, std::string>& params);
 
 }  // namespace weft::dsl

@@ -5,10 +5,9 @@
 #include <map>
 #include <mutex>
 
-#include "compile/compiler.hpp"
-#include "compile/verify.hpp"
 #include "ir/topology_io.hpp"
-#include "lang/load.hpp"
+#include "plan/builder.hpp"
+#include "plan/plan_file.hpp"
 #include "runtime/builtin_plans.hpp"
 #include "runtime/collective_reference.hpp"
 #include "runtime/host_reduce.hpp"
@@ -33,12 +32,17 @@ int gpus_per_node(int nranks) {
   return static_cast<int>(g);
 }
 
-Algorithm load_for(const std::string& algorithm, int nranks, int root, bool with_root) {
-  // The communicator is one node unless WEFT_GPUS_PER_NODE says otherwise (HM's default,
-  // 4, would not divide 2 or 3 ranks).
-  ParamMap params{{"nRanks", std::to_string(nranks)}, {"GPUPerNode", std::to_string(gpus_per_node(nranks))}};
-  if (with_root) params["Root"] = std::to_string(root);
-  return load_algorithm(algorithm, params);
+/// The source's parameters for a communicator of `nranks` (none for a plan file, whose shape
+/// is its own). The communicator is one node unless WEFT_GPUS_PER_NODE says otherwise (HM's
+/// default, 4, would not divide 2 or 3 ranks).
+SourceOptions options_for(const std::string& algorithm, int nranks, int root, bool with_root, bool verify) {
+  SourceOptions so;
+  so.verify = verify;
+  so.size_to_topology = false;
+  if (is_plan_file_path(algorithm)) return so;
+  so.params = {{"nRanks", std::to_string(nranks)}, {"GPUPerNode", std::to_string(gpus_per_node(nranks))}};
+  if (with_root) so.params["Root"] = std::to_string(root);
+  return so;
 }
 
 /// The communicator's machine: one node of `nranks` GPUs on NVLink (H200 figures; the
@@ -63,7 +67,8 @@ Collective algorithm_collective(const std::string& algorithm, int nranks) {
   auto key = std::make_pair(algorithm, nranks);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
-  Collective c = load_for(algorithm, nranks, 0, false).collective;
+  const PlanSource src = load_source(algorithm, node_topology(nranks), options_for(algorithm, nranks, 0, false, false));
+  Collective c = src.algorithm ? src.algorithm->collective : src.given->collective;
   cache[key] = c;
   return c;
 }
@@ -79,33 +84,38 @@ Plan make_plan(Collective c, int nranks, const std::string& algorithm, const std
     spec.protocol = protocol;
     return builtin_plan(c, nranks, spec);
   }
+  // The plan builder (plan/builder.hpp) loads the source and verifies its algorithm as
+  // written (ResCCLang's one data buffer); the compiler lowers it for in-place or
+  // out-of-place buffers. A plan file (what `weft compile -o` writes) is taken as it is:
+  // loading it calls no front-end.
   const bool rooted = c == Collective::Broadcast || c == Collective::Reduce;
-  Algorithm a = load_for(algorithm, nranks, root, rooted);
-  if (a.collective != c)
-    fail(ErrorCode::InvalidArgument, "algorithm '" + algorithm + "' implements " + std::string(to_string(a.collective)) +
-                                         ", not " + std::string(to_string(c)));
-  if (a.ranks != nranks)
-    fail(ErrorCode::InvalidArgument, "algorithm '" + algorithm + "' is for " + std::to_string(a.ranks) +
-                                         " ranks, the communicator has " + std::to_string(nranks));
-  if (rooted && a.root != root)
-    fail(ErrorCode::InvalidArgument, "algorithm '" + algorithm + "' has root " + std::to_string(a.root) +
-                                         ", the call asks for root " + std::to_string(root));
-  // The algorithm is verified as written (ResCCLang's one data buffer); the compiler lowers
-  // it for in-place or out-of-place buffers.
-  verify_or_throw(a);
-  CompileOptions o;
-  o.in_place = in_place;
-  o.instances = instances;
-  o.protocol = protocol == "LL" ? "LL" : "Simple";
-  o.fifo_depth = fifo_depth;
+  const Topology topo = node_topology(nranks);
+  const PlanSource src = load_source(algorithm, topo, options_for(algorithm, nranks, root, rooted, true));
+  const std::string what = std::string(src.kind == SourceKind::PlanFile ? "plan file '" : "algorithm '") + algorithm + "'";
+  const Collective ac = src.algorithm ? src.algorithm->collective : src.given->collective;
+  const int32_t aranks = src.algorithm ? src.algorithm->ranks : src.given->num_ranks;
+  const int32_t aroot = src.algorithm ? src.algorithm->root : src.given->root;
+  if (ac != c)
+    fail(ErrorCode::InvalidArgument, what + " implements " + std::string(to_string(ac)) + ", not " + std::string(to_string(c)));
+  if (aranks != nranks)
+    fail(ErrorCode::InvalidArgument, what + " is for " + std::to_string(aranks) + " ranks, the communicator has " +
+                                         std::to_string(nranks));
+  if (rooted && aroot != root)
+    fail(ErrorCode::InvalidArgument, what + " has root " + std::to_string(aroot) + ", the call asks for root " +
+                                         std::to_string(root));
+  BuildOptions bo;
+  bo.compile.in_place = in_place;
+  bo.compile.instances = instances;
+  bo.compile.protocol = protocol == "LL" ? "LL" : "Simple";
+  bo.compile.fifo_depth = fifo_depth;
   // The table's instances are tuned for the built-in plans, where one thread block serves
   // every peer; a compiled plan has blocks per link, so on many peers it takes the
   // compiler's derived instances within the runtime's budget instead (compile_for_runtime).
   // WEFT_INSTANCES, when set, is taken as given.
-  Plan p = config::get_int("WEFT_INSTANCES") > 0 ? compile(a, node_topology(nranks), o).plan
-                                                 : compile_for_runtime(a, node_topology(nranks), o).plan;
+  bo.runtime_rule = config::get_int("WEFT_INSTANCES") <= 0;
+  Plan p = std::move(build_plan(src, topo, bo).result.plan);
   if (p.in_place != in_place)
-    fail(ErrorCode::InvalidArgument, "algorithm '" + algorithm + "' compiles only for " +
+    fail(ErrorCode::InvalidArgument, what + (src.kind == SourceKind::PlanFile ? " was compiled" : " compiles") + " only for " +
                                          (p.in_place ? "in-place" : "out-of-place") + " buffers; the call is " +
                                          (in_place ? "in place" : "out of place"));
   return p;

@@ -1,11 +1,13 @@
 // Where the runtime's plans come from, and the check every plan passes before it is
 // uploaded.
 //
-// A plan is either built by hand (runtime/builtin_plans.hpp: "ring", "allpairs", "chain")
-// or compiled: an algorithm from algorithms/ (by name, e.g. "ring_allreduce") or a .rccl /
+// A plan is built by hand (runtime/builtin_plans.hpp: "ring", "allpairs", "chain"), compiled,
+// or read from a plan file, the last two through the plan builder (plan/builder.hpp):
+// compiled is an algorithm from algorithms/ (by name, e.g. "ring_allreduce") or a .rccl /
 // .xml file, loaded for the communicator's rank count (parameter nRanks, and Root for
 // Broadcast and Reduce), verified symbolically, and compiled for a one-node NVLink topology
-// of that many GPUs. Either way the lowered plan then runs on the CPU emulator on random data,
+// of that many GPUs; a plan file (.json, what `weft compile -o` writes) is taken as written
+// when its rank count, collective, root and buffers match the call. Either way the lowered plan then runs on the CPU emulator on random data,
 // with the communicator's FIFO depth and several micro-batches, and must reproduce the host
 // reference exactly and leave every buffer the collective does not own untouched; a plan
 // that deadlocks, computes a wrong result or writes where it must not is refused with an
@@ -23,8 +25,8 @@ namespace weft {
 /// True for the names builtin_plan understands.
 bool is_builtin_plan_name(const std::string& algorithm);
 
-/// The collective an algorithm name or file implements (loaded once for `nranks` ranks and
-/// cached). Throws weft::Error naming the file when it cannot be loaded.
+/// The collective an algorithm name, algorithm file or plan file implements (loaded once for
+/// `nranks` ranks and cached). Throws weft::Error naming the file when it cannot be loaded.
 Collective algorithm_collective(const std::string& algorithm, int nranks);
 
 /// Builds (or compiles) the plan of `algorithm` for collective `c` on `nranks` ranks; a

@@ -1,13 +1,10 @@
 #include "sim/sweep.hpp"
 
 #include <algorithm>
-#include <chrono>
 
-#include "compile/compiler.hpp"
-#include "compile/verify.hpp"
 #include "ir/topology_io.hpp"
 #include "lang/load.hpp"
-#include "lang/msccl_import.hpp"
+#include "plan/builder.hpp"
 #include "util/error.hpp"
 #include "util/text.hpp"
 
@@ -38,52 +35,30 @@ std::vector<uint64_t> parse_size_range(const std::string& range) {
   return sizes;
 }
 
-std::map<std::string, std::string> params_for_topology(const Topology& topo, std::map<std::string, std::string> params) {
-  params.try_emplace("nRanks", std::to_string(topo.num_gpus()));
-  params.try_emplace("GPUPerNode", std::to_string(topo.gpus_per_node));
-  if (topo.nics_per_node > 0) params.try_emplace("NICPerNode", std::to_string(topo.nics_per_node));
-  return params;
-}
-
 void run_sweep(const SweepSpec& spec, const SweepCallback& on_report) {
-  const Algorithm algo = load_algorithm(spec.algorithm, params_for_topology(spec.topology, spec.params));
-  // What the verifier refuses is never compiled nor simulated: a wrong algorithm has no
-  // meaningful time (an XML file's as-given schedule moves the same transfers).
-  verify_or_throw(algo);
+  // The plan builder (plan/builder.hpp) loads the source sized to the topology and verifies
+  // it once: what the verifier refuses is never compiled nor simulated (a wrong algorithm has
+  // no meaningful time; an XML file's as-given schedule moves the same transfers). Each plan
+  // is deadlock-checked at the simulated FIFO depth.
+  const PlanSource src = load_source(spec.algorithm, spec.topology, SourceOptions{spec.params});
+  const bool plan_file = src.kind == SourceKind::PlanFile;
+  if (plan_file && spec.schedulers.size() > 1)
+    fail(ErrorCode::InvalidArgument, spec.algorithm + " is a plan file, scheduled already: it takes no list of schedulers");
   for (const std::string& sched : spec.schedulers) {
-    if (sched == "as-given") {
-      // An MSCCL XML file's own schedule, the baseline weft's are measured against
-      // (docs/msccl-xml.md); "compile time" is the import's.
-      if (!is_msccl_xml_path(spec.algorithm))
-        fail(ErrorCode::InvalidArgument, "scheduler as-given runs an MSCCL XML file's own schedule; '" + spec.algorithm +
-                                             "' is not an .xml file");
-      auto t0 = std::chrono::steady_clock::now();
-      Plan plan = import_msccl_file(spec.algorithm,
-                                    msccl_options_from_params(params_for_topology(spec.topology, spec.params), spec.algorithm))
-                      .as_given;
-      plan.topology = spec.topology.name;
-      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      Simulator sim(plan, spec.topology, !spec.options.trace, spec.max_memory_bytes);
-      for (uint64_t bytes : spec.sizes) {
-        SimOptions o = spec.options;
-        o.bytes = bytes;
-        on_report(sim, sim.run(o), secs);
-      }
-      continue;
-    }
-    CompileOptions co;
-    co.scheduler = sched;
-    co.allocator = spec.allocator;
-    co.instances = spec.instances;
-    co.max_tbs = spec.max_tbs;
-    co.in_place = spec.in_place;
-    co.max_memory_bytes = spec.max_memory_bytes;
-    auto t0 = std::chrono::steady_clock::now();
-    CompileResult cr = compile(algo, spec.topology, co);
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    BuildOptions bo;
+    bo.compile.scheduler = sched;
+    bo.compile.allocator = spec.allocator;
+    bo.compile.instances = spec.instances;
+    bo.compile.max_tbs = spec.max_tbs;
+    bo.compile.in_place = spec.in_place;
+    bo.compile.max_memory_bytes = spec.max_memory_bytes;
+    bo.compile.fifo_depth = spec.options.fifo_depth;
+    const BuiltPlan b = build_plan(src, spec.topology, bo);
+    // "Compile time" is the import's for an as-given schedule, the load's for a plan file.
+    const double secs = b.compiled ? b.build_seconds : src.parse_seconds + b.build_seconds;
     // A traced run keeps instance siblings apart (merging is exact, but the trace then has
     // one track per thread block of the plan).
-    Simulator sim(cr.plan, spec.topology, !spec.options.trace, spec.max_memory_bytes);
+    Simulator sim(b.plan(), spec.topology, !spec.options.trace, spec.max_memory_bytes);
     for (uint64_t bytes : spec.sizes) {
       SimOptions o = spec.options;
       o.bytes = bytes;
@@ -117,18 +92,21 @@ int run_simulated_bench(const BenchSpec& spec, std::ostream& out) {
     std::vector<SimReport> reports;
     uint64_t too_small = 0;
     try {
-      const Algorithm algo = load_algorithm(name, params_for_topology(topo, {}));
+      const PlanSource src = load_source(name, topo);
+      const Collective collective = src.algorithm ? src.algorithm->collective : src.given->collective;
       if (!spec.collectives.empty() &&
-          std::find(spec.collectives.begin(), spec.collectives.end(), algo.collective) == spec.collectives.end())
+          std::find(spec.collectives.begin(), spec.collectives.end(), collective) == spec.collectives.end())
         continue;
-      verify_or_throw(algo);  // as `weft simulate`: a wrong algorithm is never simulated
-      CompileOptions co;
-      co.scheduler = spec.scheduler;
-      co.max_memory_bytes = spec.max_memory_bytes;
-      if (runtime_shape) co.instances = kRuntimeInstances;
-      Simulator sim((runtime_shape ? compile_for_runtime(algo, topo, co) : compile(algo, topo, co)).plan, topo, true,
-                    spec.max_memory_bytes);
-      const uint64_t chunks = static_cast<uint64_t>(std::max(algo.input_chunks, algo.output_chunks));
+      // As `weft simulate`: a wrong algorithm is never simulated (load_source verified it).
+      // A plan file runs as it is; an algorithm is compiled as the GPU runtime compiles it.
+      BuildOptions bo;
+      bo.compile.scheduler = spec.scheduler;
+      bo.compile.max_memory_bytes = spec.max_memory_bytes;
+      if (runtime_shape) bo.compile.instances = kRuntimeInstances;
+      bo.runtime_rule = runtime_shape;
+      const BuiltPlan b = build_plan(src, topo, bo);
+      Simulator sim(b.plan(), topo, true, spec.max_memory_bytes);
+      const uint64_t chunks = static_cast<uint64_t>(std::max(b.plan().input_chunks, b.plan().output_chunks));
       for (uint64_t bytes : sizes) {
         if (bytes < chunks) {
           too_small = bytes;

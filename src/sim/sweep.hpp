@@ -11,6 +11,7 @@
 
 #include "ir/algorithm.hpp"
 #include "ir/topology.hpp"
+#include "plan/builder.hpp"
 #include "sim/report.hpp"
 #include "sim/simulator.hpp"
 
@@ -21,13 +22,11 @@ namespace weft::sim {
 /// InvalidArgument naming the range when it is malformed, empty or has more than 64 sizes.
 std::vector<uint64_t> parse_size_range(const std::string& range);
 
-/// The --param map with the algorithm's shape taken from the topology where the caller did
-/// not set it: nRanks = GPUs, GPUPerNode = GPUs per node, NICPerNode = NICs per node (when
-/// the topology has NICs). ResCCLang lets every header parameter be overridden.
-std::map<std::string, std::string> params_for_topology(const Topology& topo, std::map<std::string, std::string> params);
+/// plan/builder.hpp's: nRanks, GPUPerNode and NICPerNode from the topology unless set.
+using weft::params_for_topology;
 
 struct SweepSpec {
-  std::string algorithm;                      ///< path or built-in name
+  std::string algorithm;                      ///< any source plan/builder.hpp takes (a plan file: schedulers, allocator, instances, max_tbs and in_place do not apply)
   std::map<std::string, std::string> params;  ///< --param, before params_for_topology
   Topology topology;
   std::vector<std::string> schedulers{"hpds"};
@@ -44,8 +43,8 @@ struct SweepSpec {
 /// (for traces) and the time compile() took for that scheduler.
 using SweepCallback = std::function<void(const Simulator&, const SimReport&, double compile_seconds)>;
 
-/// Loads the algorithm sized to the topology, compiles it once per scheduler and simulates
-/// each size. Errors from any stage propagate (weft::Error, naming what failed).
+/// Loads the source sized to the topology and verifies it (plan/builder.hpp), builds its plan
+/// once per scheduler (a plan file: once, as it is) and simulates each size. Errors from any stage propagate (weft::Error, naming what failed).
 void run_sweep(const SweepSpec& spec, const SweepCallback& on_report);
 
 struct BenchSpec {

@@ -3,12 +3,15 @@
 // writes a buffer its collective does not own, or computes a wrong result, is refused.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include "runtime/builtin_plans.hpp"
 #include "runtime/plan_lowering.hpp"
 #include "runtime/plan_source.hpp"
+#include "runtime/selection.hpp"
+#include "ir/plan_json.hpp"
 #include "util/error.hpp"
 
 namespace weft {
@@ -141,6 +144,61 @@ TEST(PlanSource, APlanThatWritesANonRootReceiveBufferIsRefused) {
     FAIL() << "stray write accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("untouched"), std::string::npos) << e.what();
+  }
+}
+
+// A chunk-DSL built-in as the runtime's algorithm: WEFT_ALGO=AllReduce:dsl:ring_allreduce.
+TEST(PlanSource, ChunkDslBuiltinsRun) {
+  setenv("WEFT_ALGO", "AllReduce:dsl:ring_allreduce", 1);
+  EXPECT_EQ(select_algorithm(Collective::AllReduce, 1 << 20, 3, 32).algorithm, "dsl:ring_allreduce");
+  unsetenv("WEFT_ALGO");
+  for (bool in_place : {false, true}) EXPECT_NO_THROW(check(Collective::AllReduce, 3, "dsl:ring_allreduce", in_place));
+}
+
+// WEFT_ALGO=plan.json: a plan file (what `weft compile -o` writes) runs as it was written,
+// for the collective it implements, when its rank count, root and buffers match the call.
+TEST(PlanSource, WeftAlgoRunsAPlanFile) {
+  const std::string path = testing::TempDir() + "weft_plan_source_ring4.json";
+  const Plan written = make_plan(Collective::AllReduce, 4, "ring_allreduce", "Simple", 2, false, 0);
+  save_plan(written, path);
+  EXPECT_EQ(algorithm_collective(path, 4), Collective::AllReduce);
+  setenv("WEFT_ALGO", path.c_str(), 1);
+  EXPECT_EQ(select_algorithm(Collective::AllReduce, 1 << 20, 4, 32).algorithm, path);
+  EXPECT_NE(select_algorithm(Collective::AllGather, 1 << 20, 4, 32).algorithm, path);  // not its collective
+  setenv("WEFT_ALGO", ("AllReduce:" + path).c_str(), 1);
+  EXPECT_EQ(select_algorithm(Collective::AllReduce, 1 << 20, 4, 32).algorithm, path);
+  unsetenv("WEFT_ALGO");
+  // The selection's protocol and instances do not reshape a plan file.
+  for (const char* proto : {"Simple", "LL"}) {
+    Plan p = make_plan(Collective::AllReduce, 4, path, proto, 7, false, 0);
+    EXPECT_TRUE(p == written);
+    EXPECT_NO_THROW(check_plan_on_emulator(lower_plan(p, 4, 32), 4));
+  }
+  auto refused = [&](Collective c, int R, bool in_place, const std::string& want) {
+    try {
+      make_plan(c, R, path, "Simple", 2, in_place, 0);
+      ADD_FAILURE() << "accepted: " << want;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+  };
+  refused(Collective::AllReduce, 3, false, "plan file '" + path + "' is for 4 ranks, the communicator has 3");
+  refused(Collective::AllGather, 4, false, "plan file '" + path + "' implements AllReduce, not AllGather");
+  refused(Collective::AllReduce, 4, true, "plan file '" + path + "' was compiled only for out-of-place buffers");
+  // A plan that can deadlock at the communicator's FIFO depth is refused before upload.
+  try {
+    make_plan(Collective::AllReduce, 4, path, "Simple", 2, false, 0, -1);
+    ADD_FAILURE() << "FIFO depth -1 accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("FIFO depth"), std::string::npos) << e.what();
+  }
+  std::remove(path.c_str());
+  try {
+    make_plan(Collective::AllReduce, 4, path, "Simple", 2, false, 0);
+    ADD_FAILURE() << "missing plan file accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
   }
 }
 
