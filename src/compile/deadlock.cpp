@@ -2,139 +2,13 @@
 
 #include <algorithm>
 #include <numeric>
-#include <optional>
-#include <unordered_map>
 
 #include "compile/union_find.hpp"
-#include "ir/plan_json.hpp"
 #include "util/error.hpp"
 #include "util/text.hpp"
 
 namespace weft {
 namespace {
-
-/// Global slot ids: thread blocks laid out one after another, so program order is id -> id+1.
-struct SlotIndex {
-  std::vector<int64_t> tb_base;  // first slot id of each global thread block; size tbs + 1
-  std::vector<int32_t> rank_tb;  // first global thread block of each rank; size ranks + 1
-  std::vector<int32_t> tb_rank;  // rank of each global thread block
-  std::vector<int32_t> tb_of;    // global thread block of each slot
-
-  explicit SlotIndex(const Plan& p) {
-    rank_tb.push_back(0);
-    tb_base.push_back(0);
-    for (size_t r = 0; r < p.ranks.size(); ++r) {
-      for (const ThreadBlock& tb : p.ranks[r].tbs) {
-        tb_base.push_back(tb_base.back() + static_cast<int64_t>(tb.slots.size()));
-        tb_rank.push_back(static_cast<int32_t>(r));
-      }
-      rank_tb.push_back(rank_tb.back() + static_cast<int32_t>(p.ranks[r].tbs.size()));
-    }
-    if (tb_base.back() > INT32_MAX - 1) fail(ErrorCode::InvalidArgument, "plan has more than 2^31 slots");
-    tb_of.resize(tb_base.back());
-    for (size_t t = 0; t + 1 < tb_base.size(); ++t)
-      std::fill(tb_of.begin() + tb_base[t], tb_of.begin() + tb_base[t + 1], static_cast<int32_t>(t));
-  }
-  int32_t id(int32_t rank, int32_t tb, int32_t slot) const { return static_cast<int32_t>(tb_base[rank_tb[rank] + tb] + slot); }
-  int32_t size() const { return static_cast<int32_t>(tb_base.back()); }
-  int32_t rank(int32_t id) const { return tb_rank[tb_of[id]]; }
-  int32_t local_tb(int32_t id) const { return tb_of[id] - rank_tb[rank(id)]; }
-  int32_t index(int32_t id) const { return static_cast<int32_t>(id - tb_base[tb_of[id]]); }
-  bool last_in_tb(int32_t id) const { return id + 1 == tb_base[tb_of[id] + 1]; }
-};
-
-const Slot& slot_at(const Plan& p, const SlotIndex& ix, int32_t id) {
-  return p.ranks[ix.rank(id)].tbs[ix.local_tb(id)].slots[ix.index(id)];
-}
-
-std::string describe(const CycleEntry& e) {
-  std::string s = text::format("rank %d tb %d slot %d (%s", e.rank, e.tb, e.slot, std::string(to_string(e.primitive)).c_str());
-  if (e.peer >= 0) s += text::format(primitive_sends(e.primitive) ? " to %d" : " from %d", e.peer);
-  return s + ")";
-}
-
-CycleEntry entry(const Plan& p, const SlotIndex& ix, int32_t id) {
-  const Slot& s = slot_at(p, ix, id);
-  return {ix.rank(id), ix.local_tb(id), ix.index(id), s.primitive, s.send_peer >= 0 ? s.send_peer : s.recv_peer};
-}
-
-/// How pair_connections records the i-th send and the i-th receive of each connection.
-struct Pairing {
-  int32_t depth = 0;  ///< 0: merge the two ends (rendezvous); d >= 1: FIFO edges
-  UnionFind* ends = nullptr;                  // rendezvous: the two ends of each message
-  std::vector<int32_t>* next = nullptr;       // rendezvous: circular member lists
-  std::vector<int32_t>* send_of = nullptr;    // per receiving slot, its send (both models; required)
-  std::vector<int32_t>* fifo_pred = nullptr;  // FIFO: per sending slot, the receive d earlier
-};
-
-/// Pairs the ends of every connection (the i-th send meets the i-th receive) and records them
-/// as `how` asks. Returns an error sentence or "".
-std::string pair_connections(const Plan& p, const SlotIndex& ix, const Pairing& how) {
-  struct Ends {
-    int32_t src, dst, channel;
-    int32_t send_tb = -1, recv_tb = -1;
-    std::vector<int32_t> sends, recvs;
-  };
-  std::unordered_map<uint64_t, int32_t> index;
-  std::vector<Ends> conns;
-  uint64_t channels = 1;
-  for (const RankPlan& rp : p.ranks)
-    for (const ThreadBlock& tb : rp.tbs)
-      for (const Slot& s : tb.slots) channels = std::max<uint64_t>(channels, static_cast<uint64_t>(s.channel) + 1);
-  auto get = [&](int32_t src, int32_t dst, int32_t ch) -> Ends& {
-    uint64_t key = (static_cast<uint64_t>(src) * static_cast<uint64_t>(p.num_ranks) + static_cast<uint64_t>(dst)) * channels +
-                   static_cast<uint64_t>(ch);
-    auto [it, fresh] = index.emplace(key, static_cast<int32_t>(conns.size()));
-    if (fresh) conns.push_back({src, dst, ch, -1, -1, {}, {}});
-    return conns[it->second];
-  };
-  int32_t id = 0;
-  for (int32_t r = 0; r < static_cast<int32_t>(p.ranks.size()); ++r)
-    for (int32_t tb = 0; tb < static_cast<int32_t>(p.ranks[r].tbs.size()); ++tb)
-      for (const Slot& s : p.ranks[r].tbs[tb].slots) {
-        if (primitive_sends(s.primitive)) {
-          Ends& e = get(r, s.send_peer, s.channel);
-          if (e.send_tb >= 0 && e.send_tb != tb)
-            return text::format("connection %d->%d channel %d is driven by thread blocks %d and %d of rank %d", r,
-                                s.send_peer, s.channel, e.send_tb, tb, r);
-          e.send_tb = tb;
-          e.sends.push_back(id);
-        }
-        if (primitive_receives(s.primitive)) {
-          Ends& e = get(s.recv_peer, r, s.channel);
-          if (e.recv_tb >= 0 && e.recv_tb != tb)
-            return text::format("connection %d->%d channel %d is received by thread blocks %d and %d of rank %d",
-                                s.recv_peer, r, s.channel, e.recv_tb, tb, r);
-          e.recv_tb = tb;
-          e.recvs.push_back(id);
-        }
-        ++id;
-      }
-  for (Ends& e : conns) {
-    if (e.sends.size() != e.recvs.size())
-      return text::format("connection %d->%d channel %d has %zu sends but %zu receives", e.src, e.dst, e.channel,
-                          e.sends.size(), e.recvs.size());
-    for (size_t i = 0; i < e.sends.size(); ++i) {
-      const Slot& a = slot_at(p, ix, e.sends[i]);
-      const Slot& b = slot_at(p, ix, e.recvs[i]);
-      if (a.count != b.count || a.instance != b.instance || a.instances != b.instances)
-        return text::format("connection %d->%d channel %d: transfer %zu is sent as %d chunks (instance %d of %d) but "
-                            "received as %d chunks (instance %d of %d)",
-                            e.src, e.dst, e.channel, i, a.count, a.instance, a.instances, b.count, b.instance, b.instances);
-      (*how.send_of)[e.recvs[i]] = e.sends[i];
-      if (how.depth > 0) {
-        if (i >= static_cast<size_t>(how.depth)) (*how.fifo_pred)[e.sends[i]] = e.recvs[i - how.depth];
-        continue;
-      }
-      if (how.ends->unite(e.sends[i], e.recvs[i])) {
-        std::swap((*how.next)[e.sends[i]], (*how.next)[e.recvs[i]]);  // splice the two circular lists
-      }
-    }
-    e.sends = {};
-    e.recvs = {};
-  }
-  return "";
-}
 
 /// Runs the plan abstractly: a merged node fires when each of its slots is at the head of its
 /// thread block and every slot it depends on has fired. Returns whether every slot fired.
@@ -150,10 +24,10 @@ std::string pair_connections(const Plan& p, const SlotIndex& ix, const Pairing& 
 /// their waits on each other, and fires every group that waits only on fired slots or on
 /// groups it fires, and whose one-micro-batch edges (each message's send before its receive,
 /// dependencies among the group's slots) are acyclic. Plans that never stall pay nothing.
-bool simulate(const Plan& p, const SlotIndex& ix, const std::vector<int32_t>& next, const std::vector<int32_t>& root,
+bool simulate(const PlanIndex& ix, const std::vector<int32_t>& next, const std::vector<int32_t>& root,
               const std::vector<int32_t>& send_of) {
   const int32_t n = ix.size();
-  const int32_t tbs = static_cast<int32_t>(ix.tb_rank.size());
+  const int32_t tbs = static_cast<int32_t>(ix.num_tbs());
   std::vector<int64_t> pc(ix.tb_base.begin(), ix.tb_base.end() - 1);  // next slot id of each thread block
   std::vector<uint8_t> done(n, 0);
   std::vector<int32_t> watch_head(n, -1);
@@ -204,7 +78,7 @@ bool simulate(const Plan& p, const SlotIndex& ix, const std::vector<int32_t>& ne
       int32_t m = act[a];
       do {
         const int32_t r = ix.rank(m);
-        for (const SlotDep& d : slot_at(p, ix, m).deps) {
+        for (const SlotDep& d : ix.slot(m).deps) {
           const int32_t dep = ix.id(r, d.tb, d.slot);
           if (root[dep] == root[m] || done[dep]) continue;
           if (act_of[root[dep]] >= 0) waits[a].push_back(act_of[root[dep]]);  // members of active nodes are at heads
@@ -280,7 +154,7 @@ bool simulate(const Plan& p, const SlotIndex& ix, const std::vector<int32_t>& ne
             const int32_t id = slots[i];
             if (send_of[id] >= 0 && loc[send_of[id]] >= 0) succ[loc[send_of[id]]].push_back(i), ++indeg[i];
             const int32_t r = ix.rank(id);
-            for (const SlotDep& d : slot_at(p, ix, id).deps) {
+            for (const SlotDep& d : ix.slot(id).deps) {
               const int32_t dep = ix.id(r, d.tb, d.slot);
               if (loc[dep] >= 0) succ[loc[dep]].push_back(i), ++indeg[i];
             }
@@ -322,7 +196,7 @@ bool simulate(const Plan& p, const SlotIndex& ix, const std::vector<int32_t>& ne
           break;
         }
         int32_t r = ix.rank(m);
-        for (const SlotDep& d : slot_at(p, ix, m).deps) {
+        for (const SlotDep& d : ix.slot(m).deps) {
           int32_t dep = ix.id(r, d.tb, d.slot);
           if (root[dep] == root[m]) continue;
           if (!done[dep]) {
@@ -345,17 +219,17 @@ bool simulate(const Plan& p, const SlotIndex& ix, const std::vector<int32_t>& ne
 
 /// After a failed simulation: the graph of merged nodes (program order, dependencies) has a
 /// cycle; find one and describe it.
-void find_cycle(const Plan& p, const SlotIndex& ix, const std::vector<int32_t>& root, DeadlockReport& report) {
+void find_cycle(const PlanIndex& ix, const std::vector<int32_t>& root, DeadlockReport& report) {
   const int32_t n = ix.size();
   std::vector<int32_t> dep_offsets(n + 1, 0), dependents;
   for (int32_t id = 0; id < n; ++id)
-    for (const SlotDep& d : slot_at(p, ix, id).deps) ++dep_offsets[ix.id(ix.rank(id), d.tb, d.slot) + 1];
+    for (const SlotDep& d : ix.slot(id).deps) ++dep_offsets[ix.id(ix.rank(id), d.tb, d.slot) + 1];
   for (int32_t i = 0; i < n; ++i) dep_offsets[i + 1] += dep_offsets[i];
   dependents.resize(dep_offsets[n]);
   {
     std::vector<int32_t> fill(dep_offsets.begin(), dep_offsets.end() - 1);
     for (int32_t id = 0; id < n; ++id)
-      for (const SlotDep& d : slot_at(p, ix, id).deps) dependents[fill[ix.id(ix.rank(id), d.tb, d.slot)]++] = id;
+      for (const SlotDep& d : ix.slot(id).deps) dependents[fill[ix.id(ix.rank(id), d.tb, d.slot)]++] = id;
   }
   std::vector<int32_t> member_offsets(n + 1, 0), members(n);
   for (int32_t i = 0; i < n; ++i) ++member_offsets[root[i] + 1];
@@ -408,8 +282,8 @@ void find_cycle(const Plan& p, const SlotIndex& ix, const std::vector<int32_t>& 
   std::vector<std::pair<int32_t, int32_t>> cyc(walk.begin() + seen_at[u], walk.end());
   std::reverse(cyc.begin(), cyc.end());
   for (const auto& [from, to] : cyc) {
-    report.cycle.push_back(entry(p, ix, from));
-    report.cycle.push_back(entry(p, ix, to));
+    report.cycle.push_back(slot_ref(ix, from));
+    report.cycle.push_back(slot_ref(ix, to));
   }
   report.cycle.erase(std::unique(report.cycle.begin(), report.cycle.end(),
                                  [](const CycleEntry& a, const CycleEntry& b) {
@@ -428,12 +302,11 @@ void find_cycle(const Plan& p, const SlotIndex& ix, const std::vector<int32_t>& 
 /// acyclic: every slot left after Kahn's algorithm has a predecessor left, so a walk back
 /// along those repeats a slot.
 template <class ForEachPred>
-std::vector<int32_t> slot_cycle(const SlotIndex& ix, bool program_order, ForEachPred&& for_each_pred) {
+std::vector<int32_t> slot_cycle(const PlanIndex& ix, bool program_order, ForEachPred&& for_each_pred) {
   const int32_t n = ix.size();
-  auto first_in_tb = [&](int32_t id) { return id == ix.tb_base[ix.tb_of[id]]; };
-  std::vector<int32_t> indeg(n, 0), offsets(static_cast<size_t>(n) + 1, 0), succ;
+    std::vector<int32_t> indeg(n, 0), offsets(static_cast<size_t>(n) + 1, 0), succ;
   for (int32_t id = 0; id < n; ++id) {
-    indeg[id] = program_order && !first_in_tb(id) ? 1 : 0;
+    indeg[id] = program_order && !ix.first_in_tb(id) ? 1 : 0;
     for_each_pred(id, [&](int32_t from) {
       ++indeg[id];
       ++offsets[static_cast<size_t>(from) + 1];
@@ -467,7 +340,7 @@ std::vector<int32_t> slot_cycle(const SlotIndex& ix, bool program_order, ForEach
     seen_at[u] = static_cast<int32_t>(walk.size());
     walk.push_back(u);
     int32_t back = -1;
-    if (program_order && !first_in_tb(u) && !done[u - 1]) back = u - 1;
+    if (program_order && !ix.first_in_tb(u) && !done[u - 1]) back = u - 1;
     for_each_pred(u, [&](int32_t from) {
       if (back < 0 && !done[from]) back = from;
     });
@@ -480,12 +353,12 @@ std::vector<int32_t> slot_cycle(const SlotIndex& ix, bool program_order, ForEach
 }
 
 /// Fills `report` with a cycle found by slot_cycle, after `what` ("the plan can deadlock ...: ").
-void report_cycle(const Plan& p, const SlotIndex& ix, const std::vector<int32_t>& cycle, const std::string& what,
+void report_cycle(const PlanIndex& ix, const std::vector<int32_t>& cycle, const std::string& what,
                   DeadlockReport& report) {
   report.ok = false;
   report.message = what;
   for (int32_t id : cycle) {
-    report.cycle.push_back(entry(p, ix, id));
+    report.cycle.push_back(slot_ref(ix, id));
     report.message += describe(report.cycle.back()) + " -> ";
   }
   report.message += "back to the start";
@@ -497,32 +370,32 @@ void report_cycle(const Plan& p, const SlotIndex& ix, const std::vector<int32_t>
 /// that member's invocation k. These edges all stay inside micro-batch k, so the node can
 /// run iff they are acyclic; a cycle (a forwarding chain that closes on itself, or a
 /// dependency against the direction the data flows) stops every member at micro-batch 0.
-void check_within_nodes(const Plan& p, const SlotIndex& ix, const std::vector<int32_t>& root,
+void check_within_nodes(const PlanIndex& ix, const std::vector<int32_t>& root,
                         const std::vector<int32_t>& send_of, DeadlockReport& report) {
   std::vector<int32_t> cycle = slot_cycle(ix, false, [&](int32_t id, auto&& fn) {
     if (send_of[id] >= 0) fn(send_of[id]);
     const int32_t r = ix.rank(id);
-    for (const SlotDep& d : slot_at(p, ix, id).deps) {
+    for (const SlotDep& d : ix.slot(id).deps) {
       int32_t dep = ix.id(r, d.tb, d.slot);
       if (root[dep] == root[id]) fn(dep);
     }
   });
-  if (!cycle.empty()) report_cycle(p, ix, cycle, "the plan can deadlock within one micro-batch: ", report);
+  if (!cycle.empty()) report_cycle(ix, cycle, "the plan can deadlock within one micro-batch: ", report);
 }
 
 /// Algorithm-level execution over FIFOs of depth >= 1: the slots of one micro-batch with
 /// program order, `deps`, receive-after-send and send-after-the-receive-depth-earlier edges
 /// (see deadlock.hpp).
-void check_fifo(const Plan& p, const SlotIndex& ix, const std::vector<int32_t>& send_of,
+void check_fifo(const PlanIndex& ix, const std::vector<int32_t>& send_of,
                 const std::vector<int32_t>& fifo_pred, int32_t depth, DeadlockReport& report) {
   std::vector<int32_t> cycle = slot_cycle(ix, true, [&](int32_t id, auto&& fn) {
     const int32_t r = ix.rank(id);
-    for (const SlotDep& d : slot_at(p, ix, id).deps) fn(ix.id(r, d.tb, d.slot));
+    for (const SlotDep& d : ix.slot(id).deps) fn(ix.id(r, d.tb, d.slot));
     if (send_of[id] >= 0) fn(send_of[id]);
     if (fifo_pred[id] >= 0) fn(fifo_pred[id]);
   });
   if (!cycle.empty())
-    report_cycle(p, ix, cycle,
+    report_cycle(ix, cycle,
                  text::format("the plan can deadlock with FIFOs of %d message%s: ", depth, depth == 1 ? "" : "s"),
                  report);
 }
@@ -534,47 +407,44 @@ DeadlockReport check_deadlock(const Plan& p, int32_t fifo_depth) {
     fail(ErrorCode::InvalidArgument, text::format("FIFO depth %d is out of range [0, 1048576]", fifo_depth));
   validate_plan(p);
   DeadlockReport report;
-  SlotIndex ix(p);
+  PlanIndex ix(p);
   const int32_t n = ix.size();
-  // Algorithm-level plans over FIFOs keep the two ends of each message apart; the others
-  // merge them (rendezvous).
-  const bool buffered = fifo_depth > 0 && p.execution == ExecutionModel::Algorithm;
-  std::vector<int32_t> send_of(n, -1), fifo_pred, next;
-  std::optional<UnionFind> ends;
-  Pairing how;
-  how.send_of = &send_of;
-  if (buffered) {
-    fifo_pred.assign(n, -1);
-    how.depth = fifo_depth;
-    how.fifo_pred = &fifo_pred;
-  } else {
-    ends.emplace(n);
-    next.resize(n);
-    std::iota(next.begin(), next.end(), 0);
-    how.ends = &*ends;
-    how.next = &next;
-  }
-  if (std::string fault = pair_connections(p, ix, how); !fault.empty()) {
+  PlanPairing pairing = pair_connections(p, ix);
+  if (!pairing.fault.empty()) {
     report.ok = false;
-    report.message = fault;
+    report.message = pairing.fault;
     return report;
   }
-  if (buffered) {
-    check_fifo(p, ix, send_of, fifo_pred, fifo_depth, report);
+  std::vector<int32_t> send_of = std::move(pairing.send_of);
+  // Algorithm-level plans over FIFOs keep the two ends of each message apart: the j-th send
+  // waits for the (j-d)-th receive. The others merge them (rendezvous).
+  if (fifo_depth > 0 && p.execution == ExecutionModel::Algorithm) {
+    std::vector<int32_t> fifo_pred(n, -1);
+    for (const PlanConnection& e : pairing.conns)
+      for (size_t i = static_cast<size_t>(fifo_depth); i < e.sends.size(); ++i)
+        fifo_pred[e.sends[i]] = e.recvs[i - static_cast<size_t>(fifo_depth)];
+    check_fifo(ix, send_of, fifo_pred, fifo_depth, report);
     return report;
   }
-  std::vector<int32_t> root(n);
-  for (int32_t i = 0; i < n; ++i) root[i] = ends->find(i);
-  ends.reset();
+  // Members of a merged node are visited through `next` (circular lists, spliced per message).
+  std::vector<int32_t> next(n), root(n);
+  std::iota(next.begin(), next.end(), 0);
+  {
+    UnionFind ends(n);
+    for (const PlanConnection& e : pairing.conns)
+      for (size_t i = 0; i < e.sends.size(); ++i)
+        if (ends.unite(e.sends[i], e.recvs[i])) std::swap(next[e.sends[i]], next[e.recvs[i]]);
+    pairing.conns = {};
+    for (int32_t i = 0; i < n; ++i) root[i] = ends.find(i);
+  }
   // First within each merged node (one micro-batch), then between nodes.
-  check_within_nodes(p, ix, root, send_of, report);
+  check_within_nodes(ix, root, send_of, report);
   if (!report.ok) return report;
-  // Members of a merged node are visited through `next`; the simulation starts from each
-  // thread block's first slot, whichever member of its node that is.
-  if (simulate(p, ix, next, root, send_of)) return report;
+  // The simulation starts from each thread block's first slot, whichever member of its node that is.
+  if (simulate(ix, next, root, send_of)) return report;
   send_of = {};
   next = {};
-  find_cycle(p, ix, root, report);
+  find_cycle(ix, root, report);
   return report;
 }
 

@@ -24,22 +24,13 @@
 #include <vector>
 
 #include "ir/plan.hpp"
+#include "ir/plan_core.hpp"
 
 namespace weft {
 
-/// One slot on a reported cycle.
-struct CycleEntry {
-  int32_t rank = 0, tb = 0, slot = 0;
-  Primitive primitive = Primitive::Nop;
-  int32_t peer = -1;  ///< the slot's send peer, else its receive peer, else -1
-};
-
-struct DeadlockReport {
-  bool ok = true;
-  /// One sentence: the cycle ("rank 0 tb 1 slot 2 (send to 1) -> ..."), or the connection fault.
-  std::string message;
-  std::vector<CycleEntry> cycle;  ///< the slots on the cycle, in order
-};
+/// The check's verdict (ir/plan_core.hpp): the cycle's slots, in order, or a connection fault.
+using CycleEntry = PlanSlotRef;
+using DeadlockReport = DeadlockVerdict;
 
 /// The runtime's default FIFO depth (WEFT_FIFO_DEPTH): messages a connection holds.
 inline constexpr int32_t kDefaultFifoDepth = 4;

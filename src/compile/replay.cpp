@@ -2,10 +2,9 @@
 
 #include <algorithm>
 #include <numeric>
-#include <unordered_map>
 
 #include "compile/union_find.hpp"
-#include "ir/plan_json.hpp"
+#include "ir/plan_core.hpp"
 #include "util/error.hpp"
 #include "util/text.hpp"
 
@@ -13,7 +12,7 @@ namespace weft {
 namespace {
 
 struct Ref {
-  int32_t rank, tb, slot;
+  int32_t rank, tb, slot, global;
 };
 
 }  // namespace
@@ -35,67 +34,29 @@ Algorithm replay_plan(const Plan& plan, int32_t lane) {
   const int32_t lanes = plan_lanes(plan);
   if (lane < 0 || lane >= lanes) fail(ErrorCode::InvalidArgument, text::format("lane %d out of range [0, %d)", lane, lanes));
 
+  // Pairing is per message, and both ends of a message are the same instance of the same
+  // count, so the whole plan's pairing restricted to the lane is the lane's.
+  const PlanIndex ix(plan);
+  const std::vector<int32_t> send_of = pair_connections_or_throw(plan, ix).send_of;
   // The slots of this lane, in (rank, thread block, slot) order; `local` maps a plan slot to it.
   std::vector<Ref> refs;
-  std::vector<std::vector<std::vector<int32_t>>> local(plan.ranks.size());
-  for (size_t r = 0; r < plan.ranks.size(); ++r) {
-    local[r].resize(plan.ranks[r].tbs.size());
-    for (size_t t = 0; t < plan.ranks[r].tbs.size(); ++t) {
-      const auto& slots = plan.ranks[r].tbs[t].slots;
-      local[r][t].assign(slots.size(), -1);
-      for (size_t i = 0; i < slots.size(); ++i)
-        if (slots[i].instance == static_cast<int32_t>(static_cast<int64_t>(lane) * slots[i].instances / lanes)) {
-          local[r][t][i] = static_cast<int32_t>(refs.size());
-          refs.push_back({static_cast<int32_t>(r), static_cast<int32_t>(t), static_cast<int32_t>(i)});
-        }
-    }
+  std::vector<int32_t> local(static_cast<size_t>(ix.size()), -1);
+  for (int32_t g = 0; g < ix.size(); ++g) {
+    const Slot& s = ix.slot(g);
+    if (s.instance != static_cast<int32_t>(static_cast<int64_t>(lane) * s.instances / lanes)) continue;
+    local[static_cast<size_t>(g)] = static_cast<int32_t>(refs.size());
+    refs.push_back({ix.rank(g), ix.local_tb(g), ix.index(g), g});
   }
   const int32_t n = static_cast<int32_t>(refs.size());
-  auto slot = [&](int32_t id) -> const Slot& { return plan.ranks[refs[id].rank].tbs[refs[id].tb].slots[refs[id].slot]; };
-
-  // Pair connection ends in program order.
-  struct Ends {
-    int32_t send_tb = -1, recv_tb = -1;
-    std::vector<int32_t> sends, recvs;
-  };
-  std::unordered_map<uint64_t, Ends> conns;
-  uint64_t channels = 1;
-  for (int32_t id = 0; id < n; ++id) channels = std::max<uint64_t>(channels, static_cast<uint64_t>(slot(id).channel) + 1);
-  auto key = [&](int32_t src, int32_t dst, int32_t ch) {
-    return (static_cast<uint64_t>(src) * static_cast<uint64_t>(plan.num_ranks) + static_cast<uint64_t>(dst)) * channels +
-           static_cast<uint64_t>(ch);
-  };
-  for (int32_t id = 0; id < n; ++id) {
-    const Slot& s = slot(id);
-    if (primitive_sends(s.primitive)) {
-      Ends& e = conns[key(refs[id].rank, s.send_peer, s.channel)];
-      if (e.send_tb >= 0 && e.send_tb != refs[id].tb)
-        fail(ErrorCode::Verify, text::format("plan: connection %d->%d channel %d is driven by two thread blocks", refs[id].rank,
-                                             s.send_peer, s.channel));
-      e.send_tb = refs[id].tb;
-      e.sends.push_back(id);
-    }
-    if (primitive_receives(s.primitive)) {
-      Ends& e = conns[key(s.recv_peer, refs[id].rank, s.channel)];
-      if (e.recv_tb >= 0 && e.recv_tb != refs[id].tb)
-        fail(ErrorCode::Verify, text::format("plan: connection %d->%d channel %d is received by two thread blocks",
-                                             s.recv_peer, refs[id].rank, s.channel));
-      e.recv_tb = refs[id].tb;
-      e.recvs.push_back(id);
-    }
-  }
+  auto slot = [&](int32_t id) -> const Slot& { return ix.slot(refs[id].global); };
   std::vector<int32_t> sender(n, -1);
   UnionFind ends(n);
-  for (const auto& [k, e] : conns) {
-    if (e.sends.size() != e.recvs.size())
-      fail(ErrorCode::Verify, text::format("plan: a connection has %zu sends but %zu receives", e.sends.size(), e.recvs.size()));
-    for (size_t i = 0; i < e.sends.size(); ++i) {
-      if (slot(e.sends[i]).count != slot(e.recvs[i]).count)
-        fail(ErrorCode::Verify, "plan: a transfer is sent and received with different chunk counts");
-      sender[e.recvs[i]] = e.sends[i];
-      ends.unite(e.sends[i], e.recvs[i]);
+  for (int32_t id = 0; id < n; ++id)
+    if (const int32_t from = send_of[static_cast<size_t>(refs[id].global)]; from >= 0) {
+      sender[id] = local[static_cast<size_t>(from)];
+      WEFT_ASSERT(sender[id] >= 0, "a message's two ends in different lanes");
+      ends.unite(sender[id], id);
     }
-  }
   std::vector<int32_t> root(n);
   for (int32_t i = 0; i < n; ++i) root[i] = ends.find(i);
 
@@ -104,7 +65,7 @@ Algorithm replay_plan(const Plan& plan, int32_t lane) {
   for (int32_t id = 0; id < n; ++id) {
     if (id + 1 < n && refs[id + 1].rank == refs[id].rank && refs[id + 1].tb == refs[id].tb) out[id].push_back(id + 1);
     for (const SlotDep& d : slot(id).deps) {
-      int32_t from = local[refs[id].rank][d.tb][d.slot];
+      int32_t from = local[static_cast<size_t>(ix.dep(refs[id].global, d))];
       if (from >= 0) out[from].push_back(id);
     }
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <iterator>
 
 namespace weft {
 
@@ -37,14 +38,22 @@ std::optional<Primitive> primitive_from_string(std::string_view s) {
   return std::nullopt;
 }
 
-bool primitive_sends(Primitive p) {
-  return p == Primitive::Send || p == Primitive::RecvCopySend || p == Primitive::RecvReduceCopySend ||
-         p == Primitive::RecvReduceSend;
-}
-
-bool primitive_receives(Primitive p) {
-  return p == Primitive::Recv || p == Primitive::RecvReduceCopy || p == Primitive::RecvCopySend ||
-         p == Primitive::RecvReduceCopySend || p == Primitive::RecvReduceSend;
+const PrimitiveInfo& primitive_info(Primitive p) {
+  //                               reads_src writes_dst reads_dst receives sends  reduces
+  static const PrimitiveInfo kTable[] = {
+      /* Send */               {true,     false,     false,    false,   true,  false},
+      /* Recv */               {false,    true,      false,    true,    false, false},
+      /* RecvReduceCopy */     {true,     true,      false,    true,    false, true},
+      /* RecvCopySend */       {false,    true,      false,    true,    true,  false},
+      /* RecvReduceCopySend */ {true,     true,      false,    true,    true,  true},
+      /* RecvReduceSend */     {true,     false,     false,    true,    true,  true},
+      /* Copy */               {true,     true,      false,    false,   false, false},
+      /* Reduce */             {true,     true,      true,     false,   false, true},
+      /* Nop */                {false,    false,     false,    false,   false, false},
+  };
+  static const PrimitiveInfo kUnknown{};
+  const auto i = static_cast<size_t>(p);
+  return i < std::size(kTable) ? kTable[i] : kUnknown;
 }
 
 int32_t Plan::max_tbs_per_rank() const {

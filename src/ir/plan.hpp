@@ -53,8 +53,20 @@ enum class Primitive : uint8_t {
 std::string_view to_string(Primitive p);
 /// Accepts the names above and the short forms (s, r, rrc, rcs, rrcs, rrs, cpy, re, nop).
 std::optional<Primitive> primitive_from_string(std::string_view s);
-bool primitive_sends(Primitive p);
-bool primitive_receives(Primitive p);
+
+/// The one table of primitives (src/ir/plan.cpp): what each reads, writes, waits on and
+/// signals. Every engine (deadlock check, replay, lowering, emulator, simulator) asks it.
+struct PrimitiveInfo {
+  bool reads_src = false;   ///< reads its `src` chunk range
+  bool writes_dst = false;  ///< writes its `dst` chunk range
+  bool reads_dst = false;   ///< reads `dst` before writing it (Reduce: dst := dst (+) src)
+  bool receives = false;    ///< waits on a message from `recv_peer` (and on `deps`)
+  bool sends = false;       ///< signals a message to `send_peer`
+  bool reduces = false;     ///< combines two operands with the call's reduction
+};
+const PrimitiveInfo& primitive_info(Primitive p);
+inline bool primitive_sends(Primitive p) { return primitive_info(p).sends; }
+inline bool primitive_receives(Primitive p) { return primitive_info(p).receives; }
 
 /// A chunk range of one of the rank's own buffers.
 struct BufferRange {

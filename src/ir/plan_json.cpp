@@ -285,48 +285,4 @@ void save_plan(const Plan& plan, const std::string& path) {
   if (!f) fail(ErrorCode::System, "cannot write plan file " + path);
 }
 
-void validate_plan(const Plan& p) {
-  auto bad = [](const std::string& what) { fail(ErrorCode::Verify, "plan: " + what); };
-  if (p.num_ranks <= 0) bad("num_ranks must be positive");
-  if (p.input_chunks < 0 || p.output_chunks < 0 || p.scratch_chunks < 0) bad("chunk counts must not be negative");
-  if (p.num_subpipelines < 0) bad("num_subpipelines must not be negative");
-  if (static_cast<int32_t>(p.ranks.size()) != p.num_ranks)
-    bad(text::format("%zu rank entries for %d ranks", p.ranks.size(), p.num_ranks));
-  auto chunks = [&](Buffer b) { return b == Buffer::Input ? p.input_chunks : b == Buffer::Output ? p.output_chunks : p.scratch_chunks; };
-  for (int32_t r = 0; r < p.num_ranks; ++r) {
-    const RankPlan& rp = p.ranks[r];
-    if (rp.rank != r) bad(text::format("rank entry %d says rank %d", r, rp.rank));
-    for (size_t t = 0; t < rp.tbs.size(); ++t)
-      for (size_t i = 0; i < rp.tbs[t].slots.size(); ++i) {
-        const Slot& s = rp.tbs[t].slots[i];
-        auto at = [&](const std::string& what) {
-          fail(ErrorCode::Verify, text::format("plan: rank %d, thread block %zu, slot %zu (%s): ", r, t, i,
-                                               std::string(to_string(s.primitive)).c_str()) + what);
-        };
-        bool sends = primitive_sends(s.primitive), recvs = primitive_receives(s.primitive);
-        if (sends && (s.send_peer < 0 || s.send_peer >= p.num_ranks || s.send_peer == r))
-          at(text::format("send peer %d is not another rank in [0, %d)", s.send_peer, p.num_ranks));
-        if (!sends && s.send_peer != -1) at(text::format("send peer %d on a primitive that does not send", s.send_peer));
-        if (recvs && (s.recv_peer < 0 || s.recv_peer >= p.num_ranks || s.recv_peer == r))
-          at(text::format("receive peer %d is not another rank in [0, %d)", s.recv_peer, p.num_ranks));
-        if (!recvs && s.recv_peer != -1) at(text::format("receive peer %d on a primitive that does not receive", s.recv_peer));
-        if (s.channel < 0) at("channel must not be negative");
-        if (s.count < 1) at(text::format("count %d must be at least 1", s.count));
-        if (s.instances < 1 || s.instance < 0 || s.instance >= s.instances)
-          at(text::format("instance %d of %d is out of range", s.instance, s.instances));
-        if (s.subpipeline < 0) at("subpipeline must not be negative");
-        for (const BufferRange* br : {&s.src, &s.dst})
-          if (br->index < 0 || static_cast<int64_t>(br->index) + s.count > chunks(br->buffer))
-            at(text::format("chunks [%d, %d) of the %s buffer are out of range [0, %d)", br->index, br->index + s.count,
-                            std::string(to_string(br->buffer)).c_str(), chunks(br->buffer)));
-        for (const SlotDep& d : s.deps) {
-          if (d.tb < 0 || d.tb >= static_cast<int32_t>(rp.tbs.size()) || d.slot < 0 ||
-              d.slot >= static_cast<int32_t>(rp.tbs[d.tb].slots.size()))
-            at(text::format("depends on thread block %d, slot %d, which does not exist", d.tb, d.slot));
-          if (d.tb == static_cast<int32_t>(t)) at(text::format("depends on slot %d of its own thread block", d.slot));
-        }
-      }
-  }
-}
-
 }  // namespace weft

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "ir/plan.hpp"
+#include "ir/plan_core.hpp"  // validate_plan
 
 namespace weft {
 
@@ -24,11 +25,5 @@ Plan load_plan(const std::string& path);
 /// Writes a plan file; throws System naming the path if it cannot be written.
 void save_plan(const Plan& plan, const std::string& path);
 
-/// Structural checks every consumer of a plan relies on: counts and ranks in range, one entry
-/// per rank in order, peers in range and distinct from the rank for primitives that send or
-/// receive (and -1 otherwise), 0 <= instance < instances, chunk ranges inside the plan's
-/// buffers, dependencies naming an existing slot of another thread block of the same rank.
-/// Throws Verify naming the rank, thread block and slot at fault.
-void validate_plan(const Plan& plan);
 
 }  // namespace weft

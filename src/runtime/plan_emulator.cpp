@@ -148,6 +148,13 @@ EmuResult emulate(const LoweredPlan& lp, const exec::Geometry& g, int depth, std
         }
       res.error = "plan '" + lp.plan.algorithm + "' deadlocks with FIFOs of " + std::to_string(depth) +
                   " messages and " + std::to_string(g.nmb) + " micro-batches: " + blocked;
+      res.deadlock.ok = false;
+      res.deadlock.message = res.error;
+      const PlanIndex ix(lp.plan);
+      for (int r = 0; r < R; ++r)
+        for (size_t t = 0; t < state[static_cast<size_t>(r)].size(); ++t)
+          if (!state[static_cast<size_t>(r)][t].done)
+            res.deadlock.cycle.push_back(slot_ref(ix, ix.id(r, static_cast<int32_t>(t), state[static_cast<size_t>(r)][t].slot)));
       return res;
     }
   }

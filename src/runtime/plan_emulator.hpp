@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "device/exec_plan.hpp"
+#include "ir/plan_core.hpp"
 #include "runtime/plan_lowering.hpp"
 
 namespace weft {
@@ -20,7 +21,8 @@ struct EmuBuffers {
 
 struct EmuResult {
   bool ok = true;
-  std::string error;       ///< deadlock description when !ok
+  std::string error;       ///< what failed when !ok: the deadlock, or messages left unread
+  DeadlockVerdict deadlock;  ///< !deadlock.ok: no thread block can go on; `cycle` lists the stuck slots
   uint64_t messages = 0;   ///< messages moved
   uint64_t invocations = 0;
 };

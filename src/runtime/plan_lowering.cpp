@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
-#include <set>
 #include <string>
 #include <tuple>
 
+#include "ir/plan_core.hpp"
 #include "util/error.hpp"
 
 namespace weft {
@@ -31,18 +31,6 @@ std::string where(int rank, size_t tb, size_t slot) {
          std::to_string(slot);
 }
 
-bool reads_src(Primitive p) { return exec::prim_reads_src(static_cast<int>(p)); }
-bool writes_dst(Primitive p) { return exec::prim_writes_dst(static_cast<int>(p)); }
-
-/// A slot's use of one connection, for matching the two ends.
-struct EndUse {
-  int32_t tb;
-  int32_t slot;
-  int32_t count;
-  int32_t instance;
-  int32_t instances;
-};
-
 }  // namespace
 
 LoweredPlan lower_plan(const Plan& plan, int32_t nranks, int32_t max_pool) {
@@ -52,6 +40,7 @@ LoweredPlan lower_plan(const Plan& plan, int32_t nranks, int32_t max_pool) {
     fail(ErrorCode::Verify, "plan '" + plan.algorithm + "' is for " + std::to_string(plan.num_ranks) +
                                 " ranks (" + std::to_string(plan.ranks.size()) + " rank plans), the communicator has " +
                                 std::to_string(nranks));
+  validate_plan(plan);
   const int32_t R = nranks;
   lp.chunks[0] = plan.input_chunks;
   lp.chunks[1] = plan.output_chunks;
@@ -63,7 +52,6 @@ LoweredPlan lower_plan(const Plan& plan, int32_t nranks, int32_t max_pool) {
     default: break;
   }
   for (int b = 0; b < 2; ++b) {
-    if (lp.chunks[b] < 0) fail(ErrorCode::Verify, "plan: negative chunk count");
     if (lp.chunks[b] % lp.groups[b] != 0)
       fail(ErrorCode::Verify, "plan '" + plan.algorithm + "': " + std::string(to_string(static_cast<Buffer>(b))) +
                                   " has " + std::to_string(lp.chunks[b]) + " chunk slots, not a multiple of " +
@@ -75,105 +63,28 @@ LoweredPlan lower_plan(const Plan& plan, int32_t nranks, int32_t max_pool) {
                             "of chunk slots (" + std::to_string(lp.k[0]) + " and " + std::to_string(lp.k[1]) + ")");
   lp.k[2] = 1;
 
-  // Per rank: slot numbering, then checks of every slot.
-  std::vector<std::vector<int32_t>> slot_base(static_cast<size_t>(R));
-  for (int r = 0; r < R; ++r) {
-    const RankPlan& rp = plan.ranks[static_cast<size_t>(r)];
-    if (rp.rank != r) fail(ErrorCode::Verify, "plan: rank plan " + std::to_string(r) + " says rank " + std::to_string(rp.rank));
-    int32_t n = 0;
-    for (const ThreadBlock& tb : rp.tbs) {
-      slot_base[static_cast<size_t>(r)].push_back(n);
-      n += static_cast<int32_t>(tb.slots.size());
-    }
+  // The structural rules and the pairing of connection ends are the core's (ir/plan_core.hpp);
+  // what is checked here is the executor's own limits.
+  const PlanIndex ix(plan);
+  const PlanPairing pairing = pair_connections_or_throw(plan, ix);
+  for (int32_t id = 0; id < ix.size(); ++id) {
+    const Slot& s = ix.slot(id);
+    if (s.instances > 4096)
+      fail(ErrorCode::Verify, where(ix.rank(id), static_cast<size_t>(ix.local_tb(id)), static_cast<size_t>(ix.index(id))) +
+                                  ": " + std::to_string(s.instances) + " instances, more than the executor's 4096");
+    lp.has_reduction |= primitive_info(s.primitive).reduces;
   }
-
-  // Connection ends: (src rank, dst rank) -> key (channel, instance) -> uses at each end.
+  // Pool keys: per ordered pair of ranks, the distinct (channel, instance) of its messages.
   using PairKey = std::tuple<int32_t, int32_t, int32_t, int32_t>;  // src, dst, channel, instance
-  std::map<PairKey, std::vector<EndUse>> send_uses, recv_uses;
-
-  for (int r = 0; r < R; ++r) {
-    const RankPlan& rp = plan.ranks[static_cast<size_t>(r)];
-    for (size_t t = 0; t < rp.tbs.size(); ++t) {
-      const auto& slots = rp.tbs[t].slots;
-      for (size_t i = 0; i < slots.size(); ++i) {
-        const Slot& s = slots[i];
-        const std::string at = where(r, t, i);
-        if (static_cast<int>(s.primitive) > static_cast<int>(Primitive::Nop))
-          fail(ErrorCode::Verify, at + ": unknown primitive");
-        if (s.count < 1) fail(ErrorCode::Verify, at + ": count " + std::to_string(s.count) + " is not positive");
-        if (s.instances < 1 || s.instance < 0 || s.instance >= s.instances || s.instances > 4096)
-          fail(ErrorCode::Verify, at + ": instance " + std::to_string(s.instance) + " of " + std::to_string(s.instances));
-        auto check_range = [&](const BufferRange& br, const char* what) {
-          int b = static_cast<int>(br.buffer);
-          if (b < 0 || b > 2) fail(ErrorCode::Verify, at + ": unknown " + std::string(what) + " buffer");
-          if (br.index < 0 || static_cast<int64_t>(br.index) + s.count > lp.chunks[b])
-            fail(ErrorCode::Verify, at + ": " + what + " chunks " + std::to_string(br.index) + ".." +
-                                        std::to_string(br.index + s.count - 1) + " of " +
-                                        std::string(to_string(br.buffer)) + " are outside its " +
-                                        std::to_string(lp.chunks[b]) + " chunk slots");
-        };
-        if (reads_src(s.primitive)) check_range(s.src, "source");
-        if (writes_dst(s.primitive)) check_range(s.dst, "destination");
-        if (primitive_sends(s.primitive)) {
-          if (s.send_peer < 0 || s.send_peer >= R || s.send_peer == r)
-            fail(ErrorCode::Verify, at + ": send peer " + std::to_string(s.send_peer) + " is not another rank");
-          send_uses[{r, s.send_peer, s.channel, s.instance}].push_back(
-              {static_cast<int32_t>(t), static_cast<int32_t>(i), s.count, s.instance, s.instances});
-        }
-        if (primitive_receives(s.primitive)) {
-          if (s.recv_peer < 0 || s.recv_peer >= R || s.recv_peer == r)
-            fail(ErrorCode::Verify, at + ": receive peer " + std::to_string(s.recv_peer) + " is not another rank");
-          recv_uses[{s.recv_peer, r, s.channel, s.instance}].push_back(
-              {static_cast<int32_t>(t), static_cast<int32_t>(i), s.count, s.instance, s.instances});
-        }
-        if (s.primitive == Primitive::RecvReduceCopy || s.primitive == Primitive::RecvReduceCopySend ||
-            s.primitive == Primitive::RecvReduceSend || s.primitive == Primitive::Reduce)
-          lp.has_reduction = true;
-        for (const SlotDep& d : s.deps) {
-          if (d.tb < 0 || d.tb >= static_cast<int32_t>(rp.tbs.size()) || d.slot < 0 ||
-              d.slot >= static_cast<int32_t>(rp.tbs[static_cast<size_t>(d.tb)].slots.size()))
-            fail(ErrorCode::Verify, at + ": depends on thread block " + std::to_string(d.tb) + " slot " +
-                                        std::to_string(d.slot) + ", which does not exist");
-          if (d.tb == static_cast<int32_t>(t) && d.slot >= static_cast<int32_t>(i))
-            fail(ErrorCode::Verify, at + ": depends on slot " + std::to_string(d.slot) +
-                                        " of its own thread block, which runs after it (deadlock)");
-        }
-      }
-    }
-  }
-
-  // Both ends of every connection must exist, live on one thread block each, and agree.
   std::map<std::pair<int32_t, int32_t>, std::vector<std::pair<int32_t, int32_t>>> keys_of_pair;
-  for (const auto& [key, sends] : send_uses) {
-    auto [src, dst, channel, instance] = key;
-    std::string conn = "connection " + std::to_string(src) + "->" + std::to_string(dst) + " (channel " +
-                       std::to_string(channel) + ", instance " + std::to_string(instance) + ")";
-    auto it = recv_uses.find(key);
-    if (it == recv_uses.end())
-      fail(ErrorCode::Verify, "plan: rank " + std::to_string(src) + " sends on " + conn + " but rank " +
-                                  std::to_string(dst) + " never receives on it");
-    const auto& recvs = it->second;
-    if (sends.size() != recvs.size())
-      fail(ErrorCode::Verify, "plan: " + conn + " carries " + std::to_string(sends.size()) +
-                                  " slots at the sender but " + std::to_string(recvs.size()) + " at the receiver");
-    for (size_t i = 0; i < sends.size(); ++i) {
-      if (sends[i].tb != sends[0].tb || recvs[i].tb != recvs[0].tb)
-        fail(ErrorCode::Verify, "plan: " + conn + " is used by more than one thread block at one end");
-      if (sends[i].count != recvs[i].count || sends[i].instances != recvs[i].instances)
-        fail(ErrorCode::Verify, "plan: " + conn + ", message " + std::to_string(i) + ": the sender (" +
-                                    where(src, sends[i].tb, sends[i].slot) + ") moves " + std::to_string(sends[i].count) +
-                                    " chunks in " + std::to_string(sends[i].instances) + " instances, the receiver (" +
-                                    where(dst, recvs[i].tb, recvs[i].slot) + ") " + std::to_string(recvs[i].count) +
-                                    " in " + std::to_string(recvs[i].instances));
-      lp.comm_shapes.emplace_back(sends[i].count, sends[i].instances);
+  for (const PlanConnection& c : pairing.conns)
+    for (int32_t id : c.sends) {
+      const Slot& s = ix.slot(id);
+      lp.comm_shapes.emplace_back(s.count, s.instances);
+      auto& keys = keys_of_pair[{c.src, c.dst}];
+      if (std::find(keys.begin(), keys.end(), std::pair{c.channel, s.instance}) == keys.end())
+        keys.push_back({c.channel, s.instance});
     }
-    keys_of_pair[{src, dst}].push_back({channel, instance});
-  }
-  for (const auto& [key, recvs] : recv_uses)
-    if (!send_uses.count(key))
-      fail(ErrorCode::Verify, "plan: rank " + std::to_string(std::get<1>(key)) + " receives from rank " +
-                                  std::to_string(std::get<0>(key)) + " on channel " + std::to_string(std::get<2>(key)) +
-                                  ", instance " + std::to_string(std::get<3>(key)) + ", where nothing is sent");
 
   std::map<PairKey, int32_t> pool_index;
   for (auto& [pair, keys] : keys_of_pair) {
@@ -226,7 +137,7 @@ LoweredPlan lower_plan(const Plan& plan, int32_t nranks, int32_t max_pool) {
         d.dep_begin = static_cast<int32_t>(lr.deps.size());
         d.ndeps = static_cast<int32_t>(s.deps.size());
         for (const SlotDep& dep : s.deps) {
-          lr.deps.push_back(slot_base[static_cast<size_t>(r)][static_cast<size_t>(dep.tb)] + dep.slot);
+          lr.deps.push_back(ix.id(r, dep.tb, dep.slot) - ix.id(r, 0, 0));
           lr.dep_tbs.push_back(dep.tb);
         }
         lr.slots.push_back(d);

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/plan_core.hpp"
 #include "sim/event_queue.hpp"
 #include "util/error.hpp"
 #include "util/text.hpp"
@@ -675,8 +676,19 @@ void Engine::deadlock() {
     }
     what += (what.empty() ? "" : "; ") + p_.describe_slot(s.slot) + text::format(" waits at micro-batch %d for ", s.k) + why;
   }
-  fail(ErrorCode::Verify, text::format("simulation: the plan deadlocks at %.3f us with %d thread blocks stuck: ", now_, stuck) + what +
-                              (stuck > 3 ? "; ..." : ""));
+  DeadlockVerdict v;
+  v.ok = false;
+  v.message = text::format("simulation: the plan deadlocks at %.3f us with %d thread blocks stuck: ", now_, stuck) + what +
+              (stuck > 3 ? "; ..." : "");
+  for (const TbState& s : tb_)
+    if (s.phase != Phase::Finished) {
+      const ProgSlot& ps = p_.slots[static_cast<size_t>(s.slot)];
+      const ProgTb& t = p_.tbs[static_cast<size_t>(ps.tb)];
+      const int32_t conn = ps.send_conn >= 0 ? ps.send_conn : ps.recv_conn;
+      const ProgConn* c = conn >= 0 ? &p_.conns[static_cast<size_t>(conn)] : nullptr;
+      v.cycle.push_back({t.rank, t.local, ps.local, ps.prim, c ? (ps.send_conn >= 0 ? c->dst : c->src) : -1});
+    }
+  throw DeadlockError(std::move(v));
 }
 
 }  // namespace

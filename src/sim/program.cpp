@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "ir/plan_core.hpp"
 #include "util/error.hpp"
 #include "util/text.hpp"
 
@@ -39,16 +40,15 @@ Program build_program(const Plan& plan, const Topology& topo, bool merge_instanc
   if (plan.num_ranks != topo.num_gpus())
     fail(ErrorCode::InvalidArgument, text::format("plan '%s' has %d ranks but topology %s has %d GPUs", plan.algorithm.c_str(),
                                                   plan.num_ranks, topo.name.c_str(), topo.num_gpus()));
-  if (static_cast<int32_t>(plan.ranks.size()) != plan.num_ranks)
-    fail(ErrorCode::Verify, text::format("plan: %zu rank entries for %d ranks", plan.ranks.size(), plan.num_ranks));
+  // The structural rules and the pairing of connection ends are the core's (ir/plan_core.hpp).
+  validate_plan(plan);
+  pair_connections_or_throw(plan, PlanIndex(plan));
   if (p.chunks <= 0) fail(ErrorCode::Verify, "plan: no chunk slots (input_chunks and output_chunks are 0)");
   if (p.chunks > (1 << 30)) fail(ErrorCode::Verify, text::format("plan: %d chunk slots is too many", p.chunks));
 
   // Global numbering of thread blocks and slots.
   size_t n_slots = 0, n_tbs = 0;
   for (size_t r = 0; r < plan.ranks.size(); ++r) {
-    if (plan.ranks[r].rank != static_cast<int32_t>(r))
-      fail(ErrorCode::Verify, text::format("plan: rank entry %zu names rank %d", r, plan.ranks[r].rank));
     n_tbs += plan.ranks[r].tbs.size();
     for (const ThreadBlock& tb : plan.ranks[r].tbs) n_slots += tb.slots.size();
   }
@@ -121,7 +121,6 @@ Program build_program(const Plan& plan, const Topology& topo, bool merge_instanc
     return mine.back();
   };
 
-  const int32_t R = plan.num_ranks;
   struct LastConn {
     int32_t src = -1, dst = -1, channel = -1, id = -1;
   } last_send, last_recv;
@@ -137,94 +136,28 @@ Program build_program(const Plan& plan, const Topology& topo, bool merge_instanc
         ps.tb = gtb;
         ps.local = static_cast<int32_t>(s);
         const bool sends = primitive_sends(sl.primitive), receives = primitive_receives(sl.primitive);
-        if (sends) {
-          if (sl.send_peer < 0 || sl.send_peer >= R || sl.send_peer == rank)
-            bad_slot(rank, t, s, text::format("%s needs a send peer other than itself in [0, %d), has %d",
-                                              std::string(to_string(sl.primitive)).c_str(), R, sl.send_peer));
-        }
-        if (receives) {
-          if (sl.recv_peer < 0 || sl.recv_peer >= R || sl.recv_peer == rank)
-            bad_slot(rank, t, s, text::format("%s needs a receive peer other than itself in [0, %d), has %d",
-                                              std::string(to_string(sl.primitive)).c_str(), R, sl.recv_peer));
-        }
-        if (sl.channel < 0 || sl.channel >= (1 << 21)) bad_slot(rank, t, s, text::format("channel %d is out of range", sl.channel));
-        if (sl.count < 1) bad_slot(rank, t, s, text::format("count %d must be at least 1", sl.count));
-        if (sl.instances < 1 || sl.instance < 0 || sl.instance >= sl.instances)
-          bad_slot(rank, t, s, text::format("instance %d of %d is out of range", sl.instance, sl.instances));
+        if (sl.channel >= (1 << 21)) bad_slot(rank, t, s, text::format("channel %d is out of range", sl.channel));
         ps.scale = static_cast<double>(sl.count) / static_cast<double>(sl.instances);
         ps.traffic = CostModel::local_traffic_factor(sl.primitive);
         ps.dep_begin = static_cast<uint32_t>(p.deps.size());
-        for (const SlotDep& d : sl.deps) {
-          if (d.tb < 0 || d.tb >= static_cast<int32_t>(rp.tbs.size()) || d.slot < 0 ||
-              d.slot >= static_cast<int32_t>(rp.tbs[static_cast<size_t>(d.tb)].slots.size()))
-            bad_slot(rank, t, s, text::format("depends on tb %d slot %d, which does not exist on this rank", d.tb, d.slot));
-          if (d.tb == static_cast<int32_t>(t) && d.slot == static_cast<int32_t>(s))
-            bad_slot(rank, t, s, "depends on itself");
+        for (const SlotDep& d : sl.deps)
           p.deps.push_back(p.tbs[static_cast<size_t>(rank_first_tb[r] + d.tb)].slot_begin + d.slot);
-        }
         ps.dep_end = static_cast<uint32_t>(p.deps.size());
         if (sends) {
           // Consecutive slots of a block mostly use one connection: remember the last.
           if (last_send.src != rank || last_send.dst != sl.send_peer || last_send.channel != sl.channel)
             last_send = {rank, sl.send_peer, sl.channel, conn_of(rank, sl.send_peer, sl.channel)};
           ps.send_conn = last_send.id;
-          ProgConn& c = p.conns[static_cast<size_t>(ps.send_conn)];
-          if (c.sender_tb >= 0 && c.sender_tb != gtb)
-            bad_slot(rank, t, s, text::format("connection %d->%d channel %d is already driven by tb %d; a connection has one thread block at each end",
-                                              rank, sl.send_peer, sl.channel, p.tbs[static_cast<size_t>(c.sender_tb)].local));
-          c.sender_tb = gtb;
+          p.conns[static_cast<size_t>(ps.send_conn)].sender_tb = gtb;
         }
         if (receives) {
           if (last_recv.src != sl.recv_peer || last_recv.dst != rank || last_recv.channel != sl.channel)
             last_recv = {sl.recv_peer, rank, sl.channel, conn_of(sl.recv_peer, rank, sl.channel)};
           ps.recv_conn = last_recv.id;
-          ProgConn& c = p.conns[static_cast<size_t>(ps.recv_conn)];
-          if (c.receiver_tb >= 0 && c.receiver_tb != gtb)
-            bad_slot(rank, t, s, text::format("connection %d->%d channel %d is already received by tb %d; a connection has one thread block at each end",
-                                              sl.recv_peer, rank, sl.channel, p.tbs[static_cast<size_t>(c.receiver_tb)].local));
-          c.receiver_tb = gtb;
+          p.conns[static_cast<size_t>(ps.recv_conn)].receiver_tb = gtb;
         }
         p.slots.push_back(ps);
       }
-    }
-  }
-
-  // Both ends of a connection must list the same messages: the same number of slots, of
-  // the same size, in the same order (the runtime pairs them by position). Slots are
-  // bucketed per connection in flat arrays (counting sort), in global slot order, which
-  // is each end's thread-block order.
-  const size_t nc = p.conns.size();
-  std::vector<uint32_t> send_at(nc + 1, 0), recv_at(nc + 1, 0);
-  for (const ProgSlot& sl : p.slots) {
-    if (sl.send_conn >= 0) ++send_at[static_cast<size_t>(sl.send_conn) + 1];
-    if (sl.recv_conn >= 0) ++recv_at[static_cast<size_t>(sl.recv_conn) + 1];
-  }
-  for (size_t c = 0; c < nc; ++c) {
-    send_at[c + 1] += send_at[c];
-    recv_at[c + 1] += recv_at[c];
-  }
-  std::vector<int32_t> sends(send_at[nc]), recvs(recv_at[nc]);
-  {
-    std::vector<uint32_t> fs(send_at.begin(), send_at.end() - 1), fr(recv_at.begin(), recv_at.end() - 1);
-    for (size_t i = 0; i < p.slots.size(); ++i) {
-      if (p.slots[i].send_conn >= 0) sends[fs[static_cast<size_t>(p.slots[i].send_conn)]++] = static_cast<int32_t>(i);
-      if (p.slots[i].recv_conn >= 0) recvs[fr[static_cast<size_t>(p.slots[i].recv_conn)]++] = static_cast<int32_t>(i);
-    }
-  }
-  for (size_t c = 0; c < nc; ++c) {
-    const ProgConn& cn = p.conns[c];
-    const uint32_t na = send_at[c + 1] - send_at[c], nb = recv_at[c + 1] - recv_at[c];
-    if (na != nb) {
-      const int32_t any = na == 0 ? recvs[recv_at[c]] : sends[send_at[c]];
-      fail(ErrorCode::Verify, text::format("plan: connection %d->%d channel %d has %u sending slots but %u receiving slots (first: %s)",
-                                           cn.src, cn.dst, cn.channel, na, nb, p.describe_slot(any).c_str()));
-    }
-    for (uint32_t i = 0; i < na; ++i) {
-      const int32_t a = sends[send_at[c] + i], b = recvs[recv_at[c] + i];
-      const double sa = p.slots[static_cast<size_t>(a)].scale, sb = p.slots[static_cast<size_t>(b)].scale;
-      if (sa != sb)
-        fail(ErrorCode::Verify, text::format("plan: connection %d->%d channel %d: message %u is %g chunks at %s but %g chunks at %s",
-                                             cn.src, cn.dst, cn.channel, i, sa, p.describe_slot(a).c_str(), sb, p.describe_slot(b).c_str()));
     }
   }
 

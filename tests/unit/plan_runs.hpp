@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ir/plan.hpp"
+#include "ir/plan_core.hpp"
 #include "ir/topology_io.hpp"
 #include "runtime/plan_emulator.hpp"
 #include "runtime/plan_lowering.hpp"
@@ -61,10 +62,8 @@ inline PlanRun simulate_plan(const Plan& plan, int depth, uint32_t microbatches,
   try {
     sim::SimReport r = sim::Simulator(plan, topo).run(o);
     return {false, "", microbatches, r.time_us};
-  } catch (const Error& e) {
-    if (e.code() == ErrorCode::Verify && std::string(e.what()).find("deadlocks") != std::string::npos)
-      return {true, e.what(), microbatches, 0};
-    throw;
+  } catch (const DeadlockError& e) {
+    return {true, e.what(), microbatches, 0};
   }
 }
 

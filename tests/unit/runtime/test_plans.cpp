@@ -207,7 +207,9 @@ TEST(Emulator, DetectsDeadlock) {
   for (int r = 0; r < 2; ++r) bufs[r].buf[0] = bufs[r].buf[1] = mem[r].data();
   EmuResult res = emulate(lp, g, 2, bufs, weftFloat32, weftSum);
   EXPECT_FALSE(res.ok);
-  EXPECT_NE(res.error.find("deadlocks"), std::string::npos) << res.error;
+  EXPECT_FALSE(res.deadlock.ok) << res.error;
+  EXPECT_EQ(res.deadlock.message, res.error);
+  EXPECT_FALSE(res.deadlock.cycle.empty());
 }
 
 TEST(HostReduce, HalfAndBfloatConversions) {

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "ir/plan_core.hpp"
 #include "sim/simulator.hpp"
 #include "invariants.hpp"
 #include "sim_test_util.hpp"
@@ -139,6 +140,19 @@ TEST(Engine, DeadlockIsAnErrorNamingTheStuckBlocks) {
   std::string e = error_of(b.plan(), t, opts(1 << 20));
   EXPECT_NE(e.find("deadlocks"), std::string::npos) << e;
   EXPECT_NE(e.find("rank 0 tb 0 slot 0 (recv)"), std::string::npos) << e;
+  // The verdict is a value: the stuck slots, each a receive waiting on the other rank.
+  try {
+    simulate(b.plan(), t, opts(1 << 20));
+    ADD_FAILURE() << "no deadlock";
+  } catch (const DeadlockError& d) {
+    EXPECT_FALSE(d.verdict.ok);
+    ASSERT_EQ(d.verdict.cycle.size(), 2u);
+    for (const PlanSlotRef& s : d.verdict.cycle) {
+      EXPECT_EQ(s.slot, 0);
+      EXPECT_EQ(s.primitive, Primitive::Recv);
+      EXPECT_EQ(s.peer, 1 - s.rank);
+    }
+  }
 }
 
 TEST(Engine, BadPlansAreRejectedWithTheSlotNamed) {
@@ -147,14 +161,14 @@ TEST(Engine, BadPlansAreRejectedWithTheSlotNamed) {
     PlanBuilder b(2);
     b.add(0, 0, Primitive::Send, 1, -1);
     std::string e = error_of(b.plan(), t, opts(1 << 20));
-    EXPECT_NE(e.find("1 sending slots but 0 receiving"), std::string::npos) << e;
+    EXPECT_NE(e.find("has 1 sends but 0 receives"), std::string::npos) << e;
   }
   {
     PlanBuilder b(2);
     b.transfer(0, 0, 1, 0);
     b.add(1, 0, Primitive::Nop, -1, -1, 0, {SlotDep{3, 0}});
     std::string e = error_of(b.plan(), t, opts(1 << 20));
-    EXPECT_NE(e.find("rank 1 tb 0 slot 1"), std::string::npos) << e;
+    EXPECT_NE(e.find("rank 1, thread block 0, slot 1"), std::string::npos) << e;
   }
   {
     PlanBuilder b(2);
