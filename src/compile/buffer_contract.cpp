@@ -3,20 +3,6 @@
 #include "util/text.hpp"
 
 namespace weft {
-namespace {
-
-bool writes_dst(Primitive p) {
-  return p == Primitive::Recv || p == Primitive::RecvReduceCopy || p == Primitive::RecvCopySend ||
-         p == Primitive::RecvReduceCopySend || p == Primitive::Copy || p == Primitive::Reduce;
-}
-
-bool reads_src(Primitive p) {
-  return p == Primitive::Send || p == Primitive::RecvReduceCopy || p == Primitive::RecvReduceCopySend ||
-         p == Primitive::RecvReduceSend || p == Primitive::Copy || p == Primitive::Reduce;
-}
-
-}  // namespace
-
 std::string buffer_contract_violation(const Plan& plan) {
   for (const RankPlan& rp : plan.ranks) {
     const bool non_root = rp.rank != plan.root;
@@ -28,13 +14,13 @@ std::string buffer_contract_violation(const Plan& plan) {
                               plan.algorithm.c_str(), rp.rank, t, i, std::string(to_string(s.primitive)).c_str(), what,
                               std::string(to_string(b.buffer)).c_str(), b.index);
         };
-        if (writes_dst(s.primitive) && s.dst.buffer != Buffer::Scratch) {
+        if (primitive_info(s.primitive).writes_dst && s.dst.buffer != Buffer::Scratch) {
           if (!plan.in_place && s.dst.buffer == Buffer::Input)
             return at("writes", s.dst) + "an out-of-place call never writes";
           if (plan.collective == Collective::Reduce && non_root)
             return at("writes", s.dst) + "Reduce leaves to the caller on ranks other than the root";
         }
-        if (reads_src(s.primitive) && !plan.in_place && s.src.buffer == Buffer::Input &&
+        if (primitive_info(s.primitive).reads_src && !plan.in_place && s.src.buffer == Buffer::Input &&
             plan.collective == Collective::Broadcast && non_root)
           return at("reads", s.src) + "Broadcast leaves undefined on ranks other than the root";
       }

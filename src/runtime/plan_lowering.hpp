@@ -1,6 +1,6 @@
 // Lowering a Plan to the executor's flat per-rank arrays (device/exec_plan.hpp), with the
-// checks that keep a bad plan from reaching a GPU: fields in range, dependencies that can
-// be met, and connections whose two ends agree message by message.
+// checks that keep a bad plan from reaching a GPU: the plan-structure core's (validate_plan,
+// pair_connections in ir/plan_core.hpp) and the executor's own limits.
 //
 // Connections. A slot that sends to rank p on (channel, instance) and the slot of p that
 // receives from this rank on the same (channel, instance) form one connection end each.

@@ -81,10 +81,8 @@ struct Program {
   std::string describe_slot(int32_t slot) const;
 };
 
-/// Flattens and checks a plan: ranks match the topology, peers are in range and not the
-/// rank itself, primitives name the peers they need, dependencies point at existing slots
-/// of the same rank, each connection has one thread block at each end and both ends list
-/// the same number of slots of the same size on it. Throws Error(Verify) otherwise.
+/// Flattens and checks a plan: ranks match the topology, then the plan-structure core's rules
+/// (validate_plan, pair_connections in ir/plan_core.hpp). Throws Error(Verify) otherwise.
 ///
 /// With `merge_instances`, instance siblings are then merged (merge_instance_siblings).
 Program build_program(const Plan& plan, const Topology& topo, bool merge_instances = true);
