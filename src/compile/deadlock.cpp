@@ -412,6 +412,7 @@ DeadlockReport check_deadlock(const Plan& p, int32_t fifo_depth) {
   PlanPairing pairing = pair_connections(p, ix);
   if (!pairing.fault.empty()) {
     report.ok = false;
+    report.unpaired = true;
     report.message = pairing.fault;
     return report;
   }
@@ -450,7 +451,8 @@ DeadlockReport check_deadlock(const Plan& p, int32_t fifo_depth) {
 
 void check_deadlock_or_throw(const Plan& plan, int32_t fifo_depth) {
   DeadlockReport r = check_deadlock(plan, fifo_depth);
-  if (!r.ok) fail(ErrorCode::Verify, r.message);
+  if (r.unpaired) fail(ErrorCode::Verify, r.message);
+  if (!r.ok) throw DeadlockError(std::move(r));
 }
 
 }  // namespace weft

@@ -47,7 +47,8 @@ inline constexpr int32_t kDefaultFifoDepth = 4;
 ///     between micro-batches goes forward, so the plan cannot deadlock iff this graph is
 ///     acyclic.
 DeadlockReport check_deadlock(const Plan& plan, int32_t fifo_depth = kDefaultFifoDepth);
-/// Throws Verify with the report's message when the plan can deadlock.
+/// Throws DeadlockError (code Verify) carrying the verdict when the plan can deadlock, and
+/// Error(Verify) with the fault when its connections do not pair.
 void check_deadlock_or_throw(const Plan& plan, int32_t fifo_depth = kDefaultFifoDepth);
 
 }  // namespace weft

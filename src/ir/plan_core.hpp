@@ -92,7 +92,8 @@ std::string describe(const PlanSlotRef& s);
 /// Whether a plan (at a FIFO depth, a micro-batch count) deadlocks, as a value: the check
 /// returns one, the emulator reports one, the simulator throws one inside DeadlockError.
 struct DeadlockVerdict {
-  bool ok = true;               ///< false: it can deadlock (or, from the check, a connection fault)
+  bool ok = true;               ///< false: it can deadlock, or (unpaired) its connections do not pair
+  bool unpaired = false;        ///< the check only: !ok because of a connection fault, not a cycle
   std::string message;          ///< one sentence: the cycle, the stuck thread blocks, or the fault
   std::vector<PlanSlotRef> cycle;   ///< the check: the slots on a cycle, in order; engines: stuck slots
 };

@@ -93,7 +93,9 @@ TEST(PlanCore, ConnectionFaultsAreTheSameSentenceEverywhere) {
   p.ranks[1].tbs[0].slots[0].dst.index = 0;
   const std::string fault = "connection 0->1 channel 0: transfer 0 is sent as 1 chunks (instance 0 of 1) by rank 0 tb 0 "
                             "slot 1 (send to 1) but received as 2 chunks (instance 0 of 1) by rank 1 tb 0 slot 0 (recv from 0)";
-  EXPECT_EQ(check_deadlock(p, 1).message, fault);
+  const DeadlockVerdict v = check_deadlock(p, 1);
+  EXPECT_EQ(v.message, fault);
+  EXPECT_TRUE(v.unpaired);
   for (const auto& [engine, error] : engines(p))
     if (engine != "validate_plan") {
       EXPECT_NE(error.find(fault), std::string::npos) << engine << ": " << error;
@@ -145,6 +147,8 @@ TEST(PlanCore, DeadlockIsAVerdictInEveryEngine) {
   }
   const DeadlockVerdict check = check_deadlock(p, 1);
   EXPECT_FALSE(check.ok);
+  EXPECT_FALSE(check.unpaired);
+  EXPECT_THROW(check_deadlock_or_throw(p, 1), DeadlockError);
   ASSERT_FALSE(check.cycle.empty());
   EXPECT_EQ(check.cycle[0].slot, 0);
   EXPECT_TRUE(test::emulate_plan(p, 1, 64).deadlock);
