@@ -67,8 +67,8 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
   // Without WEFT_ALGO / WEFT_PROTO / WEFT_INSTANCES (read once, at creation) the table
   // decides alone: no environment lookups per call.
   const uint64_t payload = std::max(send_bytes, recv_bytes);
-  Choice ch = env_overrides_ ? select_algorithm(*table_, c, payload, nranks_, layout_.cfg.connections)
-                             : table_->choose(c, payload, nranks_);
+  Choice ch = env_overrides_ ? select_algorithm(*table_, c, payload, nranks_, layout_.cfg.connections, in_place)
+                             : table_->choose(c, payload, nranks_, in_place);
   if (ch.algorithm == kOneShot) {
     launch_oneshot_call(c, s, r, bytes, dtype, reduces ? op : weftSum, ch.instances, stream);
     note_launch(stream);

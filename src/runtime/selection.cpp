@@ -36,18 +36,19 @@ int oneshot_blocks(uint64_t peer_bytes) {
   return static_cast<int>(std::clamp<uint64_t>(b, 1, exec::kOneShotBlocks));
 }
 
-Choice table_choice(Collective c, uint64_t bytes, int nranks) {
-  return default_selection_table().choose(c, bytes, nranks);
+Choice table_choice(Collective c, uint64_t bytes, int nranks, bool in_place) {
+  return default_selection_table().choose(c, bytes, nranks, in_place);
 }
 
-Choice select_algorithm(Collective c, uint64_t bytes, int nranks, int max_instances) {
-  return select_algorithm(default_selection_table(), c, bytes, nranks, max_instances);
+Choice select_algorithm(Collective c, uint64_t bytes, int nranks, int max_instances, bool in_place) {
+  return select_algorithm(default_selection_table(), c, bytes, nranks, max_instances, in_place);
 }
 
-Choice select_algorithm(const SelectionTable& table, Collective c, uint64_t bytes, int nranks, int max_instances) {
+Choice select_algorithm(const SelectionTable& table, Collective c, uint64_t bytes, int nranks, int max_instances,
+                        bool in_place) {
   // The table's choice among plans: what runs when the one-shot kernel does not.
-  auto plan_choice = [&] { return table.choose(c, bytes, nranks, true); };
-  Choice ch = table.choose(c, bytes, nranks);
+  auto plan_choice = [&] { return table.choose(c, bytes, nranks, in_place, true); };
+  Choice ch = table.choose(c, bytes, nranks, in_place);
   // WEFT_ALGO: comma-separated entries, each "name" or "Collective:name". A name is a
   // built-in plan ("ring", "allpairs", "chain"), "oneshot", an algorithm of algorithms/ or
   // a file; a bare name applies to the collectives it implements. The last match wins.

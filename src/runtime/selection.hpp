@@ -31,14 +31,15 @@ int oneshot_blocks(uint64_t peer_bytes);
 
 /// The default table's choice for `bytes` of payload (the larger of the send and receive
 /// buffers of one rank) among `nranks` ranks, before environment overrides.
-Choice table_choice(Collective c, uint64_t bytes, int nranks);
+Choice table_choice(Collective c, uint64_t bytes, int nranks, bool in_place = false);
 
 /// `table`'s choice with WEFT_ALGO / WEFT_PROTO / WEFT_INSTANCES applied, instances clamped
 /// to 1..max_instances. WEFT_ALGO=oneshot applies where the kernel fits (else the table's
 /// plan choice stands); WEFT_PROTO=Simple turns the table's oneshot into its plan choice.
-Choice select_algorithm(const SelectionTable& table, Collective c, uint64_t bytes, int nranks, int max_instances);
+Choice select_algorithm(const SelectionTable& table, Collective c, uint64_t bytes, int nranks, int max_instances,
+                        bool in_place = false);
 
 /// select_algorithm with the default table.
-Choice select_algorithm(Collective c, uint64_t bytes, int nranks, int max_instances);
+Choice select_algorithm(Collective c, uint64_t bytes, int nranks, int max_instances, bool in_place = false);
 
 }  // namespace weft

@@ -107,7 +107,7 @@ SelectionRow read_row(const json& row, const RowReader& in) {
   if (!row.is_object()) in.bad("", "a row must be a JSON object");
   for (auto it = row.begin(); it != row.end(); ++it) {
     static const char* known[] = {"collectives", "ranks",     "bytes",     "sent_bytes", "algorithm",
-                                  "protocol",    "instances", "scheduler", "allocator",  "note"};
+                                  "protocol",    "instances", "scheduler", "allocator",  "note",      "placement"};
     if (std::none_of(std::begin(known), std::end(known), [&](const char* k) { return it.key() == k; }))
       in.bad(it.key(), "unknown field (docs/runtime.md lists a row's fields)");
   }
@@ -126,6 +126,15 @@ SelectionRow read_row(const json& row, const RowReader& in) {
   if (r.ranks.lo < 1) in.bad("ranks", "a communicator has at least 1 rank");
   r.bytes = in.range(row, "bytes", Range{});
   r.sent_bytes = in.range(row, "sent_bytes", Range{});
+  if (row.contains("placement")) {
+    std::string p = in.string(row, "placement");
+    if (p != "in" && p != "out") in.bad("placement", "is \"" + p + "\", expected \"in\" or \"out\"");
+    for (Collective c : r.collectives)
+      if (c == Collective::Broadcast || c == Collective::Reduce)
+        in.bad("placement", "cannot apply to " + std::string(to_string(c)) +
+                                ": its root alone is in place, and every rank must choose the same plan");
+    r.placement = p == "in" ? 1 : 0;
+  }
   r.algorithm = in.string(row, "algorithm");
   r.protocol = in.string(row, "protocol");
   if (r.protocol != "Simple" && r.protocol != "LL")
@@ -249,13 +258,14 @@ std::shared_ptr<const SelectionTable> selection_table_for_environment() {
   return std::make_shared<const SelectionTable>(load_selection_table(path));
 }
 
-Choice SelectionTable::choose(Collective c, uint64_t bytes, int nranks, bool plans_only) const {
+Choice SelectionTable::choose(Collective c, uint64_t bytes, int nranks, bool in_place, bool plans_only) const {
   const uint64_t peer = peer_bytes(c, bytes, nranks);
   const uint64_t sent = static_cast<uint64_t>(std::max(0, nranks - 1)) * peer;
   for (const SelectionRow& r : rows) {
     if (std::find(r.collectives.begin(), r.collectives.end(), c) == r.collectives.end()) continue;
     if (!r.ranks.contains(static_cast<uint64_t>(nranks)) || !r.bytes.contains(bytes) || !r.sent_bytes.contains(sent))
       continue;
+    if (r.placement >= 0 && r.placement != (in_place ? 1 : 0)) continue;
     if (r.algorithm == kOneShot) {
       if (plans_only || !oneshot_fits(c, bytes, nranks)) continue;
       return Choice{kOneShot, "LL", oneshot_blocks(peer)};
@@ -271,9 +281,9 @@ Choice SelectionTable::choose(Collective c, uint64_t bytes, int nranks, bool pla
     return ch;
   }
   fail(ErrorCode::InvalidUsage,
-       text::format("the selection table %s has no row for %s of %llu bytes on %d ranks%s", origin.c_str(),
+       text::format("the selection table %s has no row for %s of %llu bytes on %d ranks, %s%s", origin.c_str(),
                     std::string(to_string(c)).c_str(), static_cast<unsigned long long>(bytes), nranks,
-                    plans_only ? " (other than oneshot)" : ""));
+                    in_place ? "in place" : "out of place", plans_only ? " (other than oneshot)" : ""));
 }
 
 std::string describe_choice(const Choice& ch) {

@@ -35,6 +35,7 @@ struct SelectionRow {
   Range ranks{1, UINT64_MAX};
   Range bytes;       ///< payload of one rank: the larger of its send and receive buffers
   Range sent_bytes;  ///< what one rank sends in all to its peers: (R - 1) x payload per peer
+  int placement = -1;  ///< -1: any call; 0: out-of-place calls only; 1: in-place calls only
   std::string algorithm, protocol;
   /// Instances: fixed (per_bytes == 0), or bytes / per_bytes within [min, max]; `kernel`:
   /// the one-shot kernel's own rule (oneshot_blocks).
@@ -49,16 +50,17 @@ struct SelectionTable {
   std::string origin;  ///< the file it came from ("(built-in selection/default.json)" for the default)
   std::vector<SelectionRow> rows;
 
-  /// The first row that matches `bytes` of payload among `nranks` ranks, as a Choice. A
-  /// oneshot row matches only where the kernel fits (oneshot_fits); `plans_only` skips
-  /// oneshot rows (what runs when the kernel cannot). Throws InvalidUsage naming the table
-  /// when no row matches.
-  Choice choose(Collective c, uint64_t bytes, int nranks, bool plans_only = false) const;
+  /// The first row that matches `bytes` of payload among `nranks` ranks, in place or not, as
+  /// a Choice. A oneshot row matches only where the kernel fits (oneshot_fits); `plans_only`
+  /// skips oneshot rows (what runs when the kernel cannot). Throws InvalidUsage naming the
+  /// table when no row matches.
+  Choice choose(Collective c, uint64_t bytes, int nranks, bool in_place = false, bool plans_only = false) const;
 };
 
 /// Parses a table. Throws weft::Error (Parse) naming `origin`, the line and the JSON path of
 /// what is wrong: malformed JSON, a wrong format or version, an unknown field, collective
-/// or protocol, an empty or reversed range, instances out of 1..1024, oneshot for a
+/// or protocol, an empty or reversed range, instances out of 1..1024, a placement other than
+/// "in" or "out" or on Broadcast or Reduce (whose root alone is in place), oneshot for a
 /// collective or protocol the kernel does not run, a hand-built plan a collective lacks,
 /// or a scheduler or allocator the compiler does not know.
 SelectionTable parse_selection_table(std::string_view text, const std::string& origin);

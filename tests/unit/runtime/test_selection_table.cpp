@@ -73,30 +73,63 @@ std::string describe(const Choice& c) {
   return c.algorithm + "/" + c.protocol + "/" + std::to_string(c.instances) + "/" + c.scheduler + "/" + c.allocator;
 }
 
-TEST(SelectionTable, DefaultReproducesTheFormulasItReplaced) {
+const SelectionTable& hand_built_table() {
+  static const SelectionTable t = load_selection_table(std::string(WEFT_TEST_DATA_DIR) + "/selection/hand-built.json");
+  return t;
+}
+
+TEST(SelectionTable, HandBuiltTableReproducesTheFormulasItReplaced) {
   int compared = 0;
   for (Collective c : kAll)
     for (int R = 2; R <= 8; ++R)
-      for (uint64_t b : sizes()) {
-        Choice want = legacy::table_choice(c, b, R);
-        Choice got = table_choice(c, b, R);
-        ASSERT_EQ(describe(got), describe(want)) << to_string(c) << " " << b << " B on " << R << " ranks";
-        // The plan choice behind a oneshot (WEFT_PROTO=Simple, or past the kernel's limits).
-        Choice want_plan = legacy::plan_choice(c, b, R);
-        Choice got_plan = default_selection_table().choose(c, b, R, true);
-        ASSERT_EQ(describe(got_plan), describe(want_plan)) << to_string(c) << " " << b << " B on " << R << " ranks";
-        ++compared;
-      }
-  EXPECT_EQ(compared, 6 * 7 * static_cast<int>(sizes().size()));
+      for (uint64_t b : sizes())
+        for (bool in_place : {false, true}) {
+          SCOPED_TRACE(std::string(to_string(c)) + " " + std::to_string(b) + " B on " + std::to_string(R) + " ranks" +
+                       (in_place ? " in place" : ""));
+          ASSERT_EQ(describe(hand_built_table().choose(c, b, R, in_place)), describe(legacy::table_choice(c, b, R)));
+          // The plan choice behind a oneshot (WEFT_PROTO=Simple, or past the kernel's limits).
+          ASSERT_EQ(describe(hand_built_table().choose(c, b, R, in_place, true)), describe(legacy::plan_choice(c, b, R)));
+          ++compared;
+        }
+  EXPECT_EQ(compared, 6 * 7 * 2 * static_cast<int>(sizes().size()));
+}
+
+// The default table is the hand-built one with compiled plans where they were shown to be
+// no worse (docs/runtime.md; test_selection_compiled.cpp measures them): AllGather on two
+// ranks, and out-of-place AllToAll of 768 KiB and more on 4 to 8 ranks. Protocol and
+// instances stay the hand-built table's.
+TEST(SelectionTable, DefaultDiffersFromHandBuiltOnlyWhereCompiledPlansWereShownNoWorse) {
+  int compiled = 0;
+  for (Collective c : kAll)
+    for (int R = 2; R <= 8; ++R)
+      for (uint64_t b : sizes())
+        for (bool in_place : {false, true})
+          for (bool plans_only : {false, true}) {
+            SCOPED_TRACE(std::string(to_string(c)) + " " + std::to_string(b) + " B on " + std::to_string(R) + " ranks" +
+                         (in_place ? " in place" : "") + (plans_only ? " (plans only)" : ""));
+            Choice h = hand_built_table().choose(c, b, R, in_place, plans_only);
+            Choice d = default_selection_table().choose(c, b, R, in_place, plans_only);
+            if (c == Collective::AllGather && R == 2 && h.algorithm == "allpairs") {
+              h.algorithm = "allpairs_allgather";
+              ++compiled;
+            } else if (c == Collective::AllToAll && R >= 4 && b >= 768 * 1024 && !in_place) {
+              EXPECT_EQ(h.algorithm, "allpairs");
+              h.algorithm = "alltoall_direct";
+              ++compiled;
+            }
+            ASSERT_EQ(describe(d), describe(h));
+          }
+  EXPECT_GT(compiled, 0);
 }
 
 TEST(SelectionTable, BuiltInTextIsTheShippedFile) {
+  EXPECT_EQ(hand_built_table().rows.size(), 7u);
   std::ifstream f(std::string(WEFT_TEST_DATA_DIR) + "/selection/default.json", std::ios::binary);
   ASSERT_TRUE(f);
   std::ostringstream ss;
   ss << f.rdbuf();
   EXPECT_EQ(ss.str(), std::string(default_selection_text()));
-  EXPECT_EQ(default_selection_table().rows.size(), 7u);
+  EXPECT_EQ(default_selection_table().rows.size(), 10u);
   EXPECT_EQ(default_selection_table().rows[0].line, 6);
 }
 
@@ -193,6 +226,10 @@ TEST(SelectionTable, EveryMalformedTableIsLocated) {
        "rows[1].allocator: unknown allocator 'x'"},
       {table_with(R"({"collectives": ["AllReduce"], "algorithm": "ring", "protocol": "LL", "instances": 4, "note": 1})"),
        "rows[1].note: expected a string"},
+      {table_with(R"({"collectives": ["AllReduce"], "placement": "both", "algorithm": "ring", "protocol": "LL", "instances": 4})"),
+       "rows[1].placement: is \"both\", expected \"in\" or \"out\""},
+      {table_with(R"({"collectives": ["Reduce"], "placement": "in", "algorithm": "chain", "protocol": "LL", "instances": 4})"),
+       "rows[1].placement: cannot apply to Reduce"},
   };
   for (const Case& k : cases) {
     std::string e = error_of(k.text);
@@ -214,13 +251,19 @@ TEST(SelectionTable, RowsMatchInOrderAndNameTheGap) {
   EXPECT_EQ(describe_choice(a), "ring_allreduce (compiled rr/conn, LL, x3)");
   EXPECT_EQ(t.choose(Collective::AllReduce, 1001, 4).instances, 6);
   EXPECT_EQ(t.choose(Collective::AllReduce, 1001, 400).algorithm, "ring");
-  EXPECT_EQ(t.choose(Collective::AllReduce, 250, 4, true).algorithm, "ring_allreduce");
+  EXPECT_EQ(t.choose(Collective::AllReduce, 250, 4, false, true).algorithm, "ring_allreduce");
+  SelectionTable p = parse_selection_table(R"({"format": "weft-selection", "version": 1, "rows": [
+    {"collectives": ["AllToAll"], "placement": "out", "algorithm": "alltoall_direct", "protocol": "Simple", "instances": 2},
+    {"collectives": ["AllToAll"], "algorithm": "allpairs", "protocol": "Simple", "instances": 2}]})",
+                                           "p.json");
+  EXPECT_EQ(p.choose(Collective::AllToAll, 1 << 20, 4, false).algorithm, "alltoall_direct");
+  EXPECT_EQ(p.choose(Collective::AllToAll, 1 << 20, 4, true).algorithm, "allpairs");
   try {
     t.choose(Collective::AllReduce, 8, 2);
     FAIL() << "no row matches 2 ranks";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::InvalidUsage);
-    EXPECT_NE(std::string(e.what()).find("mine.json has no row for AllReduce of 8 bytes on 2 ranks"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("mine.json has no row for AllReduce of 8 bytes on 2 ranks, out of place"), std::string::npos)
         << e.what();
   }
   EXPECT_THROW(t.choose(Collective::AllGather, 8, 4), Error);
