@@ -315,6 +315,15 @@ TEST(SelectionTable, EnvironmentLoadsATableAndWeftAlgoStillOverrides) {
   }
   unsetenv("WEFT_SELECTION");
   EXPECT_EQ(selection_table_for_environment().get(), &default_selection_table());
+  // WEFT_ALGO overrides the default table's compiled rows too.
+  EXPECT_EQ(select_algorithm(Collective::AllGather, 16 << 20, 2, 32).algorithm, "allpairs_allgather");
+  setenv("WEFT_ALGO", "allpairs", 1);
+  EXPECT_EQ(select_algorithm(Collective::AllGather, 16 << 20, 2, 32).algorithm, "allpairs");
+  setenv("WEFT_ALGO", "AllToAll:allpairs", 1);
+  EXPECT_EQ(select_algorithm(Collective::AllToAll, 16 << 20, 8, 32).algorithm, "allpairs");
+  unsetenv("WEFT_ALGO");
+  EXPECT_EQ(select_algorithm(Collective::AllToAll, 16 << 20, 8, 32).algorithm, "alltoall_direct");
+  EXPECT_EQ(select_algorithm(Collective::AllToAll, 16 << 20, 8, 32, true).algorithm, "allpairs");
 }
 
 }  // namespace
