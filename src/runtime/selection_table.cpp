@@ -192,7 +192,7 @@ SelectionRow read_row(const json& row, const RowReader& in) {
   }
   if (source_kind(r.algorithm) == SourceKind::Builtin) {
     auto names = builtin_algorithm_names();
-    if (std::find(names.begin(), names.end(), r.algorithm) == names.end())
+    if (std::find(names.begin(), names.end(), r.algorithm) == names.end() && !embedded_algorithm(r.algorithm))
       in.bad("algorithm", "'" + r.algorithm + "' is neither a named primitive (oneshot, ring, allpairs, chain) nor an algorithm of " +
                               data_dir() + "/algorithms, nor dsl:NAME or a file");
   }
