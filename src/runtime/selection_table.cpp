@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "lang/load.hpp"
@@ -12,6 +11,7 @@
 #include "runtime/selection.hpp"
 #include "util/config.hpp"
 #include "util/error.hpp"
+#include "util/json_text.hpp"
 #include "util/text.hpp"
 
 namespace weft {
@@ -202,18 +202,7 @@ SelectionRow read_row(const json& row, const RowReader& in) {
 }  // namespace
 
 SelectionTable parse_selection_table(std::string_view text, const std::string& origin) {
-  json j;
-  try {
-    j = json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
-    std::string what = e.what();
-    size_t colon = what.rfind(": ");
-    fail(ErrorCode::Parse, text::format("%s:%d: the selection table is not valid JSON (%s)", origin.c_str(),
-                                        line_of(text, e.byte == 0 ? 0 : e.byte - 1),
-                                        (colon == std::string::npos ? what : what.substr(colon + 2)).c_str()));
-  } catch (const json::exception& e) {
-    fail(ErrorCode::Parse, origin + ": the selection table is not valid JSON (" + e.what() + ")");
-  }
+  json j = parse_json(text, origin, "the selection table");
   RowReader top(origin, 1, "(top)");
   if (!j.is_object()) top.bad("", "a selection table is one JSON object");
   for (auto it = j.begin(); it != j.end(); ++it)

@@ -157,7 +157,7 @@ TEST(SelectionTable, EveryMalformedTableIsLocated) {
     std::string text, want;
   };
   const Case cases[] = {
-      {"{\n  \"format\": \"weft-selection\",\n  oops\n}", "t.json:3: the selection table is not valid JSON"},
+      {"{\n  \"format\": \"weft-selection\",\n  oops\n}", "t.json:3:3: the selection table is not valid JSON"},
       {"[1]", "t.json:1: (top): a selection table is one JSON object"},
       {R"({"format": "x", "version": 1, "rows": []})", "t.json:1: (top).format: must be \"weft-selection\""},
       {R"({"format": "weft-selection", "version": 2, "rows": []})", "(top).version: must be 1"},
