@@ -13,10 +13,15 @@
 #include <fstream>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "ir/algorithm.hpp"
 #include "runtime/collective_reference.hpp"
 #include "runtime/host_reduce.hpp"
 #include "runtime/launcher.hpp"
+#include "runtime/selection.hpp"
+#include "util/config.hpp"
+#include "util/error.hpp"
 #include "weft/weft.h"
 
 namespace weft::cli {
@@ -73,6 +78,7 @@ struct Row {
   long wrong[2] = {-1, -1};
   int tbs[2] = {0, 0};
   bool have[2] = {false, false};
+  std::string plan;  ///< what weft ran (plan_name)
 };
 
 Collective parse_coll(const std::string& s) {
@@ -106,6 +112,26 @@ uint64_t count_for(Collective c, uint64_t bytes, size_t esz, int R) {
     case Collective::AllToAll: return bytes / esz / static_cast<uint64_t>(R);
     default: return bytes / esz;
   }
+}
+
+/// What weft's communicator runs for `payload` bytes per rank (the larger buffer), chosen as
+/// it chooses: WEFT_SELECTION's table or the default, then WEFT_ALGO / WEFT_PROTO /
+/// WEFT_INSTANCES. "x4" is the selection's instances; a compiled plan the runtime has to
+/// fit within 72 thread blocks takes the compiler's own (the TBs column shows what ran).
+std::string plan_name(Collective c, uint64_t payload, int R) {
+  try {
+    static const auto table = selection_table_for_environment();
+    return describe_choice(select_algorithm(*table, c, payload, R, static_cast<int>(config::get_int("WEFT_CONNECTIONS"))));
+  } catch (const Error& e) {
+    return std::string("? (") + e.what() + ")";
+  }
+}
+
+/// `s` as one CSV field: quoted, quotes doubled.
+std::string csv_field(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return out + "\"";
 }
 
 double bus_factor(Collective c, int R) {
@@ -274,7 +300,7 @@ void print_header(const BenchOptions& o, Collective c, int R, const Nccl* nccl, 
               o.dtype.c_str(), o.op.c_str(), R, gpu, nccl ? ("NCCL " + std::to_string(nccl->version)).c_str() : "no NCCL",
               o.warmup, o.iters, o.graph ? ", CUDA graph" : "");
   std::printf("#%11s %12s %8s | %10s %8s %8s %6s %4s | %10s %8s %8s %6s %4s | %7s\n", "size(B)", "count", "type",
-              "weft(us)", "algbw", "busbw", "#wrong", "TBs", "nccl(us)", "algbw", "busbw", "#wrong", "TBs", "speedup");
+              "weft(us)", "algbw", "busbw", "#wrong", "TBs", "nccl(us)", "algbw", "busbw", "#wrong", "TBs", "speedup  weft plan");
 }
 
 void print_row(const Row& r, const std::string& type) {
@@ -284,8 +310,9 @@ void print_row(const Row& r, const std::string& type) {
            fmt(static_cast<double>(r.wrong[i]), " %6.0f") + fmt(r.tbs[i], " %4.0f");
   };
   std::string speed = r.have[0] && r.have[1] && r.us[0] > 0 ? fmt(r.us[1] / r.us[0], "%7.2f") : "      -";
-  std::printf(" %11llu %12llu %8s | %s | %s | %s\n", static_cast<unsigned long long>(r.bytes),
-              static_cast<unsigned long long>(r.count), type.c_str(), side(0).c_str(), side(1).c_str(), speed.c_str());
+  std::printf(" %11llu %12llu %8s | %s | %s | %s  %s\n", static_cast<unsigned long long>(r.bytes),
+              static_cast<unsigned long long>(r.count), type.c_str(), side(0).c_str(), side(1).c_str(), speed.c_str(),
+              r.plan.c_str());
   std::fflush(stdout);
 }
 
@@ -355,6 +382,8 @@ int bench_rank(const BenchOptions& o, int rank, int R, const weftUniqueId& id) {
       r.bytes = static_cast<uint64_t>(host::recv_elems(c, count, R) > host::send_elems(c, count, R)
                                           ? host::recv_elems(c, count, R)
                                           : host::send_elems(c, count, R)) * esz;
+      if (rank == 0 && R > 1) r.plan = plan_name(c, r.bytes, R);
+      if (rank == 0 && R == 1) r.plan = "copy (one rank)";
       for (Lib lib : {Lib::Weft, Lib::Nccl}) {
         int i = lib == Lib::Weft ? 0 : 1;
         if (lib == Lib::Nccl && !have_nccl) continue;
@@ -377,9 +406,11 @@ int bench_rank(const BenchOptions& o, int rank, int R, const weftUniqueId& id) {
       if (rank == 0) {
         if (o.json) {
           std::printf("{\"collective\":\"%s\",\"bytes\":%llu,\"count\":%llu,\"type\":\"%s\",\"weft_us\":%.3f,\"weft_busbw\":%.3f,"
-                      "\"weft_wrong\":%ld,\"weft_tbs\":%d,\"nccl_us\":%.3f,\"nccl_busbw\":%.3f,\"nccl_wrong\":%ld,\"nccl_tbs\":%d}\n",
+                      "\"weft_wrong\":%ld,\"weft_tbs\":%d,\"nccl_us\":%.3f,\"nccl_busbw\":%.3f,\"nccl_wrong\":%ld,\"nccl_tbs\":%d,"
+                      "\"weft_plan\":%s}\n",
                       r.collective.c_str(), static_cast<unsigned long long>(r.bytes), static_cast<unsigned long long>(r.count),
-                      o.dtype.c_str(), r.us[0], r.busbw[0], r.wrong[0], r.tbs[0], r.us[1], r.busbw[1], r.wrong[1], r.tbs[1]);
+                      o.dtype.c_str(), r.us[0], r.busbw[0], r.wrong[0], r.tbs[0], r.us[1], r.busbw[1], r.wrong[1], r.tbs[1],
+                      nlohmann::json(r.plan).dump().c_str());
         } else {
           print_row(r, o.dtype);
         }
@@ -389,11 +420,11 @@ int bench_rank(const BenchOptions& o, int rank, int R, const weftUniqueId& id) {
   }
   if (rank == 0 && !o.csv.empty()) {
     std::ofstream f(o.csv);
-    f << "collective,bytes,count,type,weft_us,weft_algbw,weft_busbw,weft_wrong,weft_tbs,nccl_us,nccl_algbw,nccl_busbw,nccl_wrong,nccl_tbs\n";
+    f << "collective,bytes,count,type,weft_us,weft_algbw,weft_busbw,weft_wrong,weft_tbs,nccl_us,nccl_algbw,nccl_busbw,nccl_wrong,nccl_tbs,weft_plan\n";
     for (const Row& r : rows)
       f << r.collective << ',' << r.bytes << ',' << r.count << ',' << o.dtype << ',' << r.us[0] << ',' << r.algbw[0] << ','
         << r.busbw[0] << ',' << r.wrong[0] << ',' << r.tbs[0] << ',' << r.us[1] << ',' << r.algbw[1] << ',' << r.busbw[1]
-        << ',' << r.wrong[1] << ',' << r.tbs[1] << '\n';
+        << ',' << r.wrong[1] << ',' << r.tbs[1] << ',' << csv_field(r.plan) << '\n';
     f.close();
     if (!f) {
       std::fprintf(stderr, "weft bench: writing the --csv file '%s' failed\n", o.csv.c_str());

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "util/error.hpp"
+#include "util/json_text.hpp"
 #include "util/text.hpp"
 
 namespace weft {
@@ -101,20 +102,6 @@ const std::vector<Field>& fields() {
 }
 
 #undef WEFT_TOPO_FIELD
-
-/// "file:line:column" of a byte offset (1-based line and column).
-std::string position(std::string_view text, size_t byte, const std::string& origin) {
-  int line = 1, column = 1;
-  for (size_t i = 0; i + 1 < byte && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      column = 1;
-    } else {
-      ++column;
-    }
-  }
-  return text::format("%s:%d:%d", origin.c_str(), line, column);
-}
 
 /// Parses "<prefix>NxG" into N and G; false when the name does not have that shape.
 bool parse_shape(const std::string& name, const std::string& prefix, int64_t& n, int64_t& g) {
@@ -228,19 +215,7 @@ std::string topology_to_json(const Topology& t) {
 }
 
 Topology topology_from_json(std::string_view text, const std::string& origin) {
-  json j;
-  try {
-    j = json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
-    // nlohmann's message names the byte; ours names line and column.
-    std::string what = e.what();
-    size_t colon = what.rfind(": ");
-    fail(ErrorCode::Parse, position(text, e.byte, origin) + ": the topology file is not valid JSON (" +
-                               (colon == std::string::npos ? what : what.substr(colon + 2)) + ")");
-  } catch (const json::exception& e) {
-    // A number beyond double's range raises out_of_range, not parse_error, and names no byte.
-    fail(ErrorCode::Parse, origin + ": the topology file is not valid JSON (" + e.what() + ")");
-  }
+  json j = parse_json(text, origin, "the topology file");
   auto bad = [&](const std::string& what) { fail(ErrorCode::Parse, origin + ": " + what); };
   if (!j.is_object()) bad("a topology file must hold one JSON object");
   if (!j.contains("format") || j["format"] != kFormat) bad(text::format("field 'format' must be \"%s\"", kFormat));

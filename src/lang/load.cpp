@@ -68,9 +68,13 @@ Algorithm load_algorithm(const std::string& spec, const ParamMap& overrides) {
                            has_extension(spec, ".xml");
     if (looks_like_path) fail(ErrorCode::InvalidArgument, spec + ": no such file");
     fs::path builtin = fs::path(data_dir()) / "algorithms" / (spec + ".rccl");
-    if (!fs::is_regular_file(builtin, ec))
+    if (!fs::is_regular_file(builtin, ec)) {
+      // An installed library without its data folder still has the built-ins it shipped with.
+      if (auto text = embedded_algorithm(spec))
+        return parse_resccl(*text, "(built in) algorithms/" + spec + ".rccl", overrides);
       fail(ErrorCode::InvalidArgument,
            "'" + spec + "' is neither a file nor a built-in algorithm (built-ins: " + builtin_list() + ")");
+    }
     path = builtin;
   }
   if (has_extension(path.string(), ".xml")) return load_msccl_xml(read_file(path), path.string(), overrides);

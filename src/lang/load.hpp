@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +27,10 @@ Algorithm load_algorithm(const std::string& spec, const ParamMap& overrides = {}
 /// Directory holding algorithms/ and topologies/: WEFT_DATA_DIR, else the share/weft folder
 /// next to the binary, else the source tree the binary was built from.
 std::string data_dir();
+
+/// The text of algorithms/<name>.rccl as built into the library, if there is one: what
+/// load_algorithm takes for a built-in name that the data directory does not hold.
+std::optional<std::string_view> embedded_algorithm(std::string_view name);
 
 /// Names of the built-in algorithms (file names under algorithms/ without .rccl), sorted.
 std::vector<std::string> builtin_algorithm_names();

@@ -67,16 +67,15 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
   // Without WEFT_ALGO / WEFT_PROTO / WEFT_INSTANCES (read once, at creation) the table
   // decides alone: no environment lookups per call.
   const uint64_t payload = std::max(send_bytes, recv_bytes);
-  Choice ch = env_overrides_ ? select_algorithm(c, payload, nranks_, layout_.cfg.connections)
-                             : table_choice(c, payload, nranks_);
+  Choice ch = env_overrides_ ? select_algorithm(*table_, c, payload, nranks_, layout_.cfg.connections, in_place)
+                             : table_->choose(c, payload, nranks_, in_place);
   if (ch.algorithm == kOneShot) {
     launch_oneshot_call(c, s, r, bytes, dtype, reduces ? op : weftSum, ch.instances, stream);
     note_launch(stream);
     WEFT_LOG(Debug, "COLL", what() << ": " << count << " x " << host::dtype_name(dtype) << " with the one-shot kernel");
     return;
   }
-  CachedPlan& cp = plan_for(c, ch.algorithm, ch.protocol, ch.instances, in_place,
-                            c == Collective::Broadcast || c == Collective::Reduce ? root : 0);
+  CachedPlan& cp = plan_for(c, ch, in_place, c == Collective::Broadcast || c == Collective::Reduce ? root : 0);
   const bool ll = ch.protocol == "LL";
   const uint64_t cap = ll ? layout_.cfg.ll_slot_bytes / 2 : layout_.cfg.slot_bytes;
   const uint64_t target =

@@ -97,6 +97,7 @@ std::unique_ptr<Communicator> Communicator::create(const UniqueId& id, int nrank
   config::validate_environment();
   sweep_deferred();
   c->timeout_s_ = config::get_seconds("WEFT_TIMEOUT");
+  c->table_ = selection_table_for_environment();
   c->env_overrides_ = !config::get_string("WEFT_ALGO").empty() || !config::get_string("WEFT_PROTO").empty() ||
                       config::get_int("WEFT_INSTANCES") != 0 || config::get_int("WEFT_MICROBATCH_BYTES") != 0;
   int ndev = 0;
@@ -287,15 +288,15 @@ exec::DevConn Communicator::make_conn(const ConnRef& ref) const {
   return d;
 }
 
-Communicator::CachedPlan& Communicator::plan_for(Collective c, const std::string& algorithm,
-                                                 const std::string& protocol, int instances, bool in_place,
-                                                 int root) {
-  std::string key = std::string(to_string(c)) + "/" + algorithm + "/" + protocol + "/" + std::to_string(instances) +
-                    "/" + (in_place ? "in" : "out") + "/" + std::to_string(root);
+Communicator::CachedPlan& Communicator::plan_for(Collective c, const Choice& ch, bool in_place, int root) {
+  std::string key = std::string(to_string(c)) + "/" + ch.algorithm + "/" + ch.protocol + "/" +
+                    std::to_string(ch.instances) + "/" + (in_place ? "in" : "out") + "/" + std::to_string(root) + "/" +
+                    ch.scheduler + "/" + ch.allocator;
   auto it = plans_.find(key);
   if (it != plans_.end()) return *it->second;
   auto cp = std::make_unique<CachedPlan>();
-  cp->lp = lower_plan(make_plan(c, nranks_, algorithm, protocol, instances, in_place, root, layout_.cfg.depth),
+  cp->lp = lower_plan(make_plan(c, nranks_, ch.algorithm, ch.protocol, ch.instances, in_place, root, layout_.cfg.depth,
+                                ch.scheduler, ch.allocator),
                       nranks_, layout_.cfg.connections);
   // Every plan runs on the CPU emulator once before it reaches the GPU (deadlock, result,
   // stray writes); every rank checks the same plan, so all fail alike.

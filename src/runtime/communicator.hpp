@@ -40,6 +40,7 @@
 #include "runtime/deferred_free.hpp"
 #include "runtime/peer_watchdog.hpp"
 #include "runtime/plan_lowering.hpp"
+#include "runtime/selection_table.hpp"
 #include "util/error.hpp"
 
 namespace weft {
@@ -145,8 +146,7 @@ class Communicator {
   /// Frees everything. `graceful`: meet the other ranks first (destroy); otherwise (abort,
   /// a failed creation) do not. The arena is freed once no peer can write into it.
   void free_all(bool graceful);
-  CachedPlan& plan_for(Collective c, const std::string& algorithm, const std::string& protocol, int instances,
-                       bool in_place, int root);
+  CachedPlan& plan_for(Collective c, const Choice& ch, bool in_place, int root);
   exec::DevConn make_conn(const ConnRef& ref) const;
   void* scratch(uint64_t bytes);
   /// The one-shot kernel (device/oneshot.hpp) for `bytes` per rank and peer.
@@ -159,6 +159,7 @@ class Communicator {
   int sm_count_ = 0;
   int max_blocks_ = 0;
   double timeout_s_ = 600;                  ///< WEFT_TIMEOUT; 0: no deadline
+  std::shared_ptr<const SelectionTable> table_;  ///< WEFT_SELECTION's table, else the default
   bool env_overrides_ = false;  ///< WEFT_ALGO, WEFT_PROTO, WEFT_INSTANCES or WEFT_MICROBATCH_BYTES set at creation
   std::unique_ptr<Bootstrap> boot_;
   ArenaLayout layout_;

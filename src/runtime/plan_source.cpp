@@ -74,7 +74,7 @@ Collective algorithm_collective(const std::string& algorithm, int nranks) {
 }
 
 Plan make_plan(Collective c, int nranks, const std::string& algorithm, const std::string& protocol, int instances,
-               bool in_place, int root, int fifo_depth) {
+               bool in_place, int root, int fifo_depth, const std::string& scheduler, const std::string& allocator) {
   if (is_builtin_plan_name(algorithm) || nranks == 1) {
     BuiltinSpec spec;
     spec.algorithm = algorithm;
@@ -108,6 +108,8 @@ Plan make_plan(Collective c, int nranks, const std::string& algorithm, const std
   bo.compile.instances = instances;
   bo.compile.protocol = protocol == "LL" ? "LL" : "Simple";
   bo.compile.fifo_depth = fifo_depth;
+  bo.compile.scheduler = scheduler;
+  bo.compile.allocator = allocator;
   // The table's instances are tuned for the built-in plans, where one thread block serves
   // every peer; a compiled plan has blocks per link, so on many peers it takes the
   // compiler's derived instances within the runtime's budget instead (compile_for_runtime).

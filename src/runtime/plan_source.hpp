@@ -30,12 +30,13 @@ bool is_builtin_plan_name(const std::string& algorithm);
 Collective algorithm_collective(const std::string& algorithm, int nranks);
 
 /// Builds (or compiles) the plan of `algorithm` for collective `c` on `nranks` ranks; a
-/// compiled plan is checked for deadlock with FIFOs of `fifo_depth` messages (the
-/// communicator's WEFT_FIFO_DEPTH). Throws InvalidArgument when the algorithm implements
+/// compiled plan is scheduled with `scheduler` and `allocator` and checked for deadlock with
+/// FIFOs of `fifo_depth` messages (the communicator's WEFT_FIFO_DEPTH). Throws InvalidArgument when the algorithm implements
 /// another collective or root, Verify when it fails verification or deadlocks, Parse for a
 /// malformed file.
 Plan make_plan(Collective c, int nranks, const std::string& algorithm, const std::string& protocol, int instances,
-               bool in_place, int root, int fifo_depth = kDefaultFifoDepth);
+               bool in_place, int root, int fifo_depth = kDefaultFifoDepth, const std::string& scheduler = "hpds",
+               const std::string& allocator = "state");
 
 /// Runs the lowered plan on the emulator (FIFO depth `depth`) and compares with the host
 /// reference; throws Verify describing a deadlock, a wrong element or a stray write.

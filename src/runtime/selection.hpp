@@ -1,24 +1,23 @@
-// The built-in selection table: per call, which algorithm, protocol and number of
-// instances run a collective of a given size (docs/design.md; `weft tune` will fill it
-// from measurements). WEFT_ALGO, WEFT_PROTO and WEFT_INSTANCES override its choices.
+// Selection: per call, which algorithm, protocol and number of instances run a collective
+// of a given size. The choices come from a selection table (runtime/selection_table.hpp;
+// weft's default is selection/default.json); WEFT_ALGO, WEFT_PROTO and WEFT_INSTANCES
+// override them.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 #include "ir/algorithm.hpp"
+#include "runtime/selection_table.hpp"
 
 namespace weft {
 
-struct Choice {
-  std::string algorithm;  ///< a built-in plan name (runtime/builtin_plans.hpp), a compiled
-                          ///< algorithm, or "oneshot" (the one-shot kernel, no plan)
-  std::string protocol;   ///< "Simple" or "LL" ("LL" for oneshot)
-  int instances = 1;      ///< thread blocks per link; for oneshot, the kernel's thread blocks
-};
-
-/// The one-shot kernel's name in choices and in WEFT_ALGO.
+/// The one-shot kernel's name in choices, tables and WEFT_ALGO.
 inline constexpr const char* kOneShot = "oneshot";
+
+/// Payload bytes per rank and peer: `bytes` for AllReduce; AllGather's output and
+/// ReduceScatter's input (and the others') hold one such part per rank.
+uint64_t peer_bytes(Collective c, uint64_t bytes, int nranks);
 
 /// Whether the one-shot kernel can carry collective `c` (AllReduce, AllGather or
 /// ReduceScatter) of `bytes` payload (as table_choice counts it) among `nranks` ranks:
@@ -30,13 +29,17 @@ bool oneshot_fits(Collective c, uint64_t bytes, int nranks);
 /// thread; within what the kernel's regions hold (1..exec::kOneShotBlocks).
 int oneshot_blocks(uint64_t peer_bytes);
 
-/// The table's choice for `bytes` of payload (the larger of the send and receive buffers
-/// of one rank) among `nranks` ranks, before environment overrides.
-Choice table_choice(Collective c, uint64_t bytes, int nranks);
+/// The default table's choice for `bytes` of payload (the larger of the send and receive
+/// buffers of one rank) among `nranks` ranks, before environment overrides.
+Choice table_choice(Collective c, uint64_t bytes, int nranks, bool in_place = false);
 
-/// table_choice with WEFT_ALGO / WEFT_PROTO / WEFT_INSTANCES applied, instances clamped
+/// `table`'s choice with WEFT_ALGO / WEFT_PROTO / WEFT_INSTANCES applied, instances clamped
 /// to 1..max_instances. WEFT_ALGO=oneshot applies where the kernel fits (else the table's
-/// plan choice stands); WEFT_PROTO=Simple turns the table's oneshot into allpairs.
-Choice select_algorithm(Collective c, uint64_t bytes, int nranks, int max_instances);
+/// plan choice stands); WEFT_PROTO=Simple turns the table's oneshot into its plan choice.
+Choice select_algorithm(const SelectionTable& table, Collective c, uint64_t bytes, int nranks, int max_instances,
+                        bool in_place = false);
+
+/// select_algorithm with the default table.
+Choice select_algorithm(Collective c, uint64_t bytes, int nranks, int max_instances, bool in_place = false);
 
 }  // namespace weft

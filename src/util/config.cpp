@@ -38,6 +38,9 @@ const std::vector<Variable>& registry() {
        "Micro-batch size in bytes per chunk slot; 0 lets the tuning table choose.", 0, 1ll << 40},
       {"WEFT_ALGO", Type::String, "",
        "Algorithms instead of the selection table: comma-separated 'name' or 'Collective:name'; a name is a built-in plan (ring, allpairs, chain), an algorithm of algorithms/ (ring_allreduce, ...) or a file."},
+      {"WEFT_SELECTION", Type::String, "",
+       "Path of a selection table (JSON, docs/runtime.md) to use instead of weft's default, read when a communicator "
+       "is created; a malformed table is an error there naming the file and line."},
       {"WEFT_PROTO", Type::String, "",
        "Force a protocol: Simple or LL (the interpreter runs no LL128; another value is an error at the first collective)."},
       {"WEFT_GPUS_PER_NODE", Type::Int, "0",

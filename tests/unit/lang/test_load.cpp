@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "resccl_test_util.hpp"
 
@@ -68,6 +69,24 @@ TEST(Load, BuiltinNamesAreSortedStems) {
   d.write("algorithms/README.md", "not an algorithm");
   fs::create_directories(d.path() / "algorithms" / "dir.rccl");
   EXPECT_EQ(builtin_algorithm_names(), (std::vector<std::string>{"a_first", "ring_allgather"}));
+}
+
+TEST(Load, BuiltinsTheDataDirectoryLacksComeFromTheLibrary) {
+  DataDir d;  // empty: no algorithms/ folder
+  Algorithm a = load_algorithm("ring_allreduce", {{"nRanks", "4"}});
+  EXPECT_EQ(a.name, "ring_allreduce");
+  EXPECT_EQ(a.ranks, 4);
+  EXPECT_EQ(a.source_file, "(built in) algorithms/ring_allreduce.rccl");
+  // The built-in copy is the file of the source tree, byte for byte.
+  std::ifstream f(std::string(WEFT_TEST_DATA_DIR) + "/algorithms/ring_allreduce.rccl", std::ios::binary);
+  std::ostringstream text;
+  text << f.rdbuf();
+  ASSERT_TRUE(embedded_algorithm("ring_allreduce").has_value());
+  EXPECT_EQ(std::string(*embedded_algorithm("ring_allreduce")), text.str());
+  EXPECT_FALSE(embedded_algorithm("no_such_algorithm").has_value());
+  // A file in the data directory wins over the built-in copy.
+  d.write("algorithms/ring_allreduce.rccl", kRing);
+  EXPECT_EQ(load_algorithm("ring_allreduce").collective, Collective::AllGather);
 }
 
 TEST(Load, ByBuiltinName) {

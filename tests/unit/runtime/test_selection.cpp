@@ -6,6 +6,7 @@
 
 #include "device/oneshot.hpp"
 #include "runtime/builtin_plans.hpp"
+#include "runtime/plan_source.hpp"
 #include "runtime/selection.hpp"
 #include "util/error.hpp"
 
@@ -31,25 +32,29 @@ TEST(Selection, SmallIsOneShotMidIsAllPairsOverLLLargeIsSimple) {
   }
 }
 
-TEST(Selection, EveryChoiceIsABuiltinOfItsCollective) {
+TEST(Selection, EveryChoiceIsAPrimitiveOrAnAlgorithmOfItsCollective) {
   for (Collective c : {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter, Collective::AllToAll,
                        Collective::Broadcast, Collective::Reduce})
-    for (int R : {2, 3, 8})
-      for (uint64_t b = 1; b <= (1ull << 32); b *= 4) {
-        Choice ch = table_choice(c, b, R);
-        if (ch.algorithm == kOneShot) {
-          // The kernel, not a plan: only where it fits, with blocks it has regions for.
-          EXPECT_TRUE(oneshot_fits(c, b, R)) << b;
-          EXPECT_EQ(ch.protocol, "LL");
+    for (int R : {2, 3, 4, 8})
+      for (uint64_t b = 1; b <= (1ull << 32); b *= 4)
+        for (bool in_place : {false, true}) {
+          Choice ch = table_choice(c, b, R, in_place);
+          if (ch.algorithm == kOneShot) {
+            // The kernel, not a plan: only where it fits, with blocks it has regions for.
+            EXPECT_TRUE(oneshot_fits(c, b, R)) << b;
+            EXPECT_EQ(ch.protocol, "LL");
+            EXPECT_GE(ch.instances, 1);
+            EXPECT_LE(ch.instances, exec::kOneShotBlocks);
+            continue;
+          }
+          auto names = builtin_plan_algorithms(c);
+          if (is_builtin_plan_name(ch.algorithm))
+            EXPECT_NE(std::find(names.begin(), names.end(), ch.algorithm), names.end()) << ch.algorithm;
+          else
+            EXPECT_EQ(algorithm_collective(ch.algorithm, R), c) << ch.algorithm;  // compiled from algorithms/
           EXPECT_GE(ch.instances, 1);
-          EXPECT_LE(ch.instances, exec::kOneShotBlocks);
-          continue;
+          EXPECT_LE(ch.instances, 24);
         }
-        auto names = builtin_plan_algorithms(c);
-        EXPECT_NE(std::find(names.begin(), names.end(), ch.algorithm), names.end()) << ch.algorithm;
-        EXPECT_GE(ch.instances, 1);
-        EXPECT_LE(ch.instances, 24);
-      }
 }
 
 TEST(Selection, EnvironmentOverridesAndClamps) {
@@ -94,10 +99,11 @@ TEST(Selection, OneShotOverridesAndLimits) {
   EXPECT_EQ(ch.protocol, "LL");
   EXPECT_EQ(ch.instances, 8);  // one per 8 KiB
   unsetenv("WEFT_ALGO");
-  // Forced Simple without naming it: the table's plan.
+  // Forced Simple without naming it: the table's plan (on two ranks, AllGather's is the
+  // compiled all-pairs, the hand-built one's equal).
   setenv("WEFT_PROTO", "Simple", 1);
   ch = select_algorithm(Collective::AllGather, 64, 2, 32);
-  EXPECT_EQ(ch.algorithm, "allpairs");
+  EXPECT_EQ(ch.algorithm, "allpairs_allgather");
   EXPECT_EQ(ch.protocol, "Simple");
   unsetenv("WEFT_PROTO");
 }

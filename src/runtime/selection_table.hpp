@@ -1,0 +1,84 @@
+// The selection table: which algorithm, protocol and instances run a collective call, by
+// collective, rank count and payload size, read from a JSON file (docs/runtime.md, "The
+// selection table file"). weft's default table is selection/default.json, built into the
+// library; WEFT_SELECTION=path loads another when a communicator is created.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/algorithm.hpp"
+
+namespace weft {
+
+struct Choice {
+  std::string algorithm;  ///< a named primitive ("oneshot"; the hand-built plans "ring",
+                          ///< "allpairs", "chain" of runtime/builtin_plans.hpp) or a source the
+                          ///< plan builder takes: an algorithm of algorithms/, dsl:NAME or a file
+  std::string protocol;   ///< "Simple" or "LL" ("LL" for oneshot)
+  int instances = 1;      ///< thread blocks per link; for oneshot, the kernel's thread blocks
+  std::string scheduler = "hpds";  ///< compiled sources only: the compiler's scheduler
+  std::string allocator = "state"; ///< compiled sources only: its thread-block allocation
+};
+
+/// A closed range of unsigned values; `hi` absent in the file means no upper bound.
+struct Range {
+  uint64_t lo = 0, hi = UINT64_MAX;
+  bool contains(uint64_t v) const { return v >= lo && v <= hi; }
+};
+
+struct SelectionRow {
+  std::vector<Collective> collectives;
+  Range ranks{1, UINT64_MAX};
+  Range bytes;       ///< payload of one rank: the larger of its send and receive buffers
+  Range sent_bytes;  ///< what one rank sends in all to its peers: (R - 1) x payload per peer
+  int placement = -1;  ///< -1: any call; 0: out-of-place calls only; 1: in-place calls only
+  std::string algorithm, protocol;
+  /// Instances: fixed (per_bytes == 0), or bytes / per_bytes within [min, max]; `kernel`:
+  /// the one-shot kernel's own rule (oneshot_blocks).
+  bool kernel = false;
+  uint64_t per_bytes = 0;
+  int min = 1, max = 1;
+  std::string scheduler = "hpds", allocator = "state";
+  int line = 0;  ///< where the row starts in its file (1-based)
+};
+
+struct SelectionTable {
+  std::string origin;  ///< the file it came from ("(built-in selection/default.json)" for the default)
+  std::vector<SelectionRow> rows;
+
+  /// The first row that matches `bytes` of payload among `nranks` ranks, in place or not, as
+  /// a Choice. A oneshot row matches only where the kernel fits (oneshot_fits); `plans_only`
+  /// skips oneshot rows (what runs when the kernel cannot). Throws InvalidUsage naming the
+  /// table when no row matches.
+  Choice choose(Collective c, uint64_t bytes, int nranks, bool in_place = false, bool plans_only = false) const;
+};
+
+/// Parses a table. Throws weft::Error (Parse) naming `origin`, the line and the JSON path of
+/// what is wrong: malformed JSON, a wrong format or version, an unknown field, collective
+/// or protocol, an empty or reversed range, instances out of 1..1024, a placement other than
+/// "in" or "out" or on Broadcast or Reduce (whose root alone is in place), oneshot for a
+/// collective or protocol the kernel does not run, a hand-built plan a collective lacks,
+/// or a scheduler or allocator the compiler does not know.
+SelectionTable parse_selection_table(std::string_view text, const std::string& origin);
+
+/// Reads and parses the file at `path` (System error when it cannot be read).
+SelectionTable load_selection_table(const std::string& path);
+
+/// weft's default table (selection/default.json as built into the library), parsed once.
+const SelectionTable& default_selection_table();
+
+/// The text of selection/default.json as built into the library.
+std::string_view default_selection_text();
+
+/// The table a communicator uses: WEFT_SELECTION's file when set, else the default.
+std::shared_ptr<const SelectionTable> selection_table_for_environment();
+
+/// What a choice runs, in words, for logs and `weft bench`: "oneshot (kernel, 4 blocks)",
+/// "ring (hand-built, Simple, x24)", "ring_allreduce (compiled hpds/state, LL, x4)".
+std::string describe_choice(const Choice& ch);
+
+}  // namespace weft

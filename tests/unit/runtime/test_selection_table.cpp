@@ -1,0 +1,330 @@
+// The selection table file: the default table reproduces the formulas it replaced, every
+// malformed table is refused naming its file, line and field, and WEFT_SELECTION and
+// WEFT_ALGO behave as documented.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "device/oneshot.hpp"
+#include "runtime/selection.hpp"
+#include "runtime/selection_table.hpp"
+#include "util/error.hpp"
+
+namespace weft {
+namespace {
+
+// The selection as runtime/selection.cpp coded it before the table file (main bce7072),
+// kept here as the reference the default table must reproduce exactly.
+namespace legacy {
+constexpr uint64_t KiB = 1024;
+int instances_for(uint64_t bytes, uint64_t per_instance, int lo, int hi) {
+  return static_cast<int>(std::clamp<uint64_t>(bytes / per_instance, static_cast<uint64_t>(lo), static_cast<uint64_t>(hi)));
+}
+uint64_t peer(Collective c, uint64_t bytes, int nranks) {
+  return c == Collective::AllReduce ? bytes : bytes / static_cast<uint64_t>(std::max(1, nranks));
+}
+bool oneshot_preferred(Collective c, uint64_t bytes, int nranks) {
+  return static_cast<uint64_t>(nranks - 1) * peer(c, bytes, nranks) <= 512 * KiB;
+}
+Choice plan_choice(Collective c, uint64_t bytes, int nranks) {
+  Choice ch;
+  const bool small = bytes <= 128 * KiB;
+  if (small) {
+    ch.protocol = "LL";
+    ch.instances = instances_for(bytes, 8 * KiB, 1, 16);
+  } else {
+    ch.protocol = "Simple";
+    ch.instances = instances_for(bytes, 32 * KiB, 4, 24);
+  }
+  switch (c) {
+    case Collective::AllReduce:
+    case Collective::AllGather:
+    case Collective::ReduceScatter: ch.algorithm = small || nranks <= 2 ? "allpairs" : "ring"; break;
+    case Collective::Broadcast:
+    case Collective::Reduce: ch.algorithm = nranks > 2 && !small ? "chain" : "allpairs"; break;
+    default: ch.algorithm = "allpairs"; break;
+  }
+  return ch;
+}
+Choice table_choice(Collective c, uint64_t bytes, int nranks) {
+  if (oneshot_fits(c, bytes, nranks) && oneshot_preferred(c, bytes, nranks))
+    return Choice{kOneShot, "LL", oneshot_blocks(peer(c, bytes, nranks))};
+  return plan_choice(c, bytes, nranks);
+}
+}  // namespace legacy
+
+const Collective kAll[] = {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter,
+                           Collective::AllToAll,  Collective::Broadcast, Collective::Reduce};
+
+std::vector<uint64_t> sizes() {
+  std::vector<uint64_t> v;
+  for (uint64_t p = 8; p <= (1ull << 30); p *= 2)
+    for (uint64_t b : {p, p - 1, p + 1, p + 8, p - 8, 3 * p / 2, 3 * p / 2 + 5})
+      if (b >= 1) v.push_back(b);
+  return v;
+}
+
+std::string describe(const Choice& c) {
+  return c.algorithm + "/" + c.protocol + "/" + std::to_string(c.instances) + "/" + c.scheduler + "/" + c.allocator;
+}
+
+const SelectionTable& hand_built_table() {
+  static const SelectionTable t = load_selection_table(std::string(WEFT_TEST_DATA_DIR) + "/selection/hand-built.json");
+  return t;
+}
+
+TEST(SelectionTable, HandBuiltTableReproducesTheFormulasItReplaced) {
+  int compared = 0;
+  for (Collective c : kAll)
+    for (int R = 2; R <= 8; ++R)
+      for (uint64_t b : sizes())
+        for (bool in_place : {false, true}) {
+          SCOPED_TRACE(std::string(to_string(c)) + " " + std::to_string(b) + " B on " + std::to_string(R) + " ranks" +
+                       (in_place ? " in place" : ""));
+          ASSERT_EQ(describe(hand_built_table().choose(c, b, R, in_place)), describe(legacy::table_choice(c, b, R)));
+          // The plan choice behind a oneshot (WEFT_PROTO=Simple, or past the kernel's limits).
+          ASSERT_EQ(describe(hand_built_table().choose(c, b, R, in_place, true)), describe(legacy::plan_choice(c, b, R)));
+          ++compared;
+        }
+  EXPECT_EQ(compared, 6 * 7 * 2 * static_cast<int>(sizes().size()));
+}
+
+// The default table is the hand-built one with compiled plans where they were shown to be
+// no worse (docs/runtime.md; test_selection_compiled.cpp measures them): AllGather on two
+// ranks, and out-of-place AllToAll of 768 KiB and more on 4 to 8 ranks. Protocol and
+// instances stay the hand-built table's.
+TEST(SelectionTable, DefaultDiffersFromHandBuiltOnlyWhereCompiledPlansWereShownNoWorse) {
+  int compiled = 0;
+  for (Collective c : kAll)
+    for (int R = 2; R <= 8; ++R)
+      for (uint64_t b : sizes())
+        for (bool in_place : {false, true})
+          for (bool plans_only : {false, true}) {
+            SCOPED_TRACE(std::string(to_string(c)) + " " + std::to_string(b) + " B on " + std::to_string(R) + " ranks" +
+                         (in_place ? " in place" : "") + (plans_only ? " (plans only)" : ""));
+            Choice h = hand_built_table().choose(c, b, R, in_place, plans_only);
+            Choice d = default_selection_table().choose(c, b, R, in_place, plans_only);
+            if (c == Collective::AllGather && R == 2 && h.algorithm == "allpairs") {
+              h.algorithm = "allpairs_allgather";
+              ++compiled;
+            } else if (c == Collective::AllToAll && R >= 4 && b >= 768 * 1024 && !in_place) {
+              EXPECT_EQ(h.algorithm, "allpairs");
+              h.algorithm = "alltoall_direct";
+              ++compiled;
+            }
+            ASSERT_EQ(describe(d), describe(h));
+          }
+  EXPECT_GT(compiled, 0);
+}
+
+TEST(SelectionTable, BuiltInTextIsTheShippedFile) {
+  EXPECT_EQ(hand_built_table().rows.size(), 7u);
+  std::ifstream f(std::string(WEFT_TEST_DATA_DIR) + "/selection/default.json", std::ios::binary);
+  ASSERT_TRUE(f);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  EXPECT_EQ(ss.str(), std::string(default_selection_text()));
+  EXPECT_EQ(default_selection_table().rows.size(), 10u);
+  EXPECT_EQ(default_selection_table().rows[0].line, 6);
+}
+
+std::string table_with(const std::string& row) {
+  return "{\n  \"format\": \"weft-selection\",\n  \"version\": 1,\n  \"rows\": [\n"
+         "    {\"collectives\": [\"AllToAll\"], \"algorithm\": \"allpairs\", \"protocol\": \"LL\", \"instances\": 2},\n    " +
+         row + "\n  ]\n}\n";
+}
+
+/// The error parse_selection_table raises for `text`, or "" when it parses.
+std::string error_of(const std::string& text) {
+  try {
+    parse_selection_table(text, "t.json");
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::Parse) << e.what();
+    return e.what();
+  }
+  return "";
+}
+
+TEST(SelectionTable, EveryMalformedTableIsLocated) {
+  const std::string ok = R"({"collectives": ["AllReduce"], "algorithm": "ring", "protocol": "Simple", "instances": 4})";
+  EXPECT_EQ(error_of(table_with(ok)), "");
+  struct Case {
+    std::string text, want;
+  };
+  const Case cases[] = {
+      {"{\n  \"format\": \"weft-selection\",\n  oops\n}", "t.json:3:3: the selection table is not valid JSON"},
+      {"[1]", "t.json:1: (top): a selection table is one JSON object"},
+      {R"({"format": "x", "version": 1, "rows": []})", "t.json:1: (top).format: must be \"weft-selection\""},
+      {R"({"format": "weft-selection", "version": 2, "rows": []})", "(top).version: must be 1"},
+      {R"({"format": "weft-selection", "version": 1, "rows": []})", "(top).rows: expected a non-empty array"},
+      {R"({"format": "weft-selection", "version": 1, "rows": [], "extra": 1})", "(top).extra: unknown field"},
+      {R"({"format": "weft-selection", "version": 1, "description": 3, "rows": [{}]})", "(top).description: expected a string"},
+      {table_with("[1]"), "t.json:6: rows[1]: a row must be a JSON object"},
+      {table_with(R"({"collectives": ["AllReduce"], "algorithm": "ring", "protocol": "Simple", "instances": 4, "size": 1})"),
+       "t.json:6: rows[1].size: unknown field"},
+      {table_with(R"({"algorithm": "ring", "protocol": "Simple", "instances": 4})"), "t.json:6: rows[1].collectives: missing"},
+      {table_with(R"({"collectives": [], "algorithm": "ring", "protocol": "Simple", "instances": 4})"),
+       "rows[1].collectives: expected a non-empty array"},
+      {table_with(R"({"collectives": ["AllReduce", "AllReduces"], "algorithm": "ring", "protocol": "Simple", "instances": 4})"),
+       "rows[1].collectives[1]: \"AllReduces\" is not AllReduce"},
+      {table_with(R"({"collectives": ["Custom"], "algorithm": "ring", "protocol": "Simple", "instances": 4})"),
+       "rows[1].collectives[0]: \"Custom\" is not"},
+      {table_with(R"({"collectives": ["AllReduce"], "ranks": [4], "algorithm": "ring", "protocol": "Simple", "instances": 4})"),
+       "rows[1].ranks: expected [low, high]"},
+      {table_with(R"({"collectives": ["AllReduce"], "ranks": [4, 2], "algorithm": "ring", "protocol": "Simple", "instances": 4})"),
+       "rows[1].ranks: is empty: high 2 is below low 4"},
+      {table_with(R"({"collectives": ["AllReduce"], "ranks": [0, 2], "algorithm": "ring", "protocol": "Simple", "instances": 4})"),
+       "rows[1].ranks: a communicator has at least 1 rank"},
+      {table_with(R"({"collectives": ["AllReduce"], "bytes": [-1, 8], "algorithm": "ring", "protocol": "Simple", "instances": 4})"),
+       "rows[1].bytes[0]: expected a non-negative integer"},
+      {table_with(R"({"collectives": ["AllReduce"], "sent_bytes": [0, "1M"], "algorithm": "ring", "protocol": "Simple", "instances": 4})"),
+       "rows[1].sent_bytes[1]: expected a non-negative integer"},
+      {table_with(R"({"collectives": ["AllReduce"], "protocol": "Simple", "instances": 4})"), "rows[1].algorithm: missing"},
+      {table_with(R"({"collectives": ["AllReduce"], "algorithm": 3, "protocol": "Simple", "instances": 4})"),
+       "rows[1].algorithm: expected a string"},
+      {table_with(R"({"collectives": ["AllReduce"], "algorithm": "", "protocol": "Simple", "instances": 4})"),
+       "rows[1].algorithm: is empty"},
+      {table_with(R"({"collectives": ["AllReduce"], "algorithm": "ring", "protocol": "LL128", "instances": 4})"),
+       "rows[1].protocol: is \"LL128\", expected \"Simple\" or \"LL\""},
+      {table_with(R"({"collectives": ["AllReduce"], "algorithm": "ring", "protocol": "Simple"})"), "rows[1].instances: missing"},
+      {table_with(R"({"collectives": ["AllReduce"], "algorithm": "ring", "protocol": "Simple", "instances": 0})"),
+       "rows[1].instances: 0 is not in 1..1024"},
+      {table_with(R"({"collectives": ["AllReduce"], "algorithm": "ring", "protocol": "Simple", "instances": "auto"})"),
+       "rows[1].instances: the only word is \"kernel\""},
+      {table_with(R"({"collectives": ["AllReduce"], "algorithm": "ring", "protocol": "Simple", "instances": "kernel"})"),
+       "rows[1].instances: \"kernel\" is for oneshot only"},
+      {table_with(R"({"collectives": ["AllReduce"], "algorithm": "ring", "protocol": "Simple", "instances": {"per_bytes": 8, "min": 1}})"),
+       "rows[1].instances.max: missing"},
+      {table_with(R"({"collectives": ["AllReduce"], "algorithm": "ring", "protocol": "Simple", "instances": {"per_bytes": 0, "min": 1, "max": 2}})"),
+       "rows[1].instances.per_bytes: must be positive"},
+      {table_with(R"({"collectives": ["AllReduce"], "algorithm": "ring", "protocol": "Simple", "instances": {"per_bytes": 8, "min": 4, "max": 2}})"),
+       "rows[1].instances: max is below min"},
+      {table_with(R"({"collectives": ["AllReduce"], "algorithm": "ring", "protocol": "Simple", "instances": {"per_bytes": 8, "min": 1, "max": 2000}})"),
+       "rows[1].instances.max: 2000 is not in 1..1024"},
+      {table_with(R"({"collectives": ["AllReduce"], "algorithm": "ring", "protocol": "Simple", "instances": {"per": 8, "min": 1, "max": 2}})"),
+       "rows[1].instances.per: unknown field"},
+      {table_with(R"({"collectives": ["Broadcast"], "algorithm": "oneshot", "protocol": "LL", "instances": "kernel"})"),
+       "rows[1].algorithm: oneshot runs AllReduce, AllGather and ReduceScatter, not Broadcast"},
+      {table_with(R"({"collectives": ["AllReduce"], "algorithm": "oneshot", "protocol": "Simple", "instances": "kernel"})"),
+       "rows[1].protocol: oneshot is LL by nature"},
+      {table_with(R"({"collectives": ["AllReduce"], "algorithm": "oneshot", "protocol": "LL", "instances": 4})"),
+       "rows[1].instances: oneshot takes \"kernel\""},
+      {table_with(R"({"collectives": ["AllReduce"], "algorithm": "p2p", "protocol": "LL", "instances": 4})"),
+       "rows[1].algorithm: p2p is weftSend/weftRecv's primitive"},
+      {table_with(R"({"collectives": ["AllToAll"], "algorithm": "chain", "protocol": "LL", "instances": 4})"),
+       "rows[1].algorithm: the hand-built plans have no chain for AllToAll"},
+      {table_with(R"({"collectives": ["AllReduce"], "algorithm": "rign_allreduce", "protocol": "LL", "instances": 4})"),
+       "rows[1].algorithm: 'rign_allreduce' is neither a named primitive"},
+      {table_with(R"({"collectives": ["AllReduce"], "algorithm": "ring_allreduce", "protocol": "LL", "instances": 4, "scheduler": "fast"})"),
+       "rows[1].scheduler: unknown scheduler 'fast'"},
+      {table_with(R"({"collectives": ["AllReduce"], "algorithm": "ring_allreduce", "protocol": "LL", "instances": 4, "allocator": "x"})"),
+       "rows[1].allocator: unknown allocator 'x'"},
+      {table_with(R"({"collectives": ["AllReduce"], "algorithm": "ring", "protocol": "LL", "instances": 4, "note": 1})"),
+       "rows[1].note: expected a string"},
+      {table_with(R"({"collectives": ["AllReduce"], "placement": "both", "algorithm": "ring", "protocol": "LL", "instances": 4})"),
+       "rows[1].placement: is \"both\", expected \"in\" or \"out\""},
+      {table_with(R"({"collectives": ["Reduce"], "placement": "in", "algorithm": "chain", "protocol": "LL", "instances": 4})"),
+       "rows[1].placement: cannot apply to Reduce"},
+  };
+  for (const Case& k : cases) {
+    std::string e = error_of(k.text);
+    EXPECT_NE(e.find(k.want), std::string::npos) << "got: " << e << "\nwanted: " << k.want;
+    EXPECT_EQ(e.rfind("t.json:", 0), 0u) << e;
+  }
+}
+
+TEST(SelectionTable, RowsMatchInOrderAndNameTheGap) {
+  SelectionTable t = parse_selection_table(R"({"format": "weft-selection", "version": 1, "rows": [
+    {"collectives": ["AllReduce"], "ranks": [3, null], "bytes": [0, 1000], "algorithm": "ring_allreduce",
+     "protocol": "LL", "instances": 3, "scheduler": "rr", "allocator": "conn"},
+    {"collectives": ["AllReduce"], "ranks": [3, null], "algorithm": "ring", "protocol": "Simple",
+     "instances": {"per_bytes": 100, "min": 2, "max": 6}}
+  ]})",
+                                           "mine.json");
+  Choice a = t.choose(Collective::AllReduce, 1000, 4);
+  EXPECT_EQ(describe(a), "ring_allreduce/LL/3/rr/conn");
+  EXPECT_EQ(describe_choice(a), "ring_allreduce (compiled rr/conn, LL, x3)");
+  EXPECT_EQ(t.choose(Collective::AllReduce, 1001, 4).instances, 6);
+  EXPECT_EQ(t.choose(Collective::AllReduce, 1001, 400).algorithm, "ring");
+  EXPECT_EQ(t.choose(Collective::AllReduce, 250, 4, false, true).algorithm, "ring_allreduce");
+  SelectionTable p = parse_selection_table(R"({"format": "weft-selection", "version": 1, "rows": [
+    {"collectives": ["AllToAll"], "placement": "out", "algorithm": "alltoall_direct", "protocol": "Simple", "instances": 2},
+    {"collectives": ["AllToAll"], "algorithm": "allpairs", "protocol": "Simple", "instances": 2}]})",
+                                           "p.json");
+  EXPECT_EQ(p.choose(Collective::AllToAll, 1 << 20, 4, false).algorithm, "alltoall_direct");
+  EXPECT_EQ(p.choose(Collective::AllToAll, 1 << 20, 4, true).algorithm, "allpairs");
+  try {
+    t.choose(Collective::AllReduce, 8, 2);
+    FAIL() << "no row matches 2 ranks";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::InvalidUsage);
+    EXPECT_NE(std::string(e.what()).find("mine.json has no row for AllReduce of 8 bytes on 2 ranks, out of place"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(t.choose(Collective::AllGather, 8, 4), Error);
+  EXPECT_EQ(describe_choice(table_choice(Collective::AllReduce, 8, 2)), "oneshot (kernel, 1 blocks)");
+  EXPECT_EQ(describe_choice(table_choice(Collective::AllReduce, 64u << 20, 4)), "ring (hand-built, Simple, x24)");
+}
+
+TEST(SelectionTable, EnvironmentLoadsATableAndWeftAlgoStillOverrides) {
+  char tmpl[] = "/tmp/weft-selection-XXXXXX";
+  int fd = mkstemp(tmpl);
+  ASSERT_GE(fd, 0);
+  const std::string path = tmpl;
+  {
+    std::ofstream f(path);
+    f << R"({"format": "weft-selection", "version": 1, "rows": [
+      {"collectives": ["AllReduce", "AllGather", "ReduceScatter", "AllToAll", "Broadcast", "Reduce"],
+       "algorithm": "allpairs", "protocol": "Simple", "instances": 5}
+    ]})";
+  }
+  setenv("WEFT_SELECTION", path.c_str(), 1);
+  auto t = selection_table_for_environment();
+  EXPECT_EQ(t->origin, path);
+  EXPECT_EQ(describe(t->choose(Collective::AllReduce, 8, 2)), "allpairs/Simple/5/hpds/state");
+  EXPECT_EQ(select_algorithm(*t, Collective::AllReduce, 8, 4, 32).algorithm, "allpairs");
+  setenv("WEFT_ALGO", "ring", 1);
+  Choice ch = select_algorithm(*t, Collective::AllReduce, 8, 4, 32);
+  EXPECT_EQ(ch.algorithm, "ring");
+  EXPECT_EQ(ch.instances, 5);
+  setenv("WEFT_ALGO", "oneshot", 1);
+  EXPECT_EQ(select_algorithm(*t, Collective::AllReduce, 8, 4, 32).algorithm, kOneShot);
+  unsetenv("WEFT_ALGO");
+  // A malformed table is an error when the communicator reads it, naming file and line.
+  {
+    std::ofstream f(path);
+    f << "{\"format\": \"weft-selection\", \"version\": 1, \"rows\": [\n  {\"collectives\": [\"AllReduce\"]}\n]}";
+  }
+  try {
+    selection_table_for_environment();
+    FAIL() << "a malformed table loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(path + ":2: rows[0].algorithm: missing"), std::string::npos) << e.what();
+  }
+  std::remove(path.c_str());
+  try {
+    selection_table_for_environment();
+    FAIL() << "a missing table loaded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::System);
+  }
+  unsetenv("WEFT_SELECTION");
+  EXPECT_EQ(selection_table_for_environment().get(), &default_selection_table());
+  // WEFT_ALGO overrides the default table's compiled rows too.
+  EXPECT_EQ(select_algorithm(Collective::AllGather, 16 << 20, 2, 32).algorithm, "allpairs_allgather");
+  setenv("WEFT_ALGO", "allpairs", 1);
+  EXPECT_EQ(select_algorithm(Collective::AllGather, 16 << 20, 2, 32).algorithm, "allpairs");
+  setenv("WEFT_ALGO", "AllToAll:allpairs", 1);
+  EXPECT_EQ(select_algorithm(Collective::AllToAll, 16 << 20, 8, 32).algorithm, "allpairs");
+  unsetenv("WEFT_ALGO");
+  EXPECT_EQ(select_algorithm(Collective::AllToAll, 16 << 20, 8, 32).algorithm, "alltoall_direct");
+  EXPECT_EQ(select_algorithm(Collective::AllToAll, 16 << 20, 8, 32, true).algorithm, "allpairs");
+}
+
+}  // namespace
+}  // namespace weft
