@@ -1,7 +1,6 @@
 #include "ir/plan_json.hpp"
 
 #include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -268,12 +267,9 @@ Plan plan_from_json(std::string_view text, const std::string& origin) {
 }
 
 Plan load_plan(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail(ErrorCode::System, "cannot read plan file " + path);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) fail(ErrorCode::System, "cannot read plan file " + path);
-  return plan_from_json(ss.str(), path);
+  std::optional<std::string> contents = text::read_file(path);
+  if (!contents) fail(ErrorCode::System, "cannot read plan file " + path);
+  return plan_from_json(*contents, path);
 }
 
 void save_plan(const Plan& plan, const std::string& path) {

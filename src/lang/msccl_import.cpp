@@ -6,14 +6,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
-#include <fstream>
-#include <sstream>
 #include <tuple>
 
 #include "lang/msccl_import_graph.hpp"
 #include "lang/msccl_program.hpp"
 #include "lang/xml_reader.hpp"
 #include "util/error.hpp"
+#include "util/text.hpp"
 
 namespace weft {
 
@@ -519,12 +518,9 @@ bool is_msccl_xml_path(const std::string& path) {
 }
 
 MscclImport import_msccl_file(const std::string& path, const MscclImportOptions& options) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(ErrorCode::System, "cannot read " + path + ": " + std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) fail(ErrorCode::System, "cannot read " + path + ": " + std::strerror(errno));
-  return import_msccl(ss.str(), path, options);
+  std::optional<std::string> contents = text::read_file(path);
+  if (!contents) fail(ErrorCode::System, "cannot read " + path + ": " + std::strerror(errno));
+  return import_msccl(*contents, path, options);
 }
 
 }  // namespace weft

@@ -1,8 +1,6 @@
 #include "runtime/selection_table.hpp"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include "lang/load.hpp"
 #include "plan/builder.hpp"
@@ -228,12 +226,9 @@ SelectionTable parse_selection_table(std::string_view text, const std::string& o
 }
 
 SelectionTable load_selection_table(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail(ErrorCode::System, "cannot read the selection table '" + path + "'");
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) fail(ErrorCode::System, "cannot read the selection table '" + path + "'");
-  return parse_selection_table(ss.str(), path);
+  std::optional<std::string> contents = text::read_file(path);
+  if (!contents) fail(ErrorCode::System, "cannot read the selection table '" + path + "'");
+  return parse_selection_table(*contents, path);
 }
 
 const SelectionTable& default_selection_table() {

@@ -5,6 +5,8 @@
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 
 #include "util/error.hpp"
 
@@ -113,6 +115,15 @@ std::string Table::str() const {
   emit(header_);
   for (const auto& row : rows_) emit(row);
   return out;
+}
+
+std::optional<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return std::nullopt;
+  return text.str();
 }
 
 }  // namespace weft::text

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,10 @@ std::map<std::string, std::string> parse_kv_list(std::string_view s);
 uint64_t parse_bytes(std::string_view s);
 /// "1 KiB", "64 MiB", "8 B": the shortest exact binary unit, else a decimal with one digit.
 std::string format_bytes(uint64_t bytes);
+
+/// The whole file, or nothing when it cannot be opened or read (errno then says why); the
+/// caller says what the file was in its own error.
+std::optional<std::string> read_file(const std::string& path);
 
 /// A plain text table with right-aligned columns, as nccl-tests prints.
 class Table {
