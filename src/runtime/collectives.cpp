@@ -4,7 +4,7 @@
 #include "runtime/collective_reference.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/cuda_check.hpp"
-#include "runtime/executor.hpp"
+#include "exec/executor.hpp"
 #include "runtime/host_reduce.hpp"
 #include "runtime/selection.hpp"
 #include "util/checked.hpp"

@@ -11,7 +11,7 @@
 #include "runtime/builtin_plans.hpp"
 #include "runtime/plan_source.hpp"
 #include "runtime/cuda_check.hpp"
-#include "runtime/executor.hpp"
+#include "exec/executor.hpp"
 #include "runtime/peer_check.hpp"
 #include "util/config.hpp"
 #include "util/log.hpp"

@@ -20,7 +20,7 @@
 //   staging[p][c]  after the control area: D Simple slots, then D LL slots, for messages
 //                  from rank p on connection c;
 //   one-shot area  last: the small-message path's packet regions and epoch counters
-//                  (device/oneshot.hpp), 2 MiB per rank.
+//                  (exec/oneshot.hpp), 2 MiB per rank.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -33,13 +33,13 @@
 #include <string>
 #include <vector>
 
-#include "device/exec_plan.hpp"
-#include "device/oneshot.hpp"
+#include "exec/exec_plan.hpp"
+#include "exec/oneshot.hpp"
 #include "ir/algorithm.hpp"
 #include "runtime/bootstrap.hpp"
 #include "runtime/deferred_free.hpp"
 #include "runtime/peer_watchdog.hpp"
-#include "runtime/plan_lowering.hpp"
+#include "exec/plan_lowering.hpp"
 #include "runtime/selection_table.hpp"
 #include "util/error.hpp"
 
@@ -67,7 +67,7 @@ struct ArenaLayout {
   uint64_t ll_staging(int peer, int conn) const {
     return staging(peer, conn) + static_cast<uint64_t>(cfg.depth) * cfg.slot_bytes;
   }
-  /// Start of the one-shot area (device/oneshot.hpp gives its layout).
+  /// Start of the one-shot area (exec/oneshot.hpp gives its layout).
   uint64_t oneshot() const { return staging(ranks, 0); }
   uint64_t total() const { return oneshot() + exec::oneshot_area_bytes(ranks); }
   static constexpr uint64_t kPosted = 0, kAcked = 64, kSendPos = 128, kRecvPos = 192;
@@ -149,7 +149,7 @@ class Communicator {
   CachedPlan& plan_for(Collective c, const Choice& ch, bool in_place, int root);
   exec::DevConn make_conn(const ConnRef& ref) const;
   void* scratch(uint64_t bytes);
-  /// The one-shot kernel (device/oneshot.hpp) for `bytes` per rank and peer.
+  /// The one-shot kernel (exec/oneshot.hpp) for `bytes` per rank and peer.
   void launch_oneshot_call(Collective c, const void* send, void* recv, uint64_t bytes, int dtype, int op, int blocks,
                            cudaStream_t stream);
   void note_launch(cudaStream_t stream);

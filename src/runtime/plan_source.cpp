@@ -11,7 +11,7 @@
 #include "runtime/builtin_plans.hpp"
 #include "runtime/collective_reference.hpp"
 #include "runtime/host_reduce.hpp"
-#include "runtime/plan_emulator.hpp"
+#include "exec/plan_emulator.hpp"
 #include "util/config.hpp"
 #include "util/error.hpp"
 #include "weft/weft.h"

@@ -18,7 +18,7 @@
 
 #include "compile/deadlock.hpp"
 #include "ir/plan.hpp"
-#include "runtime/plan_lowering.hpp"
+#include "exec/plan_lowering.hpp"
 
 namespace weft {
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "device/oneshot.hpp"
+#include "exec/oneshot.hpp"
 #include "runtime/builtin_plans.hpp"
 #include "runtime/plan_source.hpp"
 #include "util/text.hpp"

@@ -22,7 +22,7 @@ namespace weft::sim {
 struct SimOptions {
   uint64_t bytes = 0;                   ///< the call's size, nccl-tests convention (see report.hpp)
   uint64_t microbatch_bytes = 1 << 20;  ///< micro-batch size per chunk slot (the paper's 1 MiB)
-  /// Size micro-batches as the GPU runtime does instead (src/runtime/plan_lowering.cpp,
+  /// Size micro-batches as the GPU runtime does instead (src/exec/plan_lowering.cpp,
   /// make_geometry): each thread block's part of a message fills at most one staging slot of
   /// `staging_slot_bytes`, so a micro-batch is staging_slot_bytes x instances / chunks-per-
   /// message of the plan's most constrained slot, 16-byte aligned. `microbatch_bytes` is then

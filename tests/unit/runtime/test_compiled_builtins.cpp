@@ -9,7 +9,7 @@
 #include "compile/replay.hpp"
 #include "compile/verify.hpp"
 #include "lang/load.hpp"
-#include "runtime/plan_lowering.hpp"
+#include "exec/plan_lowering.hpp"
 #include "runtime/plan_source.hpp"
 #include "util/error.hpp"
 

@@ -9,11 +9,11 @@
 
 #include "compile/deadlock.hpp"
 #include "compile/replay.hpp"
-#include "device/exec_plan.hpp"
+#include "exec/exec_plan.hpp"
 #include "ir/plan_core.hpp"
 #include "ir/plan_json.hpp"
 #include "plan_runs.hpp"
-#include "runtime/plan_lowering.hpp"
+#include "exec/plan_lowering.hpp"
 #include "util/error.hpp"
 
 namespace weft {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "runtime/builtin_plans.hpp"
-#include "runtime/plan_lowering.hpp"
+#include "exec/plan_lowering.hpp"
 #include "runtime/plan_source.hpp"
 #include "runtime/selection.hpp"
 #include "ir/plan_json.hpp"

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "device/oneshot.hpp"
+#include "exec/oneshot.hpp"
 #include "runtime/builtin_plans.hpp"
 #include "runtime/plan_source.hpp"
 #include "runtime/selection.hpp"

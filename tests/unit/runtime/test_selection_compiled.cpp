@@ -8,7 +8,7 @@
 #include <algorithm>
 
 #include "ir/topology_io.hpp"
-#include "runtime/plan_lowering.hpp"
+#include "exec/plan_lowering.hpp"
 #include "runtime/plan_source.hpp"
 #include "runtime/selection.hpp"
 #include "sim/simulator.hpp"

@@ -10,7 +10,7 @@
 #include <sstream>
 #include <string>
 
-#include "device/oneshot.hpp"
+#include "exec/oneshot.hpp"
 #include "runtime/selection.hpp"
 #include "runtime/selection_table.hpp"
 #include "util/error.hpp"

@@ -1,6 +1,6 @@
 // The three codes that execute plans must agree: the compiler's deadlock check
 // (compile/deadlock.hpp, exact for a FIFO depth), the runtime's CPU emulator
-// (runtime/plan_emulator.hpp, which runs a lowered plan on real bytes as the GPU executor
+// (exec/plan_emulator.hpp, which runs a lowered plan on real bytes as the GPU executor
 // does) and the simulator's engine (sim/engine.cpp, which times it). For every built-in
 // algorithm under every scheduler, both placements and one or two instances, and for the
 // published MSCCL files' own schedules, at FIFO depths 1, 2 and 4: the check passes, the
@@ -21,7 +21,7 @@
 #include "ir/topology_io.hpp"
 #include "lang/load.hpp"
 #include "lang/msccl_import.hpp"
-#include "runtime/plan_lowering.hpp"
+#include "exec/plan_lowering.hpp"
 #include "runtime/plan_source.hpp"
 #include "util/error.hpp"
 #include "plan_runs.hpp"

@@ -1,6 +1,6 @@
 // Interpreter instantiations for the int types (exec_launch.cuh; the float types are in
 // exec_float.cu, so the two-core build machine compiles them in parallel).
-#include "runtime/exec_launch.cuh"
+#include "exec/exec_launch.cuh"
 
 namespace weft::detail {
 

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "device/exec_plan.hpp"
+#include "exec/exec_plan.hpp"
 #include "ir/plan_core.hpp"
-#include "runtime/plan_lowering.hpp"
+#include "exec/plan_lowering.hpp"
 
 namespace weft {
 

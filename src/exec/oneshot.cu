@@ -1,11 +1,11 @@
-// One-shot kernel instantiations (device/oneshot_kernel.cuh): one per data type, the
+// One-shot kernel instantiations (exec/oneshot_kernel.cuh): one per data type, the
 // reduction chosen at run time (a uniform branch per word costs nothing next to a
 // cross-GPU round trip, and keeps the build to ten kernels).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include "device/oneshot_kernel.cuh"
-#include "runtime/executor.hpp"
+#include "exec/oneshot_kernel.cuh"
+#include "exec/executor.hpp"
 
 namespace weft::detail {
 

@@ -1,4 +1,4 @@
-#include "runtime/executor.hpp"
+#include "exec/executor.hpp"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

@@ -1,4 +1,4 @@
-#include "runtime/plan_lowering.hpp"
+#include "exec/plan_lowering.hpp"
 
 #include <algorithm>
 #include <cstdint>

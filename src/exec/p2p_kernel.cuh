@@ -8,8 +8,8 @@
 
 #include <cstdint>
 
-#include "device/exec_plan.hpp"
-#include "device/executor_kernel.cuh"
+#include "exec/exec_plan.hpp"
+#include "exec/executor_kernel.cuh"
 #include "weft/device/copy.hpp"
 #include "weft/device/atomics.hpp"
 #include "weft/device/wait.hpp"

@@ -3,8 +3,8 @@
 // parallel). Include from .cu files only.
 #pragma once
 
-#include "device/executor_kernel.cuh"
-#include "runtime/executor.hpp"
+#include "exec/executor_kernel.cuh"
+#include "exec/executor.hpp"
 
 namespace weft::detail {
 

@@ -1,6 +1,6 @@
 // Interpreter instantiations for the float types (exec_launch.cuh; the int types are in
 // exec_int.cu, so the two-core build machine compiles them in parallel).
-#include "runtime/exec_launch.cuh"
+#include "exec/exec_launch.cuh"
 
 namespace weft::detail {
 

@@ -1,6 +1,6 @@
 // The plan interpreter: one CUDA block per thread block of the rank's plan, walking its
-// slots and micro-batches (device/exec_plan.hpp says how addresses are computed, and
-// runtime/plan_lowering.hpp how connections are numbered).
+// slots and micro-batches (exec/exec_plan.hpp says how addresses are computed, and
+// exec/plan_lowering.hpp how connections are numbered).
 //
 // Per invocation (slot s, micro-batch k), thread 0 waits, bounded by the deadline:
 //   - on every dependency's counter to reach base + k + 1 (base: the counters' common
@@ -18,8 +18,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "device/exec_plan.hpp"
-#include "device/reduce_ops.cuh"
+#include "exec/exec_plan.hpp"
+#include "exec/reduce_ops.cuh"
 #include "weft/device/atomics.hpp"
 #include "weft/device/packet.hpp"
 #include "weft/device/wait.hpp"

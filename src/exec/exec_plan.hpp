@@ -1,7 +1,7 @@
 // The executor's view of a Plan: flat arrays in device memory, and the geometry that maps
 // (slot, micro-batch, instance) to element ranges of the call's buffers.
 //
-// Host code (runtime/plan_lowering, the CPU emulator) and the interpreter kernel include
+// Host code (exec/plan_lowering, the CPU emulator) and the interpreter kernel include
 // this file, so that the addressing they compute is the same code.
 //
 // Geometry. A buffer is `groups` groups of `n` elements (one group for AllReduce, one per

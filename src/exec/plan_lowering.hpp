@@ -1,4 +1,4 @@
-// Lowering a Plan to the executor's flat per-rank arrays (device/exec_plan.hpp), with the
+// Lowering a Plan to the executor's flat per-rank arrays (exec/exec_plan.hpp), with the
 // checks that keep a bad plan from reaching a GPU: the plan-structure core's (validate_plan,
 // pair_connections in ir/plan_core.hpp) and the executor's own limits.
 //
@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "device/exec_plan.hpp"
+#include "exec/exec_plan.hpp"
 #include "ir/plan.hpp"
 
 namespace weft {

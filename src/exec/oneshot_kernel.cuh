@@ -1,4 +1,4 @@
-// The one-shot kernel (device/oneshot.hpp says what it does and why it is safe without
+// The one-shot kernel (exec/oneshot.hpp says what it does and why it is safe without
 // resets). Thread block b covers words [b * wpb, (b + 1) * wpb) of the payload; thread t
 // of it the words t, t + nthreads, ... (at most kOneShotWordsPerThread), which it sends to
 // every peer and then receives from every peer, so its own values stay in registers and
@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "device/oneshot.hpp"
-#include "device/reduce_ops.cuh"
+#include "exec/oneshot.hpp"
+#include "exec/reduce_ops.cuh"
 #include "weft/device/atomics.hpp"
 #include "weft/device/packet.hpp"
 #include "weft/device/wait.hpp"

@@ -1,4 +1,4 @@
-#include "runtime/plan_emulator.hpp"
+#include "exec/plan_emulator.hpp"
 
 #include <cstring>
 #include <deque>

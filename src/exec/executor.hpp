@@ -1,12 +1,12 @@
-// Launching the plan interpreter (device/executor_kernel.cuh) and weftAvg's division.
+// Launching the plan interpreter (exec/executor_kernel.cuh) and weftAvg's division.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 
-#include "device/exec_plan.hpp"
-#include "device/oneshot.hpp"
+#include "exec/exec_plan.hpp"
+#include "exec/oneshot.hpp"
 
 namespace weft {
 
@@ -18,7 +18,7 @@ constexpr int kExecThreadsLL = 512;
 /// Throws UnhandledCuda if the launch fails.
 void launch_executor(const exec::ExecArgs& args, int num_tbs, int threads, cudaStream_t stream);
 
-/// Launches the one-shot kernel (device/oneshot.hpp) with `blocks` thread blocks of
+/// Launches the one-shot kernel (exec/oneshot.hpp) with `blocks` thread blocks of
 /// `threads` threads (1..kOneShotBlocks, 32..kOneShotThreads) on `stream`.
 /// Throws UnhandledCuda if the launch fails.
 void launch_oneshot(const exec::OneShotArgs& args, int blocks, int threads, cudaStream_t stream);

@@ -1,6 +1,6 @@
 // The one-shot small-message path for AllReduce, AllGather and ReduceScatter: shared by
 // the host (runtime/collectives.cpp, the arena layout) and the kernel
-// (device/oneshot_kernel.cuh).
+// (exec/oneshot_kernel.cuh).
 //
 // Each rank writes its data as LL packets straight into every peer's one-shot receive
 // area, then waits for the peers' packets in its own area and combines them in rank order
@@ -22,7 +22,7 @@
 
 #include <cstdint>
 
-#include "device/exec_plan.hpp"
+#include "exec/exec_plan.hpp"
 
 namespace weft::exec {
 

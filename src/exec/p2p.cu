@@ -1,11 +1,11 @@
-// Communicator::p2p: a group's sends and receives as one launch (device/p2p_kernel.cuh).
+// Communicator::p2p: a group's sends and receives as one launch (exec/p2p_kernel.cuh).
 #include <algorithm>
 #include <map>
 
-#include "device/p2p_kernel.cuh"
+#include "exec/p2p_kernel.cuh"
 #include "runtime/communicator.hpp"
 #include "runtime/cuda_check.hpp"
-#include "runtime/executor.hpp"
+#include "exec/executor.hpp"
 #include "util/log.hpp"
 
 namespace weft {
