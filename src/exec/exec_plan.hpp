@@ -19,6 +19,7 @@
 #include <cstdint>
 
 #include "weft/device/macros.hpp"
+#include "weft/device/memory_channel.hpp"
 
 namespace weft::exec {
 
@@ -40,7 +41,7 @@ struct DevSlot {
   uint8_t src_buf;
   uint8_t dst_buf;
   uint8_t flags;      ///< kHasDependents: another slot waits on this slot's counter
-  int16_t send_conn;  ///< index into the rank's DevConn table, -1 if none
+  int16_t send_conn;  ///< index into the rank's connection table (ChannelHandle), -1 if none
   int16_t recv_conn;
   int32_t src_index;  ///< first chunk slot
   int32_t dst_index;
@@ -58,21 +59,11 @@ struct DevTB {
   int32_t nslots;
 };
 
-/// One end of a connection (a FIFO of `depth` staging slots in the receiver's memory).
-/// Send end: staging/ll_staging/posted point into the peer, acked and pos are local.
-/// Receive end: staging/ll_staging/posted/pos are local, acked points into the peer.
-/// Message q uses staging slot q % depth; the sender may write it once acked >= q - depth + 1.
-struct DevConn {
-  char* staging;       ///< Simple: depth slots of slot_bytes
-  char* ll_staging;    ///< LL: depth slots of ll_slot_bytes (16-byte packets, 8 data bytes each)
-  uint64_t* posted;    ///< Simple: messages written so far (sender bumps, receiver polls)
-  uint64_t* acked;     ///< messages consumed so far (receiver bumps, sender polls)
-  uint64_t* pos;       ///< this end's message count, persistent across launches
-  int32_t peer;
-  int32_t depth;
-  uint32_t slot_bytes;
-  uint32_t ll_slot_bytes;
-};
+/// One end of one direction of a connection: a FIFO of `depth` staging slots in the
+/// receiver's memory, driven through the public memory-channel handle's FIFO calls
+/// (weft/device/memory_channel.hpp says which pointer is whose). Made on the host by
+/// exec/memory_channel.hpp.
+using ChannelHandle = device::MemoryChannelDeviceHandle;
 
 /// Per-call geometry (see the file comment). All counts in elements.
 struct Geometry {
@@ -189,7 +180,7 @@ struct ExecArgs {
   const DevSlot* slots;
   const int32_t* deps;       ///< counter indices (this rank's slot numbers)
   const int32_t* dep_tbs;    ///< for error messages: the thread block of each dep
-  const DevConn* conns;
+  const ChannelHandle* conns;
   uint64_t* counters;        ///< one per slot of this rank, persistent
   char* buf[3];              ///< input, output, scratch
   Geometry geo;
@@ -205,7 +196,7 @@ struct ExecArgs {
   int32_t inline_plan;       ///< 1: tbs, slots and conns are the inline copies below
   DevTB itbs[kInlineTBs];
   DevSlot islots[kInlineSlots];
-  DevConn iconns[kInlineConns];
+  ChannelHandle iconns[kInlineConns];
 };
 
 }  // namespace weft::exec

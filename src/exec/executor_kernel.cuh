@@ -2,15 +2,17 @@
 // slots and micro-batches (exec/exec_plan.hpp says how addresses are computed, and
 // exec/plan_lowering.hpp how connections are numbered).
 //
-// Per invocation (slot s, micro-batch k), thread 0 waits, bounded by the deadline:
+// Connections are memory-channel FIFOs (weft/device/memory_channel.hpp: the protocol and
+// who owns which counter). Per invocation (slot s, micro-batch k), thread 0 waits, bounded
+// by the deadline:
 //   - on every dependency's counter to reach base + k + 1 (base: the counters' common
 //     value when the launch started; counters only grow, so no reset between launches or
 //     graph replays);
-//   - if s receives (Simple): on the connection's `posted` counter for the next message;
-//   - if s sends: on `acked` for a free staging slot.
-// Then the whole block moves the data; then thread 0 publishes (release stores): `posted`
-// at the receiver (always, so that Simple and LL messages share one count), `acked` at the
-// sender, and the slot's own counter. LL receives poll their packets instead of `posted`.
+//   - if s receives (Simple): wait_posted for the next message;
+//   - if s sends: wait_credit for a free staging slot.
+// Then the whole block moves the data; then thread 0 publishes: post at the receiver
+// (always, so that Simple and LL messages share one count), ack at the sender, and the
+// slot's own counter. LL receives poll their packets instead of waiting for the post.
 // A wait that times out records rank, thread block, slot, micro-batch and what it waited
 // for in host-mapped memory and ends the block; the other blocks see the claim and end too.
 #pragma once
@@ -45,7 +47,7 @@ struct BlockShared {
 struct Invocation {
   const ExecArgs* a;
   const DevSlot* slots;  ///< the plan's arrays, inline or in device memory
-  const DevConn* conns;
+  const ChannelHandle* conns;
   device::Deadline dl;
   uint64_t start_ns;
   int32_t tb;
@@ -211,8 +213,8 @@ __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32
   const DevSlot s = iv.slots[gs];
   const bool sends = prim_sends(s.prim), recvs = prim_receives(s.prim);
   const bool ll = a.protocol == kLL;
-  const DevConn* rc = recvs ? &iv.conns[s.recv_conn] : nullptr;
-  const DevConn* sc = sends ? &iv.conns[s.send_conn] : nullptr;
+  const ChannelHandle* rc = recvs ? &iv.conns[s.recv_conn] : nullptr;
+  const ChannelHandle* sc = sends ? &iv.conns[s.send_conn] : nullptr;
   if (threadIdx.x == 0) {
     int st = 0;
     const uint64_t want = sh.base + k + 1;
@@ -226,24 +228,22 @@ __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32
       }
     }
     if (st == 0 && recvs) {
-      const uint64_t rpos = *rc->pos;
+      const uint64_t rpos = rc->recv_position();
       sh.rpos = rpos;
       if (!ll) {
-        device::WaitResult r = device::spin_until([&] { return device::ld_acquire_sys(rc->posted) >= rpos + 1; }, iv.dl);
+        device::WaitResult r = rc->wait_posted(rpos, iv.dl);
         if (r != device::WaitResult::Ok) {
-          record_error(iv, r, gs, s.prim, kWaitData, rc->peer, k, -1, rpos + 1, device::ld_acquire_sys(rc->posted));
+          record_error(iv, r, gs, s.prim, kWaitData, rc->peer, k, -1, rpos + 1, rc->peer_count());
           st = 1;
         }
       }
     }
     if (st == 0 && sends) {
-      const uint64_t spos = *sc->pos;
+      const uint64_t spos = sc->send_position();
       sh.spos = spos;
-      const uint64_t depth = static_cast<uint64_t>(sc->depth);
-      device::WaitResult r =
-          device::spin_until([&] { return device::ld_acquire_sys(sc->acked) + depth >= spos + 1; }, iv.dl);
+      device::WaitResult r = sc->wait_credit(spos, iv.dl);
       if (r != device::WaitResult::Ok) {
-        record_error(iv, r, gs, s.prim, kWaitCredit, sc->peer, k, -1, spos + 1 - depth, device::ld_acquire_sys(sc->acked));
+        record_error(iv, r, gs, s.prim, kWaitCredit, sc->peer, k, -1, spos + 1 - sc->depth, sc->peer_count());
         st = 1;
       }
     }
@@ -268,8 +268,8 @@ __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32
     char* dst = wr ? a.buf[s.dst_buf] + (chunk_offset(g, s.dst_buf, s.dst_index + c) + range.lo) * esz : nullptr;
     const uint64_t piece_off = static_cast<uint64_t>(c) * part * esz;
     if (!ll) {
-      const char* in = recvs ? rc->staging + (rpos % static_cast<uint64_t>(rc->depth)) * rc->slot_bytes + piece_off : nullptr;
-      char* out = sends ? sc->staging + (spos % static_cast<uint64_t>(sc->depth)) * sc->slot_bytes + piece_off : nullptr;
+      const char* in = recvs ? rc->recv_slot(rpos) + piece_off : nullptr;
+      char* out = sends ? sc->send_slot(spos) + piece_off : nullptr;
       const T* ta = nullptr;
       const T* tb = nullptr;
       T* o1 = nullptr;
@@ -296,14 +296,8 @@ __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32
       // An in-place local copy (src and dst the same memory) has nothing to move.
       if (ta != nullptr && !(s.prim == kCopy && ta == o1)) move_simple_op<T>(a.op, ta, tb, o1, o2, n);
     } else {
-      const device::LLPacket* in =
-          recvs ? reinterpret_cast<const device::LLPacket*>(rc->ll_staging + (rpos % static_cast<uint64_t>(rc->depth)) *
-                                                                                   rc->ll_slot_bytes) + piece_off / 8
-                : nullptr;
-      device::LLPacket* out =
-          sends ? reinterpret_cast<device::LLPacket*>(sc->ll_staging + (spos % static_cast<uint64_t>(sc->depth)) *
-                                                                           sc->ll_slot_bytes) + piece_off / 8
-                : nullptr;
+      const device::LLPacket* in = recvs ? rc->recv_packets(rpos) + piece_off / 8 : nullptr;
+      device::LLPacket* out = sends ? sc->send_packets(spos) + piece_off / 8 : nullptr;
       device::WaitResult r = move_ll_op<T>(a.op, s.prim, src, in, dst, out, n * esz, (range.hi - range.lo) * esz,
                                            static_cast<uint32_t>(rpos + 1), static_cast<uint32_t>(spos + 1), iv.dl);
       if (r != device::WaitResult::Ok) {
@@ -316,20 +310,15 @@ __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32
   __syncthreads();
   if (sh.proc_status[par] != 0) return false;
   if (threadIdx.x == 0) {
+    // LL: the data carries its own flags and the block's reads have returned, so neither
+    // count needs a fence (which would wait for every packet to land).
     if (sends) {
-      // Simple: the release makes the block's staging writes visible before the count.
-      // LL: the data carries its own flags, so the count (kept for the shared message
-      // numbering) needs no fence, which would wait for every packet to land.
-      if (ll) *reinterpret_cast<volatile uint64_t*>(sc->posted) = spos + 1;
-      else device::st_release_sys(sc->posted, spos + 1);
-      *sc->pos = spos + 1;
+      if (ll) sc->post_packets(spos);
+      else sc->post(spos);
     }
     if (recvs) {
-      // The block's reads of the slot have returned (their values were used before the
-      // barrier), so an LL ack needs no fence either.
-      if (ll) *reinterpret_cast<volatile uint64_t*>(rc->acked) = rpos + 1;
-      else device::st_release_sys(rc->acked, rpos + 1);
-      *rc->pos = rpos + 1;
+      if (ll) rc->ack_packets(rpos);
+      else rc->ack(rpos);
     }
     if (s.flags & kHasDependents) device::st_release_gpu(&a.counters[gs], sh.base + k + 1);
   }

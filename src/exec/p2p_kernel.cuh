@@ -1,8 +1,8 @@
 // Point-to-point transfers of a group (weftSend / weftRecv): one block per (peer,
 // direction, instance). An operation of `bytes` is split into `instances` 16-byte-aligned
 // parts, and each part into messages of at most one staging slot, which travel through
-// the same connection FIFOs (and the same protocol: posted / acked counters, Simple
-// slots) as the interpreter's. Sender and receiver compute the same split from the byte
+// the same memory-channel FIFOs (weft/device/memory_channel.hpp: Simple slots, post and
+// ack) as the interpreter's. Sender and receiver compute the same split from the byte
 // count, which both sides of a matched pair must agree on.
 #pragma once
 
@@ -39,7 +39,7 @@ struct P2PBlockDev {
 struct P2PArgs {
   P2POpDev ops[kMaxP2POps];
   P2PBlockDev blocks[kMaxP2PBlocks];
-  const DevConn* table;
+  const ChannelHandle* table;
   int32_t rank;
   uint64_t timeout_ns;
   uint32_t* error_claim;
@@ -63,7 +63,7 @@ __global__ void __launch_bounds__(kMaxThreads) p2p_kernel(P2PArgs a) {
   __shared__ uint64_t s_pos;
   __shared__ int s_status[2];
   const P2PBlockDev blk = a.blocks[blockIdx.x];
-  const DevConn* c = &a.table[blk.conn];
+  const ChannelHandle* c = &a.table[blk.conn];
   ExecArgs ea{};
   ea.rank = a.rank;
   ea.error_claim = a.error_claim;
@@ -86,31 +86,28 @@ __global__ void __launch_bounds__(kMaxThreads) p2p_kernel(P2PArgs a) {
     for (uint64_t off = lo; off < hi; off += c->slot_bytes, par ^= 1u, ++msg) {
       const uint64_t n = hi - off < c->slot_bytes ? hi - off : c->slot_bytes;
       if (threadIdx.x == 0) {
-        const uint64_t pos = *c->pos;
+        const uint64_t pos = blk.send ? c->send_position() : c->recv_position();
         s_pos = pos;
         device::WaitResult r;
         if (blk.send) {
-          const uint64_t depth = static_cast<uint64_t>(c->depth);
-          r = device::spin_until([&] { return device::ld_acquire_sys(c->acked) + depth >= pos + 1; }, iv.dl);
+          r = c->wait_credit(pos, iv.dl);
           if (r != device::WaitResult::Ok)
-            record_error(iv, r, 0, kSend, kWaitCredit, blk.peer, msg, -1, pos + 1 - depth, device::ld_acquire_sys(c->acked));
+            record_error(iv, r, 0, kSend, kWaitCredit, blk.peer, msg, -1, pos + 1 - c->depth, c->peer_count());
         } else {
-          r = device::spin_until([&] { return device::ld_acquire_sys(c->posted) >= pos + 1; }, iv.dl);
+          r = c->wait_posted(pos, iv.dl);
           if (r != device::WaitResult::Ok)
-            record_error(iv, r, 0, kRecv, kWaitData, blk.peer, msg, -1, pos + 1, device::ld_acquire_sys(c->posted));
+            record_error(iv, r, 0, kRecv, kWaitData, blk.peer, msg, -1, pos + 1, c->peer_count());
         }
         s_status[par] = r == device::WaitResult::Ok ? 0 : 1;
       }
       __syncthreads();
       if (s_status[par] != 0) return;
-      char* slot = c->staging + (s_pos % static_cast<uint64_t>(c->depth)) * c->slot_bytes;
-      if (blk.send) device::copy_bytes(slot, op.buf + off, n, device::ThreadGroup{threadIdx.x, blockDim.x});
-      else copy_from_staging(op.buf + off, slot, n);
+      if (blk.send) device::copy_bytes(c->send_slot(s_pos), op.buf + off, n, device::ThreadGroup{threadIdx.x, blockDim.x});
+      else copy_from_staging(op.buf + off, c->recv_slot(s_pos), n);
       __syncthreads();
       if (threadIdx.x == 0) {
-        if (blk.send) device::st_release_sys(c->posted, s_pos + 1);
-        else device::st_release_sys(c->acked, s_pos + 1);
-        *c->pos = s_pos + 1;
+        if (blk.send) c->post(s_pos);
+        else c->ack(s_pos);
       }
     }
   }

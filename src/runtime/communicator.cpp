@@ -216,14 +216,12 @@ void Communicator::init_memory() {
   }
 
   // The table point-to-point launches index: ((peer * 2 + send) * K + connection).
-  const int K = layout_.cfg.connections;
-  std::vector<exec::DevConn> table(static_cast<size_t>(nranks_) * 2 * static_cast<size_t>(K));
-  for (int p = 0; p < nranks_; ++p)
-    for (int s = 0; s < 2; ++s)
-      for (int k = 0; k < K; ++k)
-        if (p != rank_) table[(static_cast<size_t>(p) * 2 + s) * K + k] = make_conn(ConnRef{p, s == 1, k});
-  WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p2p_conns_), table.size() * sizeof(exec::DevConn)));
-  WEFT_CUDA_CHECK(cudaMemcpyAsync(p2p_conns_, table.data(), table.size() * sizeof(exec::DevConn),
+  make_fifos();
+  std::vector<exec::ChannelHandle> table;
+  table.reserve(fifo_.size());
+  for (const exec::MemoryChannel& ch : fifo_) table.push_back(ch.device_handle());
+  WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p2p_conns_), table.size() * sizeof(exec::ChannelHandle)));
+  WEFT_CUDA_CHECK(cudaMemcpyAsync(p2p_conns_, table.data(), table.size() * sizeof(exec::ChannelHandle),
                                   cudaMemcpyHostToDevice, setup_stream_));
   WEFT_CUDA_CHECK(cudaStreamSynchronize(setup_stream_));
   boot_->barrier(wait_s);
@@ -264,28 +262,35 @@ void Communicator::on_peer_lost(int peer, const std::string& why) {
   if (abort_host_ != nullptr) *reinterpret_cast<volatile uint32_t*>(abort_host_) = 1;
 }
 
-exec::DevConn Communicator::make_conn(const ConnRef& ref) const {
-  exec::DevConn d{};
-  const int p = ref.peer, k = ref.pool_index;
-  d.peer = p;
-  d.depth = layout_.cfg.depth;
-  d.slot_bytes = layout_.cfg.slot_bytes;
-  d.ll_slot_bytes = layout_.cfg.ll_slot_bytes;
-  char* peer = peer_arena_[static_cast<size_t>(p)];
-  if (ref.send) {
-    d.staging = peer + layout_.staging(rank_, k);
-    d.ll_staging = peer + layout_.ll_staging(rank_, k);
-    d.posted = reinterpret_cast<uint64_t*>(peer + layout_.control(rank_, k) + ArenaLayout::kPosted);
-    d.acked = reinterpret_cast<uint64_t*>(arena_ + layout_.control(p, k) + ArenaLayout::kAcked);
-    d.pos = reinterpret_cast<uint64_t*>(arena_ + layout_.control(p, k) + ArenaLayout::kSendPos);
-  } else {
-    d.staging = arena_ + layout_.staging(p, k);
-    d.ll_staging = arena_ + layout_.ll_staging(p, k);
-    d.posted = reinterpret_cast<uint64_t*>(arena_ + layout_.control(p, k) + ArenaLayout::kPosted);
-    d.acked = reinterpret_cast<uint64_t*>(peer + layout_.control(rank_, k) + ArenaLayout::kAcked);
-    d.pos = reinterpret_cast<uint64_t*>(arena_ + layout_.control(p, k) + ArenaLayout::kRecvPos);
+void Communicator::make_fifos() {
+  const int K = layout_.cfg.connections;
+  const exec::FifoShape shape{static_cast<uint32_t>(layout_.cfg.depth), layout_.cfg.slot_bytes,
+                              layout_.cfg.ll_slot_bytes};
+  auto at = [](char* base, uint64_t off) { return reinterpret_cast<uint64_t*>(base + off); };
+  fifo_.assign(static_cast<size_t>(nranks_) * 2 * static_cast<size_t>(K), exec::MemoryChannel());
+  for (int p = 0; p < nranks_; ++p) {
+    if (p == rank_) continue;
+    char* peer = peer_arena_[static_cast<size_t>(p)];
+    for (int k = 0; k < K; ++k) {
+      // To p: p's slots and posted counter for messages from this rank, this rank's acked.
+      exec::FifoMemory to{peer + layout_.staging(rank_, k), peer + layout_.ll_staging(rank_, k),
+                          at(peer, layout_.control(rank_, k) + ArenaLayout::kPosted),
+                          at(arena_, layout_.control(p, k) + ArenaLayout::kAcked),
+                          at(arena_, layout_.control(p, k) + ArenaLayout::kSendPos)};
+      // From p: this rank's slots and posted counter for messages from p, p's acked.
+      exec::FifoMemory from{arena_ + layout_.staging(p, k), arena_ + layout_.ll_staging(p, k),
+                            at(arena_, layout_.control(p, k) + ArenaLayout::kPosted),
+                            at(peer, layout_.control(rank_, k) + ArenaLayout::kAcked),
+                            at(arena_, layout_.control(p, k) + ArenaLayout::kRecvPos)};
+      fifo_[(static_cast<size_t>(p) * 2 + 1) * K + k] = exec::MemoryChannel::fifo_send(p, shape, to);
+      fifo_[(static_cast<size_t>(p) * 2) * K + k] = exec::MemoryChannel::fifo_recv(p, shape, from);
+    }
   }
-  return d;
+}
+
+const exec::MemoryChannel& Communicator::fifo(const ConnRef& ref) const {
+  const size_t K = static_cast<size_t>(layout_.cfg.connections);
+  return fifo_[(static_cast<size_t>(ref.peer) * 2 + (ref.send ? 1 : 0)) * K + static_cast<size_t>(ref.pool_index)];
 }
 
 Communicator::CachedPlan& Communicator::plan_for(Collective c, const Choice& ch, bool in_place, int root) {
@@ -307,8 +312,8 @@ Communicator::CachedPlan& Communicator::plan_for(Collective c, const Choice& ch,
     fail(ErrorCode::InvalidUsage, "rank " + std::to_string(rank_) + ": plan '" + key + "' needs " +
                                       std::to_string(cp->num_tbs) + " thread blocks at once, more than the " +
                                       std::to_string(max_blocks_) + " this GPU holds (lower WEFT_INSTANCES)");
-  std::vector<exec::DevConn> conns;
-  for (const ConnRef& r : lr.conns) conns.push_back(make_conn(r));
+  std::vector<exec::ChannelHandle> conns;
+  for (const ConnRef& r : lr.conns) conns.push_back(fifo(r).device_handle());
   cp->conns_host = conns;
   cp->fits_inline = lr.tbs.size() <= static_cast<size_t>(exec::kInlineTBs) &&
                     lr.slots.size() <= static_cast<size_t>(exec::kInlineSlots) &&
@@ -318,7 +323,7 @@ Communicator::CachedPlan& Communicator::plan_for(Collective c, const Choice& ch,
   const uint64_t o_slots = align(o_tbs + n_tbs), n_slots = lr.slots.size() * sizeof(exec::DevSlot);
   const uint64_t o_deps = align(o_slots + n_slots), n_deps = lr.deps.size() * sizeof(int32_t);
   const uint64_t o_dtbs = align(o_deps + n_deps);
-  const uint64_t o_conns = align(o_dtbs + n_deps), n_conns = conns.size() * sizeof(exec::DevConn);
+  const uint64_t o_conns = align(o_dtbs + n_deps), n_conns = conns.size() * sizeof(exec::ChannelHandle);
   const uint64_t o_ctr = align(o_conns + n_conns), n_ctr = std::max<size_t>(1, lr.slots.size()) * sizeof(uint64_t);
   const uint64_t total = align(o_ctr + n_ctr);
   std::vector<char> host(total, 0);
@@ -340,7 +345,7 @@ Communicator::CachedPlan& Communicator::plan_for(Collective c, const Choice& ch,
   cp->slots = reinterpret_cast<const exec::DevSlot*>(cp->mem + o_slots);
   cp->deps = reinterpret_cast<const int32_t*>(cp->mem + o_deps);
   cp->dep_tbs = reinterpret_cast<const int32_t*>(cp->mem + o_dtbs);
-  cp->conns = reinterpret_cast<const exec::DevConn*>(cp->mem + o_conns);
+  cp->conns = reinterpret_cast<const exec::ChannelHandle*>(cp->mem + o_conns);
   cp->counters = reinterpret_cast<uint64_t*>(cp->mem + o_ctr);
   WEFT_LOG(Info, "PLAN", "rank " << rank_ << ": uploaded plan " << key << " (" << cp->num_tbs << " thread blocks, "
                                  << lr.slots.size() << " slots)");
@@ -474,6 +479,7 @@ void Communicator::free_all(bool graceful) {
   scratch_.clear();
   registrations_.clear();
   if (p2p_conns_) cudaFree(p2p_conns_);
+  fifo_.clear();
   if (error_claim_) cudaFree(error_claim_);
   {
     std::lock_guard<std::mutex> lock(error_mu_);

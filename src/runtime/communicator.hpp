@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "exec/exec_plan.hpp"
+#include "exec/memory_channel.hpp"
 #include "exec/oneshot.hpp"
 #include "ir/algorithm.hpp"
 #include "runtime/bootstrap.hpp"
@@ -130,11 +131,11 @@ class Communicator {
     const exec::DevSlot* slots = nullptr;
     const int32_t* deps = nullptr;
     const int32_t* dep_tbs = nullptr;
-    const exec::DevConn* conns = nullptr;
+    const exec::ChannelHandle* conns = nullptr;
     uint64_t* counters = nullptr;
     int num_tbs = 0;
     bool fits_inline = false;          ///< small enough for ExecArgs' inline arrays
-    std::vector<exec::DevConn> conns_host;
+    std::vector<exec::ChannelHandle> conns_host;
   };
   struct Registration;
   Communicator() = default;
@@ -147,7 +148,10 @@ class Communicator {
   /// a failed creation) do not. The arena is freed once no peer can write into it.
   void free_all(bool graceful);
   CachedPlan& plan_for(Collective c, const Choice& ch, bool in_place, int root);
-  exec::DevConn make_conn(const ConnRef& ref) const;
+  /// The FIFO end a plan's connection reference names (fifo_ below).
+  const exec::MemoryChannel& fifo(const ConnRef& ref) const;
+  /// Builds fifo_: every end of every connection with every peer, in the arenas.
+  void make_fifos();
   void* scratch(uint64_t bytes);
   /// The one-shot kernel (exec/oneshot.hpp) for `bytes` per rank and peer.
   void launch_oneshot_call(Collective c, const void* send, void* recv, uint64_t bytes, int dtype, int op, int blocks,
@@ -172,7 +176,9 @@ class Communicator {
   uint32_t* abort_host_ = nullptr;
   uint32_t* abort_dev_ = nullptr;
   uint32_t* error_claim_ = nullptr;         ///< device memory
-  exec::DevConn* p2p_conns_ = nullptr;      ///< device table for p2p: ((peer*2+send)*K + conn)
+  /// The host halves of the connection FIFOs, ((peer*2+send)*K + conn); empty for this rank.
+  std::vector<exec::MemoryChannel> fifo_;
+  exec::ChannelHandle* p2p_conns_ = nullptr;  ///< fifo_'s device handles, uploaded for p2p
   cudaStream_t setup_stream_ = nullptr;
   bool launched_ = false;
   std::mutex error_mu_;                     ///< guards broken_, broken_message_ and reading error_host_

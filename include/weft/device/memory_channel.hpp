@@ -1,5 +1,7 @@
 // MemoryChannelDeviceHandle: one-sided communication with one peer through memory mapped
-// from it (CUDA IPC / peer access), after MSCCL++'s memory channel.
+// from it (CUDA IPC / peer access), after MSCCL++'s memory channel. Its host half is a
+// weft::MemoryChannel (weft/channel.hpp for users' channels; weft's own connection FIFOs
+// are made by the communicator, src/exec/memory_channel.hpp).
 //
 //   put / get     copy between this rank's registered buffer and the peer's, spread over a
 //                 thread group with 16-byte accesses (no synchronization inside);
@@ -10,8 +12,24 @@
 //   put_packets / get_packets   LL packets into the peer's packet buffer and out of ours:
 //                 no signal needed, the data carries its flag.
 //
-// Trivially copyable, passed to kernels by value. It stays valid while the communicator
-// and the registrations it was made from live (see docs/device-api.md).
+// A FIFO (depth > 0) is how weft's own kernels use a channel: one direction of a
+// connection, `depth` slots of `slot_bytes` (Simple) and of `packet_slot_bytes` (LL) in the
+// receiver's memory. Message q uses slot q % depth. The send end writes into the peer's
+// slots (remote, packets_out); its semaphore's inbound counter is the receiver's ack count
+// and its outbound the receiver's posted count. The receive end reads its own slots
+// (local, packets_in); inbound is the posted count, outbound the sender's ack count. Each
+// end keeps its message count in its semaphore (send: signalled, receive: waited), in its
+// own memory, so counts persist across launches and graph replays. One thread per end:
+//
+//   send:    pos = send_position(); wait_credit(pos) (acked + depth > pos);
+//            the block writes send_slot(pos) / send_packets(pos); __syncthreads;
+//            post(pos) (Simple: release store) or post_packets(pos) (LL: plain store).
+//   receive: pos = recv_position(); wait_posted(pos) (Simple only: LL polls the packets);
+//            the block reads recv_slot(pos) / recv_packets(pos); __syncthreads;
+//            ack(pos) (Simple) or ack_packets(pos) (LL).
+//
+// Trivially copyable, passed to kernels by value. It stays valid while the host object it
+// came from lives (see docs/device-api.md).
 #pragma once
 
 #include <cstdint>
@@ -27,11 +45,15 @@
 namespace weft::device {
 
 struct MemoryChannelDeviceHandle {
-  char* local = nullptr;         ///< this rank's registered buffer
-  char* remote = nullptr;        ///< the peer's registered buffer, mapped here
-  LLPacket* packets_in = nullptr;   ///< local packet buffer the peer writes into
-  LLPacket* packets_out = nullptr;  ///< the peer's packet buffer for us, mapped here
+  char* local = nullptr;            ///< this rank's registered buffer (FIFO receive end: its Simple slots)
+  char* remote = nullptr;           ///< the peer's registered buffer, mapped here (FIFO send end: the peer's slots)
+  LLPacket* packets_in = nullptr;   ///< local packet buffer the peer writes into (receive end: LL slots)
+  LLPacket* packets_out = nullptr;  ///< the peer's packet buffer for us, mapped here (send end: LL slots)
   PeerSemaphoreDeviceHandle semaphore;
+  uint32_t depth = 0;               ///< FIFO slots; 0: not a FIFO
+  uint32_t slot_bytes = 0;          ///< bytes of one Simple slot
+  uint32_t packet_slot_bytes = 0;   ///< bytes of one LL slot (16-byte packets, 8 data bytes each)
+  int32_t peer = -1;                ///< the peer's rank in the communicator
 
 #if WEFT_DEVICE_CODE
   /// Copies `bytes` from local + src_offset to remote + dst_offset.
@@ -57,6 +79,61 @@ struct MemoryChannelDeviceHandle {
                                             ThreadGroup g, const Deadline& d) {
     return ll_get(local + dst_offset, packets_in + src_offset / 8, bytes, flag, g, d);
   }
+
+  // ---- FIFO, send end (one thread unless said otherwise) ----
+  /// Messages this end has posted so far.
+  WEFT_DEVICE_INLINE uint64_t send_position() const { return *semaphore.signalled; }
+  /// Waits until message `pos` has a free slot: the receiver has acked message pos - depth.
+  WEFT_DEVICE_INLINE WaitResult wait_credit(uint64_t pos, const Deadline& d) const {
+    const uint64_t* acked = semaphore.inbound;
+    const uint64_t n = depth;
+    return spin_until([&] { return ld_acquire_sys(acked) + n >= pos + 1; }, d);
+  }
+  /// Message `pos`'s Simple slot in the peer's memory (any thread).
+  WEFT_DEVICE_INLINE char* send_slot(uint64_t pos) const { return remote + (pos % depth) * slot_bytes; }
+  /// Message `pos`'s LL slot in the peer's memory (any thread).
+  WEFT_DEVICE_INLINE LLPacket* send_packets(uint64_t pos) const {
+    return reinterpret_cast<LLPacket*>(reinterpret_cast<char*>(packets_out) + (pos % depth) * packet_slot_bytes);
+  }
+  /// After a __syncthreads that follows the block's writes of message `pos`: publishes it.
+  /// The release store makes those writes visible to the receiver before the count.
+  WEFT_DEVICE_INLINE void post(uint64_t pos) const {
+    st_release_sys(semaphore.outbound, pos + 1);
+    *semaphore.signalled = pos + 1;
+  }
+  /// As post, for a message sent as LL packets: they carry their own flags, so the count
+  /// (kept so that Simple and LL messages share one numbering) needs no fence.
+  WEFT_DEVICE_INLINE void post_packets(uint64_t pos) const {
+    *reinterpret_cast<volatile uint64_t*>(semaphore.outbound) = pos + 1;
+    *semaphore.signalled = pos + 1;
+  }
+
+  // ---- FIFO, receive end ----
+  /// Messages this end has consumed so far.
+  WEFT_DEVICE_INLINE uint64_t recv_position() const { return *semaphore.waited; }
+  /// Waits until the sender has posted message `pos` (Simple; LL messages are polled packet by packet).
+  WEFT_DEVICE_INLINE WaitResult wait_posted(uint64_t pos, const Deadline& d) const {
+    const uint64_t* posted = semaphore.inbound;
+    return spin_until([&] { return ld_acquire_sys(posted) >= pos + 1; }, d);
+  }
+  /// Message `pos`'s Simple slot in this rank's memory (any thread).
+  WEFT_DEVICE_INLINE const char* recv_slot(uint64_t pos) const { return local + (pos % depth) * slot_bytes; }
+  /// Message `pos`'s LL slot in this rank's memory (any thread).
+  WEFT_DEVICE_INLINE const LLPacket* recv_packets(uint64_t pos) const {
+    return reinterpret_cast<const LLPacket*>(reinterpret_cast<const char*>(packets_in) + (pos % depth) * packet_slot_bytes);
+  }
+  /// After a __syncthreads that follows the block's reads of message `pos`: frees its slot.
+  WEFT_DEVICE_INLINE void ack(uint64_t pos) const {
+    st_release_sys(semaphore.outbound, pos + 1);
+    *semaphore.waited = pos + 1;
+  }
+  /// As ack, after LL reads: their values were used before the barrier, so no fence.
+  WEFT_DEVICE_INLINE void ack_packets(uint64_t pos) const {
+    *reinterpret_cast<volatile uint64_t*>(semaphore.outbound) = pos + 1;
+    *semaphore.waited = pos + 1;
+  }
+  /// What the peer has signalled so far (send end: acks; receive end: posts), for error reports.
+  WEFT_DEVICE_INLINE uint64_t peer_count() const { return ld_acquire_sys(semaphore.inbound); }
 #endif
 };
 static_assert(std::is_trivially_copyable_v<MemoryChannelDeviceHandle>);
