@@ -172,6 +172,28 @@ weftResult_t weftGroupEnd(void);
 weftResult_t weftCommRegister(const weftComm_t comm, void* buff, size_t size, void** handle);
 weftResult_t weftCommDeregister(const weftComm_t comm, void* handle);
 
+/** A memory channel between this rank and one peer, for users' own kernels: the host half
+ *  of weft::device::MemoryChannelDeviceHandle (include/weft/device/memory_channel.hpp;
+ *  include/weft/channel.hpp wraps these calls for C++; docs/device-api.md). */
+typedef struct weftMemoryChannel* weftMemoryChannel_t;
+
+/** Collective: every rank of `comm` calls it together (it all-gathers over the bootstrap),
+ *  each with its own list of `npeers` peers (0 or more other ranks, none twice) and its own
+ *  buffer [buff, buff + size), device memory of this process (weftMemAlloc). Fills
+ *  channels[i] for peers[i]: put/get reach the buffer peers[i] passed, signal/wait pair with
+ *  peers[i]'s channel to this rank, and with packetBytes > 0 (every rank the same) each
+ *  direction gets an LL packet buffer of packetBytes (rounded up to 16). If any rank's
+ *  arguments are refused, every rank fails and no channel is made. */
+weftResult_t weftCommConnectMemoryChannels(weftComm_t comm, const int* peers, int npeers, void* buff, size_t size,
+                                           size_t packetBytes, weftMemoryChannel_t* channels);
+/** Copies the channel's device handle to *handle; `size` must be
+ *  sizeof(weft::device::MemoryChannelDeviceHandle) (a check against a header of another version). */
+weftResult_t weftMemoryChannelGetDeviceHandle(weftMemoryChannel_t channel, void* handle, size_t size);
+/** Releases the channel; the memory its call made is freed, and the peers' memory
+ *  unmapped, with the last channel of that call. Every kernel using it, on either side,
+ *  must have ended. */
+weftResult_t weftMemoryChannelDestroy(weftMemoryChannel_t channel);
+
 /** Device memory suitable for registration and CUDA IPC (cudaMalloc underneath). */
 weftResult_t weftMemAlloc(void** ptr, size_t size);
 weftResult_t weftMemFree(void* ptr);

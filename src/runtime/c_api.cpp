@@ -3,6 +3,7 @@
 // message for weftGetLastError; no exception crosses the C boundary.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -22,6 +23,10 @@
 
 struct weftComm {
   std::unique_ptr<weft::Communicator> impl;
+};
+
+struct weftMemoryChannel {
+  weft::exec::MemoryChannel channel;
 };
 
 namespace {
@@ -335,6 +340,40 @@ weftResult_t weftCommRegister(const weftComm_t comm, void* buff, size_t size, vo
 
 weftResult_t weftCommDeregister(const weftComm_t comm, void* handle) {
   return guard("weftCommDeregister", [&] { impl(comm).deregister_buffer(handle); });
+}
+
+weftResult_t weftCommConnectMemoryChannels(weftComm_t comm, const int* peers, int npeers, void* buff, size_t size,
+                                           size_t packetBytes, weftMemoryChannel_t* channels) {
+  return guard("weftCommConnectMemoryChannels", [&] {
+    if (npeers < 0) weft::fail(weft::ErrorCode::InvalidArgument, "npeers is negative");
+    if (npeers > 0) {
+      need(peers, "peers");
+      need(channels, "channels");
+      std::fill(channels, channels + npeers, nullptr);
+    }
+    std::vector<int> list(peers, peers + npeers);
+    std::vector<weft::exec::MemoryChannel> made = impl(comm).connect_memory_channels(list, buff, size, packetBytes);
+    for (size_t i = 0; i < made.size(); ++i) channels[i] = new weftMemoryChannel{std::move(made[i])};
+  });
+}
+
+weftResult_t weftMemoryChannelGetDeviceHandle(weftMemoryChannel_t channel, void* handle, size_t size) {
+  return guard("weftMemoryChannelGetDeviceHandle", [&] {
+    need(channel, "channel");
+    need(handle, "handle");
+    constexpr size_t want = sizeof(weft::device::MemoryChannelDeviceHandle);
+    if (size != want)
+      weft::fail(weft::ErrorCode::InvalidArgument, "size " + std::to_string(size) + " is not " + std::to_string(want) +
+                                                       ", the size of this library's MemoryChannelDeviceHandle");
+    std::memcpy(handle, &channel->channel.device_handle(), want);
+  });
+}
+
+weftResult_t weftMemoryChannelDestroy(weftMemoryChannel_t channel) {
+  return guard("weftMemoryChannelDestroy", [&] {
+    need(channel, "channel");
+    delete channel;
+  });
 }
 
 weftResult_t weftMemAlloc(void** ptr, size_t size) {

@@ -521,29 +521,34 @@ void Communicator::free_all(bool graceful) {
   sweep_deferred();
 }
 
+uint64_t Communicator::allocation_base(const void* ptr, uint64_t bytes, const std::string& fn) {
+  // The allocation's base and size come from the driver, reached through the runtime so
+  // that libweft needs no link-time dependency on libcuda.
+  using GetRange = int (*)(unsigned long long*, size_t*, unsigned long long);
+  static GetRange get_range = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult q;
+    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &f, 12000, cudaEnableDefault, &q) != cudaSuccess)
+      f = nullptr;
+    return reinterpret_cast<GetRange>(f);
+  }();
+  if (get_range == nullptr) fail(ErrorCode::UnhandledCuda, fn + ": the driver offers no cuMemGetAddressRange");
+  unsigned long long base = 0;
+  size_t size = 0;
+  if (get_range(&base, &size, reinterpret_cast<unsigned long long>(ptr)) != 0)
+    fail(ErrorCode::InvalidArgument, fn + ": " + std::to_string(reinterpret_cast<uintptr_t>(ptr)) +
+                                         " is not device memory of this process");
+  const uint64_t offset = reinterpret_cast<uint64_t>(ptr) - base;
+  if (bytes > size - offset) fail(ErrorCode::InvalidArgument, fn + ": the range runs past its allocation");
+  return base;
+}
+
 void* Communicator::register_buffer(void* ptr, uint64_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   check_usable();
   if (ptr == nullptr || bytes == 0) fail(ErrorCode::InvalidArgument, "weftCommRegister: null buffer or zero size");
   DeviceGuard guard(device_);
-  // The allocation's base and size come from the driver, reached through the runtime so
-  // that libweft needs no link-time dependency on libcuda.
-  using GetRange = int (*)(unsigned long long*, size_t*, unsigned long long);
-  static GetRange get_range = [] {
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult q;
-    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 12000, cudaEnableDefault, &q) != cudaSuccess)
-      fn = nullptr;
-    return reinterpret_cast<GetRange>(fn);
-  }();
-  if (get_range == nullptr) fail(ErrorCode::UnhandledCuda, "weftCommRegister: the driver offers no cuMemGetAddressRange");
-  unsigned long long base = 0;
-  size_t size = 0;
-  if (get_range(&base, &size, reinterpret_cast<unsigned long long>(ptr)) != 0)
-    fail(ErrorCode::InvalidArgument, "weftCommRegister: " + std::to_string(reinterpret_cast<uintptr_t>(ptr)) +
-                                         " is not device memory of this process");
-  const uint64_t offset = reinterpret_cast<uint64_t>(ptr) - base;
-  if (bytes > size - offset) fail(ErrorCode::InvalidArgument, "weftCommRegister: the range runs past its allocation");
+  allocation_base(ptr, bytes, "weftCommRegister");
   // Local, as NCCL's registration is: no other rank takes part, so ranks may register
   // different buffers, in any order, or not at all.
   auto reg = std::make_unique<Registration>();

@@ -122,6 +122,16 @@ class Communicator {
   void* register_buffer(void* ptr, uint64_t bytes);
   void deregister_buffer(void* handle);
 
+  /// Users' memory channels (weftCommConnectMemoryChannels, runtime/user_channel.cpp).
+  /// Collective: every rank calls it together, each with its own list of peers (possibly
+  /// empty) and its own buffer [buf, buf + bytes), device memory of this process. Returns
+  /// one channel per listed peer: `local` is buf, `remote` the buffer that peer passed
+  /// (mapped here), a semaphore pair with it, and LL packet buffers of `packet_bytes`
+  /// (rounded up to 16) each way when packet_bytes > 0. The channels of one call share one
+  /// allocation and the peers' mappings, released with the last of them.
+  std::vector<exec::MemoryChannel> connect_memory_channels(const std::vector<int>& peers, void* buf, uint64_t bytes,
+                                                           uint64_t packet_bytes);
+
  private:
   /// A plan lowered for this communicator and uploaded: the arrays live in `mem`.
   struct CachedPlan {
@@ -153,6 +163,9 @@ class Communicator {
   /// Builds fifo_: every end of every connection with every peer, in the arenas.
   void make_fifos();
   void* scratch(uint64_t bytes);
+  /// The base of the allocation holding [ptr, ptr + bytes); fails (naming `fn`) if that is
+  /// not device memory of this process, or runs past its allocation.
+  static uint64_t allocation_base(const void* ptr, uint64_t bytes, const std::string& fn);
   /// The one-shot kernel (exec/oneshot.hpp) for `bytes` per rank and peer.
   void launch_oneshot_call(Collective c, const void* send, void* recv, uint64_t bytes, int dtype, int op, int blocks,
                            cudaStream_t stream);
