@@ -30,11 +30,11 @@ struct Op {
 class Lowering {
  public:
   Lowering(const TaskGraph& g, const Pipeline& p, const Topology& topo, const CompileOptions& o, Instances k,
-           bool revisit)
-      : g_(g), p_(p), topo_(topo), opt_(o), k_(k), revisit_(revisit) {}
+           bool step_order)
+      : g_(g), p_(p), topo_(topo), opt_(o), k_(k), step_order_(step_order) {}
 
-  /// The program, or nothing when units were let revisit ranks (`revisit`) and the per-slot
-  /// keys that needs are no program order (assign_keys): the caller lowers again without.
+  /// The program, or nothing when step order (`step_order`) is no program order
+  /// (assign_keys): the caller lowers again without it.
   std::optional<LoweredProgram> run() {
     out_.execution = execution_model_of(p_.scheduler);
     out_.num_subpipelines = static_cast<int32_t>(p_.subpipelines.size());
@@ -138,7 +138,7 @@ class Lowering {
       r.recv_peer = op.src, r.recv_conn = conn;
       op.recv_slot = add_slot(r, o, -1);
     }
-    if (!assign_keys() && revisit_) return false;
+    if (!assign_keys()) return false;
     // Each slot lists the Algorithm transfers of its receiving op, then of its sending op.
     for (size_t s = 0; s < out_.slots.size(); ++s) {
       LoweredSlot& ls = out_.slots[s];
@@ -153,15 +153,13 @@ class Lowering {
     return true;
   }
 
-  /// Program order. Task level: the unit's key, so that a unit runs as one pipeline. Algorithm
-  /// level: each slot's own first op (the op it receives, else the one it sends) by step, a
-  /// slot that only sends before the slots receiving in that step, so that a rank runs its
-  /// slots in step order as MSCCL's and NCCL's algorithm-level thread blocks do (a ring's rank
-  /// starts with its own send, not with the hop of the unit that started at rank 0). Kept only where it is still a program order: both ends of every connection see its
-  /// transfers in one order and every dependency points backwards; else the unit keys stay.
+  /// Program order: the unit's key, so that a unit runs as one pipeline; under step_order
+  /// (lower.hpp) each slot's own step instead. False when step order is no program order
+  /// (the ends of a connection would see its transfers in different orders, or a dependency
+  /// would point forwards): the caller then lowers again without it.
   bool assign_keys() {
     for (LoweredSlot& ls : out_.slots) ls.key = unit_key_[ls.unit];
-    if (out_.execution != ExecutionModel::Algorithm) return true;
+    if (!step_order_) return true;
     std::vector<int64_t> own(out_.slots.size());
     // (sub-pipeline, pure sends before receiving slots, pipeline position) of the first op.
     const int64_t n = static_cast<int64_t>(ops_.size());
@@ -195,6 +193,7 @@ class Lowering {
           }
       }
     for (size_t s = 0; s < out_.slots.size(); ++s) out_.slots[s].key = own[s];
+    out_.step_order = true;
     return true;
   }
 
@@ -222,9 +221,9 @@ class Lowering {
     if (fuse_within_subpipeline_ && oa.sp != ob.sp) return -1;
     if (unit_len_[oa.unit] >= kMaxFusedChain) return -1;
     // A unit visits each rank once (one slot per rank, all of the unit's key): walk the chain
-    // back from its tail. Under per-slot keys (revisit_) it may come back to a rank: a ring
+    // back from its tail. In step order (per-slot keys) it may come back to a rank: a ring
     // AllReduce's chunk then runs as one chain of rrs, rrcs and rcs, as NCCL's ring does.
-    if (!revisit_)
+    if (!step_order_)
       for (int32_t o = a; o >= 0; o = ops_[o].chain_prev)
         if (ops_[o].src == ob.dst || ops_[o].dst == ob.dst) return -1;
     // Predecessors outside the unit must come before the unit's key.
@@ -311,7 +310,7 @@ class Lowering {
   const Topology& topo_;
   const CompileOptions& opt_;
   const Instances k_;
-  const bool revisit_;
+  const bool step_order_;
   LoweredProgram out_;
   std::vector<int32_t> order_, sp_of_;
   bool stage_channels_ = false, fuse_within_subpipeline_ = false;
@@ -398,12 +397,12 @@ Instances derive_instances(const TaskGraph& g, const Pipeline& p, const Topology
 }
 
 LoweredProgram lower(const TaskGraph& graph, const Pipeline& pipeline, const Topology& topo,
-                     const CompileOptions& options, Instances instances) {
+                     const CompileOptions& options, Instances instances, bool step_order) {
   if (instances.intra < 1 || instances.inter < 1 || instances.local < 1)
     fail(ErrorCode::Internal, "lower: instances must be at least 1");
-  // Algorithm level first lets a unit revisit ranks (per-slot keys); where that gives no
-  // program order, it lowers as task level does.
-  if (execution_model_of(pipeline.scheduler) == ExecutionModel::Algorithm)
+  // Step order first lets a unit revisit ranks; where that gives no program order, it lowers
+  // with unit keys as task level does.
+  if (step_order && execution_model_of(pipeline.scheduler) == ExecutionModel::Algorithm)
     if (auto p = Lowering(graph, pipeline, topo, options, instances, true).run()) return std::move(*p);
   return std::move(*Lowering(graph, pipeline, topo, options, instances, false).run());
 }
