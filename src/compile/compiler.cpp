@@ -115,12 +115,21 @@ CompileResult compile(const Algorithm& algo, const Topology& topo, const Compile
                         text::format("the plan of %s at %d instances per link (%.0f transfers)", algo.name.c_str(), most,
                                      fp.transfers));
   }
+  // Algorithm level runs each rank's slots in step order (lower.hpp) unless that plan can
+  // deadlock with FIFOs of options.fifo_depth messages; it is then lowered in unit order.
+  bool step_order = true;
   for (;;) {
-    LoweredProgram program = lower(res.graph, res.pipeline, topo, options, k);
-    if (!options.keep_graph && !may_relower) res.graph = TaskGraph{};
+    LoweredProgram program = lower(res.graph, res.pipeline, topo, options, k, step_order);
+    if (!options.keep_graph && !may_relower && !program.step_order) res.graph = TaskGraph{};
     Allocation allocation = allocate(program, options.allocator);
     p.execution = program.execution;
     assemble_plan(program, allocation, p);  // replaces p.ranks
+    if (program.step_order && !check_deadlock(p, options.fifo_depth).ok) {
+      WEFT_LOG(Info, "PLAN", algo.name << ": in step order the plan can deadlock with FIFOs of " << options.fifo_depth
+                                       << " messages; lowering in unit order");
+      step_order = false;
+      continue;
+    }
     res.instances_intra = program.instances_intra;
     res.instances_inter = program.instances_inter;
     res.instances_local = program.instances_local;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 #include <unordered_map>
 
 #include "compile/schedule.hpp"
@@ -28,10 +29,13 @@ struct Op {
 
 class Lowering {
  public:
-  Lowering(const TaskGraph& g, const Pipeline& p, const Topology& topo, const CompileOptions& o, Instances k)
-      : g_(g), p_(p), topo_(topo), opt_(o), k_(k) {}
+  Lowering(const TaskGraph& g, const Pipeline& p, const Topology& topo, const CompileOptions& o, Instances k,
+           bool step_order)
+      : g_(g), p_(p), topo_(topo), opt_(o), k_(k), step_order_(step_order) {}
 
-  LoweredProgram run() {
+  /// The program, or nothing when step order (`step_order`) is no program order
+  /// (assign_keys): the caller lowers again without it.
+  std::optional<LoweredProgram> run() {
     out_.execution = execution_model_of(p_.scheduler);
     out_.num_subpipelines = static_cast<int32_t>(p_.subpipelines.size());
     out_.num_ranks = topo_.num_gpus();
@@ -41,7 +45,7 @@ class Lowering {
     stage_channels_ = uses_stage_channels(opt_);
     fuse_within_subpipeline_ = p_.scheduler == "hpds" || p_.scheduler == "rr";
     make_ops();
-    fuse_and_emit();
+    if (!fuse_and_emit()) return std::nullopt;
     dependencies();
     return std::move(out_);
   }
@@ -82,7 +86,7 @@ class Lowering {
   }
 
   // ---- 2 and 3. fusion and primitives, in key order ----
-  void fuse_and_emit() {
+  bool fuse_and_emit() {
     out_.slots.reserve(2 * ops_.size());
     slot_ops_.reserve(2 * ops_.size());
     std::vector<int32_t> by_key(ops_.size());
@@ -134,10 +138,10 @@ class Lowering {
       r.recv_peer = op.src, r.recv_conn = conn;
       op.recv_slot = add_slot(r, o, -1);
     }
+    if (!assign_keys()) return false;
     // Each slot lists the Algorithm transfers of its receiving op, then of its sending op.
     for (size_t s = 0; s < out_.slots.size(); ++s) {
       LoweredSlot& ls = out_.slots[s];
-      ls.key = unit_key_[ls.unit];
       ls.tasks_begin = static_cast<int32_t>(out_.slot_tasks.size());
       for (int32_t o : {slot_ops_[s].first, slot_ops_[s].second}) {
         if (o < 0) continue;
@@ -146,6 +150,51 @@ class Lowering {
       }
       ls.tasks_end = static_cast<int32_t>(out_.slot_tasks.size());
     }
+    return true;
+  }
+
+  /// Program order: the unit's key, so that a unit runs as one pipeline; under step_order
+  /// (lower.hpp) each slot's own step instead. False when step order is no program order
+  /// (the ends of a connection would see its transfers in different orders, or a dependency
+  /// would point forwards): the caller then lowers again without it.
+  bool assign_keys() {
+    for (LoweredSlot& ls : out_.slots) ls.key = unit_key_[ls.unit];
+    if (!step_order_) return true;
+    std::vector<int64_t> own(out_.slots.size());
+    // (sub-pipeline, pure sends before receiving slots, pipeline position) of the first op.
+    const int64_t n = static_cast<int64_t>(ops_.size());
+    for (size_t s = 0; s < out_.slots.size(); ++s) {
+      const bool head = slot_ops_[s].first < 0;
+      const Op& first = ops_[head ? slot_ops_[s].second : slot_ops_[s].first];
+      own[s] = (2 * static_cast<int64_t>(first.sp) + (head ? 0 : 1)) * n + first.key;
+    }
+    // Per connection, the ops in the sender's order and in the receiver's.
+    std::vector<std::vector<std::pair<int64_t, int32_t>>> sent(out_.connections.size()), received(sent.size());
+    for (size_t s = 0; s < out_.slots.size(); ++s) {
+      const LoweredSlot& ls = out_.slots[s];
+      if (ls.send_conn >= 0) sent[ls.send_conn].push_back({own[s], slot_ops_[s].second});
+      if (ls.recv_conn >= 0) received[ls.recv_conn].push_back({own[s], slot_ops_[s].first});
+    }
+    for (size_t c = 0; c < sent.size(); ++c) {
+      std::sort(sent[c].begin(), sent[c].end());
+      std::sort(received[c].begin(), received[c].end());
+      if (sent[c].size() != received[c].size()) return false;
+      for (size_t i = 0; i < sent[c].size(); ++i)
+        if (sent[c][i].second != received[c][i].second) return false;
+    }
+    for (size_t s = 0; s < out_.slots.size(); ++s)
+      for (int32_t o : {slot_ops_[s].first, slot_ops_[s].second}) {
+        if (o < 0) continue;
+        for (int32_t i = ops_[o].tasks_begin; i < ops_[o].tasks_end; ++i)
+          for (const TaskEdge& e : g_.edges_to(op_tasks_[i])) {
+            if (e.rank != out_.slots[s].rank) continue;
+            const int32_t from = end_slot(op_of_[e.from], e.rank);
+            if (from != static_cast<int32_t>(s) && own[from] >= own[s]) return false;
+          }
+      }
+    for (size_t s = 0; s < out_.slots.size(); ++s) out_.slots[s].key = own[s];
+    out_.step_order = true;
+    return true;
   }
 
   /// The op whose receiving end op `b`'s sending end can fuse with, or -1.
@@ -171,9 +220,12 @@ class Lowering {
     if (oa.instances != ob.instances || oa.channel != ob.channel) return -1;
     if (fuse_within_subpipeline_ && oa.sp != ob.sp) return -1;
     if (unit_len_[oa.unit] >= kMaxFusedChain) return -1;
-    // A unit visits each rank once (one slot per rank): walk the chain back from its tail.
-    for (int32_t o = a; o >= 0; o = ops_[o].chain_prev)
-      if (ops_[o].src == ob.dst || ops_[o].dst == ob.dst) return -1;
+    // A unit visits each rank once (one slot per rank, all of the unit's key): walk the chain
+    // back from its tail. In step order (per-slot keys) it may come back to a rank: a ring
+    // AllReduce's chunk then runs as one chain of rrs, rrcs and rcs, as NCCL's ring does.
+    if (!step_order_)
+      for (int32_t o = a; o >= 0; o = ops_[o].chain_prev)
+        if (ops_[o].src == ob.dst || ops_[o].dst == ob.dst) return -1;
     // Predecessors outside the unit must come before the unit's key.
     int64_t key = unit_key_[oa.unit];
     for (int32_t i = ob.tasks_begin; i < ob.tasks_end; ++i)
@@ -258,6 +310,7 @@ class Lowering {
   const Topology& topo_;
   const CompileOptions& opt_;
   const Instances k_;
+  const bool step_order_;
   LoweredProgram out_;
   std::vector<int32_t> order_, sp_of_;
   bool stage_channels_ = false, fuse_within_subpipeline_ = false;
@@ -344,10 +397,14 @@ Instances derive_instances(const TaskGraph& g, const Pipeline& p, const Topology
 }
 
 LoweredProgram lower(const TaskGraph& graph, const Pipeline& pipeline, const Topology& topo,
-                     const CompileOptions& options, Instances instances) {
+                     const CompileOptions& options, Instances instances, bool step_order) {
   if (instances.intra < 1 || instances.inter < 1 || instances.local < 1)
     fail(ErrorCode::Internal, "lower: instances must be at least 1");
-  return Lowering(graph, pipeline, topo, options, instances).run();
+  // Step order first lets a unit revisit ranks; where that gives no program order, it lowers
+  // with unit keys as task level does.
+  if (step_order && execution_model_of(pipeline.scheduler) == ExecutionModel::Algorithm)
+    if (auto p = Lowering(graph, pipeline, topo, options, instances, true).run()) return std::move(*p);
+  return std::move(*Lowering(graph, pipeline, topo, options, instances, false).run());
 }
 
 Instances fewer_instances(Instances k, int32_t tbs, int32_t max_tbs) {

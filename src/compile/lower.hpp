@@ -64,6 +64,9 @@ struct LoweredProgram {
   int32_t instances_intra = 1, instances_inter = 1, instances_local = 1;
   int32_t ops = 0;         ///< operations (tasks)
   int32_t fused = 0;       ///< fused primitives (before instances)
+  /// Algorithm level: each rank runs its slots in step order, a fused chain may revisit a
+  /// rank (lower's step_order); false: in the order of their units' keys.
+  bool step_order = false;
 };
 
 /// Upper bound on derived instances per link (CompileOptions::instances may ask for more).
@@ -95,8 +98,18 @@ bool uses_stage_channels(const CompileOptions& options);
 /// Lowers a scheduled graph with the given instances (each at least 1; compile() takes them
 /// from derive_instances, then fewer_instances under a thread-block limit). Throws Internal
 /// if an invariant breaks.
+///
+/// `step_order` (algorithm-level schedulers only): a slot's program order is its own step
+/// (the op it receives, else the one it sends; a slot that only sends before the slots that
+/// receive in its step), not its unit's key, and a fused chain may come back to a rank, so a
+/// ring AllReduce's chunk runs as one chain of rrs, rrcs and rcs on one thread block per
+/// rank, each rank starting with its own send (what NCCL's ring and MSCCL's algorithm-level
+/// thread blocks do). Taken only where both ends of every connection see its transfers in
+/// one order and every dependency points backwards; the result's step_order says whether it
+/// was. Unlike unit keys it may need FIFOs of more than one message: compile() lowers again
+/// without it when the deadlock check at its FIFO depth refuses the plan.
 LoweredProgram lower(const TaskGraph& graph, const Pipeline& pipeline, const Topology& topo,
-                     const CompileOptions& options, Instances instances);
+                     const CompileOptions& options, Instances instances, bool step_order = true);
 
 /// Fewer instances for a plan that needs `tbs` thread blocks on its busiest rank where at
 /// most `max_tbs` may run: each count scaled by max_tbs / tbs (rounded down, at least 1),

@@ -24,11 +24,16 @@ TEST(Selection, SmallIsOneShotMidIsAllPairsOverLLLargeIsSimple) {
     EXPECT_NE(m.algorithm, kOneShot);
     Choice ll = table_choice(c, 8, 9);
     EXPECT_EQ(ll.protocol, "LL");
-    EXPECT_EQ(ll.algorithm, "allpairs");
+    // AllReduce and ReduceScatter keep the hand-built all-pairs; AllGather's is compiled.
+    EXPECT_EQ(ll.algorithm, c == Collective::AllGather ? "peerwise_allgather" : "allpairs");
     Choice l = table_choice(c, 256u << 20, 2);
     EXPECT_EQ(l.protocol, "Simple");
     EXPECT_EQ(l.instances, 24);
-    EXPECT_EQ(table_choice(c, 256u << 20, 8).algorithm, "ring");
+    Choice ring = table_choice(c, 256u << 20, 8);
+    EXPECT_EQ(ring.algorithm, c == Collective::AllReduce   ? "ring_allreduce"
+                              : c == Collective::AllGather ? "ring_allgather"
+                                                           : "ring_reducescatter");
+    EXPECT_EQ(ring.scheduler, "algo");
   }
 }
 
@@ -88,7 +93,7 @@ TEST(Selection, OneShotOverridesAndLimits) {
   EXPECT_EQ(select_algorithm(Collective::AllReduce, 8, 9, 32).algorithm, "allpairs");
   // Not a collective it implements: ignored.
   unsetenv("WEFT_PROTO");
-  EXPECT_EQ(select_algorithm(Collective::Broadcast, 8, 2, 32).algorithm, "allpairs");
+  EXPECT_EQ(select_algorithm(Collective::Broadcast, 8, 2, 32).algorithm, "allpairs_broadcast");
   // ReduceScatter's payload is per rank and peer times the rank count.
   EXPECT_EQ(select_algorithm(Collective::ReduceScatter, 2 * exec::kOneShotMaxBytes, 2, 32).algorithm, kOneShot);
   EXPECT_NE(select_algorithm(Collective::ReduceScatter, 2 * exec::kOneShotMaxBytes + 16, 2, 32).algorithm, kOneShot);
