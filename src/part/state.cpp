@@ -93,6 +93,12 @@ void RequestState::check_parrived(uint32_t p) const {
   if (p >= desc_.partitions) fail(ErrorCode::InvalidArgument, out_of_range(p, "parrived"));
 }
 
+void RequestState::check_wait() const {
+  if (active_ && prepared_ != epoch_)
+    fail(ErrorCode::InvalidUsage, describe(desc_, rank_) + ": wait or test in epoch " + std::to_string(epoch_) +
+                                      " before pbuf_prepare (nothing can arrive until the receiver is ready)");
+}
+
 void RequestState::check_free() const {
   if (active_)
     fail(ErrorCode::InvalidUsage, describe(desc_, rank_) + ": free of an active request (epoch " +

@@ -73,6 +73,9 @@ class RequestState {
   /// Checks a wait or test call: the request must have been started (an inactive request
   /// completes at once, as MPI's do).
   void complete() { active_ = false; }
+  /// Checks a wait or test call: an active request must have been prepared (pbuf_prepare),
+  /// or nothing can ever arrive.
+  void check_wait() const;
   /// Checks that the request may be freed (not active).
   void check_free() const;
   /// The partition-index error message (also used for device-side errors).

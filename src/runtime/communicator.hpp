@@ -121,6 +121,11 @@ class Communicator {
   void* register_buffer(void* ptr, uint64_t bytes);
   void deregister_buffer(void* handle);
 
+  /// The bootstrap, for collective setup steps of layers built on the communicator
+  /// (partitioned communication's context, src/part); WEFT_TIMEOUT in seconds (0: none).
+  Bootstrap& bootstrap() { return *boot_; }
+  double timeout_seconds() const { return timeout_s_; }
+
  private:
   /// A plan lowered for this communicator and uploaded: the arrays live in `mem`.
   struct CachedPlan {

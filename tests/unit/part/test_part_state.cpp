@@ -100,6 +100,10 @@ TEST(PartState, WrongDirectionAndOrder) {
   expect_error([&] { s.pready(0); }, ErrorCode::InvalidUsage, {"pready before pbuf_prepare"});
   expect_error([&] { s.check_parrived(0); }, ErrorCode::InvalidUsage, {"parrived on a send request"});
   expect_error([&] { s.check_free(); }, ErrorCode::InvalidUsage, {"free of an active request"});
+  expect_error([&] { s.check_wait(); }, ErrorCode::InvalidUsage, {"before pbuf_prepare"});
+  s.begin_prepare();
+  s.prepare_done();
+  s.check_wait();
   RequestState r(desc(Direction::Recv), 0);
   r.start();
   expect_error([&] { r.pready(0); }, ErrorCode::InvalidUsage, {"pready on a receive request"});

@@ -1,0 +1,315 @@
+#include "part/context.hpp"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <thread>
+
+#include "runtime/communicator.hpp"
+#include "runtime/cuda_check.hpp"
+#include "util/config.hpp"
+
+namespace weft::part {
+
+namespace {
+
+/// What each rank tells the others when a context is created.
+struct RankInfo {
+  int32_t pid;
+  int32_t device;
+  uint64_t host;
+  uint64_t mailbox;
+  cudaIpcMemHandle_t handle;
+};
+
+uint64_t host_id() {
+  char name[256] = {};
+  gethostname(name, sizeof(name) - 1);
+  return std::hash<std::string>{}(name);
+}
+
+using GetRange = int (*)(unsigned long long*, size_t*, unsigned long long);
+GetRange address_range_fn() {
+  static GetRange fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult q;
+    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &f, 12000, cudaEnableDefault, &q) != cudaSuccess)
+      f = nullptr;
+    return reinterpret_cast<GetRange>(f);
+  }();
+  return fn;
+}
+
+}  // namespace
+
+HostDeadline::HostDeadline(double seconds)
+    : end_(std::chrono::steady_clock::now() +
+           std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+               std::chrono::duration<double>(config::wait_seconds(seconds)))),
+      seconds_(seconds) {}
+
+std::unique_ptr<Context> Context::create(Communicator& comm) { return std::make_unique<ContextImpl>(comm); }
+
+ContextImpl::ContextImpl(Communicator& comm)
+    : rank_(comm.rank()), nranks_(comm.nranks()), device_(comm.device()), timeout_s_(comm.timeout_seconds()) {
+  comm.check_usable();
+  DeviceGuard guard(device_);
+  const uint64_t bytes = static_cast<uint64_t>(nranks_) * 2 * kSlots * kMessageBytes;
+  WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  WEFT_CUDA_CHECK(cudaHostAlloc(&staging_, kMessageBytes, cudaHostAllocDefault));
+  WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&mailbox_), bytes));
+  WEFT_CUDA_CHECK(cudaMemsetAsync(mailbox_, 0, bytes, stream_));
+  WEFT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  RankInfo mine{};
+  mine.pid = static_cast<int32_t>(getpid());
+  mine.device = device_;
+  mine.host = host_id();
+  mine.mailbox = reinterpret_cast<uint64_t>(mailbox_);
+  WEFT_CUDA_CHECK(cudaIpcGetMemHandle(&mine.handle, mailbox_));
+  std::vector<RankInfo> all(static_cast<size_t>(nranks_));
+  all[static_cast<size_t>(rank_)] = mine;
+  const double wait_s = config::wait_seconds(timeout_s_);
+  comm.bootstrap().allgather(all.data(), sizeof(RankInfo), wait_s);
+  peer_mailbox_.assign(static_cast<size_t>(nranks_), nullptr);
+  peer_local_.assign(static_cast<size_t>(nranks_), false);
+  peer_opened_.assign(static_cast<size_t>(nranks_), false);
+  for (int p = 0; p < nranks_; ++p) {
+    const RankInfo& ri = all[static_cast<size_t>(p)];
+    if (p == rank_) {
+      peer_mailbox_[static_cast<size_t>(p)] = mailbox_;
+      peer_local_[static_cast<size_t>(p)] = true;
+      continue;
+    }
+    if (ri.host != mine.host)
+      fail(ErrorCode::InvalidUsage, "rank " + std::to_string(rank_) + ": partitioned communication with rank " +
+                                        std::to_string(p) +
+                                        " on another host needs the progression-engine path, which is not available "
+                                        "yet (kernel copy only)");
+    if (ri.pid == mine.pid) {
+      peer_local_[static_cast<size_t>(p)] = true;
+      peer_mailbox_[static_cast<size_t>(p)] = reinterpret_cast<char*>(ri.mailbox);
+    } else {
+      void* ptr = nullptr;
+      cudaError_t err = cudaIpcOpenMemHandle(&ptr, ri.handle, cudaIpcMemLazyEnablePeerAccess);
+      if (err != cudaSuccess)
+        fail(ErrorCode::UnhandledCuda, "rank " + std::to_string(rank_) + ": cannot map rank " + std::to_string(p) +
+                                           "'s partitioned mailbox through CUDA IPC (" + cudaGetErrorName(err) + ")");
+      peer_mailbox_[static_cast<size_t>(p)] = static_cast<char*>(ptr);
+      peer_opened_[static_cast<size_t>(p)] = true;
+    }
+  }
+  offers_posted_.assign(static_cast<size_t>(nranks_), 0);
+  offers_seen_.assign(static_cast<size_t>(nranks_), {});
+  offers_matched_.assign(static_cast<size_t>(nranks_), {});
+  // Nobody writes into a mailbox before its owner has zeroed it.
+  comm.bootstrap().barrier(wait_s);
+}
+
+ContextImpl::~ContextImpl() {
+  try {
+    DeviceGuard guard(device_);
+    for (auto& [key, m] : mappings_) cudaIpcCloseMemHandle(m.base);
+    for (size_t p = 0; p < peer_mailbox_.size(); ++p)
+      if (peer_opened_[p]) cudaIpcCloseMemHandle(peer_mailbox_[p]);
+    if (mailbox_) cudaFree(mailbox_);
+    if (staging_) cudaFreeHost(staging_);
+    if (stream_) cudaStreamDestroy(stream_);
+    cudaGetLastError();
+  } catch (...) {
+  }
+}
+
+// Mailbox of rank X: [peer][offers|replies][slot] entries of kMessageBytes.
+char* ContextImpl::mailbox(int peer, bool offers, uint32_t index, bool local) {
+  // local: this rank's mailbox, area of `peer`; else peer's mailbox, area of this rank.
+  char* base = local ? mailbox_ : peer_mailbox_[static_cast<size_t>(peer)];
+  const int area = local ? peer : rank_;
+  return base + ((static_cast<uint64_t>(area) * 2 + (offers ? 0 : 1)) * kSlots + index) * kMessageBytes;
+}
+
+void ContextImpl::write_message(char* dst, const MailMessage& m) {
+  static_assert(sizeof(MailMessage) <= kMessageBytes);
+  MailMessage body = m;
+  const uint64_t seq = m.seq;
+  body.seq = 0;
+  write(dst, &body, sizeof(body));
+  write(dst, &seq, sizeof(seq));
+}
+
+bool ContextImpl::read_message(const char* src, uint64_t seq, MailMessage* out) {
+  uint64_t got = 0;
+  read(&got, src, sizeof(got));
+  if (got != seq) return false;
+  read(out, src, sizeof(MailMessage));
+  out->seq = seq;
+  return true;
+}
+
+uint32_t ContextImpl::post_offer(int peer, MailMessage m) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  uint32_t& n = offers_posted_[static_cast<size_t>(peer)];
+  if (n >= kSlots)
+    fail(ErrorCode::InvalidUsage, "rank " + std::to_string(rank_) + ": more than " + std::to_string(kSlots) +
+                                      " partitioned send requests set up toward rank " + std::to_string(peer) +
+                                      " in one context (create a new context)");
+  m.seq = n + 1;
+  write_message(mailbox(peer, true, n, false), m);
+  return n++;
+}
+
+MailMessage ContextImpl::wait_reply(int peer, uint32_t index, const std::string& who) {
+  HostDeadline d(timeout_s_);
+  MailMessage m;
+  for (;;) {
+    {
+      std::lock_guard<std::recursive_mutex> lock(mu_);
+      if (read_message(mailbox(peer, false, index, true), index + 1, &m)) return m;
+    }
+    if (d.passed())
+      fail(ErrorCode::Timeout, who + ": the peer did not answer the setup within " + std::to_string(d.seconds()) +
+                                   " s (WEFT_TIMEOUT): no matching receive was prepared on rank " +
+                                   std::to_string(peer));
+    std::this_thread::yield();
+  }
+}
+
+uint32_t ContextImpl::match_offer(int peer, int tag, MailMessage* out, const std::string& who) {
+  HostDeadline d(timeout_s_);
+  for (;;) {
+    {
+      std::lock_guard<std::recursive_mutex> lock(mu_);
+      auto& seen = offers_seen_[static_cast<size_t>(peer)];
+      auto& matched = offers_matched_[static_cast<size_t>(peer)];
+      for (size_t i = 0; i < seen.size(); ++i)
+        if (!matched[i] && seen[i].tag == tag) {
+          matched[i] = true;
+          *out = seen[i];
+          return static_cast<uint32_t>(i);
+        }
+      // Read every new offer (they may carry other tags).
+      for (MailMessage m; seen.size() < kSlots &&
+                          read_message(mailbox(peer, true, static_cast<uint32_t>(seen.size()), true), seen.size() + 1, &m);) {
+        seen.push_back(m);
+        matched.push_back(false);
+        if (m.tag == tag) {
+          matched.back() = true;
+          *out = m;
+          return static_cast<uint32_t>(seen.size() - 1);
+        }
+      }
+    }
+    if (d.passed())
+      fail(ErrorCode::Timeout, who + ": no partitioned send with this tag came from rank " + std::to_string(peer) +
+                                   " within " + std::to_string(d.seconds()) + " s (WEFT_TIMEOUT)");
+    std::this_thread::yield();
+  }
+}
+
+void ContextImpl::post_reply(int peer, uint32_t index, MailMessage m) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  m.seq = index + 1;
+  write_message(mailbox(peer, false, index, false), m);
+}
+
+ExportedMemory ContextImpl::export_memory(const void* ptr) const {
+  ExportedMemory e;
+  e.ptr = reinterpret_cast<uint64_t>(ptr);
+  GetRange range = address_range_fn();
+  if (range == nullptr) fail(ErrorCode::UnhandledCuda, "the driver offers no cuMemGetAddressRange");
+  unsigned long long base = 0;
+  size_t size = 0;
+  if (range(&base, &size, reinterpret_cast<unsigned long long>(ptr)) != 0)
+    fail(ErrorCode::InvalidArgument, "rank " + std::to_string(rank_) + ": buffer " +
+                                         std::to_string(reinterpret_cast<uintptr_t>(ptr)) +
+                                         " is not device memory of this process (partitioned buffers must be)");
+  e.offset = reinterpret_cast<uint64_t>(ptr) - base;
+  DeviceGuard guard(device_);
+  WEFT_CUDA_CHECK(cudaIpcGetMemHandle(&e.handle, reinterpret_cast<void*>(base)));
+  return e;
+}
+
+char* ContextImpl::map(int peer, const ExportedMemory& m) {
+  if (peer_local_[static_cast<size_t>(peer)]) return reinterpret_cast<char*>(m.ptr);
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  const std::string key(reinterpret_cast<const char*>(&m.handle), sizeof(m.handle));
+  Mapping& mp = mappings_[key];
+  if (mp.refs == 0) {
+    DeviceGuard guard(device_);
+    void* ptr = nullptr;
+    cudaError_t err = cudaIpcOpenMemHandle(&ptr, m.handle, cudaIpcMemLazyEnablePeerAccess);
+    if (err != cudaSuccess) {
+      mappings_.erase(key);
+      fail(ErrorCode::UnhandledCuda, "rank " + std::to_string(rank_) + ": cannot map rank " + std::to_string(peer) +
+                                         "'s partitioned buffer through CUDA IPC (" + cudaGetErrorName(err) + ")");
+    }
+    mp.base = static_cast<char*>(ptr);
+  }
+  ++mp.refs;
+  return mp.base + m.offset;
+}
+
+void ContextImpl::unmap(int peer, char* p) {
+  if (p == nullptr || peer_local_[static_cast<size_t>(peer)]) return;
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  for (auto it = mappings_.begin(); it != mappings_.end(); ++it) {
+    // The mapping whose base is the closest one at or below p.
+    if (it->second.base > p) continue;
+    bool best = true;
+    for (auto& [k, other] : mappings_)
+      if (other.base <= p && other.base > it->second.base) best = false;
+    if (!best) continue;
+    if (--it->second.refs == 0) {
+      DeviceGuard guard(device_);
+      cudaIpcCloseMemHandle(it->second.base);
+      mappings_.erase(it);
+    }
+    return;
+  }
+}
+
+void ContextImpl::read(void* host, const void* dev, uint64_t bytes) {
+  DeviceGuard guard(device_);
+  if (bytes > kMessageBytes) {
+    WEFT_CUDA_CHECK(cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDefault, stream_));
+    WEFT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return;
+  }
+  WEFT_CUDA_CHECK(cudaMemcpyAsync(staging_, dev, bytes, cudaMemcpyDefault, stream_));
+  WEFT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  std::memcpy(host, staging_, bytes);
+}
+
+void ContextImpl::write(void* dev, const void* host, uint64_t bytes) {
+  DeviceGuard guard(device_);
+  if (bytes > kMessageBytes) {
+    WEFT_CUDA_CHECK(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyDefault, stream_));
+    WEFT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return;
+  }
+  std::memcpy(staging_, host, bytes);
+  WEFT_CUDA_CHECK(cudaMemcpyAsync(dev, staging_, bytes, cudaMemcpyDefault, stream_));
+  WEFT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void ContextImpl::copy(void* dst, const void* src, uint64_t bytes) {
+  DeviceGuard guard(device_);
+  WEFT_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_));
+  WEFT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void* ContextImpl::alloc_device(uint64_t bytes) {
+  DeviceGuard guard(device_);
+  void* p = nullptr;
+  WEFT_CUDA_CHECK(cudaMalloc(&p, bytes));
+  WEFT_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream_));
+  WEFT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  return p;
+}
+
+void ContextImpl::free_device(void* p) {
+  if (p == nullptr) return;
+  DeviceGuard guard(device_);
+  cudaFree(p);
+}
+
+}  // namespace weft::part
