@@ -56,7 +56,6 @@ void RequestImpl::start() {
       expected_sent_ = sent + host_sent_;
     }
     errored_ = false;
-    host_counts_.assign(transports(), 0);
     ctx_.write(ctl_ + kCtlEpoch, &e, sizeof(e));
   } else {
     ctx_.write(flags_ + kFlagEpoch, &e, sizeof(e));
@@ -151,7 +150,6 @@ void RequestImpl::prepare_phase(Phase ph) {
         threshold_written_ = static_cast<uint32_t>(thr);
       }
       expected_sent_ += transports();
-      host_counts_.assign(transports(), 0);
       st_.prepare_done();
       return;
     }

@@ -67,7 +67,6 @@ class RequestImpl : public Request {
   uint32_t offer_ = 0;
   uint32_t threshold_written_ = 0;
   uint64_t expected_sent_ = 0, host_sent_ = 0;
-  std::vector<uint32_t> host_counts_;    ///< host pready per transport partition, this epoch
   bool errored_ = false;                 ///< an epoch ended in a device error: resync counters
   DeviceRequestImpl* dreq_ = nullptr;
   // Receive side.

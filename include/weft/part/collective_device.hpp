@@ -20,7 +20,10 @@
 
 #include "weft/device/atomics.hpp"
 #include "weft/device/macros.hpp"
+#include "weft/device/copy.hpp"
+#include "weft/device/thread_group.hpp"
 #include "weft/device/wait.hpp"
+#include "weft/part/common.hpp"
 
 namespace weft::part {
 
@@ -57,7 +60,7 @@ struct PcollDeviceHandle {
   uint64_t slot_bytes = 0;         ///< bytes of one scratch slot (the largest chunk)
   const PcollStep* steps = nullptr;
   const PcollPeer* peers = nullptr;
-  uint64_t* ctl = nullptr;         ///< [1] epoch, [2] partitions finished (all epochs), [3] error claim
+  uint64_t* ctl = nullptr;         ///< kCtlEpoch; kCtlSent: partitions finished (all epochs); kCtlClaim
   uint64_t* stamps = nullptr;      ///< per partition: epoch of its last pready
   uint64_t* finished = nullptr;    ///< per partition: epoch it last finished in
   DeviceErrorRecord* error = nullptr;
@@ -111,12 +114,12 @@ struct PcollDeviceHandle {
     __shared__ int s_failed;
     __syncthreads();
     if (threadIdx.x == 0) {
-      const uint64_t e = device::ld_acquire_gpu(ctl + 1);
+      const uint64_t e = device::ld_acquire_gpu(ctl + kCtlEpoch);
       uint32_t code = 0;
       if (u >= partitions) code = 1;
       else if (e == 0) code = 3;
       else if (atomicExch(reinterpret_cast<unsigned long long*>(stamps + u), e) == e) code = 2;
-      if (code != 0) detail::record_error(error, ctl + 3, code, u, e);
+      if (code != 0) detail::record_error(error, ctl + kCtlClaim, code, u, e);
       s_epoch = code == 0 ? e : 0;
       s_failed = 0;
     }
@@ -133,7 +136,7 @@ struct PcollDeviceHandle {
         if (threadIdx.x == 0) {
           const uint64_t* f = pe.local_flags + kFlagFirst + idx;
           if (device::spin_until([&] { return device::ld_acquire_sys(f) >= e; }, d) != device::WaitResult::Ok) {
-            detail::record_error(error, ctl + 3, 4, u, e);
+            detail::record_error(error, ctl + kCtlClaim, 4, u, e);
             s_failed = 1;
           }
         }
@@ -162,12 +165,12 @@ struct PcollDeviceHandle {
     if (threadIdx.x == 0) {
       __threadfence();
       device::st_release_gpu(finished + u, e);
-      atomicAdd(reinterpret_cast<unsigned long long*>(ctl + 2), 1ull);
+      atomicAdd(reinterpret_cast<unsigned long long*>(ctl + kCtlSent), 1ull);
     }
   }
   /// Any thread: true once partition u of the current epoch has finished on this rank.
   WEFT_DEVICE_INLINE bool parrived(uint32_t u) const {
-    return u < partitions && device::ld_acquire_gpu(finished + u) >= device::ld_acquire_gpu(ctl + 1);
+    return u < partitions && device::ld_acquire_gpu(finished + u) >= device::ld_acquire_gpu(ctl + kCtlEpoch);
   }
 #endif
 };
