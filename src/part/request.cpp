@@ -6,6 +6,32 @@
 
 namespace weft::part {
 
+namespace {
+
+/// A mailbox message carrying `d`'s description.
+MailMessage describe_in_message(const RequestDesc& d) {
+  MailMessage m;
+  m.tag = d.tag;
+  m.dtype = d.dtype;
+  m.partitions = d.partitions;
+  m.elem_bytes = d.elem_bytes;
+  m.count = d.count;
+  return m;
+}
+
+/// The peer's request as its message describes it (the twin of `d`).
+RequestDesc peer_desc(const RequestDesc& d, const MailMessage& m) {
+  RequestDesc theirs = d;
+  theirs.dir = d.dir == Direction::Send ? Direction::Recv : Direction::Send;
+  theirs.partitions = m.partitions;
+  theirs.count = m.count;
+  theirs.dtype = m.dtype;
+  theirs.elem_bytes = m.elem_bytes;
+  return theirs;
+}
+
+}  // namespace
+
 RequestImpl::RequestImpl(ContextImpl& ctx, const RequestDesc& d, void* buf)
     : ctx_(ctx), st_(d, ctx.rank()), buf_(static_cast<char*>(buf)) {
   if (buf == nullptr) fail(ErrorCode::InvalidArgument, describe(d, ctx.rank()) + ": the buffer is null");
@@ -70,12 +96,7 @@ void RequestImpl::prepare_phase(Phase ph) {
     case Phase::Offer: {
       st_.begin_prepare();
       if (!first || !is_send()) return;
-      MailMessage m;
-      m.tag = d.tag;
-      m.dtype = d.dtype;
-      m.partitions = d.partitions;
-      m.elem_bytes = d.elem_bytes;
-      m.count = d.count;
+      MailMessage m = describe_in_message(d);
       m.ctrl = ctx_.export_memory(ctl_);
       offer_ = ctx_.post_offer(d.peer, m);
       return;
@@ -84,18 +105,8 @@ void RequestImpl::prepare_phase(Phase ph) {
       if (!first || is_send()) return;
       MailMessage offer;
       const uint32_t idx = ctx_.match_offer(d.peer, d.tag, &offer, who);
-      RequestDesc theirs = d;
-      theirs.dir = Direction::Send;
-      theirs.partitions = offer.partitions;
-      theirs.count = offer.count;
-      theirs.dtype = offer.dtype;
-      theirs.elem_bytes = offer.elem_bytes;
-      MailMessage reply;
-      reply.tag = d.tag;
-      reply.dtype = d.dtype;
-      reply.partitions = d.partitions;
-      reply.elem_bytes = d.elem_bytes;
-      reply.count = d.count;
+      const RequestDesc theirs = peer_desc(d, offer);
+      MailMessage reply = describe_in_message(d);
       const bool same = theirs.partitions == d.partitions && theirs.count == d.count && theirs.dtype == d.dtype;
       reply.status = same ? 0 : 1;
       if (same) {
@@ -111,13 +122,7 @@ void RequestImpl::prepare_phase(Phase ph) {
     case Phase::Finish: {
       if (!first || !is_send()) return;
       MailMessage reply = ctx_.wait_reply(d.peer, offer_, who);
-      RequestDesc theirs = d;
-      theirs.dir = Direction::Recv;
-      theirs.partitions = reply.partitions;
-      theirs.count = reply.count;
-      theirs.dtype = reply.dtype;
-      theirs.elem_bytes = reply.elem_bytes;
-      check_match(d, theirs, ctx_.rank());
+      check_match(d, peer_desc(d, reply), ctx_.rank());
       remote_buf_ = ctx_.map(d.peer, reply.data);
       remote_flags_ = reinterpret_cast<uint64_t*>(ctx_.map(d.peer, reply.ctrl));
       st_.setup_done();
