@@ -1,5 +1,7 @@
 #include "part/context.hpp"
 
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -20,7 +22,21 @@ struct RankInfo {
   uint64_t host;
   uint64_t mailbox;
   cudaIpcMemHandle_t handle;
+  char shm_name[64];  ///< its shared segment of ready-to-receive words
 };
+
+/// Maps shared segment `name` (kReadyWords words); null on failure (errno set).
+uint64_t* map_segment(const char* name, bool create, size_t bytes) {
+  const int fd = shm_open(name, create ? O_CREAT | O_EXCL | O_RDWR : O_RDWR, 0600);
+  if (fd < 0) return nullptr;
+  if (create && ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    close(fd);
+    return nullptr;
+  }
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  return p == MAP_FAILED ? nullptr : static_cast<uint64_t*>(p);
+}
 
 uint64_t host_id() {
   char name[256] = {};
@@ -66,6 +82,14 @@ ContextImpl::ContextImpl(Communicator& comm)
   mine.host = host_id();
   mine.mailbox = reinterpret_cast<uint64_t>(mailbox_);
   WEFT_CUDA_CHECK(cudaIpcGetMemHandle(&mine.handle, mailbox_));
+  const size_t shm_bytes = kReadyWords * sizeof(uint64_t);
+  std::snprintf(mine.shm_name, sizeof(mine.shm_name), "/weft-part-%d-%llx", mine.pid,
+                static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(this) ^ mine.mailbox));
+  shm_.assign(static_cast<size_t>(nranks_), nullptr);
+  shm_[static_cast<size_t>(rank_)] = map_segment(mine.shm_name, true, shm_bytes);
+  if (shm_[static_cast<size_t>(rank_)] == nullptr)
+    fail(ErrorCode::System, "rank " + std::to_string(rank_) + ": cannot create shared memory " + mine.shm_name +
+                                " for partitioned ready-to-receive words: " + std::strerror(errno));
   std::vector<RankInfo> all(static_cast<size_t>(nranks_));
   all[static_cast<size_t>(rank_)] = mine;
   const double wait_s = config::wait_seconds(timeout_s_);
@@ -85,6 +109,11 @@ ContextImpl::ContextImpl(Communicator& comm)
                                         std::to_string(p) +
                                         " on another host needs the progression-engine path, which is not available "
                                         "yet (kernel copy only)");
+    shm_[static_cast<size_t>(p)] = map_segment(ri.shm_name, false, shm_bytes);
+    if (shm_[static_cast<size_t>(p)] == nullptr)
+      fail(ErrorCode::System, "rank " + std::to_string(rank_) + ": cannot map rank " + std::to_string(p) +
+                                  "'s shared memory " + std::string(ri.shm_name, strnlen(ri.shm_name, sizeof(ri.shm_name))) +
+                                  ": " + std::strerror(errno));
     if (ri.pid == mine.pid) {
       peer_local_[static_cast<size_t>(p)] = true;
       peer_mailbox_[static_cast<size_t>(p)] = reinterpret_cast<char*>(ri.mailbox);
@@ -101,8 +130,10 @@ ContextImpl::ContextImpl(Communicator& comm)
   offers_posted_.assign(static_cast<size_t>(nranks_), 0);
   offers_seen_.assign(static_cast<size_t>(nranks_), {});
   offers_matched_.assign(static_cast<size_t>(nranks_), {});
-  // Nobody writes into a mailbox before its owner has zeroed it.
+  // Nobody writes into a mailbox before its owner has zeroed it; every rank has mapped every
+  // segment, so the names can go (the mappings stay).
   comm.bootstrap().barrier(wait_s);
+  shm_unlink(mine.shm_name);
 }
 
 ContextImpl::~ContextImpl() {
@@ -111,6 +142,8 @@ ContextImpl::~ContextImpl() {
     for (auto& [key, m] : mappings_) cudaIpcCloseMemHandle(m.base);
     for (size_t p = 0; p < peer_mailbox_.size(); ++p)
       if (peer_opened_[p]) cudaIpcCloseMemHandle(peer_mailbox_[p]);
+    for (uint64_t* w : shm_)
+      if (w) munmap(w, kReadyWords * sizeof(uint64_t));
     if (mailbox_) cudaFree(mailbox_);
     if (staging_) cudaFreeHost(staging_);
     if (stream_) cudaStreamDestroy(stream_);
@@ -209,6 +242,21 @@ void ContextImpl::post_reply(int peer, uint32_t index, MailMessage m) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
   m.seq = index + 1;
   write_message(mailbox(peer, false, index, false), m);
+}
+
+uint32_t ContextImpl::alloc_ready_word() {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  if (ready_words_used_ >= kReadyWords)
+    fail(ErrorCode::InvalidUsage, "rank " + std::to_string(rank_) + ": more than " + std::to_string(kReadyWords) +
+                                      " partitioned send requests in one context (create a new context)");
+  return ready_words_used_++;
+}
+
+uint64_t* ContextImpl::ready_word(int owner, uint32_t index) const {
+  if (index >= kReadyWords)
+    fail(ErrorCode::Remote, "rank " + std::to_string(rank_) + ": rank " + std::to_string(owner) +
+                                " sent ready-to-receive word " + std::to_string(index) + ", out of range");
+  return shm_[static_cast<size_t>(owner)] + index;
 }
 
 ExportedMemory ContextImpl::export_memory(const void* ptr) const {

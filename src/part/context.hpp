@@ -2,14 +2,18 @@
 //
 // Context: per communicator, a mailbox of device memory on every rank, mapped into every
 // other rank at creation (the one collective step). Pairs of requests are set up through
-// it: the sender writes an offer (its description and control block) into the receiver's
+// it: the sender writes an offer (its description and its ready-to-receive word) into the receiver's
 // mailbox; the receiver matches it (per peer and tag, in order), checks that both sides
 // agree, and writes a reply (its receive buffer and flag block) into the sender's mailbox.
 // A mailbox entry is written payload first, then its sequence word, each by a synchronous
 // copy, and read sequence word first.
 //
 // Memory of another process is mapped with CUDA IPC (cached per allocation); memory of a
-// rank in this process is used directly.
+// rank in this process is used directly. Ready-to-receive words live in shared host memory
+// (one POSIX shared-memory segment per rank, mapped by every rank of the host and unlinked
+// once they all have): the receiver's pbuf_prepare stores its epoch into the sender's word,
+// the sender's loads it, with no CUDA call, so a later pbuf_prepare costs well under a
+// microsecond once the receiver is ready.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -44,9 +48,9 @@ struct MailMessage {
   uint32_t elem_bytes = 0;
   uint64_t count = 0;
   int32_t status = 0;  ///< reply: 0 matched, 1 the descriptions differ
-  int32_t unused = 0;
+  uint32_t ready_word = 0;  ///< offer: the sender's ready-to-receive word (ready_word())
   ExportedMemory data;  ///< reply: the receive buffer
-  ExportedMemory ctrl;  ///< offer: the sender's control block; reply: the receiver's flag block
+  ExportedMemory ctrl;  ///< reply: the receiver's flag block
 };
 
 /// A bounded host wait: WEFT_TIMEOUT from construction.
@@ -94,6 +98,11 @@ class ContextImpl : public Context {
   /// Receiver: answers offer `index` of `peer`.
   void post_reply(int peer, uint32_t index, MailMessage m);
 
+  /// A word of this rank's shared segment for a send request's ready-to-receive.
+  uint32_t alloc_ready_word();
+  /// Word `index` of rank `owner`'s shared segment.
+  uint64_t* ready_word(int owner, uint32_t index) const;
+
   ExportedMemory export_memory(const void* ptr) const;
   /// Maps memory `peer` exported; release with unmap().
   char* map(int peer, const ExportedMemory& m);
@@ -120,6 +129,9 @@ class ContextImpl : public Context {
   std::vector<bool> peer_opened_;  ///< mailbox opened by IPC
   cudaStream_t stream_ = nullptr;
   void* staging_ = nullptr;        ///< pinned, kMessageBytes
+  static constexpr uint32_t kReadyWords = 8192;
+  std::vector<uint64_t*> shm_;     ///< by rank: its shared segment, mapped here
+  uint32_t ready_words_used_ = 0;
   std::vector<uint32_t> offers_posted_;                ///< by peer
   std::vector<std::vector<MailMessage>> offers_seen_;  ///< by peer
   std::vector<std::vector<bool>> offers_matched_;      ///< by peer

@@ -37,6 +37,9 @@ RequestImpl::RequestImpl(ContextImpl& ctx, const RequestDesc& d, void* buf)
   if (buf == nullptr) fail(ErrorCode::InvalidArgument, describe(d, ctx.rank()) + ": the buffer is null");
   if (is_send()) {
     ctl_ = static_cast<uint64_t*>(ctx_.alloc_device(kCtlWords * sizeof(uint64_t)));
+    ready_index_ = ctx_.alloc_ready_word();
+    ready_ = ctx_.ready_word(ctx_.rank(), ready_index_);
+    __atomic_store_n(ready_, uint64_t{0}, __ATOMIC_RELEASE);
     DeviceGuard g(ctx_.device());
     WEFT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&err_host_), sizeof(DeviceErrorRecord), cudaHostAllocMapped));
     *err_host_ = DeviceErrorRecord{};
@@ -50,7 +53,6 @@ RequestImpl::~RequestImpl() {
   const int peer = st_.desc().peer;
   ctx_.unmap(peer, remote_buf_);
   ctx_.unmap(peer, reinterpret_cast<char*>(remote_flags_));
-  ctx_.unmap(peer, reinterpret_cast<char*>(sender_ctl_));
   ctx_.free_device(ctl_);
   ctx_.free_device(flags_);
   if (err_host_) cudaFreeHost(err_host_);
@@ -97,7 +99,7 @@ void RequestImpl::prepare_phase(Phase ph) {
       st_.begin_prepare();
       if (!first || !is_send()) return;
       MailMessage m = describe_in_message(d);
-      m.ctrl = ctx_.export_memory(ctl_);
+      m.ready_word = ready_index_;
       offer_ = ctx_.post_offer(d.peer, m);
       return;
     }
@@ -115,7 +117,7 @@ void RequestImpl::prepare_phase(Phase ph) {
       }
       ctx_.post_reply(d.peer, idx, reply);
       check_match(d, theirs, ctx_.rank());  // throws when they differ; the sender learns it from the reply
-      sender_ctl_ = reinterpret_cast<uint64_t*>(ctx_.map(d.peer, offer.ctrl));
+      ready_ = ctx_.ready_word(d.peer, offer.ready_word);
       st_.setup_done();
       return;
     }
@@ -132,7 +134,7 @@ void RequestImpl::prepare_phase(Phase ph) {
     case Phase::Ready: {
       if (is_send()) return;
       const uint64_t e = st_.epoch();
-      ctx_.write(sender_ctl_ + kCtlReady, &e, sizeof(e));
+      __atomic_store_n(ready_, e, __ATOMIC_RELEASE);
       st_.prepare_done();
       return;
     }
@@ -140,9 +142,8 @@ void RequestImpl::prepare_phase(Phase ph) {
       if (!is_send()) return;
       const uint64_t e = st_.epoch();
       HostDeadline dl(ctx_.timeout_s());
-      for (uint64_t ready = 0;;) {
-        ctx_.read(&ready, ctl_ + kCtlReady, sizeof(ready));
-        if (ready >= e) break;
+      for (;;) {
+        if (__atomic_load_n(ready_, __ATOMIC_ACQUIRE) >= e) break;
         if (dl.passed())
           fail(ErrorCode::Timeout, who + ": the receiver did not become ready for epoch " + std::to_string(e) +
                                        " within " + std::to_string(dl.seconds()) +

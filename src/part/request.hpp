@@ -65,13 +65,14 @@ class RequestImpl : public Request {
   char* remote_buf_ = nullptr;
   uint64_t* remote_flags_ = nullptr;
   uint32_t offer_ = 0;
+  uint32_t ready_index_ = 0;             ///< send: index of ready_ in this rank's segment
   uint32_t threshold_written_ = 0;
   uint64_t expected_sent_ = 0, host_sent_ = 0;
   bool errored_ = false;                 ///< an epoch ended in a device error: resync counters
   DeviceRequestImpl* dreq_ = nullptr;
   // Receive side.
   uint64_t* flags_ = nullptr;            ///< kFlagFirst + partitions words, device
-  uint64_t* sender_ctl_ = nullptr;       ///< the sender's control block, mapped
+  uint64_t* ready_ = nullptr;            ///< send: own ready-to-receive word; receive: the sender's
 };
 
 class DeviceRequestImpl : public DeviceRequest {

@@ -20,10 +20,10 @@ struct DeviceErrorRecord {
 /// writes into it through its mapping): [0] the sender's threshold, [1] this side's epoch,
 /// then one flag per transport partition holding the epoch it last arrived in.
 constexpr uint32_t kFlagThreshold = 0, kFlagEpoch = 1, kFlagFirst = 2;
-/// Layout of a send request's control block (device memory of the sender): [0] the epoch
-/// the receiver is ready for (written by the receiver), [1] this side's epoch, [2] transport
+/// Layout of a send request's control block (device memory of the sender): [0] reserved
+/// (ready-to-receive lives in shared host memory), [1] this side's epoch, [2] transport
 /// partitions completed by the device (all epochs), [3] the error claim.
-constexpr uint32_t kCtlReady = 0, kCtlEpoch = 1, kCtlSent = 2, kCtlClaim = 3, kCtlWords = 4;
+constexpr uint32_t kCtlReserved = 0, kCtlEpoch = 1, kCtlSent = 2, kCtlClaim = 3, kCtlWords = 4;
 
 #if WEFT_DEVICE_CODE
 namespace detail {
