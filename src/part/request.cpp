@@ -132,14 +132,14 @@ void RequestImpl::prepare_phase(Phase ph) {
       return;
     }
     case Phase::Ready: {
-      if (is_send()) return;
+      if (is_send() || st_.prepared()) return;  // a second pbuf_prepare in one epoch does nothing more
       const uint64_t e = st_.epoch();
       __atomic_store_n(ready_, e, __ATOMIC_RELEASE);
       st_.prepare_done();
       return;
     }
     case Phase::AwaitReady: {
-      if (!is_send()) return;
+      if (!is_send() || st_.prepared()) return;
       const uint64_t e = st_.epoch();
       HostDeadline dl(ctx_.timeout_s());
       for (;;) {
