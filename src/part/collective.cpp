@@ -61,10 +61,12 @@ CollectiveImpl::CollectiveImpl(ContextImpl& ctx, Schedule sched, std::string nam
       RequestDesc d{Direction::Recv, p, itag, partitions * hp[i].slots_in, slot_bytes, 1, 1};
       scratch_[i] = ctx_.alloc_device(d.total_bytes());
       recvs_[i] = std::make_unique<RequestImpl>(ctx_, d, scratch_[i]);
+      recvs_[i]->set_internal();
     }
     if (hp[i].slots_out > 0) {
       RequestDesc d{Direction::Send, p, itag, partitions * hp[i].slots_out, slot_bytes, 1, 1};
       sends_[i] = std::make_unique<RequestImpl>(ctx_, d, buf);
+      sends_[i]->set_internal();
     }
   }
   std::vector<PcollStep> hs;

@@ -84,9 +84,9 @@ void RequestImpl::start() {
       expected_sent_ = sent + host_sent_;
     }
     errored_ = false;
-    ctx_.write(ctl_ + kCtlEpoch, &e, sizeof(e));
+    if (!internal_) ctx_.write(ctl_ + kCtlEpoch, &e, sizeof(e));
   } else {
-    ctx_.write(flags_ + kFlagEpoch, &e, sizeof(e));
+    if (!internal_) ctx_.write(flags_ + kFlagEpoch, &e, sizeof(e));
   }
 }
 

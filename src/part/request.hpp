@@ -35,6 +35,9 @@ class RequestImpl : public Request {
   void check_free() const { st_.check_free(); }
   /// A collective's internal request: its epoch completes with the collective's.
   void mark_complete() { st_.complete(); }
+  /// Marks a collective's internal request: no kernel reads its epoch words (the collective
+  /// has its own), so start() skips writing them to the device.
+  void set_internal() { internal_ = true; }
 
   // For DeviceRequestImpl.
   PsendDeviceHandle send_handle(uint32_t threshold) const;
@@ -68,6 +71,7 @@ class RequestImpl : public Request {
   uint32_t ready_index_ = 0;             ///< send: index of ready_ in this rank's segment
   uint32_t threshold_written_ = 0;
   uint64_t expected_sent_ = 0, host_sent_ = 0;
+  bool internal_ = false;                ///< a collective's (set_internal)
   bool errored_ = false;                 ///< an epoch ended in a device error: resync counters
   DeviceRequestImpl* dreq_ = nullptr;
   // Receive side.
