@@ -144,7 +144,8 @@ void CollectiveImpl::upload() {
       hp[i].local_flags = recvs_[i]->flags();
     }
     if (sends_[i]) {
-      hp[i].remote_scratch = sends_[i]->remote_buf();
+      hp[i].channel.local = handle_.buf;
+      hp[i].channel.remote = sends_[i]->remote_buf();
       hp[i].remote_flags = sends_[i]->remote_flags();
     }
   }

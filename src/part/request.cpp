@@ -250,8 +250,8 @@ PrecvDeviceHandle RequestImpl::recv_handle() {
 
 PsendDeviceHandle RequestImpl::send_handle(uint32_t thr) const {
   PsendDeviceHandle h;
-  h.local = buf_;
-  h.remote = remote_buf_;
+  h.channel.local = buf_;
+  h.channel.remote = remote_buf_;
   h.remote_flags = remote_flags_;
   h.ctl = ctl_;
   h.error = err_dev_;

@@ -19,8 +19,9 @@
 #include <type_traits>
 
 #include "weft/device/atomics.hpp"
-#include "weft/device/macros.hpp"
 #include "weft/device/copy.hpp"
+#include "weft/device/macros.hpp"
+#include "weft/device/memory_channel.hpp"
 #include "weft/device/thread_group.hpp"
 #include "weft/device/wait.hpp"
 #include "weft/part/common.hpp"
@@ -41,7 +42,8 @@ struct PcollStep {
 
 /// One neighbour of the schedule, both directions.
 struct PcollPeer {
-  char* remote_scratch = nullptr;     ///< its scratch for our messages, mapped here
+  /// local: the collective buffer; remote: its scratch for our messages, mapped here.
+  device::MemoryChannelDeviceHandle channel;
   uint64_t* remote_flags = nullptr;   ///< its flag block for our messages, mapped here
   const char* local_scratch = nullptr;   ///< our scratch for its messages
   const uint64_t* local_flags = nullptr; ///< our flag block for its messages
@@ -152,8 +154,9 @@ struct PcollDeviceHandle {
         const PcollPeer& pe = peers[st.out_peer[i]];
         const uint64_t idx = static_cast<uint64_t>(u) * pe.slots_out + st.out_slot[i];
         const uint64_t b = chunk_elem(st.send_chunk), n = chunk_elem(st.send_chunk + 1) - b;
-        device::copy_bytes(pe.remote_scratch + idx * slot_bytes, part + b * elem_bytes, n * elem_bytes,
-                           device::ThreadGroup::block());
+        device::MemoryChannelDeviceHandle ch = pe.channel;  // put is not const
+        ch.put(idx * slot_bytes, (static_cast<uint64_t>(u) * partition_elems + b) * elem_bytes,
+                   n * elem_bytes, device::ThreadGroup::block());
         __syncthreads();
         if (threadIdx.x == 0) {
           __threadfence_system();

@@ -2,7 +2,8 @@
 //
 //   PsendDeviceHandle   pready of a partition at thread, warp or block granularity. The
 //                       calling threads copy their partition into the receiver's buffer
-//                       (mapped over NVLink / peer access: the kernel-copy path), then bump
+//                       (a memory channel's put over NVLink / peer access: the kernel-copy
+//                       path), then bump
 //                       the counter of its transport partition; the call that completes a
 //                       transport partition (threshold user partitions) signals the receiver.
 //   PrecvDeviceHandle   parrived: has partition p of this epoch arrived?
@@ -25,6 +26,7 @@
 #include "weft/device/atomics.hpp"
 #include "weft/device/copy.hpp"
 #include "weft/device/macros.hpp"
+#include "weft/device/memory_channel.hpp"
 #include "weft/device/thread_group.hpp"
 #include "weft/device/wait.hpp"
 #include "weft/part/common.hpp"
@@ -32,8 +34,10 @@
 namespace weft::part {
 
 struct PsendDeviceHandle {
-  const char* local = nullptr;     ///< the send buffer
-  char* remote = nullptr;          ///< the receive buffer, mapped here
+  /// local: the send buffer; remote: the receive buffer, mapped here (peer access / CUDA IPC).
+  /// Only its put is used: the signal is a per-transport-partition flag (below), since
+  /// transport partitions complete in any order.
+  device::MemoryChannelDeviceHandle channel;
   uint64_t* remote_flags = nullptr;  ///< the receiver's flag block, mapped here
   uint64_t* ctl = nullptr;         ///< this request's control block (kCtl*)
   unsigned long long* counters = nullptr;  ///< per transport partition: user partitions readied, all epochs
@@ -73,7 +77,8 @@ struct PsendDeviceHandle {
     const uint64_t e = claim(p);
     if (e == 0) return;
     const uint64_t off = static_cast<uint64_t>(p) * partition_bytes;
-    device::copy_bytes(remote + off, local + off, partition_bytes, device::ThreadGroup{0, 1});
+    device::MemoryChannelDeviceHandle ch = channel;  // put is not const
+    ch.put(off, off, partition_bytes, device::ThreadGroup{0, 1});
     complete(p, e);
   }
   /// Every thread of a warp, one partition p for the warp (warp granularity).
@@ -84,7 +89,8 @@ struct PsendDeviceHandle {
     e = __shfl_sync(0xffffffffu, e, 0);
     if (e == 0) return;
     const uint64_t off = static_cast<uint64_t>(p) * partition_bytes;
-    device::copy_bytes(remote + off, local + off, partition_bytes, device::ThreadGroup::warp());
+    device::MemoryChannelDeviceHandle ch = channel;  // put is not const
+    ch.put(off, off, partition_bytes, device::ThreadGroup::warp());
     __syncwarp();
     if (lane == 0) complete(p, e);
   }
@@ -97,7 +103,8 @@ struct PsendDeviceHandle {
     const uint64_t e = s_epoch;
     if (e == 0) return;
     const uint64_t off = static_cast<uint64_t>(p) * partition_bytes;
-    device::copy_bytes(remote + off, local + off, partition_bytes, device::ThreadGroup::block());
+    device::MemoryChannelDeviceHandle ch = channel;  // put is not const
+    ch.put(off, off, partition_bytes, device::ThreadGroup::block());
     __syncthreads();
     if (threadIdx.x == 0) complete(p, e);
   }
