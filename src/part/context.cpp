@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <thread>
 
 #include "runtime/communicator.hpp"
@@ -54,6 +56,17 @@ GetRange address_range_fn() {
     return reinterpret_cast<GetRange>(f);
   }();
   return fn;
+}
+
+/// IPC mappings of this process, shared by every context: (device, handle bytes) -> mapping.
+struct Mapping {
+  char* base = nullptr;
+  int refs = 0;
+};
+std::mutex g_mappings_mu;
+std::map<std::string, Mapping>& mappings() {
+  static auto* m = new std::map<std::string, Mapping>();  // never destroyed: used until exit
+  return *m;
 }
 
 }  // namespace
@@ -139,7 +152,6 @@ ContextImpl::ContextImpl(Communicator& comm)
 ContextImpl::~ContextImpl() {
   try {
     DeviceGuard guard(device_);
-    for (auto& [key, m] : mappings_) cudaIpcCloseMemHandle(m.base);
     for (size_t p = 0; p < peer_mailbox_.size(); ++p)
       if (peer_opened_[p]) cudaIpcCloseMemHandle(peer_mailbox_[p]);
     for (uint64_t* w : shm_)
@@ -278,15 +290,16 @@ ExportedMemory ContextImpl::export_memory(const void* ptr) const {
 
 char* ContextImpl::map(int peer, const ExportedMemory& m) {
   if (peer_local_[static_cast<size_t>(peer)]) return reinterpret_cast<char*>(m.ptr);
-  std::lock_guard<std::recursive_mutex> lock(mu_);
-  const std::string key(reinterpret_cast<const char*>(&m.handle), sizeof(m.handle));
-  Mapping& mp = mappings_[key];
+  std::lock_guard<std::mutex> lock(g_mappings_mu);
+  const std::string key =
+      std::to_string(device_) + ":" + std::string(reinterpret_cast<const char*>(&m.handle), sizeof(m.handle));
+  Mapping& mp = mappings()[key];
   if (mp.refs == 0) {
     DeviceGuard guard(device_);
     void* ptr = nullptr;
     cudaError_t err = cudaIpcOpenMemHandle(&ptr, m.handle, cudaIpcMemLazyEnablePeerAccess);
     if (err != cudaSuccess) {
-      mappings_.erase(key);
+      mappings().erase(key);
       fail(ErrorCode::UnhandledCuda, "rank " + std::to_string(rank_) + ": cannot map rank " + std::to_string(peer) +
                                          "'s partitioned buffer through CUDA IPC (" + cudaGetErrorName(err) + ")");
     }
@@ -298,20 +311,19 @@ char* ContextImpl::map(int peer, const ExportedMemory& m) {
 
 void ContextImpl::unmap(int peer, char* p) {
   if (p == nullptr || peer_local_[static_cast<size_t>(peer)]) return;
-  std::lock_guard<std::recursive_mutex> lock(mu_);
-  for (auto it = mappings_.begin(); it != mappings_.end(); ++it) {
-    // The mapping whose base is the closest one at or below p.
-    if (it->second.base > p) continue;
-    bool best = true;
-    for (auto& [k, other] : mappings_)
-      if (other.base <= p && other.base > it->second.base) best = false;
-    if (!best) continue;
-    if (--it->second.refs == 0) {
-      DeviceGuard guard(device_);
-      cudaIpcCloseMemHandle(it->second.base);
-      mappings_.erase(it);
-    }
-    return;
+  std::lock_guard<std::mutex> lock(g_mappings_mu);
+  // The mapping of this device whose base is the closest one at or below p holds it.
+  const std::string prefix = std::to_string(device_) + ":";
+  auto best = mappings().end();
+  for (auto it = mappings().begin(); it != mappings().end(); ++it)
+    if (it->first.compare(0, prefix.size(), prefix) == 0 && it->second.base <= p &&
+        (best == mappings().end() || it->second.base > best->second.base))
+      best = it;
+  if (best == mappings().end()) return;
+  if (--best->second.refs == 0) {
+    DeviceGuard guard(device_);
+    cudaIpcCloseMemHandle(best->second.base);
+    mappings().erase(best);
   }
 }
 

@@ -8,7 +8,8 @@
 // A mailbox entry is written payload first, then its sequence word, each by a synchronous
 // copy, and read sequence word first.
 //
-// Memory of another process is mapped with CUDA IPC (cached per allocation); memory of a
+// Memory of another process is mapped with CUDA IPC, once per allocation and device in this
+// process (CUDA refuses to open one allocation twice), counted per user; memory of a
 // rank in this process is used directly. Ready-to-receive words live in shared host memory
 // (one POSIX shared-memory segment per rank, mapped by every rank of the host and unlinked
 // once they all have): the receiver's pbuf_prepare stores its epoch into the sender's word,
@@ -135,11 +136,6 @@ class ContextImpl : public Context {
   std::vector<uint32_t> offers_posted_;                ///< by peer
   std::vector<std::vector<MailMessage>> offers_seen_;  ///< by peer
   std::vector<std::vector<bool>> offers_matched_;      ///< by peer
-  struct Mapping {
-    char* base = nullptr;
-    int refs = 0;
-  };
-  std::map<std::string, Mapping> mappings_;  ///< IPC handle bytes -> mapping
   std::recursive_mutex mu_;
 };
 
