@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runtime/bootstrap.hpp"
+#include "runtime/c_api_internal.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/cuda_check.hpp"
 #include "runtime/env_init.hpp"
@@ -134,6 +135,11 @@ weftComm_t make_comm(const weft::UniqueId& id, int nranks, int rank, int device)
 }
 
 }  // namespace
+
+namespace weft {
+Communicator& communicator_of(weftComm_t comm) { return impl(comm); }
+void set_last_error(std::string message) { t_last_error = std::move(message); }
+}  // namespace weft
 
 extern "C" {
 

@@ -132,6 +132,11 @@ class Communicator {
   std::vector<exec::MemoryChannel> connect_memory_channels(const std::vector<int>& peers, void* buf, uint64_t bytes,
                                                            uint64_t packet_bytes);
 
+  /// The bootstrap, for collective setup steps of layers built on the communicator
+  /// (partitioned communication's context, src/part); WEFT_TIMEOUT in seconds (0: none).
+  Bootstrap& bootstrap() { return *boot_; }
+  double timeout_seconds() const { return timeout_s_; }
+
  private:
   /// A plan lowered for this communicator and uploaded: the arrays live in `mem`.
   struct CachedPlan {

@@ -1,0 +1,416 @@
+// Partitioned communication benchmarks (paper 002 §VI), two ranks as processes
+// (src/runtime/launcher.hpp; with one GPU both ranks share it, and every row says so).
+// Each prints a table and asserts nothing but the data (a wrong byte is reported).
+//
+//   goodput   [--grids 1,2,...]  bytes per second from kernel start to data delivered, for a
+//             vector-add producer of G blocks x 1,024 threads x 8 B: kernel, stream
+//             synchronize, weftSend (traditional) against device pready_block inside the
+//             kernel (partitioned kernel copy) (Figures 4 and 5, intra-node)
+//   pready    time of one kernel whose block of T threads readies its data at thread, warp
+//             or block granularity, T = 1..1,024 (Figure 3)
+//   overheads psend_init, device request create, pbuf_prepare first and average (Table I)
+//   allreduce [--grids ...]  vector-add + partitioned AllReduce inside the kernel, against
+//             vector-add + ncclAllReduce (libnccl.so.2 loaded with dlopen) + stream synchronize
+//             (Figures 6 and 7)
+// The progression-engine path (flags to a proxy, puts over port channels, inter-node) is
+// not available yet, so its rows are not printed.
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "runtime/launcher.hpp"
+#include "weft/partitioned.h"
+#include "weft/partitioned.hpp"
+#include "weft/weft.h"
+
+namespace gt = weft::gputest;
+using weft::part::PcollDeviceHandle;
+using weft::part::PsendDeviceHandle;
+
+namespace {
+
+constexpr int kThreads = 1024;
+constexpr int kIters = 20;
+
+#define OK(call)                                                                                \
+  do {                                                                                          \
+    auto r_ = (call);                                                                           \
+    if (static_cast<int>(r_) != 0) {                                                            \
+      std::printf("%s:%d: %s failed (%d): %s\n", __FILE__, __LINE__, #call, static_cast<int>(r_), \
+                  weftGetLastError(nullptr));                                                   \
+      return 1;                                                                                 \
+    }                                                                                           \
+  } while (0)
+
+double now_us() {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+__global__ void vadd(const double* a, const double* b, double* c) {
+  const uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  c[i] = a[i] + b[i];
+}
+__global__ void vadd_pready(const double* a, const double* b, double* c, PsendDeviceHandle h) {
+  const uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  c[i] = a[i] + b[i];
+  h.pready_block(blockIdx.x);
+}
+__global__ void vadd_allreduce(const double* a, const double* b, double* c, PcollDeviceHandle h) {
+  const uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  c[i] = a[i] + b[i];
+  h.pready_block(blockIdx.x);
+}
+__global__ void fill(double* x, uint64_t n, double base) {
+  for (uint64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) x[i] = base + (i % 97);
+}
+__global__ void pready_gran(PsendDeviceHandle h, int gran) {
+  if (gran == 0) h.pready_thread(threadIdx.x);
+  else if (gran == 1) h.pready_warp(threadIdx.x / 32);
+  else h.pready_block(0);
+}
+
+struct Rank {
+  int rank = 0;
+  weftComm_t comm = nullptr;
+  weftPartComm_t pc = nullptr;
+  cudaStream_t stream = nullptr;
+  bool shared_gpu = false;
+};
+
+int open_rank(int r, const weftUniqueId& id, Rank& k) {
+  k.rank = r;
+  OK(weftCommInitRank(&k.comm, 2, id, r));
+  OK(weftPartCommCreate(k.comm, &k.pc));
+  OK(cudaStreamCreateWithFlags(&k.stream, cudaStreamNonBlocking));
+  int n = 0;
+  OK(cudaGetDeviceCount(&n));
+  k.shared_gpu = n < 2;
+  return 0;
+}
+
+int barrier(Rank& k) {
+  static int* x = nullptr;
+  if (!x) OK(cudaMalloc(&x, sizeof(int)));
+  OK(weftAllReduce(x, x, 1, weftInt32, weftSum, k.comm, reinterpret_cast<weftStream_t>(k.stream)));
+  OK(cudaStreamSynchronize(k.stream));
+  return 0;
+}
+
+int close_rank(Rank& k) {
+  if (barrier(k)) return 1;
+  OK(weftPartCommDestroy(k.pc));
+  OK(weftCommDestroy(k.comm));
+  return 0;
+}
+
+std::vector<int> parse_list(const char* s) {
+  std::vector<int> v;
+  for (const char* p = s; *p;) {
+    v.push_back(std::atoi(p));
+    while (*p && *p != ',') ++p;
+    if (*p == ',') ++p;
+  }
+  return v;
+}
+
+std::vector<int> g_grids = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768};
+
+/// Rank 0 produces and sends, rank 1 receives; rank 0 prints.
+int goodput(int r, const weftUniqueId& id) {
+  Rank k;
+  if (open_rank(r, id, k)) return 1;
+  const uint64_t max_n = static_cast<uint64_t>(*std::max_element(g_grids.begin(), g_grids.end())) * kThreads;
+  double *a, *b, *c;
+  OK(cudaMalloc(&a, max_n * 8));
+  OK(cudaMalloc(&b, max_n * 8));
+  OK(cudaMalloc(&c, max_n * 8));
+  fill<<<256, 256, 0, k.stream>>>(a, max_n, 1);
+  fill<<<256, 256, 0, k.stream>>>(b, max_n, 2);
+  OK(cudaStreamSynchronize(k.stream));
+  if (r == 0)
+    std::printf("# goodput, rank 0 -> rank 1%s; %d iterations each, per-iteration mean\n"
+                "%8s %12s %14s %14s %14s %8s\n", k.shared_gpu ? " (both ranks share one GPU: correctness, not speed)" : "",
+                kIters, "blocks", "bytes", "trad_us", "part_us", "part_GB/s", "speedup");
+  for (int G : g_grids) {
+    const uint64_t n = static_cast<uint64_t>(G) * kThreads, bytes = n * 8;
+    // Traditional: kernel, synchronize, send.
+    if (barrier(k)) return 1;
+    double t0 = now_us();
+    for (int it = 0; it < kIters; ++it) {
+      if (r == 0) {
+        vadd<<<G, kThreads, 0, k.stream>>>(a, b, c);
+        OK(cudaStreamSynchronize(k.stream));
+        OK(weftSend(c, n, weftFloat64, 1, k.comm, reinterpret_cast<weftStream_t>(k.stream)));
+      } else {
+        OK(weftRecv(c, n, weftFloat64, 0, k.comm, reinterpret_cast<weftStream_t>(k.stream)));
+      }
+      OK(cudaStreamSynchronize(k.stream));
+    }
+    const double trad = (now_us() - t0) / kIters;
+    // Partitioned kernel copy: one partition per block, block-granularity pready.
+    weftPrequest_t q = nullptr;
+    if (r == 0) OK(weftPsendInit(c, G, kThreads, weftFloat64, 1, G, k.pc, &q));
+    else OK(weftPrecvInit(c, G, kThreads, weftFloat64, 0, G, k.pc, &q));
+    weftPdevRequest_t d = nullptr;
+    const void* dh = nullptr;
+    if (r == 0) OK(weftPdevRequestCreate(q, 1, &d, &dh));
+    OK(weftPstart(q));
+    OK(weftPbufPrepare(q));  // the first call sets up; not timed
+    PsendDeviceHandle h{};
+    if (r == 0) OK(cudaMemcpy(&h, dh, sizeof(h), cudaMemcpyDeviceToHost));
+    if (r == 0) vadd_pready<<<G, kThreads, 0, k.stream>>>(a, b, c, h);
+    OK(weftPwait(q));
+    OK(cudaStreamSynchronize(k.stream));
+    if (barrier(k)) return 1;
+    t0 = now_us();
+    for (int it = 0; it < kIters; ++it) {
+      OK(weftPstart(q));
+      OK(weftPbufPrepare(q));
+      if (r == 0) vadd_pready<<<G, kThreads, 0, k.stream>>>(a, b, c, h);
+      OK(weftPwait(q));
+    }
+    OK(cudaStreamSynchronize(k.stream));
+    const double part = (now_us() - t0) / kIters;
+    if (r == 1) {  // the data: a[i] + b[i] = 3 + 2 (i % 97)
+      std::vector<double> got(n);
+      OK(cudaMemcpy(got.data(), c, bytes, cudaMemcpyDeviceToHost));
+      long wrong = 0;
+      for (uint64_t i = 0; i < n; ++i) wrong += got[i] != 3.0 + 2.0 * static_cast<double>(i % 97);
+      if (wrong) std::printf("# grid %d: %ld wrong elements received\n", G, wrong);
+    }
+    if (d) OK(weftPdevRequestFree(d));
+    OK(weftPrequestFree(q));
+    if (r == 0)
+      std::printf("%8d %12llu %14.1f %14.1f %14.2f %8.2f\n", G, (unsigned long long)bytes, trad, part,
+                  bytes / part / 1e3, trad / part);
+  }
+  return close_rank(k);
+}
+
+int pready_cost(int r, const weftUniqueId& id) {
+  Rank k;
+  if (open_rank(r, id, k)) return 1;
+  double* buf;
+  OK(cudaMalloc(&buf, kThreads * 8));
+  cudaEvent_t e0, e1;
+  OK(cudaEventCreate(&e0));
+  OK(cudaEventCreate(&e1));
+  if (r == 0)
+    std::printf("# pready cost by granularity: one block of T threads, 8 B each, kernel time (us), mean of %d%s\n"
+                "%6s %10s %10s %10s\n", kIters, k.shared_gpu ? " (ranks share one GPU)" : "", "T", "thread", "warp", "block");
+  int tag = 100000;
+  for (int T : {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}) {
+    double us[3] = {0, 0, 0};
+    for (int gran = 0; gran < 3; ++gran) {
+      if (gran == 1 && T < 32) continue;
+      const int parts = gran == 0 ? T : gran == 1 ? T / 32 : 1;
+      const int per = T / parts;
+      weftPrequest_t q = nullptr;
+      ++tag;
+      if (r == 0) OK(weftPsendInit(buf, parts, per, weftFloat64, 1, tag, k.pc, &q));
+      else OK(weftPrecvInit(buf, parts, per, weftFloat64, 0, tag, k.pc, &q));
+      weftPdevRequest_t d = nullptr;
+      const void* dh = nullptr;
+      if (r == 0) OK(weftPdevRequestCreate(q, 1, &d, &dh));
+      PsendDeviceHandle h{};
+      float total = 0;
+      for (int it = 0; it <= kIters; ++it) {
+        OK(weftPstart(q));
+        OK(weftPbufPrepare(q));
+        if (r == 0) {
+          if (it == 0) OK(cudaMemcpy(&h, dh, sizeof(h), cudaMemcpyDeviceToHost));
+          OK(cudaEventRecord(e0, k.stream));
+          pready_gran<<<1, T, 0, k.stream>>>(h, gran);
+          OK(cudaEventRecord(e1, k.stream));
+        }
+        OK(weftPwait(q));
+        if (r == 0) {
+          OK(cudaEventSynchronize(e1));
+          float ms = 0;
+          OK(cudaEventElapsedTime(&ms, e0, e1));
+          if (it > 0) total += ms;  // the first is a warm-up
+        }
+      }
+      us[gran] = total * 1000.0 / kIters;
+      if (d) OK(weftPdevRequestFree(d));
+      OK(weftPrequestFree(q));
+    }
+    if (r == 0) {
+      if (T < 32) std::printf("%6d %10.2f %10s %10.2f\n", T, us[0], "-", us[2]);
+      else std::printf("%6d %10.2f %10.2f %10.2f\n", T, us[0], us[1], us[2]);
+    }
+  }
+  return close_rank(k);
+}
+
+int overheads(int r, const weftUniqueId& id) {
+  Rank k;
+  if (open_rank(r, id, k)) return 1;
+  double* buf;
+  OK(cudaMalloc(&buf, 1 << 20));
+  double t0 = now_us();
+  weftPrequest_t q = nullptr;
+  if (r == 0) OK(weftPsendInit(buf, 64, 1024, weftFloat64, 1, 7, k.pc, &q));
+  else OK(weftPrecvInit(buf, 64, 1024, weftFloat64, 0, 7, k.pc, &q));
+  const double init = now_us() - t0;
+  t0 = now_us();
+  weftPdevRequest_t d = nullptr;
+  const void* dh = nullptr;
+  if (r == 0) OK(weftPdevRequestCreate(q, 1, &d, &dh));
+  const double create = now_us() - t0;
+  // The rounds below use host pready, which a request with a device request refuses.
+  if (d) OK(weftPdevRequestFree(d));
+  d = nullptr;
+  OK(weftPstart(q));
+  t0 = now_us();
+  OK(weftPbufPrepare(q));
+  const double first = now_us() - t0;
+  if (r == 0) for (int p = 0; p < 64; ++p) OK(weftPready(p, q));
+  OK(weftPwait(q));
+  constexpr int kRounds = 100;
+  double sum = 0, sq = 0;
+  for (int it = 0; it < kRounds; ++it) {
+    OK(weftPstart(q));
+    t0 = now_us();
+    OK(weftPbufPrepare(q));
+    const double t = now_us() - t0;
+    sum += t;
+    sq += t * t;
+    if (r == 0) for (int p = 0; p < 64; ++p) OK(weftPready(p, q));
+    OK(weftPwait(q));
+  }
+  const double mean = sum / kRounds, sd = std::sqrt(std::max(0.0, sq / kRounds - mean * mean));
+  OK(weftPrequestFree(q));
+  if (r == 0)
+    std::printf("# overheads (Table I), rank 0 (sender)%s\n%-34s %10.1f us\n%-34s %10.1f us\n%-34s %10.1f us\n"
+                "%-34s %10.1f +- %.1f us (%d calls)\n", k.shared_gpu ? ", ranks share one GPU" : "", "psend_init", init,
+                "device request create", create, "pbuf_prepare, first", first, "pbuf_prepare, average", mean, sd, kRounds);
+  return close_rank(k);
+}
+
+// NCCL through dlopen (as `weft bench` does): the entry points this bench needs.
+struct Nccl {
+  int (*GetUniqueId)(void*) = nullptr;
+  int (*CommInitRank)(void**, int, char[128], int) = nullptr;
+  int (*AllReduce)(const void*, void*, size_t, int, int, void*, cudaStream_t) = nullptr;
+  int (*CommDestroy)(void*) = nullptr;
+  bool load() {
+    void* lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return false;
+    GetUniqueId = reinterpret_cast<int (*)(void*)>(dlsym(lib, "ncclGetUniqueId"));
+    CommInitRank = reinterpret_cast<int (*)(void**, int, char[128], int)>(dlsym(lib, "ncclCommInitRank"));
+    AllReduce = reinterpret_cast<int (*)(const void*, void*, size_t, int, int, void*, cudaStream_t)>(
+        dlsym(lib, "ncclAllReduce"));
+    CommDestroy = reinterpret_cast<int (*)(void*)>(dlsym(lib, "ncclCommDestroy"));
+    return GetUniqueId && CommInitRank && AllReduce && CommDestroy;
+  }
+};
+
+int allreduce(int r, const weftUniqueId& id) {
+  Rank k;
+  if (open_rank(r, id, k)) return 1;
+  Nccl nccl;
+  const bool have_nccl = nccl.load();
+  void* ncomm = nullptr;
+  if (have_nccl) {
+    // The NCCL id travels from rank 0 over weft.
+    char* did = nullptr;
+    OK(cudaMalloc(&did, 128));
+    char hid[128] = {};
+    if (r == 0) OK(nccl.GetUniqueId(hid));
+    OK(cudaMemcpy(did, hid, 128, cudaMemcpyHostToDevice));
+    OK(weftBroadcast(did, did, 128, weftUint8, 0, k.comm, reinterpret_cast<weftStream_t>(k.stream)));
+    OK(cudaStreamSynchronize(k.stream));
+    OK(cudaMemcpy(hid, did, 128, cudaMemcpyDeviceToHost));
+    OK(nccl.CommInitRank(&ncomm, 2, hid, r));
+  }
+  const uint64_t max_n = static_cast<uint64_t>(*std::max_element(g_grids.begin(), g_grids.end())) * kThreads;
+  double *a, *b, *c;
+  OK(cudaMalloc(&a, max_n * 8));
+  OK(cudaMalloc(&b, max_n * 8));
+  OK(cudaMalloc(&c, max_n * 8));
+  fill<<<256, 256, 0, k.stream>>>(a, max_n, 1 + r);
+  fill<<<256, 256, 0, k.stream>>>(b, max_n, 2);
+  OK(cudaStreamSynchronize(k.stream));
+  if (r == 0)
+    std::printf("# vector add + AllReduce (float64 sum, 2 ranks)%s; per-iteration mean of %d, start + pbuf_prepare "
+                "included\n%8s %12s %14s %14s %8s\n", k.shared_gpu ? ", ranks share one GPU" : "", kIters, "blocks",
+                "bytes", "nccl_us", "part_us", "speedup");
+  for (int G : g_grids) {
+    if (G < 2) continue;
+    const uint64_t n = static_cast<uint64_t>(G) * kThreads;
+    double nccl_us = 0;
+    if (have_nccl) {
+      if (barrier(k)) return 1;
+      const double t0 = now_us();
+      for (int it = 0; it < kIters; ++it) {
+        vadd<<<G, kThreads, 0, k.stream>>>(a, b, c);
+        OK(nccl.AllReduce(c, c, n, 8 /* ncclFloat64 */, 0 /* ncclSum */, ncomm, k.stream));
+        OK(cudaStreamSynchronize(k.stream));
+      }
+      nccl_us = (now_us() - t0) / kIters;
+    }
+    weftPcoll_t coll = nullptr;
+    OK(weftPallreduceInit(c, G, kThreads, weftFloat64, weftSum, G, k.pc, &coll));
+    const void* dh = nullptr;
+    OK(weftPcollDeviceHandle(coll, &dh));
+    PcollDeviceHandle h{};
+    OK(cudaMemcpy(&h, dh, sizeof(h), cudaMemcpyDeviceToHost));
+    OK(weftPcollStart(coll));
+    OK(weftPcollPbufPrepare(coll));  // the first sets up; not timed
+    vadd_allreduce<<<G, kThreads, 0, k.stream>>>(a, b, c, h);
+    OK(weftPcollWait(coll));
+    if (barrier(k)) return 1;
+    const double t0 = now_us();
+    for (int it = 0; it < kIters; ++it) {
+      OK(weftPcollStart(coll));
+      OK(weftPcollPbufPrepare(coll));
+      vadd_allreduce<<<G, kThreads, 0, k.stream>>>(a, b, c, h);
+      OK(weftPcollWait(coll));
+    }
+    OK(cudaStreamSynchronize(k.stream));
+    const double part = (now_us() - t0) / kIters;
+    // Check: c = sum over ranks of a + b = (1 + 2 + i%97 * 2) + (2 + 2 + i%97 * 2).
+    std::vector<double> got(n);
+    OK(cudaMemcpy(got.data(), c, n * 8, cudaMemcpyDeviceToHost));
+    long wrong = 0;
+    for (uint64_t i = 0; i < n; ++i) wrong += got[i] != 7.0 + 4.0 * static_cast<double>(i % 97);
+    if (wrong) std::printf("# rank %d grid %d: %ld wrong elements\n", r, G, wrong);
+    OK(weftPcollFree(coll));
+    if (r == 0) {
+      if (have_nccl)
+        std::printf("%8d %12llu %14.1f %14.1f %8.2f\n", G, (unsigned long long)(n * 8), nccl_us, part, nccl_us / part);
+      else
+        std::printf("%8d %12llu %14s %14.1f %8s\n", G, (unsigned long long)(n * 8), "(no NCCL)", part, "-");
+    }
+  }
+  if (ncomm) nccl.CommDestroy(ncomm);
+  return close_rank(k);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  setvbuf(stdout, nullptr, _IOLBF, 0);
+  if (argc < 2) {
+    std::printf("usage: %s goodput|pready|overheads|allreduce [--grids a,b,...]\n", argv[0]);
+    return 2;
+  }
+  const std::string cmd = argv[1];
+  for (int i = 2; i + 1 < argc; ++i)
+    if (std::string(argv[i]) == "--grids") g_grids = parse_list(argv[++i]);
+  if (cmd == "goodput") return gt::run_ranks(2, goodput, 1200, cmd);
+  if (cmd == "pready") return gt::run_ranks(2, pready_cost, 600, cmd);
+  if (cmd == "overheads") return gt::run_ranks(2, overheads, 300, cmd);
+  if (cmd == "allreduce") return gt::run_ranks(2, allreduce, 1200, cmd);
+  std::printf("unknown benchmark '%s'\n", cmd.c_str());
+  return 2;
+}

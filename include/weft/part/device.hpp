@@ -1,0 +1,138 @@
+// Device side of weft's partitioned communication (paper 002): what a user's kernel calls.
+//
+//   PsendDeviceHandle   pready of a partition at thread, warp or block granularity. The
+//                       calling threads copy their partition into the receiver's buffer
+//                       (a memory channel's put over NVLink / peer access: the kernel-copy
+//                       path), then bump
+//                       the counter of its transport partition; the call that completes a
+//                       transport partition (threshold user partitions) signals the receiver.
+//   PrecvDeviceHandle   parrived: has partition p of this epoch arrived?
+//   PcollDeviceHandle   a partitioned collective (AllReduce, Broadcast): pready_block(u) runs
+//                       partition u's whole schedule (receive, reduce on the device, forward)
+//                       inside the calling block; parrived(u) says it finished.
+//
+// Misuse on the device (a partition out of range, pready twice in one epoch, pready before
+// start) sends nothing and is recorded in the request's error record; the host reports it as
+// an error with a message at the next start, pready, test or wait. Every wait is bounded
+// (WEFT_TIMEOUT): a peer that never sends ends in an error, not a hang.
+//
+// Handles are trivially copyable and passed to kernels by value; each stays valid while the
+// host object that made it (weft::part::DeviceRequest, weft::part::Collective) lives.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "weft/device/atomics.hpp"
+#include "weft/device/copy.hpp"
+#include "weft/device/macros.hpp"
+#include "weft/device/memory_channel.hpp"
+#include "weft/device/thread_group.hpp"
+#include "weft/device/wait.hpp"
+#include "weft/part/common.hpp"
+
+namespace weft::part {
+
+struct PsendDeviceHandle {
+  /// local: the send buffer; remote: the receive buffer, mapped here (peer access / CUDA IPC).
+  /// Only its put is used: the signal is a per-transport-partition flag (below), since
+  /// transport partitions complete in any order.
+  device::MemoryChannelDeviceHandle channel;
+  uint64_t* remote_flags = nullptr;  ///< the receiver's flag block, mapped here
+  uint64_t* ctl = nullptr;         ///< this request's control block (kCtl*)
+  unsigned long long* counters = nullptr;  ///< per transport partition: user partitions readied, all epochs
+  uint64_t* stamps = nullptr;      ///< per user partition: the epoch of its last pready
+  DeviceErrorRecord* error = nullptr;
+  uint64_t partition_bytes = 0;
+  uint32_t partitions = 0;         ///< user partitions
+  uint32_t threshold = 1;          ///< user partitions per transport partition
+
+#if WEFT_DEVICE_CODE
+  /// One thread: claims partition p for this epoch; 0 (nothing to do) on misuse, else the epoch.
+  WEFT_DEVICE_INLINE uint64_t claim(uint32_t p) const {
+    const uint64_t e = device::ld_acquire_gpu(ctl + kCtlEpoch);
+    uint32_t code = 0;
+    if (p >= partitions) code = 1;
+    else if (e == 0) code = 3;
+    else if (atomicExch(reinterpret_cast<unsigned long long*>(stamps + p), e) == e) code = 2;
+    if (code == 0) return e;
+    detail::record_error(error, ctl + kCtlClaim, code, p, e);
+    return 0;
+  }
+  /// One thread, after its group's copy of partition p: counts p into its transport
+  /// partition; the last one signals the receiver.
+  WEFT_DEVICE_INLINE void complete(uint32_t p, uint64_t e) const {
+    const uint32_t t = p / threshold;
+    const uint32_t first = t * threshold;
+    const uint64_t n = partitions - first < threshold ? partitions - first : threshold;
+    __threadfence_system();
+    if (atomicAdd(counters + t, 1ull) + 1 == n * e) {
+      __threadfence_system();
+      device::st_release_sys(remote_flags + kFlagFirst + t, e);
+      atomicAdd(reinterpret_cast<unsigned long long*>(ctl + kCtlSent), 1ull);
+    }
+  }
+  /// Every thread, each for its own partition p (thread granularity).
+  WEFT_DEVICE_INLINE void pready_thread(uint32_t p) const {
+    const uint64_t e = claim(p);
+    if (e == 0) return;
+    const uint64_t off = static_cast<uint64_t>(p) * partition_bytes;
+    device::MemoryChannelDeviceHandle ch = channel;  // put is not const
+    ch.put(off, off, partition_bytes, device::ThreadGroup{0, 1});
+    complete(p, e);
+  }
+  /// Every thread of a warp, one partition p for the warp (warp granularity).
+  WEFT_DEVICE_INLINE void pready_warp(uint32_t p) const {
+    __syncwarp();
+    const uint32_t lane = threadIdx.x & 31u;
+    uint64_t e = lane == 0 ? claim(p) : 0;
+    e = __shfl_sync(0xffffffffu, e, 0);
+    if (e == 0) return;
+    const uint64_t off = static_cast<uint64_t>(p) * partition_bytes;
+    device::MemoryChannelDeviceHandle ch = channel;  // put is not const
+    ch.put(off, off, partition_bytes, device::ThreadGroup::warp());
+    __syncwarp();
+    if (lane == 0) complete(p, e);
+  }
+  /// Every thread of a block, one partition p for the block (block granularity).
+  WEFT_DEVICE_INLINE void pready_block(uint32_t p) const {
+    __shared__ uint64_t s_epoch;
+    __syncthreads();
+    if (threadIdx.x == 0) s_epoch = claim(p);
+    __syncthreads();
+    const uint64_t e = s_epoch;
+    if (e == 0) return;
+    const uint64_t off = static_cast<uint64_t>(p) * partition_bytes;
+    device::MemoryChannelDeviceHandle ch = channel;  // put is not const
+    ch.put(off, off, partition_bytes, device::ThreadGroup::block());
+    __syncthreads();
+    if (threadIdx.x == 0) complete(p, e);
+  }
+#endif
+};
+static_assert(std::is_trivially_copyable_v<PsendDeviceHandle>);
+
+struct PrecvDeviceHandle {
+  const char* buf = nullptr;        ///< the receive buffer
+  const uint64_t* flags = nullptr;  ///< this request's flag block (kFlag*)
+  uint32_t partitions = 0;
+  uint64_t partition_bytes = 0;
+
+#if WEFT_DEVICE_CODE
+  /// Any thread: true once partition p of the current epoch has arrived (false when p is
+  /// out of range). A true result orders the partition's data before the caller's later reads
+  /// (read them with ld.cg / volatile loads, or after a __syncthreads for the block).
+  WEFT_DEVICE_INLINE bool parrived(uint32_t p) const {
+    if (p >= partitions) return false;
+    const uint64_t thr = device::ld_acquire_sys(flags + kFlagThreshold);
+    const uint64_t e = device::ld_acquire_gpu(flags + kFlagEpoch);
+    if (thr == 0 || e == 0) return false;
+    return device::ld_acquire_sys(flags + kFlagFirst + p / thr) >= e;
+  }
+#endif
+};
+static_assert(std::is_trivially_copyable_v<PrecvDeviceHandle>);
+
+}  // namespace weft::part
+
+#include "weft/part/collective_device.hpp"

@@ -1,0 +1,142 @@
+// The runtime behind weft/partitioned.hpp (internal).
+//
+// Context: per communicator, a mailbox of device memory on every rank, mapped into every
+// other rank at creation (the one collective step). Pairs of requests are set up through
+// it: the sender writes an offer (its description and its ready-to-receive word) into the receiver's
+// mailbox; the receiver matches it (per peer and tag, in order), checks that both sides
+// agree, and writes a reply (its receive buffer and flag block) into the sender's mailbox.
+// A mailbox entry is written payload first, then its sequence word, each by a synchronous
+// copy, and read sequence word first.
+//
+// Memory of another process is mapped with CUDA IPC, once per allocation and device in this
+// process (CUDA refuses to open one allocation twice), counted per user; memory of a
+// rank in this process is used directly. Ready-to-receive words live in shared host memory
+// (one POSIX shared-memory segment per rank, mapped by every rank of the host and unlinked
+// once they all have): the receiver's pbuf_prepare stores its epoch into the sender's word,
+// the sender's loads it, with no CUDA call, so a later pbuf_prepare costs well under a
+// microsecond once the receiver is ready.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "part/state.hpp"
+#include "util/error.hpp"
+#include "weft/partitioned.hpp"
+
+namespace weft::part {
+
+/// Device memory to hand to a peer: an IPC handle of its allocation and the offset in it,
+/// and the raw pointer (used by a peer in this process).
+struct ExportedMemory {
+  cudaIpcMemHandle_t handle{};
+  uint64_t offset = 0;
+  uint64_t ptr = 0;
+};
+
+/// A mailbox entry (offer or reply).
+struct MailMessage {
+  uint64_t seq = 0;  ///< index + 1; written last
+  int32_t tag = 0;
+  int32_t dtype = 0;
+  uint32_t partitions = 0;
+  uint32_t elem_bytes = 0;
+  uint64_t count = 0;
+  int32_t status = 0;  ///< reply: 0 matched, 1 the descriptions differ
+  uint32_t ready_word = 0;  ///< offer: the sender's ready-to-receive word (ready_word())
+  ExportedMemory data;  ///< reply: the receive buffer
+  ExportedMemory ctrl;  ///< reply: the receiver's flag block
+};
+
+/// A bounded host wait: WEFT_TIMEOUT from construction.
+class HostDeadline {
+ public:
+  explicit HostDeadline(double seconds);
+  bool passed() const { return std::chrono::steady_clock::now() > end_; }
+  double seconds() const { return seconds_; }
+
+ private:
+  std::chrono::steady_clock::time_point end_;
+  double seconds_;
+};
+
+class ContextImpl : public Context {
+ public:
+  static constexpr uint32_t kSlots = 256;      ///< offers per (sender, receiver) over the context's life
+  static constexpr uint64_t kMessageBytes = 512;
+
+  ContextImpl(Communicator& comm);
+  ~ContextImpl() override;
+
+  int rank() const override { return rank_; }
+  int nranks() const override { return nranks_; }
+  int device() const { return device_; }
+  double timeout_s() const { return timeout_s_; }
+  const volatile uint32_t* abort_flag() const { return nullptr; }
+
+  std::unique_ptr<Request> psend_init(const void* buf, uint32_t partitions, uint64_t count, int dtype, int peer,
+                                      int tag) override;
+  std::unique_ptr<Request> precv_init(void* buf, uint32_t partitions, uint64_t count, int dtype, int peer,
+                                      int tag) override;
+  void pbuf_prepare_all(const std::vector<Request*>& requests) override;
+  std::unique_ptr<Collective> pallreduce_init(void* buf, uint32_t partitions, uint64_t count, int dtype, int op,
+                                              int tag) override;
+  std::unique_ptr<Collective> pbcast_init(void* buf, uint32_t partitions, uint64_t count, int dtype, int root,
+                                          int tag) override;
+
+  /// Sender: posts an offer to `peer`; returns its index (the reply comes at the same one).
+  uint32_t post_offer(int peer, MailMessage m);
+  /// Sender: waits for the reply to offer `index` from `peer`.
+  MailMessage wait_reply(int peer, uint32_t index, const std::string& who);
+  /// Receiver: waits for the next unmatched offer from `peer` with `tag`; returns its index.
+  uint32_t match_offer(int peer, int tag, MailMessage* out, const std::string& who);
+  /// Receiver: answers offer `index` of `peer`.
+  void post_reply(int peer, uint32_t index, MailMessage m);
+
+  /// A word of this rank's shared segment for a send request's ready-to-receive.
+  uint32_t alloc_ready_word();
+  /// Word `index` of rank `owner`'s shared segment.
+  uint64_t* ready_word(int owner, uint32_t index) const;
+
+  ExportedMemory export_memory(const void* ptr) const;
+  /// Maps memory `peer` exported; release with unmap().
+  char* map(int peer, const ExportedMemory& m);
+  void unmap(int peer, char* p);
+
+  /// Host access to device memory on the context's private stream (synchronous).
+  void read(void* host, const void* dev, uint64_t bytes);
+  void write(void* dev, const void* host, uint64_t bytes);
+  void copy(void* dst, const void* src, uint64_t bytes);
+  /// Device memory, zeroed; freed with free_device.
+  void* alloc_device(uint64_t bytes);
+  void free_device(void* p);
+
+ private:
+  char* mailbox(int owner_view_peer, bool offers, uint32_t index, bool local);
+  void write_message(char* dst, const MailMessage& m);
+  bool read_message(const char* src, uint64_t seq, MailMessage* out);
+
+  int rank_ = 0, nranks_ = 0, device_ = 0;
+  double timeout_s_ = 0;
+  char* mailbox_ = nullptr;
+  std::vector<char*> peer_mailbox_;
+  std::vector<bool> peer_local_;   ///< rank lives in this process
+  std::vector<bool> peer_opened_;  ///< mailbox opened by IPC
+  cudaStream_t stream_ = nullptr;
+  void* staging_ = nullptr;        ///< pinned, kMessageBytes
+  static constexpr uint32_t kReadyWords = 8192;
+  std::vector<uint64_t*> shm_;     ///< by rank: its shared segment, mapped here
+  uint32_t ready_words_used_ = 0;
+  std::vector<uint32_t> offers_posted_;                ///< by peer
+  std::vector<std::vector<MailMessage>> offers_seen_;  ///< by peer
+  std::vector<std::vector<bool>> offers_matched_;      ///< by peer
+  std::recursive_mutex mu_;
+};
+
+}  // namespace weft::part

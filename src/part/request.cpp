@@ -1,0 +1,308 @@
+#include "part/request.hpp"
+
+#include <thread>
+
+#include "runtime/cuda_check.hpp"
+
+namespace weft::part {
+
+namespace {
+
+/// A mailbox message carrying `d`'s description.
+MailMessage describe_in_message(const RequestDesc& d) {
+  MailMessage m;
+  m.tag = d.tag;
+  m.dtype = d.dtype;
+  m.partitions = d.partitions;
+  m.elem_bytes = d.elem_bytes;
+  m.count = d.count;
+  return m;
+}
+
+/// The peer's request as its message describes it (the twin of `d`).
+RequestDesc peer_desc(const RequestDesc& d, const MailMessage& m) {
+  RequestDesc theirs = d;
+  theirs.dir = d.dir == Direction::Send ? Direction::Recv : Direction::Send;
+  theirs.partitions = m.partitions;
+  theirs.count = m.count;
+  theirs.dtype = m.dtype;
+  theirs.elem_bytes = m.elem_bytes;
+  return theirs;
+}
+
+}  // namespace
+
+RequestImpl::RequestImpl(ContextImpl& ctx, const RequestDesc& d, void* buf)
+    : ctx_(ctx), st_(d, ctx.rank()), buf_(static_cast<char*>(buf)) {
+  if (buf == nullptr) fail(ErrorCode::InvalidArgument, describe(d, ctx.rank()) + ": the buffer is null");
+  if (is_send()) {
+    ctl_ = static_cast<uint64_t*>(ctx_.alloc_device(kCtlWords * sizeof(uint64_t)));
+    ready_index_ = ctx_.alloc_ready_word();
+    ready_ = ctx_.ready_word(ctx_.rank(), ready_index_);
+    __atomic_store_n(ready_, uint64_t{0}, __ATOMIC_RELEASE);
+    DeviceGuard g(ctx_.device());
+    WEFT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&err_host_), sizeof(DeviceErrorRecord), cudaHostAllocMapped));
+    *err_host_ = DeviceErrorRecord{};
+    WEFT_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&err_dev_), err_host_, 0));
+  } else {
+    flags_ = static_cast<uint64_t*>(ctx_.alloc_device((kFlagFirst + d.partitions) * sizeof(uint64_t)));
+  }
+}
+
+RequestImpl::~RequestImpl() {
+  const int peer = st_.desc().peer;
+  ctx_.unmap(peer, remote_buf_);
+  ctx_.unmap(peer, reinterpret_cast<char*>(remote_flags_));
+  ctx_.free_device(ctl_);
+  ctx_.free_device(flags_);
+  if (err_host_) cudaFreeHost(err_host_);
+}
+
+uint32_t RequestImpl::threshold() const { return dreq_ ? dreq_->threshold() : 1; }
+
+void RequestImpl::check_device_error() {
+  if (err_host_ == nullptr || reinterpret_cast<volatile DeviceErrorRecord*>(err_host_)->valid == 0) return;
+  const DeviceErrorRecord rec = *err_host_;
+  err_host_->valid = 0;
+  const uint64_t zero = 0;
+  ctx_.write(ctl_ + kCtlClaim, &zero, sizeof(zero));
+  errored_ = true;
+  // The epoch is over: its misused partitions were never sent, so it cannot complete.
+  st_.complete();
+  fail(ErrorCode::InvalidUsage, describe_device_error(st_.desc(), ctx_.rank(), rec.code, rec.partition, rec.epoch));
+}
+
+void RequestImpl::start() {
+  check_device_error();
+  st_.start();
+  const uint64_t e = st_.epoch();
+  if (is_send()) {
+    if (errored_) {
+      if (dreq_) dreq_->resync_counters(e - 1);
+      uint64_t sent = 0;
+      ctx_.read(&sent, ctl_ + kCtlSent, sizeof(sent));
+      expected_sent_ = sent + host_sent_;
+    }
+    errored_ = false;
+    if (!internal_) ctx_.write(ctl_ + kCtlEpoch, &e, sizeof(e));
+  } else {
+    if (!internal_) ctx_.write(flags_ + kFlagEpoch, &e, sizeof(e));
+  }
+}
+
+void RequestImpl::prepare_phase(Phase ph) {
+  const RequestDesc& d = st_.desc();
+  const std::string who = describe(d, ctx_.rank());
+  const bool first = !st_.set_up();
+  switch (ph) {
+    case Phase::Offer: {
+      st_.begin_prepare();
+      if (!first || !is_send()) return;
+      MailMessage m = describe_in_message(d);
+      m.ready_word = ready_index_;
+      offer_ = ctx_.post_offer(d.peer, m);
+      return;
+    }
+    case Phase::Answer: {
+      if (!first || is_send()) return;
+      MailMessage offer;
+      const uint32_t idx = ctx_.match_offer(d.peer, d.tag, &offer, who);
+      const RequestDesc theirs = peer_desc(d, offer);
+      MailMessage reply = describe_in_message(d);
+      const bool same = theirs.partitions == d.partitions && theirs.count == d.count && theirs.dtype == d.dtype;
+      reply.status = same ? 0 : 1;
+      if (same) {
+        reply.data = ctx_.export_memory(buf_);
+        reply.ctrl = ctx_.export_memory(flags_);
+      }
+      ctx_.post_reply(d.peer, idx, reply);
+      check_match(d, theirs, ctx_.rank());  // throws when they differ; the sender learns it from the reply
+      ready_ = ctx_.ready_word(d.peer, offer.ready_word);
+      st_.setup_done();
+      return;
+    }
+    case Phase::Finish: {
+      if (!first || !is_send()) return;
+      MailMessage reply = ctx_.wait_reply(d.peer, offer_, who);
+      check_match(d, peer_desc(d, reply), ctx_.rank());
+      remote_buf_ = ctx_.map(d.peer, reply.data);
+      remote_flags_ = reinterpret_cast<uint64_t*>(ctx_.map(d.peer, reply.ctrl));
+      st_.setup_done();
+      if (dreq_) dreq_->refresh();
+      return;
+    }
+    case Phase::Ready: {
+      if (is_send() || st_.prepared()) return;  // a second pbuf_prepare in one epoch does nothing more
+      const uint64_t e = st_.epoch();
+      __atomic_store_n(ready_, e, __ATOMIC_RELEASE);
+      st_.prepare_done();
+      return;
+    }
+    case Phase::AwaitReady: {
+      if (!is_send() || st_.prepared()) return;
+      const uint64_t e = st_.epoch();
+      HostDeadline dl(ctx_.timeout_s());
+      for (;;) {
+        if (__atomic_load_n(ready_, __ATOMIC_ACQUIRE) >= e) break;
+        if (dl.passed())
+          fail(ErrorCode::Timeout, who + ": the receiver did not become ready for epoch " + std::to_string(e) +
+                                       " within " + std::to_string(dl.seconds()) +
+                                       " s (WEFT_TIMEOUT; it must start and pbuf_prepare its request)");
+        std::this_thread::yield();
+      }
+      const uint64_t thr = threshold();
+      if (thr != threshold_written_) {
+        ctx_.write(remote_flags_ + kFlagThreshold, &thr, sizeof(thr));
+        threshold_written_ = static_cast<uint32_t>(thr);
+      }
+      expected_sent_ += transports();
+      st_.prepare_done();
+      return;
+    }
+  }
+}
+
+void RequestImpl::pbuf_prepare() {
+  for (Phase ph : {Phase::Offer, Phase::Answer, Phase::Finish, Phase::Ready, Phase::AwaitReady}) prepare_phase(ph);
+}
+
+void RequestImpl::pready(uint32_t p) {
+  check_device_error();
+  if (is_send() && dreq_ != nullptr)
+    fail(ErrorCode::InvalidUsage, describe(st_.desc(), ctx_.rank()) +
+                                      ": host pready on a request that has a device request (use the device pready, "
+                                      "or free the device request first)");
+  st_.pready(p);
+  const uint64_t pb = st_.desc().partition_bytes(), off = pb * p, e = st_.epoch();
+  ctx_.copy(remote_buf_ + off, buf_ + off, pb);
+  // Without a device request the threshold is 1: every partition is a transport partition.
+  ctx_.write(remote_flags_ + kFlagFirst + p, &e, sizeof(e));
+  ++host_sent_;
+}
+
+bool RequestImpl::parrived(uint32_t p) {
+  st_.check_parrived(p);
+  if (!st_.active()) return true;
+  uint64_t thr = 0, flag = 0;
+  ctx_.read(&thr, flags_ + kFlagThreshold, sizeof(thr));
+  if (thr == 0) return false;
+  ctx_.read(&flag, flags_ + kFlagFirst + p / thr, sizeof(flag));
+  return flag >= st_.epoch();
+}
+
+bool RequestImpl::test() {
+  check_device_error();
+  st_.check_wait();
+  if (!st_.active()) return true;
+  bool done = false;
+  if (is_send()) {
+    uint64_t sent = 0;
+    ctx_.read(&sent, ctl_ + kCtlSent, sizeof(sent));
+    done = sent + host_sent_ >= expected_sent_;
+  } else {
+    const uint32_t U = st_.desc().partitions;
+    std::vector<uint64_t> block(kFlagFirst + U);
+    ctx_.read(block.data(), flags_, block.size() * sizeof(uint64_t));
+    const uint64_t thr = block[kFlagThreshold];
+    done = thr != 0;
+    for (uint32_t t = 0; done && t < transport_partitions(U, static_cast<uint32_t>(thr)); ++t)
+      done = block[kFlagFirst + t] >= st_.epoch();
+  }
+  if (done) st_.complete();
+  return done;
+}
+
+void RequestImpl::wait() {
+  HostDeadline dl(ctx_.timeout_s());
+  while (!test()) {
+    if (dl.passed())
+      fail(ErrorCode::Timeout, describe(st_.desc(), ctx_.rank()) + ": epoch " + std::to_string(st_.epoch()) +
+                                   " did not complete within " + std::to_string(dl.seconds()) +
+                                   " s (WEFT_TIMEOUT): " +
+                                   (is_send() ? "not every partition was readied" : "not every partition arrived"));
+    std::this_thread::yield();
+  }
+}
+
+std::unique_ptr<DeviceRequest> RequestImpl::device_request_create(uint32_t threshold) {
+  const std::string who = describe(st_.desc(), ctx_.rank());
+  if (!is_send()) fail(ErrorCode::InvalidUsage, who + ": a device request is for send requests (use recv_handle)");
+  if (dreq_ != nullptr) fail(ErrorCode::InvalidUsage, who + ": already has a device request (free it first)");
+  if (st_.prepared() && st_.active())
+    fail(ErrorCode::InvalidUsage, who + ": device request created after pbuf_prepare in epoch " +
+                                      std::to_string(st_.epoch()) + " (create it before, or between epochs)");
+  if (threshold == 0 || threshold > st_.desc().partitions)
+    fail(ErrorCode::InvalidArgument, who + ": threshold " + std::to_string(threshold) + " must be 1.." +
+                                         std::to_string(st_.desc().partitions) + " (the partition count)");
+  return std::make_unique<DeviceRequestImpl>(*this, threshold);
+}
+
+PrecvDeviceHandle RequestImpl::recv_handle() {
+  if (is_send())
+    fail(ErrorCode::InvalidUsage, describe(st_.desc(), ctx_.rank()) + ": recv_handle of a send request");
+  PrecvDeviceHandle h;
+  h.buf = buf_;
+  h.flags = flags_;
+  h.partitions = st_.desc().partitions;
+  h.partition_bytes = st_.desc().partition_bytes();
+  return h;
+}
+
+PsendDeviceHandle RequestImpl::send_handle(uint32_t thr) const {
+  PsendDeviceHandle h;
+  h.channel.local = buf_;
+  h.channel.remote = remote_buf_;
+  h.remote_flags = remote_flags_;
+  h.ctl = ctl_;
+  h.error = err_dev_;
+  h.partition_bytes = st_.desc().partition_bytes();
+  h.partitions = st_.desc().partitions;
+  h.threshold = thr;
+  return h;
+}
+
+DeviceRequestImpl::DeviceRequestImpl(RequestImpl& req, uint32_t threshold) : req_(req), threshold_(threshold) {
+  ContextImpl& ctx = req.ctx();
+  const uint32_t U = req.state().desc().partitions;
+  counters_ = static_cast<unsigned long long*>(ctx.alloc_device(transport_partitions(U, threshold) * sizeof(uint64_t)));
+  stamps_ = static_cast<uint64_t*>(ctx.alloc_device(U * sizeof(uint64_t)));
+  dev_handle_ = static_cast<PsendDeviceHandle*>(ctx.alloc_device(sizeof(PsendDeviceHandle)));
+  resync_counters(req.completed_epochs());
+  // Stamps of earlier epochs: 0 is below every epoch, so a zeroed array is right.
+  req.attach(this);
+  refresh();
+}
+
+DeviceRequestImpl::~DeviceRequestImpl() {
+  req_.detach();
+  ContextImpl& ctx = req_.ctx();
+  ctx.free_device(counters_);
+  ctx.free_device(stamps_);
+  ctx.free_device(dev_handle_);
+}
+
+PsendDeviceHandle DeviceRequestImpl::handle() const {
+  PsendDeviceHandle h = req_.send_handle(threshold_);
+  h.counters = counters_;
+  h.stamps = stamps_;
+  return h;
+}
+
+void DeviceRequestImpl::refresh() {
+  const PsendDeviceHandle h = handle();
+  req_.ctx().write(dev_handle_, &h, sizeof(h));
+}
+
+void DeviceRequestImpl::resync_counters(uint64_t completed) {
+  // A transport partition of n user partitions has counted n per completed epoch.
+  const uint32_t U = req_.state().desc().partitions, T = transport_partitions(U, threshold_);
+  std::vector<unsigned long long> v(T);
+  for (uint32_t t = 0; t < T; ++t) {
+    const uint32_t first = t * threshold_;
+    const uint64_t n = U - first < threshold_ ? U - first : threshold_;
+    v[t] = n * completed;
+  }
+  req_.ctx().write(counters_, v.data(), v.size() * sizeof(unsigned long long));
+}
+
+}  // namespace weft::part

@@ -1,0 +1,104 @@
+// Partitioned point-to-point requests over a ContextImpl (internal; weft/partitioned.hpp
+// is the API). The kernel-copy path: the sender maps the receiver's buffer and flag block,
+// and the device pready (weft/part/device.hpp) copies and signals through that mapping.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "part/context.hpp"
+#include "part/state.hpp"
+
+namespace weft::part {
+
+class DeviceRequestImpl;
+
+class RequestImpl : public Request {
+ public:
+  RequestImpl(ContextImpl& ctx, const RequestDesc& d, void* buf);
+  ~RequestImpl() override;
+
+  void start() override;
+  void pbuf_prepare() override;
+  void pready(uint32_t p) override;
+  bool parrived(uint32_t p) override;
+  bool test() override;
+  void wait() override;
+  std::unique_ptr<DeviceRequest> device_request_create(uint32_t threshold) override;
+  PrecvDeviceHandle recv_handle() override;
+
+  /// pbuf_prepare in phases (Context::pbuf_prepare_all): offer (sends), answer (receives),
+  /// finish setup (sends), ready-to-receive (receives), wait for it (sends).
+  enum class Phase { Offer, Answer, Finish, Ready, AwaitReady };
+  void prepare_phase(Phase ph);
+  bool is_send() const { return st_.desc().dir == Direction::Send; }
+  void check_free() const { st_.check_free(); }
+  /// A collective's internal request: its epoch completes with the collective's.
+  void mark_complete() { st_.complete(); }
+  /// Marks a collective's internal request: no kernel reads its epoch words (the collective
+  /// has its own), so start() skips writing them to the device.
+  void set_internal() { internal_ = true; }
+
+  // For DeviceRequestImpl.
+  PsendDeviceHandle send_handle(uint32_t threshold) const;
+  void attach(DeviceRequestImpl* d) { dreq_ = d; }
+  void detach() { dreq_ = nullptr; }
+  /// Completed epochs (the device counters' base).
+  uint64_t completed_epochs() const { return st_.active() ? st_.epoch() - 1 : st_.epoch(); }
+  ContextImpl& ctx() { return ctx_; }
+  const RequestState& state() const { return st_; }
+  /// Throws the device's error record, if any (and clears it).
+  void check_device_error();
+  /// Receive side: the flag block; send side: the mapped receive buffer (after setup).
+  uint64_t* flags() const { return flags_; }
+  char* remote_buf() const { return remote_buf_; }
+  uint64_t* remote_flags() const { return remote_flags_; }
+
+ private:
+  uint32_t threshold() const;
+  uint32_t transports() const { return transport_partitions(st_.desc().partitions, threshold()); }
+
+  ContextImpl& ctx_;
+  RequestState st_;
+  char* buf_ = nullptr;
+  // Send side.
+  uint64_t* ctl_ = nullptr;              ///< kCtlWords, device
+  DeviceErrorRecord* err_host_ = nullptr;
+  DeviceErrorRecord* err_dev_ = nullptr;
+  char* remote_buf_ = nullptr;
+  uint64_t* remote_flags_ = nullptr;
+  uint32_t offer_ = 0;
+  uint32_t ready_index_ = 0;             ///< send: index of ready_ in this rank's segment
+  uint32_t threshold_written_ = 0;
+  uint64_t expected_sent_ = 0, host_sent_ = 0;
+  bool internal_ = false;                ///< a collective's (set_internal)
+  bool errored_ = false;                 ///< an epoch ended in a device error: resync counters
+  DeviceRequestImpl* dreq_ = nullptr;
+  // Receive side.
+  uint64_t* flags_ = nullptr;            ///< kFlagFirst + partitions words, device
+  uint64_t* ready_ = nullptr;            ///< send: own ready-to-receive word; receive: the sender's
+};
+
+class DeviceRequestImpl : public DeviceRequest {
+ public:
+  DeviceRequestImpl(RequestImpl& req, uint32_t threshold);
+  ~DeviceRequestImpl() override;
+  PsendDeviceHandle handle() const override;
+  const PsendDeviceHandle* device_pointer() const override { return dev_handle_; }
+  uint32_t threshold() const { return threshold_; }
+  unsigned long long* counters() const { return counters_; }
+  uint64_t* stamps() const { return stamps_; }
+  /// Writes the handle to device memory again (after setup) and sets the counters to their
+  /// value at the start of the next epoch.
+  void refresh();
+  void resync_counters(uint64_t completed_epochs);
+
+ private:
+  RequestImpl& req_;
+  uint32_t threshold_ = 1;
+  unsigned long long* counters_ = nullptr;
+  uint64_t* stamps_ = nullptr;
+  PsendDeviceHandle* dev_handle_ = nullptr;
+};
+
+}  // namespace weft::part

@@ -1,0 +1,445 @@
+// GPU tests of partitioned communication (label gpu), one process per rank (launcher.hpp;
+// ranks may share one GPU). Every case writes random data from a kernel that readies it,
+// poisons every receive buffer first, and compares every byte with what the host computes.
+//
+//   p2p    --ranks N   each rank sends to rank+1 and receives from rank-1 (the kernel-copy
+//                      path): device pready at thread, warp and block granularity with
+//                      thresholds 1, 4 and all partitions, three epochs each; device parrived
+//                      (a kernel that waits for each partition and copies it out) and host
+//                      parrived; then host pready with odd sizes
+//   coll   --ranks N   partitioned AllReduce (int32 sum, float32 max, float64 sum) and
+//                      Broadcast from every root, three epochs, uneven chunks
+//   misuse             every misuse is an error with its message: device pready twice and
+//                      out of range (p2p and collective), host pready twice, out of range,
+//                      start while active, partition counts that differ from the peer's
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "runtime/launcher.hpp"
+#include "weft/partitioned.h"
+#include "weft/partitioned.hpp"
+#include "weft/weft.h"
+
+namespace gt = weft::gputest;
+using weft::part::PcollDeviceHandle;
+using weft::part::PrecvDeviceHandle;
+using weft::part::PsendDeviceHandle;
+
+namespace {
+
+#define CHECK(cond, ...)                                   \
+  do {                                                     \
+    if (!(cond)) {                                         \
+      std::printf("rank %d: %s:%d: ", g_rank, __FILE__, __LINE__); \
+      std::printf(__VA_ARGS__);                            \
+      std::printf("\n");                                   \
+      return 1;                                            \
+    }                                                      \
+  } while (0)
+#define CUDA_OK(call) CHECK((call) == cudaSuccess, "%s: %s", #call, cudaGetErrorString(cudaGetLastError()))
+#define WEFT_OK(call)                                                                   \
+  do {                                                                                  \
+    weftResult_t r_ = (call);                                                           \
+    CHECK(r_ == weftSuccess, "%s: %s: %s", #call, weftGetErrorString(r_), weftGetLastError(nullptr)); \
+  } while (0)
+/// Expects `call` to fail with `code` and a message containing `part`.
+#define WEFT_FAILS(call, code, part)                                                    \
+  do {                                                                                  \
+    weftResult_t r_ = (call);                                                           \
+    const char* m_ = weftGetLastError(nullptr);                                         \
+    CHECK(r_ == (code) && std::strstr(m_, part) != nullptr, "%s: got %s (%s), expected %s with '%s'", #call, \
+          weftGetErrorString(r_), m_, weftGetErrorString(code), part);                  \
+    std::printf("rank %d: as expected: %s\n", g_rank, m_);                              \
+  } while (0)
+
+int g_rank = 0;
+
+__host__ __device__ inline uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+__host__ __device__ inline uint64_t value(uint64_t seed, uint64_t i) { return mix(seed * 0x100000001b3ull + i); }
+
+/// Each thread writes its 8-byte element, then readies at `gran` (0 thread, 1 warp, 2 block):
+/// partitions of 1 element, 32, or blockDim elements.
+__global__ void produce(PsendDeviceHandle h, uint64_t* buf, uint64_t seed, int gran) {
+  const uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  buf[i] = value(seed, i);
+  if (gran == 0) h.pready_thread(static_cast<uint32_t>(i));
+  else if (gran == 1) h.pready_warp(static_cast<uint32_t>(i / 32));
+  else h.pready_block(blockIdx.x);
+}
+
+/// One thread per partition: waits (bounded) for parrived, then copies the partition out.
+__global__ void consume(PrecvDeviceHandle h, uint64_t* out, int* timed_out) {
+  const uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p >= h.partitions) return;
+  const uint64_t t0 = clock64();
+  while (!h.parrived(p)) {
+    if (clock64() - t0 > 60ull * 2000000000ull) {
+      atomicExch(timed_out, 1);
+      return;
+    }
+  }
+  const uint64_t words = h.partition_bytes / 8;
+  const volatile uint64_t* src = reinterpret_cast<const volatile uint64_t*>(h.buf) + p * words;
+  for (uint64_t w = 0; w < words; ++w) out[p * words + w] = src[w];
+}
+
+__global__ void misuse_kernel(PsendDeviceHandle h, int what) {
+  if (what == 0) {  // twice
+    h.pready_block(0);
+    h.pready_block(0);
+    for (uint32_t p = 1; p < h.partitions; ++p) h.pready_block(p);
+  } else {          // out of range, after every valid one
+    for (uint32_t p = 0; p <= h.partitions; ++p) h.pready_block(p);
+  }
+}
+
+template <typename T>
+__host__ __device__ T gen(int rank, uint64_t epoch, uint64_t i) {
+  return static_cast<T>(static_cast<int64_t>(value(epoch * 1000 + static_cast<uint64_t>(rank), i) % 2001) - 1000);
+}
+
+/// Block u writes partition u (unless `write` is 0), then runs the collective for it and
+/// checks that parrived says so.
+template <typename T>
+__global__ void coll_kernel(PcollDeviceHandle h, T* buf, int rank, uint64_t epoch, int write, int* not_arrived) {
+  const uint32_t u = blockIdx.x;
+  if (write)
+    for (uint64_t i = threadIdx.x; i < h.partition_elems; i += blockDim.x) {
+      const uint64_t g = u * h.partition_elems + i;
+      buf[g] = gen<T>(rank, epoch, g);
+    }
+  h.pready_block(u);
+  if (threadIdx.x == 0 && !h.parrived(u)) atomicAdd(not_arrived, 1);
+}
+
+struct Comm {
+  weftComm_t comm = nullptr;
+  weftPartComm_t pc = nullptr;
+  cudaStream_t stream = nullptr;
+  cudaStream_t stream2 = nullptr;  ///< for a consumer kernel that runs alongside the producer
+};
+
+int open_comm(int nranks, int rank, const weftUniqueId& id, Comm& c) {
+  g_rank = rank;
+  WEFT_OK(weftCommInitRank(&c.comm, nranks, id, rank));
+  WEFT_OK(weftPartCommCreate(c.comm, &c.pc));
+  CUDA_OK(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking));
+  CUDA_OK(cudaStreamCreateWithFlags(&c.stream2, cudaStreamNonBlocking));
+  return 0;
+}
+
+/// Every rank reaches this point (an AllReduce of one int, synchronized).
+int barrier(Comm& c, int* scratch) {
+  WEFT_OK(weftAllReduce(scratch, scratch, 1, weftInt32, weftSum, c.comm, reinterpret_cast<weftStream_t>(c.stream)));
+  CHECK(gt::sync_bounded(reinterpret_cast<weftStream_t>(c.stream), 60), "barrier did not finish");
+  return 0;
+}
+
+int close_comm(Comm& c, int* scratch) {
+  if (barrier(c, scratch)) return 1;
+  WEFT_OK(weftPartCommDestroy(c.pc));
+  WEFT_OK(weftCommDestroy(c.comm));
+  return 0;
+}
+
+int p2p(int nranks, int rank, const weftUniqueId& id) {
+  Comm c;
+  if (open_comm(nranks, rank, id, c)) return 1;
+  const int next = (rank + 1) % nranks, prev = (rank + nranks - 1) % nranks;
+  constexpr uint32_t kBlocks = 24, kThreads = 256;
+  constexpr uint64_t kElems = kBlocks * kThreads;
+  uint64_t *src = nullptr, *dst = nullptr, *out = nullptr;
+  int *flag = nullptr, *scratch = nullptr;
+  CUDA_OK(cudaMalloc(&src, kElems * 8));
+  CUDA_OK(cudaMalloc(&dst, kElems * 8));
+  CUDA_OK(cudaMalloc(&out, kElems * 8));
+  CUDA_OK(cudaMalloc(&flag, sizeof(int)));
+  CUDA_OK(cudaMalloc(&scratch, sizeof(int)));
+  std::vector<uint64_t> host(kElems), got(kElems);
+  int tag = 0;
+  for (int gran = 0; gran < 3; ++gran) {
+    const uint32_t per = gran == 0 ? 1 : gran == 1 ? 32 : kThreads;  // elements per partition
+    const uint32_t parts = static_cast<uint32_t>(kElems / per);
+    for (uint32_t threshold : {1u, 4u, parts}) {
+      ++tag;
+      weftPrequest_t s = nullptr, r = nullptr;
+      WEFT_OK(weftPsendInit(src, static_cast<int>(parts), per, weftUint64, next, tag, c.pc, &s));
+      WEFT_OK(weftPrecvInit(dst, static_cast<int>(parts), per, weftUint64, prev, tag, c.pc, &r));
+      weftPdevRequest_t d = nullptr;
+      const void* dh = nullptr;
+      WEFT_OK(weftPdevRequestCreate(s, static_cast<int>(threshold), &d, &dh));
+      PrecvDeviceHandle rh;
+      WEFT_OK(weftPrecvDeviceHandle(r, &rh, sizeof(rh)));
+      for (uint64_t epoch = 1; epoch <= 3; ++epoch) {
+        CUDA_OK(cudaMemset(dst, 0xA5, kElems * 8));  // poison, before the sender may write
+        CUDA_OK(cudaMemset(out, 0x5A, kElems * 8));
+        CUDA_OK(cudaMemset(flag, 0, sizeof(int)));
+        CUDA_OK(cudaDeviceSynchronize());
+        WEFT_OK(weftPstart(s));
+        WEFT_OK(weftPstart(r));
+        weftPrequest_t both[2] = {s, r};
+        WEFT_OK(weftPbufPrepareAll(2, both));
+        PsendDeviceHandle sh;
+        CUDA_OK(cudaMemcpy(&sh, dh, sizeof(sh), cudaMemcpyDeviceToHost));
+        const uint64_t seed = (static_cast<uint64_t>(rank) << 32) | (static_cast<uint64_t>(tag) << 8) | epoch;
+        // The consumer waits for the previous rank's producer: it must not sit before this
+        // rank's producer on one stream (every rank would wait for the one before it).
+        consume<<<(parts + 255) / 256, 256, 0, c.stream2>>>(rh, out, flag);
+        produce<<<kBlocks, kThreads, 0, c.stream>>>(sh, src, seed, gran);
+        CUDA_OK(cudaGetLastError());
+        WEFT_OK(weftPwait(s));
+        WEFT_OK(weftPwait(r));
+        CHECK(gt::sync_bounded(reinterpret_cast<weftStream_t>(c.stream), 120), "the producer did not finish");
+        CHECK(gt::sync_bounded(reinterpret_cast<weftStream_t>(c.stream2), 120), "the consumer did not finish");
+        int timed_out = 0;
+        CUDA_OK(cudaMemcpy(&timed_out, flag, sizeof(int), cudaMemcpyDeviceToHost));
+        CHECK(timed_out == 0, "device parrived never saw a partition (gran %d threshold %u)", gran, threshold);
+        const uint64_t pseed = (static_cast<uint64_t>(prev) << 32) | (static_cast<uint64_t>(tag) << 8) | epoch;
+        for (uint64_t i = 0; i < kElems; ++i) host[i] = value(pseed, i);
+        CUDA_OK(cudaMemcpy(got.data(), dst, kElems * 8, cudaMemcpyDeviceToHost));
+        for (uint64_t i = 0; i < kElems; ++i)
+          CHECK(got[i] == host[i], "gran %d threshold %u epoch %llu: element %llu (partition %llu) is %016llx, "
+                "expected %016llx", gran, threshold, (unsigned long long)epoch, (unsigned long long)i,
+                (unsigned long long)(i / per), (unsigned long long)got[i], (unsigned long long)host[i]);
+        CUDA_OK(cudaMemcpy(got.data(), out, kElems * 8, cudaMemcpyDeviceToHost));
+        for (uint64_t i = 0; i < kElems; ++i)
+          CHECK(got[i] == host[i], "device parrived copy: element %llu differs", (unsigned long long)i);
+        for (uint32_t p = 0; p < parts; p += 7) {
+          int arrived = 0;
+          WEFT_OK(weftParrived(r, static_cast<int>(p), &arrived));
+          CHECK(arrived == 1, "host parrived(%u) is false after wait", p);
+        }
+      }
+      WEFT_OK(weftPdevRequestFree(d));
+      WEFT_OK(weftPrequestFree(s));
+      WEFT_OK(weftPrequestFree(r));
+      std::printf("rank %d: p2p granularity %d threshold %u: 3 epochs, every byte right\n", rank, gran, threshold);
+    }
+  }
+  // Host pready with odd sizes (bytes, not 16-aligned partitions), partitions readied in reverse.
+  {
+    constexpr uint32_t parts = 5;
+    constexpr uint64_t count = 1001;
+    char *hs = nullptr, *hd = nullptr;
+    CUDA_OK(cudaMalloc(&hs, parts * count));
+    CUDA_OK(cudaMalloc(&hd, parts * count));
+    weftPrequest_t s = nullptr, r = nullptr;
+    WEFT_OK(weftPsendInit(hs, parts, count, weftUint8, next, 999, c.pc, &s));
+    WEFT_OK(weftPrecvInit(hd, parts, count, weftUint8, prev, 999, c.pc, &r));
+    std::vector<unsigned char> mine(parts * count), want(parts * count), have(parts * count);
+    for (uint64_t epoch = 1; epoch <= 2; ++epoch) {
+      for (uint64_t i = 0; i < mine.size(); ++i) mine[i] = static_cast<unsigned char>(value(rank * 7 + epoch, i));
+      for (uint64_t i = 0; i < want.size(); ++i) want[i] = static_cast<unsigned char>(value(prev * 7 + epoch, i));
+      CUDA_OK(cudaMemcpy(hs, mine.data(), mine.size(), cudaMemcpyHostToDevice));
+      CUDA_OK(cudaMemset(hd, 0xA5, parts * count));
+      CUDA_OK(cudaDeviceSynchronize());
+      WEFT_OK(weftPstart(s));
+      WEFT_OK(weftPstart(r));
+      weftPrequest_t both[2] = {s, r};
+      WEFT_OK(weftPbufPrepareAll(2, both));
+      for (int p = parts - 1; p >= 0; --p) WEFT_OK(weftPready(p, s));
+      WEFT_OK(weftPwait(s));
+      WEFT_OK(weftPwait(r));
+      CUDA_OK(cudaMemcpy(have.data(), hd, have.size(), cudaMemcpyDeviceToHost));
+      for (uint64_t i = 0; i < have.size(); ++i)
+        CHECK(have[i] == want[i], "host pready epoch %llu: byte %llu is %02x, expected %02x", (unsigned long long)epoch,
+              (unsigned long long)i, have[i], want[i]);
+    }
+    WEFT_OK(weftPrequestFree(s));
+    WEFT_OK(weftPrequestFree(r));
+    std::printf("rank %d: host pready, 5 partitions of 1001 bytes, 2 epochs: every byte right\n", rank);
+  }
+  return close_comm(c, scratch);
+}
+
+template <typename T>
+int run_coll(Comm& c, int nranks, int rank, bool bcast, int root, weftDataType_t dt, weftRedOp_t op, int tag) {
+  constexpr uint32_t parts = 12;
+  constexpr uint64_t count = 1000 + 3;  // not a multiple of the rank count
+  const uint64_t n = parts * count;
+  T* buf = nullptr;
+  int* flag = nullptr;
+  CUDA_OK(cudaMalloc(&buf, n * sizeof(T)));
+  CUDA_OK(cudaMalloc(&flag, sizeof(int)));
+  weftPcoll_t coll = nullptr;
+  if (bcast) WEFT_OK(weftPbcastInit(buf, parts, count, dt, root, tag, c.pc, &coll));
+  else WEFT_OK(weftPallreduceInit(buf, parts, count, dt, op, tag, c.pc, &coll));
+  const void* dh = nullptr;
+  WEFT_OK(weftPcollDeviceHandle(coll, &dh));
+  std::vector<T> got(n), want(n);
+  for (uint64_t epoch = 1; epoch <= 3; ++epoch) {
+    CUDA_OK(cudaMemset(buf, 0xA5, n * sizeof(T)));  // poison; the kernel overwrites what it owns
+    CUDA_OK(cudaMemset(flag, 0, sizeof(int)));
+    CUDA_OK(cudaDeviceSynchronize());
+    WEFT_OK(weftPcollStart(coll));
+    WEFT_OK(weftPcollPbufPrepare(coll));
+    PcollDeviceHandle h;
+    CUDA_OK(cudaMemcpy(&h, dh, sizeof(h), cudaMemcpyDeviceToHost));
+    const int write = !bcast || rank == root;
+    coll_kernel<T><<<parts, 256, 0, c.stream>>>(h, buf, rank, epoch, write, flag);
+    CUDA_OK(cudaGetLastError());
+    WEFT_OK(weftPcollWait(coll));
+    CHECK(gt::sync_bounded(reinterpret_cast<weftStream_t>(c.stream), 120), "collective kernel did not finish");
+    for (uint64_t i = 0; i < n; ++i) {
+      if (bcast) {
+        want[i] = gen<T>(root, epoch, i);
+        continue;
+      }
+      T acc = gen<T>(0, epoch, i);
+      for (int r = 1; r < nranks; ++r) {
+        const T v = gen<T>(r, epoch, i);
+        acc = op == weftMax ? (v > acc ? v : acc) : static_cast<T>(acc + v);
+      }
+      want[i] = acc;
+    }
+    CUDA_OK(cudaMemcpy(got.data(), buf, n * sizeof(T), cudaMemcpyDeviceToHost));
+    CHECK(std::memcmp(got.data(), want.data(), n * sizeof(T)) == 0,
+          "%s epoch %llu: the result differs from the host's (first at element %llu)", bcast ? "pbcast" : "pallreduce",
+          (unsigned long long)epoch, [&] {
+            uint64_t i = 0;
+            while (i < n && std::memcmp(&got[i], &want[i], sizeof(T)) == 0) ++i;
+            return (unsigned long long)i;
+          }());
+    int not_arrived = 0;
+    CUDA_OK(cudaMemcpy(&not_arrived, flag, sizeof(int), cudaMemcpyDeviceToHost));
+    CHECK(not_arrived == 0, "device parrived was false after pready_block for %d partitions", not_arrived);
+    int arrived = 0;
+    WEFT_OK(weftPcollParrived(coll, parts - 1, &arrived));
+    CHECK(arrived == 1, "host parrived is false after wait");
+  }
+  WEFT_OK(weftPcollFree(coll));
+  CUDA_OK(cudaFree(buf));
+  CUDA_OK(cudaFree(flag));
+  std::printf("rank %d: %s%s type %d: 3 epochs, every element right\n", rank, bcast ? "pbcast from " : "pallreduce",
+              bcast ? std::to_string(root).c_str() : "", dt);
+  return 0;
+}
+
+int coll(int nranks, int rank, const weftUniqueId& id) {
+  Comm c;
+  if (open_comm(nranks, rank, id, c)) return 1;
+  int* scratch = nullptr;
+  CUDA_OK(cudaMalloc(&scratch, sizeof(int)));
+  if (run_coll<int32_t>(c, nranks, rank, false, 0, weftInt32, weftSum, 1)) return 1;
+  if (run_coll<float>(c, nranks, rank, false, 0, weftFloat32, weftMax, 2)) return 1;
+  if (run_coll<double>(c, nranks, rank, false, 0, weftFloat64, weftSum, 3)) return 1;
+  for (int root = 0; root < nranks; ++root)
+    if (run_coll<int32_t>(c, nranks, rank, true, root, weftInt32, weftSum, 10 + root)) return 1;
+  return close_comm(c, scratch);
+}
+
+int misuse(int nranks, int rank, const weftUniqueId& id) {
+  setenv("WEFT_TIMEOUT", "5", 1);
+  Comm c;
+  if (open_comm(nranks, rank, id, c)) return 1;
+  int* scratch = nullptr;
+  CUDA_OK(cudaMalloc(&scratch, sizeof(int)));
+  const int peer = 1 - rank;
+  char* buf = nullptr;
+  CUDA_OK(cudaMalloc(&buf, 1 << 20));
+  // Partition counts that differ: both sides get the error, naming both.
+  {
+    weftPrequest_t q = nullptr;
+    if (rank == 0) WEFT_OK(weftPsendInit(buf, 4, 16, weftFloat32, peer, 1, c.pc, &q));
+    else WEFT_OK(weftPrecvInit(buf, 5, 16, weftFloat32, peer, 1, c.pc, &q));
+    WEFT_OK(weftPstart(q));
+    WEFT_FAILS(weftPbufPrepare(q), weftInvalidUsage, "does not match");
+    WEFT_FAILS(weftPrequestFree(q), weftInvalidUsage, "free of an active request");
+  }
+  if (barrier(c, scratch)) return 1;
+  // Host misuse on a working pair.
+  weftPrequest_t q = nullptr;
+  if (rank == 0) WEFT_OK(weftPsendInit(buf, 4, 64, weftFloat32, peer, 2, c.pc, &q));
+  else WEFT_OK(weftPrecvInit(buf, 4, 64, weftFloat32, peer, 2, c.pc, &q));
+  WEFT_FAILS(weftPbufPrepare(q), weftInvalidUsage, "inactive");
+  WEFT_OK(weftPstart(q));
+  WEFT_FAILS(weftPstart(q), weftInvalidUsage, "start while active");
+  WEFT_OK(weftPbufPrepare(q));
+  if (rank == 0) {
+    WEFT_FAILS(weftPready(4, q), weftInvalidArgument, "out of range");
+    WEFT_FAILS(weftPready(-1, q), weftInvalidArgument, "out of range");
+    WEFT_OK(weftPready(1, q));
+    WEFT_FAILS(weftPready(1, q), weftInvalidUsage, "pready twice");
+    for (int p : {0, 2, 3}) WEFT_OK(weftPready(p, q));
+  } else {
+    int f = 0;
+    WEFT_FAILS(weftParrived(q, 4, &f), weftInvalidArgument, "out of range");
+    WEFT_FAILS(weftPready(0, q), weftInvalidUsage, "pready on a receive request");
+  }
+  WEFT_OK(weftPwait(q));
+  // Device misuse: twice, then out of range; the receiver still gets every valid partition.
+  weftPdevRequest_t d = nullptr;
+  const void* dh = nullptr;
+  if (rank == 0) WEFT_OK(weftPdevRequestCreate(q, 1, &d, &dh));
+  for (int what = 0; what < 2; ++what) {
+    WEFT_OK(weftPstart(q));
+    WEFT_OK(weftPbufPrepare(q));
+    if (rank == 0) {
+      PsendDeviceHandle h;
+      CUDA_OK(cudaMemcpy(&h, dh, sizeof(h), cudaMemcpyDeviceToHost));
+      misuse_kernel<<<1, 128, 0, c.stream>>>(h, what);
+      CHECK(gt::sync_bounded(reinterpret_cast<weftStream_t>(c.stream), 60), "misuse kernel did not finish");
+      WEFT_FAILS(weftPwait(q), weftInvalidUsage, what == 0 ? "twice for partition 0" : "partition 4, out of range");
+    } else {
+      WEFT_OK(weftPwait(q));
+    }
+  }
+  if (d) WEFT_OK(weftPdevRequestFree(d));
+  WEFT_OK(weftPrequestFree(q));
+  WEFT_FAILS(weftPrequestFree(q), weftInvalidArgument, "freed");
+  if (barrier(c, scratch)) return 1;
+  // A collective's device pready twice.
+  {
+    weftPcoll_t coll = nullptr;
+    WEFT_OK(weftPallreduceInit(buf, 2, 64, weftInt32, weftSum, 5, c.pc, &coll));
+    const void* ch = nullptr;
+    WEFT_OK(weftPcollDeviceHandle(coll, &ch));
+    WEFT_OK(weftPcollStart(coll));
+    WEFT_FAILS(weftPcollStart(coll), weftInvalidUsage, "start while active");
+    WEFT_OK(weftPcollPbufPrepare(coll));
+    PcollDeviceHandle h;
+    CUDA_OK(cudaMemcpy(&h, ch, sizeof(h), cudaMemcpyDeviceToHost));
+    int* flag = nullptr;
+    CUDA_OK(cudaMalloc(&flag, sizeof(int)));
+    coll_kernel<int32_t><<<2, 128, 0, c.stream>>>(h, reinterpret_cast<int32_t*>(buf), rank, 1, 1, flag);
+    if (rank == 0) coll_kernel<int32_t><<<1, 128, 0, c.stream>>>(h, reinterpret_cast<int32_t*>(buf), rank, 1, 1, flag);
+    CHECK(gt::sync_bounded(reinterpret_cast<weftStream_t>(c.stream), 60), "collective kernel did not finish");
+    if (rank == 0) WEFT_FAILS(weftPcollWait(coll), weftInvalidUsage, "twice for partition 0");
+    else WEFT_OK(weftPcollWait(coll));
+    WEFT_OK(weftPcollFree(coll));
+  }
+  return close_comm(c, scratch);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  setvbuf(stdout, nullptr, _IOLBF, 0);
+  if (argc < 2) {
+    std::printf("usage: %s p2p|coll|misuse [--ranks N]\n", argv[0]);
+    return 2;
+  }
+  const std::string cmd = argv[1];
+  int ranks = 2;
+  for (int i = 2; i + 1 < argc; ++i)
+    if (std::string(argv[i]) == "--ranks") ranks = std::atoi(argv[++i]);
+  if (ranks < 2 || ranks > 16) {
+    std::printf("--ranks: need 2 to 16\n");
+    return 2;
+  }
+  if (cmd == "p2p") return gt::run_ranks(ranks, [&](int r, const weftUniqueId& id) { return p2p(ranks, r, id); }, 600, cmd);
+  if (cmd == "coll") return gt::run_ranks(ranks, [&](int r, const weftUniqueId& id) { return coll(ranks, r, id); }, 600, cmd);
+  if (cmd == "misuse") return gt::run_ranks(2, [&](int r, const weftUniqueId& id) { return misuse(2, r, id); }, 300, cmd);
+  std::printf("unknown subcommand '%s'\n", cmd.c_str());
+  return 2;
+}
