@@ -2,7 +2,8 @@
 // algorithms for every standard collective, in place and out of place, with any number
 // of instances (parallel thread blocks per connection). The default selection table runs
 // compiled algorithms instead, except `allpairs` where no compiled plan matches it yet
-// (small AllReduce and ReduceScatter, AllReduce on two ranks, in-place AllToAll;
+// (small AllReduce and ReduceScatter, AllReduce on two ranks but in place from 2 MiB,
+// in-place AllToAll;
 // docs/runtime.md, "Hand-built plans that remain"). The rest stays as the reference the
 // compiled plans are measured against (tests/unit/runtime/test_selection_compiled.cpp,
 // selection/hand-built.json) and for WEFT_ALGO=ring|allpairs|chain.

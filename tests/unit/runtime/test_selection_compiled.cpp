@@ -61,7 +61,7 @@ constexpr Collective kAll[] = {Collective::AllReduce, Collective::AllGather, Col
 /// The table's sizes: the LL rows' (up to 128 KiB) and the Simple rows'.
 const std::vector<uint64_t>& sizes() {
   static const std::vector<uint64_t> s = {8, 4 << 10, 16 << 10, 64 << 10, 128 << 10,
-                                          192 << 10, 1 << 20, 16 << 20, 256 << 20};
+                                          192 << 10, 1 << 20, 2 << 20, 3 << 20, 16 << 20, 256 << 20};
   return s;
 }
 
@@ -166,7 +166,7 @@ TEST(SelectionCompiled, HandBuiltRemainsOnlyWhereNoCompiledPlanMatches) {
                        (in_place ? " in place: " : " out of place: ") + describe_choice(d));
           EXPECT_EQ(d.algorithm, "allpairs");
           const bool small = b <= (128u << 10);
-          const bool expected = (c == Collective::AllReduce && (small || R <= 2)) ||
+          const bool expected = (c == Collective::AllReduce && (small || (R <= 2 && !(in_place && b >= (2u << 20))))) ||
                                 (c == Collective::ReduceScatter && small && R >= 3) ||
                                 (c == Collective::AllToAll && in_place);
           EXPECT_TRUE(expected);
