@@ -115,9 +115,10 @@ CompileResult compile(const Algorithm& algo, const Topology& topo, const Compile
                         text::format("the plan of %s at %d instances per link (%.0f transfers)", algo.name.c_str(), most,
                                      fp.transfers));
   }
-  // Algorithm level runs each rank's slots in step order (lower.hpp) unless that plan can
-  // deadlock with FIFOs of options.fifo_depth messages; it is then lowered in unit order.
-  bool step_order = true;
+  // With options.step_order, algorithm level runs each rank's slots in step order (lower.hpp)
+  // unless that plan can deadlock with FIFOs of options.fifo_depth messages; it is then
+  // lowered in unit order.
+  bool step_order = options.step_order;
   for (;;) {
     LoweredProgram program = lower(res.graph, res.pipeline, topo, options, k, step_order);
     if (!options.keep_graph && !may_relower && !program.step_order) res.graph = TaskGraph{};

@@ -28,6 +28,11 @@ struct CompileOptions {
   int32_t max_tbs = 0;
   bool in_place = true;            ///< lower for in-place or out-of-place buffers
   bool fuse = true;                ///< fuse rcs / rrcs / rrs
+  /// Algorithm-level schedulers (algo, stage): run each rank's slots in step order, a fused
+  /// chain revisiting ranks (lower.hpp), where the plan is then deadlock-free with FIFOs of
+  /// fifo_depth messages; else, and when off, in unit order, free at any depth. The GPU
+  /// runtime turns it on (a ring then runs as the hand-built ring, needing FIFOs of 2).
+  bool step_order = false;
   bool aggregate = true;           ///< merge contiguous chunks on one link and step
   std::string protocol = "Simple"; ///< Simple | LL | LL128, recorded in the plan
   /// Messages a connection holds in the deadlock check (check_deadlock): 4, the runtime's

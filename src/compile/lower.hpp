@@ -109,7 +109,7 @@ bool uses_stage_channels(const CompileOptions& options);
 /// was. Unlike unit keys it may need FIFOs of more than one message: compile() lowers again
 /// without it when the deadlock check at its FIFO depth refuses the plan.
 LoweredProgram lower(const TaskGraph& graph, const Pipeline& pipeline, const Topology& topo,
-                     const CompileOptions& options, Instances instances, bool step_order = true);
+                     const CompileOptions& options, Instances instances, bool step_order = false);
 
 /// Fewer instances for a plan that needs `tbs` thread blocks on its busiest rank where at
 /// most `max_tbs` may run: each count scaled by max_tbs / tbs (rounded down, at least 1),

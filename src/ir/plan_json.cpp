@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "util/error.hpp"
+#include "util/json_text.hpp"
 #include "util/text.hpp"
 
 namespace weft {
@@ -195,15 +196,7 @@ std::string plan_to_json(const Plan& p) {
 }
 
 Plan plan_from_json(std::string_view text, const std::string& origin) {
-  json j;
-  try {
-    j = json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
-    fail(ErrorCode::Parse, text::format("%s: not valid JSON (byte %zu): %s", origin.c_str(), e.byte, e.what()));
-  } catch (const json::exception& e) {
-    // A number beyond double's range raises out_of_range, not parse_error.
-    fail(ErrorCode::Parse, text::format("%s: not valid JSON: %s", origin.c_str(), e.what()));
-  }
+  const json j = parse_json(text, origin, "the plan");  // file:line:col of malformed text
   Reader in(origin);
   if (!j.is_object()) in.bad("(top)", "expected a JSON object");
   in.only(j, "(top)", {"format", "version", "algorithm", "collective", "num_ranks", "input_chunks", "output_chunks",

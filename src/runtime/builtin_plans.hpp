@@ -1,8 +1,12 @@
 // Plans the runtime builds by hand, for any rank count: ring, all-pairs (direct) and chain
 // algorithms for every standard collective, in place and out of place, with any number
-// of instances (parallel thread blocks per connection). They are the executor's first
-// workload, the baseline that compiled plans are measured against, and the fallback
-// when no compiled algorithm fits a communicator.
+// of instances (parallel thread blocks per connection). The default selection table runs
+// compiled algorithms instead, except `allpairs` where no compiled plan matches it yet
+// (small AllReduce and ReduceScatter, AllReduce on two ranks but in place from 2 MiB,
+// in-place AllToAll;
+// docs/runtime.md, "Hand-built plans that remain"). The rest stays as the reference the
+// compiled plans are measured against (tests/unit/runtime/test_selection_compiled.cpp,
+// selection/hand-built.json) and for WEFT_ALGO=ring|allpairs|chain.
 #pragma once
 
 #include <string>

@@ -110,6 +110,9 @@ Plan make_plan(Collective c, int nranks, const std::string& algorithm, const std
   bo.compile.fifo_depth = fifo_depth;
   bo.compile.scheduler = scheduler;
   bo.compile.allocator = allocator;
+  // Algorithm level in step order where deadlock-free at the communicator's FIFO depth: a
+  // ring runs as NCCL's does, one block per instance doing receive-reduce-send.
+  bo.compile.step_order = true;
   // The table's instances are tuned for the built-in plans, where one thread block serves
   // every peer; a compiled plan has blocks per link, so on many peers it takes the
   // compiler's derived instances within the runtime's budget instead (compile_for_runtime).

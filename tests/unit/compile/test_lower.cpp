@@ -53,6 +53,40 @@ TEST(Lower, ForwardedChunksFuse) {
   EXPECT_EQ(compile(test::ring_allreduce(4), test::a100(1, 4), o).fused_primitives, 0);
 }
 
+TEST(Lower, StepOrderRunsARingAsOneChainPerChunkStartingWithEachRanksOwnSend) {
+  // In step order a chunk's chain may come back to a rank: the final sum fuses with the
+  // first AllGather hop (rrcs), as in NCCL's ring, and every rank's one thread block per
+  // instance starts with its own send, then receives in step order.
+  CompileOptions o = opts("algo", 2);
+  o.step_order = true;
+  o.in_place = false;
+  CompileResult ar = compile(test::ring_allreduce(4), test::a100(1, 4), o);
+  auto n = count_primitives(ar.plan);
+  EXPECT_EQ(n[Primitive::RecvReduceSend], 2 * 4 * 2);
+  EXPECT_EQ(n[Primitive::RecvReduceCopySend], 2 * 4);
+  EXPECT_EQ(n[Primitive::RecvCopySend], 2 * 4 * 2);
+  EXPECT_EQ(n[Primitive::Send], 2 * 4);
+  EXPECT_EQ(n[Primitive::Recv], 2 * 4);
+  for (const RankPlan& rp : ar.plan.ranks) {
+    ASSERT_EQ(rp.tbs.size(), 2u);  // one per instance
+    for (const ThreadBlock& tb : rp.tbs) {
+      ASSERT_EQ(tb.slots.size(), 7u);  // send, rrs, rrs, rrcs, rcs, rcs, recv
+      EXPECT_EQ(tb.slots.front().primitive, Primitive::Send);
+      EXPECT_EQ(tb.slots[3].primitive, Primitive::RecvReduceCopySend);
+      EXPECT_EQ(tb.slots.back().primitive, Primitive::Recv);
+    }
+  }
+  // It needs FIFOs of two messages, as the hand-built ring does: at depth 1 the compiler
+  // keeps unit order, which is free at any depth.
+  o.fifo_depth = 1;
+  CompileResult unit = compile(test::ring_allreduce(4), test::a100(1, 4), o);
+  EXPECT_EQ(count_primitives(unit.plan)[Primitive::RecvReduceCopySend], 0);
+  // Off (the default), unit order whatever the depth.
+  o.fifo_depth = 4;
+  o.step_order = false;
+  EXPECT_EQ(count_primitives(compile(test::ring_allreduce(4), test::a100(1, 4), o).plan)[Primitive::RecvReduceCopySend], 0);
+}
+
 TEST(Lower, HpdsFusesOnlyInsideOneSubPipeline) {
   // A ring uses every link once per step, so HPDS puts consecutive hops in different
   // sub-pipelines, and fusing them would pull a link into a sub-pipeline that has it busy.

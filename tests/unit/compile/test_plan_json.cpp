@@ -67,10 +67,13 @@ TEST(PlanJson, SavesAndLoadsFiles) {
 TEST(PlanJson, BadFilesAreOneClearError) {
   std::string good = small_plan_json();
   EXPECT_EQ(error_of(good), "");
-  EXPECT_NE(error_of("{\"format\": ").find("Parse: bad.json: not valid JSON"), std::string::npos);
+  // Malformed text names the file, line and column (util::parse_json, as the selection table
+  // and the topology file do).
+  EXPECT_NE(error_of("{\n  \"format\": ").find("Parse: bad.json:2:13: the plan is not valid JSON ("), std::string::npos)
+      << error_of("{\n  \"format\": ");
   EXPECT_EQ(error_of("[1, 2]"), "Parse: bad.json: (top): expected a JSON object");
   // A number past double's range is out_of_range in nlohmann, not parse_error (found by fuzzing).
-  EXPECT_NE(error_of("{\"rc\": [\"output\", 4444.4e44444]}").find("Parse: bad.json: not valid JSON"),
+  EXPECT_NE(error_of("{\"rc\": [\"output\", 4444.4e44444]}").find("Parse: bad.json: the plan is not valid JSON ("),
             std::string::npos);
   EXPECT_EQ(error_of(replace(good, "\"weft-plan\"", "\"msccl\"")),
             "Parse: bad.json: format: is \"msccl\", expected \"weft-plan\"");

@@ -82,7 +82,7 @@ TEST(PlanCli, BadPlanFileIsOneLocatedError) {
   std::ofstream(plan) << "{\"format\": \"weft-plan\",\n \"version\": }\n";
   test::CliRun r = weft("simulate " + plan + " -t h200-1x4 --size 1M");
   EXPECT_EQ(r.status, 2);
-  EXPECT_EQ(r.err.rfind("weft simulate: " + plan + ": ", 0), 0u) << r.err;
+  EXPECT_EQ(r.err.rfind("weft simulate: " + plan + ":2:13: the plan is not valid JSON (", 0), 0u) << r.err;
   EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
   // Before the builder this file went to the ResCCLang parser: "1:1: unexpected character '{'".
   EXPECT_EQ(r.err.find("unexpected character"), std::string::npos) << r.err;

@@ -131,7 +131,7 @@ TEST(SelectionTable, BuiltInTextIsTheShippedFile) {
   std::ostringstream ss;
   ss << f.rdbuf();
   EXPECT_EQ(ss.str(), std::string(default_selection_text()));
-  EXPECT_EQ(default_selection_table().rows.size(), 18u);
+  EXPECT_EQ(default_selection_table().rows.size(), 19u);
   EXPECT_EQ(default_selection_table().rows[0].line, 6);
 }
 
@@ -273,6 +273,8 @@ TEST(SelectionTable, RowsMatchInOrderAndNameTheGap) {
   EXPECT_EQ(describe_choice(table_choice(Collective::AllReduce, 64u << 20, 4)),
             "ring_allreduce (compiled algo/state, Simple, x24)");
   EXPECT_EQ(describe_choice(table_choice(Collective::AllReduce, 64u << 20, 2)), "allpairs (hand-built, Simple, x24)");
+  EXPECT_EQ(describe_choice(table_choice(Collective::AllReduce, 64u << 20, 2, true)),
+            "ring_allreduce (compiled algo/state, Simple, x24)");
 }
 
 TEST(SelectionTable, EnvironmentLoadsATableAndWeftAlgoStillOverrides) {

@@ -94,10 +94,12 @@ ParamMap p(std::initializer_list<std::pair<const std::string, int>> kv) {
 
 TEST(VerifyFiles, EveryBuiltinVerifiesAtItsDefaults) {
   std::vector<std::string> names = builtin_algorithm_names();
-  EXPECT_EQ(names, (std::vector<std::string>{"allpairs_allgather", "allpairs_allreduce", "allpairs_reducescatter",
-                                             "alltoall_direct", "alltoall_twostep", "alltonext", "chain_broadcast",
-                                             "chain_reduce", "hm_allgather", "hm_allreduce", "ring_allgather",
-                                             "ring_allreduce", "ring_reducescatter"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"allpairs_allgather", "allpairs_allreduce", "allpairs_broadcast",
+                                             "allpairs_reduce", "allpairs_reducescatter", "alltoall_direct",
+                                             "alltoall_twostep", "alltonext", "chain_broadcast", "chain_reduce",
+                                             "hm_allgather", "hm_allreduce", "peerwise_allgather", "peerwise_alltoall",
+                                             "pipe_broadcast", "pipe_reduce", "ring_allgather", "ring_allreduce",
+                                             "ring_reducescatter"}));
   for (const std::string& n : names) {
     Algorithm a = load_algorithm(n);
     VerifyResult r = verify(a);
@@ -119,6 +121,23 @@ TEST(VerifyFiles, FlatBuiltinsMatchAndVerifyAtEveryRankCount) {
       check_builtin("chain_broadcast", p({{"nRanks", R}, {"Root", root}}), chain_broadcast(R, root));
       check_builtin("chain_reduce", p({{"nRanks", R}, {"Root", root}}), chain_reduce(R, root));
     }
+  }
+}
+
+TEST(VerifyFiles, RuntimeDefaultsVerifyAtEveryRankCountAndRoot) {
+  // The one-chunk algorithms of the runtime's default table (docs/algorithms.md).
+  for (int R : {1, 2, 3, 5, 8, 16}) {
+    for (const char* n : {"peerwise_allgather", "peerwise_alltoall"}) {
+      VerifyResult r = verify(load_algorithm(n, p({{"nRanks", R}})));
+      EXPECT_TRUE(r.ok) << n << " R=" << R << explain(r);
+    }
+    for (int root = 0; root < R; ++root)
+      for (const char* n : {"allpairs_broadcast", "allpairs_reduce", "pipe_broadcast", "pipe_reduce"}) {
+        Algorithm a = load_algorithm(n, p({{"nRanks", R}, {"Root", root}}));
+        EXPECT_EQ(a.input_chunks, 1) << n;
+        VerifyResult r = verify(a);
+        EXPECT_TRUE(r.ok) << n << " R=" << R << " root " << root << explain(r);
+      }
   }
 }
 
