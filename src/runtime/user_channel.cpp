@@ -11,8 +11,6 @@
 // counter for p, packets_out = p's packet buffer for r, packets_in = r's for p.
 #include <cuda_runtime_api.h>
 
-#include <algorithm>
-#include <cstring>
 #include <memory>
 #include <set>
 #include <string>
@@ -115,6 +113,17 @@ std::vector<exec::MemoryChannel> Communicator::connect_memory_channels(const std
                                         "; every rank must pass the same packet size");
   }
 
+  // Maps one of peer p's allocations into this process (closed when the owner goes).
+  auto map = [&](int p, const cudaIpcMemHandle_t& handle, const char* what) {
+    void* ptr = nullptr;
+    cudaError_t err = cudaIpcOpenMemHandle(&ptr, handle, cudaIpcMemLazyEnablePeerAccess);
+    if (err != cudaSuccess)
+      fail(ErrorCode::UnhandledCuda, me + "cannot map rank " + std::to_string(p) + "'s " + what +
+                                         " through CUDA IPC (" + cudaGetErrorName(err) + ": " +
+                                         cudaGetErrorString(err) + "); the GPUs need peer access");
+    owner->opened.push_back(ptr);
+    return static_cast<char*>(ptr);
+  };
   std::vector<exec::MemoryChannel> out;
   out.reserve(peers.size());
   for (int p : peers) {
@@ -126,18 +135,8 @@ std::vector<exec::MemoryChannel> Communicator::connect_memory_channels(const std
       peer_buf = reinterpret_cast<char*>(pi.buf);
       peer_mem = reinterpret_cast<char*>(pi.mem);
     } else {
-      for (int which = 0; which < 2; ++which) {
-        void* ptr = nullptr;
-        cudaError_t err = cudaIpcOpenMemHandle(&ptr, which == 0 ? pi.buf_handle : pi.mem_handle,
-                                               cudaIpcMemLazyEnablePeerAccess);
-        if (err != cudaSuccess)
-          fail(ErrorCode::UnhandledCuda, me + "cannot map rank " + std::to_string(p) + "'s " +
-                                             (which == 0 ? "buffer" : "channel memory") + " through CUDA IPC (" +
-                                             cudaGetErrorName(err) + ": " + cudaGetErrorString(err) +
-                                             "); each buffer's allocation may back one channel per peer and call");
-        owner->opened.push_back(ptr);
-        (which == 0 ? peer_buf : peer_mem) = static_cast<char*>(ptr) + (which == 0 ? pi.buf_offset : 0);
-      }
+      peer_buf = map(p, pi.buf_handle, "buffer") + pi.buf_offset;
+      peer_mem = map(p, pi.mem_handle, "channel memory");
     }
     device::MemoryChannelDeviceHandle h;
     char* own = owner->mem + static_cast<uint64_t>(p) * kControlBytes;

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu_check.hpp"
 #include "runtime/launcher.hpp"
 #include "weft/channel.hpp"
 #include "weft/device.hpp"
@@ -35,25 +36,6 @@ using weft::device::ThreadGroup;
 using weft::device::WaitResult;
 
 namespace {
-
-#define CUDA_OK(call)                                                                     \
-  do {                                                                                    \
-    cudaError_t e_ = (call);                                                              \
-    if (e_ != cudaSuccess) {                                                              \
-      std::printf("%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      return 1;                                                                           \
-    }                                                                                     \
-  } while (0)
-
-#define WEFT_OK(call)                                                                                    \
-  do {                                                                                                   \
-    weftResult_t r_ = (call);                                                                            \
-    if (r_ != weftSuccess) {                                                                             \
-      std::printf("%s:%d: %s: %s: %s\n", __FILE__, __LINE__, #call, weftGetErrorString(r_),              \
-                  weftGetLastError(nullptr));                                                            \
-      return 1;                                                                                          \
-    }                                                                                                    \
-  } while (0)
 
 /// One block. status[0]: the first failed wait (0 none, 1 timeout, 2 aborted) and status[1]
 /// the phase it failed in.

@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpu_check.hpp"
 #include "runtime/launcher.hpp"
 #include "runtime/collective_reference.hpp"
 #include "runtime/host_reduce.hpp"
@@ -37,25 +38,6 @@ namespace gt = weft::gputest;
 namespace host = weft::host;
 
 namespace {
-
-#define CUDA_OK(call)                                                                       \
-  do {                                                                                      \
-    cudaError_t e_ = (call);                                                                \
-    if (e_ != cudaSuccess) {                                                                \
-      std::printf("%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));   \
-      return 1;                                                                             \
-    }                                                                                       \
-  } while (0)
-
-#define WEFT_OK(call)                                                                       \
-  do {                                                                                      \
-    weftResult_t r_ = (call);                                                               \
-    if (r_ != weftSuccess) {                                                                \
-      std::printf("%s:%d: %s: %s: %s\n", __FILE__, __LINE__, #call, weftGetErrorString(r_), \
-                  weftGetLastError(nullptr));                                               \
-      return 1;                                                                             \
-    }                                                                                       \
-  } while (0)
 
 struct Options {
   int ranks = 2;

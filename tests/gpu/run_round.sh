@@ -37,6 +37,7 @@ if [ "$MODE" != bench ] && [ "$MODE" != compiled ]; then
   run peer_stops 90 "$T" peer_stops
   run collectives_2_small 300 "$T" collectives --ranks 2 --counts 0,1,7,1024,1048579
   run p2p_2 120 "$T" p2p --ranks 2
+  [ -x "$B/bin/weft_channel_tests" ] && run memory_channel_3 120 "$B/bin/weft_channel_tests" --ranks 3
   run graph_2 120 "$T" graph --ranks 2
   run initall 120 "$T" initall
   run collectives_1 300 "$T" collectives --ranks 1 --counts 0,1,7,1024,1048579
