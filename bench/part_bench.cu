@@ -11,7 +11,8 @@
 //   overheads psend_init, device request create, pbuf_prepare first and average (Table I)
 //   allreduce [--grids ...]  vector-add + partitioned AllReduce inside the kernel, against
 //             vector-add + ncclAllReduce (libnccl.so.2 loaded with dlopen) + stream synchronize
-//             (Figures 6 and 7)
+//             (Figures 6 and 7); the NCCL column is skipped, with the reason, where NCCL is
+//             not found or the ranks share one GPU (NCCL refuses two ranks on one device)
 // The progression-engine path (flags to a proxy, puts over port channels, inter-node) is
 // not available yet, so its rows are not printed.
 #include <cuda_runtime.h>
@@ -318,7 +319,14 @@ int allreduce(int r, const weftUniqueId& id) {
   Rank k;
   if (open_rank(r, id, k)) return 1;
   Nccl nccl;
-  const bool have_nccl = nccl.load();
+  // NCCL refuses two ranks on one device (ncclCommInitRank returns ncclInvalidUsage): where
+  // the ranks share the GPU the NCCL column is skipped, with the reason, and weft's rows run.
+  // Both ranks see the same device count, so they agree on skipping it.
+  const char* no_nccl = nullptr;
+  if (k.shared_gpu) no_nccl = "the ranks share one GPU and NCCL refuses two ranks on one device";
+  else if (!nccl.load()) no_nccl = "libnccl.so.2 or one of its symbols was not found";
+  const bool have_nccl = no_nccl == nullptr;
+  if (no_nccl && r == 0) std::printf("# NCCL column skipped: %s\n", no_nccl);
   void* ncomm = nullptr;
   if (have_nccl) {
     // The NCCL id travels from rank 0 over weft.
@@ -389,7 +397,7 @@ int allreduce(int r, const weftUniqueId& id) {
       if (have_nccl)
         std::printf("%8d %12llu %14.1f %14.1f %8.2f\n", G, (unsigned long long)(n * 8), nccl_us, part, nccl_us / part);
       else
-        std::printf("%8d %12llu %14s %14.1f %8s\n", G, (unsigned long long)(n * 8), "(no NCCL)", part, "-");
+        std::printf("%8d %12llu %14s %14.1f %8s\n", G, (unsigned long long)(n * 8), "(skipped)", part, "-");
     }
   }
   if (ncomm) nccl.CommDestroy(ncomm);

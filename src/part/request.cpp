@@ -186,7 +186,7 @@ bool RequestImpl::parrived(uint32_t p) {
   uint64_t thr = 0, flag = 0;
   ctx_.read(&thr, flags_ + kFlagThreshold, sizeof(thr));
   if (thr == 0) return false;
-  ctx_.read(&flag, flags_ + kFlagFirst + p / thr, sizeof(flag));
+  ctx_.read(&flag, flags_ + kFlagFirst + transport_of(p, static_cast<uint32_t>(thr)), sizeof(flag));
   return flag >= st_.epoch();
 }
 
@@ -297,11 +297,7 @@ void DeviceRequestImpl::resync_counters(uint64_t completed) {
   // A transport partition of n user partitions has counted n per completed epoch.
   const uint32_t U = req_.state().desc().partitions, T = transport_partitions(U, threshold_);
   std::vector<unsigned long long> v(T);
-  for (uint32_t t = 0; t < T; ++t) {
-    const uint32_t first = t * threshold_;
-    const uint64_t n = U - first < threshold_ ? U - first : threshold_;
-    v[t] = n * completed;
-  }
+  for (uint32_t t = 0; t < T; ++t) v[t] = transport_size(U, threshold_, t) * completed;
   req_.ctx().write(counters_, v.data(), v.size() * sizeof(unsigned long long));
 }
 

@@ -12,11 +12,17 @@
 //   misuse             every misuse is an error with its message: device pready twice and
 //                      out of range (p2p and collective), host pready twice, out of range,
 //                      start while active, partition counts that differ from the peer's
+//
+// WEFT_PART_TEST_TRACE=1 prints a line per p2p case and epoch (launch, each wait's time). A
+// failed p2p send wait always prints a diagnosis: whether the producer and consumer kernels
+// finished, and the sender's device state (partitions claimed, transport partitions counted
+// complete, the sent counter).
 #include <cuda_runtime.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -152,9 +158,63 @@ int close_comm(Comm& c, int* scratch) {
   return 0;
 }
 
+/// WEFT_PART_TEST_TRACE=1: a line per case and epoch (launch, each wait with its time).
+bool trace() {
+  static const bool on = [] {
+    const char* v = std::getenv("WEFT_PART_TEST_TRACE");
+    return v != nullptr && v[0] != '\0' && v[0] != '0';
+  }();
+  return on;
+}
+
+double seconds_since(const timespec& t0) {
+  timespec t1;
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  return static_cast<double>(t1.tv_sec - t0.tv_sec) + 1e-9 * static_cast<double>(t1.tv_nsec - t0.tv_nsec);
+}
+
+/// After a send wait failed: what the sender's device state says about epoch e, read on a
+/// stream of its own into pinned memory allocated beforehand (`pinned`, at least
+/// partitions + transports + kCtlWords words), so that a producer that never ran (0 claimed)
+/// and a counting fault (all claimed, counters short) read differently.
+void explain_send(const PsendDeviceHandle& h, uint64_t e, cudaStream_t producer, cudaStream_t consumer,
+                  uint64_t* pinned) {
+  auto state = [](cudaStream_t s) {
+    const cudaError_t q = cudaStreamQuery(s);
+    return q == cudaSuccess ? "finished" : q == cudaErrorNotReady ? "still queued or running" : cudaGetErrorString(q);
+  };
+  std::printf("rank %d: diagnosis, epoch %llu: producer kernel %s, consumer kernel %s\n", g_rank,
+              (unsigned long long)e, state(producer), state(consumer));
+  const uint32_t U = h.partitions, T = (U + h.threshold - 1) / h.threshold;
+  uint64_t *stamps = pinned, *counters = pinned + U, *ctl = pinned + U + T;
+  cudaStream_t s = nullptr;
+  if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) return;
+  cudaMemcpyAsync(stamps, h.stamps, U * 8, cudaMemcpyDeviceToHost, s);
+  cudaMemcpyAsync(counters, h.counters, T * 8, cudaMemcpyDeviceToHost, s);
+  cudaMemcpyAsync(ctl, h.ctl, weft::part::kCtlWords * 8, cudaMemcpyDeviceToHost, s);
+  if (!gt::sync_bounded(reinterpret_cast<weftStream_t>(s), 10)) {
+    std::printf("rank %d: diagnosis: reading the device state did not finish in 10 s\n", g_rank);
+    return;
+  }
+  uint32_t claimed = 0, complete = 0;
+  for (uint32_t p = 0; p < U; ++p) claimed += stamps[p] == e;
+  for (uint32_t t = 0; t < T; ++t) complete += counters[t] >= weft::part::transport_size(U, h.threshold, t) * e;
+  std::printf("rank %d: diagnosis: %u of %u partitions claimed, %u of %u transport partitions counted complete "
+              "(threshold %u), device sent counter %llu, epoch word %llu\n", g_rank, claimed, U, complete, T,
+              h.threshold, (unsigned long long)ctl[weft::part::kCtlSent], (unsigned long long)ctl[weft::part::kCtlEpoch]);
+  cudaStreamDestroy(s);
+}
+
 int p2p(int nranks, int rank, const weftUniqueId& id) {
   Comm c;
   if (open_comm(nranks, rank, id, c)) return 1;
+  // Load both kernels now. With CUDA's lazy loading (the default since 12.2) the first launch
+  // of a kernel may wait for the context to go idle; launched while this rank's consumer
+  // spins (it waits for the previous rank's producer, which waits the same way), every rank
+  // stalls until the consumers' own timeout. CUDA's guide names this hazard and this cure.
+  cudaFuncAttributes fa;
+  CUDA_OK(cudaFuncGetAttributes(&fa, produce));
+  CUDA_OK(cudaFuncGetAttributes(&fa, consume));
   const int next = (rank + 1) % nranks, prev = (rank + nranks - 1) % nranks;
   constexpr uint32_t kBlocks = 24, kThreads = 256;
   constexpr uint64_t kElems = kBlocks * kThreads;
@@ -166,6 +226,8 @@ int p2p(int nranks, int rank, const weftUniqueId& id) {
   CUDA_OK(cudaMalloc(&flag, sizeof(int)));
   CUDA_OK(cudaMalloc(&scratch, sizeof(int)));
   std::vector<uint64_t> host(kElems), got(kElems);
+  uint64_t* pinned = nullptr;  // explain_send's: stamps, counters, control words
+  CUDA_OK(cudaMallocHost(&pinned, (2 * kElems + weft::part::kCtlWords) * 8));
   int tag = 0;
   for (int gran = 0; gran < 3; ++gran) {
     const uint32_t per = gran == 0 ? 1 : gran == 1 ? 32 : kThreads;  // elements per partition
@@ -193,12 +255,22 @@ int p2p(int nranks, int rank, const weftUniqueId& id) {
         CUDA_OK(cudaMemcpy(&sh, dh, sizeof(sh), cudaMemcpyDeviceToHost));
         const uint64_t seed = (static_cast<uint64_t>(rank) << 32) | (static_cast<uint64_t>(tag) << 8) | epoch;
         // The consumer waits for the previous rank's producer: it must not sit before this
-        // rank's producer on one stream (every rank would wait for the one before it).
-        consume<<<(parts + 255) / 256, 256, 0, c.stream2>>>(rh, out, flag);
+        // rank's producer on one stream (every rank would wait for the one before it). The
+        // producer goes first, so that nothing this rank launches waits behind a spinning kernel.
+        timespec t0;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        if (trace())
+          std::printf("rank %d: trace: gran %d threshold %u epoch %llu: %u partitions, launching\n", rank, gran,
+                      threshold, (unsigned long long)epoch, parts);
         produce<<<kBlocks, kThreads, 0, c.stream>>>(sh, src, seed, gran);
+        consume<<<(parts + 255) / 256, 256, 0, c.stream2>>>(rh, out, flag);
         CUDA_OK(cudaGetLastError());
-        WEFT_OK(weftPwait(s));
+        const weftResult_t sw = weftPwait(s);
+        if (sw != weftSuccess) explain_send(sh, epoch, c.stream, c.stream2, pinned);
+        WEFT_OK(sw);
+        if (trace()) std::printf("rank %d: trace: send wait done at %.3f s\n", rank, seconds_since(t0));
         WEFT_OK(weftPwait(r));
+        if (trace()) std::printf("rank %d: trace: receive wait done at %.3f s\n", rank, seconds_since(t0));
         CHECK(gt::sync_bounded(reinterpret_cast<weftStream_t>(c.stream), 120), "the producer did not finish");
         CHECK(gt::sync_bounded(reinterpret_cast<weftStream_t>(c.stream2), 120), "the consumer did not finish");
         int timed_out = 0;
@@ -259,6 +331,7 @@ int p2p(int nranks, int rank, const weftUniqueId& id) {
     WEFT_OK(weftPrequestFree(r));
     std::printf("rank %d: host pready, 5 partitions of 1001 bytes, 2 epochs: every byte right\n", rank);
   }
+  CUDA_OK(cudaFreeHost(pinned));
   return close_comm(c, scratch);
 }
 

@@ -25,6 +25,26 @@ constexpr uint32_t kFlagThreshold = 0, kFlagEpoch = 1, kFlagFirst = 2;
 /// partitions completed by the device (all epochs), [3] the error claim.
 constexpr uint32_t kCtlReserved = 0, kCtlEpoch = 1, kCtlSent = 2, kCtlClaim = 3, kCtlWords = 4;
 
+// Transport-partition arithmetic, shared by the device pready, the host's counter resync and
+// the host unit test (tests/unit/part/test_part_transport.cpp). `threshold` consecutive user
+// partitions form one transport partition; the last one holds the remainder. A transport
+// partition's counter counts its user partitions' preadies over every epoch, so epoch e
+// completes it when the counter reaches transport_size * e.
+
+/// The transport partition of user partition p.
+WEFT_HOST_DEVICE_INLINE uint32_t transport_of(uint32_t p, uint32_t threshold) { return p / threshold; }
+/// User partitions in transport partition t of `partitions` (threshold, or the remainder).
+WEFT_HOST_DEVICE_INLINE uint64_t transport_size(uint32_t partitions, uint32_t threshold, uint32_t t) {
+  const uint32_t first = t * threshold;
+  return partitions - first < threshold ? partitions - first : threshold;
+}
+/// True when the pready that found transport partition t's counter at `before` (and added
+/// one) is the one that completes t in epoch e: it signals the receiver, exactly once.
+WEFT_HOST_DEVICE_INLINE bool completes_transport(unsigned long long before, uint32_t partitions, uint32_t threshold,
+                                                 uint32_t t, uint64_t e) {
+  return before + 1 == transport_size(partitions, threshold, t) * e;
+}
+
 #if WEFT_DEVICE_CODE
 namespace detail {
 /// One thread: records the first device error of a request (later ones are dropped).

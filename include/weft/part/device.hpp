@@ -62,11 +62,9 @@ struct PsendDeviceHandle {
   /// One thread, after its group's copy of partition p: counts p into its transport
   /// partition; the last one signals the receiver.
   WEFT_DEVICE_INLINE void complete(uint32_t p, uint64_t e) const {
-    const uint32_t t = p / threshold;
-    const uint32_t first = t * threshold;
-    const uint64_t n = partitions - first < threshold ? partitions - first : threshold;
+    const uint32_t t = transport_of(p, threshold);
     __threadfence_system();
-    if (atomicAdd(counters + t, 1ull) + 1 == n * e) {
+    if (completes_transport(atomicAdd(counters + t, 1ull), partitions, threshold, t, e)) {
       __threadfence_system();
       device::st_release_sys(remote_flags + kFlagFirst + t, e);
       atomicAdd(reinterpret_cast<unsigned long long*>(ctl + kCtlSent), 1ull);
@@ -127,7 +125,7 @@ struct PrecvDeviceHandle {
     const uint64_t thr = device::ld_acquire_sys(flags + kFlagThreshold);
     const uint64_t e = device::ld_acquire_gpu(flags + kFlagEpoch);
     if (thr == 0 || e == 0) return false;
-    return device::ld_acquire_sys(flags + kFlagFirst + p / thr) >= e;
+    return device::ld_acquire_sys(flags + kFlagFirst + transport_of(p, static_cast<uint32_t>(thr))) >= e;
   }
 #endif
 };
