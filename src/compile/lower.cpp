@@ -174,12 +174,14 @@ class Lowering {
     if (fuse_within_subpipeline_ && oa.sp != ob.sp) return -1;
     if (unit_len_[oa.unit] >= kMaxFusedChain) return -1;
     // The fused slot runs on the block of b's connection, after what that connection
-    // carried before: a receive from another connection would wait behind those sends
-    // (under task-level execution, every micro-batch of them) while its sender stalls on
-    // full staging slots. Fuse only onto a connection that is new or that forwarded from
-    // the same connection last.
-    auto sent = conn_ids_.find(connection_key(ob.src, ob.dst, ob.channel));
-    if (sent != conn_ids_.end() && last_fed_by_[sent->second] != out_.slots[oa.recv_slot].recv_conn) return -1;
+    // carried before. Under task-level execution a receive from another connection would
+    // wait behind every micro-batch of those sends while its sender stalls on full staging
+    // slots, so it fuses only onto a connection that is new or that forwarded from the same
+    // connection last. (Algorithm-level blocks take one micro-batch of each slot in turn.)
+    if (out_.execution == ExecutionModel::Task) {
+      auto sent = conn_ids_.find(connection_key(ob.src, ob.dst, ob.channel));
+      if (sent != conn_ids_.end() && last_fed_by_[sent->second] != out_.slots[oa.recv_slot].recv_conn) return -1;
+    }
     // A unit visits each rank once (one slot per rank): walk the chain back from its tail.
     for (int32_t o = a; o >= 0; o = ops_[o].chain_prev)
       if (ops_[o].src == ob.dst || ops_[o].dst == ob.dst) return -1;
