@@ -177,8 +177,12 @@ class Lowering {
     // carried before. Under task-level execution a receive from another connection would
     // wait behind every micro-batch of those sends while its sender stalls on full staging
     // slots, so it fuses only onto a connection that is new or that forwarded from the same
-    // connection last. (Algorithm-level blocks take one micro-batch of each slot in turn.)
-    if (out_.execution == ExecutionModel::Task) {
+    // connection last. Algorithm-level blocks take one micro-batch of each slot in turn, so
+    // there the wait is one micro-batch; it still ties a NIC's pace to NVLink's (or the
+    // reverse) when either end crosses nodes, so the rule holds there too.
+    const bool crosses = g_.tasks[op_tasks_[oa.tasks_begin]].link == LinkClass::Inter ||
+                         g_.tasks[op_tasks_[ob.tasks_begin]].link == LinkClass::Inter;
+    if (out_.execution == ExecutionModel::Task || crosses) {
       auto sent = conn_ids_.find(connection_key(ob.src, ob.dst, ob.channel));
       if (sent != conn_ids_.end() && last_fed_by_[sent->second] != out_.slots[oa.recv_slot].recv_conn) return -1;
     }
