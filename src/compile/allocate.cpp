@@ -112,14 +112,20 @@ int32_t assign_by_state(const LoweredProgram& p, const RankGroups& rg, Allocatio
   points.erase(std::unique(points.begin(), points.end()), points.end());
   const size_t words = (points.size() + 63) / 64;
   auto index = [&](int32_t sp) { return static_cast<size_t>(std::lower_bound(points.begin(), points.end(), sp) - points.begin()); };
+  // A group is active from its first sub-pipeline to its last (paper 001 §4.4's interval):
+  // sub-pipelines are no barriers at run time, so a connection with tasks in sub-pipelines 0
+  // and 2 keeps its thread block busy in between, and one that shared it with a connection
+  // active in sub-pipeline 1 would serialize the two (a NIC's send and receive, taking turns).
   std::vector<uint64_t> active(static_cast<size_t>(rg.count) * words, 0);
-  std::vector<size_t> first(rg.count, SIZE_MAX);
+  std::vector<size_t> first(rg.count, SIZE_MAX), last(rg.count, 0);
   for (size_t i = 0; i < rg.slots.size(); ++i) {
     const LoweredSlot& s = p.slots[rg.slots[i]];
-    size_t lo = index(s.sp_first), hi = index(s.sp_last);
-    uint64_t* bits = &active[static_cast<size_t>(rg.group_of[i]) * words];
-    for (size_t b = lo; b <= hi; ++b) bits[b / 64] |= uint64_t(1) << (b % 64);
-    first[rg.group_of[i]] = std::min(first[rg.group_of[i]], lo);
+    first[rg.group_of[i]] = std::min(first[rg.group_of[i]], index(s.sp_first));
+    last[rg.group_of[i]] = std::max(last[rg.group_of[i]], index(s.sp_last));
+  }
+  for (int32_t gi = 0; gi < rg.count; ++gi) {
+    uint64_t* bits = &active[static_cast<size_t>(gi) * words];
+    for (size_t b = first[gi]; b <= last[gi] && first[gi] != SIZE_MAX; ++b) bits[b / 64] |= uint64_t(1) << (b % 64);
   }
   std::vector<int32_t> nodes(rg.count);
   std::iota(nodes.begin(), nodes.end(), 0);

@@ -117,6 +117,7 @@ class Lowering {
         if (s.primitive == Primitive::RecvReduceSend) s.dst = s.src;  // nothing is stored
         s.send_peer = op.dst;
         s.send_conn = conn;
+        last_fed_by_[conn] = s.recv_conn;
         s.sp_first = std::min(s.sp_first, op.sp);
         s.sp_last = std::max(s.sp_last, op.sp);
         slot_ops_[prev.recv_slot].second = o;
@@ -129,6 +130,7 @@ class Lowering {
         s.src = s.dst = op.src_range;
         s.count = op.count, s.instances = op.instances, s.channel = op.channel;
         s.send_peer = op.dst, s.send_conn = conn;
+        last_fed_by_[conn] = -1;
         op.send_slot = add_slot(s, -1, o);
       }
       LoweredSlot r = base_slot(op.dst, op.unit, op.sp);
@@ -220,6 +222,19 @@ class Lowering {
     if (oa.instances != ob.instances || oa.channel != ob.channel) return -1;
     if (fuse_within_subpipeline_ && oa.sp != ob.sp) return -1;
     if (unit_len_[oa.unit] >= kMaxFusedChain) return -1;
+    // The fused slot runs on the block of b's connection, after what that connection
+    // carried before. Under task-level execution a receive from another connection would
+    // wait behind every micro-batch of those sends while its sender stalls on full staging
+    // slots, so it fuses only onto a connection that is new or that forwarded from the same
+    // connection last. Algorithm-level blocks take one micro-batch of each slot in turn, so
+    // there the wait is one micro-batch; it still ties a NIC's pace to NVLink's (or the
+    // reverse) when either end crosses nodes, so the rule holds there too.
+    const bool crosses = g_.tasks[op_tasks_[oa.tasks_begin]].link == LinkClass::Inter ||
+                         g_.tasks[op_tasks_[ob.tasks_begin]].link == LinkClass::Inter;
+    if (out_.execution == ExecutionModel::Task || crosses) {
+      auto sent = conn_ids_.find(connection_key(ob.src, ob.dst, ob.channel));
+      if (sent != conn_ids_.end() && last_fed_by_[sent->second] != out_.slots[oa.recv_slot].recv_conn) return -1;
+    }
     // A unit visits each rank once (one slot per rank, all of the unit's key): walk the chain
     // back from its tail. In step order (per-slot keys) it may come back to a rank: a ring
     // AllReduce's chunk then runs as one chain of rrs, rrcs and rcs, as NCCL's ring does.
@@ -264,10 +279,15 @@ class Lowering {
     slot_ops_.push_back({recv_op, send_op});
     return static_cast<int32_t>(out_.slots.size()) - 1;
   }
+  int64_t connection_key(int32_t src, int32_t dst, int32_t channel) const {
+    return (static_cast<int64_t>(src) * out_.num_ranks + dst) * (g_.num_stages + 1) + channel;
+  }
   int32_t connection(int32_t src, int32_t dst, int32_t channel, int32_t instances) {
-    int64_t key = (static_cast<int64_t>(src) * out_.num_ranks + dst) * (g_.num_stages + 1) + channel;
-    auto [it, fresh] = conn_ids_.emplace(key, static_cast<int32_t>(out_.connections.size()));
-    if (fresh) out_.connections.push_back({src, dst, channel, instances});
+    auto [it, fresh] = conn_ids_.emplace(connection_key(src, dst, channel), static_cast<int32_t>(out_.connections.size()));
+    if (fresh) {
+      out_.connections.push_back({src, dst, channel, instances});
+      last_fed_by_.push_back(-1);
+    }
     return it->second;
   }
 
@@ -320,7 +340,46 @@ class Lowering {
   std::vector<int32_t> unit_len_;
   std::vector<std::pair<int32_t, int32_t>> slot_ops_;  // per slot: (receiving op, sending op)
   std::unordered_map<int64_t, int32_t> conn_ids_;
+  std::vector<int32_t> last_fed_by_;  // per connection: the receive connection its last send forwarded, or -1
 };
+
+/// Instances that keep every connection at the pace of the call's bottleneck: the time
+/// bound T is the most chunks any NIC side or GPU port carries over its bandwidth; a
+/// connection carrying b chunks needs b / T, divided by the per-thread-block rate.
+Instances paced_instances(const TaskGraph& g, const Topology& topo) {
+  const int32_t gpus = topo.num_gpus();
+  const int32_t nics = std::max(1, topo.nodes * topo.nics_per_node);
+  std::vector<double> egress(gpus, 0), ingress(gpus, 0), tx(nics, 0), rx(nics, 0);
+  std::unordered_map<int64_t, double> conn;
+  for (const Task& t : g.tasks) {
+    const Transfer& x = t.transfer;
+    if (t.link == LinkClass::Local) continue;
+    if (t.link == LinkClass::Intra) {
+      egress[x.src_rank] += x.count;
+      ingress[x.dst_rank] += x.count;
+    } else {
+      tx[topo.nic_of(x.src_rank)] += x.count;
+      rx[topo.nic_of(x.dst_rank)] += x.count;
+    }
+    conn[static_cast<int64_t>(x.src_rank) * gpus + x.dst_rank] += x.count;
+  }
+  double bound = 0;  // chunks / (GB/s): proportional to the time of the busiest link
+  for (int32_t i = 0; i < gpus; ++i)
+    bound = std::max(bound, std::max(egress[i], ingress[i]) / topo.nvlink_bandwidth_GBps);
+  for (int32_t i = 0; i < nics; ++i) bound = std::max(bound, std::max(tx[i], rx[i]) / topo.nic_bandwidth_GBps);
+  Instances k;
+  if (bound <= 0) return k;
+  for (const auto& [key, chunks] : conn) {
+    const int32_t src = static_cast<int32_t>(key / gpus), dst = static_cast<int32_t>(key % gpus);
+    const bool intra = topo.node_of(src) == topo.node_of(dst);
+    const double tb = intra ? topo.tb_copy_GBps : topo.tb_net_GBps;
+    if (tb <= 0) continue;
+    const int32_t need = static_cast<int32_t>(std::ceil(chunks / bound / tb - 1e-9));
+    int32_t& slot = intra ? k.intra : k.inter;
+    slot = std::max(slot, need);
+  }
+  return k;
+}
 
 }  // namespace
 
@@ -386,6 +445,14 @@ Instances derive_instances(const TaskGraph& g, const Pipeline& p, const Topology
   const double nic_rate = max_nic > 0 ? topo.nic_bandwidth_GBps / max_nic : 0;
   k.intra = need(port_rate, topo.tb_copy_GBps);
   k.inter = need(nic_rate, topo.tb_net_GBps);
+  if (max_nic > 0) {
+    // Across nodes, no link can move its bytes faster than the busiest NIC or GPU port
+    // lets the whole call finish: size each connection for its own bytes over that time
+    // (the GPUs that share a NIC split it), never above the concurrency rule's count.
+    Instances paced = paced_instances(g, topo);
+    k.intra = std::min(k.intra, paced.intra);
+    k.inter = std::min(k.inter, paced.inter);
+  }
   if (max_local > 0) {
     // Keep pace with the fastest connection (a purely local algorithm: as fast as HBM allows).
     double pace = std::max(port_rate, nic_rate);

@@ -1,11 +1,16 @@
 // Scheduling: TaskGraph -> Pipeline (docs/design.md).
 //
-// hpds   paper 001 Algorithm 1. A sub-pipeline is filled chunk by chunk: among chunks (chunk
-//        DAGs, TaskGraph::chunk) that still have a candidate, the one scheduled least often so
-//        far goes first (ties: lower chunk id); each of its tasks whose predecessors are all
-//        scheduled (in this or an earlier sub-pipeline) and whose conflict resources are free
-//        in this sub-pipeline joins it. A chunk that yields nothing is out until the next
-//        sub-pipeline. Sub-pipelines repeat until every task is placed.
+// hpds   paper 001 Algorithm 1's sub-pipelines: a task whose predecessors are all scheduled
+//        (in this or an earlier sub-pipeline) and whose conflict resources are free in this
+//        sub-pipeline joins it; sub-pipelines repeat until every task is placed. The order
+//        candidates are offered in is the priority:
+//        - up to kEarliestStartLimit tasks, schedule_hpds_earliest_start: by dependency depth
+//          (how early pipelined execution can start the task), longest remaining chain first,
+//          then the chunk scheduled least often (Algorithm 1's rule), chunk id, task id;
+//        - beyond, schedule_hpds_least_scheduled, Algorithm 1 as printed: chunk by chunk
+//          (chunk DAGs, TaskGraph::chunk), the one scheduled least often so far first (ties:
+//          lower chunk id); a chunk that yields nothing is out until the next sub-pipeline.
+//          It is linear in tasks per sub-pipeline, where the first sorts its candidates.
 // rr     paper 001 §5.3's round robin: the same construction, but chunks are visited in
 //        ascending id order in one circular queue that persists across sub-pipelines.
 // algo   algorithm-level execution: one sub-pipeline per step, in step order.
@@ -26,6 +31,11 @@
 namespace weft {
 
 Pipeline schedule_hpds(const TaskGraph& graph);
+Pipeline schedule_hpds_earliest_start(const TaskGraph& graph);
+Pipeline schedule_hpds_least_scheduled(const TaskGraph& graph);
+/// Largest task graph schedule_hpds gives the earliest-start priority (its sort per
+/// sub-pipeline would cost minutes at 1,024 GPUs; HM AllReduce on 128 GPUs has 32,512 tasks).
+inline constexpr int32_t kEarliestStartLimit = 100'000;
 Pipeline schedule_rr(const TaskGraph& graph);
 Pipeline schedule_algo(const TaskGraph& graph);
 Pipeline schedule_stage(const TaskGraph& graph);

@@ -74,6 +74,7 @@ static_assert(sizeof(TbState) <= 128, "keep a thread block's state in two cache 
 struct TbBusy {
   double start = 0;           // the current invocation's busy period began here
   double total = 0;
+  double in_primitive = 0;    // from each invocation's dependencies met to its end
 };
 
 struct ConnState {
@@ -258,6 +259,7 @@ void Engine::run() {
     st.tb = p_.tbs[t].local;
     st.weight = p_.tbs[t].weight;
     st.busy_us = busy_[t].total;
+    st.in_primitive_us = busy_[t].in_primitive;
     st.lifetime_us = finish_[t];
     st.invocations = invocations_[t];
     out_.invocations += st.invocations * st.weight;
@@ -492,6 +494,7 @@ void Engine::complete(int32_t t) {
   TbState& s = tb_[static_cast<size_t>(t)];
   TbBusy& b = busy_[static_cast<size_t>(t)];
   b.total += now_ - b.start;
+  b.in_primitive += now_ - s.ready;
   ++invocations_[static_cast<size_t>(t)];
   if (par_.trace) {
     double& arrive = arrive_[static_cast<size_t>(t)];

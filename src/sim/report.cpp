@@ -42,6 +42,8 @@ std::string report_to_json(const SimReport& r) {
   j["tb_busy_mean"] = r.tb_busy_mean;
   j["tb_idle_mean"] = r.tb_idle_mean;
   j["tb_idle_max"] = r.tb_idle_max;
+  j["tb_sync_idle_mean"] = r.tb_sync_idle_mean;
+  j["tb_sync_idle_max"] = r.tb_sync_idle_max;
   j["tbs_per_rank_max"] = r.tbs_per_rank_max;
   j["tbs_per_rank_mean"] = r.tbs_per_rank_mean;
   j["tbs_total"] = r.tbs_total;

@@ -37,9 +37,14 @@ struct TbStat {
   int32_t tb = 0;
   int32_t weight = 1;       ///< plan thread blocks with these figures (merged instance siblings)
   double busy_us = 0;       ///< moving, copying or reducing data, or paying alpha
-  double lifetime_us = 0;   ///< from the launch to its last invocation's end
+  /// Inside a primitive: from each invocation's dependencies met to its end, so waiting
+  /// there for the peer's data or a free staging slot counts, waiting for a dependency does not.
+  double in_primitive_us = 0;
+  double lifetime_us = 0;   ///< from the launch to its last invocation's end (its last byte)
   int64_t invocations = 0;
   double idle() const { return lifetime_us > 0 ? 1.0 - busy_us / lifetime_us : 0.0; }
+  /// Idle as synchronization only: the fraction of the lifetime outside primitives.
+  double sync_idle() const { return lifetime_us > 0 ? 1.0 - in_primitive_us / lifetime_us : 0.0; }
 };
 
 /// One span of the Chrome trace: a thread block busy with, or waiting for, an invocation.
@@ -73,6 +78,10 @@ struct SimReport {
   double tb_busy_mean = 0;
   double tb_idle_mean = 0;                ///< Table 3 "Avg Idle"
   double tb_idle_max = 0;                 ///< Table 3 "Max Idle"
+  /// The same over the same lifetime with only dependency waits idle (TbStat::sync_idle):
+  /// a block waiting inside a primitive for its peer counts as communicating.
+  double tb_sync_idle_mean = 0;
+  double tb_sync_idle_max = 0;
   int32_t tbs_per_rank_max = 0;
   double tbs_per_rank_mean = 0;
   int64_t tbs_total = 0;

@@ -13,7 +13,12 @@ namespace {
 TEST(Replay, LanesAreTheLeastCommonMultipleOfInstances) {
   CompileOptions o;
   o.instances = 0;
-  CompileResult r = compile(test::hm_allreduce(2, 4), test::a100(2, 4), o);  // 5 and 3 instances
+  // Per-block rates that make the derived counts differ: the NIC-bound call needs 25 GB/s
+  // per NVLink connection (5 blocks of 5) and 12.5 per NIC connection (3 blocks of 4.17).
+  Topology topo = test::a100(2, 4);
+  topo.tb_copy_GBps = 5;
+  topo.tb_net_GBps = 12.5 / 3;
+  CompileResult r = compile(test::hm_allreduce(2, 4), topo, o);  // 5 and 3 instances
   EXPECT_EQ(plan_lanes(r.plan), 15);
   for (int lane = 0; lane < 15; ++lane) EXPECT_EQ(test::symbolic_check(replay_plan(r.plan, lane)), "") << lane;
   EXPECT_THROW(replay_plan(r.plan, 15), Error);

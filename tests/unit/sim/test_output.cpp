@@ -48,7 +48,7 @@ TEST(Report, JsonHasTheDocumentedKeys) {
   SimReport r = small_run(sim, false);
   nlohmann::json j = nlohmann::json::parse(report_to_json(r));
   for (const char* k : {"bytes", "time_us", "algbw_GBps", "busbw_GBps", "link_utilization", "tb_idle_mean", "tb_idle_max",
-                        "tbs_per_rank_max"})
+                        "tb_sync_idle_mean", "tb_sync_idle_max", "tbs_per_rank_max"})
     EXPECT_TRUE(j.contains(k)) << k;
   EXPECT_EQ(j["bytes"], 4u << 20);
   EXPECT_EQ(j["tbs_per_rank_max"], 2);
