@@ -10,6 +10,7 @@
 #include "lang/chunk_dsl_algorithms.hpp"
 #include "lang/load.hpp"
 #include "lang/msccl_import.hpp"
+#include "lang/python_frontend.hpp"
 #include "plan/plan_file.hpp"
 #include "util/error.hpp"
 
@@ -32,6 +33,7 @@ std::string_view to_string(SourceKind kind) {
     case SourceKind::ChunkDsl: return "chunk-DSL built-in";
     case SourceKind::MscclXml: return "MSCCL XML file";
     case SourceKind::PlanFile: return "plan file";
+    case SourceKind::Python: return "Python program";
   }
   return "?";
 }
@@ -39,6 +41,7 @@ std::string_view to_string(SourceKind kind) {
 SourceKind source_kind(const std::string& source) {
   if (is_plan_file_path(source)) return SourceKind::PlanFile;
   if (source.rfind(kDslPrefix, 0) == 0) return SourceKind::ChunkDsl;
+  if (is_python_path(source)) return SourceKind::Python;
   if (is_msccl_xml_path(source)) return SourceKind::MscclXml;
   std::error_code ec;
   if (source.find('/') != std::string::npos || source.ends_with(".rccl") ||
@@ -79,6 +82,9 @@ PlanSource load_source(const std::string& source, const Topology& topo, const So
       s.given = std::move(imp.as_given);
       break;
     }
+    case SourceKind::Python:
+      s.algorithm = load_python_program(source, sized);
+      break;
     case SourceKind::Builtin:
     case SourceKind::ResCCL:
       s.algorithm = load_algorithm(source, sized);

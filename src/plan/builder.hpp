@@ -7,6 +7,7 @@
 //   a chunk-DSL built-in          dsl:<name> (lang/chunk_dsl_algorithms.hpp)
 //   an MSCCL XML file             *.xml (its own schedule with scheduler "as-given")
 //   a plan file                   *.json, as `weft compile -o` writes it (plan_file.hpp)
+//   a Python program              *.py, run with weft's module (lang/python_frontend.hpp)
 //
 // load_source parses (sized to the topology: nRanks, GPUPerNode and NICPerNode default to the
 // topology's) and runs the symbolic verifier, which refuses a wrong algorithm before anything
@@ -28,7 +29,7 @@
 
 namespace weft {
 
-enum class SourceKind { Builtin, ResCCL, ChunkDsl, MscclXml, PlanFile };
+enum class SourceKind { Builtin, ResCCL, ChunkDsl, MscclXml, PlanFile, Python };
 std::string_view to_string(SourceKind kind);
 
 /// The kind of `source` by its form (see above); a name that is no file is a built-in.
