@@ -20,6 +20,7 @@
 #include "lang/algorithm_file.hpp"
 #include "lang/chunk_dsl.hpp"
 #include "lang/msccl_export.hpp"
+#include "lang/python_frontend.hpp"
 #include "plan/builder.hpp"
 #include "sim/report.hpp"
 #include "sim/simulator.hpp"
@@ -254,12 +255,13 @@ PYBIND11_MODULE(_weft, m) {
   // weft::Error -> weft.Error (a RuntimeError) with .code, the ErrorCode's name.
   static py::exception<weft::Error> error(m, "Error", PyExc_RuntimeError);
   error.attr("__module__") = "weft";
+  error.attr("code") = "InvalidArgument";  // what errors raised by weft's Python code are
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const weft::Error& e) {
       py::object exc = py::handle(error.ptr())(e.what());
-      exc.attr("code") = std::string(error_code_name(e.code()));
+      exc.attr("code") = std::string(error_code_identifier(e.code()));
       PyErr_SetObject(error.ptr(), exc.ptr());
     }
   });

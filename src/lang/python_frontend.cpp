@@ -66,13 +66,30 @@ struct TempDir {
   }
 };
 
-ErrorCode code_named(const std::string& name) {
-  for (int c = 1; c <= static_cast<int>(ErrorCode::Verify); ++c)
-    if (error_code_name(static_cast<ErrorCode>(c)) == name) return static_cast<ErrorCode>(c);
-  return ErrorCode::InvalidArgument;
+}  // namespace
+
+std::string_view error_code_identifier(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::Success: return "Success";
+    case ErrorCode::UnhandledCuda: return "UnhandledCuda";
+    case ErrorCode::System: return "System";
+    case ErrorCode::Internal: return "Internal";
+    case ErrorCode::InvalidArgument: return "InvalidArgument";
+    case ErrorCode::InvalidUsage: return "InvalidUsage";
+    case ErrorCode::Remote: return "Remote";
+    case ErrorCode::InProgress: return "InProgress";
+    case ErrorCode::Timeout: return "Timeout";
+    case ErrorCode::Parse: return "Parse";
+    case ErrorCode::Verify: return "Verify";
+  }
+  return "Internal";
 }
 
-}  // namespace
+ErrorCode error_code_from_identifier(std::string_view name) {
+  for (int c = 1; c <= static_cast<int>(ErrorCode::Verify); ++c)
+    if (error_code_identifier(static_cast<ErrorCode>(c)) == name) return static_cast<ErrorCode>(c);
+  return ErrorCode::InvalidArgument;
+}
 
 bool is_python_path(const std::string& source) { return source.size() > 3 && source.ends_with(".py"); }
 
@@ -134,7 +151,7 @@ Algorithm load_python_program(const std::string& path, const std::map<std::strin
     if (nl != std::string::npos) {
       std::string msg = text.substr(nl + 1);
       while (!msg.empty() && msg.back() == '\n') msg.pop_back();
-      fail(code_named(text.substr(0, nl)), msg);
+      fail(error_code_from_identifier(text.substr(0, nl)), msg);
     }
   }
   fail(ErrorCode::InvalidArgument, path + ": the Python program stopped with exit status " + std::to_string(code) +

@@ -15,8 +15,15 @@
 #include <string>
 
 #include "ir/algorithm.hpp"
+#include "util/error.hpp"
 
 namespace weft {
+
+/// The code's enumerator name ("InvalidArgument"): weft.Error.code in Python, and how the
+/// runner names a failure's code to the command.
+std::string_view error_code_identifier(ErrorCode code);
+/// The code of an identifier; InvalidArgument for one that names none.
+ErrorCode error_code_from_identifier(std::string_view name);
 
 /// Whether `source` names a Python program (its name ends in ".py").
 bool is_python_path(const std::string& source);
