@@ -6,6 +6,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#if defined(__linux__) && defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <chrono>
 #include <map>
 #include <memory>
@@ -69,11 +73,17 @@ dsl::CallSite here() {
     const bool internal = fr.last_internal;
     if (!internal) {
       site.file = fr.last_name;
-      site.line = static_cast<unsigned>(PyFrame_GetLineNumber(f));
 #if PY_VERSION_HEX >= 0x030B0000
+      // One walk of the line table for line and column (PyFrame_GetLineNumber walks it too).
       int line = 0, col = 0, end_line = 0, end_col = 0;
-      if (PyCode_Addr2Location(code, PyFrame_GetLasti(f), &line, &col, &end_line, &end_col) && col >= 0)
-        site.column = static_cast<unsigned>(col + 1);
+      if (PyCode_Addr2Location(code, PyFrame_GetLasti(f), &line, &col, &end_line, &end_col) && line > 0) {
+        site.line = static_cast<unsigned>(line);
+        site.column = col >= 0 ? static_cast<unsigned>(col + 1) : 0;
+      } else {
+        site.line = static_cast<unsigned>(PyFrame_GetLineNumber(f));
+      }
+#else
+      site.line = static_cast<unsigned>(PyFrame_GetLineNumber(f));
 #endif
     }
     Py_DECREF(code);
@@ -139,6 +149,23 @@ std::string ref_repr(const Ref& r) {
 
 // ---- The pipeline. ----
 
+/// For the length of one compile or simulation, glibc's malloc keeps freed memory for the next
+/// phase as the weft command does (util/huge_pages.cpp: blocks up to 32 MiB from the heap,
+/// trimmed only past 1 GiB free; a third of the system time at 1,024 GPUs otherwise); after
+/// it, the thresholds go back to glibc's defaults (128 KiB each).
+struct MallocTuning {
+#if defined(__linux__) && defined(__GLIBC__)
+  MallocTuning() {
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  }
+  ~MallocTuning() {
+    mallopt(M_TRIM_THRESHOLD, 128 << 10);
+    mallopt(M_MMAP_THRESHOLD, 128 << 10);
+  }
+#endif
+};
+
 struct PyPlan {
   BuiltPlan built;
 };
@@ -174,6 +201,7 @@ PyPlan compile_algorithm(const Algorithm& algo, const Topology& topo, bool verif
   bo.runtime_rule = runtime_rule;
   check_build_options(bo);
   py::gil_scoped_release release;
+  MallocTuning tuning;
   PlanSource src;
   src.kind = SourceKind::Python;
   src.name = algo.name;
@@ -197,6 +225,7 @@ PyPlan compile_source(const std::string& source, const Topology& topo, const std
   so.verify = verify;
   so.as_given_only = bo.compile.scheduler == "as-given";
   py::gil_scoped_release release;
+  MallocTuning tuning;
   return PyPlan{build_plan(source, topo, so, bo)};
 }
 
@@ -237,6 +266,7 @@ std::vector<std::pair<std::string, std::vector<std::string>>> simulate_plan(cons
   o.fifo_depth = fifo_depth;
   if (sizes.empty()) fail(ErrorCode::InvalidArgument, "simulate() needs at least one size");
   py::gil_scoped_release release;
+  MallocTuning tuning;
   sim::Simulator simulator(plan, topo, true, memory_budget);
   std::vector<std::pair<std::string, std::vector<std::string>>> out;
   for (uint64_t bytes : sizes) {
