@@ -229,32 +229,21 @@ PyPlan compile_source(const std::string& source, const Topology& topo, const std
   return PyPlan{build_plan(source, topo, so, bo)};
 }
 
-py::dict plan_summary(const PyPlan& p) {
+/// plan_summary_json's keys and weft compile --json's compiler figures, as a JSON text.
+std::string plan_summary(const PyPlan& p) {
   const CompileResult& r = p.built.result;
   const Plan& plan = r.plan;
-  py::dict d;
-  d["algorithm"] = plan.algorithm;
-  d["topology"] = plan.topology;
-  d["scheduler"] = plan.scheduler;
-  d["allocator"] = plan.allocator;
-  d["execution"] = std::string(to_string(plan.execution));
-  d["in_place"] = plan.in_place;
-  d["ranks"] = plan.num_ranks;
-  d["subpipelines"] = plan.num_subpipelines;
-  d["tbs_per_rank_max"] = plan.max_tbs_per_rank();
-  d["tbs_per_rank_mean"] = plan.mean_tbs_per_rank();
+  nlohmann::json d = plan_summary_json(plan);
   d["protocol"] = plan.protocol;
   d["tasks"] = r.tasks;
   d["slots"] = r.slots;
   d["compiled"] = p.built.compiled;
   d["fused_primitives"] = r.fused_primitives;
   d["aggregated_tasks"] = r.aggregated_tasks;
-  d["instances"] = py::dict(py::arg("nvlink") = r.instances_intra, py::arg("network") = r.instances_inter,
-                            py::arg("local") = r.instances_local);
-  d["seconds"] = py::dict(py::arg("parse") = r.seconds.parse, py::arg("verify") = r.seconds.verify,
-                          py::arg("analyse") = r.seconds.analyse, py::arg("schedule") = r.seconds.schedule,
-                          py::arg("lower") = r.seconds.lower, py::arg("total") = r.seconds.total);
-  return d;
+  d["instances"] = {{"nvlink", r.instances_intra}, {"network", r.instances_inter}, {"local", r.instances_local}};
+  d["seconds"] = {{"parse", r.seconds.parse},       {"verify", r.seconds.verify}, {"analyse", r.seconds.analyse},
+                  {"schedule", r.seconds.schedule}, {"lower", r.seconds.lower},   {"total", r.seconds.total}};
+  return d.dump();
 }
 
 /// Per size, the report as `weft simulate --json` prints it and as its table row.
@@ -445,7 +434,7 @@ PYBIND11_MODULE(_weft, m) {
         py::arg("verify") = true);
 
   py::class_<PyPlan>(m, "Plan")
-      .def("summary", &plan_summary)
+      .def("_summary", &plan_summary)
       .def("to_json", [](const PyPlan& p) { return plan_to_json(p.built.plan()); })
       .def("save", [](const PyPlan& p, const std::string& path) { save_plan(p.built.plan(), path); }, py::arg("path"))
       .def("to_msccl_xml", [](const PyPlan& p, const std::string& name) {

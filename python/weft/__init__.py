@@ -10,6 +10,15 @@ from ._weft import (Algorithm, Buffer, Error, Plan, Topology, VerifyResult, load
 
 _weft._set_package_dir(_os.path.dirname(_os.path.abspath(__file__)) + _os.sep)
 
+
+def _plan_summary(self):
+    """What `weft compile --json` prints: algorithm, topology, scheduler, ranks, thread blocks per
+    rank, tasks, slots, fused primitives, instances, each phase's seconds, ..."""
+    return _json.loads(self._summary())
+
+
+Plan.summary = _plan_summary
+
 __all__ = ["Algorithm", "Buffer", "Error", "Plan", "Topology", "VerifyResult", "Reports", "compile", "load",
            "load_algorithm_file", "load_plan", "simulate", "topology", "topology_presets", "verify"]
 

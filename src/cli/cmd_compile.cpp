@@ -44,28 +44,13 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 std::string fixed(double x, int digits) { return text::format("%.*f", digits, x); }
 
-nlohmann::json summary_json(const Plan& plan) {
-  nlohmann::json j;
-  j["algorithm"] = plan.algorithm;
-  j["topology"] = plan.topology;
-  j["scheduler"] = plan.scheduler;
-  j["allocator"] = plan.allocator;
-  j["execution"] = std::string(to_string(plan.execution));
-  j["in_place"] = plan.in_place;
-  j["ranks"] = plan.num_ranks;
-  j["subpipelines"] = plan.num_subpipelines;
-  j["tbs_per_rank_max"] = plan.max_tbs_per_rank();
-  j["tbs_per_rank_mean"] = plan.mean_tbs_per_rank();
-  return j;
-}
-
 void run_check(const CompileArgs& a) {
   auto t0 = std::chrono::steady_clock::now();
   Plan plan = load_plan(a.check);
   DeadlockReport dl = check_deadlock(plan, a.fifo_depth);
   double secs = seconds_since(t0);
   if (a.json) {
-    nlohmann::json j = summary_json(plan);
+    nlohmann::json j = plan_summary_json(plan);
     j["plan"] = a.check;
     j["deadlock_free"] = dl.ok;
     j["fifo_depth"] = a.fifo_depth;
@@ -120,7 +105,7 @@ void run_compile(const CompileArgs& a) {
   if (!a.output.empty()) save_plan(r.plan, a.output);
 
   if (a.json) {
-    nlohmann::json j = summary_json(r.plan);
+    nlohmann::json j = plan_summary_json(r.plan);
     j["tasks"] = r.tasks;
     j["slots"] = r.slots;
     if (as_given) {

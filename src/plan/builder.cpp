@@ -155,6 +155,21 @@ BuiltPlan build_plan(const PlanSource& source, const Topology& topo, const Build
   return b;
 }
 
+nlohmann::json plan_summary_json(const Plan& plan) {
+  nlohmann::json j;
+  j["algorithm"] = plan.algorithm;
+  j["topology"] = plan.topology;
+  j["scheduler"] = plan.scheduler;
+  j["allocator"] = plan.allocator;
+  j["execution"] = std::string(to_string(plan.execution));
+  j["in_place"] = plan.in_place;
+  j["ranks"] = plan.num_ranks;
+  j["subpipelines"] = plan.num_subpipelines;
+  j["tbs_per_rank_max"] = plan.max_tbs_per_rank();
+  j["tbs_per_rank_mean"] = plan.mean_tbs_per_rank();
+  return j;
+}
+
 BuiltPlan build_plan(const std::string& source, const Topology& topo, const SourceOptions& source_options,
                      const BuildOptions& options) {
   if (!is_plan_file_path(source)) check_build_options(options);  // before a possibly long parse

@@ -18,6 +18,8 @@
 #pragma once
 
 #include <map>
+
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -97,6 +99,11 @@ void check_build_options(const BuildOptions& options);
 /// a plan (file) for another rank count than the topology's GPUs; Verify for a plan that can
 /// deadlock with FIFOs of options.compile.fifo_depth messages.
 BuiltPlan build_plan(const PlanSource& source, const Topology& topo, const BuildOptions& options);
+
+/// A plan's description as `weft compile --json` starts it (and the Python module's
+/// Plan.summary()): algorithm, topology, scheduler, allocator, execution, in_place, ranks,
+/// subpipelines, tbs_per_rank_max, tbs_per_rank_mean.
+nlohmann::json plan_summary_json(const Plan& plan);
 
 /// load_source then build_plan.
 BuiltPlan build_plan(const std::string& source, const Topology& topo, const SourceOptions& source_options,
