@@ -160,3 +160,14 @@ def test_pipeline_errors(tmp_path):
     bad.write_text("weft-algorithm 1\n{}\n")
     raises_at("Parse", None, "not a weft algorithm file", lambda: weft.load_algorithm_file(str(bad)))
     raises_at("System", None, "cannot read", lambda: weft.load_algorithm_file(str(tmp_path / "missing")))
+
+
+def test_gc3_switches_are_accepted():
+    with MSCCLProgram("p", fully_connected(2), AllReduce(2, 1, True), 1, protocol="LL",
+                      threadblock_policy=ThreadblockPolicy.manual, interleaved_replication=False,
+                      instr_fusion=False, check_xml=False, dependence_nop=True) as prog:
+        chunk(1, Buffer.input, 0).reduce(chunk(0, Buffer.input, 0), sendtb=0, recvtb=1)
+        chunk(1, Buffer.input, 0).copy(0, sendtb=2, recvtb=3)
+        assert Check()
+    assert prog.compile().summary()["protocol"] == "LL"
+    assert prog.instances == 1

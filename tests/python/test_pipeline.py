@@ -144,3 +144,22 @@ def test_program_prints_do_not_reach_json(run_weft, tmp_path):
     r = run_weft("compile", str(prog), "-t", "h200-1x8", "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["ranks"] == 8 and "hello" in r.stderr
+
+
+def test_xml_and_check_inside_a_program(capsys):
+    from weft.language import MSCCLProgram, XML, Check, Buffer, chunk
+    from weft.language.collectives import AllGather
+    from weft.topologies import fully_connected
+    with MSCCLProgram("ag", fully_connected(4), AllGather(4, 1, False)):
+        for r in range(4):
+            c = chunk(r, Buffer.input, 0)
+            for d in range(4):
+                c.copy(d, Buffer.output, r)
+        assert Check()
+        XML()
+    out = capsys.readouterr().out
+    assert out.lstrip().startswith("<algo") and 'coll="allgather"' in out and 'ngpus="4"' in out, out[:200]
+    with MSCCLProgram("none", None, AllGather(2, 1, False)) as prog:
+        pass
+    with pytest.raises(weft.Error, match="no topology"):
+        prog.xml()

@@ -23,12 +23,19 @@ from weft import _weft
 from weft._weft import Buffer, Error, Ref, chunk
 from weft.language.collectives import Collective
 
-__all__ = ["Buffer", "Error", "Ref", "chunk", "MSCCLProgram", "Program", "XML", "Check", "parallelize", "param",
+__all__ = ["Buffer", "Error", "Ref", "ThreadblockPolicy", "chunk", "MSCCLProgram", "Program", "XML", "Check", "parallelize", "param",
            "current_program", "run_by_command"]
 
 _stack = []     # programs being traced (innermost last)
-_done = []      # programs traced to their end, in order (weft._run takes the last)
+_done = []      # the last program traced to its end (weft._run takes it); only one is kept
 _params = {}    # weft compile prog.py's parameters (WEFT_PARAMS)
+
+
+class ThreadblockPolicy:
+    """GC3's thread-block policies, accepted for MSCCLProgram(threadblock_policy=...) and ignored:
+    weft's allocator places thread blocks."""
+    auto = "auto"
+    manual = "manual"
 
 
 def _here():
@@ -113,7 +120,7 @@ class MSCCLProgram:
         _weft._pop()
         _stack.pop()
         if exc_type is None:
-            _done.append(self)
+            _done[:] = [self]
         return False
 
     # ---- what the program traced ----
