@@ -165,7 +165,8 @@ void run_compile(const CompileArgs& a) {
 void register_compile(CLI::App& app) {
   auto args = std::make_shared<CompileArgs>();
   auto* cmd = app.add_subcommand("compile", "Compile an algorithm for a topology into a plan (docs/compile.md)");
-  cmd->add_option("algorithm", args->algo, "A .rccl or .xml file, a built-in algorithm's name, or dsl:NAME (a chunk-DSL built-in)");
+  cmd->add_option("algorithm", args->algo, "A .rccl or .xml file, a built-in algorithm's name, dsl:NAME (a chunk-DSL built-in), or a .py program "
+                  "(docs/python.md)");
   cmd->add_option("--topology,-t", args->topology, "A topology preset (a100-2x4, h200-1x8, ...) or a JSON file");
   cmd->add_option("--param,-p", args->params,
                   "Algorithm parameters, k=v,... (e.g. nRanks=16,GPUPerNode=8); nRanks, GPUPerNode and NICPerNode default "

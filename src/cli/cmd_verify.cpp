@@ -66,7 +66,7 @@ void register_verify(CLI::App& app) {
   auto* cmd = app.add_subcommand("verify",
                                  "Verify algorithms symbolically: every output chunk ends with exactly the right "
                                  "contributions, with no race, empty read or double-counted reduction");
-  cmd->add_option("files", args->files, "ResCCLang files (.rccl) or names of built-in algorithms");
+  cmd->add_option("files", args->files, "ResCCLang files (.rccl), names of built-in algorithms, or Python programs (.py)");
   cmd->add_option(
       "--param,-p", args->params,
       "Override header parameters of the FILE arguments, as name=value,... (e.g. nRanks=1024,GPUPerNode=8); "
