@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs what weft's build and tests need, from Debian/Ubuntu packages.
 # The CUDA toolkit (nvcc, NVRTC, NCCL) is expected under /usr/local/cuda; without it the
-# CPU part (compiler, simulator, CLI) still builds and tests.
+# CPU part (compiler, simulator, CLI) still builds and tests. pybind11-dev, python3-dev and
+# python3-pytest build and test the Python module (docs/python.md); without them it is skipped.
 set -euo pipefail
-pkgs=(cmake ninja-build g++ libgtest-dev nlohmann-json3-dev libcli11-dev clang libclang-rt-14-dev)
+pkgs=(cmake ninja-build g++ libgtest-dev nlohmann-json3-dev libcli11-dev clang libclang-rt-14-dev
+      pybind11-dev python3-dev python3-pytest)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

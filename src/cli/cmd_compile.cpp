@@ -44,28 +44,13 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 std::string fixed(double x, int digits) { return text::format("%.*f", digits, x); }
 
-nlohmann::json summary_json(const Plan& plan) {
-  nlohmann::json j;
-  j["algorithm"] = plan.algorithm;
-  j["topology"] = plan.topology;
-  j["scheduler"] = plan.scheduler;
-  j["allocator"] = plan.allocator;
-  j["execution"] = std::string(to_string(plan.execution));
-  j["in_place"] = plan.in_place;
-  j["ranks"] = plan.num_ranks;
-  j["subpipelines"] = plan.num_subpipelines;
-  j["tbs_per_rank_max"] = plan.max_tbs_per_rank();
-  j["tbs_per_rank_mean"] = plan.mean_tbs_per_rank();
-  return j;
-}
-
 void run_check(const CompileArgs& a) {
   auto t0 = std::chrono::steady_clock::now();
   Plan plan = load_plan(a.check);
   DeadlockReport dl = check_deadlock(plan, a.fifo_depth);
   double secs = seconds_since(t0);
   if (a.json) {
-    nlohmann::json j = summary_json(plan);
+    nlohmann::json j = plan_summary_json(plan);
     j["plan"] = a.check;
     j["deadlock_free"] = dl.ok;
     j["fifo_depth"] = a.fifo_depth;
@@ -120,7 +105,7 @@ void run_compile(const CompileArgs& a) {
   if (!a.output.empty()) save_plan(r.plan, a.output);
 
   if (a.json) {
-    nlohmann::json j = summary_json(r.plan);
+    nlohmann::json j = plan_summary_json(r.plan);
     j["tasks"] = r.tasks;
     j["slots"] = r.slots;
     if (as_given) {
@@ -180,7 +165,8 @@ void run_compile(const CompileArgs& a) {
 void register_compile(CLI::App& app) {
   auto args = std::make_shared<CompileArgs>();
   auto* cmd = app.add_subcommand("compile", "Compile an algorithm for a topology into a plan (docs/compile.md)");
-  cmd->add_option("algorithm", args->algo, "A .rccl or .xml file, a built-in algorithm's name, or dsl:NAME (a chunk-DSL built-in)");
+  cmd->add_option("algorithm", args->algo, "A .rccl or .xml file, a built-in algorithm's name, dsl:NAME (a chunk-DSL built-in), or a .py program "
+                  "(docs/python.md)");
   cmd->add_option("--topology,-t", args->topology, "A topology preset (a100-2x4, h200-1x8, ...) or a JSON file");
   cmd->add_option("--param,-p", args->params,
                   "Algorithm parameters, k=v,... (e.g. nRanks=16,GPUPerNode=8); nRanks, GPUPerNode and NICPerNode default "

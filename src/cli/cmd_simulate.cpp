@@ -124,7 +124,7 @@ void register_simulate(CLI::App& app) {
                                  "busbw, link utilization, thread-block idle time, Chrome trace, SVG plot");
   cmd->add_option("algorithm", a->algorithm,
                   "ResCCLang file (.rccl), MSCCL XML file (.xml), name of a built-in algorithm, dsl:NAME (a chunk-DSL "
-                  "built-in), or a plan file (.json, from weft compile -o)")
+                  "built-in), a Python program (.py, docs/python.md), or a plan file (.json, from weft compile -o)")
       ->required();
   cmd->add_option("--topology,-t", a->topology, "Topology preset (h200-1x8, a100-4x8, ...) or JSON file")->required();
   cmd->add_option("--param,-p", a->params,

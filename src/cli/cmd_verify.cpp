@@ -1,4 +1,4 @@
-// `weft verify`: load algorithms (ResCCLang files or built-in names) and run the symbolic
+// `weft verify`: load algorithms (ResCCLang files, built-in names, Python programs) and run the symbolic
 // verifier on each, printing one line per algorithm. docs/verify.md describes it.
 #include <chrono>
 #include <cstdio>
@@ -8,6 +8,7 @@
 #include "cli/commands.hpp"
 #include "compile/verify.hpp"
 #include "lang/load.hpp"
+#include "lang/python_frontend.hpp"
 #include "util/error.hpp"
 #include "util/text.hpp"
 
@@ -29,7 +30,7 @@ bool verify_one(const std::string& spec, const ParamMap& params, const VerifyArg
   Algorithm algo;
   auto t0 = clock::now();
   try {
-    algo = load_algorithm(spec, params);
+    algo = is_python_path(spec) ? load_python_program(spec, params) : load_algorithm(spec, params);
   } catch (const Error& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "weft verify: %s\n", e.what());
@@ -65,7 +66,7 @@ void register_verify(CLI::App& app) {
   auto* cmd = app.add_subcommand("verify",
                                  "Verify algorithms symbolically: every output chunk ends with exactly the right "
                                  "contributions, with no race, empty read or double-counted reduction");
-  cmd->add_option("files", args->files, "ResCCLang files (.rccl) or names of built-in algorithms");
+  cmd->add_option("files", args->files, "ResCCLang files (.rccl), names of built-in algorithms, or Python programs (.py)");
   cmd->add_option(
       "--param,-p", args->params,
       "Override header parameters of the FILE arguments, as name=value,... (e.g. nRanks=1024,GPUPerNode=8); "

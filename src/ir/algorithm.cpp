@@ -78,7 +78,8 @@ std::string Algorithm::location_of(size_t index) const {
   if (index >= transfer_locations.size() || transfer_locations[index].line <= 0) return {};
   const SourceLocation& loc = transfer_locations[index];
   const std::string& file = file_of(loc);
-  std::string at = std::to_string(loc.line) + ":" + std::to_string(loc.column);
+  std::string at = std::to_string(loc.line);  // column 0: unknown (the Python front-end's lines)
+  if (loc.column > 0) at += ":" + std::to_string(loc.column);
   return file.empty() ? at : file + ":" + at;
 }
 

@@ -70,7 +70,7 @@ struct Expectation {
 /// Where a transfer was written, for error messages that point at the input. It holds no
 /// path: the file is the Algorithm's (`file` indexes Algorithm::source_file and
 /// other_source_files), so that millions of transfers do not each carry a copy of it.
-/// Algorithm::location_of() formats one as "file:line:column".
+/// Algorithm::location_of() formats one as "file:line:column" ("file:line" for column 0).
 struct SourceLocation {
   int32_t line = 0;    ///< 1-based; 0: unknown
   int32_t column = 0;  ///< 1-based, in bytes

@@ -11,8 +11,10 @@ namespace {
 
 constexpr int32_t kMaxChunks = 1 << 24;
 
+// "file:line:column", or "file:line" where the caller knows no column (column 0).
 std::string at(const CallSite& w) {
-  return std::string(w.file) + ":" + std::to_string(w.line) + ":" + std::to_string(w.column);
+  std::string s = std::string(w.file) + ":" + std::to_string(w.line);
+  return w.column > 0 ? s + ":" + std::to_string(w.column) : s;
 }
 
 std::string range_name(int32_t rank, Buffer b, int32_t index, int32_t count) {
@@ -38,6 +40,8 @@ struct Program::State {
   Algorithm algo;
   std::unordered_map<uint64_t, Slot> slots;
   int32_t scratch_used = 0;
+  std::vector<int32_t> channels;  ///< per transfer, the channel named (-1: none)
+  int32_t max_channel = -1;
 
   // What a chunk holds before the program runs: the inputs (in place, through the aliasing).
   bool initially_holds_data(SlotRef c) const {
@@ -162,8 +166,11 @@ void Program::check_current(const ChunkRef& ref, CallSite where, const char* use
 }
 
 ChunkRef Program::record(const ChunkRef& src, int32_t dst_rank, Buffer dst_buffer, int32_t dst_index, TransferOp op,
-                         CallSite where) {
+                         int32_t channel, CallSite where) {
   const char* what = op == TransferOp::Copy ? "copy()" : "reduce()";
+  if (channel < -1 || channel >= kMaxChannels)
+    fail(ErrorCode::InvalidArgument, at(where) + ": " + what + ": channel " + std::to_string(channel) +
+                                         " is out of range (channels are 0 to " + std::to_string(kMaxChannels - 1) + ")");
   check_range(dst_rank, dst_buffer, dst_index, src.count_, where, what);
   State& st = *state_;
   const int32_t n = src.count_;
@@ -208,6 +215,8 @@ ChunkRef Program::record(const ChunkRef& src, int32_t dst_rank, Buffer dst_buffe
   t.step = step;
   st.algo.transfers.push_back(t);
   st.algo.transfer_locations.push_back(st.locate(where));
+  st.channels.push_back(channel);
+  st.max_channel = std::max(st.max_channel, channel);
   return make_ref(dst_rank, dst_buffer, dst_index, n, where);
 }
 
@@ -221,27 +230,36 @@ void Program::expect(int32_t rank, int32_t index, std::vector<std::pair<int32_t,
 Algorithm Program::algorithm() const {
   Algorithm a = state_->algo;
   a.scratch_chunks = spec_.scratch_chunks >= 0 ? spec_.scratch_chunks : state_->scratch_used;
+  a.channels = std::max(a.channels, state_->max_channel + 1);
   return a;
 }
 
+const std::vector<int32_t>& Program::transfer_channels() const { return state_->channels; }
+
 ChunkRef ChunkRef::copy(int32_t dst_rank, Buffer buffer, int32_t index, CallSite where) const {
+  return copy(dst_rank, buffer, index, -1, where);
+}
+
+ChunkRef ChunkRef::copy(int32_t dst_rank, Buffer buffer, int32_t index, int32_t channel, CallSite where) const {
   if (!program_) fail(ErrorCode::InvalidUsage, at(where) + ": copy() on a reference no program made");
   program_->check_current(*this, where, "copy() uses");
-  return program_->record(*this, dst_rank, buffer, index, TransferOp::Copy, where);
+  return program_->record(*this, dst_rank, buffer, index, TransferOp::Copy, channel, where);
 }
 
 ChunkRef ChunkRef::copy(int32_t dst_rank, CallSite where) const {
   return copy(dst_rank, buffer_, index_, where);
 }
 
-ChunkRef ChunkRef::reduce(const ChunkRef& other, CallSite where) const {
+ChunkRef ChunkRef::reduce(const ChunkRef& other, CallSite where) const { return reduce(other, -1, where); }
+
+ChunkRef ChunkRef::reduce(const ChunkRef& other, int32_t channel, CallSite where) const {
   if (!program_) fail(ErrorCode::InvalidUsage, at(where) + ": reduce() on a reference no program made");
   program_->check_current(*this, where, "reduce() into");
   program_->check_current(other, where, "reduce() uses");
   if (other.count_ != count_)
     fail(ErrorCode::InvalidArgument, at(where) + ": reduce(): " + std::to_string(other.count_) + " chunks cannot be reduced into " +
                                          std::to_string(count_));
-  return program_->record(other, rank_, buffer_, index_, TransferOp::Reduce, where);
+  return program_->record(other, rank_, buffer_, index_, TransferOp::Reduce, channel, where);
 }
 
 std::vector<ChunkRef> ChunkRef::split(int32_t parts) const {

@@ -79,6 +79,9 @@ struct ProgramSpec {
 
 class Program;
 
+/// Channels a transfer may name (MSCCL's limit): 0 .. kMaxChannels-1.
+inline constexpr int32_t kMaxChannels = 32;
+
 /// `count` consecutive chunks of one buffer of one rank, as they were when the reference
 /// was taken. Cheap to copy; valid only while its Program lives.
 class ChunkRef {
@@ -95,12 +98,19 @@ class ChunkRef {
                 CallSite where = CallSite::current()) const;
   /// Copies to the same buffer and index on `dst_rank` (msccl-tools' default).
   ChunkRef copy(int32_t dst_rank, CallSite where = CallSite::current()) const;
+  /// copy() on channel `channel` (GC3's `ch=`; -1: none), which the Program records per
+  /// transfer (Program::transfer_channels) and counts in the Algorithm's channels hint.
+  /// Throws InvalidArgument for a channel outside [-1, kMaxChannels).
+  ChunkRef copy(int32_t dst_rank, Buffer buffer, int32_t index, int32_t channel,
+                CallSite where = CallSite::current()) const;
 
   /// Reduces `other` into these chunks (these := these (+) other; other may live on another
   /// rank, then it is sent here) and returns the new reference to these chunks; this
   /// reference becomes stale. Throws InvalidUsage if either reference is stale, or
   /// InvalidArgument if the counts differ or both name the same chunks.
   ChunkRef reduce(const ChunkRef& other, CallSite where = CallSite::current()) const;
+  /// reduce() on channel `channel` (as copy's).
+  ChunkRef reduce(const ChunkRef& other, int32_t channel, CallSite where = CallSite::current()) const;
 
   /// The chunks cut into `parts` references of count/parts chunks each (count must divide).
   std::vector<ChunkRef> split(int32_t parts) const;
@@ -139,8 +149,12 @@ class Program {
   /// (rank, input chunk) contributions.
   void expect(int32_t rank, int32_t index, std::vector<std::pair<int32_t, int32_t>> contributions);
 
-  /// The algorithm traced so far (transfers in program order, steps by dependency).
+  /// The algorithm traced so far (transfers in program order, steps by dependency). Its
+  /// `channels` hint is the spec's, or one more than the highest channel a transfer named.
   Algorithm algorithm() const;
+
+  /// Per transfer of algorithm(), the channel its copy() or reduce() named (-1: none).
+  const std::vector<int32_t>& transfer_channels() const;
 
   const ProgramSpec& spec() const { return spec_; }
 
@@ -155,7 +169,7 @@ class Program {
   void check_range(int32_t rank, Buffer buffer, int32_t index, int32_t count, CallSite where,
                    const char* what) const;
   ChunkRef record(const ChunkRef& src, int32_t dst_rank, Buffer dst_buffer, int32_t dst_index, TransferOp op,
-                  CallSite where);
+                  int32_t channel, CallSite where);
 };
 
 }  // namespace weft::dsl

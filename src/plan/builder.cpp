@@ -10,6 +10,7 @@
 #include "lang/chunk_dsl_algorithms.hpp"
 #include "lang/load.hpp"
 #include "lang/msccl_import.hpp"
+#include "lang/python_frontend.hpp"
 #include "plan/plan_file.hpp"
 #include "util/error.hpp"
 
@@ -32,6 +33,7 @@ std::string_view to_string(SourceKind kind) {
     case SourceKind::ChunkDsl: return "chunk-DSL built-in";
     case SourceKind::MscclXml: return "MSCCL XML file";
     case SourceKind::PlanFile: return "plan file";
+    case SourceKind::Python: return "Python program";
   }
   return "?";
 }
@@ -39,6 +41,7 @@ std::string_view to_string(SourceKind kind) {
 SourceKind source_kind(const std::string& source) {
   if (is_plan_file_path(source)) return SourceKind::PlanFile;
   if (source.rfind(kDslPrefix, 0) == 0) return SourceKind::ChunkDsl;
+  if (is_python_path(source)) return SourceKind::Python;
   if (is_msccl_xml_path(source)) return SourceKind::MscclXml;
   std::error_code ec;
   if (source.find('/') != std::string::npos || source.ends_with(".rccl") ||
@@ -79,6 +82,9 @@ PlanSource load_source(const std::string& source, const Topology& topo, const So
       s.given = std::move(imp.as_given);
       break;
     }
+    case SourceKind::Python:
+      s.algorithm = load_python_program(source, sized);
+      break;
     case SourceKind::Builtin:
     case SourceKind::ResCCL:
       s.algorithm = load_algorithm(source, sized);
@@ -147,6 +153,21 @@ BuiltPlan build_plan(const PlanSource& source, const Topology& topo, const Build
     b.result.tasks = static_cast<int32_t>(b.transfers);
   }
   return b;
+}
+
+nlohmann::json plan_summary_json(const Plan& plan) {
+  nlohmann::json j;
+  j["algorithm"] = plan.algorithm;
+  j["topology"] = plan.topology;
+  j["scheduler"] = plan.scheduler;
+  j["allocator"] = plan.allocator;
+  j["execution"] = std::string(to_string(plan.execution));
+  j["in_place"] = plan.in_place;
+  j["ranks"] = plan.num_ranks;
+  j["subpipelines"] = plan.num_subpipelines;
+  j["tbs_per_rank_max"] = plan.max_tbs_per_rank();
+  j["tbs_per_rank_mean"] = plan.mean_tbs_per_rank();
+  return j;
 }
 
 BuiltPlan build_plan(const std::string& source, const Topology& topo, const SourceOptions& source_options,

@@ -7,6 +7,7 @@
 //   a chunk-DSL built-in          dsl:<name> (lang/chunk_dsl_algorithms.hpp)
 //   an MSCCL XML file             *.xml (its own schedule with scheduler "as-given")
 //   a plan file                   *.json, as `weft compile -o` writes it (plan_file.hpp)
+//   a Python program              *.py, run with weft's module (lang/python_frontend.hpp)
 //
 // load_source parses (sized to the topology: nRanks, GPUPerNode and NICPerNode default to the
 // topology's) and runs the symbolic verifier, which refuses a wrong algorithm before anything
@@ -17,6 +18,8 @@
 #pragma once
 
 #include <map>
+
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -28,7 +31,7 @@
 
 namespace weft {
 
-enum class SourceKind { Builtin, ResCCL, ChunkDsl, MscclXml, PlanFile };
+enum class SourceKind { Builtin, ResCCL, ChunkDsl, MscclXml, PlanFile, Python };
 std::string_view to_string(SourceKind kind);
 
 /// The kind of `source` by its form (see above); a name that is no file is a built-in.
@@ -96,6 +99,11 @@ void check_build_options(const BuildOptions& options);
 /// a plan (file) for another rank count than the topology's GPUs; Verify for a plan that can
 /// deadlock with FIFOs of options.compile.fifo_depth messages.
 BuiltPlan build_plan(const PlanSource& source, const Topology& topo, const BuildOptions& options);
+
+/// A plan's description as `weft compile --json` starts it (and the Python module's
+/// Plan.summary()): algorithm, topology, scheduler, allocator, execution, in_place, ranks,
+/// subpipelines, tbs_per_rank_max, tbs_per_rank_mean.
+nlohmann::json plan_summary_json(const Plan& plan);
 
 /// load_source then build_plan.
 BuiltPlan build_plan(const std::string& source, const Topology& topo, const SourceOptions& source_options,
