@@ -132,12 +132,18 @@ void Proxy::run() {
   uint32_t idle = 0;
   ProxyTrigger t;
   while (!stop_.load(std::memory_order_relaxed)) {
+    if (fifo_.error()) {  // failed: keep the transports progressing for the peers, take nothing
+      for (auto& c : connections_) {
+        try {
+          c->progress();
+        } catch (const std::exception&) {  // already failed; the first error is the one kept
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      continue;
+    }
     try {
       for (auto& c : connections_) c->progress();
-      if (fifo_.error()) {  // failed: keep the transports progressing for the peers, take nothing
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
-        continue;
-      }
       if (fifo_.poll(t)) {
         idle = 0;
         handle(t, fifo_.tail());

@@ -74,9 +74,19 @@ struct PortChannelDeviceHandle {
     return r == WaitResult::Ok ? fifo.wait_tail(i, d) : r;
   }
   /// Waits until the peer has signalled once more than this side has waited; consumes one.
+  /// Ends early (Aborted) when this rank's proxy has failed, e.g. because the peer's
+  /// endpoint did: its signal would never come.
   WEFT_DEVICE_INLINE WaitResult wait(const Deadline& d) {
     const uint64_t want = *waited + 1;
-    WaitResult r = spin_until([&] { return ld_acquire_sys(inbound) >= want; }, d);
+    bool failed = false;
+    WaitResult r = spin_until(
+        [&] {
+          if (ld_acquire_sys(inbound) >= want) return true;
+          failed = *fifo.error != 0;
+          return failed;
+        },
+        d);
+    if (failed) return WaitResult::Aborted;
     if (r == WaitResult::Ok) *waited = want;
     return r;
   }
