@@ -1,0 +1,185 @@
+// Port channels within a host (label gpu): a kernel posts triggers, the proxy moves the
+// data with copy engines into another buffer (on a second GPU where there is one), a
+// second kernel waits for the signals and checks every byte. Also: capture in a CUDA
+// graph and replay, a refused trigger ending the kernel's flush with Aborted, and the
+// copy rate of one channel. Exits 77 (skipped) without a GPU.
+//
+//   weft_gpu_port_tests [correct|graph|refused|rate]
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "proxy/copy_engine.hpp"
+#include "proxy/proxy.hpp"
+#include "weft/device/port_channel.hpp"
+
+using namespace weft;
+using namespace weft::device;
+
+#define CHECK(x)                                                                            \
+  do {                                                                                      \
+    cudaError_t e_ = (x);                                                                   \
+    if (e_ != cudaSuccess) {                                                                \
+      std::printf("%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));      \
+      std::exit(1);                                                                         \
+    }                                                                                       \
+  } while (0)
+
+constexpr uint64_t kTimeoutNs = 10'000'000'000ull;
+
+__global__ void fill(uint8_t* p, uint64_t n, uint32_t seed) {
+  for (uint64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    p[i] = static_cast<uint8_t>(i * 131 + seed);
+}
+
+/// One thread: `pieces` puts with a signal each, then a flush.
+__global__ void sender(PortChannelDeviceHandle ch, uint64_t bytes, int pieces, int* status) {
+  Deadline d = deadline_after(kTimeoutNs);
+  uint64_t piece = bytes / pieces;
+  WaitResult r = WaitResult::Ok;
+  for (int i = 0; i < pieces && r == WaitResult::Ok; ++i) r = ch.put_with_signal(i * piece, i * piece, piece, d);
+  if (r == WaitResult::Ok) r = ch.flush(d);
+  *status = static_cast<int>(r);
+}
+
+/// One thread waits for `pieces` signals; then the block counts bytes that differ.
+__global__ void receiver(PortChannelDeviceHandle ch, const uint8_t* dst, uint64_t bytes, int pieces, uint32_t seed,
+                         int* status, unsigned long long* wrong) {
+  __shared__ int result;
+  if (threadIdx.x == 0) {
+    Deadline d = deadline_after(kTimeoutNs);
+    WaitResult r = WaitResult::Ok;
+    for (int i = 0; i < pieces && r == WaitResult::Ok; ++i) r = ch.wait(d);
+    result = static_cast<int>(r);
+    *status = result;
+  }
+  __syncthreads();
+  if (result != 0) return;
+  unsigned long long bad = 0;
+  for (uint64_t i = threadIdx.x; i < bytes; i += blockDim.x) bad += dst[i] != static_cast<uint8_t>(i * 131 + seed);
+  atomicAdd(wrong, bad);
+}
+
+struct Rig {
+  int src_dev = 0, dst_dev = 0;
+  uint64_t bytes;
+  uint8_t* src = nullptr;
+  uint8_t* dst = nullptr;
+  uint64_t* counters = nullptr;  // on dst_dev: [0] inbound, [1] waited by the receiver
+  uint64_t* send_waited = nullptr;
+  int* status = nullptr;         // managed: [0] sender, [1] receiver
+  unsigned long long* wrong = nullptr;
+  std::shared_ptr<proxy::CopyEngineConnection> conn;
+  std::unique_ptr<proxy::Proxy> proxy;
+  PortChannelDeviceHandle send, recv;
+
+  explicit Rig(uint64_t b) : bytes(b) {
+    int n = 0;
+    CHECK(cudaGetDeviceCount(&n));
+    dst_dev = n > 1 ? 1 : 0;
+    CHECK(cudaSetDevice(dst_dev));
+    CHECK(cudaMalloc(&dst, bytes));
+    CHECK(cudaMemset(dst, 0, bytes));
+    CHECK(cudaMalloc(&counters, 64));
+    CHECK(cudaMemset(counters, 0, 64));
+    CHECK(cudaSetDevice(src_dev));
+    if (dst_dev != src_dev) cudaDeviceEnablePeerAccess(dst_dev, 0);
+    CHECK(cudaMalloc(&src, bytes));
+    CHECK(cudaMalloc(&send_waited, 8));
+    CHECK(cudaMemset(send_waited, 0, 8));
+    CHECK(cudaMallocManaged(&status, 2 * sizeof(int)));
+    CHECK(cudaMallocManaged(&wrong, sizeof(unsigned long long)));
+    conn = std::make_shared<proxy::CopyEngineConnection>(src_dev, "GPU " + std::to_string(dst_dev), 10);
+    proxy = std::make_unique<proxy::Proxy>(proxy::ProxyOptions{"proxy of GPU 0", 256, 10, proxy::cuda_fifo_memory(src_dev)});
+    uint32_t s = proxy->add_local_memory(src, bytes);
+    uint32_t d = proxy->add_remote_memory(conn, proxy::RemoteMemory{reinterpret_cast<uint64_t>(dst), bytes, nullptr});
+    uint32_t c = proxy->add_remote_memory(conn, proxy::RemoteMemory{reinterpret_cast<uint64_t>(counters), 64, nullptr});
+    send = proxy->make_port_channel(proxy::PortChannelSpec{conn, s, d, c, 0, counters + 2, send_waited});
+    recv = send;  // the receiving side of this one-way channel: the counter the signals land in
+    recv.inbound = counters;
+    recv.waited = counters + 1;
+    proxy->start();
+  }
+};
+
+int run_round(Rig& r, cudaStream_t a, cudaStream_t b, int pieces, uint32_t seed) {
+  *r.wrong = 0;
+  r.status[0] = r.status[1] = -1;
+  fill<<<256, 256, 0, a>>>(r.src, r.bytes, seed);
+  CHECK(cudaSetDevice(r.dst_dev));
+  receiver<<<1, 1024, 0, b>>>(r.recv, r.dst, r.bytes, pieces, seed, r.status + 1, r.wrong);
+  CHECK(cudaSetDevice(r.src_dev));
+  sender<<<1, 1, 0, a>>>(r.send, r.bytes, pieces, r.status);
+  CHECK(cudaStreamSynchronize(a));
+  CHECK(cudaStreamSynchronize(b));
+  std::printf("sender %d receiver %d, %llu bytes wrong\n", r.status[0], r.status[1], *r.wrong);
+  return (r.status[0] == 0 && r.status[1] == 0 && *r.wrong == 0) ? 0 : 1;
+}
+
+int main(int argc, char** argv) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+    std::printf("no GPU: skipped\n");
+    return 77;
+  }
+  std::string what = argc > 1 ? argv[1] : "correct";
+  Rig r(what == "rate" ? (256ull << 20) : (64ull << 20));
+  cudaStream_t a, b;
+  CHECK(cudaSetDevice(r.dst_dev));
+  CHECK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+  CHECK(cudaSetDevice(r.src_dev));
+  CHECK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+  int rc = 0;
+  if (what == "correct") {
+    rc |= run_round(r, a, b, 16, 1);
+    rc |= run_round(r, a, b, 1, 2);  // the counters only grow: a second round waits for its own signals
+  } else if (what == "graph") {
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    CHECK(cudaStreamBeginCapture(a, cudaStreamCaptureModeThreadLocal));
+    sender<<<1, 1, 0, a>>>(r.send, r.bytes, 8, r.status);
+    CHECK(cudaStreamEndCapture(a, &g));
+    CHECK(cudaGraphInstantiate(&ge, g, 0));
+    fill<<<256, 256, 0, a>>>(r.src, r.bytes, 3);
+    for (int i = 0; i < 3; ++i) {
+      *r.wrong = 0;
+      CHECK(cudaSetDevice(r.dst_dev));
+      receiver<<<1, 1024, 0, b>>>(r.recv, r.dst, r.bytes, 8, 3, r.status + 1, r.wrong);
+      CHECK(cudaSetDevice(r.src_dev));
+      CHECK(cudaGraphLaunch(ge, a));
+      CHECK(cudaStreamSynchronize(a));
+      CHECK(cudaStreamSynchronize(b));
+      std::printf("replay %d: sender %d receiver %d, %llu wrong\n", i, r.status[0], r.status[1], *r.wrong);
+      rc |= (r.status[0] != 0 || r.status[1] != 0 || *r.wrong != 0);
+    }
+  } else if (what == "refused") {
+    PortChannelDeviceHandle bad = r.send;
+    bad.dst_mem = bad.src_mem;  // a local memory as destination: the proxy must refuse it
+    auto t0 = std::chrono::steady_clock::now();
+    sender<<<1, 1, 0, a>>>(bad, r.bytes, 1, r.status);
+    CHECK(cudaStreamSynchronize(a));
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    auto err = r.proxy->error();
+    std::printf("sender %d after %.2f s; proxy: %s\n", r.status[0], s, err ? err->c_str() : "(no error)");
+    rc = (r.status[0] == static_cast<int>(WaitResult::Aborted) && s < 5 && err) ? 0 : 1;
+  } else if (what == "rate") {
+    run_round(r, a, b, 1, 4);  // warm
+    auto t0 = std::chrono::steady_clock::now();
+    const int reps = 10;
+    for (int i = 0; i < reps; ++i) rc |= run_round(r, a, b, 4, 5 + i);
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("copy engine, GPU %d -> GPU %d: %.1f GB/s (256 MiB rounds incl. fill and check)\n", r.src_dev,
+                r.dst_dev, reps * double(r.bytes) / s / 1e9);
+  } else {
+    std::printf("unknown scenario %s\n", what.c_str());
+    return 2;
+  }
+  r.proxy->stop();
+  std::printf("%s: %s\n", what.c_str(), rc == 0 ? "ok" : "FAILED");
+  return rc;
+}
