@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "net/node_layout.hpp"
 #include "net/ucx_transport.hpp"
 #include "proxy/proxy.hpp"
 #include "runtime/bootstrap.hpp"
@@ -29,9 +30,36 @@ using Clock = std::chrono::steady_clock;
 using device::ProxyTrigger;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
+/// Why UCX cannot run here ("" if it can), asked in a child process: this test process
+/// forks rank processes and must never load or initialize UCX itself (a child of a process
+/// with UCX's threads and state would inherit them half-alive).
+std::string ucx_missing() {
+  static std::string why = [] {
+    int fds[2];
+    if (pipe(fds) != 0) return std::string("pipe failed");
+    pid_t pid = fork();
+    if (pid == 0) {
+      close(fds[0]);
+      std::string w = net::ucx_unavailable_reason();
+      ssize_t n = write(fds[1], w.data(), w.size());
+      _exit(n == static_cast<ssize_t>(w.size()) ? 0 : 1);
+    }
+    close(fds[1]);
+    std::string w;
+    char buf[512];
+    ssize_t n;
+    while ((n = read(fds[0], buf, sizeof buf)) > 0) w.append(buf, static_cast<size_t>(n));
+    close(fds[0]);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? w : std::string("the UCX probe process failed");
+  }();
+  return why;
+}
+
 #define SKIP_WITHOUT_UCX()                                                     \
   do {                                                                         \
-    std::string why_ = net::ucx_unavailable_reason();                          \
+    std::string why_ = ucx_missing();                                          \
     if (!why_.empty()) GTEST_SKIP() << why_;                                   \
   } while (0)
 
@@ -249,8 +277,20 @@ TEST(UcxTransport, SenderKilledMidTransferIsNoShortResult) {
   EXPECT_TRUE(exited_ok(st[0])) << "the receiver did not get a timely error naming rank 1";
 }
 
+void refuses_malformed_exchange_blocks();
+
 TEST(UcxTransport, RefusesMalformedExchangeBlocks) {
   SKIP_WITHOUT_UCX();
+  // In a child process (see ucx_missing); its gtest failures are counted there and reported
+  // through the exit status.
+  auto st = fork_ranks(1, [](int) {
+    refuses_malformed_exchange_blocks();
+    return ::testing::Test::HasFailure() ? 1 : 0;
+  });
+  EXPECT_TRUE(exited_ok(st[0]));
+}
+
+void refuses_malformed_exchange_blocks() {
   // Rank 1 "sends" garbage: a wrong tag, then an oversized length.
   for (uint32_t len : {0u, 5000u}) {
     auto gather = [len](void* d, size_t n) {
@@ -292,6 +332,75 @@ TEST(UcxTransport, RefusesMalformedExchangeBlocks) {
   ASSERT_EQ(ok.size(), 2u);
   EXPECT_EQ(ok[1].bytes, buf.size());
   EXPECT_NE(ok[1].key, nullptr);
+}
+
+}  // namespace
+}  // namespace weft
+
+namespace weft {
+namespace {
+
+/// WEFT_EMULATE_NODES=2 on 4 rank processes of one host: every rank sends its block to each
+/// rank of the other emulated node through a port channel over UCX (TCP), and checks the
+/// blocks it received; links within a node get no network connection.
+TEST(UcxTransport, EmulatedNodesExchangeOverTheNetwork) {
+  SKIP_WITHOUT_UCX();
+  constexpr int kRanks = 4;
+  constexpr size_t kBlock = 1 << 20;
+  UniqueId id = start_bootstrap_root(net::resolve("127.0.0.1", 0), 0, 20);
+  auto st = fork_ranks(kRanks, [&](int r) {
+    setenv("WEFT_EMULATE_NODES", "2", 1);
+    auto boot = Bootstrap::join(id, r, kRanks, 10);
+    std::vector<uint64_t> hosts(kRanks, 0);  // one machine: every rank on host 0
+    net::NodeLayout nodes = net::node_layout(hosts);
+    Bootstrap* b = boot.get();
+    net::UcxTransport ucx(r, kRanks, [b](void* d, size_t n) { b->allgather(d, n, 10); }, 10);
+    std::vector<char> blocks(kBlock * kRanks, 0);  // block q: rank q's data
+    std::vector<uint64_t> sig(kRanks * 8, 0);      // sig[q * 8]: signals from rank q
+    for (size_t i = 0; i < kBlock; ++i) blocks[r * kBlock + i] = static_cast<char>(i + 17 * r);
+    auto mem = ucx.register_memory(blocks.data(), blocks.size());
+    auto sigs = ucx.register_memory(sig.data(), sig.size() * sizeof(uint64_t));
+    proxy::Proxy proxy(proxy::ProxyOptions{"proxy of rank " + std::to_string(r), 64, 10, proxy::host_fifo_memory()});
+    uint32_t src = proxy.add_local_memory(blocks.data(), blocks.size());
+    std::vector<device::PortChannelDeviceHandle> chans;
+    std::vector<uint64_t> waited(kRanks, 0);
+    int remote_peers = 0;
+    for (int q = 0; q < kRanks; ++q) {
+      if (q == r || !nodes.crosses_network(r, q)) continue;
+      ++remote_peers;
+      auto conn = ucx.connection(q);
+      uint32_t dst = proxy.add_remote_memory(conn, mem[static_cast<size_t>(q)]);
+      uint32_t s = proxy.add_remote_memory(conn, sigs[static_cast<size_t>(q)]);
+      chans.push_back(proxy.make_port_channel(
+          proxy::PortChannelSpec{conn, src, dst, s, static_cast<uint64_t>(r) * 64, &sig[static_cast<size_t>(q) * 8],
+                                 &waited[static_cast<size_t>(q)]}));
+    }
+    if (nodes.nodes != 2 || remote_peers != 2) return 4;
+    proxy.start();
+    uint64_t last = 0;
+    for (const auto& ch : chans)
+      last = proxy.fifo().push(ProxyTrigger::make(device::kTriggerPut | device::kTriggerSignal | device::kTriggerFlush,
+                                                  ch.channel, ch.dst_mem, r * kBlock, ch.src_mem, r * kBlock, kBlock), 10);
+    proxy.fifo().wait_tail(last, 10, proxy.name());
+    int bad = 0;
+    for (int q = 0; q < kRanks; ++q) {
+      if (q == r || !nodes.crosses_network(r, q)) continue;
+      auto t0 = Clock::now();
+      while (std::atomic_ref<uint64_t>(sig[static_cast<size_t>(q) * 8]).load() < 1) {
+        proxy.check();
+        if (since(t0) > 10) fail(ErrorCode::Timeout, "rank " + std::to_string(r) + ": no block from rank " + std::to_string(q));
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      }
+      for (size_t i = 0; i < kBlock; ++i) bad |= blocks[q * kBlock + i] != static_cast<char>(i + 17 * q);
+    }
+    for (int q = 0; q < kRanks; ++q)  // nothing arrived over a link inside the node
+      if (q != r && !nodes.crosses_network(r, q)) bad |= blocks[q * kBlock] != 0 || blocks[q * kBlock + kBlock - 1] != 0;
+    boot->barrier(10);
+    proxy.stop();
+    boot->barrier(10);
+    return bad;
+  });
+  for (int r = 0; r < kRanks; ++r) EXPECT_TRUE(exited_ok(st[static_cast<size_t>(r)])) << "rank " << r;
 }
 
 }  // namespace
