@@ -55,6 +55,16 @@ struct UcxTransport::Impl {
   std::vector<ucp_mem_h> memories;
   std::vector<ucp_rkey_h> rkeys;
 
+  // Also runs when the constructor throws part way (a malformed block from a peer).
+  ~Impl() {
+    if (api == nullptr) return;
+    for (ucp_rkey_h k : rkeys) api->rkey_destroy(k);
+    if (worker != nullptr) close_all(false);
+    for (ucp_mem_h h : memories) api->mem_unmap(context, h);
+    if (worker != nullptr) api->worker_destroy(worker);
+    if (context != nullptr) api->cleanup(context);
+  }
+
   static void on_error(void* arg, ucp_ep_h, ucs_status_t status) {
     auto* p = static_cast<Peer*>(arg);
     if (p->failed == UCS_OK) p->failed = status;
@@ -100,21 +110,21 @@ struct UcxTransport::Impl {
     }
   }
 
-  /// Waits (bounded) until `request` (from an nbx call) completes.
-  void wait(Peer& p, ucs_status_ptr_t request, const char* what) {
+  /// Waits at most `wait_s` until `request` (from an nbx call) completes.
+  void wait(Peer& p, ucs_status_ptr_t request, const char* what, double wait_s) {
     if (request == nullptr) return;
     if (UCS_PTR_IS_ERR(request)) {
       if (p.failed == UCS_OK) p.failed = UCS_PTR_STATUS(request);
       fail(ErrorCode::Remote, std::string("UCX ") + what + " to " + rank_name(p.rank) + " failed: " + status(UCS_PTR_STATUS(request)));
     }
-    const auto end = Clock::now() + std::chrono::duration<double>(timeout_s);
+    const auto end = Clock::now() + std::chrono::duration<double>(wait_s);
     ucs_status_t s;
     while ((s = api->request_check_status(request)) == UCS_INPROGRESS) {
       if (p.failed != UCS_OK) break;
       if (Clock::now() > end) {
         api->request_free(request);  // released by UCX once it ends
         fail(ErrorCode::Timeout, std::string("UCX ") + what + " to " + rank_name(p.rank) + " did not complete within " +
-                                     std::to_string(timeout_s) + " s: " + rank_name(p.rank) + " is stalled or unreachable");
+                                     std::to_string(wait_s) + " s: " + rank_name(p.rank) + " is stalled or unreachable");
       }
       progress();
     }
@@ -159,18 +169,10 @@ struct UcxTransport::Impl {
     post(p, r, std::move(v), "signal");
   }
 
-  void flush(Peer& p, double deadline_s) {
+  void flush(Peer& p, double wait_s) {
     check(p);
-    const double saved = timeout_s;
-    timeout_s = deadline_s;
     ucp_request_param_t param{};
-    try {
-      wait(p, api->ep_flush_nbx(p.ep, &param), "flush");
-    } catch (...) {
-      timeout_s = saved;
-      throw;
-    }
-    timeout_s = saved;
+    wait(p, api->ep_flush_nbx(p.ep, &param), "flush", wait_s);
     reap(p);
   }
 
@@ -271,15 +273,7 @@ UcxTransport::UcxTransport(int rank, int nranks, AllGather allgather, double tim
                                                   << (m.cuda ? "registered directly" : "not supported by this UCX"));
 }
 
-UcxTransport::~UcxTransport() {
-  Impl& m = *impl_;
-  if (m.api == nullptr) return;
-  for (ucp_rkey_h k : m.rkeys) m.api->rkey_destroy(k);
-  if (m.worker != nullptr) m.close_all(false);
-  for (ucp_mem_h h : m.memories) m.api->mem_unmap(m.context, h);
-  if (m.worker != nullptr) m.api->worker_destroy(m.worker);
-  if (m.context != nullptr) m.api->cleanup(m.context);
-}
+UcxTransport::~UcxTransport() = default;
 
 int UcxTransport::rank() const { return impl_->rank; }
 int UcxTransport::nranks() const { return impl_->nranks; }

@@ -35,9 +35,10 @@ class UcxTransport {
   using AllGather = std::function<void(void* data, size_t bytes_per_rank)>;
 
   /// Collective over `allgather`: creates this rank's UCP context and worker, exchanges
-  /// worker addresses and connects to every other rank. `timeout_s` bounds flushes and
-  /// teardown (negative: WEFT_TIMEOUT). Throws InvalidUsage with ucx_unavailable_reason()
-  /// where UCX is missing.
+  /// worker addresses and connects to every other rank. `timeout_s` (negative:
+  /// WEFT_TIMEOUT) bounds teardown, at most 10 s; a connection's flush is bounded by the
+  /// deadline its caller (the proxy) passes. Throws InvalidUsage with
+  /// ucx_unavailable_reason() where UCX is missing.
   UcxTransport(int rank, int nranks, AllGather allgather, double timeout_s = -1);
   ~UcxTransport();
   UcxTransport(const UcxTransport&) = delete;
