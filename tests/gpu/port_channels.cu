@@ -4,7 +4,11 @@
 // graph and replay, a refused trigger ending the kernel's flush with Aborted, and the
 // copy rate of one channel. Exits 77 (skipped) without a GPU.
 //
-//   weft_gpu_port_tests [correct|graph|refused|rate]
+// `ucx`: the network path in one process: a UCX worker connected to itself, GPU memory
+// put (staged through page-locked buffers where this UCX has no CUDA support) into
+// page-locked memory the waiting kernel reads through its mapping; skipped without UCX.
+//
+//   weft_gpu_port_tests [correct|graph|refused|rate|ucx]
 #include <cuda_runtime.h>
 
 #include <chrono>
@@ -14,8 +18,10 @@
 #include <string>
 #include <vector>
 
+#include "net/ucx_transport.hpp"
 #include "proxy/copy_engine.hpp"
 #include "proxy/proxy.hpp"
+#include "proxy/staging.hpp"
 #include "weft/device/port_channel.hpp"
 
 using namespace weft;
@@ -121,6 +127,65 @@ int run_round(Rig& r, cudaStream_t a, cudaStream_t b, int pieces, uint32_t seed)
   return (r.status[0] == 0 && r.status[1] == 0 && *r.wrong == 0) ? 0 : 1;
 }
 
+/// The UCX path (see the header comment). Returns 0, 1 (failed) or 77 (no UCX).
+int ucx_round() {
+  std::string why = net::ucx_unavailable_reason();
+  if (!why.empty()) {
+    std::printf("skipped: %s\n", why.c_str());
+    return 77;
+  }
+  const uint64_t bytes = 64ull << 20;
+  CHECK(cudaSetDevice(0));
+  // Rank 0 of 2 whose rank 1 is itself: the exchange copies its own block to the peer's.
+  net::UcxTransport ucx(0, 2, [](void* d, size_t n) { std::memcpy(static_cast<char*>(d) + n, d, n); }, 10);
+  uint8_t* src = nullptr;
+  uint8_t* dst = nullptr;      // page-locked, mapped: the network writes it, the kernel reads it
+  uint64_t* sig = nullptr;     // page-locked, mapped: [0] inbound, [1] waited, [2] sender's
+  int* status = nullptr;
+  unsigned long long* wrong = nullptr;
+  CHECK(cudaMalloc(&src, bytes));
+  CHECK(cudaHostAlloc(&dst, bytes, cudaHostAllocMapped));
+  CHECK(cudaHostAlloc(&sig, 64, cudaHostAllocMapped));
+  std::memset(dst, 0, bytes);
+  std::memset(sig, 0, 64);
+  CHECK(cudaMallocManaged(&status, 2 * sizeof(int)));
+  CHECK(cudaMallocManaged(&wrong, sizeof(unsigned long long)));
+  auto dst_mem = ucx.register_memory(dst, bytes)[1];
+  auto sig_mem = ucx.register_memory(sig, 64)[1];
+  std::shared_ptr<proxy::Connection> conn = ucx.connection(1);
+  std::printf("UCX %s CUDA memory\n", ucx.supports_cuda_memory() ? "registers" : "cannot register: staging");
+  if (!ucx.supports_cuda_memory()) conn = std::make_shared<proxy::StagingConnection>(conn, 0, 4 << 20, 4, 10);
+  proxy::Proxy px(proxy::ProxyOptions{"proxy of GPU 0", 256, 10, proxy::cuda_fifo_memory(0)});
+  uint32_t s = px.add_local_memory(src, bytes);
+  uint32_t d = px.add_remote_memory(conn, dst_mem);
+  uint32_t c = px.add_remote_memory(conn, sig_mem);
+  uint64_t* sig_dev = nullptr;
+  uint8_t* dst_dev = nullptr;
+  CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&sig_dev), sig, 0));
+  CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dst_dev), dst, 0));
+  PortChannelDeviceHandle send = px.make_port_channel(proxy::PortChannelSpec{conn, s, d, c, 0, sig_dev + 2, sig_dev + 2});
+  PortChannelDeviceHandle recv = send;
+  recv.inbound = sig_dev;
+  recv.waited = sig_dev + 1;
+  px.start();
+  cudaStream_t a, b;
+  CHECK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+  CHECK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+  *wrong = 0;
+  fill<<<256, 256, 0, a>>>(src, bytes, 9);
+  receiver<<<1, 1024, 0, b>>>(recv, dst_dev, bytes, 8, 9, status + 1, wrong);
+  auto t0 = std::chrono::steady_clock::now();
+  sender<<<1, 1, 0, a>>>(send, bytes, 8, status);
+  CHECK(cudaStreamSynchronize(a));
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(cudaStreamSynchronize(b));
+  auto err = px.error();
+  std::printf("sender %d receiver %d, %llu bytes wrong, %.2f GB/s; proxy: %s\n", status[0], status[1], *wrong,
+              bytes / secs / 1e9, err ? err->c_str() : "ok");
+  px.stop();
+  return (status[0] == 0 && status[1] == 0 && *wrong == 0) ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
@@ -128,6 +193,7 @@ int main(int argc, char** argv) {
     return 77;
   }
   std::string what = argc > 1 ? argv[1] : "correct";
+  if (what == "ucx") return ucx_round();
   Rig r(what == "rate" ? (256ull << 20) : (64ull << 20));
   cudaStream_t a, b;
   CHECK(cudaSetDevice(r.dst_dev));
