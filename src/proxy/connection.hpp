@@ -16,7 +16,7 @@ namespace weft::proxy {
 struct RemoteMemory {
   uint64_t address = 0;       ///< the peer's address of the first byte
   uint64_t bytes = 0;
-  const void* key = nullptr;  ///< the transport's access key (a UCX rkey), null in-process
+  const void* key = nullptr;  ///< the transport's access key (a UCX rkey, valid while the transport lives), null in-process
 };
 
 class Connection {
