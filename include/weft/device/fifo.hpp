@@ -72,10 +72,11 @@ struct FifoDeviceHandle {
   /// Any thread: waits (bounded) until the proxy's counter exceeds `index`.
   WEFT_DEVICE_INLINE WaitResult wait_tail(uint64_t index, const Deadline& d) const {
     bool failed = false;
+    uint32_t n = 0;
     WaitResult r = spin_until(
         [&] {
           if (ld_acquire_sys(tail) > index) return true;
-          failed = *error != 0;
+          if ((++n & 63u) == 0) failed = *error != 0;  // host memory: read it now and then
           return failed;
         },
         d);
