@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "net/node_layout.hpp"
+#include "net/port_mesh.hpp"
 #include "net/ucx_transport.hpp"
 #include "proxy/proxy.hpp"
 #include "runtime/bootstrap.hpp"
@@ -340,9 +341,9 @@ void refuses_malformed_exchange_blocks() {
 namespace weft {
 namespace {
 
-/// WEFT_EMULATE_NODES=2 on 4 rank processes of one host: every rank sends its block to each
-/// rank of the other emulated node through a port channel over UCX (TCP), and checks the
-/// blocks it received; links within a node get no network connection.
+/// WEFT_EMULATE_NODES=2 on 4 rank processes of one host: through a PortMesh, every rank
+/// sends its block to each rank of the other emulated node over UCX (TCP) and checks the
+/// blocks it received; links within a node get no channel.
 TEST(UcxTransport, EmulatedNodesExchangeOverTheNetwork) {
   SKIP_WITHOUT_UCX();
   constexpr int kRanks = 4;
@@ -351,53 +352,40 @@ TEST(UcxTransport, EmulatedNodesExchangeOverTheNetwork) {
   auto st = fork_ranks(kRanks, [&](int r) {
     setenv("WEFT_EMULATE_NODES", "2", 1);
     auto boot = Bootstrap::join(id, r, kRanks, 10);
-    std::vector<uint64_t> hosts(kRanks, 0);  // one machine: every rank on host 0
-    net::NodeLayout nodes = net::node_layout(hosts);
-    Bootstrap* b = boot.get();
-    net::UcxTransport ucx(r, kRanks, [b](void* d, size_t n) { b->allgather(d, n, 10); }, 10);
+    net::NodeLayout nodes = net::node_layout(std::vector<uint64_t>(kRanks, 0));  // one machine
     std::vector<char> blocks(kBlock * kRanks, 0);  // block q: rank q's data
-    std::vector<uint64_t> sig(kRanks * 8, 0);      // sig[q * 8]: signals from rank q
+    std::vector<uint64_t> sig(kRanks * 8, 0);
     for (size_t i = 0; i < kBlock; ++i) blocks[r * kBlock + i] = static_cast<char>(i + 17 * r);
-    auto mem = ucx.register_memory(blocks.data(), blocks.size());
-    auto sigs = ucx.register_memory(sig.data(), sig.size() * sizeof(uint64_t));
-    proxy::Proxy proxy(proxy::ProxyOptions{"proxy of rank " + std::to_string(r), 64, 10, proxy::host_fifo_memory()});
-    uint32_t src = proxy.add_local_memory(blocks.data(), blocks.size());
-    std::vector<device::PortChannelDeviceHandle> chans;
-    std::vector<uint64_t> waited(kRanks, 0);
-    int remote_peers = 0;
-    for (int q = 0; q < kRanks; ++q) {
-      if (q == r || !nodes.crosses_network(r, q)) continue;
-      ++remote_peers;
-      auto conn = ucx.connection(q);
-      uint32_t dst = proxy.add_remote_memory(conn, mem[static_cast<size_t>(q)]);
-      uint32_t s = proxy.add_remote_memory(conn, sigs[static_cast<size_t>(q)]);
-      chans.push_back(proxy.make_port_channel(
-          proxy::PortChannelSpec{conn, src, dst, s, static_cast<uint64_t>(r) * 64, &sig[static_cast<size_t>(q) * 8],
-                                 &waited[static_cast<size_t>(q)]}));
-    }
-    if (nodes.nodes != 2 || remote_peers != 2) return 4;
-    proxy.start();
+    net::PortMeshOptions o;
+    o.name = "proxy of rank " + std::to_string(r);
+    o.timeout_s = 10;
+    auto mesh = std::make_unique<net::PortMesh>(*boot, nodes, blocks.data(), blocks.size(), sig.data(), o);
+    if (nodes.nodes != 2 || mesh->peers().size() != 2) return 4;
+    if (mesh->has_channel(r ^ 1) || !mesh->has_channel((r + 2) % kRanks)) return 5;  // same node / other node
     uint64_t last = 0;
-    for (const auto& ch : chans)
-      last = proxy.fifo().push(ProxyTrigger::make(device::kTriggerPut | device::kTriggerSignal | device::kTriggerFlush,
-                                                  ch.channel, ch.dst_mem, r * kBlock, ch.src_mem, r * kBlock, kBlock), 10);
-    proxy.fifo().wait_tail(last, 10, proxy.name());
+    for (int q : mesh->peers()) {
+      const auto& ch = mesh->channel(q);
+      last = mesh->proxy().fifo().push(ProxyTrigger::make(device::kTriggerPut | device::kTriggerSignal | device::kTriggerFlush,
+                                                          ch.channel, ch.dst_mem, r * kBlock, ch.src_mem, r * kBlock, kBlock),
+                                       10);
+    }
+    mesh->proxy().fifo().wait_tail(last, 10, mesh->proxy().name());
     int bad = 0;
-    for (int q = 0; q < kRanks; ++q) {
-      if (q == r || !nodes.crosses_network(r, q)) continue;
+    for (int q : mesh->peers()) {
       auto t0 = Clock::now();
       while (std::atomic_ref<uint64_t>(sig[static_cast<size_t>(q) * 8]).load() < 1) {
-        proxy.check();
+        mesh->proxy().check();
         if (since(t0) > 10) fail(ErrorCode::Timeout, "rank " + std::to_string(r) + ": no block from rank " + std::to_string(q));
         std::this_thread::sleep_for(std::chrono::microseconds(100));
       }
       for (size_t i = 0; i < kBlock; ++i) bad |= blocks[q * kBlock + i] != static_cast<char>(i + 17 * q);
     }
-    for (int q = 0; q < kRanks; ++q)  // nothing arrived over a link inside the node
-      if (q != r && !nodes.crosses_network(r, q)) bad |= blocks[q * kBlock] != 0 || blocks[q * kBlock + kBlock - 1] != 0;
+    const int same = r ^ 1;  // nothing arrived over the link inside the node
+    bad |= blocks[same * kBlock] != 0 || blocks[same * kBlock + kBlock - 1] != 0;
     boot->barrier(10);
-    proxy.stop();
+    mesh->proxy().stop();
     boot->barrier(10);
+    mesh.reset();
     return bad;
   });
   for (int r = 0; r < kRanks; ++r) EXPECT_TRUE(exited_ok(st[static_cast<size_t>(r)])) << "rank " << r;
