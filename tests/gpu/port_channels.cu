@@ -8,8 +8,15 @@
 // put (staged through page-locked buffers where this UCX has no CUDA support) into
 // page-locked memory the waiting kernel reads through its mapping; skipped without UCX.
 //
-//   weft_gpu_port_tests [correct|graph|refused|rate|ucx]
+// `mesh N`: N rank processes sharing the GPUs as 2 emulated nodes (WEFT_EMULATE_NODES=2);
+// each kernel writes its block, sends it through PortMesh channels (UCX) to the ranks of
+// the other node, waits for theirs and checks every byte. Buffers are page-locked mapped
+// host memory, which UCX reaches with or without CUDA support.
+//
+//   weft_gpu_port_tests [correct|graph|refused|rate|ucx|mesh N]
 #include <cuda_runtime.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -18,10 +25,13 @@
 #include <string>
 #include <vector>
 
+#include "net/node_layout.hpp"
+#include "net/port_mesh.hpp"
 #include "net/ucx_transport.hpp"
 #include "proxy/copy_engine.hpp"
 #include "proxy/proxy.hpp"
 #include "proxy/staging.hpp"
+#include "runtime/bootstrap.hpp"
 #include "weft/device/port_channel.hpp"
 
 using namespace weft;
@@ -186,7 +196,127 @@ int ucx_round() {
   return (status[0] == 0 && status[1] == 0 && *wrong == 0) ? 0 : 1;
 }
 
+/// One thread block: writes this rank's block, sends it to every peer, waits for theirs and
+/// counts wrong bytes in them.
+__global__ void mesh_kernel(const PortChannelDeviceHandle* chans, const int* peers, int npeers, uint8_t* buf,
+                            uint64_t block, int rank, int* status, unsigned long long* wrong) {
+  __shared__ int result;
+  for (uint64_t i = threadIdx.x; i < block; i += blockDim.x) buf[rank * block + i] = static_cast<uint8_t>(i * 7 + rank);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence_system();  // the block's writes reach host memory before the proxy reads them
+    Deadline d = deadline_after(kTimeoutNs);
+    PortChannelDeviceHandle c[8];
+    for (int p = 0; p < npeers; ++p) c[p] = chans[p];
+    WaitResult r = WaitResult::Ok;
+    for (int p = 0; p < npeers && r == WaitResult::Ok; ++p) r = c[p].put_with_signal(rank * block, rank * block, block, d);
+    for (int p = 0; p < npeers && r == WaitResult::Ok; ++p) r = c[p].flush(d);
+    for (int p = 0; p < npeers && r == WaitResult::Ok; ++p) r = c[p].wait(d);
+    result = static_cast<int>(r);
+    *status = result;
+  }
+  __syncthreads();
+  if (result != 0) return;
+  unsigned long long bad = 0;
+  for (int p = 0; p < npeers; ++p)
+    for (uint64_t i = threadIdx.x; i < block; i += blockDim.x)
+      bad += buf[peers[p] * block + i] != static_cast<uint8_t>(i * 7 + peers[p]);
+  atomicAdd(wrong, bad);
+}
+
+/// One rank of `mesh`. Returns 0, 1 (failed), 77 (no GPU or no UCX).
+int mesh_rank(const UniqueId& id, int rank, int nranks) {
+  int ndev = 0;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) return 77;
+  if (!net::ucx_unavailable_reason().empty()) return 77;
+  CHECK(cudaSetDevice(rank % ndev));
+  setenv("WEFT_EMULATE_NODES", "2", 1);
+  auto boot = Bootstrap::join(id, rank, nranks, 30);
+  net::NodeLayout nodes = net::node_layout(std::vector<uint64_t>(static_cast<size_t>(nranks), 0));
+  const uint64_t block = 8ull << 20;
+  uint8_t* buf = nullptr;
+  uint64_t* sig = nullptr;
+  CHECK(cudaHostAlloc(&buf, block * nranks, cudaHostAllocMapped));
+  CHECK(cudaHostAlloc(&sig, 64ull * nranks, cudaHostAllocMapped));
+  std::memset(buf, 0, block * nranks);
+  std::memset(sig, 0, 64ull * nranks);
+  net::PortMeshOptions o;
+  o.name = "proxy of rank " + std::to_string(rank);
+  o.timeout_s = 20;
+  o.fifo_memory = proxy::cuda_fifo_memory(rank % ndev);
+  o.device_pointer = [](uint64_t* p) {
+    void* d = nullptr;
+    CHECK(cudaHostGetDevicePointer(&d, p, 0));
+    return static_cast<uint64_t*>(d);
+  };
+  auto mesh = std::make_unique<net::PortMesh>(*boot, nodes, buf, block * nranks, sig, o);
+  std::vector<PortChannelDeviceHandle> hs;
+  for (int q : mesh->peers()) hs.push_back(mesh->channel(q));
+  const int np = static_cast<int>(hs.size());
+  if (np == 0 || np > 8) return 1;
+  PortChannelDeviceHandle* d_chans = nullptr;
+  int* d_peers = nullptr;
+  int* status = nullptr;
+  unsigned long long* wrong = nullptr;
+  CHECK(cudaMalloc(&d_chans, sizeof(PortChannelDeviceHandle) * np));
+  CHECK(cudaMalloc(&d_peers, sizeof(int) * np));
+  CHECK(cudaMemcpy(d_chans, hs.data(), sizeof(PortChannelDeviceHandle) * np, cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(d_peers, mesh->peers().data(), sizeof(int) * np, cudaMemcpyHostToDevice));
+  CHECK(cudaMallocManaged(&status, sizeof(int)));
+  CHECK(cudaMallocManaged(&wrong, sizeof(unsigned long long)));
+  *status = -1;
+  *wrong = 0;
+  uint8_t* d_buf = nullptr;
+  CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&d_buf), buf, 0));
+  mesh_kernel<<<1, 512>>>(d_chans, d_peers, np, d_buf, block, rank, status, wrong);
+  CHECK(cudaDeviceSynchronize());
+  auto err = mesh->proxy().error();
+  std::printf("rank %d: %d peers over the network, status %d, %llu bytes wrong; proxy: %s\n", rank, np, *status, *wrong,
+              err ? err->c_str() : "ok");
+  const int rc = (*status == 0 && *wrong == 0) ? 0 : 1;
+  boot->barrier(30);
+  mesh->proxy().stop();
+  boot->barrier(30);
+  mesh.reset();
+  return rc;
+}
+
+/// `mesh N`: forks N rank processes (the parent touches neither CUDA nor UCX).
+int mesh(int nranks) {
+  UniqueId id = start_bootstrap_root(net::resolve("127.0.0.1", 0), 0, 60);
+  std::vector<pid_t> pids;
+  for (int r = 0; r < nranks; ++r) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      int rc = 2;
+      try {
+        rc = mesh_rank(id, r, nranks);
+      } catch (const std::exception& e) {
+        std::printf("rank %d: %s\n", r, e.what());
+      }
+      std::fflush(stdout);
+      _exit(rc);
+    }
+    pids.push_back(pid);
+  }
+  int worst = 0, skipped = 0;
+  for (pid_t p : pids) {
+    int st = 0;
+    waitpid(p, &st, 0);
+    const int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 3;
+    if (rc == 77) ++skipped;
+    else if (rc != 0) worst = 1;
+  }
+  if (skipped == nranks) {
+    std::printf("skipped: no GPU or no UCX\n");
+    return 77;
+  }
+  std::printf("mesh %d: %s\n", nranks, worst == 0 && skipped == 0 ? "ok" : "FAILED");
+  return worst == 0 && skipped == 0 ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "mesh") return mesh(argc > 2 ? std::atoi(argv[2]) : 2);
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
     std::printf("no GPU: skipped\n");
