@@ -9,10 +9,15 @@
 #include "nccl/fallback.hpp"
 #include "nccl/group.hpp"
 #include "runtime/cuda_check.hpp"
+#include "runtime/socket.hpp"
 #include "util/config.hpp"
 #include "util/log.hpp"
 
 namespace weft::nccl {
+
+// As NCCL does, the bootstrap binds the interface NCCL_SOCKET_IFNAME names (when
+// WEFT_SOCKET_IFNAME is unset): set once, when this library is loaded.
+[[maybe_unused]] const bool kHonourNcclSocketIfname = (net::honour_nccl_socket_ifname(), true);
 
 namespace {
 

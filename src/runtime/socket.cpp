@@ -13,11 +13,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include "util/config.hpp"
 #include "util/error.hpp"
+#include "util/log.hpp"
 
 namespace weft::net {
 
@@ -152,8 +156,53 @@ Address parse_address(const std::string& host_port) {
   return resolve(host, static_cast<uint16_t>(p));
 }
 
+namespace {
+std::atomic<bool> g_nccl_ifname{false};
+
+/// The interface names wanted (prefixes, or exact names when `exact`) and the variable
+/// they come from; empty: none named.
+std::vector<std::string> wanted_interfaces(std::string& var, bool& exact) {
+  exact = false;
+  var = "WEFT_SOCKET_IFNAME";
+  std::string text = config::get_string(var);
+  if (text.empty() && g_nccl_ifname.load()) {
+    const char* n = std::getenv("NCCL_SOCKET_IFNAME");
+    if (n != nullptr && *n != '\0') {
+      var = "NCCL_SOCKET_IFNAME";
+      text = n;
+      if (text[0] == '^') {
+        WEFT_LOG(Warn, "BOOT", "NCCL_SOCKET_IFNAME='" << text << "': exclusion lists are not supported; using the default interface");
+        return {};
+      }
+      if (text[0] == '=') {
+        exact = true;
+        text.erase(0, 1);
+      }
+    }
+  }
+  std::vector<std::string> out;
+  for (size_t at = 0; at <= text.size() && !text.empty();) {
+    size_t comma = text.find(',', at);
+    std::string item = text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    if (!item.empty()) out.push_back(item);
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  return out;
+}
+}  // namespace
+
+void honour_nccl_socket_ifname() { g_nccl_ifname.store(true); }
+
 Address default_interface_address() {
-  std::string want = config::get_string("WEFT_SOCKET_IFNAME");
+  std::string var;
+  bool exact = false;
+  const std::vector<std::string> want = wanted_interfaces(var, exact);
+  auto named = [&](const std::string& name) {
+    for (const std::string& w : want)
+      if (exact ? name == w : name.compare(0, w.size(), w) == 0) return true;
+    return false;
+  };
   ifaddrs* list = nullptr;
   if (getifaddrs(&list) != 0) fail(ErrorCode::System, "getifaddrs failed: " + errno_text(errno));
   Address found;
@@ -162,14 +211,18 @@ Address default_interface_address() {
     if (p->ifa_addr->sa_family != AF_INET && p->ifa_addr->sa_family != AF_INET6) continue;
     std::string name = p->ifa_name ? p->ifa_name : "";
     if (!want.empty()) {
-      if (name.compare(0, want.size(), want) == 0) found = from_sockaddr(p->ifa_addr);
+      if (named(name)) found = from_sockaddr(p->ifa_addr);
     } else if (!(p->ifa_flags & IFF_LOOPBACK) && p->ifa_addr->sa_family == AF_INET) {
       found = from_sockaddr(p->ifa_addr);
     }
   }
   freeifaddrs(list);
   if (!found.valid()) {
-    if (!want.empty()) fail(ErrorCode::InvalidArgument, "WEFT_SOCKET_IFNAME='" + want + "' matches no interface that is up");
+    if (!want.empty()) {
+      std::string text;
+      for (const std::string& w : want) text += (text.empty() ? "" : ",") + w;
+      fail(ErrorCode::InvalidArgument, var + "='" + (exact ? "=" : "") + text + "' matches no interface that is up");
+    }
     found.family = AF_INET;
     const uint8_t lo[4] = {127, 0, 0, 1};
     std::memcpy(found.addr, lo, 4);

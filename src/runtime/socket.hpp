@@ -34,7 +34,13 @@ Address parse_address(const std::string& host_port);
 Address resolve(const std::string& host, uint16_t port);
 /// The address the bootstrap root advertises: the interface named (or prefixed) by
 /// WEFT_SOCKET_IFNAME, else the first non-loopback IPv4 interface that is up, else 127.0.0.1.
+/// Where honour_nccl_socket_ifname() was called (the NCCL-compatible library does) and
+/// WEFT_SOCKET_IFNAME is unset, NCCL_SOCKET_IFNAME stands in for it: a comma list of
+/// prefixes, or of exact names after a leading '='; a '^' (exclusion) list is not
+/// supported and is ignored with a warning.
 Address default_interface_address();
+/// Makes default_interface_address read NCCL_SOCKET_IFNAME when WEFT_SOCKET_IFNAME is unset.
+void honour_nccl_socket_ifname();
 
 /// An owned socket file descriptor.
 class Socket {

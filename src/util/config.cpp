@@ -45,6 +45,8 @@ const std::vector<Variable>& registry() {
        "Force a protocol: Simple or LL (the interpreter runs no LL128; another value is an error at the first collective)."},
       {"WEFT_GPUS_PER_NODE", Type::Int, "0",
        "GPUPerNode given to compiled algorithms (hm_allreduce, ...): the size of their inner level; 0 means the communicator's rank count (one node). The ranks still talk over NVLink: no inter-node transport exists yet.", 0, 1 << 20},
+      {"WEFT_EMULATE_NODES", Type::Int, "0",
+       "Splits each host's ranks into this many emulated nodes whose links are to use the network transport (net/node_layout.hpp); 0 or 1: one node per host. Communicators do not act on it yet.", 0, 1024},
       {"WEFT_INSTANCES", Type::Int, "0",
        "Parallel thread blocks per link, taken as given; 0 lets the selection table choose (for a compiled plan that "
        "would then need more than 72 thread blocks per rank, the compiler derives them from the topology within 72).",

@@ -1,0 +1,401 @@
+#include "net/ucx_transport.hpp"
+
+#include <chrono>
+#include <cstring>
+
+#include "net/ucx_api.hpp"
+#include "util/config.hpp"
+#include "util/error.hpp"
+#include "util/log.hpp"
+
+namespace weft::net {
+
+namespace {
+std::string rank_name(int r) { return "rank " + std::to_string(r); }
+}  // namespace
+
+#if WEFT_HAVE_UCX
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Exchanged blocks: a tag, a length, then the bytes; every field checked on arrival.
+constexpr uint32_t kAddressTag = 0x57554131;   // "WUA1": a worker address
+constexpr uint32_t kMemoryTag = 0x57524b31;    // "WRK1": a registration
+constexpr size_t kAddressBlock = 4096;
+constexpr size_t kMemoryBlock = 2048;
+constexpr size_t kMemoryHeader = 24;           // tag, rkey length, address, bytes
+constexpr uint64_t kMaxRegistration = 1ull << 48;
+
+struct Pending {
+  void* request = nullptr;
+  std::unique_ptr<uint64_t> value;  // a signal's value stays put until its put completes
+};
+
+}  // namespace
+
+struct UcxTransport::Impl {
+  struct Peer {
+    Impl* owner = nullptr;
+    int rank = 0;
+    ucp_ep_h ep = nullptr;
+    ucs_status_t failed = UCS_OK;
+    std::vector<Pending> pending;
+  };
+
+  const UcxApi* api = nullptr;
+  int rank = 0, nranks = 0;
+  AllGather allgather;
+  double timeout_s = 0;
+  ucp_context_h context = nullptr;
+  ucp_worker_h worker = nullptr;
+  bool cuda = false;
+  std::vector<std::unique_ptr<Peer>> peers;  // index: rank (null for this rank)
+  std::vector<ucp_mem_h> memories;
+  std::vector<ucp_rkey_h> rkeys;
+
+  // Also runs when the constructor throws part way (a malformed block from a peer).
+  ~Impl() {
+    if (api == nullptr) return;
+    for (ucp_rkey_h k : rkeys) api->rkey_destroy(k);
+    if (worker != nullptr) close_all(false);
+    for (ucp_mem_h h : memories) api->mem_unmap(context, h);
+    if (worker != nullptr) api->worker_destroy(worker);
+    if (context != nullptr) api->cleanup(context);
+  }
+
+  static void on_error(void* arg, ucp_ep_h, ucs_status_t status) {
+    auto* p = static_cast<Peer*>(arg);
+    if (p->failed == UCS_OK) p->failed = status;
+    WEFT_LOG(Warn, "NET", "UCX endpoint to rank " << p->rank << " failed: " << p->owner->api->status_string(status));
+  }
+
+  std::string status(ucs_status_t s) const { return api->status_string(s); }
+
+  Peer& peer(int r) const {
+    if (r < 0 || r >= nranks || r == rank || !peers[static_cast<size_t>(r)])
+      fail(ErrorCode::InvalidArgument, "UCX transport of rank " + std::to_string(rank) + ": no connection to rank " + std::to_string(r));
+    return *peers[static_cast<size_t>(r)];
+  }
+
+  void check(const Peer& p) const {
+    if (p.failed != UCS_OK)
+      fail(ErrorCode::Remote, "UCX endpoint to " + rank_name(p.rank) + " has failed (" + status(p.failed) +
+                                  "): the peer died, closed its endpoint or cannot be reached");
+  }
+
+  void progress() {
+    for (int i = 0; i < 16 && api->worker_progress(worker) != 0; ++i) {
+    }
+  }
+
+  /// Frees the finished requests of `p`; throws Remote when one failed.
+  void reap(Peer& p) {
+    size_t kept = 0;
+    ucs_status_t bad = UCS_OK;
+    for (Pending& q : p.pending) {
+      ucs_status_t s = api->request_check_status(q.request);
+      if (s == UCS_INPROGRESS) {
+        p.pending[kept++] = std::move(q);
+        continue;
+      }
+      api->request_free(q.request);
+      if (s != UCS_OK && bad == UCS_OK) bad = s;
+    }
+    p.pending.resize(kept);
+    if (bad != UCS_OK) {
+      if (p.failed == UCS_OK) p.failed = bad;
+      check(p);
+    }
+  }
+
+  /// Waits at most `wait_s` until `request` (from an nbx call) completes.
+  void wait(Peer& p, ucs_status_ptr_t request, const char* what, double wait_s) {
+    if (request == nullptr) return;
+    if (UCS_PTR_IS_ERR(request)) {
+      if (p.failed == UCS_OK) p.failed = UCS_PTR_STATUS(request);
+      fail(ErrorCode::Remote, std::string("UCX ") + what + " to " + rank_name(p.rank) + " failed: " + status(UCS_PTR_STATUS(request)));
+    }
+    const auto end = Clock::now() + std::chrono::duration<double>(wait_s);
+    ucs_status_t s;
+    while ((s = api->request_check_status(request)) == UCS_INPROGRESS) {
+      if (p.failed != UCS_OK) break;
+      if (Clock::now() > end) {
+        api->request_free(request);  // released by UCX once it ends
+        fail(ErrorCode::Timeout, std::string("UCX ") + what + " to " + rank_name(p.rank) + " did not complete within " +
+                                     std::to_string(wait_s) + " s: " + rank_name(p.rank) + " is stalled or unreachable");
+      }
+      progress();
+    }
+    if (s == UCS_INPROGRESS) {  // the endpoint failed meanwhile
+      api->request_free(request);
+      check(p);
+    }
+    api->request_free(request);
+    if (s != UCS_OK) {
+      if (p.failed == UCS_OK) p.failed = s;
+      check(p);
+    }
+  }
+
+  void post(Peer& p, ucs_status_ptr_t r, std::unique_ptr<uint64_t> value, const char* what) {
+    if (UCS_PTR_IS_ERR(r)) {
+      if (p.failed == UCS_OK) p.failed = UCS_PTR_STATUS(r);
+      fail(ErrorCode::Remote, std::string("UCX ") + what + " to " + rank_name(p.rank) + " failed: " + status(UCS_PTR_STATUS(r)));
+    }
+    if (r != nullptr) p.pending.push_back(Pending{r, std::move(value)});
+    if (p.pending.size() >= 1024) {  // bound the queue: completions must keep up
+      progress();
+      reap(p);
+    }
+  }
+
+  void put(Peer& p, const proxy::RemoteMemory& dst, uint64_t off, const void* src, uint64_t bytes) {
+    check(p);
+    ucp_request_param_t param{};
+    post(p, api->put_nbx(p.ep, src, bytes, dst.address + off, static_cast<ucp_rkey_h>(const_cast<void*>(dst.key)), &param),
+         nullptr, "put");
+  }
+
+  void write_u64(Peer& p, const proxy::RemoteMemory& dst, uint64_t off, uint64_t value) {
+    check(p);
+    ucs_status_t f = api->worker_fence(worker);  // the signal lands after every earlier put
+    if (f != UCS_OK) fail(ErrorCode::Remote, "UCX fence before a signal to " + rank_name(p.rank) + " failed: " + status(f));
+    auto v = std::make_unique<uint64_t>(value);
+    ucp_request_param_t param{};
+    ucs_status_ptr_t r = api->put_nbx(p.ep, v.get(), sizeof(uint64_t), dst.address + off,
+                                      static_cast<ucp_rkey_h>(const_cast<void*>(dst.key)), &param);
+    post(p, r, std::move(v), "signal");
+  }
+
+  void flush(Peer& p, double wait_s) {
+    check(p);
+    ucp_request_param_t param{};
+    wait(p, api->ep_flush_nbx(p.ep, &param), "flush", wait_s);
+    reap(p);
+  }
+
+  void close_all(bool force) {
+    std::vector<std::pair<Peer*, ucs_status_ptr_t>> closing;
+    for (auto& p : peers) {
+      if (!p || p->ep == nullptr) continue;
+      for (Pending& q : p->pending) api->request_free(q.request);
+      p->pending.clear();
+      ucp_request_param_t param{};
+      param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+      param.flags = (force || p->failed != UCS_OK) ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+      ucs_status_ptr_t r = api->ep_close_nbx(p->ep, &param);
+      p->ep = nullptr;
+      if (p->failed == UCS_OK) p->failed = UCS_ERR_CANCELED;  // closed here: no more operations
+      if (UCS_PTR_IS_PTR(r)) closing.emplace_back(p.get(), r);
+    }
+    const auto end = Clock::now() + std::chrono::duration<double>(std::min(timeout_s, 10.0));
+    for (auto& [p, r] : closing) {
+      while (api->request_check_status(r) == UCS_INPROGRESS && Clock::now() < end) progress();
+      api->request_free(r);
+    }
+  }
+};
+
+UcxTransport::UcxTransport(int rank, int nranks, AllGather allgather, double timeout_s) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  std::string why;
+  m.api = ucx_api(&why);
+  if (m.api == nullptr) fail(ErrorCode::InvalidUsage, why);
+  if (nranks < 1 || rank < 0 || rank >= nranks)
+    fail(ErrorCode::InvalidArgument, "UCX transport: rank " + std::to_string(rank) + " of " + std::to_string(nranks));
+  m.rank = rank;
+  m.nranks = nranks;
+  m.allgather = std::move(allgather);
+  m.timeout_s = config::wait_seconds(timeout_s >= 0 ? timeout_s : config::get_seconds("WEFT_TIMEOUT"));
+  const UcxApi& api = *m.api;
+
+  ucp_config_t* cfg = nullptr;
+  ucs_status_t s = api.config_read(nullptr, nullptr, &cfg);
+  if (s != UCS_OK) fail(ErrorCode::System, "UCX: cannot read its configuration (UCX_* variables): " + m.status(s));
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES;
+  params.features = UCP_FEATURE_RMA;
+  s = api.init_version(UCP_API_MAJOR, UCP_API_MINOR, &params, cfg, &m.context);
+  api.config_release(cfg);
+  if (s != UCS_OK) fail(ErrorCode::System, "UCX: ucp_init failed on rank " + std::to_string(rank) + ": " + m.status(s));
+  ucp_context_attr_t attr{};
+  attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+  if (api.context_query(m.context, &attr) == UCS_OK) m.cuda = (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
+
+  ucp_worker_params_t wp{};
+  wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;  // the owner sets up, then the proxy thread alone drives it
+  s = api.worker_create(m.context, &wp, &m.worker);
+  if (s != UCS_OK) fail(ErrorCode::System, "UCX: cannot create a worker on rank " + std::to_string(rank) + ": " + m.status(s));
+
+  ucp_address_t* address = nullptr;
+  size_t address_len = 0;
+  s = api.worker_get_address(m.worker, &address, &address_len);
+  if (s != UCS_OK) fail(ErrorCode::System, "UCX: cannot get the worker's address: " + m.status(s));
+  if (address_len == 0 || address_len > kAddressBlock - 8) {
+    api.worker_release_address(m.worker, address);
+    fail(ErrorCode::Internal, "UCX worker address of " + std::to_string(address_len) + " bytes does not fit weft's " +
+                                  std::to_string(kAddressBlock - 8) + "-byte block");
+  }
+  std::vector<char> blocks(kAddressBlock * static_cast<size_t>(nranks), 0);
+  char* mine = blocks.data() + kAddressBlock * static_cast<size_t>(rank);
+  uint32_t header[2] = {kAddressTag, static_cast<uint32_t>(address_len)};
+  std::memcpy(mine, header, sizeof header);
+  std::memcpy(mine + 8, address, address_len);
+  api.worker_release_address(m.worker, address);
+  m.allgather(blocks.data(), kAddressBlock);
+
+  m.peers.resize(static_cast<size_t>(nranks));
+  for (int r = 0; r < nranks; ++r) {
+    if (r == rank) continue;
+    const char* b = blocks.data() + kAddressBlock * static_cast<size_t>(r);
+    uint32_t h[2];
+    std::memcpy(h, b, sizeof h);
+    if (h[0] != kAddressTag || h[1] == 0 || h[1] > kAddressBlock - 8)
+      fail(ErrorCode::Remote, "rank " + std::to_string(r) + " sent a malformed UCX worker address (tag " + std::to_string(h[0]) +
+                                  ", " + std::to_string(h[1]) + " bytes; at most " + std::to_string(kAddressBlock - 8) + ")");
+    auto p = std::make_unique<Impl::Peer>();
+    p->owner = &m;
+    p->rank = r;
+    ucp_ep_params_t ep{};
+    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    ep.address = reinterpret_cast<const ucp_address_t*>(b + 8);
+    ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    ep.err_handler.cb = &Impl::on_error;
+    ep.err_handler.arg = p.get();
+    s = api.ep_create(m.worker, &ep, &p->ep);
+    if (s != UCS_OK) fail(ErrorCode::Remote, "UCX: cannot connect to rank " + std::to_string(r) + ": " + m.status(s));
+    m.peers[static_cast<size_t>(r)] = std::move(p);
+  }
+  WEFT_LOG(Info, "NET", "UCX transport of rank " << rank << ": " << nranks - 1 << " endpoints, CUDA memory "
+                                                  << (m.cuda ? "registered directly" : "not supported by this UCX"));
+}
+
+UcxTransport::~UcxTransport() = default;
+
+int UcxTransport::rank() const { return impl_->rank; }
+int UcxTransport::nranks() const { return impl_->nranks; }
+bool UcxTransport::supports_cuda_memory() const { return impl_->cuda; }
+
+std::vector<proxy::RemoteMemory> UcxTransport::register_memory(void* ptr, uint64_t bytes, bool cuda) {
+  Impl& m = *impl_;
+  const UcxApi& api = *m.api;
+  if (ptr == nullptr || bytes == 0 || bytes > kMaxRegistration)
+    fail(ErrorCode::InvalidArgument, "UCX register_memory: " + std::to_string(bytes) + " bytes at " + (ptr ? "an address" : "null"));
+  if (cuda && !m.cuda)
+    fail(ErrorCode::InvalidUsage, "this UCX cannot register CUDA device memory (it was built without CUDA support); "
+                                  "stage the transfer through page-locked host memory");
+  ucp_mem_map_params_t mp{};
+  mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+  mp.address = ptr;
+  mp.length = bytes;
+  if (cuda) {
+    mp.field_mask |= UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE;
+    mp.memory_type = UCS_MEMORY_TYPE_CUDA;
+  }
+  ucp_mem_h memh = nullptr;
+  ucs_status_t s = api.mem_map(m.context, &mp, &memh);
+  if (s != UCS_OK) fail(ErrorCode::System, "UCX cannot register " + std::to_string(bytes) + " bytes: " + m.status(s));
+  m.memories.push_back(memh);
+  void* rkey = nullptr;
+  size_t rkey_len = 0;
+  s = api.rkey_pack(m.context, memh, &rkey, &rkey_len);
+  if (s != UCS_OK) fail(ErrorCode::System, "UCX cannot pack a memory key: " + m.status(s));
+  if (rkey_len > kMemoryBlock - kMemoryHeader) {
+    api.rkey_buffer_release(rkey);
+    fail(ErrorCode::Internal, "UCX memory key of " + std::to_string(rkey_len) + " bytes does not fit weft's block");
+  }
+  std::vector<char> blocks(kMemoryBlock * static_cast<size_t>(m.nranks), 0);
+  char* mine = blocks.data() + kMemoryBlock * static_cast<size_t>(m.rank);
+  uint32_t h[2] = {kMemoryTag, static_cast<uint32_t>(rkey_len)};
+  uint64_t where[2] = {reinterpret_cast<uint64_t>(ptr), bytes};
+  std::memcpy(mine, h, sizeof h);
+  std::memcpy(mine + 8, where, sizeof where);
+  std::memcpy(mine + kMemoryHeader, rkey, rkey_len);
+  api.rkey_buffer_release(rkey);
+  m.allgather(blocks.data(), kMemoryBlock);
+
+  std::vector<proxy::RemoteMemory> out(static_cast<size_t>(m.nranks));
+  for (int r = 0; r < m.nranks; ++r) {
+    if (r == m.rank) {
+      out[static_cast<size_t>(r)] = proxy::RemoteMemory{reinterpret_cast<uint64_t>(ptr), bytes, nullptr};
+      continue;
+    }
+    const char* b = blocks.data() + kMemoryBlock * static_cast<size_t>(r);
+    uint32_t t[2];
+    uint64_t w[2];
+    std::memcpy(t, b, sizeof t);
+    std::memcpy(w, b + 8, sizeof w);
+    const std::string who = "rank " + std::to_string(r);
+    if (t[0] != kMemoryTag || t[1] == 0 || t[1] > kMemoryBlock - kMemoryHeader)
+      fail(ErrorCode::Remote, who + " sent a malformed memory registration (tag " + std::to_string(t[0]) + ", key of " +
+                                  std::to_string(t[1]) + " bytes)");
+    if (w[0] == 0 || w[1] == 0 || w[1] > kMaxRegistration || w[0] + w[1] < w[0])
+      fail(ErrorCode::Remote, who + " sent a memory registration of " + std::to_string(w[1]) + " bytes at " +
+                                  std::to_string(w[0]) + ", outside what weft accepts");
+    Impl::Peer& p = m.peer(r);
+    ucp_rkey_h key = nullptr;
+    s = api.ep_rkey_unpack(p.ep, b + kMemoryHeader, &key);
+    if (s != UCS_OK) fail(ErrorCode::Remote, who + "'s memory key cannot be unpacked: " + m.status(s));
+    m.rkeys.push_back(key);
+    out[static_cast<size_t>(r)] = proxy::RemoteMemory{w[0], w[1], key};
+  }
+  return out;
+}
+
+namespace {
+
+class UcxConnection : public proxy::Connection {
+ public:
+  UcxConnection(UcxTransport::Impl* t, UcxTransport::Impl::Peer* p) : t_(t), p_(p) {}
+  std::string peer() const override { return rank_name(p_->rank); }
+  void put(const proxy::RemoteMemory& dst, uint64_t off, const void* src, uint64_t bytes) override { t_->put(*p_, dst, off, src, bytes); }
+  void write_u64(const proxy::RemoteMemory& dst, uint64_t off, uint64_t v) override { t_->write_u64(*p_, dst, off, v); }
+  void flush(double timeout_s) override { t_->flush(*p_, config::wait_seconds(timeout_s)); }
+  void progress() override {
+    t_->progress();
+    t_->reap(*p_);
+    t_->check(*p_);
+  }
+
+ private:
+  UcxTransport::Impl* t_;
+  UcxTransport::Impl::Peer* p_;
+};
+
+}  // namespace
+
+std::shared_ptr<proxy::Connection> UcxTransport::connection(int peer) {
+  return std::make_shared<UcxConnection>(impl_.get(), &impl_->peer(peer));
+}
+
+void UcxTransport::progress() {
+  impl_->progress();
+  for (auto& p : impl_->peers)
+    if (p) impl_->check(*p);
+}
+
+void UcxTransport::check_peer(int peer) const { impl_->check(impl_->peer(peer)); }
+
+void UcxTransport::abort() { impl_->close_all(true); }
+
+#else  // built without UCX's headers
+
+struct UcxTransport::Impl {};
+
+UcxTransport::UcxTransport(int, int, AllGather, double) { fail(ErrorCode::InvalidUsage, ucx_unavailable_reason()); }
+UcxTransport::~UcxTransport() = default;
+int UcxTransport::rank() const { return 0; }
+int UcxTransport::nranks() const { return 0; }
+bool UcxTransport::supports_cuda_memory() const { return false; }
+std::vector<proxy::RemoteMemory> UcxTransport::register_memory(void*, uint64_t, bool) { return {}; }
+std::shared_ptr<proxy::Connection> UcxTransport::connection(int) { return nullptr; }
+void UcxTransport::progress() {}
+void UcxTransport::check_peer(int) const {}
+void UcxTransport::abort() {}
+
+#endif
+
+}  // namespace weft::net

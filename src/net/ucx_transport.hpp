@@ -1,0 +1,76 @@
+// weft's network transport: UCX (UCP) between the ranks of a communicator, for port
+// channels whose peer is on another host (or another emulated node). RMA put into the
+// peer's registered memory, a completion signal (an 8-byte put ordered after the data by a
+// worker fence), flush (ucp_ep_flush, bounded), worker progress driven by the proxy thread.
+//
+// Trust. Worker addresses and memory keys travel only through `allgather`, which the
+// caller backs with the bootstrap's ring (runtime/bootstrap.hpp), so only ranks that proved
+// the communicator's secret learn them, and every endpoint is created from an address
+// received there. Every byte received is checked: block tags, lengths, sizes, addresses
+// (see docs/port-channels.md for what UCX itself does not protect).
+//
+// Failures. Endpoints run with UCX's peer error handling: a peer that dies or whose
+// endpoint fails is recorded, and every later put, signal, flush or progress on its
+// connection throws weft::Error(Remote) naming the rank; a flush that does not complete by
+// its deadline (a stalled peer) throws Timeout naming it. Nothing waits without a deadline.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "proxy/connection.hpp"
+
+namespace weft::net {
+
+/// Empty when the transport can run here; else why not (net/ucx_api.hpp).
+std::string ucx_unavailable_reason();
+
+class UcxTransport {
+ public:
+  /// All-gather of `bytes_per_rank` blocks in `data` (nranks blocks; this rank's filled in),
+  /// bounded: the bootstrap's Bootstrap::allgather.
+  using AllGather = std::function<void(void* data, size_t bytes_per_rank)>;
+
+  /// Collective over `allgather`: creates this rank's UCP context and worker, exchanges
+  /// worker addresses and connects to every other rank. `timeout_s` (negative:
+  /// WEFT_TIMEOUT) bounds teardown, at most 10 s; a connection's flush is bounded by the
+  /// deadline its caller (the proxy) passes. Throws InvalidUsage with
+  /// ucx_unavailable_reason() where UCX is missing.
+  UcxTransport(int rank, int nranks, AllGather allgather, double timeout_s = -1);
+  ~UcxTransport();
+  UcxTransport(const UcxTransport&) = delete;
+  UcxTransport& operator=(const UcxTransport&) = delete;
+
+  int rank() const;
+  int nranks() const;
+  /// True where this UCX registers CUDA device memory directly (else stage through host).
+  bool supports_cuda_memory() const;
+
+  /// Collective: registers [ptr, ptr + bytes) with UCX on every rank and exchanges the
+  /// keys. Returns every rank's memory as seen from here (index: rank); this rank's own
+  /// entry has a null key. `cuda`: the memory is CUDA device memory (refused where
+  /// supports_cuda_memory() is false). The registration lives as long as the transport.
+  std::vector<proxy::RemoteMemory> register_memory(void* ptr, uint64_t bytes, bool cuda = false);
+
+  /// The connection to `peer` (not this rank), for a proxy.
+  std::shared_ptr<proxy::Connection> connection(int peer);
+
+  /// Drives the worker once (the proxy calls it through its connections). Throws Remote for
+  /// a peer whose endpoint has failed.
+  void progress();
+  /// Throws Remote if `peer`'s endpoint has failed.
+  void check_peer(int peer) const;
+
+  /// Closes every endpoint at once, without flushing (abort; tests: a failing endpoint).
+  void abort();
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace weft::net

@@ -1,0 +1,109 @@
+// The proxy: one host thread per GPU that drains its port channels' FIFO (proxy/fifo.hpp)
+// and turns each trigger into transfers on the channel's Connection.
+//
+// Before start() the owner registers memories (this rank's, and peers' reached through a
+// connection) and channels; the tables are fixed while the thread runs. For each trigger
+// the proxy checks everything the GPU sent (channel id, operation bits, memory ids, the
+// direction of each memory, offset + size against both memories) before any transfer: a
+// trigger that fails is never executed. Then it puts, signals (the channel's count + 1
+// written to the peer after the data) and flushes (waits, bounded, for every connection
+// used since the last flush), and only then advances the FIFO's counter.
+//
+// Failure: a refused trigger, a transport error or a flush past its deadline is recorded
+// (error()), the FIFO's error flag is set so that every device wait on it ends, and the
+// proxy stops taking triggers. check() throws the recorded weft::Error.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "proxy/connection.hpp"
+#include "proxy/fifo.hpp"
+#include "util/error.hpp"
+#include "weft/device/port_channel.hpp"
+
+namespace weft::proxy {
+
+struct ProxyOptions {
+  std::string name = "proxy";     ///< "proxy of GPU 0 (rank 2)", for errors and logs
+  uint64_t fifo_depth = 512;
+  double timeout_s = -1;          ///< flush deadline; negative: WEFT_TIMEOUT (0: none)
+  FifoMemory memory = host_fifo_memory();
+};
+
+/// What make_port_channel needs besides the connection.
+struct PortChannelSpec {
+  std::shared_ptr<Connection> connection;
+  uint32_t src_mem = 0;        ///< a local memory id
+  uint32_t dst_mem = 0;        ///< a remote memory id of this connection
+  uint32_t signal_mem = 0;     ///< the remote memory holding the peer's inbound counter for us
+  uint64_t signal_offset = 0;  ///< its offset there (8-byte aligned)
+  uint64_t* inbound = nullptr; ///< local counter the peer's proxy writes (device-visible)
+  uint64_t* waited = nullptr;  ///< local counter of consumed signals (device-visible)
+};
+
+class Proxy {
+ public:
+  explicit Proxy(ProxyOptions options = {});
+  ~Proxy();  ///< stops the thread
+  Proxy(const Proxy&) = delete;
+  Proxy& operator=(const Proxy&) = delete;
+
+  /// This rank's memory [ptr, ptr + bytes); bytes below 4 GiB. Returns its memory id.
+  uint32_t add_local_memory(const void* ptr, uint64_t bytes);
+  /// A peer's memory reached through `connection`. Returns its memory id.
+  uint32_t add_remote_memory(std::shared_ptr<Connection> connection, const RemoteMemory& memory);
+  /// A channel; returns its device handle (channel id in it).
+  device::PortChannelDeviceHandle make_port_channel(const PortChannelSpec& spec);
+
+  void start();
+  /// Stops and joins the thread (triggers still queued stay unhandled).
+  void stop();
+  bool running() const { return thread_.joinable(); }
+
+  Fifo& fifo() { return fifo_; }
+  const std::string& name() const { return options_.name; }
+  /// The recorded failure, if any.
+  std::optional<std::string> error() const;
+  /// Throws the recorded failure.
+  void check() const;
+
+ private:
+  struct Memory {
+    const void* local = nullptr;       ///< null for a remote one
+    RemoteMemory remote;
+    uint64_t bytes = 0;
+    Connection* connection = nullptr;  ///< owner of a remote memory
+  };
+  struct Channel {
+    std::shared_ptr<Connection> connection;
+    uint32_t signal_mem = 0;
+    uint64_t signal_offset = 0;
+    uint64_t signalled = 0;
+  };
+  void require_stopped(const char* what) const;
+  void run();
+  void handle(const device::ProxyTrigger& t, uint64_t index);
+  void record(ErrorCode code, const std::string& message);
+
+  ProxyOptions options_;
+  double timeout_s_;
+  Fifo fifo_;
+  std::vector<Memory> memories_;
+  std::vector<Channel> channels_;
+  std::vector<std::shared_ptr<Connection>> connections_;  // each once, for progress
+  std::vector<Connection*> dirty_;                         // used since the last flush
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  mutable std::mutex error_mutex_;
+  std::optional<std::string> error_;
+  ErrorCode error_code_ = ErrorCode::Success;
+};
+
+}  // namespace weft::proxy
