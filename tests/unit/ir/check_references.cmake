@@ -72,8 +72,9 @@ foreach(d IN LISTS declared)
   endif()
 endforeach()
 file(GLOB_RECURSE elsewhere "${ROOT}/tests/*.cpp" "${ROOT}/tests/*.hpp" "${ROOT}/tests/*.txt" "${ROOT}/tests/*.sh"
-     "${ROOT}/tests/*.py" "${ROOT}/scripts/*" "${ROOT}/CMakeLists.txt" "${ROOT}/.ci/*" "${ROOT}/bench/*.cpp"
-     "${ROOT}/include/*.h")
+     "${ROOT}/tests/*.py" "${ROOT}/tests/*.cu" "${ROOT}/scripts/*" "${ROOT}/CMakeLists.txt" "${ROOT}/.ci/*"
+     "${ROOT}/bench/*.cpp" "${ROOT}/bench/*.cu" "${ROOT}/bench/*.sh" "${ROOT}/include/*.h" "${ROOT}/include/*.hpp"
+     "${ROOT}/python/*.py")
 foreach(f IN LISTS elsewhere)
   file(READ "${f}" t)
   string(APPEND code_text "${t}")
