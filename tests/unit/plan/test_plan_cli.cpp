@@ -15,6 +15,9 @@ namespace {
 const std::string kWeft = WEFT_CLI;
 
 test::CliRun weft(const std::string& args) { return test::run_command(kWeft + " " + args, "plan_cli"); }
+test::CliRun weft_no_gpu(const std::string& args) {
+  return test::run_command("CUDA_VISIBLE_DEVICES= " + kWeft + " " + args, "plan_cli");
+}
 
 std::string temp_path(const std::string& name) { return testing::TempDir() + "weft_plan_cli_" + name; }
 
@@ -99,13 +102,14 @@ TEST(PlanCli, BadPlanFileIsOneLocatedError) {
 TEST(PlanCli, BenchRunsAPlanFile) {
   const std::string plan = temp_path("bench.json");
   ASSERT_EQ(weft("compile allpairs_allgather -t h200-1x4 -o " + plan).status, 0);
-  test::CliRun r = weft("bench AllGather --algo " + plan + " -t h200-1x4 --sizes 1M:4M");
+  // No GPU for the command, whatever the machine has: `weft bench` then simulates.
+  test::CliRun r = weft_no_gpu("bench AllGather --algo " + plan + " -t h200-1x4 --sizes 1M:4M");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("SIMULATED"), std::string::npos);
   EXPECT_NE(r.out.find("# " + plan + " (AllGather, 4 ranks)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\n4194304 "), std::string::npos) << r.out;
   // A plan file of another collective has no row in an AllReduce bench.
-  r = weft("bench AllReduce --algo " + plan + " -t h200-1x4 --sizes 1M:4M");
+  r = weft_no_gpu("bench AllReduce --algo " + plan + " -t h200-1x4 --sizes 1M:4M");
   EXPECT_EQ(r.status, 1) << r.out;
   std::remove(plan.c_str());
 }

@@ -177,8 +177,8 @@ TEST(CliInputs, BenchCsvIsWrittenOrRefused) {
 
 TEST(CliInputs, BenchRefusesBadOptionsWithoutAGpu) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"--ranks -1", "--ranks: Value -1 not in range 0 to 4096"},
-      {"--iters -5", "--iters: Value -5 not in range 1 to 1000000"},
+      {"--ranks -1", "--ranks: Value -1 not in range"},
+      {"--iters -5", "--iters: Value -5 not in range"},
       {"--warmup -1", "--warmup: Value -1 not in range"},
       {"--type float128", "--type: float128 not in {int8,"},
       {"--op xor", "--op: xor not in {sum,"},
@@ -238,7 +238,9 @@ TEST(CliInputs, ATopologyGpuNamingAMissingNicIsRefused) {
 
 TEST(CliInputs, OptionErrorsDoNotContradictThemselves) {
   CliRun r = weft("verify --max-errors 0 ring_allreduce");
-  expect_clean_error(r, "--max-errors: Value 0 not in range 1 to 1000000");
+  // CLI11 words the range "1 to 1000000" (Debian 12) or "[1 - 1000000]" (Ubuntu 24.04).
+  expect_clean_error(r, "--max-errors: Value 0 not in range");
+  EXPECT_NE(r.err.find("1000000"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("179769"), std::string::npos) << r.err;  // no 309-digit bound
 }
 
