@@ -78,9 +78,16 @@ HostDeadline::HostDeadline(double seconds)
       seconds_(seconds) {}
 
 std::unique_ptr<Context> Context::create(Communicator& comm) { return std::make_unique<ContextImpl>(comm); }
+std::unique_ptr<Context> Context::create(Communicator& comm, int path) {
+  return std::make_unique<ContextImpl>(comm, path);
+}
 
-ContextImpl::ContextImpl(Communicator& comm)
-    : rank_(comm.rank()), nranks_(comm.nranks()), device_(comm.device()), timeout_s_(comm.timeout_seconds()) {
+ContextImpl::ContextImpl(Communicator& comm, int path)
+    : rank_(comm.rank()),
+      nranks_(comm.nranks()),
+      device_(comm.device()),
+      timeout_s_(comm.timeout_seconds()),
+      path_(resolve_transfer_path(path)) {
   comm.check_usable();
   DeviceGuard guard(device_);
   const uint64_t bytes = static_cast<uint64_t>(nranks_) * 2 * kSlots * kMessageBytes;
@@ -120,8 +127,8 @@ ContextImpl::ContextImpl(Communicator& comm)
     if (ri.host != mine.host)
       fail(ErrorCode::InvalidUsage, "rank " + std::to_string(rank_) + ": partitioned communication with rank " +
                                         std::to_string(p) +
-                                        " on another host needs the progression-engine path, which is not available "
-                                        "yet (kernel copy only)");
+                                        " on another host is not available yet: requests are set up through CUDA IPC "
+                                        "mappings within one host (both paths; WEFT_PART_PATH)");
     shm_[static_cast<size_t>(p)] = map_segment(ri.shm_name, false, shm_bytes);
     if (shm_[static_cast<size_t>(p)] == nullptr)
       fail(ErrorCode::System, "rank " + std::to_string(rank_) + ": cannot map rank " + std::to_string(p) +
@@ -150,6 +157,7 @@ ContextImpl::ContextImpl(Communicator& comm)
 }
 
 ContextImpl::~ContextImpl() {
+  engine_.reset();  // stops its thread before the memory below goes
   try {
     DeviceGuard guard(device_);
     for (size_t p = 0; p < peer_mailbox_.size(); ++p)
@@ -254,6 +262,14 @@ void ContextImpl::post_reply(int peer, uint32_t index, MailMessage m) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
   m.seq = index + 1;
   write_message(mailbox(peer, false, index, false), m);
+}
+
+ProgressEngine& ContextImpl::engine() {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  if (!engine_)
+    engine_ = std::make_unique<ProgressEngine>(device_, timeout_s_,
+                                               "rank " + std::to_string(rank_) + "'s partitioned progression engine");
+  return *engine_;
 }
 
 uint32_t ContextImpl::alloc_ready_word() {

@@ -26,6 +26,8 @@
 #include <string>
 #include <vector>
 
+#include "part/engine.hpp"
+#include "part/progress.hpp"
 #include "part/state.hpp"
 #include "util/error.hpp"
 #include "weft/partitioned.hpp"
@@ -71,13 +73,17 @@ class ContextImpl : public Context {
   static constexpr uint32_t kSlots = 256;      ///< offers per (sender, receiver) over the context's life
   static constexpr uint64_t kMessageBytes = 512;
 
-  ContextImpl(Communicator& comm);
+  /// `path`: a TransferPath value (Default: WEFT_PART_PATH).
+  ContextImpl(Communicator& comm, int path = 0);
   ~ContextImpl() override;
 
   int rank() const override { return rank_; }
   int nranks() const override { return nranks_; }
   int device() const { return device_; }
   double timeout_s() const { return timeout_s_; }
+  TransferPath path() const { return path_; }
+  /// The progression engine (started with the first request on the proxy path).
+  ProgressEngine& engine();
   const volatile uint32_t* abort_flag() const { return nullptr; }
 
   std::unique_ptr<Request> psend_init(const void* buf, uint32_t partitions, uint64_t count, int dtype, int peer,
@@ -124,6 +130,8 @@ class ContextImpl : public Context {
 
   int rank_ = 0, nranks_ = 0, device_ = 0;
   double timeout_s_ = 0;
+  TransferPath path_ = TransferPath::Kernel;
+  std::unique_ptr<ProgressEngine> engine_;
   char* mailbox_ = nullptr;
   std::vector<char*> peer_mailbox_;
   std::vector<bool> peer_local_;   ///< rank lives in this process

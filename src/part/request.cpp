@@ -1,7 +1,9 @@
 #include "part/request.hpp"
 
+#include <cstring>
 #include <thread>
 
+#include "proxy/copy_engine.hpp"
 #include "runtime/cuda_check.hpp"
 
 namespace weft::part {
@@ -44,6 +46,14 @@ RequestImpl::RequestImpl(ContextImpl& ctx, const RequestDesc& d, void* buf)
     WEFT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&err_host_), sizeof(DeviceErrorRecord), cudaHostAllocMapped));
     *err_host_ = DeviceErrorRecord{};
     WEFT_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&err_dev_), err_host_, 0));
+    proxy_ = ctx_.path() == TransferPath::Proxy;
+    if (proxy_) {
+      // One flag per transport partition; threshold 1 has the most (one per partition).
+      const size_t bytes = d.partitions * sizeof(uint64_t);
+      WEFT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&ready_host_), bytes, cudaHostAllocMapped));
+      std::memset(ready_host_, 0, bytes);
+      WEFT_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&ready_dev_), ready_host_, 0));
+    }
   } else {
     flags_ = static_cast<uint64_t*>(ctx_.alloc_device((kFlagFirst + d.partitions) * sizeof(uint64_t)));
   }
@@ -51,6 +61,8 @@ RequestImpl::RequestImpl(ContextImpl& ctx, const RequestDesc& d, void* buf)
 
 RequestImpl::~RequestImpl() {
   const int peer = st_.desc().peer;
+  if (job_ != nullptr) ctx_.engine().remove(job_);  // before its memory goes
+  if (ready_host_) cudaFreeHost(ready_host_);
   ctx_.unmap(peer, remote_buf_);
   ctx_.unmap(peer, reinterpret_cast<char*>(remote_flags_));
   ctx_.free_device(ctl_);
@@ -67,6 +79,8 @@ void RequestImpl::check_device_error() {
   const uint64_t zero = 0;
   ctx_.write(ctl_ + kCtlClaim, &zero, sizeof(zero));
   errored_ = true;
+  // The engine stops sending this epoch's partitions before the count is resynced at start.
+  if (job_ != nullptr) ctx_.engine().set_epoch(job_, 0, threshold());
   // The epoch is over: its misused partitions were never sent, so it cannot complete.
   st_.complete();
   fail(ErrorCode::InvalidUsage, describe_device_error(st_.desc(), ctx_.rank(), rec.code, rec.partition, rec.epoch));
@@ -79,9 +93,7 @@ void RequestImpl::start() {
   if (is_send()) {
     if (errored_) {
       if (dreq_) dreq_->resync_counters(e - 1);
-      uint64_t sent = 0;
-      ctx_.read(&sent, ctl_ + kCtlSent, sizeof(sent));
-      expected_sent_ = sent + host_sent_;
+      expected_sent_ = delivered() + host_sent_;
     }
     errored_ = false;
     if (!internal_) ctx_.write(ctl_ + kCtlEpoch, &e, sizeof(e));
@@ -127,6 +139,7 @@ void RequestImpl::prepare_phase(Phase ph) {
       check_match(d, peer_desc(d, reply), ctx_.rank());
       remote_buf_ = ctx_.map(d.peer, reply.data);
       remote_flags_ = reinterpret_cast<uint64_t*>(ctx_.map(d.peer, reply.ctrl));
+      if (proxy_) attach_engine();
       st_.setup_done();
       if (dreq_) dreq_->refresh();
       return;
@@ -155,6 +168,7 @@ void RequestImpl::prepare_phase(Phase ph) {
         ctx_.write(remote_flags_ + kFlagThreshold, &thr, sizeof(thr));
         threshold_written_ = static_cast<uint32_t>(thr);
       }
+      if (job_ != nullptr) ctx_.engine().set_epoch(job_, e, static_cast<uint32_t>(thr));
       expected_sent_ += transports();
       st_.prepare_done();
       return;
@@ -196,9 +210,7 @@ bool RequestImpl::test() {
   if (!st_.active()) return true;
   bool done = false;
   if (is_send()) {
-    uint64_t sent = 0;
-    ctx_.read(&sent, ctl_ + kCtlSent, sizeof(sent));
-    done = sent + host_sent_ >= expected_sent_;
+    done = delivered() + host_sent_ >= expected_sent_;
   } else {
     const uint32_t U = st_.desc().partitions;
     std::vector<uint64_t> block(kFlagFirst + U);
@@ -222,6 +234,38 @@ void RequestImpl::wait() {
                                    (is_send() ? "not every partition was readied" : "not every partition arrived"));
     std::this_thread::yield();
   }
+}
+
+uint64_t RequestImpl::delivered() {
+  if (job_ != nullptr) {
+    ctx_.engine().check();  // a failed engine delivers nothing more: its error, naming the peer
+    return job_->completed.load(std::memory_order_acquire);
+  }
+  uint64_t sent = 0;
+  ctx_.read(&sent, ctl_ + kCtlSent, sizeof(sent));
+  return sent;
+}
+
+void RequestImpl::attach_engine() {
+  const RequestDesc& d = st_.desc();
+  ProgressJobDesc jd;
+  jd.who = describe(d, ctx_.rank());
+  jd.partitions = d.partitions;
+  jd.threshold = 1;
+  jd.partition_bytes = d.partition_bytes();
+  jd.send_bytes = d.total_bytes();
+  // The reply matched (check_match): the receiver has as many partitions of as many bytes.
+  jd.remote_bytes = d.total_bytes();
+  jd.remote_flag_words = kFlagFirst + d.partitions;
+  proxy::RemoteMemory buf, flags;
+  buf.address = reinterpret_cast<uint64_t>(remote_buf_);
+  buf.bytes = jd.remote_bytes;
+  flags.address = reinterpret_cast<uint64_t>(remote_flags_);
+  flags.bytes = jd.remote_flag_words * sizeof(uint64_t);
+  // Within a host: the copy engines of this rank's GPU, into the receiver's buffer as mapped here.
+  auto conn = std::make_shared<proxy::CopyEngineConnection>(ctx_.device(), "rank " + std::to_string(d.peer),
+                                                            ctx_.timeout_s());
+  job_ = ctx_.engine().add(jd, std::move(conn), buf_, buf, flags, ready_host_);
 }
 
 std::unique_ptr<DeviceRequest> RequestImpl::device_request_create(uint32_t threshold) {
@@ -253,6 +297,7 @@ PsendDeviceHandle RequestImpl::send_handle(uint32_t thr) const {
   h.channel.local = buf_;
   h.channel.remote = remote_buf_;
   h.remote_flags = remote_flags_;
+  h.ready = proxy_ ? ready_dev_ : nullptr;
   h.ctl = ctl_;
   h.error = err_dev_;
   h.partition_bytes = st_.desc().partition_bytes();
