@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "part/state.hpp"
 #include "util/config.hpp"
 #include "util/log.hpp"
 
