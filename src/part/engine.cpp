@@ -7,6 +7,7 @@
 #include "part/state.hpp"
 #include "util/config.hpp"
 #include "util/log.hpp"
+#include "weft/part/common.hpp"
 
 namespace weft::part {
 
@@ -65,7 +66,9 @@ uint64_t ProgressEngine::serve(Job& j) {
   const uint64_t e = j.epoch;
   if (e == 0) return 0;
   const uint32_t transports = transport_partitions(j.desc.partitions, j.desc.threshold);
-  uint64_t n = 0;
+  // Every transport partition marked ready in this pass, checked, in index order.
+  std::vector<TransportPut>& puts = j.pass;
+  puts.clear();
   for (uint32_t t = 0; t < transports; ++t) {
     if (j.done[t] == e) continue;
     const uint64_t v = j.ready[t];
@@ -79,17 +82,25 @@ uint64_t ProgressEngine::serve(Job& j) {
     std::atomic_thread_fence(std::memory_order_acquire);
     bool pending = false;
     const TransportPut p = plan_transport_put(j.desc, t, v, e, &pending);
-    if (!pending) continue;
-    if (p.bytes > 0) j.connection->put(j.buf, p.offset, j.local + p.offset, p.bytes);
+    if (pending) puts.push_back(p);
+  }
+  if (puts.empty()) return 0;
+  // The data: one put per run of adjacent transport partitions, then every flag (a connection
+  // lands a write_u64 after every put posted before it).
+  for (size_t i = 0; i < puts.size();) {
+    uint64_t off = puts[i].offset, bytes = puts[i].bytes;
+    size_t k = i + 1;
+    for (; k < puts.size() && puts[k].offset == off + bytes; ++k) bytes += puts[k].bytes;
+    if (bytes > 0) j.connection->put(j.buf, off, j.local + off, bytes);
+    i = k;
+  }
+  for (const TransportPut& p : puts) {
     j.connection->write_u64(j.flags, p.flag_word * sizeof(uint64_t), p.epoch);
-    j.done[t] = e;
-    ++n;
+    j.done[p.flag_word - kFlagFirst] = e;
   }
-  if (n > 0) {
-    j.connection->flush(timeout_s_);
-    j.completed.fetch_add(n, std::memory_order_release);
-  }
-  return n;
+  j.connection->flush(timeout_s_);
+  j.completed.fetch_add(puts.size(), std::memory_order_release);
+  return puts.size();
 }
 
 void ProgressEngine::record(ErrorCode code, const std::string& what) {

@@ -4,7 +4,8 @@
 // host-mapped memory, and moves each ready transport partition to the receiver through a
 // port-channel connection (proxy/connection.hpp): a put of its bytes, then the receiver's
 // flag of that transport partition set to the epoch (write_u64, ordered after the put), so
-// the receiver's parrived, test and wait work as on the kernel-copy path. Within a host the
+// the receiver's parrived, test and wait work as on the kernel-copy path. Adjacent transport
+// partitions ready in one pass go in one put; their flags follow it, then one flush. Within a host the
 // connection is a CopyEngineConnection: the GPU's copy engines move the bytes, no thread
 // block of the producing kernel copies.
 //
@@ -46,6 +47,7 @@ class ProgressEngine {
     uint64_t epoch = 0;                   ///< the epoch the receiver is ready for; 0: paused
     std::vector<uint64_t> done;           ///< per transport partition: the epoch last sent
     std::atomic<uint64_t> completed{0};   ///< transport partitions delivered, all epochs
+    std::vector<TransportPut> pass;       ///< the engine's scratch
   };
 
   /// `device`: the GPU of the context; `name` ("rank 0's partitioned progression engine").
