@@ -56,6 +56,12 @@ void ProgressEngine::set_epoch(Job* job, uint64_t epoch, uint32_t threshold) {
   job->epoch = epoch;
 }
 
+void ProgressEngine::set_progress(std::function<void()> progress) {
+  std::lock_guard<std::mutex> lock(mu_);
+  progress_ = std::move(progress);
+  if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+}
+
 void ProgressEngine::check() const {
   if (!failed_.load(std::memory_order_acquire)) return;
   std::lock_guard<std::mutex> lock(error_mu_);
@@ -120,6 +126,13 @@ void ProgressEngine::run() {
     uint64_t moved = 0;
     if (!failed_.load(std::memory_order_relaxed)) {
       std::lock_guard<std::mutex> lock(mu_);
+      if (progress_) {
+        try {
+          progress_();
+        } catch (const Error& err) {
+          record(err.code(), err.what());
+        }
+      }
       for (Job& j : jobs_) {
         try {
           j.connection->progress();

@@ -22,6 +22,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -66,6 +67,16 @@ class ProgressEngine {
   void set_epoch(Job* job, uint64_t epoch, uint32_t threshold);
   /// Throws the recorded failure, if any.
   void check() const;
+  /// Runs `f` while the engine thread is outside its pass (for transport calls that must
+  /// not overlap the engine's, e.g. UCX registrations).
+  template <class F>
+  void exclusive(F&& f) {
+    std::lock_guard<std::mutex> lock(mu_);
+    f();
+  }
+  /// Called on every pass, jobs or not (a network transport's progress, which a receiver
+  /// needs too); starts the thread.
+  void set_progress(std::function<void()> progress);
 
  private:
   void run();
@@ -78,6 +89,7 @@ class ProgressEngine {
   std::string name_;
   std::mutex mu_;
   std::list<Job> jobs_;
+  std::function<void()> progress_;
   std::atomic<bool> stop_{false}, failed_{false};
   std::thread thread_;
   mutable std::mutex error_mu_;

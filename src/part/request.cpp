@@ -1,5 +1,6 @@
 #include "part/request.hpp"
 
+#include <atomic>
 #include <cstring>
 #include <thread>
 
@@ -126,6 +127,7 @@ void RequestImpl::prepare_phase(Phase ph) {
       if (same) {
         reply.data = ctx_.export_memory(buf_);
         reply.ctrl = ctx_.export_memory(flags_);
+        if (ctx_.crosses_network(d.peer)) reply.key_slot = publish_keys() + 1;
       }
       ctx_.post_reply(d.peer, idx, reply);
       check_match(d, theirs, ctx_.rank());  // throws when they differ; the sender learns it from the reply
@@ -139,7 +141,7 @@ void RequestImpl::prepare_phase(Phase ph) {
       check_match(d, peer_desc(d, reply), ctx_.rank());
       remote_buf_ = ctx_.map(d.peer, reply.data);
       remote_flags_ = reinterpret_cast<uint64_t*>(ctx_.map(d.peer, reply.ctrl));
-      if (proxy_) attach_engine();
+      if (proxy_) attach_engine(reply);
       st_.setup_done();
       if (dreq_) dreq_->refresh();
       return;
@@ -246,7 +248,35 @@ uint64_t RequestImpl::delivered() {
   return sent;
 }
 
-void RequestImpl::attach_engine() {
+namespace {
+// A key slot: [u32 length][block] for the buffer, then the same for the flag block.
+void put_block(char*& at, const std::vector<char>& b) {
+  const uint32_t n = static_cast<uint32_t>(b.size());
+  std::memcpy(at, &n, sizeof n);
+  std::memcpy(at + sizeof n, b.data(), b.size());
+  at += sizeof n + b.size();
+}
+}  // namespace
+
+uint32_t RequestImpl::publish_keys() {
+  const uint32_t slot = ctx_.alloc_key_slot();
+  const RequestDesc& d = st_.desc();
+  std::vector<char> data, flags;
+  ctx_.engine().exclusive([&] {  // UCX calls do not overlap the engine's
+    data = ctx_.ucx()->register_local(buf_, d.total_bytes(), true);
+    flags = ctx_.ucx()->register_local(flags_, (kFlagFirst + d.partitions) * sizeof(uint64_t), true);
+  });
+  if (2 * sizeof(uint32_t) + data.size() + flags.size() > ContextImpl::kKeySlotBytes)
+    fail(ErrorCode::Internal, describe(d, ctx_.rank()) + ": UCX memory keys of " + std::to_string(data.size()) + " and " +
+                                  std::to_string(flags.size()) + " bytes do not fit a key slot");
+  char* at = ctx_.key_slot(ctx_.rank(), slot);
+  put_block(at, data);
+  put_block(at, flags);
+  std::atomic_thread_fence(std::memory_order_release);  // before the reply that names the slot
+  return slot;
+}
+
+void RequestImpl::attach_engine(const MailMessage& reply) {
   const RequestDesc& d = st_.desc();
   ProgressJobDesc jd;
   jd.who = describe(d, ctx_.rank());
@@ -258,13 +288,47 @@ void RequestImpl::attach_engine() {
   jd.remote_bytes = d.total_bytes();
   jd.remote_flag_words = kFlagFirst + d.partitions;
   proxy::RemoteMemory buf, flags;
-  buf.address = reinterpret_cast<uint64_t>(remote_buf_);
-  buf.bytes = jd.remote_bytes;
-  flags.address = reinterpret_cast<uint64_t>(remote_flags_);
-  flags.bytes = jd.remote_flag_words * sizeof(uint64_t);
-  // Within a host: the copy engines of this rank's GPU, into the receiver's buffer as mapped here.
-  auto conn = std::make_shared<proxy::CopyEngineConnection>(ctx_.device(), "rank " + std::to_string(d.peer),
-                                                            ctx_.timeout_s());
+  std::shared_ptr<proxy::Connection> conn;
+  if (ctx_.crosses_network(d.peer)) {
+    // Another (emulated) node: UCX puts into the receiver's registered memory, with the keys
+    // it left in its shared segment; every length and address is checked before use.
+    if (reply.key_slot == 0)
+      fail(ErrorCode::Remote, jd.who + ": rank " + std::to_string(d.peer) +
+                                  " answered without memory keys for the network transport (is its context on the "
+                                  "proxy path, with the same WEFT_EMULATE_NODES?)");
+    std::atomic_thread_fence(std::memory_order_acquire);
+    const char* at = ctx_.key_slot(d.peer, reply.key_slot - 1);
+    const char* end = at + ContextImpl::kKeySlotBytes;
+    auto take = [&](const char* what) {
+      uint32_t n = 0;
+      std::memcpy(&n, at, sizeof n);
+      if (n > static_cast<uint64_t>(end - at) - sizeof n)
+        fail(ErrorCode::Remote, jd.who + ": rank " + std::to_string(d.peer) + "'s key for its " + what + " claims " +
+                                    std::to_string(n) + " bytes, beyond its key slot");
+      std::vector<char> b(at + sizeof n, at + sizeof n + n);
+      at += sizeof n + n;
+      return b;
+    };
+    const std::vector<char> kb = take("buffer"), kf = take("flag block");
+    ctx_.engine().exclusive([&] {
+      buf = ctx_.ucx()->remote_memory(d.peer, kb.data(), kb.size());
+      flags = ctx_.ucx()->remote_memory(d.peer, kf.data(), kf.size());
+    });
+    if (buf.address != reply.data.ptr || flags.address != reply.ctrl.ptr)
+      fail(ErrorCode::Remote, jd.who + ": rank " + std::to_string(d.peer) +
+                                  "'s memory keys name other addresses than its reply");
+    jd.remote_bytes = buf.bytes;
+    jd.remote_flag_words = flags.bytes / sizeof(uint64_t);
+    conn = ctx_.ucx()->connection(d.peer);
+  } else {
+    buf.address = reinterpret_cast<uint64_t>(remote_buf_);
+    buf.bytes = jd.remote_bytes;
+    flags.address = reinterpret_cast<uint64_t>(remote_flags_);
+    flags.bytes = jd.remote_flag_words * sizeof(uint64_t);
+    // Within a node: the copy engines of this rank's GPU, into the receiver's buffer as mapped here.
+    conn = std::make_shared<proxy::CopyEngineConnection>(ctx_.device(), "rank " + std::to_string(d.peer),
+                                                         ctx_.timeout_s());
+  }
   job_ = ctx_.engine().add(jd, std::move(conn), buf_, buf, flags, ready_host_);
 }
 

@@ -68,8 +68,12 @@ class RequestImpl : public Request {
   /// Transport partitions delivered by this side (all epochs): the device's count on the
   /// kernel-copy path, the engine's on the progression-engine path.
   uint64_t delivered();
-  /// Progression-engine path: registers this request with the context's engine (setup).
-  void attach_engine();
+  /// Progression-engine path: registers this request with the context's engine (setup):
+  /// copy engines within a node, the network transport to another (emulated) node.
+  void attach_engine(const MailMessage& reply);
+  /// Receive side, peer on another node: registers the buffer and flag block with the
+  /// network transport and leaves the keys in a slot of this rank's shared segment.
+  uint32_t publish_keys();
   uint32_t transports() const { return transport_partitions(st_.desc().partitions, threshold()); }
 
   ContextImpl& ctx_;

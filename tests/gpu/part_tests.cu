@@ -14,7 +14,9 @@
 //                      start while active, partition counts that differ from the peer's
 //
 // --path kernel|proxy|env picks the context's transfer path (weftPartCommCreateWithPath;
-// env: weftPartPathDefault, i.e. WEFT_PART_PATH); default kernel.
+// env: weftPartPathDefault, i.e. WEFT_PART_PATH); default kernel. With WEFT_EMULATE_NODES=2
+// and the proxy path, peers on the other emulated node are reached over UCX (exit 77, skipped,
+// where UCX is not available).
 //
 // WEFT_PART_TEST_TRACE=1 prints a line per p2p case and epoch (launch, each wait's time). A
 // failed p2p send wait always prints a diagnosis: whether the producer and consumer kernels
@@ -29,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "net/ucx_transport.hpp"
 #include "runtime/launcher.hpp"
 #include "weft/partitioned.h"
 #include "weft/partitioned.hpp"
@@ -542,6 +545,15 @@ int main(int argc, char** argv) {
   if (ranks < 2 || ranks > 16) {
     std::printf("--ranks: need 2 to 16\n");
     return 2;
+  }
+  const char* nodes = std::getenv("WEFT_EMULATE_NODES");
+  const bool proxy = g_path == weftPartPathProxy || (g_path == weftPartPathDefault && expect_proxy());
+  if (proxy && nodes != nullptr && std::atoi(nodes) > 1) {
+    const std::string why = weft::net::ucx_unavailable_reason();
+    if (!why.empty()) {
+      std::printf("skipped: the progression engine between emulated nodes needs UCX: %s\n", why.c_str());
+      return 77;
+    }
   }
   if (cmd == "p2p") return gt::run_ranks(ranks, [&](int r, const weftUniqueId& id) { return p2p(ranks, r, id); }, 600, cmd);
   if (cmd == "coll") return gt::run_ranks(ranks, [&](int r, const weftUniqueId& id) { return coll(ranks, r, id); }, 600, cmd);
