@@ -62,6 +62,18 @@ void ProgressEngine::set_progress(std::function<void()> progress) {
   if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
 }
 
+void ProgressEngine::finish_epoch(Job* job) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!failed_.load(std::memory_order_acquire)) {
+    try {
+      serve(*job);
+    } catch (const Error& err) {
+      record(err.code(), err.what());
+    }
+  }
+  job->epoch = 0;
+}
+
 void ProgressEngine::check() const {
   if (!failed_.load(std::memory_order_acquire)) return;
   std::lock_guard<std::mutex> lock(error_mu_);

@@ -65,6 +65,10 @@ class ProgressEngine {
   /// grouped by `threshold`. Epoch 0 pauses the job (when this returns, the engine is not
   /// sending for it).
   void set_epoch(Job* job, uint64_t epoch, uint32_t threshold);
+  /// An epoch ended early (a device misuse): delivers, on the calling thread, every transport
+  /// partition already marked ready in it, then pauses the job (set_epoch 0). Partitions
+  /// readied after this are not sent.
+  void finish_epoch(Job* job);
   /// Throws the recorded failure, if any.
   void check() const;
   /// Runs `f` while the engine thread is outside its pass (for transport calls that must

@@ -80,8 +80,8 @@ void RequestImpl::check_device_error() {
   const uint64_t zero = 0;
   ctx_.write(ctl_ + kCtlClaim, &zero, sizeof(zero));
   errored_ = true;
-  // The engine stops sending this epoch's partitions before the count is resynced at start.
-  if (job_ != nullptr) ctx_.engine().set_epoch(job_, 0, threshold());
+  // The engine delivers what was readied, then stops, before the count is resynced at start.
+  if (job_ != nullptr) ctx_.engine().finish_epoch(job_);
   // The epoch is over: its misused partitions were never sent, so it cannot complete.
   st_.complete();
   fail(ErrorCode::InvalidUsage, describe_device_error(st_.desc(), ctx_.rank(), rec.code, rec.partition, rec.epoch));
@@ -127,7 +127,7 @@ void RequestImpl::prepare_phase(Phase ph) {
       if (same) {
         reply.data = ctx_.export_memory(buf_);
         reply.ctrl = ctx_.export_memory(flags_);
-        if (ctx_.crosses_network(d.peer)) reply.key_slot = publish_keys() + 1;
+        if (!internal_ && ctx_.crosses_network(d.peer)) reply.key_slot = publish_keys() + 1;
       }
       ctx_.post_reply(d.peer, idx, reply);
       check_match(d, theirs, ctx_.rank());  // throws when they differ; the sender learns it from the reply
