@@ -294,7 +294,7 @@ void ContextImpl::post_reply(int peer, uint32_t index, MailMessage m) {
 ProgressEngine& ContextImpl::engine() {
   std::lock_guard<std::recursive_mutex> lock(mu_);
   if (!engine_)
-    engine_ = std::make_unique<ProgressEngine>(device_, timeout_s_,
+    engine_ = std::make_unique<ProgressEngine>(timeout_s_,
                                                "rank " + std::to_string(rank_) + "'s partitioned progression engine");
   return *engine_;
 }

@@ -1,7 +1,5 @@
 #include "part/engine.hpp"
 
-#include <cuda_runtime_api.h>
-
 #include <chrono>
 
 #include "part/state.hpp"
@@ -11,8 +9,8 @@
 
 namespace weft::part {
 
-ProgressEngine::ProgressEngine(int device, double timeout_s, std::string name)
-    : device_(device), timeout_s_(config::wait_seconds(timeout_s)), name_(std::move(name)) {}
+ProgressEngine::ProgressEngine(double timeout_s, std::string name)
+    : timeout_s_(config::wait_seconds(timeout_s)), name_(std::move(name)) {}
 
 ProgressEngine::~ProgressEngine() {
   stop_.store(true);
@@ -132,7 +130,6 @@ void ProgressEngine::record(ErrorCode code, const std::string& what) {
 }
 
 void ProgressEngine::run() {
-  cudaSetDevice(device_);
   uint32_t idle = 0;
   while (!stop_.load(std::memory_order_relaxed)) {
     uint64_t moved = 0;

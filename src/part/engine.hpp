@@ -51,8 +51,9 @@ class ProgressEngine {
     std::vector<TransportPut> pass;       ///< the engine's scratch
   };
 
-  /// `device`: the GPU of the context; `name` ("rank 0's partitioned progression engine").
-  ProgressEngine(int device, double timeout_s, std::string name);
+  /// `name`: "rank 0's partitioned progression engine". Host code only: the connections
+  /// bind their GPU themselves (unit tested with HostConnection).
+  ProgressEngine(double timeout_s, std::string name);
   ~ProgressEngine();  ///< stops the thread
   ProgressEngine(const ProgressEngine&) = delete;
   ProgressEngine& operator=(const ProgressEngine&) = delete;
@@ -88,7 +89,6 @@ class ProgressEngine {
   /// One pass over one job; returns the transport partitions it delivered.
   uint64_t serve(Job& j);
 
-  int device_;
   double timeout_s_;
   std::string name_;
   std::mutex mu_;
