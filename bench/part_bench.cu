@@ -5,7 +5,8 @@
 //   goodput   [--grids 1,2,...]  bytes per second from kernel start to data delivered, for a
 //             vector-add producer of G blocks x 1,024 threads x 8 B: kernel, stream
 //             synchronize, weftSend (traditional) against device pready_block inside the
-//             kernel (partitioned kernel copy) (Figures 4 and 5, intra-node)
+//             kernel, on the kernel-copy path and on the progression-engine path (Figures 4
+//             and 5; within one host: the engine's puts use the copy engines)
 //   pready    time of one kernel whose block of T threads readies its data at thread, warp
 //             or block granularity, T = 1..1,024 (Figure 3)
 //   overheads psend_init, device request create, pbuf_prepare first and average (Table I)
@@ -13,8 +14,8 @@
 //             vector-add + ncclAllReduce (libnccl.so.2 loaded with dlopen) + stream synchronize
 //             (Figures 6 and 7); the NCCL column is skipped, with the reason, where NCCL is
 //             not found or the ranks share one GPU (NCCL refuses two ranks on one device)
-// The progression-engine path (flags to a proxy, puts over port channels, inter-node) is
-// not available yet, so its rows are not printed.
+// The other modes use the kernel-copy path. Inter-node rows (the engine's puts over the
+// network transport) are not available yet.
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 
@@ -89,7 +90,7 @@ struct Rank {
 int open_rank(int r, const weftUniqueId& id, Rank& k) {
   k.rank = r;
   OK(weftCommInitRank(&k.comm, 2, id, r));
-  OK(weftPartCommCreate(k.comm, &k.pc));
+  OK(weftPartCommCreateWithPath(k.comm, weftPartPathKernel, &k.pc));
   OK(cudaStreamCreateWithFlags(&k.stream, cudaStreamNonBlocking));
   int n = 0;
   OK(cudaGetDeviceCount(&n));
@@ -124,6 +125,47 @@ std::vector<int> parse_list(const char* s) {
 
 std::vector<int> g_grids = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768};
 
+/// Mean microseconds per iteration of start, pbuf_prepare, vadd_pready on G blocks, wait,
+/// over context `pc` (its transfer path), into `us`; rank 1 checks every element it received.
+int partitioned_us(Rank& k, weftPartComm_t pc, int G, const double* a, const double* b, double* c, double* us) {
+  const int r = k.rank;
+  const uint64_t n = static_cast<uint64_t>(G) * kThreads, bytes = n * 8;
+  if (r == 1) OK(cudaMemset(c, 0xA5, bytes));  // poison: only a delivery writes it
+  weftPrequest_t q = nullptr;
+  if (r == 0) OK(weftPsendInit(c, G, kThreads, weftFloat64, 1, G, pc, &q));
+  else OK(weftPrecvInit(c, G, kThreads, weftFloat64, 0, G, pc, &q));
+  weftPdevRequest_t d = nullptr;
+  const void* dh = nullptr;
+  if (r == 0) OK(weftPdevRequestCreate(q, 1, &d, &dh));
+  OK(weftPstart(q));
+  OK(weftPbufPrepare(q));  // the first call sets up; not timed
+  PsendDeviceHandle h{};
+  if (r == 0) OK(cudaMemcpy(&h, dh, sizeof(h), cudaMemcpyDeviceToHost));
+  if (r == 0) vadd_pready<<<G, kThreads, 0, k.stream>>>(a, b, c, h);
+  OK(weftPwait(q));
+  OK(cudaStreamSynchronize(k.stream));
+  if (barrier(k)) return 1;
+  const double t0 = now_us();
+  for (int it = 0; it < kIters; ++it) {
+    OK(weftPstart(q));
+    OK(weftPbufPrepare(q));
+    if (r == 0) vadd_pready<<<G, kThreads, 0, k.stream>>>(a, b, c, h);
+    OK(weftPwait(q));
+  }
+  OK(cudaStreamSynchronize(k.stream));
+  *us = (now_us() - t0) / kIters;
+  if (r == 1) {  // the data: a[i] + b[i] = 3 + 2 (i % 97)
+    std::vector<double> got(n);
+    OK(cudaMemcpy(got.data(), c, bytes, cudaMemcpyDeviceToHost));
+    long wrong = 0;
+    for (uint64_t i = 0; i < n; ++i) wrong += got[i] != 3.0 + 2.0 * static_cast<double>(i % 97);
+    if (wrong) std::printf("# grid %d: %ld wrong elements received\n", G, wrong);
+  }
+  if (d) OK(weftPdevRequestFree(d));
+  OK(weftPrequestFree(q));
+  return 0;
+}
+
 /// Rank 0 produces and sends, rank 1 receives; rank 0 prints.
 int goodput(int r, const weftUniqueId& id) {
   Rank k;
@@ -136,10 +178,14 @@ int goodput(int r, const weftUniqueId& id) {
   fill<<<256, 256, 0, k.stream>>>(a, max_n, 1);
   fill<<<256, 256, 0, k.stream>>>(b, max_n, 2);
   OK(cudaStreamSynchronize(k.stream));
+  weftPartComm_t pc_proxy = nullptr;
+  OK(weftPartCommCreateWithPath(k.comm, weftPartPathProxy, &pc_proxy));
   if (r == 0)
     std::printf("# goodput, rank 0 -> rank 1%s; %d iterations each, per-iteration mean\n"
-                "%8s %12s %14s %14s %14s %8s\n", k.shared_gpu ? " (both ranks share one GPU: correctness, not speed)" : "",
-                kIters, "blocks", "bytes", "trad_us", "part_us", "part_GB/s", "speedup");
+                "# part: kernel-copy path; prox: progression-engine path (flags to a host thread, copy-engine puts)\n"
+                "%8s %12s %14s %14s %14s %14s %14s %8s %8s\n",
+                k.shared_gpu ? " (both ranks share one GPU: correctness, not speed)" : "", kIters, "blocks", "bytes",
+                "trad_us", "part_us", "prox_us", "part_GB/s", "prox_GB/s", "speedup", "sp_prox");
   for (int G : g_grids) {
     const uint64_t n = static_cast<uint64_t>(G) * kThreads, bytes = n * 8;
     // Traditional: kernel, synchronize, send.
@@ -156,43 +202,16 @@ int goodput(int r, const weftUniqueId& id) {
       OK(cudaStreamSynchronize(k.stream));
     }
     const double trad = (now_us() - t0) / kIters;
-    // Partitioned kernel copy: one partition per block, block-granularity pready.
-    weftPrequest_t q = nullptr;
-    if (r == 0) OK(weftPsendInit(c, G, kThreads, weftFloat64, 1, G, k.pc, &q));
-    else OK(weftPrecvInit(c, G, kThreads, weftFloat64, 0, G, k.pc, &q));
-    weftPdevRequest_t d = nullptr;
-    const void* dh = nullptr;
-    if (r == 0) OK(weftPdevRequestCreate(q, 1, &d, &dh));
-    OK(weftPstart(q));
-    OK(weftPbufPrepare(q));  // the first call sets up; not timed
-    PsendDeviceHandle h{};
-    if (r == 0) OK(cudaMemcpy(&h, dh, sizeof(h), cudaMemcpyDeviceToHost));
-    if (r == 0) vadd_pready<<<G, kThreads, 0, k.stream>>>(a, b, c, h);
-    OK(weftPwait(q));
-    OK(cudaStreamSynchronize(k.stream));
-    if (barrier(k)) return 1;
-    t0 = now_us();
-    for (int it = 0; it < kIters; ++it) {
-      OK(weftPstart(q));
-      OK(weftPbufPrepare(q));
-      if (r == 0) vadd_pready<<<G, kThreads, 0, k.stream>>>(a, b, c, h);
-      OK(weftPwait(q));
-    }
-    OK(cudaStreamSynchronize(k.stream));
-    const double part = (now_us() - t0) / kIters;
-    if (r == 1) {  // the data: a[i] + b[i] = 3 + 2 (i % 97)
-      std::vector<double> got(n);
-      OK(cudaMemcpy(got.data(), c, bytes, cudaMemcpyDeviceToHost));
-      long wrong = 0;
-      for (uint64_t i = 0; i < n; ++i) wrong += got[i] != 3.0 + 2.0 * static_cast<double>(i % 97);
-      if (wrong) std::printf("# grid %d: %ld wrong elements received\n", G, wrong);
-    }
-    if (d) OK(weftPdevRequestFree(d));
-    OK(weftPrequestFree(q));
+    // Partitioned kernel copy, then the progression engine: one partition per block,
+    // block-granularity pready.
+    double part = 0, prox = 0;
+    if (partitioned_us(k, k.pc, G, a, b, c, &part) || partitioned_us(k, pc_proxy, G, a, b, c, &prox)) return 1;
     if (r == 0)
-      std::printf("%8d %12llu %14.1f %14.1f %14.2f %8.2f\n", G, (unsigned long long)bytes, trad, part,
-                  bytes / part / 1e3, trad / part);
+      std::printf("%8d %12llu %14.1f %14.1f %14.1f %14.2f %14.2f %8.2f %8.2f\n", G, (unsigned long long)bytes, trad,
+                  part, prox, bytes / part / 1e3, bytes / prox / 1e3, trad / part, trad / prox);
   }
+  if (barrier(k)) return 1;  // every rank has freed its requests
+  OK(weftPartCommDestroy(pc_proxy));
   return close_rank(k);
 }
 

@@ -36,6 +36,14 @@ typedef struct weftPcoll* weftPcoll_t;
 /** Collective over `comm`'s ranks. The result outlives `comm`; destroy it after every
  *  request made from it is freed on every rank. */
 weftResult_t weftPartCommCreate(weftComm_t comm, weftPartComm_t* out);
+/** Transfer path of a context's send requests (docs/partitioned.md). */
+typedef enum {
+  weftPartPathDefault = 0, /**< WEFT_PART_PATH (kernel or proxy; unset: kernel) */
+  weftPartPathKernel = 1,  /**< the device pready copies into the receiver's buffer */
+  weftPartPathProxy = 2    /**< the device pready marks a host-mapped flag; a progression engine copies */
+} weftPartPath_t;
+/** weftPartCommCreate with a transfer path for the context's send requests. */
+weftResult_t weftPartCommCreateWithPath(weftComm_t comm, weftPartPath_t path, weftPartComm_t* out);
 weftResult_t weftPartCommDestroy(weftPartComm_t pc);
 
 weftResult_t weftPsendInit(const void* buf, int partitions, size_t count, weftDataType_t datatype, int dest, int tag,

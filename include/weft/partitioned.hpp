@@ -92,6 +92,11 @@ class Context {
   /// Collective over the communicator's ranks: maps each rank's mailbox into the others.
   /// The context stays valid after the communicator is destroyed.
   static std::unique_ptr<Context> create(Communicator& comm);
+  /// The same with a transfer path for its send requests: 0 WEFT_PART_PATH (default
+  /// kernel), 1 kernel copy (the device pready copies), 2 progression engine (the device
+  /// pready marks a flag in host-mapped memory, a host thread moves the data through a
+  /// port-channel connection; paper 002). weftPartPath_t in the C API.
+  static std::unique_ptr<Context> create(Communicator& comm, int path);
 
   virtual int rank() const = 0;
   virtual int nranks() const = 0;

@@ -279,7 +279,7 @@ int UcxTransport::rank() const { return impl_->rank; }
 int UcxTransport::nranks() const { return impl_->nranks; }
 bool UcxTransport::supports_cuda_memory() const { return impl_->cuda; }
 
-std::vector<proxy::RemoteMemory> UcxTransport::register_memory(void* ptr, uint64_t bytes, bool cuda) {
+std::vector<char> UcxTransport::register_local(void* ptr, uint64_t bytes, bool cuda) {
   Impl& m = *impl_;
   const UcxApi& api = *m.api;
   if (ptr == nullptr || bytes == 0 || bytes > kMaxRegistration)
@@ -307,41 +307,52 @@ std::vector<proxy::RemoteMemory> UcxTransport::register_memory(void* ptr, uint64
     api.rkey_buffer_release(rkey);
     fail(ErrorCode::Internal, "UCX memory key of " + std::to_string(rkey_len) + " bytes does not fit weft's block");
   }
-  std::vector<char> blocks(kMemoryBlock * static_cast<size_t>(m.nranks), 0);
-  char* mine = blocks.data() + kMemoryBlock * static_cast<size_t>(m.rank);
+  std::vector<char> block(kMemoryHeader + rkey_len, 0);
   uint32_t h[2] = {kMemoryTag, static_cast<uint32_t>(rkey_len)};
   uint64_t where[2] = {reinterpret_cast<uint64_t>(ptr), bytes};
-  std::memcpy(mine, h, sizeof h);
-  std::memcpy(mine + 8, where, sizeof where);
-  std::memcpy(mine + kMemoryHeader, rkey, rkey_len);
+  std::memcpy(block.data(), h, sizeof h);
+  std::memcpy(block.data() + 8, where, sizeof where);
+  std::memcpy(block.data() + kMemoryHeader, rkey, rkey_len);
   api.rkey_buffer_release(rkey);
-  m.allgather(blocks.data(), kMemoryBlock);
+  return block;
+}
 
-  std::vector<proxy::RemoteMemory> out(static_cast<size_t>(m.nranks));
-  for (int r = 0; r < m.nranks; ++r) {
-    if (r == m.rank) {
-      out[static_cast<size_t>(r)] = proxy::RemoteMemory{reinterpret_cast<uint64_t>(ptr), bytes, nullptr};
-      continue;
-    }
-    const char* b = blocks.data() + kMemoryBlock * static_cast<size_t>(r);
-    uint32_t t[2];
-    uint64_t w[2];
+proxy::RemoteMemory UcxTransport::remote_memory(int r, const void* block, size_t block_bytes) {
+  Impl& m = *impl_;
+  const char* b = static_cast<const char*>(block);
+  const std::string who = "rank " + std::to_string(r);
+  uint32_t t[2] = {0, 0};
+  uint64_t w[2] = {0, 0};
+  if (block_bytes >= kMemoryHeader) {
     std::memcpy(t, b, sizeof t);
     std::memcpy(w, b + 8, sizeof w);
-    const std::string who = "rank " + std::to_string(r);
-    if (t[0] != kMemoryTag || t[1] == 0 || t[1] > kMemoryBlock - kMemoryHeader)
-      fail(ErrorCode::Remote, who + " sent a malformed memory registration (tag " + std::to_string(t[0]) + ", key of " +
-                                  std::to_string(t[1]) + " bytes)");
-    if (w[0] == 0 || w[1] == 0 || w[1] > kMaxRegistration || w[0] + w[1] < w[0])
-      fail(ErrorCode::Remote, who + " sent a memory registration of " + std::to_string(w[1]) + " bytes at " +
-                                  std::to_string(w[0]) + ", outside what weft accepts");
-    Impl::Peer& p = m.peer(r);
-    ucp_rkey_h key = nullptr;
-    s = api.ep_rkey_unpack(p.ep, b + kMemoryHeader, &key);
-    if (s != UCS_OK) fail(ErrorCode::Remote, who + "'s memory key cannot be unpacked: " + m.status(s));
-    m.rkeys.push_back(key);
-    out[static_cast<size_t>(r)] = proxy::RemoteMemory{w[0], w[1], key};
   }
+  if (block_bytes < kMemoryHeader || t[0] != kMemoryTag || t[1] == 0 || t[1] > block_bytes - kMemoryHeader ||
+      t[1] > kMemoryBlock - kMemoryHeader)
+    fail(ErrorCode::Remote, who + " sent a malformed memory registration (tag " + std::to_string(t[0]) + ", key of " +
+                                std::to_string(t[1]) + " bytes in a block of " + std::to_string(block_bytes) + ")");
+  if (w[0] == 0 || w[1] == 0 || w[1] > kMaxRegistration || w[0] + w[1] < w[0])
+    fail(ErrorCode::Remote, who + " sent a memory registration of " + std::to_string(w[1]) + " bytes at " +
+                                std::to_string(w[0]) + ", outside what weft accepts");
+  Impl::Peer& p = m.peer(r);
+  ucp_rkey_h key = nullptr;
+  const ucs_status_t s = m.api->ep_rkey_unpack(p.ep, b + kMemoryHeader, &key);
+  if (s != UCS_OK) fail(ErrorCode::Remote, who + "'s memory key cannot be unpacked: " + m.status(s));
+  m.rkeys.push_back(key);
+  return proxy::RemoteMemory{w[0], w[1], key};
+}
+
+std::vector<proxy::RemoteMemory> UcxTransport::register_memory(void* ptr, uint64_t bytes, bool cuda) {
+  Impl& m = *impl_;
+  const std::vector<char> block = register_local(ptr, bytes, cuda);
+  std::vector<char> blocks(kMemoryBlock * static_cast<size_t>(m.nranks), 0);
+  std::memcpy(blocks.data() + kMemoryBlock * static_cast<size_t>(m.rank), block.data(), block.size());
+  m.allgather(blocks.data(), kMemoryBlock);
+  std::vector<proxy::RemoteMemory> out(static_cast<size_t>(m.nranks));
+  for (int r = 0; r < m.nranks; ++r)
+    out[static_cast<size_t>(r)] = r == m.rank ? proxy::RemoteMemory{reinterpret_cast<uint64_t>(ptr), bytes, nullptr}
+                                              : remote_memory(r, blocks.data() + kMemoryBlock * static_cast<size_t>(r),
+                                                              kMemoryBlock);
   return out;
 }
 
@@ -391,6 +402,8 @@ int UcxTransport::rank() const { return 0; }
 int UcxTransport::nranks() const { return 0; }
 bool UcxTransport::supports_cuda_memory() const { return false; }
 std::vector<proxy::RemoteMemory> UcxTransport::register_memory(void*, uint64_t, bool) { return {}; }
+std::vector<char> UcxTransport::register_local(void*, uint64_t, bool) { return {}; }
+proxy::RemoteMemory UcxTransport::remote_memory(int, const void*, size_t) { return {}; }
 std::shared_ptr<proxy::Connection> UcxTransport::connection(int) { return nullptr; }
 void UcxTransport::progress() {}
 void UcxTransport::check_peer(int) const {}

@@ -55,6 +55,15 @@ class UcxTransport {
   /// supports_cuda_memory() is false). The registration lives as long as the transport.
   std::vector<proxy::RemoteMemory> register_memory(void* ptr, uint64_t bytes, bool cuda = false);
 
+  /// Registers [ptr, ptr + bytes) on this rank only (not collective) and returns the block
+  /// (address, size, packed key) a peer turns into a RemoteMemory with remote_memory, for
+  /// setups whose keys travel by other means (partitioned requests). Lives as long as the
+  /// transport. register_memory is both, over `allgather`.
+  std::vector<char> register_local(void* ptr, uint64_t bytes, bool cuda = false);
+  /// `peer`'s block from register_local, checked (tag, lengths, address range) and unpacked.
+  /// Throws Remote naming the peer for a malformed block.
+  proxy::RemoteMemory remote_memory(int peer, const void* block, size_t bytes);
+
   /// The connection to `peer` (not this rank), for a proxy.
   std::shared_ptr<proxy::Connection> connection(int peer);
 

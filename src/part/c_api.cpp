@@ -105,6 +105,13 @@ weftResult_t weftPartCommCreate(weftComm_t comm, weftPartComm_t* out) {
   });
 }
 
+weftResult_t weftPartCommCreateWithPath(weftComm_t comm, weftPartPath_t path, weftPartComm_t* out) {
+  return guard("weftPartCommCreateWithPath", [&] {
+    need(out, "out");
+    *out = make<weftPartComm>(weft::part::Context::create(weft::communicator_of(comm), static_cast<int>(path)));
+  });
+}
+
 weftResult_t weftPartCommDestroy(weftPartComm_t pc) {
   return guard("weftPartCommDestroy", [&] { retire(pc, "the partitioned context"); });
 }

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include "net/node_layout.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/cuda_check.hpp"
 #include "util/config.hpp"
@@ -78,9 +79,16 @@ HostDeadline::HostDeadline(double seconds)
       seconds_(seconds) {}
 
 std::unique_ptr<Context> Context::create(Communicator& comm) { return std::make_unique<ContextImpl>(comm); }
+std::unique_ptr<Context> Context::create(Communicator& comm, int path) {
+  return std::make_unique<ContextImpl>(comm, path);
+}
 
-ContextImpl::ContextImpl(Communicator& comm)
-    : rank_(comm.rank()), nranks_(comm.nranks()), device_(comm.device()), timeout_s_(comm.timeout_seconds()) {
+ContextImpl::ContextImpl(Communicator& comm, int path)
+    : rank_(comm.rank()),
+      nranks_(comm.nranks()),
+      device_(comm.device()),
+      timeout_s_(comm.timeout_seconds()),
+      path_(resolve_transfer_path(path)) {
   comm.check_usable();
   DeviceGuard guard(device_);
   const uint64_t bytes = static_cast<uint64_t>(nranks_) * 2 * kSlots * kMessageBytes;
@@ -95,7 +103,7 @@ ContextImpl::ContextImpl(Communicator& comm)
   mine.host = host_id();
   mine.mailbox = reinterpret_cast<uint64_t>(mailbox_);
   WEFT_CUDA_CHECK(cudaIpcGetMemHandle(&mine.handle, mailbox_));
-  const size_t shm_bytes = kReadyWords * sizeof(uint64_t);
+  const size_t shm_bytes = kReadyWords * sizeof(uint64_t) + size_t{kKeySlots} * kKeySlotBytes;
   std::snprintf(mine.shm_name, sizeof(mine.shm_name), "/weft-part-%d-%llx", mine.pid,
                 static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(this) ^ mine.mailbox));
   shm_.assign(static_cast<size_t>(nranks_), nullptr);
@@ -120,8 +128,8 @@ ContextImpl::ContextImpl(Communicator& comm)
     if (ri.host != mine.host)
       fail(ErrorCode::InvalidUsage, "rank " + std::to_string(rank_) + ": partitioned communication with rank " +
                                         std::to_string(p) +
-                                        " on another host needs the progression-engine path, which is not available "
-                                        "yet (kernel copy only)");
+                                        " on another host is not available yet: requests are set up through CUDA IPC "
+                                        "mappings within one host (both paths; WEFT_PART_PATH)");
     shm_[static_cast<size_t>(p)] = map_segment(ri.shm_name, false, shm_bytes);
     if (shm_[static_cast<size_t>(p)] == nullptr)
       fail(ErrorCode::System, "rank " + std::to_string(rank_) + ": cannot map rank " + std::to_string(p) +
@@ -140,6 +148,31 @@ ContextImpl::ContextImpl(Communicator& comm)
       peer_opened_[static_cast<size_t>(p)] = true;
     }
   }
+  if (path_ == TransferPath::Proxy) {
+    // Peers on other emulated nodes (WEFT_EMULATE_NODES) are reached over the network
+    // transport; every rank computes the same layout, so all or none create it.
+    std::vector<uint64_t> hosts;
+    for (const RankInfo& ri : all) hosts.push_back(ri.host);
+    node_of_ = net::node_layout(hosts).node_of_rank;
+    bool any = false;
+    for (int a = 0; a < nranks_; ++a) any = any || node_of_[static_cast<size_t>(a)] != node_of_[0];
+    if (any) {
+      Bootstrap* b = &comm.bootstrap();
+      const std::string what = "rank " + std::to_string(rank_) +
+                               ": the progression engine between emulated nodes (WEFT_EMULATE_NODES) needs the network "
+                               "transport: ";
+      try {
+        ucx_ = std::make_unique<net::UcxTransport>(
+            rank_, nranks_, [b, wait_s](void* d, size_t k) { b->allgather(d, k, wait_s); }, timeout_s_);
+      } catch (const Error& e) {
+        fail(e.code(), what + e.what());
+      }
+      if (!ucx_->supports_cuda_memory())
+        fail(ErrorCode::InvalidUsage, what + "this UCX cannot register CUDA memory (built without CUDA support)");
+      net::UcxTransport* u = ucx_.get();
+      engine().set_progress([u] { u->progress(); });
+    }
+  }
   offers_posted_.assign(static_cast<size_t>(nranks_), 0);
   offers_seen_.assign(static_cast<size_t>(nranks_), {});
   offers_matched_.assign(static_cast<size_t>(nranks_), {});
@@ -150,12 +183,14 @@ ContextImpl::ContextImpl(Communicator& comm)
 }
 
 ContextImpl::~ContextImpl() {
+  engine_.reset();  // stops its thread before the memory below goes
+  ucx_.reset();
   try {
     DeviceGuard guard(device_);
     for (size_t p = 0; p < peer_mailbox_.size(); ++p)
       if (peer_opened_[p]) cudaIpcCloseMemHandle(peer_mailbox_[p]);
     for (uint64_t* w : shm_)
-      if (w) munmap(w, kReadyWords * sizeof(uint64_t));
+      if (w) munmap(w, kReadyWords * sizeof(uint64_t) + size_t{kKeySlots} * kKeySlotBytes);
     if (mailbox_) cudaFree(mailbox_);
     if (staging_) cudaFreeHost(staging_);
     if (stream_) cudaStreamDestroy(stream_);
@@ -254,6 +289,35 @@ void ContextImpl::post_reply(int peer, uint32_t index, MailMessage m) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
   m.seq = index + 1;
   write_message(mailbox(peer, false, index, false), m);
+}
+
+ProgressEngine& ContextImpl::engine() {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  if (!engine_)
+    engine_ = std::make_unique<ProgressEngine>(timeout_s_,
+                                               "rank " + std::to_string(rank_) + "'s partitioned progression engine");
+  return *engine_;
+}
+
+bool ContextImpl::crosses_network(int peer) const {
+  return ucx_ != nullptr && node_of_[static_cast<size_t>(peer)] != node_of_[static_cast<size_t>(rank_)];
+}
+
+uint32_t ContextImpl::alloc_key_slot() {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  if (key_slots_used_ >= kKeySlots)
+    fail(ErrorCode::InvalidUsage, "rank " + std::to_string(rank_) + ": more than " + std::to_string(kKeySlots) +
+                                      " partitioned receive requests from other nodes in one context (create a new "
+                                      "context)");
+  return key_slots_used_++;
+}
+
+char* ContextImpl::key_slot(int owner, uint32_t index) const {
+  if (index >= kKeySlots)
+    fail(ErrorCode::Remote, "rank " + std::to_string(rank_) + ": rank " + std::to_string(owner) +
+                                " sent memory-key slot " + std::to_string(index) + ", out of range (" +
+                                std::to_string(kKeySlots) + ")");
+  return reinterpret_cast<char*>(shm_[static_cast<size_t>(owner)] + kReadyWords) + size_t{index} * kKeySlotBytes;
 }
 
 uint32_t ContextImpl::alloc_ready_word() {

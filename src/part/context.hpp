@@ -26,6 +26,9 @@
 #include <string>
 #include <vector>
 
+#include "net/ucx_transport.hpp"
+#include "part/engine.hpp"
+#include "part/progress.hpp"
 #include "part/state.hpp"
 #include "util/error.hpp"
 #include "weft/partitioned.hpp"
@@ -50,6 +53,7 @@ struct MailMessage {
   uint64_t count = 0;
   int32_t status = 0;  ///< reply: 0 matched, 1 the descriptions differ
   uint32_t ready_word = 0;  ///< offer: the sender's ready-to-receive word (ready_word())
+  uint32_t key_slot = 0;    ///< reply, across emulated nodes: 1 + the receiver's key slot (key_slot()); 0 none
   ExportedMemory data;  ///< reply: the receive buffer
   ExportedMemory ctrl;  ///< reply: the receiver's flag block
 };
@@ -71,13 +75,17 @@ class ContextImpl : public Context {
   static constexpr uint32_t kSlots = 256;      ///< offers per (sender, receiver) over the context's life
   static constexpr uint64_t kMessageBytes = 512;
 
-  ContextImpl(Communicator& comm);
+  /// `path`: a TransferPath value (Default: WEFT_PART_PATH).
+  ContextImpl(Communicator& comm, int path = 0);
   ~ContextImpl() override;
 
   int rank() const override { return rank_; }
   int nranks() const override { return nranks_; }
   int device() const { return device_; }
   double timeout_s() const { return timeout_s_; }
+  TransferPath path() const { return path_; }
+  /// The progression engine (started with the first request on the proxy path).
+  ProgressEngine& engine();
   const volatile uint32_t* abort_flag() const { return nullptr; }
 
   std::unique_ptr<Request> psend_init(const void* buf, uint32_t partitions, uint64_t count, int dtype, int peer,
@@ -98,6 +106,17 @@ class ContextImpl : public Context {
   uint32_t match_offer(int peer, int tag, MailMessage* out, const std::string& who);
   /// Receiver: answers offer `index` of `peer`.
   void post_reply(int peer, uint32_t index, MailMessage m);
+
+  /// True when `peer` is on another (emulated) node: the progression engine reaches it over
+  /// the network transport (only on the proxy path; WEFT_EMULATE_NODES).
+  bool crosses_network(int peer) const;
+  /// The network transport (null unless the proxy path has a peer on another node).
+  net::UcxTransport* ucx() const { return ucx_.get(); }
+  /// A slot of this rank's shared segment for a receive request's UCX memory keys.
+  static constexpr uint32_t kKeySlots = 64, kKeySlotBytes = 4096;
+  uint32_t alloc_key_slot();
+  /// Slot `index` of rank `owner`'s shared segment (kKeySlotBytes); Remote when out of range.
+  char* key_slot(int owner, uint32_t index) const;
 
   /// A word of this rank's shared segment for a send request's ready-to-receive.
   uint32_t alloc_ready_word();
@@ -124,6 +143,8 @@ class ContextImpl : public Context {
 
   int rank_ = 0, nranks_ = 0, device_ = 0;
   double timeout_s_ = 0;
+  TransferPath path_ = TransferPath::Kernel;
+  std::unique_ptr<ProgressEngine> engine_;
   char* mailbox_ = nullptr;
   std::vector<char*> peer_mailbox_;
   std::vector<bool> peer_local_;   ///< rank lives in this process
@@ -133,6 +154,9 @@ class ContextImpl : public Context {
   static constexpr uint32_t kReadyWords = 8192;
   std::vector<uint64_t*> shm_;     ///< by rank: its shared segment, mapped here
   uint32_t ready_words_used_ = 0;
+  uint32_t key_slots_used_ = 0;
+  std::vector<int> node_of_;                   ///< proxy path: node of each rank
+  std::unique_ptr<net::UcxTransport> ucx_;
   std::vector<uint32_t> offers_posted_;                ///< by peer
   std::vector<std::vector<MailMessage>> offers_seen_;  ///< by peer
   std::vector<std::vector<bool>> offers_matched_;      ///< by peer

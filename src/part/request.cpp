@@ -1,7 +1,10 @@
 #include "part/request.hpp"
 
+#include <atomic>
+#include <cstring>
 #include <thread>
 
+#include "proxy/copy_engine.hpp"
 #include "runtime/cuda_check.hpp"
 
 namespace weft::part {
@@ -44,6 +47,14 @@ RequestImpl::RequestImpl(ContextImpl& ctx, const RequestDesc& d, void* buf)
     WEFT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&err_host_), sizeof(DeviceErrorRecord), cudaHostAllocMapped));
     *err_host_ = DeviceErrorRecord{};
     WEFT_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&err_dev_), err_host_, 0));
+    proxy_ = ctx_.path() == TransferPath::Proxy;
+    if (proxy_) {
+      // One flag per transport partition; threshold 1 has the most (one per partition).
+      const size_t bytes = d.partitions * sizeof(uint64_t);
+      WEFT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&ready_host_), bytes, cudaHostAllocMapped));
+      std::memset(ready_host_, 0, bytes);
+      WEFT_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&ready_dev_), ready_host_, 0));
+    }
   } else {
     flags_ = static_cast<uint64_t*>(ctx_.alloc_device((kFlagFirst + d.partitions) * sizeof(uint64_t)));
   }
@@ -51,6 +62,8 @@ RequestImpl::RequestImpl(ContextImpl& ctx, const RequestDesc& d, void* buf)
 
 RequestImpl::~RequestImpl() {
   const int peer = st_.desc().peer;
+  if (job_ != nullptr) ctx_.engine().remove(job_);  // before its memory goes
+  if (ready_host_) cudaFreeHost(ready_host_);
   ctx_.unmap(peer, remote_buf_);
   ctx_.unmap(peer, reinterpret_cast<char*>(remote_flags_));
   ctx_.free_device(ctl_);
@@ -67,6 +80,8 @@ void RequestImpl::check_device_error() {
   const uint64_t zero = 0;
   ctx_.write(ctl_ + kCtlClaim, &zero, sizeof(zero));
   errored_ = true;
+  // The engine delivers what was readied, then stops, before the count is resynced at start.
+  if (job_ != nullptr) ctx_.engine().finish_epoch(job_);
   // The epoch is over: its misused partitions were never sent, so it cannot complete.
   st_.complete();
   fail(ErrorCode::InvalidUsage, describe_device_error(st_.desc(), ctx_.rank(), rec.code, rec.partition, rec.epoch));
@@ -79,9 +94,7 @@ void RequestImpl::start() {
   if (is_send()) {
     if (errored_) {
       if (dreq_) dreq_->resync_counters(e - 1);
-      uint64_t sent = 0;
-      ctx_.read(&sent, ctl_ + kCtlSent, sizeof(sent));
-      expected_sent_ = sent + host_sent_;
+      expected_sent_ = delivered() + host_sent_;
     }
     errored_ = false;
     if (!internal_) ctx_.write(ctl_ + kCtlEpoch, &e, sizeof(e));
@@ -114,6 +127,7 @@ void RequestImpl::prepare_phase(Phase ph) {
       if (same) {
         reply.data = ctx_.export_memory(buf_);
         reply.ctrl = ctx_.export_memory(flags_);
+        if (!internal_ && ctx_.crosses_network(d.peer)) reply.key_slot = publish_keys() + 1;
       }
       ctx_.post_reply(d.peer, idx, reply);
       check_match(d, theirs, ctx_.rank());  // throws when they differ; the sender learns it from the reply
@@ -127,6 +141,7 @@ void RequestImpl::prepare_phase(Phase ph) {
       check_match(d, peer_desc(d, reply), ctx_.rank());
       remote_buf_ = ctx_.map(d.peer, reply.data);
       remote_flags_ = reinterpret_cast<uint64_t*>(ctx_.map(d.peer, reply.ctrl));
+      if (proxy_) attach_engine(reply);
       st_.setup_done();
       if (dreq_) dreq_->refresh();
       return;
@@ -155,6 +170,7 @@ void RequestImpl::prepare_phase(Phase ph) {
         ctx_.write(remote_flags_ + kFlagThreshold, &thr, sizeof(thr));
         threshold_written_ = static_cast<uint32_t>(thr);
       }
+      if (job_ != nullptr) ctx_.engine().set_epoch(job_, e, static_cast<uint32_t>(thr));
       expected_sent_ += transports();
       st_.prepare_done();
       return;
@@ -196,9 +212,7 @@ bool RequestImpl::test() {
   if (!st_.active()) return true;
   bool done = false;
   if (is_send()) {
-    uint64_t sent = 0;
-    ctx_.read(&sent, ctl_ + kCtlSent, sizeof(sent));
-    done = sent + host_sent_ >= expected_sent_;
+    done = delivered() + host_sent_ >= expected_sent_;
   } else {
     const uint32_t U = st_.desc().partitions;
     std::vector<uint64_t> block(kFlagFirst + U);
@@ -222,6 +236,100 @@ void RequestImpl::wait() {
                                    (is_send() ? "not every partition was readied" : "not every partition arrived"));
     std::this_thread::yield();
   }
+}
+
+uint64_t RequestImpl::delivered() {
+  if (job_ != nullptr) {
+    ctx_.engine().check();  // a failed engine delivers nothing more: its error, naming the peer
+    return job_->completed.load(std::memory_order_acquire);
+  }
+  uint64_t sent = 0;
+  ctx_.read(&sent, ctl_ + kCtlSent, sizeof(sent));
+  return sent;
+}
+
+namespace {
+// A key slot: [u32 length][block] for the buffer, then the same for the flag block.
+void put_block(char*& at, const std::vector<char>& b) {
+  const uint32_t n = static_cast<uint32_t>(b.size());
+  std::memcpy(at, &n, sizeof n);
+  std::memcpy(at + sizeof n, b.data(), b.size());
+  at += sizeof n + b.size();
+}
+}  // namespace
+
+uint32_t RequestImpl::publish_keys() {
+  const uint32_t slot = ctx_.alloc_key_slot();
+  const RequestDesc& d = st_.desc();
+  std::vector<char> data, flags;
+  ctx_.engine().exclusive([&] {  // UCX calls do not overlap the engine's
+    data = ctx_.ucx()->register_local(buf_, d.total_bytes(), true);
+    flags = ctx_.ucx()->register_local(flags_, (kFlagFirst + d.partitions) * sizeof(uint64_t), true);
+  });
+  if (2 * sizeof(uint32_t) + data.size() + flags.size() > ContextImpl::kKeySlotBytes)
+    fail(ErrorCode::Internal, describe(d, ctx_.rank()) + ": UCX memory keys of " + std::to_string(data.size()) + " and " +
+                                  std::to_string(flags.size()) + " bytes do not fit a key slot");
+  char* at = ctx_.key_slot(ctx_.rank(), slot);
+  put_block(at, data);
+  put_block(at, flags);
+  std::atomic_thread_fence(std::memory_order_release);  // before the reply that names the slot
+  return slot;
+}
+
+void RequestImpl::attach_engine(const MailMessage& reply) {
+  const RequestDesc& d = st_.desc();
+  ProgressJobDesc jd;
+  jd.who = describe(d, ctx_.rank());
+  jd.partitions = d.partitions;
+  jd.threshold = 1;
+  jd.partition_bytes = d.partition_bytes();
+  jd.send_bytes = d.total_bytes();
+  // The reply matched (check_match): the receiver has as many partitions of as many bytes.
+  jd.remote_bytes = d.total_bytes();
+  jd.remote_flag_words = kFlagFirst + d.partitions;
+  proxy::RemoteMemory buf, flags;
+  std::shared_ptr<proxy::Connection> conn;
+  if (ctx_.crosses_network(d.peer)) {
+    // Another (emulated) node: UCX puts into the receiver's registered memory, with the keys
+    // it left in its shared segment; every length and address is checked before use.
+    if (reply.key_slot == 0)
+      fail(ErrorCode::Remote, jd.who + ": rank " + std::to_string(d.peer) +
+                                  " answered without memory keys for the network transport (is its context on the "
+                                  "proxy path, with the same WEFT_EMULATE_NODES?)");
+    std::atomic_thread_fence(std::memory_order_acquire);
+    const char* at = ctx_.key_slot(d.peer, reply.key_slot - 1);
+    const char* end = at + ContextImpl::kKeySlotBytes;
+    auto take = [&](const char* what) {
+      uint32_t n = 0;
+      std::memcpy(&n, at, sizeof n);
+      if (n > static_cast<uint64_t>(end - at) - sizeof n)
+        fail(ErrorCode::Remote, jd.who + ": rank " + std::to_string(d.peer) + "'s key for its " + what + " claims " +
+                                    std::to_string(n) + " bytes, beyond its key slot");
+      std::vector<char> b(at + sizeof n, at + sizeof n + n);
+      at += sizeof n + n;
+      return b;
+    };
+    const std::vector<char> kb = take("buffer"), kf = take("flag block");
+    ctx_.engine().exclusive([&] {
+      buf = ctx_.ucx()->remote_memory(d.peer, kb.data(), kb.size());
+      flags = ctx_.ucx()->remote_memory(d.peer, kf.data(), kf.size());
+    });
+    if (buf.address != reply.data.ptr || flags.address != reply.ctrl.ptr)
+      fail(ErrorCode::Remote, jd.who + ": rank " + std::to_string(d.peer) +
+                                  "'s memory keys name other addresses than its reply");
+    jd.remote_bytes = buf.bytes;
+    jd.remote_flag_words = flags.bytes / sizeof(uint64_t);
+    conn = ctx_.ucx()->connection(d.peer);
+  } else {
+    buf.address = reinterpret_cast<uint64_t>(remote_buf_);
+    buf.bytes = jd.remote_bytes;
+    flags.address = reinterpret_cast<uint64_t>(remote_flags_);
+    flags.bytes = jd.remote_flag_words * sizeof(uint64_t);
+    // Within a node: the copy engines of this rank's GPU, into the receiver's buffer as mapped here.
+    conn = std::make_shared<proxy::CopyEngineConnection>(ctx_.device(), "rank " + std::to_string(d.peer),
+                                                         ctx_.timeout_s());
+  }
+  job_ = ctx_.engine().add(jd, std::move(conn), buf_, buf, flags, ready_host_);
 }
 
 std::unique_ptr<DeviceRequest> RequestImpl::device_request_create(uint32_t threshold) {
@@ -253,6 +361,7 @@ PsendDeviceHandle RequestImpl::send_handle(uint32_t thr) const {
   h.channel.local = buf_;
   h.channel.remote = remote_buf_;
   h.remote_flags = remote_flags_;
+  h.ready = proxy_ ? ready_dev_ : nullptr;
   h.ctl = ctl_;
   h.error = err_dev_;
   h.partition_bytes = st_.desc().partition_bytes();

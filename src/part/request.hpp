@@ -1,12 +1,17 @@
 // Partitioned point-to-point requests over a ContextImpl (internal; weft/partitioned.hpp
 // is the API). The kernel-copy path: the sender maps the receiver's buffer and flag block,
 // and the device pready (weft/part/device.hpp) copies and signals through that mapping.
+// The progression-engine path (the context's path is Proxy): the device pready stores the
+// epoch into a ready flag per transport partition in host-mapped memory, and the context's
+// ProgressEngine (part/engine.hpp) puts the bytes and signals the receiver; the send
+// completes once the engine has delivered every transport partition of the epoch.
 #pragma once
 
 #include <memory>
 #include <vector>
 
 #include "part/context.hpp"
+#include "part/engine.hpp"
 #include "part/state.hpp"
 
 namespace weft::part {
@@ -37,7 +42,11 @@ class RequestImpl : public Request {
   void mark_complete() { st_.complete(); }
   /// Marks a collective's internal request: no kernel reads its epoch words (the collective
   /// has its own), so start() skips writing them to the device.
-  void set_internal() { internal_ = true; }
+  /// Collectives move their data with their own handle: the kernel-copy path always.
+  void set_internal() {
+    internal_ = true;
+    proxy_ = false;
+  }
 
   // For DeviceRequestImpl.
   PsendDeviceHandle send_handle(uint32_t threshold) const;
@@ -56,6 +65,15 @@ class RequestImpl : public Request {
 
  private:
   uint32_t threshold() const;
+  /// Transport partitions delivered by this side (all epochs): the device's count on the
+  /// kernel-copy path, the engine's on the progression-engine path.
+  uint64_t delivered();
+  /// Progression-engine path: registers this request with the context's engine (setup):
+  /// copy engines within a node, the network transport to another (emulated) node.
+  void attach_engine(const MailMessage& reply);
+  /// Receive side, peer on another node: registers the buffer and flag block with the
+  /// network transport and leaves the keys in a slot of this rank's shared segment.
+  uint32_t publish_keys();
   uint32_t transports() const { return transport_partitions(st_.desc().partitions, threshold()); }
 
   ContextImpl& ctx_;
@@ -74,6 +92,10 @@ class RequestImpl : public Request {
   bool internal_ = false;                ///< a collective's (set_internal)
   bool errored_ = false;                 ///< an epoch ended in a device error: resync counters
   DeviceRequestImpl* dreq_ = nullptr;
+  bool proxy_ = false;                   ///< progression-engine path
+  uint64_t* ready_host_ = nullptr;       ///< proxy: per transport partition, mapped page-locked
+  uint64_t* ready_dev_ = nullptr;        ///< its device address
+  ProgressEngine::Job* job_ = nullptr;   ///< proxy: this request in the context's engine
   // Receive side.
   uint64_t* flags_ = nullptr;            ///< kFlagFirst + partitions words, device
   uint64_t* ready_ = nullptr;            ///< send: own ready-to-receive word; receive: the sender's

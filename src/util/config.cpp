@@ -43,6 +43,9 @@ const std::vector<Variable>& registry() {
        "is created; a malformed table is an error there naming the file and line."},
       {"WEFT_PROTO", Type::String, "",
        "Force a protocol: Simple or LL (the interpreter runs no LL128; another value is an error at the first collective)."},
+      {"WEFT_PART_PATH", Type::String, "kernel",
+       "Transfer path of partitioned point-to-point sends (docs/partitioned.md), read when a partitioned context is "
+       "created: kernel (the device pready copies) or proxy (a progression engine thread copies; paper 002)."},
       {"WEFT_GPUS_PER_NODE", Type::Int, "0",
        "GPUPerNode given to compiled algorithms (hm_allreduce, ...): the size of their inner level; 0 means the communicator's rank count (one node). The ranks still talk over NVLink: no inter-node transport exists yet.", 0, 1 << 20},
       {"WEFT_EMULATE_NODES", Type::Int, "0",

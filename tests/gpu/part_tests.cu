@@ -3,7 +3,7 @@
 // poisons every receive buffer first, and compares every byte with what the host computes.
 //
 //   p2p    --ranks N   each rank sends to rank+1 and receives from rank-1 (the kernel-copy
-//                      path): device pready at thread, warp and block granularity with
+//                      path, or with --path proxy the progression-engine path): device pready at thread, warp and block granularity with
 //                      thresholds 1, 4 and all partitions, three epochs each; device parrived
 //                      (a kernel that waits for each partition and copies it out) and host
 //                      parrived; then host pready with odd sizes
@@ -12,6 +12,11 @@
 //   misuse             every misuse is an error with its message: device pready twice and
 //                      out of range (p2p and collective), host pready twice, out of range,
 //                      start while active, partition counts that differ from the peer's
+//
+// --path kernel|proxy|env picks the context's transfer path (weftPartCommCreateWithPath;
+// env: weftPartPathDefault, i.e. WEFT_PART_PATH); default kernel. With WEFT_EMULATE_NODES=2
+// and the proxy path, peers on the other emulated node are reached over UCX (exit 77, skipped,
+// where UCX is not available).
 //
 // WEFT_PART_TEST_TRACE=1 prints a line per p2p case and epoch (launch, each wait's time). A
 // failed p2p send wait always prints a diagnosis: whether the producer and consumer kernels
@@ -26,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "net/ucx_transport.hpp"
 #include "runtime/launcher.hpp"
 #include "weft/partitioned.h"
 #include "weft/partitioned.hpp"
@@ -64,6 +70,16 @@ namespace {
   } while (0)
 
 int g_rank = 0;
+weftPartPath_t g_path = weftPartPathKernel;
+/// Whether send handles must be on the progression-engine path.
+bool expect_proxy() {
+  if (g_path != weftPartPathDefault) return g_path == weftPartPathProxy;
+  const char* v = std::getenv("WEFT_PART_PATH");
+  return v != nullptr && std::string(v) == "proxy";
+}
+const char* path_name() {
+  return g_path == weftPartPathProxy ? "proxy" : g_path == weftPartPathKernel ? "kernel" : "WEFT_PART_PATH";
+}
 
 __host__ __device__ inline uint64_t mix(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
@@ -138,7 +154,13 @@ struct Comm {
 int open_comm(int nranks, int rank, const weftUniqueId& id, Comm& c) {
   g_rank = rank;
   WEFT_OK(weftCommInitRank(&c.comm, nranks, id, rank));
-  WEFT_OK(weftPartCommCreate(c.comm, &c.pc));
+  const weftResult_t cr = weftPartCommCreateWithPath(c.comm, g_path, &c.pc);
+  if (cr != weftSuccess && std::strstr(weftGetLastError(nullptr), "cannot register CUDA memory") != nullptr) {
+    // Across emulated nodes the engine needs a UCX that registers GPU memory: skipped, with why.
+    std::printf("rank %d: skipped: %s\n", rank, weftGetLastError(nullptr));
+    return gt::kSkip;
+  }
+  WEFT_OK(cr);
   CUDA_OK(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking));
   CUDA_OK(cudaStreamCreateWithFlags(&c.stream2, cudaStreamNonBlocking));
   return 0;
@@ -202,12 +224,18 @@ void explain_send(const PsendDeviceHandle& h, uint64_t e, cudaStream_t producer,
   std::printf("rank %d: diagnosis: %u of %u partitions claimed, %u of %u transport partitions counted complete "
               "(threshold %u), device sent counter %llu, epoch word %llu\n", g_rank, claimed, U, complete, T,
               h.threshold, (unsigned long long)ctl[weft::part::kCtlSent], (unsigned long long)ctl[weft::part::kCtlEpoch]);
+  if (h.ready != nullptr) {  // progression-engine path: the flags the engine polls (host-mapped)
+    uint32_t marked = 0;
+    for (uint32_t t = 0; t < T; ++t) marked += reinterpret_cast<const volatile uint64_t*>(h.ready)[t] == e;
+    std::printf("rank %d: diagnosis: %u of %u transport partitions marked ready for the progression engine\n",
+                g_rank, marked, T);
+  }
   cudaStreamDestroy(s);
 }
 
 int p2p(int nranks, int rank, const weftUniqueId& id) {
   Comm c;
-  if (open_comm(nranks, rank, id, c)) return 1;
+  if (int rc = open_comm(nranks, rank, id, c)) return rc;
   // Load both kernels now. With CUDA's lazy loading (the default since 12.2) the first launch
   // of a kernel may wait for the context to go idle; launched while this rank's consumer
   // spins (it waits for the previous rank's producer, which waits the same way), every rank
@@ -253,6 +281,8 @@ int p2p(int nranks, int rank, const weftUniqueId& id) {
         WEFT_OK(weftPbufPrepareAll(2, both));
         PsendDeviceHandle sh;
         CUDA_OK(cudaMemcpy(&sh, dh, sizeof(sh), cudaMemcpyDeviceToHost));
+        CHECK((sh.ready != nullptr) == expect_proxy(), "the %s path was asked for, the handle is on the %s path",
+              path_name(), sh.ready != nullptr ? "proxy" : "kernel");
         const uint64_t seed = (static_cast<uint64_t>(rank) << 32) | (static_cast<uint64_t>(tag) << 8) | epoch;
         // The consumer waits for the previous rank's producer: it must not sit before this
         // rank's producer on one stream (every rank would wait for the one before it). The
@@ -295,7 +325,8 @@ int p2p(int nranks, int rank, const weftUniqueId& id) {
       WEFT_OK(weftPdevRequestFree(d));
       WEFT_OK(weftPrequestFree(s));
       WEFT_OK(weftPrequestFree(r));
-      std::printf("rank %d: p2p granularity %d threshold %u: 3 epochs, every byte right\n", rank, gran, threshold);
+      std::printf("rank %d: p2p (%s path) granularity %d threshold %u: 3 epochs, every byte right\n", rank,
+                  path_name(), gran, threshold);
     }
   }
   // Host pready with odd sizes (bytes, not 16-aligned partitions), partitions readied in reverse.
@@ -400,7 +431,7 @@ int run_coll(Comm& c, int nranks, int rank, bool bcast, int root, weftDataType_t
 
 int coll(int nranks, int rank, const weftUniqueId& id) {
   Comm c;
-  if (open_comm(nranks, rank, id, c)) return 1;
+  if (int rc = open_comm(nranks, rank, id, c)) return rc;
   int* scratch = nullptr;
   CUDA_OK(cudaMalloc(&scratch, sizeof(int)));
   if (run_coll<int32_t>(c, nranks, rank, false, 0, weftInt32, weftSum, 1)) return 1;
@@ -414,7 +445,7 @@ int coll(int nranks, int rank, const weftUniqueId& id) {
 int misuse(int nranks, int rank, const weftUniqueId& id) {
   setenv("WEFT_TIMEOUT", "5", 1);
   Comm c;
-  if (open_comm(nranks, rank, id, c)) return 1;
+  if (int rc = open_comm(nranks, rank, id, c)) return rc;
   int* scratch = nullptr;
   CUDA_OK(cudaMalloc(&scratch, sizeof(int)));
   const int peer = 1 - rank;
@@ -499,16 +530,36 @@ int misuse(int nranks, int rank, const weftUniqueId& id) {
 int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
   if (argc < 2) {
-    std::printf("usage: %s p2p|coll|misuse [--ranks N]\n", argv[0]);
+    std::printf("usage: %s p2p|coll|misuse [--ranks N] [--path kernel|proxy|env]\n", argv[0]);
     return 2;
   }
   const std::string cmd = argv[1];
   int ranks = 2;
   for (int i = 2; i + 1 < argc; ++i)
-    if (std::string(argv[i]) == "--ranks") ranks = std::atoi(argv[++i]);
+    if (std::string(argv[i]) == "--ranks") {
+      ranks = std::atoi(argv[++i]);
+    } else if (std::string(argv[i]) == "--path") {
+      const std::string p = argv[++i];
+      if (p == "kernel") g_path = weftPartPathKernel;
+      else if (p == "proxy") g_path = weftPartPathProxy;
+      else if (p == "env") g_path = weftPartPathDefault;
+      else {
+        std::printf("--path: kernel, proxy or env, not '%s'\n", p.c_str());
+        return 2;
+      }
+    }
   if (ranks < 2 || ranks > 16) {
     std::printf("--ranks: need 2 to 16\n");
     return 2;
+  }
+  const char* nodes = std::getenv("WEFT_EMULATE_NODES");
+  const bool proxy = g_path == weftPartPathProxy || (g_path == weftPartPathDefault && expect_proxy());
+  if (proxy && nodes != nullptr && std::atoi(nodes) > 1) {
+    const std::string why = weft::net::ucx_unavailable_reason();
+    if (!why.empty()) {
+      std::printf("skipped: the progression engine between emulated nodes needs UCX: %s\n", why.c_str());
+      return 77;
+    }
   }
   if (cmd == "p2p") return gt::run_ranks(ranks, [&](int r, const weftUniqueId& id) { return p2p(ranks, r, id); }, 600, cmd);
   if (cmd == "coll") return gt::run_ranks(ranks, [&](int r, const weftUniqueId& id) { return coll(ranks, r, id); }, 600, cmd);

@@ -6,6 +6,10 @@
 //                       path), then bump
 //                       the counter of its transport partition; the call that completes a
 //                       transport partition (threshold user partitions) signals the receiver.
+//                       On the progression-engine path (WEFT_PART_PATH=proxy) the threads
+//                       copy nothing: the completing call stores the epoch into a flag in
+//                       host-mapped memory, and a host thread puts the transport partition
+//                       through a port-channel connection, then signals the receiver.
 //   PrecvDeviceHandle   parrived: has partition p of this epoch arrived?
 //   PcollDeviceHandle   a partitioned collective (AllReduce, Broadcast): pready_block(u) runs
 //                       partition u's whole schedule (receive, reduce on the device, forward)
@@ -39,6 +43,10 @@ struct PsendDeviceHandle {
   /// transport partitions complete in any order.
   device::MemoryChannelDeviceHandle channel;
   uint64_t* remote_flags = nullptr;  ///< the receiver's flag block, mapped here
+  /// Progression-engine path (non-null): per transport partition, the epoch it was last
+  /// readied in, in host-mapped memory; the device copies nothing, it stores the epoch here
+  /// and the host's progression engine moves the bytes and signals the receiver.
+  uint64_t* ready = nullptr;
   uint64_t* ctl = nullptr;         ///< this request's control block (kCtl*)
   unsigned long long* counters = nullptr;  ///< per transport partition: user partitions readied, all epochs
   uint64_t* stamps = nullptr;      ///< per user partition: the epoch of its last pready
@@ -66,7 +74,7 @@ struct PsendDeviceHandle {
     __threadfence_system();
     if (completes_transport(atomicAdd(counters + t, 1ull), partitions, threshold, t, e)) {
       __threadfence_system();
-      device::st_release_sys(remote_flags + kFlagFirst + t, e);
+      device::st_release_sys((ready != nullptr ? ready : remote_flags + kFlagFirst) + t, e);
       atomicAdd(reinterpret_cast<unsigned long long*>(ctl + kCtlSent), 1ull);
     }
   }
@@ -75,8 +83,10 @@ struct PsendDeviceHandle {
     const uint64_t e = claim(p);
     if (e == 0) return;
     const uint64_t off = static_cast<uint64_t>(p) * partition_bytes;
-    device::MemoryChannelDeviceHandle ch = channel;  // put is not const
-    ch.put(off, off, partition_bytes, device::ThreadGroup{0, 1});
+    if (ready == nullptr) {
+      device::MemoryChannelDeviceHandle ch = channel;  // put is not const
+      ch.put(off, off, partition_bytes, device::ThreadGroup{0, 1});
+    }
     complete(p, e);
   }
   /// Every thread of a warp, one partition p for the warp (warp granularity).
@@ -87,8 +97,10 @@ struct PsendDeviceHandle {
     e = __shfl_sync(0xffffffffu, e, 0);
     if (e == 0) return;
     const uint64_t off = static_cast<uint64_t>(p) * partition_bytes;
-    device::MemoryChannelDeviceHandle ch = channel;  // put is not const
-    ch.put(off, off, partition_bytes, device::ThreadGroup::warp());
+    if (ready == nullptr) {
+      device::MemoryChannelDeviceHandle ch = channel;  // put is not const
+      ch.put(off, off, partition_bytes, device::ThreadGroup::warp());
+    }
     __syncwarp();
     if (lane == 0) complete(p, e);
   }
@@ -101,8 +113,10 @@ struct PsendDeviceHandle {
     const uint64_t e = s_epoch;
     if (e == 0) return;
     const uint64_t off = static_cast<uint64_t>(p) * partition_bytes;
-    device::MemoryChannelDeviceHandle ch = channel;  // put is not const
-    ch.put(off, off, partition_bytes, device::ThreadGroup::block());
+    if (ready == nullptr) {
+      device::MemoryChannelDeviceHandle ch = channel;  // put is not const
+      ch.put(off, off, partition_bytes, device::ThreadGroup::block());
+    }
     __syncthreads();
     if (threadIdx.x == 0) complete(p, e);
   }

@@ -393,3 +393,88 @@ TEST(UcxTransport, EmulatedNodesExchangeOverTheNetwork) {
 
 }  // namespace
 }  // namespace weft
+
+
+namespace weft {
+namespace {
+
+// Pairwise registration (register_local / remote_memory, what partitioned requests use): the
+// receiver's blocks travel outside the transport (here the bootstrap); the sender puts and
+// writes a flag with them. Malformed blocks are refused naming the peer.
+TEST(UcxTransport, PairwiseRegistration) {
+  SKIP_WITHOUT_UCX();
+  constexpr size_t kBytes = 1 << 16;
+  UniqueId id = start_bootstrap_root(net::resolve("127.0.0.1", 0), 0, 20);
+  auto st = fork_ranks(2, [&](int r) {
+    std::unique_ptr<Bootstrap> boot = Bootstrap::join(id, r, 2, 10);
+    Bootstrap* b = boot.get();
+    auto ucx = std::make_unique<net::UcxTransport>(r, 2, [b](void* d, size_t n) { b->allgather(d, n, 10); }, 10);
+    std::vector<char> buf(kBytes, 0);
+    std::vector<uint64_t> flag(4, 0);
+    // Only rank 1 registers; both take part in the exchange of its blocks (4 KB each).
+    std::vector<char> blocks(2 * 2 * 4096, 0);
+    if (r == 1) {
+      auto kb = ucx->register_local(buf.data(), buf.size());
+      auto kf = ucx->register_local(flag.data(), flag.size() * 8);
+      if (kb.size() > 4096 || kf.size() > 4096) return 3;
+      std::memcpy(blocks.data() + 2 * 4096, kb.data(), kb.size());
+      std::memcpy(blocks.data() + 3 * 4096, kf.data(), kf.size());
+    }
+    b->allgather(blocks.data(), 2 * 4096, 10);
+    int status = 0;
+    if (r == 0) {
+      const char* kb = blocks.data() + 2 * 4096;
+      const char* kf = blocks.data() + 3 * 4096;
+      // Malformed: cut short, wrong tag.
+      for (size_t n : {size_t{0}, size_t{10}, size_t{24}}) {
+        try {
+          ucx->remote_memory(1, kb, n);
+          std::printf("rank 0: a block of %zu bytes was accepted\n", n);
+          status = 1;
+        } catch (const Error& e) {
+          if (e.code() != ErrorCode::Remote || std::string(e.what()).find("rank 1") == std::string::npos) status = 1;
+        }
+      }
+      std::vector<char> bad(kb, kb + 4096);
+      bad[0] ^= 1;
+      try {
+        ucx->remote_memory(1, bad.data(), bad.size());
+        status = 1;
+      } catch (const Error& e) {
+        if (std::string(e.what()).find("malformed") == std::string::npos) status = 1;
+      }
+      proxy::RemoteMemory mb = ucx->remote_memory(1, kb, 4096), mf = ucx->remote_memory(1, kf, 4096);
+      if (mb.bytes != kBytes || mf.bytes != 32) status = 1;
+      for (size_t i = 0; i < kBytes; ++i) buf[i] = static_cast<char>(i * 13 + 1);
+      auto conn = ucx->connection(1);
+      conn->put(mb, 128, buf.data() + 128, kBytes - 256);
+      conn->write_u64(mf, 16, 7);
+      conn->flush(10);
+    } else {
+      auto t0 = Clock::now();
+      while (std::atomic_ref<uint64_t>(flag[2]).load(std::memory_order_acquire) != 7) {
+        ucx->progress();
+        if (since(t0) > 10) {
+          std::printf("rank 1: no flag\n");
+          return 1;
+        }
+      }
+      for (size_t i = 0; i < kBytes; ++i) {
+        const char want = i < 128 || i >= kBytes - 128 ? 0 : static_cast<char>(i * 13 + 1);
+        if (buf[i] != want) {
+          std::printf("rank 1: byte %zu differs\n", i);
+          status = 1;
+          break;
+        }
+      }
+    }
+    boot->barrier(10);
+    ucx.reset();
+    return status;
+  });
+  EXPECT_TRUE(exited_ok(st[0]));
+  EXPECT_TRUE(exited_ok(st[1]));
+}
+
+}  // namespace
+}  // namespace weft

@@ -1,0 +1,78 @@
+#include "part/progress.hpp"
+
+#include "part/state.hpp"
+#include "util/config.hpp"
+#include "util/error.hpp"
+#include "weft/part/common.hpp"
+
+namespace weft::part {
+
+TransferPath parse_transfer_path(const std::string& text) {
+  if (text.empty() || text == "kernel") return TransferPath::Kernel;
+  if (text == "proxy") return TransferPath::Proxy;
+  fail(ErrorCode::InvalidArgument, "WEFT_PART_PATH='" + text + "' is not a transfer path (kernel or proxy)");
+}
+
+TransferPath resolve_transfer_path(int requested) {
+  switch (requested) {
+    case static_cast<int>(TransferPath::Default):
+      return parse_transfer_path(config::get_string("WEFT_PART_PATH"));
+    case static_cast<int>(TransferPath::Kernel):
+      return TransferPath::Kernel;
+    case static_cast<int>(TransferPath::Proxy):
+      return TransferPath::Proxy;
+    default:
+      fail(ErrorCode::InvalidArgument, "partitioned transfer path " + std::to_string(requested) +
+                                           " is not one (0 default, 1 kernel, 2 proxy)");
+  }
+}
+
+const char* transfer_path_name(TransferPath p) {
+  return p == TransferPath::Proxy ? "proxy" : p == TransferPath::Kernel ? "kernel" : "default";
+}
+
+void check_progress_job(const ProgressJobDesc& d) {
+  if (d.threshold == 0 || d.threshold > d.partitions)
+    fail(ErrorCode::InvalidUsage, d.who + ": progression engine: threshold " + std::to_string(d.threshold) +
+                                      " outside 1.." + std::to_string(d.partitions));
+  const uint64_t total = d.partition_bytes * d.partitions;
+  if (d.partition_bytes != 0 && total / d.partition_bytes != d.partitions)
+    fail(ErrorCode::InvalidUsage, d.who + ": progression engine: partitions x bytes overflow");
+  if (total > d.send_bytes)
+    fail(ErrorCode::InvalidUsage, d.who + ": progression engine: " + std::to_string(total) +
+                                      " bytes of partitions exceed the send buffer's " + std::to_string(d.send_bytes));
+  if (total > d.remote_bytes)
+    fail(ErrorCode::Remote, d.who + ": the receiver's buffer holds " + std::to_string(d.remote_bytes) +
+                                " bytes, less than the " + std::to_string(total) + " bytes of its partitions");
+  const uint64_t transports = transport_partitions(d.partitions, d.threshold);
+  if (d.remote_flag_words < kFlagFirst + transports)
+    fail(ErrorCode::Remote, d.who + ": the receiver's flag block holds " + std::to_string(d.remote_flag_words) +
+                                " words, fewer than the " + std::to_string(kFlagFirst + transports) +
+                                " its transport partitions need");
+}
+
+TransportPut plan_transport_put(const ProgressJobDesc& d, uint32_t t, uint64_t value, uint64_t epoch, bool* pending) {
+  *pending = false;
+  const uint32_t transports = transport_partitions(d.partitions, d.threshold);
+  if (t >= transports)
+    fail(ErrorCode::Internal, d.who + ": progression engine: transport partition " + std::to_string(t) +
+                                  " out of range (" + std::to_string(transports) + ")");
+  if (value > epoch)
+    fail(ErrorCode::Internal, d.who + ": progression engine: transport partition " + std::to_string(t) +
+                                  " marked ready for epoch " + std::to_string(value) + " while the request is in epoch " +
+                                  std::to_string(epoch));
+  TransportPut p;
+  p.offset = static_cast<uint64_t>(t) * d.threshold * d.partition_bytes;
+  p.bytes = transport_size(d.partitions, d.threshold, t) * d.partition_bytes;
+  p.flag_word = kFlagFirst + t;
+  p.epoch = epoch;
+  if (p.offset + p.bytes > d.remote_bytes || p.offset + p.bytes > d.send_bytes || p.flag_word >= d.remote_flag_words)
+    fail(ErrorCode::Remote, d.who + ": transport partition " + std::to_string(t) + " (" + std::to_string(p.bytes) +
+                                " bytes at " + std::to_string(p.offset) + ") does not fit the receiver's buffer (" +
+                                std::to_string(d.remote_bytes) + " bytes) or flag block (" +
+                                std::to_string(d.remote_flag_words) + " words)");
+  *pending = value == epoch && epoch != 0;
+  return p;
+}
+
+}  // namespace weft::part

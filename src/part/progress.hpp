@@ -1,0 +1,58 @@
+// The progression-engine path's host logic, apart from CUDA so that it is unit tested
+// (tests/unit/part/test_part_progress.cpp): which transfer path a context uses, and what
+// the engine puts for a transport partition the device marked ready.
+//
+// The device marks transport partition t ready by storing the epoch into flag t of a
+// host-mapped array (weft/part/device.hpp); the engine (part/engine.hpp) polls the array
+// and, for a flag that holds the request's current epoch, puts the transport partition's
+// bytes into the receiver's buffer and then writes the epoch into the receiver's flag of t,
+// ordered after the data. plan_transport_put maps (t, value) to that put and checks every
+// number before anything moves: the transport partition index, the flag's value against the
+// epoch, the range against the receiver's buffer and flag block (as its reply described
+// them). A check that fails is an error naming the request and the peer, never a transfer.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace weft::part {
+
+/// How a send request's partitions reach the receiver.
+enum class TransferPath : int { Default = 0, Kernel = 1, Proxy = 2 };
+
+/// WEFT_PART_PATH's value parsed: "kernel" or "proxy" (empty: kernel). Anything else is an
+/// InvalidArgument error naming the variable and the value.
+TransferPath parse_transfer_path(const std::string& text);
+/// `requested`, or WEFT_PART_PATH's value for Default. An out-of-range value is InvalidArgument.
+TransferPath resolve_transfer_path(int requested);
+const char* transfer_path_name(TransferPath p);
+
+/// What the engine knows of one send request.
+struct ProgressJobDesc {
+  std::string who;              ///< "rank 0: psend to rank 1 (tag 7)"
+  uint32_t partitions = 0;      ///< user partitions
+  uint32_t threshold = 1;       ///< user partitions per transport partition
+  uint64_t partition_bytes = 0;
+  uint64_t send_bytes = 0;      ///< the local buffer
+  uint64_t remote_bytes = 0;    ///< the receiver's buffer
+  uint64_t remote_flag_words = 0;  ///< the receiver's flag block (kFlagFirst + its partitions)
+};
+
+/// One transfer of the engine: `bytes` from the send buffer at `offset` to the receive
+/// buffer at `offset`, then the receiver's flag word `flag_word` set to `epoch`.
+struct TransportPut {
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+  uint64_t flag_word = 0;
+  uint64_t epoch = 0;
+};
+
+/// Checks a job's description once (at setup): the threshold, the buffers hold every
+/// partition, the flag block holds every transport partition. Error: InvalidUsage / Remote.
+void check_progress_job(const ProgressJobDesc& d);
+/// The put for transport partition `t` whose ready flag holds `value` while the request is
+/// in epoch `epoch`; `pending` is false when the flag holds an older epoch (nothing to do).
+/// A value above the epoch, or t out of range, is an error (Internal: the device wrote it).
+TransportPut plan_transport_put(const ProgressJobDesc& d, uint32_t t, uint64_t value, uint64_t epoch, bool* pending);
+
+}  // namespace weft::part

@@ -1,0 +1,169 @@
+// The progression engine (part/engine.hpp) on the host, over HostConnection: a "device"
+// (this thread) marks transport partitions ready in any order; the engine must put every
+// byte of each into the receiver's buffer and raise its flag with the epoch, count it once,
+// wait for the receiver's readiness (a flag one epoch ahead), deliver what was readied when
+// an epoch ends early, and fail, naming the request, on a flag from a future epoch.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "part/engine.hpp"
+#include "part/state.hpp"
+#include "util/error.hpp"
+#include "weft/part/common.hpp"
+
+using namespace weft::part;
+
+namespace {
+
+struct Pair {
+  uint32_t partitions;
+  uint64_t pb;
+  std::vector<char> send, recv;
+  std::vector<uint64_t> flags, ready;
+  ProgressJobDesc desc;
+
+  Pair(uint32_t u, uint64_t bytes)
+      : partitions(u), pb(bytes), send(u * bytes), recv(u * bytes, 0x5a), flags(kFlagFirst + u, 0), ready(u, 0) {
+    desc.who = "rank 0: psend to rank 1 (tag 9)";
+    desc.partitions = u;
+    desc.threshold = 1;
+    desc.partition_bytes = bytes;
+    desc.send_bytes = desc.remote_bytes = u * bytes;
+    desc.remote_flag_words = kFlagFirst + u;
+  }
+  ProgressEngine::Job* add(ProgressEngine& eng) {
+    weft::proxy::RemoteMemory b{reinterpret_cast<uint64_t>(recv.data()), recv.size(), nullptr};
+    weft::proxy::RemoteMemory f{reinterpret_cast<uint64_t>(flags.data()), flags.size() * 8, nullptr};
+    return eng.add(desc, std::make_shared<weft::proxy::HostConnection>("rank 1"), send.data(), b, f, ready.data());
+  }
+  void mark(uint32_t t, uint64_t e) { std::atomic_ref<uint64_t>(ready[t]).store(e, std::memory_order_release); }
+  uint64_t flag(uint32_t t) { return std::atomic_ref<uint64_t>(flags[kFlagFirst + t]).load(std::memory_order_acquire); }
+};
+
+/// Waits (at most 10 s) until `job` has delivered `n` transport partitions.
+bool wait_completed(ProgressEngine::Job* job, uint64_t n) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (job->completed.load() < n)
+    if (std::chrono::steady_clock::now() > end) return false;
+    else std::this_thread::sleep_for(std::chrono::microseconds(50));
+  return true;
+}
+
+}  // namespace
+
+TEST(PartEngine, DeliversEveryByteAndFlagOncePerEpoch) {
+  ProgressEngine eng(10, "rank 0's engine");
+  Pair p(10, 24);
+  ProgressEngine::Job* job = p.add(eng);
+  std::mt19937 rng(7);
+  uint64_t delivered = 0;
+  for (uint64_t e = 1; e <= 4; ++e) {
+    const uint32_t thr = e == 1 ? 1 : e == 2 ? 3 : e == 3 ? 10 : 4;
+    const uint32_t T = transport_partitions(p.partitions, thr);
+    for (size_t i = 0; i < p.send.size(); ++i) p.send[i] = static_cast<char>(i * 31 + e);
+    std::fill(p.recv.begin(), p.recv.end(), 0x5a);
+    eng.set_epoch(job, e, thr);
+    std::vector<uint32_t> order(T);
+    std::iota(order.begin(), order.end(), 0u);
+    std::shuffle(order.begin(), order.end(), rng);
+    for (uint32_t t : order) p.mark(t, e);
+    delivered += T;
+    ASSERT_TRUE(wait_completed(job, delivered)) << "epoch " << e << ": " << job->completed.load() << " of " << delivered;
+    eng.check();
+    for (uint32_t t = 0; t < T; ++t) EXPECT_EQ(p.flag(t), e) << "transport partition " << t;
+    EXPECT_EQ(p.recv, p.send) << "epoch " << e << " threshold " << thr;
+  }
+  // Counted once: nothing more arrives while the flags stay.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(job->completed.load(), delivered);
+  eng.remove(job);
+}
+
+TEST(PartEngine, WaitsForTheReceiverThenDelivers) {
+  ProgressEngine eng(10, "rank 0's engine");
+  Pair p(4, 8);
+  std::iota(p.send.begin(), p.send.end(), 1);
+  ProgressEngine::Job* job = p.add(eng);
+  eng.set_epoch(job, 1, 1);
+  for (uint32_t t = 0; t < 4; ++t) p.mark(t, 1);
+  ASSERT_TRUE(wait_completed(job, 4));
+  // Epoch 2 readied on the device before this side saw the receiver ready: held back.
+  p.mark(0, 2);
+  p.mark(3, 2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_EQ(job->completed.load(), 4u);
+  EXPECT_EQ(p.flag(0), 1u);
+  eng.set_epoch(job, 2, 1);
+  ASSERT_TRUE(wait_completed(job, 6));
+  EXPECT_EQ(p.flag(0), 2u);
+  EXPECT_EQ(p.flag(1), 1u);
+  EXPECT_EQ(p.flag(3), 2u);
+  eng.check();
+}
+
+TEST(PartEngine, FinishEpochDeliversWhatWasReadiedThenPauses) {
+  ProgressEngine eng(10, "rank 0's engine");
+  Pair p(6, 16);
+  std::iota(p.send.begin(), p.send.end(), 3);
+  ProgressEngine::Job* job = p.add(eng);
+  eng.set_epoch(job, 1, 2);
+  eng.exclusive([&] {  // the engine thread may or may not deliver them before finish_epoch
+    p.mark(0, 1);
+    p.mark(2, 1);
+  });
+  eng.finish_epoch(job);
+  EXPECT_EQ(job->completed.load(), 2u);  // on return, not later
+  EXPECT_EQ(p.flag(0), 1u);
+  EXPECT_EQ(p.flag(2), 1u);
+  EXPECT_TRUE(std::equal(p.send.begin(), p.send.begin() + 32, p.recv.begin()));
+  EXPECT_TRUE(std::equal(p.send.begin() + 64, p.send.end(), p.recv.begin() + 64));
+  p.mark(1, 1);  // after the epoch ended: not sent
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_EQ(job->completed.load(), 2u);
+  EXPECT_EQ(p.flag(1), 0u);
+  eng.check();
+}
+
+TEST(PartEngine, FutureEpochFailsNamingTheRequest) {
+  ProgressEngine eng(10, "rank 0's engine");
+  Pair p(4, 8);
+  ProgressEngine::Job* job = p.add(eng);
+  eng.set_epoch(job, 1, 1);
+  p.mark(2, 5);
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  std::string msg;
+  while (msg.empty() && std::chrono::steady_clock::now() < end) {
+    try {
+      eng.check();
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    } catch (const weft::Error& e) {
+      EXPECT_EQ(e.code(), weft::ErrorCode::Internal);
+      msg = e.what();
+    }
+  }
+  EXPECT_NE(msg.find("rank 0's engine: rank 0: psend to rank 1 (tag 9)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("epoch 5 while the request is in epoch 1"), std::string::npos) << msg;
+  EXPECT_EQ(p.flag(2), 0u);  // nothing moved
+  EXPECT_EQ(std::count(p.recv.begin(), p.recv.end(), 0x5a), static_cast<long>(p.recv.size()));
+}
+
+TEST(PartEngine, RefusesAReceiverTooSmall) {
+  ProgressEngine eng(10, "rank 0's engine");
+  Pair p(4, 8);
+  p.desc.remote_bytes = 31;
+  try {
+    p.add(eng);
+    ADD_FAILURE() << "accepted";
+  } catch (const weft::Error& e) {
+    EXPECT_EQ(e.code(), weft::ErrorCode::Remote);
+    EXPECT_NE(std::string(e.what()).find("psend to rank 1"), std::string::npos) << e.what();
+  }
+}
