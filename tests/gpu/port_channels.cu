@@ -13,6 +13,13 @@
 // the other node, waits for theirs and checks every byte. Buffers are page-locked mapped
 // host memory, which UCX reaches with or without CUDA support.
 //
+// On one GPU the receiver and the sender share a context: every kernel is loaded before the
+// first round (load_kernels), since under CUDA's lazy loading (the default since 12.2) the
+// first launch of the sender could wait for the spinning receiver to end. A failed round
+// prints the signal counters and a host recount of the destination, telling "the data never
+// arrived" from "the receiver read before the data was visible", and re-synchronizes the
+// counters so the next round tests only itself.
+//
 //   weft_gpu_port_tests [correct|graph|refused|rate|ucx|mesh N]
 #include <cuda_runtime.h>
 #include <sys/wait.h>
@@ -81,13 +88,35 @@ __global__ void receiver(PortChannelDeviceHandle ch, const uint8_t* dst, uint64_
   atomicAdd(wrong, bad);
 }
 
+/// A kernel's status word: -1 (set before the launch) when it did not write one.
+const char* status_name(int s) {
+  switch (s) {
+    case -1: return "did not report";
+    case static_cast<int>(WaitResult::Ok): return "Ok";
+    case static_cast<int>(WaitResult::Timeout): return "Timeout";
+    case static_cast<int>(WaitResult::Aborted): return "Aborted";
+    default: return "unknown status";
+  }
+}
+
+/// Loads the kernels in the current device's context now. Under lazy loading a kernel's
+/// first launch may wait for the context to go idle: a sender launched for the first time
+/// while the receiver spins on the same GPU would start only after the receiver timed out.
+void load_kernels() {
+  cudaFuncAttributes fa;
+  CHECK(cudaFuncGetAttributes(&fa, fill));
+  CHECK(cudaFuncGetAttributes(&fa, sender));
+  CHECK(cudaFuncGetAttributes(&fa, receiver));
+}
+
 struct Rig {
   int src_dev = 0, dst_dev = 0;
   uint64_t bytes;
   uint8_t* src = nullptr;
   uint8_t* dst = nullptr;
-  uint64_t* counters = nullptr;  // on dst_dev: [0] inbound, [1] waited by the receiver
+  uint64_t* counters = nullptr;  // on dst_dev: [0] inbound, [1] waited by the receiver, [2] the sender's inbound
   uint64_t* send_waited = nullptr;
+  uint64_t signals = 0;          // signals the proxy has sent on this channel (after each round)
   int* status = nullptr;         // managed: [0] sender, [1] receiver
   unsigned long long* wrong = nullptr;
   std::shared_ptr<proxy::CopyEngineConnection> conn;
@@ -103,7 +132,9 @@ struct Rig {
     CHECK(cudaMemset(dst, 0, bytes));
     CHECK(cudaMalloc(&counters, 64));
     CHECK(cudaMemset(counters, 0, 64));
+    load_kernels();
     CHECK(cudaSetDevice(src_dev));
+    load_kernels();
     if (dst_dev != src_dev) cudaDeviceEnablePeerAccess(dst_dev, 0);
     CHECK(cudaMalloc(&src, bytes));
     CHECK(cudaMalloc(&send_waited, 8));
@@ -123,6 +154,57 @@ struct Rig {
   }
 };
 
+/// After both streams of a round have synchronized: checks the statuses, the device's count
+/// of wrong bytes and the signal counters (the receiver must have consumed exactly the
+/// signals the proxy sent, `pieces` more than before). On failure, prints the host's recount
+/// of the destination and what it means, and re-synchronizes the receiver's counter with
+/// the inbound one so that the next round waits for its own signals. Returns 0 or 1.
+int finish_round(Rig& r, const std::string& label, int pieces, uint32_t seed) {
+  uint64_t c[2] = {0, 0};  // inbound, waited
+  CHECK(cudaMemcpy(c, r.counters, sizeof(c), cudaMemcpyDeviceToHost));
+  r.signals += static_cast<uint64_t>(pieces);
+  const int snd = r.status[0], rcv = r.status[1];
+  const bool checked = rcv == static_cast<int>(WaitResult::Ok);
+  const bool ok = snd == 0 && rcv == 0 && *r.wrong == 0 && c[0] == r.signals && c[1] == r.signals;
+  std::printf("%s: sender %s, receiver %s, device check: ", label.c_str(), status_name(snd), status_name(rcv));
+  if (checked) std::printf("%llu bytes wrong", *r.wrong);
+  else std::printf("skipped");
+  std::printf("; signals landed %llu, consumed %llu, expected %llu\n", static_cast<unsigned long long>(c[0]),
+              static_cast<unsigned long long>(c[1]), static_cast<unsigned long long>(r.signals));
+  if (ok) return 0;
+  std::vector<uint8_t> host(r.bytes);
+  CHECK(cudaMemcpy(host.data(), r.dst, r.bytes, cudaMemcpyDeviceToHost));
+  uint64_t bad = 0, first = r.bytes;
+  for (uint64_t i = 0; i < r.bytes; ++i)
+    if (host[i] != static_cast<uint8_t>(i * 131 + seed)) {
+      ++bad;
+      if (first == r.bytes) first = i;
+    }
+  std::printf("  host recount after synchronizing: %llu of %llu bytes wrong", static_cast<unsigned long long>(bad),
+              static_cast<unsigned long long>(r.bytes));
+  if (bad > 0) std::printf(" (first at byte %llu)", static_cast<unsigned long long>(first));
+  std::printf("\n");
+  auto err = r.proxy->error();
+  if (err) std::printf("  proxy: %s\n", err->c_str());
+  if (bad > 0)
+    std::printf("  diagnosis: the data never arrived (the proxy's copies did not deliver it)\n");
+  else if (checked && *r.wrong > 0)
+    std::printf("  diagnosis: the data arrived, but the receiver read it before it was visible: its waits ended %s\n",
+                c[1] == r.signals ? "before the data behind the signals had landed"
+                                  : "on signals of an earlier round (consumed count behind the landed one)");
+  else if (rcv == static_cast<int>(WaitResult::Timeout) && c[0] >= r.signals)
+    std::printf("  diagnosis: every signal landed, but not before the receiver's deadline (did the sender start late?)\n");
+  else if (c[0] < r.signals)
+    std::printf("  diagnosis: %llu signals never landed\n", static_cast<unsigned long long>(r.signals - c[0]));
+  if (c[1] != c[0] || r.signals != c[0]) {  // the next round must not start with a debt or a surplus
+    CHECK(cudaMemcpy(r.counters + 1, r.counters, sizeof(uint64_t), cudaMemcpyDeviceToDevice));
+    r.signals = c[0];
+    std::printf("  re-synchronized: the receiver has now consumed all %llu landed signals\n",
+                static_cast<unsigned long long>(c[0]));
+  }
+  return 1;
+}
+
 int run_round(Rig& r, cudaStream_t a, cudaStream_t b, int pieces, uint32_t seed) {
   *r.wrong = 0;
   r.status[0] = r.status[1] = -1;
@@ -133,8 +215,7 @@ int run_round(Rig& r, cudaStream_t a, cudaStream_t b, int pieces, uint32_t seed)
   sender<<<1, 1, 0, a>>>(r.send, r.bytes, pieces, r.status);
   CHECK(cudaStreamSynchronize(a));
   CHECK(cudaStreamSynchronize(b));
-  std::printf("sender %d receiver %d, %llu bytes wrong\n", r.status[0], r.status[1], *r.wrong);
-  return (r.status[0] == 0 && r.status[1] == 0 && *r.wrong == 0) ? 0 : 1;
+  return finish_round(r, std::to_string(pieces) + " x " + std::to_string(r.bytes / pieces) + " bytes", pieces, seed);
 }
 
 /// The UCX path (see the header comment). Returns 0, 1 (failed) or 77 (no UCX).
@@ -146,6 +227,7 @@ int ucx_round() {
   }
   const uint64_t bytes = 64ull << 20;
   CHECK(cudaSetDevice(0));
+  load_kernels();  // the receiver spins while the sender is launched, on the same GPU
   // Rank 0 of 2 whose rank 1 is itself: the exchange copies its own block to the peer's.
   net::UcxTransport ucx(0, 2, [](void* d, size_t n) { std::memcpy(static_cast<char*>(d) + n, d, n); }, 10);
   uint8_t* src = nullptr;
@@ -182,6 +264,7 @@ int ucx_round() {
   CHECK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
   CHECK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
   *wrong = 0;
+  status[0] = status[1] = -1;
   fill<<<256, 256, 0, a>>>(src, bytes, 9);
   receiver<<<1, 1024, 0, b>>>(recv, dst_dev, bytes, 8, 9, status + 1, wrong);
   auto t0 = std::chrono::steady_clock::now();
@@ -190,8 +273,8 @@ int ucx_round() {
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   CHECK(cudaStreamSynchronize(b));
   auto err = px.error();
-  std::printf("sender %d receiver %d, %llu bytes wrong, %.2f GB/s; proxy: %s\n", status[0], status[1], *wrong,
-              bytes / secs / 1e9, err ? err->c_str() : "ok");
+  std::printf("sender %s, receiver %s, %llu bytes wrong, %.2f GB/s; proxy: %s\n", status_name(status[0]),
+              status_name(status[1]), *wrong, bytes / secs / 1e9, err ? err->c_str() : "ok");
   px.stop();
   return (status[0] == 0 && status[1] == 0 && *wrong == 0) ? 0 : 1;
 }
@@ -344,27 +427,28 @@ int main(int argc, char** argv) {
     fill<<<256, 256, 0, a>>>(r.src, r.bytes, 3);
     for (int i = 0; i < 3; ++i) {
       *r.wrong = 0;
+      r.status[0] = r.status[1] = -1;
       CHECK(cudaSetDevice(r.dst_dev));
       receiver<<<1, 1024, 0, b>>>(r.recv, r.dst, r.bytes, 8, 3, r.status + 1, r.wrong);
       CHECK(cudaSetDevice(r.src_dev));
       CHECK(cudaGraphLaunch(ge, a));
       CHECK(cudaStreamSynchronize(a));
       CHECK(cudaStreamSynchronize(b));
-      std::printf("replay %d: sender %d receiver %d, %llu wrong\n", i, r.status[0], r.status[1], *r.wrong);
-      rc |= (r.status[0] != 0 || r.status[1] != 0 || *r.wrong != 0);
+      rc |= finish_round(r, "replay " + std::to_string(i), 8, 3);
     }
   } else if (what == "refused") {
     PortChannelDeviceHandle bad = r.send;
     bad.dst_mem = bad.src_mem;  // a local memory as destination: the proxy must refuse it
+    r.status[0] = -1;
     auto t0 = std::chrono::steady_clock::now();
     sender<<<1, 1, 0, a>>>(bad, r.bytes, 1, r.status);
     CHECK(cudaStreamSynchronize(a));
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     auto err = r.proxy->error();
-    std::printf("sender %d after %.2f s; proxy: %s\n", r.status[0], s, err ? err->c_str() : "(no error)");
+    std::printf("sender %s after %.2f s; proxy: %s\n", status_name(r.status[0]), s, err ? err->c_str() : "(no error)");
     rc = (r.status[0] == static_cast<int>(WaitResult::Aborted) && s < 5 && err) ? 0 : 1;
   } else if (what == "rate") {
-    run_round(r, a, b, 1, 4);  // warm
+    rc |= run_round(r, a, b, 1, 4);  // warm
     auto t0 = std::chrono::steady_clock::now();
     const int reps = 10;
     for (int i = 0; i < reps; ++i) rc |= run_round(r, a, b, 4, 5 + i);
