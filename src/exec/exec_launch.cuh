@@ -5,6 +5,7 @@
 
 #include "exec/executor_kernel.cuh"
 #include "exec/executor.hpp"
+#include "runtime/cuda_check.hpp"
 
 namespace weft::detail {
 
@@ -22,6 +23,13 @@ void launch_divide_t(void* x, uint64_t n, int divisor, cudaStream_t stream) {
 }
 
 template <typename T>
+void preload_exec_t() {
+  cudaFuncAttributes attr;
+  WEFT_CUDA_CHECK(cudaFuncGetAttributes(&attr, exec::exec_kernel<T>));
+  WEFT_CUDA_CHECK(cudaFuncGetAttributes(&attr, exec::divide_kernel<T>));
+}
+
+template <typename T>
 int blocks_per_sm_t(int threads) {
   int n = 0;
   if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, exec::exec_kernel<T>, threads, 0) != cudaSuccess) return 1;
@@ -34,4 +42,5 @@ int blocks_per_sm_t(int threads) {
 #define WEFT_INSTANTIATE_EXEC(T)                                                        \
   template void launch_exec_t<T>(const exec::ExecArgs&, int, int, cudaStream_t);        \
   template void launch_divide_t<T>(void*, uint64_t, int, cudaStream_t);                 \
-  template int blocks_per_sm_t<T>(int);
+  template int blocks_per_sm_t<T>(int);                                                  \
+  template void preload_exec_t<T>();

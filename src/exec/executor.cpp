@@ -3,6 +3,9 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <mutex>
+#include <set>
+
 #include "runtime/cuda_check.hpp"
 #include "util/error.hpp"
 #include "weft/weft.h"
@@ -55,5 +58,22 @@ void launch_divide(void* x, uint64_t n, int dtype, int divisor, cudaStream_t str
 }
 
 int executor_blocks_per_sm(int threads) { return detail::blocks_per_sm_t<float>(threads); }
+
+void preload_kernels() {
+  static std::mutex mu;
+  static std::set<int> loaded;  // devices whose kernels this process has loaded
+  int device = 0;
+  WEFT_CUDA_CHECK(cudaGetDevice(&device));
+  std::lock_guard<std::mutex> lock(mu);
+  if (!loaded.insert(device).second) return;
+  for (int dtype : {weftInt8, weftUint8, weftInt32, weftUint32, weftInt64, weftUint64, weftFloat16, weftFloat32,
+                    weftFloat64, weftBfloat16})
+    dispatch(dtype, [&](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      detail::preload_exec_t<T>();
+      detail::preload_oneshot_t<T>();
+    });
+  detail::preload_p2p();
+}
 
 }  // namespace weft

@@ -29,6 +29,14 @@ void launch_divide(void* x, uint64_t n, int dtype, int divisor, cudaStream_t str
 /// How many interpreter blocks of `threads` threads fit on one multiprocessor at once.
 int executor_blocks_per_sm(int threads);
 
+/// Loads every kernel weft launches (the interpreter, weftAvg's division, the one-shot and
+/// p2p kernels, for every type) into the current device's context, once per device and
+/// process. Under CUDA's lazy loading (the default since CUDA 12.2) a kernel's first launch
+/// may wait until the context is idle; with ranks as threads of one process sharing a GPU,
+/// one rank's first launch of a kernel would then wait behind another rank's kernel that
+/// spins on it: a hang. Called when a communicator is made. Throws UnhandledCuda.
+void preload_kernels();
+
 namespace detail {
 template <typename T>
 void launch_exec_t(const exec::ExecArgs& a, int num_tbs, int threads, cudaStream_t stream);
@@ -38,6 +46,11 @@ template <typename T>
 void launch_divide_t(void* x, uint64_t n, int divisor, cudaStream_t stream);
 template <typename T>
 int blocks_per_sm_t(int threads);
+template <typename T>
+void preload_exec_t();
+template <typename T>
+void preload_oneshot_t();
+void preload_p2p();
 }  // namespace detail
 
 }  // namespace weft

@@ -6,12 +6,19 @@
 
 #include "exec/oneshot_kernel.cuh"
 #include "exec/executor.hpp"
+#include "runtime/cuda_check.hpp"
 
 namespace weft::detail {
 
 template <typename T>
 void launch_oneshot_t(const exec::OneShotArgs& a, int blocks, int threads, cudaStream_t stream) {
   exec::oneshot_kernel<T><<<blocks, threads, 0, stream>>>(a);
+}
+
+template <typename T>
+void preload_oneshot_t() {
+  cudaFuncAttributes attr;
+  WEFT_CUDA_CHECK(cudaFuncGetAttributes(&attr, exec::oneshot_kernel<T>));
 }
 
 template void launch_oneshot_t<int8_t>(const exec::OneShotArgs&, int, int, cudaStream_t);
@@ -24,5 +31,16 @@ template void launch_oneshot_t<__half>(const exec::OneShotArgs&, int, int, cudaS
 template void launch_oneshot_t<float>(const exec::OneShotArgs&, int, int, cudaStream_t);
 template void launch_oneshot_t<double>(const exec::OneShotArgs&, int, int, cudaStream_t);
 template void launch_oneshot_t<__nv_bfloat16>(const exec::OneShotArgs&, int, int, cudaStream_t);
+
+template void preload_oneshot_t<int8_t>();
+template void preload_oneshot_t<uint8_t>();
+template void preload_oneshot_t<int32_t>();
+template void preload_oneshot_t<uint32_t>();
+template void preload_oneshot_t<int64_t>();
+template void preload_oneshot_t<uint64_t>();
+template void preload_oneshot_t<__half>();
+template void preload_oneshot_t<float>();
+template void preload_oneshot_t<double>();
+template void preload_oneshot_t<__nv_bfloat16>();
 
 }  // namespace weft::detail

@@ -94,4 +94,11 @@ void Communicator::p2p(const std::vector<P2POp>& ops) {
   note_launch(stream);
 }
 
+namespace detail {
+void preload_p2p() {
+  cudaFuncAttributes attr;
+  WEFT_CUDA_CHECK(cudaFuncGetAttributes(&attr, exec::p2p_kernel));
+}
+}  // namespace detail
+
 }  // namespace weft

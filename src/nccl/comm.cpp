@@ -8,6 +8,7 @@
 
 #include "nccl/fallback.hpp"
 #include "nccl/group.hpp"
+#include "nccl/premul.hpp"
 #include "runtime/cuda_check.hpp"
 #include "runtime/socket.hpp"
 #include "util/config.hpp"
@@ -139,6 +140,8 @@ void init_comm(ncclComm* c, int nranks, const ncclUniqueId& id, int rank, int de
     static_assert(sizeof(wid.internal) == sizeof(id.internal));
     std::memcpy(wid.internal, id.internal, sizeof(wid.internal));
     weftComm_t w = nullptr;
+    // Before the collective init returns to any rank of this process (see preload_premul).
+    preload_premul();
     check_weft(weftCommInitRank(&w, nranks, wid, rank));
     c->weft = w;
     c->rank = rank;

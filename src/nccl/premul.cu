@@ -53,7 +53,26 @@ void launch(void* dst, const void* src, size_t n, const void* dev, const unsigne
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
 
+template <typename T>
+void preload_one() {
+  cudaFuncAttributes attr;
+  WEFT_CUDA_CHECK(cudaFuncGetAttributes(&attr, premul_kernel<T>));
+}
+
 }  // namespace
+
+void preload_premul() {
+  preload_one<int8_t>();
+  preload_one<uint8_t>();
+  preload_one<int32_t>();
+  preload_one<uint32_t>();
+  preload_one<int64_t>();
+  preload_one<uint64_t>();
+  preload_one<__half>();
+  preload_one<float>();
+  preload_one<double>();
+  preload_one<__nv_bfloat16>();
+}
 
 void launch_premul(void* dst, const void* src, size_t count, int type, const void* dev,
                    const unsigned char host[8], cudaStream_t s) {

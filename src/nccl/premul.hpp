@@ -14,4 +14,8 @@ namespace weft::nccl {
 void launch_premul(void* dst, const void* src, size_t count, int type, const void* device_scalar,
                    const unsigned char host_scalar[8], cudaStream_t stream);
 
+/// Loads the scaling kernels into the current device's context (lazy loading would make
+/// their first launch wait for the context to go idle: see weft::preload_kernels).
+void preload_premul();
+
 }  // namespace weft::nccl

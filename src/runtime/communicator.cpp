@@ -133,6 +133,7 @@ void Communicator::init_memory() {
   RelaxedCapture relaxed;
   layout_.ranks = nranks_;
   layout_.cfg = CommConfig::from_env();
+  preload_kernels();  // before any rank of this process can spin in a kernel (exec/executor.hpp)
   WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&setup_stream_, cudaStreamNonBlocking));
   WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&arena_), layout_.total()));
   peer_check::register_arena(arena_, layout_.total());
