@@ -38,23 +38,7 @@ weft::HandleRegistry& live() {
 
 template <typename F>
 weftResult_t guard(const char* fn, F&& f) noexcept {
-  try {
-    f();
-    return weftSuccess;
-  } catch (const weft::Error& e) {
-    weft::set_last_error(std::string(fn) + ": " + e.what());
-    WEFT_LOG(Warn, "API", fn << ": " << e.what());
-    return static_cast<weftResult_t>(e.code());
-  } catch (const std::bad_alloc&) {
-    weft::set_last_error(std::string(fn) + ": out of host memory");
-    return weftSystemError;
-  } catch (const std::exception& e) {
-    weft::set_last_error(std::string(fn) + ": internal error: " + e.what());
-    return weftInternalError;
-  } catch (...) {
-    weft::set_last_error(std::string(fn) + ": internal error (unknown exception)");
-    return weftInternalError;
-  }
+  return weft::api_guard(fn, std::forward<F>(f));
 }
 
 template <typename H>

@@ -46,24 +46,7 @@ thread_local std::vector<std::pair<weftComm*, weft::P2POp>> t_pending;
 
 template <typename F>
 weftResult_t guard(const char* fn, F&& f) noexcept {
-  try {
-    f();
-    return weftSuccess;
-  } catch (const weft::Error& e) {
-    t_last_error = std::string(fn) + ": " + e.what();
-    WEFT_LOG(Warn, "API", t_last_error);
-    return static_cast<weftResult_t>(e.code());
-  } catch (const std::bad_alloc&) {
-    t_last_error = std::string(fn) + ": out of host memory";
-    return weftSystemError;
-  } catch (const std::exception& e) {
-    t_last_error = std::string(fn) + ": internal error: " + e.what();
-    WEFT_LOG(Warn, "API", t_last_error);
-    return weftInternalError;
-  } catch (...) {
-    t_last_error = std::string(fn) + ": internal error (unknown exception)";
-    return weftInternalError;
-  }
+  return weft::api_guard(fn, std::forward<F>(f));
 }
 
 weft::Communicator& impl(weftComm_t comm) {
