@@ -6,6 +6,7 @@
 #include "runtime/cuda_check.hpp"
 #include "exec/executor.hpp"
 #include "runtime/host_reduce.hpp"
+#include "runtime/net_fifos.hpp"
 #include "runtime/selection.hpp"
 #include "util/checked.hpp"
 #include "util/config.hpp"
@@ -69,6 +70,16 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
   const uint64_t payload = std::max(send_bytes, recv_bytes);
   Choice ch = env_overrides_ ? select_algorithm(*table_, c, payload, nranks_, layout_.cfg.connections, in_place)
                              : table_->choose(c, payload, nranks_, in_place);
+  if (net_) {
+    // Links to other (emulated) nodes carry Simple messages through the proxy only: the
+    // one-shot kernel (which stores into every peer's memory) and LL are not used there.
+    if (ch.algorithm == kOneShot) {
+      const int inst = ch.instances;
+      ch = table_->choose(c, payload, nranks_, in_place, true);
+      if (config::get_int("WEFT_INSTANCES") > 0) ch.instances = inst;
+    }
+    ch.protocol = "Simple";
+  }
   if (ch.algorithm == kOneShot) {
     launch_oneshot_call(c, s, r, bytes, dtype, reduces ? op : weftSum, ch.instances, stream);
     note_launch(stream);

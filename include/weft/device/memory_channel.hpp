@@ -129,6 +129,10 @@ struct MemoryChannelDeviceHandle {
       post(pos);
       return WaitResult::Ok;
     }
+    return net_post(pos, bytes, d);
+  }
+  /// post's network half, out of line so that it costs the callers' hot path no registers.
+  __device__ __noinline__ WaitResult net_post(uint64_t pos, uint64_t bytes, const Deadline& d) const {
     __threadfence_system();  // the block's writes to the staging slot reach host memory first
     PortChannelDeviceHandle p = net->port;
     const uint64_t off = (pos % depth) * slot_bytes;
@@ -169,6 +173,10 @@ struct MemoryChannelDeviceHandle {
       ack(pos);
       return WaitResult::Ok;
     }
+    return net_ack(pos, d);
+  }
+  /// ack's network half, out of line as net_post.
+  __device__ __noinline__ WaitResult net_ack(uint64_t pos, const Deadline& d) const {
     PortChannelDeviceHandle p = net->port;
     WaitResult r = p.signal(d);
     if (r == WaitResult::Ok) *semaphore.waited = pos + 1;
