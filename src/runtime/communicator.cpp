@@ -302,7 +302,7 @@ void Communicator::init_network(const std::vector<uint64_t>& host_of_rank, int e
   nl.slot_bytes = layout_.cfg.slot_bytes;
   nl.node_of_rank = nodes.node_of_rank;
   net_ = std::make_unique<NetFifos>(*boot_, device_, nl, timeout_s_,
-                                    [this](const std::string& why) { on_network_error(why); });
+                                    [this](const std::string& message) { on_network_error(message); });
 }
 
 void Communicator::make_fifos() {

@@ -1,5 +1,6 @@
 #include "runtime/net_fifos.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <thread>
