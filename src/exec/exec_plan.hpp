@@ -194,6 +194,7 @@ struct ExecArgs {
   ErrorRecord* error;        ///< host-mapped
   volatile uint32_t* abort;  ///< host-mapped: set by weftCommAbort
   int32_t inline_plan;       ///< 1: tbs, slots and conns are the inline copies below
+  int32_t net;               ///< 1: some connection crosses the network (ChannelHandle::net)
   DevTB itbs[kInlineTBs];
   DevSlot islots[kInlineSlots];
   ChannelHandle iconns[kInlineConns];

@@ -132,11 +132,15 @@ struct MemoryChannelDeviceHandle {
     return net_post(pos, bytes, d);
   }
   /// post's network half, out of line so that it costs the callers' hot path no registers.
-  __device__ __noinline__ WaitResult net_post(uint64_t pos, uint64_t bytes, const Deadline& d) const {
+  WEFT_DEVICE_INLINE WaitResult net_post(uint64_t pos, uint64_t bytes, const Deadline& d) const {
     __threadfence_system();  // the block's writes to the staging slot reach host memory first
-    PortChannelDeviceHandle p = net->port;
-    const uint64_t off = (pos % depth) * slot_bytes;
-    WaitResult r = p.put_with_signal(net->dst_base + off, net->src_base + off, bytes, d);
+    const NetFifoDeviceHandle* n = net;
+    const uint64_t off = (pos % depth) * slot_bytes;  // bytes <= slot_bytes < 4 GiB: one trigger
+    FifoDeviceHandle f = n->port.fifo;
+    uint64_t index = 0;
+    WaitResult r = f.push(ProxyTrigger::make(kTriggerPut | kTriggerSignal, n->port.channel, n->port.dst_mem,
+                                             n->dst_base + off, n->port.src_mem, n->src_base + off, bytes),
+                          index, d);
     if (r == WaitResult::Ok) *semaphore.signalled = pos + 1;
     return r;
   }
@@ -176,9 +180,10 @@ struct MemoryChannelDeviceHandle {
     return net_ack(pos, d);
   }
   /// ack's network half, out of line as net_post.
-  __device__ __noinline__ WaitResult net_ack(uint64_t pos, const Deadline& d) const {
-    PortChannelDeviceHandle p = net->port;
-    WaitResult r = p.signal(d);
+  WEFT_DEVICE_INLINE WaitResult net_ack(uint64_t pos, const Deadline& d) const {
+    FifoDeviceHandle f = net->port.fifo;
+    uint64_t index = 0;
+    WaitResult r = f.push(ProxyTrigger::make(kTriggerSignal, net->port.channel, 0, 0, 0, 0, 0), index, d);
     if (r == WaitResult::Ok) *semaphore.waited = pos + 1;
     return r;
   }

@@ -72,8 +72,9 @@ TEST(NetLayout, AreasAreDisjointAndAgreeBetweenPeers) {
       std::sort(areas.begin(), areas.end());
       for (size_t i = 0; i < areas.size(); ++i) {
         EXPECT_LE(areas[i].first + areas[i].second, l.total(r)) << "R=" << R << " rank " << r;
-        if (i + 1 < areas.size())
+        if (i + 1 < areas.size()) {
           EXPECT_LE(areas[i].first + areas[i].second, areas[i + 1].first) << "R=" << R << " rank " << r << " area " << i;
+        }
       }
     }
   }
