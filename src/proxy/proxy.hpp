@@ -38,7 +38,7 @@ struct ProxyOptions {
   FifoMemory memory = host_fifo_memory();
   /// Called once, from the proxy thread, with the first failure recorded (e.g. so that its
   /// owner stops kernels that wait on counters this proxy was to write); may be empty.
-  std::function<void(const std::string&)> on_error;
+  std::function<void(const std::string&)> on_error = nullptr;
 };
 
 /// What make_port_channel needs besides the connection.

@@ -6,7 +6,7 @@
 #include "runtime/cuda_check.hpp"
 #include "exec/executor.hpp"
 #include "runtime/host_reduce.hpp"
-#include "runtime/net_fifos.hpp"
+#include "net/net_fifos.hpp"
 #include "runtime/selection.hpp"
 #include "util/checked.hpp"
 #include "util/config.hpp"

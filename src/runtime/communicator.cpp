@@ -9,9 +9,10 @@
 #include <thread>
 
 #include "net/node_layout.hpp"
+#include "proxy/copy_engine.hpp"
 #include "net/ucx_transport.hpp"
 #include "runtime/builtin_plans.hpp"
-#include "runtime/net_fifos.hpp"
+#include "net/net_fifos.hpp"
 #include "runtime/plan_source.hpp"
 #include "runtime/cuda_check.hpp"
 #include "exec/executor.hpp"
@@ -301,7 +302,49 @@ void Communicator::init_network(const std::vector<uint64_t>& host_of_rank, int e
   nl.depth = static_cast<uint32_t>(layout_.cfg.depth);
   nl.slot_bytes = layout_.cfg.slot_bytes;
   nl.node_of_rank = nodes.node_of_rank;
-  net_ = std::make_unique<NetFifos>(*boot_, device_, nl, timeout_s_,
+  // The region in page-locked memory mapped into the GPU, the handles in device memory.
+  NetFifoMemory mem;
+  const int dev = device_;
+  mem.alloc_region = [this, dev](uint64_t bytes) {
+    DeviceGuard g(dev);
+    char* p = nullptr;
+    WEFT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&p), bytes, cudaHostAllocMapped | cudaHostAllocPortable));
+    std::memset(p, 0, bytes);
+    void* d = nullptr;
+    WEFT_CUDA_CHECK(cudaHostGetDevicePointer(&d, p, 0));
+    if (d != p) {
+      cudaFreeHost(p);
+      fail(ErrorCode::UnhandledCuda, "rank " + std::to_string(rank_) +
+                                         ": page-locked memory has another address on the GPU (no unified addressing)");
+    }
+    return p;
+  };
+  mem.free_region = [](char* p) {
+    cudaFreeHost(p);
+    cudaGetLastError();
+  };
+  mem.fifo = proxy::cuda_fifo_memory(dev);
+  mem.upload = [dev](const void* data, size_t bytes) {
+    DeviceGuard g(dev);
+    void* p = nullptr;
+    WEFT_CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(bytes, 16)));
+    if (bytes > 0) WEFT_CUDA_CHECK(cudaMemcpy(p, data, bytes, cudaMemcpyHostToDevice));
+    return p;
+  };
+  mem.free_upload = [](void* p) {
+    cudaFree(p);
+    cudaGetLastError();
+  };
+  mem.read_head = [dev](const uint64_t* head) {
+    DeviceGuard g(dev);
+    uint64_t h = 0;
+    if (cudaMemcpy(&h, head, sizeof h, cudaMemcpyDeviceToHost) != cudaSuccess) {
+      cudaGetLastError();
+      return ~uint64_t{0};  // unknown: drain gives up at its deadline
+    }
+    return h;
+  };
+  net_ = std::make_unique<NetFifos>(*boot_, std::move(mem), nl, timeout_s_,
                                     [this](const std::string& message) { on_network_error(message); });
 }
 

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "exec/memory_channel.hpp"
+#include "proxy/fifo.hpp"
 #include "runtime/net_layout.hpp"
 
 namespace weft {
@@ -39,10 +40,26 @@ class Proxy;
 class Connection;
 }
 
+/// Where NetFifos' memory comes from: CUDA's page-locked mapped memory and device memory
+/// for a communicator (runtime/communicator.cpp), plain host memory for the CPU tests,
+/// where host code plays the kernels' part.
+struct NetFifoMemory {
+  /// The region: zeroed, page-locked, at the same address for the GPU (unified addressing).
+  std::function<char*(uint64_t bytes)> alloc_region;
+  std::function<void(char*)> free_region;
+  /// The proxy's FIFO (proxy/fifo.hpp).
+  proxy::FifoMemory fifo = proxy::host_fifo_memory();
+  /// Copies the NetFifoDeviceHandle table where kernels read it; returns its address.
+  std::function<void*(const void* data, size_t bytes)> upload;
+  std::function<void(void*)> free_upload;
+  /// Reads the FIFO's head counter (device memory for GPU producers).
+  std::function<uint64_t(const uint64_t* head)> read_head = [](const uint64_t* h) { return *h; };
+};
+
 class NetFifos {
  public:
   /// Collective over `boot`. `timeout_s`: WEFT_TIMEOUT (bounds the bootstrap steps).
-  NetFifos(Bootstrap& boot, int device, NetLayout layout, double timeout_s,
+  NetFifos(Bootstrap& boot, NetFifoMemory memory, NetLayout layout, double timeout_s,
            std::function<void(const std::string&)> on_error);
   /// Stops the proxy, closes the transport; frees the region unless keep_region() was called.
   ~NetFifos();
@@ -63,9 +80,14 @@ class NetFifos {
   /// After a failed teardown: the region stays allocated (a peer's transport may still write).
   void keep_region() { free_region_ = false; }
   const NetLayout& layout() const { return layout_; }
+  /// This rank's region (tests).
+  char* region() const { return region_; }
+  /// The proxy (tests: a host producer pushes into its FIFO).
+  proxy::Proxy& proxy() { return *proxy_; }
 
  private:
-  int rank_ = 0, device_ = 0;
+  int rank_ = 0;
+  NetFifoMemory memory_;
   NetLayout layout_;
   char* region_ = nullptr;                      // page-locked, mapped (UVA: same address on the GPU)
   device::NetFifoDeviceHandle* handles_ = nullptr;  // device memory: [send 0 / recv 1][cross index][k]

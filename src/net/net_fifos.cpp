@@ -1,4 +1,4 @@
-#include "runtime/net_fifos.hpp"
+#include "net/net_fifos.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -6,10 +6,8 @@
 #include <thread>
 
 #include "net/ucx_transport.hpp"
-#include "proxy/copy_engine.hpp"
 #include "proxy/proxy.hpp"
 #include "runtime/bootstrap.hpp"
-#include "runtime/cuda_check.hpp"
 #include "util/config.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
@@ -21,21 +19,16 @@ namespace {
 constexpr uint64_t kProxyFifoDepth = 1024;
 }  // namespace
 
-NetFifos::NetFifos(Bootstrap& boot, int device, NetLayout layout, double timeout_s,
+NetFifos::NetFifos(Bootstrap& boot, NetFifoMemory memory, NetLayout layout, double timeout_s,
                    std::function<void(const std::string&)> on_error)
-    : rank_(boot.rank()), device_(device), layout_(std::move(layout)) {
+    : rank_(boot.rank()), memory_(std::move(memory)), layout_(std::move(layout)) {
   const std::string who = "rank " + std::to_string(rank_);
   layout_.check(rank_, static_cast<int>(device::ProxyTrigger::kMaxChannels));
   const std::vector<int> peers = layout_.cross_peers(rank_);
   const int K = layout_.connections;
   const uint64_t total = layout_.total(rank_);
   try {
-    WEFT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&region_), total, cudaHostAllocMapped | cudaHostAllocPortable));
-    std::memset(region_, 0, total);
-    void* dev = nullptr;
-    WEFT_CUDA_CHECK(cudaHostGetDevicePointer(&dev, region_, 0));
-    if (dev != region_)
-      fail(ErrorCode::UnhandledCuda, who + ": page-locked memory has another address on the GPU (no unified addressing)");
+    region_ = memory_.alloc_region(total);
 
     const double wait_s = config::wait_seconds(timeout_s);
     Bootstrap* b = &boot;
@@ -47,7 +40,7 @@ NetFifos::NetFifos(Bootstrap& boot, int device, NetLayout layout, double timeout
     po.name = "proxy of rank " + std::to_string(rank_);
     po.fifo_depth = kProxyFifoDepth;
     po.timeout_s = timeout_s;
-    po.memory = proxy::cuda_fifo_memory(device);
+    po.memory = memory_.fifo;
     po.on_error = std::move(on_error);
     proxy_ = std::make_unique<proxy::Proxy>(po);
     const uint32_t src = proxy_->add_local_memory(region_, total);
@@ -72,14 +65,12 @@ NetFifos::NetFifos(Bootstrap& boot, int device, NetLayout layout, double timeout
         r.port = proxy_->make_port_channel(proxy::PortChannelSpec{conn, src, dst, dst, layout_.acked(q, rank_, k), spare, spare + 1});
       }
     }
-    WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&handles_), std::max<size_t>(1, host.size()) * sizeof(host[0])));
-    if (!host.empty())
-      WEFT_CUDA_CHECK(cudaMemcpy(handles_, host.data(), host.size() * sizeof(host[0]), cudaMemcpyHostToDevice));
+    handles_ = static_cast<device::NetFifoDeviceHandle*>(memory_.upload(host.data(), host.size() * sizeof(host[0])));
     proxy_->start();
   } catch (...) {
     close();
-    if (handles_) cudaFree(handles_);
-    if (region_) cudaFreeHost(region_);
+    if (handles_) memory_.free_upload(handles_);
+    if (region_) memory_.free_region(region_);
     throw;
   }
   WEFT_LOG(Info, "NET", who << ": " << peers.size() << " peers on other nodes through UCX, " << total / (1 << 20)
@@ -88,12 +79,11 @@ NetFifos::NetFifos(Bootstrap& boot, int device, NetLayout layout, double timeout
 
 NetFifos::~NetFifos() {
   close();
-  if (handles_) cudaFree(handles_);
-  if (region_ && free_region_) cudaFreeHost(region_);
+  if (handles_) memory_.free_upload(handles_);
+  if (region_ && free_region_) memory_.free_region(region_);
   if (region_ && !free_region_)
     WEFT_LOG(Info, "NET", "rank " << rank_ << ": " << layout_.total(rank_) / (1 << 20)
                                   << " MiB of network staging stay allocated (a peer may still write into them)");
-  cudaGetLastError();
 }
 
 void NetFifos::close() {
@@ -137,12 +127,7 @@ bool NetFifos::drain(double max_s) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(max_s);
   for (;;) {
     if (proxy_->error()) return false;
-    uint64_t head = 0;
-    if (cudaMemcpy(&head, f.head, sizeof head, cudaMemcpyDeviceToHost) != cudaSuccess) {
-      cudaGetLastError();
-      return false;
-    }
-    if (proxy_->fifo().tail() >= head) return true;
+    if (proxy_->fifo().tail() >= memory_.read_head(f.head)) return true;
     if (std::chrono::steady_clock::now() > end) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
