@@ -484,9 +484,12 @@ NetLayout small_layout(int nranks, int nodes) {
 }
 
 /// 4 ranks as 2 emulated nodes: 50 messages each way on 2 connections with each of the 2
-/// ranks of the other node, every byte checked; no FIFO to the rank of the same node.
+/// ranks of the other node, every byte checked; no FIFO to the rank of the same node. Over
+/// TCP, then over UCX's own choice of transports (shared memory on one host).
 TEST(NetFifos, EmulatedNodesCarryEveryMessageIntact) {
   SKIP_WITHOUT_UCX();
+  for (bool tcp_only : {true, false}) {
+  SCOPED_TRACE(tcp_only ? "UCX_TLS=tcp" : "UCX's choice");
   constexpr int kRanks = 4;
   UniqueId id = start_bootstrap_root(net::resolve("127.0.0.1", 0), 0, 20);
   auto st = fork_ranks(kRanks, [&](int r) {
@@ -503,8 +506,9 @@ TEST(NetFifos, EmulatedNodesCarryEveryMessageIntact) {
     boot->barrier(10);
     f.close();
     return bad;
-  });
+  }, 60, tcp_only);
   for (int r = 0; r < kRanks; ++r) EXPECT_TRUE(exited_ok(st[static_cast<size_t>(r)])) << "rank " << r;
+  }
 }
 
 /// 2 ranks as 2 nodes; rank 1 dies after a first exchange: rank 0's proxy reports an error
