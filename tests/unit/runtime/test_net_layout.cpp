@@ -13,6 +13,7 @@
 #include "net/node_layout.hpp"
 #include "runtime/net_layout.hpp"
 #include "runtime/plan_source.hpp"
+#include "runtime/selection_table.hpp"
 #include "util/error.hpp"
 
 namespace weft {
@@ -115,6 +116,29 @@ TEST(NetLayout, PlanBuilderSeesEmulatedNodes) {
   EXPECT_EQ(make_plan(Collective::AllReduce, 4, "hm_allreduce", "Simple", 1, false, 0).topology, "h200-1x4");
   unsetenv("WEFT_EMULATE_NODES");
   EXPECT_EQ(make_plan(Collective::AllReduce, 4, "hm_allreduce", "Simple", 1, false, 0).topology, "h200-1x4");
+}
+
+// What a communicator over emulated nodes runs: the default table's plan (never the
+// one-shot kernel) with Simple, compiled for 2 nodes x 2 (and 2 x 1), for every collective,
+// size and placement: every such plan builds and passes the emulator.
+TEST(NetLayout, EveryDefaultPlanBuildsForEmulatedNodes) {
+  unsetenv("WEFT_GPUS_PER_NODE");
+  setenv("WEFT_EMULATE_NODES", "2", 1);
+  for (int R : {2, 4})
+    for (Collective c : {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter, Collective::AllToAll,
+                         Collective::Broadcast, Collective::Reduce})
+      for (uint64_t bytes = 8; bytes <= (1ull << 30); bytes *= 8)
+        for (bool in_place : {false, true}) {
+          Choice ch = default_selection_table().choose(c, bytes, R, in_place, true);
+          try {
+            Plan p = make_plan(c, R, ch.algorithm, "Simple", std::min(ch.instances, 32), in_place, 0, 4, ch.scheduler,
+                               ch.allocator);
+            check_plan_on_emulator(lower_plan(p, R, 32), 4);
+          } catch (const Error& e) {
+            ADD_FAILURE() << to_string(c) << " R=" << R << " " << bytes << " B " << ch.algorithm << ": " << e.what();
+          }
+        }
+  unsetenv("WEFT_EMULATE_NODES");
 }
 
 }  // namespace
