@@ -68,7 +68,7 @@ NetFifos::NetFifos(Bootstrap& boot, NetFifoMemory memory, NetLayout layout, doub
     handles_ = static_cast<device::NetFifoDeviceHandle*>(memory_.upload(host.data(), host.size() * sizeof(host[0])));
     proxy_->start();
   } catch (...) {
-    close();
+    close(false);
     if (handles_) memory_.free_upload(handles_);
     if (region_) memory_.free_region(region_);
     throw;
@@ -86,9 +86,10 @@ NetFifos::~NetFifos() {
                                   << " MiB of network staging stay allocated (a peer may still write into them)");
 }
 
-void NetFifos::close() {
+void NetFifos::close(bool graceful) {
   if (proxy_) proxy_->stop();
   proxy_.reset();
+  if (ucx_ && !graceful) ucx_->abort();
   ucx_.reset();
 }
 

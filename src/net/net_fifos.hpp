@@ -76,7 +76,10 @@ class NetFifos {
   /// false if it did not (failed or still busy).
   bool drain(double max_s);
   /// Stops the proxy and closes the transport (peers' later transfers to this rank fail).
-  void close();
+  /// `graceful`: every rank met first, so endpoints close after their transfers; else they
+  /// are closed at once (a dead peer's endpoint could hold a flushing close until its
+  /// deadline).
+  void close(bool graceful = true);
   /// After a failed teardown: the region stays allocated (a peer's transport may still write).
   void keep_region() { free_region_ = false; }
   const NetLayout& layout() const { return layout_; }

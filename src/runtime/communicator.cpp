@@ -575,7 +575,7 @@ void Communicator::free_all(bool graceful) {
   // The network's staging region is written by the peers' transfers: freed with the
   // transport once every rank met here, else kept (as the arena is, below).
   if (net_) {
-    net_->close();
+    net_->close(unmapped);
     if (!unmapped) net_->keep_region();
     net_.reset();
   }
