@@ -322,13 +322,13 @@ __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32
       if (ll) sc->post_packets(spos);
       else if constexpr (!Net) sc->post(spos);
       else if (device::WaitResult r = sc->post(spos, used, iv.dl); r != device::WaitResult::Ok)
-        record_error(iv, r, gs, s.prim, kWaitCredit, sc->peer, k, -1, spos + 1, sc->peer_count());
+        record_error(iv, r, gs, s.prim, kWaitProxy, sc->peer, k, -1, spos + 1, 0);
     }
     if (recvs) {
       if (ll) rc->ack_packets(rpos);
       else if constexpr (!Net) rc->ack(rpos);
       else if (device::WaitResult r = rc->ack(rpos, iv.dl); r != device::WaitResult::Ok)
-        record_error(iv, r, gs, s.prim, kWaitData, rc->peer, k, -1, rpos + 1, rc->peer_count());
+        record_error(iv, r, gs, s.prim, kWaitProxy, rc->peer, k, -1, rpos + 1, 0);
     }
     if (s.flags & kHasDependents) device::st_release_gpu(&a.counters[gs], sh.base + k + 1);
   }

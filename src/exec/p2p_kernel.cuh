@@ -110,8 +110,7 @@ __global__ void __launch_bounds__(kMaxThreads) p2p_kernel(P2PArgs a) {
         // out is recorded and the next wait ends.
         device::WaitResult r = blk.send ? c->post(s_pos, n, iv.dl) : c->ack(s_pos, iv.dl);
         if (r != device::WaitResult::Ok)
-          record_error(iv, r, 0, blk.send ? kSend : kRecv, blk.send ? kWaitCredit : kWaitData, blk.peer, msg, -1,
-                       s_pos + 1, c->peer_count());
+          record_error(iv, r, 0, blk.send ? kSend : kRecv, kWaitProxy, blk.peer, msg, -1, s_pos + 1, 0);
       }
     }
   }

@@ -74,9 +74,9 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
     // Links to other (emulated) nodes carry Simple messages through the proxy only: the
     // one-shot kernel (which stores into every peer's memory) and LL are not used there.
     if (ch.algorithm == kOneShot) {
-      const int inst = ch.instances;
       ch = table_->choose(c, payload, nranks_, in_place, true);
-      if (config::get_int("WEFT_INSTANCES") > 0) ch.instances = inst;
+      const int64_t inst = env_overrides_ ? config::get_int("WEFT_INSTANCES") : 0;
+      if (inst > 0) ch.instances = static_cast<int>(std::min<int64_t>(inst, layout_.cfg.connections));
     }
     ch.protocol = "Simple";
   }

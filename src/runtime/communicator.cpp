@@ -480,6 +480,10 @@ std::string Communicator::format_device_error(const exec::ErrorRecord& e) const 
              std::to_string(e.seen) + " messages, " + std::to_string(e.expected) + " needed)";
       break;
     case exec::kWaitPacket: what = "for LL packets from rank " + std::to_string(e.peer); break;
+    case exec::kWaitProxy:
+      what = "for the network proxy to take message " + std::to_string(e.expected) + " of the connection with rank " +
+             std::to_string(e.peer) + " (its FIFO stayed full: the proxy is stuck or the network is slow)";
+      break;
     default: what = "(unknown)"; break;
   }
   char secs[32];
