@@ -11,7 +11,8 @@ namespace weft::detail {
 
 template <typename T>
 void launch_exec_t(const exec::ExecArgs& a, int num_tbs, int threads, cudaStream_t stream) {
-  exec::exec_kernel<T><<<num_tbs, threads, 0, stream>>>(a);
+  if (a.net) exec::exec_kernel<T, true><<<num_tbs, threads, 0, stream>>>(a);
+  else exec::exec_kernel<T, false><<<num_tbs, threads, 0, stream>>>(a);
 }
 
 template <typename T>
@@ -32,7 +33,7 @@ void preload_exec_t() {
 template <typename T>
 int blocks_per_sm_t(int threads) {
   int n = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, exec::exec_kernel<T>, threads, 0) != cudaSuccess) return 1;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, exec::exec_kernel<T, false>, threads, 0) != cudaSuccess) return 1;
   return n;
 }
 

@@ -150,7 +150,10 @@ WEFT_HOST_DEVICE_INLINE uint64_t piece_valid(const Geometry& g, const DevSlot& s
 }
 
 /// What a device wait was waiting for, recorded on timeout.
-enum WaitKind : int32_t { kWaitNone = 0, kWaitDependency = 1, kWaitData = 2, kWaitCredit = 3, kWaitPacket = 4 };
+enum WaitKind : int32_t {
+  kWaitNone = 0, kWaitDependency = 1, kWaitData = 2, kWaitCredit = 3, kWaitPacket = 4,
+  kWaitProxy = 5  ///< a network FIFO's trigger push: the proxy's FIFO stayed full
+};
 
 /// The record a timed-out kernel leaves in host-mapped memory (written once, `valid` last).
 struct ErrorRecord {
@@ -194,6 +197,7 @@ struct ExecArgs {
   ErrorRecord* error;        ///< host-mapped
   volatile uint32_t* abort;  ///< host-mapped: set by weftCommAbort
   int32_t inline_plan;       ///< 1: tbs, slots and conns are the inline copies below
+  int32_t net;               ///< 1: some connection crosses the network (ChannelHandle::net)
   DevTB itbs[kInlineTBs];
   DevSlot islots[kInlineSlots];
   ChannelHandle iconns[kInlineConns];

@@ -207,7 +207,9 @@ WEFT_DEVICE_INLINE device::WaitResult move_ll_op(int op, int prim, const char* s
 }
 
 /// One invocation of slot `gs` for micro-batch `k`; false when the block must stop.
-template <typename T>
+/// `Net`: some connection may cross the network (a separate instantiation, so that the
+/// network's trigger pushes cost the kernel without them no registers).
+template <typename T, bool Net>
 __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32_t k, uint32_t par) {
   const ExecArgs& a = *iv.a;
   const DevSlot s = iv.slots[gs];
@@ -259,6 +261,7 @@ __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32
   const uint64_t part = part_elems(g, s.instances);
   const Range range = piece_range(g, k, s.instance, s.instances);
   const bool rd = prim_reads_src(s.prim), wr = prim_writes_dst(s.prim);
+  uint64_t used = 0;  // Net, Simple: bytes of the send slot written (what crosses the network)
   for (int32_t c = 0; c < s.count; ++c) {
     const uint64_t n = piece_valid(g, s, c, range);
     // Simple: only the counters must agree, so pieces without data are skipped. LL: every
@@ -267,6 +270,7 @@ __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32
     char* src = rd ? a.buf[s.src_buf] + (chunk_offset(g, s.src_buf, s.src_index + c) + range.lo) * esz : nullptr;
     char* dst = wr ? a.buf[s.dst_buf] + (chunk_offset(g, s.dst_buf, s.dst_index + c) + range.lo) * esz : nullptr;
     const uint64_t piece_off = static_cast<uint64_t>(c) * part * esz;
+    if constexpr (Net) used = piece_off + n * esz;  // pieces come in slot order
     if (!ll) {
       const char* in = recvs ? rc->recv_slot(rpos) + piece_off : nullptr;
       char* out = sends ? sc->send_slot(spos) + piece_off : nullptr;
@@ -312,20 +316,26 @@ __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32
   if (threadIdx.x == 0) {
     // LL: the data carries its own flags and the block's reads have returned, so neither
     // count needs a fence (which would wait for every packet to land).
+    // A FIFO across the network (sc->net / rc->net) pushes a trigger to the proxy here; a
+    // push that timed out is recorded, and the next wait of every block then ends.
     if (sends) {
       if (ll) sc->post_packets(spos);
-      else sc->post(spos);
+      else if constexpr (!Net) sc->post(spos);
+      else if (device::WaitResult r = sc->post(spos, used, iv.dl); r != device::WaitResult::Ok)
+        record_error(iv, r, gs, s.prim, kWaitProxy, sc->peer, k, -1, spos + 1, 0);
     }
     if (recvs) {
       if (ll) rc->ack_packets(rpos);
-      else rc->ack(rpos);
+      else if constexpr (!Net) rc->ack(rpos);
+      else if (device::WaitResult r = rc->ack(rpos, iv.dl); r != device::WaitResult::Ok)
+        record_error(iv, r, gs, s.prim, kWaitProxy, rc->peer, k, -1, rpos + 1, 0);
     }
     if (s.flags & kHasDependents) device::st_release_gpu(&a.counters[gs], sh.base + k + 1);
   }
   return true;
 }
 
-template <typename T>
+template <typename T, bool Net = false>
 __global__ void __launch_bounds__(kMaxThreads) exec_kernel(const __grid_constant__ ExecArgs a) {
   __shared__ BlockShared sh;
   const DevTB tb = a.inline_plan ? a.itbs[blockIdx.x] : a.tbs[blockIdx.x];
@@ -356,11 +366,11 @@ __global__ void __launch_bounds__(kMaxThreads) exec_kernel(const __grid_constant
   if (a.model == kTaskModel) {
     for (int32_t i = 0; i < tb.nslots; ++i)
       for (uint32_t k = 0; k < a.geo.nmb; ++k, par ^= 1u)
-        if (!invoke<T>(iv, sh, tb.slot_begin + i, k, par)) return;
+        if (!invoke<T, Net>(iv, sh, tb.slot_begin + i, k, par)) return;
   } else {
     for (uint32_t k = 0; k < a.geo.nmb; ++k)
       for (int32_t i = 0; i < tb.nslots; ++i, par ^= 1u)
-        if (!invoke<T>(iv, sh, tb.slot_begin + i, k, par)) return;
+        if (!invoke<T, Net>(iv, sh, tb.slot_begin + i, k, par)) return;
   }
 }
 

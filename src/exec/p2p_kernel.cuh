@@ -106,8 +106,11 @@ __global__ void __launch_bounds__(kMaxThreads) p2p_kernel(P2PArgs a) {
       else copy_from_staging(op.buf + off, c->recv_slot(s_pos), n);
       __syncthreads();
       if (threadIdx.x == 0) {
-        if (blk.send) c->post(s_pos);
-        else c->ack(s_pos);
+        // Across the network these push triggers to the proxy (bounded); a push that timed
+        // out is recorded and the next wait ends.
+        device::WaitResult r = blk.send ? c->post(s_pos, n, iv.dl) : c->ack(s_pos, iv.dl);
+        if (r != device::WaitResult::Ok)
+          record_error(iv, r, 0, blk.send ? kSend : kRecv, kWaitProxy, blk.peer, msg, -1, s_pos + 1, 0);
       }
     }
   }

@@ -117,15 +117,18 @@ void Proxy::check() const {
 }
 
 void Proxy::record(ErrorCode code, const std::string& message) {
+  bool first = false;
   {
     std::lock_guard<std::mutex> lock(error_mutex_);
     if (!error_) {
       error_ = message;
       error_code_ = code;
+      first = true;
     }
   }
   fifo_.set_error();
   WEFT_LOG(Error, "PROXY", message);
+  if (first && options_.on_error) options_.on_error(message);
 }
 
 void Proxy::run() {

@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -35,6 +36,9 @@ struct ProxyOptions {
   uint64_t fifo_depth = 512;
   double timeout_s = -1;          ///< flush deadline; negative: WEFT_TIMEOUT (0: none)
   FifoMemory memory = host_fifo_memory();
+  /// Called once, from the proxy thread, with the first failure recorded (e.g. so that its
+  /// owner stops kernels that wait on counters this proxy was to write); may be empty.
+  std::function<void(const std::string&)> on_error = nullptr;
 };
 
 /// What make_port_channel needs besides the connection.

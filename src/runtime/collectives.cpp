@@ -6,6 +6,7 @@
 #include "runtime/cuda_check.hpp"
 #include "exec/executor.hpp"
 #include "runtime/host_reduce.hpp"
+#include "net/net_fifos.hpp"
 #include "runtime/selection.hpp"
 #include "util/checked.hpp"
 #include "util/config.hpp"
@@ -69,6 +70,16 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
   const uint64_t payload = std::max(send_bytes, recv_bytes);
   Choice ch = env_overrides_ ? select_algorithm(*table_, c, payload, nranks_, layout_.cfg.connections, in_place)
                              : table_->choose(c, payload, nranks_, in_place);
+  if (net_) {
+    // Links to other (emulated) nodes carry Simple messages through the proxy only: the
+    // one-shot kernel (which stores into every peer's memory) and LL are not used there.
+    if (ch.algorithm == kOneShot) {
+      ch = table_->choose(c, payload, nranks_, in_place, true);
+      const int64_t inst = env_overrides_ ? config::get_int("WEFT_INSTANCES") : 0;
+      if (inst > 0) ch.instances = static_cast<int>(std::min<int64_t>(inst, layout_.cfg.connections));
+    }
+    ch.protocol = "Simple";
+  }
   if (ch.algorithm == kOneShot) {
     launch_oneshot_call(c, s, r, bytes, dtype, reduces ? op : weftSum, ch.instances, stream);
     note_launch(stream);
@@ -103,6 +114,7 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
   a.error_claim = error_claim_;
   a.error = error_dev_;
   a.abort = abort_dev_;
+  a.net = net_ ? 1 : 0;  // the interpreter's instantiation that pushes network triggers
   if (cp.fits_inline) {
     const LoweredRank& lr = cp.lp.ranks[static_cast<size_t>(rank_)];
     a.inline_plan = 1;

@@ -8,7 +8,11 @@
 #include <fstream>
 #include <thread>
 
+#include "net/node_layout.hpp"
+#include "proxy/copy_engine.hpp"
+#include "net/ucx_transport.hpp"
 #include "runtime/builtin_plans.hpp"
+#include "net/net_fifos.hpp"
 #include "runtime/plan_source.hpp"
 #include "runtime/cuda_check.hpp"
 #include "exec/executor.hpp"
@@ -54,6 +58,7 @@ struct PeerInfo {
   uint64_t arena;
   uint64_t start_time;  ///< of its process (peer_watchdog.hpp): tells a reused pid from it
   uint64_t done_flag;   ///< id of its DoneFlag, for ranks in the same process
+  int32_t emulate_nodes;  ///< WEFT_EMULATE_NODES: every rank must use the same
 };
 
 /// The longest destroy waits for the other ranks to reach it (each of its two meetings).
@@ -160,6 +165,7 @@ void Communicator::init_memory() {
   mine.arena = reinterpret_cast<uint64_t>(arena_);
   mine.start_time = process_start_time(mine.pid);
   mine.done_flag = done_->id;
+  mine.emulate_nodes = static_cast<int32_t>(config::get_int("WEFT_EMULATE_NODES"));
   std::vector<PeerInfo> all(static_cast<size_t>(nranks_));
   all[static_cast<size_t>(rank_)] = mine;
   const double wait_s = config::wait_seconds(timeout_s_);
@@ -188,6 +194,9 @@ void Communicator::init_memory() {
         pi.cfg.slot_bytes != mine.cfg.slot_bytes || pi.cfg.ll_slot_bytes != mine.cfg.ll_slot_bytes)
       fail(ErrorCode::InvalidUsage, who + " has other WEFT_CONNECTIONS / WEFT_FIFO_DEPTH / WEFT_SLOT_BYTES / "
                                           "WEFT_LL_SLOT_BYTES values; every rank must use the same");
+    if (pi.emulate_nodes != mine.emulate_nodes)
+      fail(ErrorCode::InvalidUsage, who + " has WEFT_EMULATE_NODES=" + std::to_string(pi.emulate_nodes) + ", this rank " +
+                                          std::to_string(mine.emulate_nodes) + "; every rank must use the same");
     if (pi.host != mine.host)
       fail(ErrorCode::InvalidUsage, who + " runs on another host; weft's network transport between hosts is not "
                                           "available yet, so all ranks must share one machine");
@@ -216,6 +225,9 @@ void Communicator::init_memory() {
     }
   }
 
+  std::vector<uint64_t> hosts(static_cast<size_t>(nranks_));
+  for (int p = 0; p < nranks_; ++p) hosts[static_cast<size_t>(p)] = all[static_cast<size_t>(p)].host;
+  init_network(hosts, mine.emulate_nodes);
   // The table point-to-point launches index: ((peer * 2 + send) * K + connection).
   make_fifos();
   std::vector<exec::ChannelHandle> table;
@@ -263,6 +275,80 @@ void Communicator::on_peer_lost(int peer, const std::string& why) {
   if (abort_host_ != nullptr) *reinterpret_cast<volatile uint32_t*>(abort_host_) = 1;
 }
 
+void Communicator::on_network_error(const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lock(error_mu_);
+    if (broken_ == ErrorCode::Success) {
+      broken_ = ErrorCode::Remote;
+      broken_message_ = "rank " + std::to_string(rank_) + ": the network transport failed: " + why +
+                        "; the communicator's collectives cannot complete, so it is unusable: abort or destroy it";
+    }
+  }
+  // Called from the proxy thread, which free_all stops before abort_host_ is freed.
+  if (abort_host_ != nullptr) *reinterpret_cast<volatile uint32_t*>(abort_host_) = 1;
+}
+
+void Communicator::init_network(const std::vector<uint64_t>& host_of_rank, int emulate_nodes) {
+  if (emulate_nodes <= 1) return;  // one node per host, and every rank on this host (checked above)
+  const net::NodeLayout nodes = net::node_layout(host_of_rank, emulate_nodes);
+  if (nodes.nodes <= 1) return;
+  // Every rank runs the same check on the same host, so all fail alike, before any of them
+  // waits for the others in the transport's exchange.
+  const std::string why = net::ucx_unavailable_reason();
+  if (!why.empty())
+    fail(ErrorCode::InvalidUsage, "rank " + std::to_string(rank_) + ": WEFT_EMULATE_NODES=" + std::to_string(emulate_nodes) +
+                                      " sends the links between nodes through the network transport, which cannot run: " + why);
+  NetLayout nl;
+  nl.connections = layout_.cfg.connections;
+  nl.depth = static_cast<uint32_t>(layout_.cfg.depth);
+  nl.slot_bytes = layout_.cfg.slot_bytes;
+  nl.node_of_rank = nodes.node_of_rank;
+  // The region in page-locked memory mapped into the GPU, the handles in device memory.
+  NetFifoMemory mem;
+  const int dev = device_;
+  mem.alloc_region = [this, dev](uint64_t bytes) {
+    DeviceGuard g(dev);
+    char* p = nullptr;
+    WEFT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&p), bytes, cudaHostAllocMapped | cudaHostAllocPortable));
+    std::memset(p, 0, bytes);
+    void* d = nullptr;
+    WEFT_CUDA_CHECK(cudaHostGetDevicePointer(&d, p, 0));
+    if (d != p) {
+      cudaFreeHost(p);
+      fail(ErrorCode::UnhandledCuda, "rank " + std::to_string(rank_) +
+                                         ": page-locked memory has another address on the GPU (no unified addressing)");
+    }
+    return p;
+  };
+  mem.free_region = [](char* p) {
+    cudaFreeHost(p);
+    cudaGetLastError();
+  };
+  mem.fifo = proxy::cuda_fifo_memory(dev);
+  mem.upload = [dev](const void* data, size_t bytes) {
+    DeviceGuard g(dev);
+    void* p = nullptr;
+    WEFT_CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(bytes, 16)));
+    if (bytes > 0) WEFT_CUDA_CHECK(cudaMemcpy(p, data, bytes, cudaMemcpyHostToDevice));
+    return p;
+  };
+  mem.free_upload = [](void* p) {
+    cudaFree(p);
+    cudaGetLastError();
+  };
+  mem.read_head = [dev](const uint64_t* head) {
+    DeviceGuard g(dev);
+    uint64_t h = 0;
+    if (cudaMemcpy(&h, head, sizeof h, cudaMemcpyDeviceToHost) != cudaSuccess) {
+      cudaGetLastError();
+      return ~uint64_t{0};  // unknown: drain gives up at its deadline
+    }
+    return h;
+  };
+  net_ = std::make_unique<NetFifos>(*boot_, std::move(mem), nl, timeout_s_,
+                                    [this](const std::string& message) { on_network_error(message); });
+}
+
 void Communicator::make_fifos() {
   const int K = layout_.cfg.connections;
   const exec::FifoShape shape{static_cast<uint32_t>(layout_.cfg.depth), layout_.cfg.slot_bytes,
@@ -271,6 +357,16 @@ void Communicator::make_fifos() {
   fifo_.assign(static_cast<size_t>(nranks_) * 2 * static_cast<size_t>(K), exec::MemoryChannel());
   for (int p = 0; p < nranks_; ++p) {
     if (p == rank_) continue;
+    if (net_ && net_->crosses(p)) {
+      // Another node: the proxy and the network transport carry this pair's messages.
+      for (int k = 0; k < K; ++k) {
+        fifo_[(static_cast<size_t>(p) * 2 + 1) * K + k] =
+            net_->send_end(p, k, at(arena_, layout_.control(p, k) + ArenaLayout::kSendPos));
+        fifo_[(static_cast<size_t>(p) * 2) * K + k] =
+            net_->recv_end(p, k, at(arena_, layout_.control(p, k) + ArenaLayout::kRecvPos));
+      }
+      continue;
+    }
     char* peer = peer_arena_[static_cast<size_t>(p)];
     for (int k = 0; k < K; ++k) {
       // To p: p's slots and posted counter for messages from this rank, this rank's acked.
@@ -385,6 +481,10 @@ std::string Communicator::format_device_error(const exec::ErrorRecord& e) const 
              std::to_string(e.seen) + " messages, " + std::to_string(e.expected) + " needed)";
       break;
     case exec::kWaitPacket: what = "for LL packets from rank " + std::to_string(e.peer); break;
+    case exec::kWaitProxy:
+      what = "for the network proxy to take message " + std::to_string(e.expected) + " of the connection with rank " +
+             std::to_string(e.peer) + " (its FIFO stayed full: the proxy is stuck or the network is slow)";
+      break;
     default: what = "(unknown)"; break;
   }
   char secs[32];
@@ -441,6 +541,10 @@ void Communicator::free_all(bool graceful) {
     if (err != cudaSuccess)
       WEFT_LOG(Warn, "INIT", "rank " << rank_ << ": device error at destroy: " << cudaGetErrorString(err));
   }
+  // Every trigger this rank's kernels pushed is taken by the proxy before the meeting, so
+  // that its last transfers (acks) are under way while the peers still progress theirs.
+  if (net_ && launched_ && !net_->drain(5))
+    WEFT_LOG(Warn, "INIT", "rank " << rank_ << ": the network proxy did not take every trigger before destroy");
   // None of this rank's kernels runs any more, and none will: peers in this process may
   // free memory this rank wrote into.
   if (done_) done_->done = true;
@@ -473,6 +577,13 @@ void Communicator::free_all(bool graceful) {
   peer_arena_.clear();
   // 2. Every rank has unmapped the others' arenas: each may free its own.
   const bool unmapped = stopped && meet("finish destroy");
+  // The network's staging region is written by the peers' transfers: freed with the
+  // transport once every rank met here, else kept (as the arena is, below).
+  if (net_) {
+    net_->close(unmapped);
+    if (!unmapped) net_->keep_region();
+    net_.reset();
+  }
   for (auto& [key, cp] : plans_)
     if (cp->mem) cudaFree(cp->mem);
   plans_.clear();

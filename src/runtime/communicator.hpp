@@ -46,6 +46,8 @@
 
 namespace weft {
 
+class NetFifos;
+
 /// Sizes every rank of a communicator must agree on (from WEFT_CONNECTIONS,
 /// WEFT_FIFO_DEPTH, WEFT_SLOT_BYTES, WEFT_LL_SLOT_BYTES).
 struct CommConfig {
@@ -159,6 +161,10 @@ class Communicator {
   void start_watchdog(const std::vector<WatchedPeer>& peers);
   /// The watchdog's report: marks the communicator broken and raises the abort flag.
   void on_peer_lost(int peer, const std::string& why);
+  /// The network proxy's failure (net_fifos.hpp): the same, with the proxy's message.
+  void on_network_error(const std::string& why);
+  /// WEFT_EMULATE_NODES: builds net_ when the ranks form several nodes (collective).
+  void init_network(const std::vector<uint64_t>& host_of_rank, int emulate_nodes);
   /// Frees everything. `graceful`: meet the other ranks first (destroy); otherwise (abort,
   /// a failed creation) do not. The arena is freed once no peer can write into it.
   void free_all(bool graceful);
@@ -197,6 +203,8 @@ class Communicator {
   /// The host halves of the connection FIFOs, ((peer*2+send)*K + conn); empty for this rank.
   std::vector<exec::MemoryChannel> fifo_;
   exec::ChannelHandle* p2p_conns_ = nullptr;  ///< fifo_'s device handles, uploaded for p2p
+  /// FIFOs to ranks on other (emulated) nodes, through the proxy and UCX; null on one node.
+  std::unique_ptr<NetFifos> net_;
   cudaStream_t setup_stream_ = nullptr;
   bool launched_ = false;
   std::mutex error_mu_;                     ///< guards broken_, broken_message_ and reading error_host_

@@ -20,12 +20,19 @@ namespace weft {
 
 namespace {
 
-/// GPUPerNode for a compiled algorithm: WEFT_GPUS_PER_NODE, else the whole communicator
-/// (one node). Hierarchical algorithms need it to divide the rank count; algorithms without
+/// Ranks per node where WEFT_EMULATE_NODES=N (N > 1) splits the communicator's ranks into N
+/// nodes of equal size (the node layout's contiguous runs); else the whole communicator.
+int emulated_gpus_per_node(int nranks) {
+  const int64_t n = config::get_int("WEFT_EMULATE_NODES");
+  return n > 1 && n <= nranks && nranks % n == 0 ? nranks / static_cast<int>(n) : nranks;
+}
+
+/// GPUPerNode for a compiled algorithm: WEFT_GPUS_PER_NODE, else the emulated nodes' size,
+/// else the whole communicator (one node). Hierarchical algorithms need it to divide the rank count; algorithms without
 /// the parameter ignore it.
 int gpus_per_node(int nranks) {
   int64_t g = config::get_int("WEFT_GPUS_PER_NODE");
-  if (g <= 0) return nranks;
+  if (g <= 0) return emulated_gpus_per_node(nranks);
   if (g > nranks || nranks % g != 0)
     fail(ErrorCode::InvalidArgument, "WEFT_GPUS_PER_NODE=" + std::to_string(g) + " does not divide the communicator's " +
                                          std::to_string(nranks) + " ranks");
@@ -46,11 +53,25 @@ SourceOptions options_for(const std::string& algorithm, int nranks, int root, bo
 }
 
 /// The communicator's machine: one node of `nranks` GPUs on NVLink (H200 figures; the
-/// compiler uses them to choose instances and to schedule, not for correctness).
+/// compiler uses them to choose instances and to schedule, not for correctness). Under
+/// WEFT_EMULATE_NODES=N (dividing the ranks) it is N nodes of nranks / N GPUs, one NIC per
+/// GPU, so that the compiler sees which links cross the (emulated) network; the NIC figures
+/// are assumptions (a 100 Gb/s NIC), as the emulated network is UCX on one machine.
 Topology node_topology(int nranks) {
   Topology t = topology_preset("h200-1x8");
-  t.gpus_per_node = nranks;
+  const int g = emulated_gpus_per_node(nranks);
+  t.gpus_per_node = g;
   t.name = "h200-1x" + std::to_string(nranks);
+  if (g != nranks) {
+    t.nodes = nranks / g;
+    t.name = "h200-emulated-" + std::to_string(t.nodes) + "x" + std::to_string(g);
+    t.nics_per_node = g;
+    t.nic_of_gpu.clear();
+    for (int i = 0; i < g; ++i) t.nic_of_gpu.push_back(i);
+    t.nic_bandwidth_GBps = 12.5;
+    t.nic_latency_us = 10.0;
+    t.tb_net_GBps = 6.25;
+  }
   return t;
 }
 

@@ -47,9 +47,13 @@ const std::vector<Variable>& registry() {
        "Transfer path of partitioned point-to-point sends (docs/partitioned.md), read when a partitioned context is "
        "created: kernel (the device pready copies) or proxy (a progression engine thread copies; paper 002)."},
       {"WEFT_GPUS_PER_NODE", Type::Int, "0",
-       "GPUPerNode given to compiled algorithms (hm_allreduce, ...): the size of their inner level; 0 means the communicator's rank count (one node). The ranks still talk over NVLink: no inter-node transport exists yet.", 0, 1 << 20},
+       "GPUPerNode given to compiled algorithms (hm_allreduce, ...): the size of their inner level; 0 means the size of the emulated nodes under WEFT_EMULATE_NODES, else the communicator's rank count (one node). It only shapes the algorithm: the ranks still talk over NVLink unless WEFT_EMULATE_NODES puts them on different nodes.", 0, 1 << 20},
       {"WEFT_EMULATE_NODES", Type::Int, "0",
-       "Splits each host's ranks into this many emulated nodes whose links are to use the network transport (net/node_layout.hpp); 0 or 1: one node per host. Communicators do not act on it yet.", 0, 1024},
+       "Splits each host's ranks into this many emulated nodes (contiguous runs in rank order: 4 ranks as 2 nodes are "
+       "{0,1} and {2,3}); a communicator sends every message between ranks on different nodes through the proxy and "
+       "the UCX network transport (libucp.so.0, else creation fails saying so) instead of CUDA IPC, Simple protocol "
+       "only (no LL, no one-shot kernel), and compiled algorithms see nodes of nranks / N GPUs. Users' memory "
+       "channels still map their peers through CUDA IPC. 0 or 1: one node per host.", 0, 1024},
       {"WEFT_INSTANCES", Type::Int, "0",
        "Parallel thread blocks per link, taken as given; 0 lets the selection table choose (for a compiled plan that "
        "would then need more than 72 thread blocks per rank, the compiler derives them from the topology within 72).",

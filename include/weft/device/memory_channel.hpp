@@ -28,6 +28,15 @@
 //            the block reads recv_slot(pos) / recv_packets(pos); __syncthreads;
 //            ack(pos) (Simple) or ack_packets(pos) (LL).
 //
+// Across the network (a FIFO between ranks on different nodes, or emulated nodes:
+// WEFT_EMULATE_NODES), `net` points at a NetFifoDeviceHandle and the same calls run over a
+// port channel: the send end's slots (`remote`) are a local staging area registered with
+// the network transport, post(pos, bytes, d) asks the proxy to put the slot into the
+// peer's slot pos % depth and then to write the posted count there (ordered after the
+// data), and ack(pos, d) asks it to write the acked count into the sender's memory. The
+// waits are unchanged (the counters are in this rank's memory either way). Only Simple
+// messages cross the network: LL is refused there (the communicator forces Simple).
+//
 // Trivially copyable, passed to kernels by value. It stays valid while the host object it
 // came from lives (see docs/device-api.md).
 #pragma once
@@ -38,11 +47,21 @@
 #include "weft/device/copy.hpp"
 #include "weft/device/macros.hpp"
 #include "weft/device/packet.hpp"
+#include "weft/device/port_channel.hpp"
 #include "weft/device/semaphore.hpp"
 #include "weft/device/thread_group.hpp"
 #include "weft/device/wait.hpp"
 
 namespace weft::device {
+
+/// A FIFO end across the network: the port channel that carries its messages (send end)
+/// or its acks (receive end), and where the slots live in the registered memories.
+struct NetFifoDeviceHandle {
+  PortChannelDeviceHandle port;
+  uint64_t src_base = 0;  ///< send end: offset of this end's staging slots in its registered memory
+  uint64_t dst_base = 0;  ///< send end: offset of the peer's slots in the peer's registered memory
+};
+static_assert(std::is_trivially_copyable_v<NetFifoDeviceHandle>);
 
 struct MemoryChannelDeviceHandle {
   char* local = nullptr;            ///< this rank's registered buffer (FIFO receive end: its Simple slots)
@@ -54,6 +73,7 @@ struct MemoryChannelDeviceHandle {
   uint32_t slot_bytes = 0;          ///< bytes of one Simple slot
   uint32_t packet_slot_bytes = 0;   ///< bytes of one LL slot (16-byte packets, 8 data bytes each)
   int32_t peer = -1;                ///< the peer's rank in the communicator
+  const NetFifoDeviceHandle* net = nullptr;  ///< device memory; non-null: the FIFO crosses the network
 
 #if WEFT_DEVICE_CODE
   /// Copies `bytes` from local + src_offset to remote + dst_offset.
@@ -101,6 +121,29 @@ struct MemoryChannelDeviceHandle {
     st_release_sys(semaphore.outbound, pos + 1);
     *semaphore.signalled = pos + 1;
   }
+  /// post for either kind of FIFO: `bytes` (at most slot_bytes) is how much of the slot
+  /// the block wrote. Across the network, one thread pushes a put-with-signal trigger to
+  /// the proxy (waiting, bounded, while its FIFO is full; Aborted when the proxy failed).
+  WEFT_DEVICE_INLINE WaitResult post(uint64_t pos, uint64_t bytes, const Deadline& d) const {
+    if (net == nullptr) {
+      post(pos);
+      return WaitResult::Ok;
+    }
+    return net_post(pos, bytes, d);
+  }
+  /// post's network half, out of line so that it costs the callers' hot path no registers.
+  WEFT_DEVICE_INLINE WaitResult net_post(uint64_t pos, uint64_t bytes, const Deadline& d) const {
+    __threadfence_system();  // the block's writes to the staging slot reach host memory first
+    const NetFifoDeviceHandle* n = net;
+    const uint64_t off = (pos % depth) * slot_bytes;  // bytes <= slot_bytes < 4 GiB: one trigger
+    FifoDeviceHandle f = n->port.fifo;
+    uint64_t index = 0;
+    WaitResult r = f.push(ProxyTrigger::make(kTriggerPut | kTriggerSignal, n->port.channel, n->port.dst_mem,
+                                             n->dst_base + off, n->port.src_mem, n->src_base + off, bytes),
+                          index, d);
+    if (r == WaitResult::Ok) *semaphore.signalled = pos + 1;
+    return r;
+  }
   /// As post, for a message sent as LL packets: they carry their own flags, so the count
   /// (kept so that Simple and LL messages share one numbering) needs no fence.
   WEFT_DEVICE_INLINE void post_packets(uint64_t pos) const {
@@ -126,6 +169,23 @@ struct MemoryChannelDeviceHandle {
   WEFT_DEVICE_INLINE void ack(uint64_t pos) const {
     st_release_sys(semaphore.outbound, pos + 1);
     *semaphore.waited = pos + 1;
+  }
+  /// ack for either kind of FIFO; across the network it pushes a signal trigger (the
+  /// proxy writes the acked count into the sender's memory).
+  WEFT_DEVICE_INLINE WaitResult ack(uint64_t pos, const Deadline& d) const {
+    if (net == nullptr) {
+      ack(pos);
+      return WaitResult::Ok;
+    }
+    return net_ack(pos, d);
+  }
+  /// ack's network half, out of line as net_post.
+  WEFT_DEVICE_INLINE WaitResult net_ack(uint64_t pos, const Deadline& d) const {
+    FifoDeviceHandle f = net->port.fifo;
+    uint64_t index = 0;
+    WaitResult r = f.push(ProxyTrigger::make(kTriggerSignal, net->port.channel, 0, 0, 0, 0, 0), index, d);
+    if (r == WaitResult::Ok) *semaphore.waited = pos + 1;
+    return r;
   }
   /// As ack, after LL reads: their values were used before the barrier, so no fence.
   WEFT_DEVICE_INLINE void ack_packets(uint64_t pos) const {
