@@ -479,6 +479,10 @@ TEST(UcxTransport, PairwiseRegistration) {
   });
   EXPECT_TRUE(exited_ok(st[0]));
   EXPECT_TRUE(exited_ok(st[1]));
+}
+
+}  // namespace
+}  // namespace weft
 
 // The communicator's FIFOs across emulated nodes (net/net_fifos.hpp) with host memory and
 // host code in the kernels' place: it writes each message into the send end's local
