@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 
+#include "ir/topology_detect.hpp"
 #include "ir/topology_io.hpp"
 #include "plan/builder.hpp"
 #include "plan/plan_file.hpp"
@@ -45,14 +46,11 @@ SourceOptions options_for(const std::string& algorithm, int nranks, int root, bo
   return so;
 }
 
-/// The communicator's machine: one node of `nranks` GPUs on NVLink (H200 figures; the
-/// compiler uses them to choose instances and to schedule, not for correctness).
-Topology node_topology(int nranks) {
-  Topology t = topology_preset("h200-1x8");
-  t.gpus_per_node = nranks;
-  t.name = "h200-1x" + std::to_string(nranks);
-  return t;
-}
+/// The communicator's machine: WEFT_TOPOLOGY (a file, a preset or "detect"), by default the
+/// h200-1x8 preset's figures, as one node of `nranks` GPUs unless the topology has exactly
+/// `nranks` (ir/topology_detect.hpp). The compiler uses it to choose instances and to schedule,
+/// not for correctness.
+Topology node_topology(int nranks) { return detect::configured_topology(nranks); }
 
 }  // namespace
 
