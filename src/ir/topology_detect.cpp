@@ -387,6 +387,7 @@ Topology machine_topology(MachineInfo& m) {
                                        "(the NVLink generation's rate, not measured)",
                                        port, nvlink_link_GBps(g0.cc_major, g0.cc_minor)));
   } else {
+    if (n > 1) t.intra_node_link = "pcie";
     t.nvlink_bandwidth_GBps = pcie > 0 ? pcie : (hopper_up ? 63.0 : 31.5);
     m.estimates.push_back(text::format(
         "nvlink_bandwidth_GBps %.1f carries a PCIe rate (%s)%s", t.nvlink_bandwidth_GBps,
