@@ -192,6 +192,7 @@ void detect_links(const DetectOptions& o, MachineInfo& m) {
   const size_t n = m.gpus.size();
   m.nvlinks.assign(n, std::vector<int>(n, 0));
   m.switch_links.assign(n, 0);
+  m.active_links.assign(n, 0);
   m.link.assign(n, std::vector<LinkClass>(n, LinkClass::None));
   std::string why;
   bool nvml = o.nvlink != nullptr && o.nvlink->available(&why);
@@ -210,6 +211,7 @@ void detect_links(const DetectOptions& o, MachineInfo& m) {
       continue;
     }
     any_nvml = true;
+    m.active_links[g] = static_cast<int>(ends->size());
     for (const NvlinkEnd& e : *ends) {
       auto it = by_bus.find(e.pci_bus_id);
       if (e.kind == NvlinkEnd::Kind::Switch) ++m.switch_links[g];
@@ -367,8 +369,7 @@ Topology machine_topology(MachineInfo& m) {
   double port = 0;
   bool all_nvlink = n > 1, any_nvlink = false;
   for (int a = 0; a < n; ++a) {
-    int links = m.switch_links[static_cast<size_t>(a)];
-    for (int b = 0; b < n; ++b) links += m.nvlinks[static_cast<size_t>(a)][static_cast<size_t>(b)];
+    const int links = m.active_links[static_cast<size_t>(a)];  // to switches, visible GPUs and others
     const double rate = links * nvlink_link_GBps(m.gpus[static_cast<size_t>(a)].cc_major, m.gpus[static_cast<size_t>(a)].cc_minor);
     port = a == 0 ? rate : std::min(port, rate);
     for (int b = 0; b < n; ++b) {
@@ -381,6 +382,7 @@ Topology machine_topology(MachineInfo& m) {
   }
   double pcie = 0;
   for (double p : m.gpu_pcie_GBps) pcie = pcie == 0 ? p : (p > 0 ? std::min(pcie, p) : pcie);
+  if (n == 1 && port > 0) all_nvlink = true;  // one GPU visible (CUDA_VISIBLE_DEVICES): its port
   if (all_nvlink && port > 0) {
     t.nvlink_bandwidth_GBps = port;
     m.estimates.push_back(text::format("nvlink_bandwidth_GBps %.0f: detected link count x %.0f GB/s per link per direction "

@@ -74,6 +74,7 @@ struct MachineInfo {
   std::vector<double> gpu_pcie_GBps;          ///< per GPU, from the link speed and width; 0 unknown
   std::vector<std::vector<int>> nvlinks;      ///< [a][b]: direct NVLinks a -> b
   std::vector<int> switch_links;              ///< per GPU: NVLinks to NVSwitches
+  std::vector<int> active_links;              ///< per GPU: all its active NVLinks (its port)
   std::vector<std::vector<LinkClass>> link;   ///< [a][b]: how a reaches b
   std::string link_source;                    ///< "nvml", "cuda peer access" or "none"
   std::vector<NicInfo> nics;

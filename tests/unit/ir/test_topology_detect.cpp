@@ -159,6 +159,19 @@ TEST(TopologyDetect, TwoGpusWithEighteenDirectLinks) {
   EXPECT_NE(machine_summary(m).find("nvlink:18"), std::string::npos);
 }
 
+TEST(TopologyDetect, OneVisibleGpuKeepsItsNvlinkPort) {
+  FakeSysfs sys;
+  FakeGpus g;
+  FakeNvlink nv;
+  g.gpus = {h100("0000:18:00.0")};  // its 18 links go to GPUs this process does not see
+  for (int l = 0; l < 18; ++l) nv.by_bus["0000:18:00.0"].push_back({NvlinkEnd::Kind::Gpu, "0000:2a:00.0"});
+  MachineInfo m = run(sys, &g, &nv);
+  EXPECT_EQ(m.active_links[0], 18);
+  const Topology t = machine_topology(m);
+  EXPECT_DOUBLE_EQ(t.nvlink_bandwidth_GBps, 450.0);
+  EXPECT_EQ(t.intra_node_link, "nvlink");
+}
+
 TEST(TopologyDetect, PcieOnlyUsesTheLinkSpeedAndSaysSo) {
   FakeSysfs sys;
   FakeGpus g;
@@ -177,6 +190,7 @@ TEST(TopologyDetect, PcieOnlyUsesTheLinkSpeedAndSaysSo) {
   EXPECT_NEAR(m.gpu_pcie_GBps[0], 32.0 * 16 * 128 / 130 / 8, 1e-9);
   const Topology t = machine_topology(m);
   EXPECT_NEAR(t.nvlink_bandwidth_GBps, 63.0, 0.1);
+  EXPECT_EQ(t.intra_node_link, "pcie");
   bool noted = false;
   for (const std::string& n : m.notes) noted = noted || n.find("fake NVML absent") != std::string::npos;
   EXPECT_TRUE(noted);
