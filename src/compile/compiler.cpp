@@ -149,6 +149,7 @@ CompileResult compile(const Algorithm& algo, const Topology& topo, const Compile
     k = fewer;
   }
   if (!options.keep_graph) res.graph = TaskGraph{};
+  p.links = choose_links(p, topo);  // the channel per ordered pair, from the topology's link class
   for (const RankPlan& rp : res.plan.ranks)
     for (const ThreadBlock& tb : rp.tbs)
       for (const Slot& s : tb.slots) {

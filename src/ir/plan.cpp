@@ -8,6 +8,17 @@ namespace weft {
 
 std::string_view to_string(ExecutionModel m) { return m == ExecutionModel::Task ? "task" : "algorithm"; }
 
+std::string_view to_string(ChannelKind k) {
+  return k == ChannelKind::Memory ? "memory" : k == ChannelKind::PortCopyEngine ? "port-ce" : "port-net";
+}
+
+std::optional<ChannelKind> channel_kind_from_string(std::string_view s) {
+  if (s == "memory") return ChannelKind::Memory;
+  if (s == "port-ce") return ChannelKind::PortCopyEngine;
+  if (s == "port-net") return ChannelKind::PortNetwork;
+  return std::nullopt;
+}
+
 std::string_view to_string(Primitive p) {
   switch (p) {
     case Primitive::Send: return "send";

@@ -101,6 +101,23 @@ struct Slot {
   bool operator==(const Slot&) const = default;
 };
 
+/// Which channel carries the messages of one ordered pair of ranks (docs/plan-format.md,
+/// "links"): chosen by the compiler from the topology's link class.
+enum class ChannelKind : uint8_t {
+  Memory,          ///< memory channel: the SMs load and store over NVLink ("memory")
+  PortCopyEngine,  ///< port channel, a proxy moves the bytes by copy engine ("port-ce")
+  PortNetwork,     ///< port channel over the network between nodes ("port-net")
+};
+std::string_view to_string(ChannelKind k);
+std::optional<ChannelKind> channel_kind_from_string(std::string_view s);
+
+struct PlanLink {
+  int32_t src = 0;
+  int32_t dst = 0;
+  ChannelKind channel = ChannelKind::Memory;
+  bool operator==(const PlanLink&) const = default;
+};
+
 struct ThreadBlock {
   std::vector<Slot> slots;
   bool operator==(const ThreadBlock&) const = default;
@@ -130,6 +147,9 @@ struct Plan {
   std::string topology;       ///< topology name it was compiled for
   int32_t num_subpipelines = 0;
   std::vector<RankPlan> ranks;
+  /// One entry per ordered pair of ranks some slot sends over, sorted by (src, dst); empty:
+  /// not recorded (built-in plans, older files), which means memory channels.
+  std::vector<PlanLink> links;
   bool operator==(const Plan&) const = default;
 
   int32_t max_tbs_per_rank() const;

@@ -92,6 +92,10 @@ PlanPairing pair_connections_or_throw(const Plan& plan, const PlanIndex& ix) {
   return pairing;
 }
 
+namespace {
+void validate_links(const Plan& p);
+}  // namespace
+
 void validate_plan(const Plan& p) {
   auto bad = [](const std::string& what) { fail(ErrorCode::Verify, "plan: " + what); };
   if (p.num_ranks <= 0) bad("num_ranks must be positive");
@@ -140,6 +144,56 @@ void validate_plan(const Plan& p) {
         }
       }
   }
+  validate_links(p);
+}
+
+namespace {
+
+/// The ordered pairs of ranks some slot sends over, sorted.
+std::vector<std::pair<int32_t, int32_t>> sending_pairs(const Plan& p) {
+  std::vector<std::pair<int32_t, int32_t>> out;
+  for (const RankPlan& rp : p.ranks)
+    for (const ThreadBlock& tb : rp.tbs)
+      for (const Slot& s : tb.slots)
+        if (primitive_sends(s.primitive)) out.emplace_back(rp.rank, s.send_peer);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+void validate_links(const Plan& p) {
+  if (p.links.empty()) return;
+  auto bad = [](const std::string& what) { fail(ErrorCode::Verify, "plan: links: " + what); };
+  const auto pairs = sending_pairs(p);
+  for (size_t i = 0; i < p.links.size(); ++i) {
+    const PlanLink& l = p.links[i];
+    if (l.src < 0 || l.src >= p.num_ranks || l.dst < 0 || l.dst >= p.num_ranks || l.src == l.dst)
+      bad(text::format("entry %zu (%d -> %d) is not a pair of distinct ranks in [0, %d)", i, l.src, l.dst, p.num_ranks));
+    if (static_cast<int>(l.channel) > static_cast<int>(ChannelKind::PortNetwork)) bad(text::format("entry %zu has an unknown channel", i));
+    if (i > 0 && std::make_pair(p.links[i - 1].src, p.links[i - 1].dst) >= std::make_pair(l.src, l.dst))
+      bad(text::format("entry %zu (%d -> %d) is out of (src, dst) order or repeated", i, l.src, l.dst));
+    if (!std::binary_search(pairs.begin(), pairs.end(), std::make_pair(l.src, l.dst)))
+      bad(text::format("entry %zu (%d -> %d) names a pair no slot sends over", i, l.src, l.dst));
+  }
+  if (p.links.size() != pairs.size())
+    for (const auto& [s, d] : pairs)
+      if (std::none_of(p.links.begin(), p.links.end(), [&](const PlanLink& l) { return l.src == s && l.dst == d; }))
+        bad(text::format("rank %d sends to rank %d but no entry gives that pair's channel", s, d));
+}
+
+}  // namespace
+
+std::vector<PlanLink> choose_links(const Plan& p, const Topology& t) {
+  std::vector<PlanLink> out;
+  for (const auto& [s, d] : sending_pairs(p)) {
+    PlanLink l{s, d, ChannelKind::Memory};
+    if (s < t.num_gpus() && d < t.num_gpus()) {
+      if (!t.same_node(s, d)) l.channel = ChannelKind::PortNetwork;
+      else if (t.intra_node_link == "pcie") l.channel = ChannelKind::PortCopyEngine;
+    }
+    out.push_back(l);
+  }
+  return out;
 }
 
 PlanSlotRef slot_ref(const PlanIndex& ix, int32_t id) {

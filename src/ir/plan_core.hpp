@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "ir/plan.hpp"
+#include "ir/topology.hpp"
 #include "util/error.hpp"
 
 namespace weft {
@@ -77,7 +78,14 @@ PlanPairing pair_connections_or_throw(const Plan& plan, const PlanIndex& ix);
 /// existing slot of the same rank: of another thread block, or an earlier slot of its own
 /// (implied by program order, as MSCCL allows; itself or a later slot of its own block is an
 /// error). Throws Verify naming the rank, thread block and slot at fault.
+/// With `links` recorded, also: one entry per ordered pair of ranks that some slot sends over
+/// and no other, sorted by (src, dst), each a known channel kind.
 void validate_plan(const Plan& plan);
+
+/// The channel per ordered pair of ranks the plan sends over, from the topology's link class:
+/// GPUs of one node on NVLink, a memory channel; on PCIe (intra_node_link "pcie"), a port
+/// channel by copy engine; GPUs of different nodes, a port channel over the network.
+std::vector<PlanLink> choose_links(const Plan& plan, const Topology& topo);
 
 /// One slot named in a verdict.
 struct PlanSlotRef {

@@ -191,7 +191,17 @@ std::string plan_to_json(const Plan& p) {
     }
     out += rp.tbs.empty() ? "]}" : "\n    ]}";
   }
-  out += p.ranks.empty() ? "]\n}\n" : "\n  ]\n}\n";
+  out += p.ranks.empty() ? "]" : "\n  ]";
+  if (!p.links.empty()) {  // written only when recorded, so plans without them read back equal
+    out += ",\n  \"links\": [";
+    for (size_t i = 0; i < p.links.size(); ++i) {
+      const PlanLink& l = p.links[i];
+      out += text::format("%s\n    {\"src\": %d, \"dst\": %d, \"channel\": \"%s\"}", i ? "," : "", l.src, l.dst,
+                          std::string(to_string(l.channel)).c_str());
+    }
+    out += "\n  ]";
+  }
+  out += "\n}\n";
   return out;
 }
 
@@ -201,7 +211,7 @@ Plan plan_from_json(std::string_view text, const std::string& origin) {
   if (!j.is_object()) in.bad("(top)", "expected a JSON object");
   in.only(j, "(top)", {"format", "version", "algorithm", "collective", "num_ranks", "input_chunks", "output_chunks",
                        "scratch_chunks", "in_place", "root", "protocol", "execution", "scheduler", "allocator", "topology",
-                       "num_subpipelines", "ranks"});
+                       "num_subpipelines", "ranks", "links"});
   std::string format = in.string(j, "(top)", "format");
   if (format != kFormat) in.bad("format", "is \"" + format + "\", expected \"" + kFormat + "\"");
   Plan p;
@@ -250,6 +260,21 @@ Plan plan_from_json(std::string_view text, const std::string& origin) {
       rp.tbs.push_back(std::move(tb));
     }
     p.ranks.push_back(std::move(rp));
+  }
+  if (j.contains("links")) {
+    const json& links = in.array(j, "(top)", "links");
+    for (size_t i = 0; i < links.size(); ++i) {
+      const std::string lpath = "links[" + std::to_string(i) + "]";
+      in.only(links[i], lpath, {"src", "dst", "channel"});
+      PlanLink l;
+      l.src = in.integer(links[i], lpath, "src");
+      l.dst = in.integer(links[i], lpath, "dst");
+      const std::string kind = in.string(links[i], lpath, "channel");
+      auto k = channel_kind_from_string(kind);
+      if (!k) in.bad(lpath + ".channel", "is \"" + kind + "\", expected \"memory\", \"port-ce\" or \"port-net\"");
+      l.channel = *k;
+      p.links.push_back(l);
+    }
   }
   try {
     validate_plan(p);

@@ -104,6 +104,8 @@ void Topology::validate() const {
     if (nic_bandwidth_GBps <= 0) bad("nic_bandwidth_GBps must be positive");
   }
   if (gpus_per_node > 1 && nvlink_bandwidth_GBps <= 0) bad("nvlink_bandwidth_GBps must be positive");
+  if (intra_node_link != "nvlink" && intra_node_link != "pcie")
+    bad("intra_node_link is \"" + intra_node_link + "\", expected \"nvlink\" or \"pcie\"");
   if (nodes_per_rack <= 0) bad("nodes_per_rack must be positive");
   if (tb_copy_GBps <= 0) bad("tb_copy_GBps must be positive");
   if (nics_per_node > 0 && tb_net_GBps <= 0) bad("tb_net_GBps must be positive");

@@ -65,6 +65,10 @@ struct Topology {
   /// HBM traffic (GB/s) one thread block moves in a local copy or reduction (receivers
   /// copying out of staging, rrc, Copy, Reduce); 0: 4 x tb_copy_GBps (docs/cost-model.md).
   double tb_local_GBps = 0;
+  /// How GPUs of one node reach each other: "nvlink" (NVLink or NVSwitch: memory channels,
+  /// SMs load and store) or "pcie" (port channels by copy engine). Detection sets "pcie"
+  /// when not every pair has NVLink (ir/topology_detect.hpp).
+  std::string intra_node_link = "nvlink";
 
   int32_t num_gpus() const { return nodes * gpus_per_node; }
   int32_t node_of(int32_t gpu) const { return gpu / gpus_per_node; }

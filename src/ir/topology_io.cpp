@@ -73,8 +73,9 @@ std::string set_int_list(std::vector<int32_t>& out, const json& v) {
                                                                   const json& v) { return setter(t.member, v); } \
   }
 
-/// Every field of Topology, in file order. `description` and `tb_local_GBps` (added after
-/// the first files were written; 0 means the simulator's default) are optional.
+/// Every field of Topology, in file order. `description`, `tb_local_GBps` (0 means the
+/// simulator's default) and `intra_node_link` ("nvlink"), added after the first files were
+/// written, are optional.
 const std::vector<Field>& fields() {
   static const std::vector<Field> f = {
       WEFT_TOPO_FIELD(name, set_string),
@@ -97,6 +98,7 @@ const std::vector<Field>& fields() {
       WEFT_TOPO_FIELD(primitive_overhead_us, set_double),
       WEFT_TOPO_FIELD(contention_gamma, set_double),
       WEFT_TOPO_FIELD(tb_local_GBps, set_double),
+      WEFT_TOPO_FIELD(intra_node_link, set_string),
   };
   return f;
 }
@@ -234,7 +236,8 @@ Topology topology_from_json(std::string_view text, const std::string& origin) {
     if (!e.empty()) bad("field '" + key + "' " + e);
   }
   for (const Field& f : fields())
-    if (std::string(f.name) != "description" && std::string(f.name) != "tb_local_GBps" && !j.contains(f.name))
+    if (std::string(f.name) != "description" && std::string(f.name) != "tb_local_GBps" &&
+        std::string(f.name) != "intra_node_link" && !j.contains(f.name))
       bad(std::string("missing field '") + f.name + "'");
   try {
     t.validate();

@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 
+#include "ir/topology_detect.hpp"
 #include "ir/topology_io.hpp"
 #include "plan/builder.hpp"
 #include "plan/plan_file.hpp"
@@ -52,17 +53,18 @@ SourceOptions options_for(const std::string& algorithm, int nranks, int root, bo
   return so;
 }
 
-/// The communicator's machine: one node of `nranks` GPUs on NVLink (H200 figures; the
-/// compiler uses them to choose instances and to schedule, not for correctness). Under
-/// WEFT_EMULATE_NODES=N (dividing the ranks) it is N nodes of nranks / N GPUs, one NIC per
-/// GPU, so that the compiler sees which links cross the (emulated) network; the NIC figures
-/// are assumptions (a 100 Gb/s NIC), as the emulated network is UCX on one machine.
+/// The communicator's machine: WEFT_TOPOLOGY (a file, a preset or "detect"), by default the
+/// h200-1x8 preset's figures, as one node of `nranks` GPUs unless the topology has exactly
+/// `nranks` (ir/topology_detect.hpp). The compiler uses it to choose instances and to
+/// schedule, not for correctness. Under WEFT_EMULATE_NODES=N (dividing the ranks) it is N
+/// nodes of nranks / N GPUs, one NIC per GPU, so that the compiler sees which links cross
+/// the (emulated) network; the NIC figures are assumptions (a 100 Gb/s NIC), as the emulated
+/// network is UCX on one machine.
 Topology node_topology(int nranks) {
-  Topology t = topology_preset("h200-1x8");
+  Topology t = detect::configured_topology(nranks);
   const int g = emulated_gpus_per_node(nranks);
-  t.gpus_per_node = g;
-  t.name = "h200-1x" + std::to_string(nranks);
   if (g != nranks) {
+    t.gpus_per_node = g;
     t.nodes = nranks / g;
     t.name = "h200-emulated-" + std::to_string(t.nodes) + "x" + std::to_string(g);
     t.nics_per_node = g;

@@ -46,6 +46,11 @@ const std::vector<Variable>& registry() {
       {"WEFT_PART_PATH", Type::String, "kernel",
        "Transfer path of partitioned point-to-point sends (docs/partitioned.md), read when a partitioned context is "
        "created: kernel (the device pready copies) or proxy (a progression engine thread copies; paper 002)."},
+      {"WEFT_TOPOLOGY", Type::String, "",
+       "Machine the runtime compiles algorithms for: a topology file, a preset name (weft topology --list) or "
+       "'detect' (this machine's GPUs, NVLink and NICs, detected once per process: weft topology --detect --summary); "
+       "empty: the h200-1x8 preset's figures. A topology whose GPU count differs from the communicator's is used as "
+       "one node of its ranks with its figures. It shapes instance choice and scheduling, not which transport runs."},
       {"WEFT_GPUS_PER_NODE", Type::Int, "0",
        "GPUPerNode given to compiled algorithms (hm_allreduce, ...): the size of their inner level; 0 means the size of the emulated nodes under WEFT_EMULATE_NODES, else the communicator's rank count (one node). It only shapes the algorithm: the ranks still talk over NVLink unless WEFT_EMULATE_NODES puts them on different nodes.", 0, 1 << 20},
       {"WEFT_EMULATE_NODES", Type::Int, "0",
