@@ -231,13 +231,19 @@ TEST(UcxTransport, ReceiverKilledMidTransfer) {
   }, 5, 10);
 }
 
-TEST(UcxTransport, StalledReceiverEndsInTimeout) {
+// A receiver that stops progressing for 4 s, then exits. Where UCX's puts need the
+// receiver's progress (UCX 1.13's tcp here), the sender's bounded flush ends in a Timeout
+// naming rank 1 after 2 s; where they complete without it (UCX 1.16's tcp on the GPU
+// machine completed every flush), nothing is wrong until the receiver exits, and then the
+// endpoint's failure names rank 1. Either way: an error naming the peer, no hang, within
+// the stall plus 1 s (the flush timeout itself is tested on host memory in test_proxy).
+TEST(UcxTransport, StalledReceiverEndsInAnError) {
   SKIP_WITHOUT_UCX();
   sender_sees_fault([](Side& s) {
     s.proxy->stop();  // no progress from here on: a stalled peer
     std::this_thread::sleep_for(std::chrono::seconds(4));
     _exit(0);
-  }, 2, 4);
+  }, 2, 5);
 }
 
 TEST(UcxTransport, FailingEndpoint) {
