@@ -220,9 +220,14 @@ __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32
   if (threadIdx.x == 0) {
     int st = 0;
     const uint64_t want = sh.base + k + 1;
+    // A dependency is another block of this rank, stuck only if a wait on a peer is stuck
+    // further up its chain: its deadline comes an eighth of the timeout later, so the wait on
+    // the peer times out first and the error names the peer, not this rank's block.
+    device::Deadline dep_dl = iv.dl;
+    if (dep_dl.end_ns != ~0ull) dep_dl.end_ns += a.timeout_ns >> 3;
     for (int32_t d = 0; d < s.ndeps && st == 0; ++d) {
       const uint64_t* ctr = &a.counters[a.deps[s.dep_begin + d]];
-      device::WaitResult r = device::spin_until([&] { return device::ld_acquire_gpu(ctr) >= want; }, iv.dl);
+      device::WaitResult r = device::spin_until([&] { return device::ld_acquire_gpu(ctr) >= want; }, dep_dl);
       if (r != device::WaitResult::Ok) {
         record_error(iv, r, gs, s.prim, kWaitDependency, -1, k, a.dep_tbs[s.dep_begin + d], k + 1,
                      device::ld_acquire_gpu(ctr) - sh.base);
