@@ -176,9 +176,11 @@ void validate_links(const Plan& p) {
       bad(text::format("entry %zu (%d -> %d) names a pair no slot sends over", i, l.src, l.dst));
   }
   if (p.links.size() != pairs.size())
-    for (const auto& [s, d] : pairs)
+    for (const auto& pair : pairs) {
+      const int s = pair.first, d = pair.second;  // named copies: clang 14 cannot capture bindings
       if (std::none_of(p.links.begin(), p.links.end(), [&](const PlanLink& l) { return l.src == s && l.dst == d; }))
         bad(text::format("rank %d sends to rank %d but no entry gives that pair's channel", s, d));
+    }
 }
 
 }  // namespace

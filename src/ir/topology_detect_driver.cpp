@@ -69,10 +69,15 @@ class CudaDriverProbe final : public GpuProbe {
         return false;
       }
       int (*init)(unsigned) = nullptr;
-      const bool ok = sym(lib_, "cuInit", init) & sym(lib_, "cuDeviceGetCount", get_count_) &
-                      sym(lib_, "cuDeviceGet", device_get_) & sym(lib_, "cuDeviceGetName", get_name_) &
-                      sym(lib_, "cuDeviceTotalMem_v2", total_mem_) & sym(lib_, "cuDeviceGetAttribute", attr_) &
-                      sym(lib_, "cuDeviceGetPCIBusId", bus_id_) & sym(lib_, "cuDeviceCanAccessPeer", peer_);
+      // Every symbol is looked up (no short circuit), so each missing one is left null.
+      bool ok = sym(lib_, "cuInit", init);
+      ok &= sym(lib_, "cuDeviceGetCount", get_count_);
+      ok &= sym(lib_, "cuDeviceGet", device_get_);
+      ok &= sym(lib_, "cuDeviceGetName", get_name_);
+      ok &= sym(lib_, "cuDeviceTotalMem_v2", total_mem_);
+      ok &= sym(lib_, "cuDeviceGetAttribute", attr_);
+      ok &= sym(lib_, "cuDeviceGetPCIBusId", bus_id_);
+      ok &= sym(lib_, "cuDeviceCanAccessPeer", peer_);
       sym(lib_, "cuGetErrorString", err_string_);
       if (!ok) {
         why_ = "libcuda.so.1 lacks a driver entry point detection needs (driver too old?)";
@@ -126,10 +131,11 @@ class NvmlProbe final : public NvlinkProbe {
         why_ = dl_error("libnvidia-ml.so.1 (NVML)");
       } else {
         int (*init)() = nullptr;
-        const bool ok = sym(lib_, "nvmlInit_v2", init) & sym(lib_, "nvmlShutdown", shutdown_) &
-                        sym(lib_, "nvmlDeviceGetHandleByPciBusId_v2", by_bus_) &
-                        sym(lib_, "nvmlDeviceGetNvLinkState", state_) &
-                        sym(lib_, "nvmlDeviceGetNvLinkRemotePciInfo_v2", remote_);
+        bool ok = sym(lib_, "nvmlInit_v2", init);
+        ok &= sym(lib_, "nvmlShutdown", shutdown_);
+        ok &= sym(lib_, "nvmlDeviceGetHandleByPciBusId_v2", by_bus_);
+        ok &= sym(lib_, "nvmlDeviceGetNvLinkState", state_);
+        ok &= sym(lib_, "nvmlDeviceGetNvLinkRemotePciInfo_v2", remote_);
         sym(lib_, "nvmlDeviceGetNvLinkRemoteDeviceType", remote_type_);  // newer drivers only
         if (!ok) why_ = "libnvidia-ml.so.1 lacks an NVLink entry point (driver too old?)";
         else if (int r = init(); r != 0) why_ = text::format("nvmlInit failed (nvmlReturn_t %d)", r);

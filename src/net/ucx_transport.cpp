@@ -11,7 +11,7 @@
 namespace weft::net {
 
 namespace {
-std::string rank_name(int r) { return "rank " + std::to_string(r); }
+[[maybe_unused]] std::string rank_name(int r) { return "rank " + std::to_string(r); }
 }  // namespace
 
 #if WEFT_HAVE_UCX
