@@ -43,6 +43,9 @@ const std::vector<Variable>& registry() {
        "is created; a malformed table is an error there naming the file and line."},
       {"WEFT_PROTO", Type::String, "",
        "Force a protocol: Simple or LL (the interpreter runs no LL128; another value is an error at the first collective)."},
+      {"WEFT_PYTHON", Type::String, "",
+       "Python interpreter that runs a .py algorithm for weft compile, simulate and verify (docs/python.md); it "
+       "must import weft's module. Empty: the interpreter the build found, else python3."},
       {"WEFT_PART_PATH", Type::String, "kernel",
        "Transfer path of partitioned point-to-point sends (docs/partitioned.md), read when a partitioned context is "
        "created: kernel (the device pready copies) or proxy (a progression engine thread copies; paper 002)."},
