@@ -30,10 +30,7 @@ NetFifos::NetFifos(Bootstrap& boot, NetFifoMemory memory, NetLayout layout, doub
   try {
     region_ = memory_.alloc_region(total);
 
-    const double wait_s = config::wait_seconds(timeout_s);
-    Bootstrap* b = &boot;
-    ucx_ = std::make_unique<net::UcxTransport>(
-        rank_, boot.nranks(), [b, wait_s](void* d, size_t k) { b->allgather(d, k, wait_s); }, timeout_s);
+    ucx_ = net::transport_over(boot, config::wait_seconds(timeout_s), timeout_s);
     const std::vector<proxy::RemoteMemory> mem = ucx_->register_memory(region_, total, false);
 
     proxy::ProxyOptions po;

@@ -15,8 +15,7 @@ PortMesh::PortMesh(Bootstrap& boot, const NodeLayout& nodes, void* buffer, uint6
                                          " ranks, the communicator " + std::to_string(n));
   if (signals == nullptr) fail(ErrorCode::InvalidArgument, o.name + ": port mesh without a signal array");
   const double wait_s = config::wait_seconds(o.timeout_s >= 0 ? o.timeout_s : config::get_seconds("WEFT_TIMEOUT"));
-  Bootstrap* b = &boot;
-  ucx_ = std::make_unique<UcxTransport>(rank_, n, [b, wait_s](void* d, size_t k) { b->allgather(d, k, wait_s); }, o.timeout_s);
+  ucx_ = transport_over(boot, wait_s, o.timeout_s);
   auto mem = ucx_->register_memory(buffer, bytes, o.buffer_is_cuda);
   auto sig = ucx_->register_memory(signals, static_cast<uint64_t>(n) * 64, o.signals_are_cuda);
   proxy_ = std::make_unique<proxy::Proxy>(proxy::ProxyOptions{o.name, o.fifo_depth, o.timeout_s, o.fifo_memory});

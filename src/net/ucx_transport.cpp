@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "net/ucx_api.hpp"
+#include "runtime/bootstrap.hpp"
 #include "util/config.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
@@ -410,5 +411,12 @@ void UcxTransport::check_peer(int) const {}
 void UcxTransport::abort() {}
 
 #endif
+
+std::unique_ptr<UcxTransport> transport_over(Bootstrap& boot, double allgather_wait_s, double timeout_s) {
+  Bootstrap* b = &boot;
+  return std::make_unique<UcxTransport>(
+      boot.rank(), boot.nranks(), [b, allgather_wait_s](void* d, size_t k) { b->allgather(d, k, allgather_wait_s); },
+      timeout_s);
+}
 
 }  // namespace weft::net

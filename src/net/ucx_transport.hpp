@@ -23,6 +23,10 @@
 
 #include "proxy/connection.hpp"
 
+namespace weft {
+class Bootstrap;
+}
+
 namespace weft::net {
 
 /// Empty when the transport can run here; else why not (net/ucx_api.hpp).
@@ -81,5 +85,9 @@ class UcxTransport {
  private:
   std::unique_ptr<Impl> impl_;
 };
+
+/// A UcxTransport among the ranks of `boot`, its exchanges through the bootstrap's bounded
+/// all-gather (each waiting at most `allgather_wait_s`); `timeout_s` as for the constructor.
+std::unique_ptr<UcxTransport> transport_over(Bootstrap& boot, double allgather_wait_s, double timeout_s);
 
 }  // namespace weft::net

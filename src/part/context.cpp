@@ -157,13 +157,11 @@ ContextImpl::ContextImpl(Communicator& comm, int path)
     bool any = false;
     for (int a = 0; a < nranks_; ++a) any = any || node_of_[static_cast<size_t>(a)] != node_of_[0];
     if (any) {
-      Bootstrap* b = &comm.bootstrap();
       const std::string what = "rank " + std::to_string(rank_) +
                                ": the progression engine between emulated nodes (WEFT_EMULATE_NODES) needs the network "
                                "transport: ";
       try {
-        ucx_ = std::make_unique<net::UcxTransport>(
-            rank_, nranks_, [b, wait_s](void* d, size_t k) { b->allgather(d, k, wait_s); }, timeout_s_);
+        ucx_ = net::transport_over(comm.bootstrap(), wait_s, timeout_s_);
       } catch (const Error& e) {
         fail(e.code(), what + e.what());
       }
