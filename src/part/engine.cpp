@@ -254,13 +254,18 @@ uint64_t ProgressEngine::serve(Job& j) {
   return moved;
 }
 
-uint64_t ProgressEngine::serve(RecvJob& j) {
+uint64_t ProgressEngine::retire(RecvJob& j) {
   uint64_t moved = 0;
   while (!j.inflight.empty() && j.staging.stage->landed(j.inflight.front().ticket)) {
     moved += j.inflight.front().run.count;
     j.inflight.pop_front();
   }
   check_age(j.inflight, j.desc.who, "the receive buffer");
+  return moved;
+}
+
+uint64_t ProgressEngine::serve(RecvJob& j) {
+  uint64_t moved = retire(j);
   if (j.epoch == 0) return moved;
   while (j.next < j.desc.partitions && j.inflight.size() < kEngineInflight) {
     volatile uint64_t* slot = j.ring + uint64_t{j.next} * kRecordWords;
@@ -292,13 +297,8 @@ void ProgressEngine::drain(J& j, bool take) {
   const auto end = Clock::now() + std::chrono::duration<double>(timeout_s_);
   for (;;) {
     if (progress_) progress_();
-    uint64_t moved = 0;
-    if constexpr (std::is_same_v<J, Job>) {
-      j.connection->progress();
-      moved = take ? serve(j) : retire(j);
-    } else {
-      moved = serve(j);
-    }
+    if constexpr (std::is_same_v<J, Job>) j.connection->progress();
+    const uint64_t moved = take ? serve(j) : retire(j);
     if (j.inflight.empty() && moved == 0) return;
     if (Clock::now() > end)
       fail(ErrorCode::Timeout, j.desc.who + ": " + std::to_string(j.inflight.size()) +

@@ -159,6 +159,7 @@ class ProgressEngine {
   uint64_t serve(RecvJob& j);
   /// Advances the transfers in flight; returns the transport partitions that landed.
   uint64_t retire(Job& j);
+  uint64_t retire(RecvJob& j);
   /// Posts run `r` (taken in the job's epoch).
   void post(Job& j, const TransportRun& r);
   void post_network(Job& j, Op& op);
