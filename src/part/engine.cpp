@@ -53,23 +53,13 @@ ProgressEngine::Job* ProgressEngine::add(const ProgressJobDesc& d, std::shared_p
 
 void ProgressEngine::remove(Job* job) {
   std::lock_guard<std::mutex> lock(mu_);
-  try {
-    drain(*job, false);  // its memory goes next
-  } catch (const Error& err) {
-    record(err.code(), err.what());
-  }
+  settle(*job, false);  // its memory goes next
   jobs_.remove_if([job](const Job& j) { return &j == job; });
 }
 
 void ProgressEngine::set_epoch(Job* job, uint64_t epoch, uint32_t threshold) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!job->inflight.empty() && !failed_.load()) {
-    try {
-      drain(*job, false);  // the words below are read by transfers of the last epoch
-    } catch (const Error& err) {
-      record(err.code(), err.what());
-    }
-  }
+  if (!failed_.load()) settle(*job, false);  // the words below are read by transfers of the last epoch
   if (epoch != 0) {
     ProgressJobDesc d = job->desc;
     d.threshold = threshold;
@@ -90,13 +80,7 @@ void ProgressEngine::set_progress(std::function<void()> progress) {
 
 void ProgressEngine::finish_epoch(Job* job) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!failed_.load(std::memory_order_acquire)) {
-    try {
-      drain(*job, true);
-    } catch (const Error& err) {
-      record(err.code(), err.what());
-    }
-  }
+  if (!failed_.load(std::memory_order_acquire)) settle(*job, true);
   job->epoch = 0;
 }
 
@@ -121,23 +105,13 @@ ProgressEngine::RecvJob* ProgressEngine::add_recv(const ProgressJobDesc& d, Stag
 
 void ProgressEngine::remove_recv(RecvJob* job) {
   std::lock_guard<std::mutex> lock(mu_);
-  try {
-    drain(*job, false);
-  } catch (const Error& err) {
-    record(err.code(), err.what());
-  }
+  settle(*job, false);
   recv_jobs_.remove_if([job](const RecvJob& j) { return &j == job; });
 }
 
 void ProgressEngine::set_recv_epoch(RecvJob* job, uint64_t epoch) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!job->inflight.empty() && !failed_.load()) {
-    try {
-      drain(*job, false);
-    } catch (const Error& err) {
-      record(err.code(), err.what());
-    }
-  }
+  if (!failed_.load()) settle(*job, false);
   std::fill(job->words, job->words + job->desc.partitions, epoch);
   job->epoch = epoch;
   job->next = 0;
@@ -305,6 +279,15 @@ void ProgressEngine::drain(J& j, bool take) {
                                    " transfers of the progression engine still in flight after " +
                                    std::to_string(timeout_s_) + " s (WEFT_TIMEOUT)");
     std::this_thread::yield();
+  }
+}
+
+template <class J>
+void ProgressEngine::settle(J& j, bool take) {
+  try {
+    drain(j, take);
+  } catch (const Error& err) {
+    record(err.code(), err.what());
   }
 }
 

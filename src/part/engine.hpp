@@ -169,6 +169,9 @@ class ProgressEngine {
   /// is left), at most the timeout.
   template <class J>
   void drain(J& j, bool take);
+  /// drain, recording (not throwing) its failure.
+  template <class J>
+  void settle(J& j, bool take);
 
   double timeout_s_;
   std::string name_;
