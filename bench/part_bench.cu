@@ -14,8 +14,10 @@
 //             vector-add + ncclAllReduce (libnccl.so.2 loaded with dlopen) + stream synchronize
 //             (Figures 6 and 7); the NCCL column is skipped, with the reason, where NCCL is
 //             not found or the ranks share one GPU (NCCL refuses two ranks on one device)
-// The other modes use the kernel-copy path. Inter-node rows (the engine's puts over the
-// network transport) are not available yet.
+// The other modes use the kernel-copy path. With WEFT_EMULATE_NODES=2 the two ranks are on
+// two emulated nodes: goodput's progression-engine column goes over UCX (staged through
+// page-locked memory where UCX cannot register GPU memory, or with WEFT_PART_STAGE=1), and
+// the header says so; the traditional send crosses the nodes too, the kernel copy does not.
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 
@@ -180,11 +182,19 @@ int goodput(int r, const weftUniqueId& id) {
   OK(cudaStreamSynchronize(k.stream));
   weftPartComm_t pc_proxy = nullptr;
   OK(weftPartCommCreateWithPath(k.comm, weftPartPathProxy, &pc_proxy));
+  const char* en = std::getenv("WEFT_EMULATE_NODES");
+  const bool nodes = en != nullptr && std::atoi(en) > 1;
+  const char* st = std::getenv("WEFT_PART_STAGE");
+  const bool forced = st != nullptr && st[0] == '1';
   if (r == 0)
     std::printf("# goodput, rank 0 -> rank 1%s; %d iterations each, per-iteration mean\n"
-                "# part: kernel-copy path; prox: progression-engine path (flags to a host thread, copy-engine puts)\n"
+                "# part: kernel-copy path; prox: progression-engine path (flags to a host thread, %s)\n"
                 "%8s %12s %14s %14s %14s %14s %14s %8s %8s\n",
-                k.shared_gpu ? " (both ranks share one GPU: correctness, not speed)" : "", kIters, "blocks", "bytes",
+                k.shared_gpu ? " (both ranks share one GPU: correctness, not speed)" : "", kIters,
+                !nodes ? "copy-engine puts within the host"
+                : forced ? "2 emulated nodes: UCX puts staged through page-locked memory (WEFT_PART_STAGE=1)"
+                         : "2 emulated nodes: UCX puts, staged through page-locked memory unless UCX registers GPU memory",
+                "blocks", "bytes",
                 "trad_us", "part_us", "prox_us", "part_GB/s", "prox_GB/s", "speedup", "sp_prox");
   for (int G : g_grids) {
     const uint64_t n = static_cast<uint64_t>(G) * kThreads, bytes = n * 8;

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <deque>
 
 #include "net/ucx_api.hpp"
 #include "runtime/bootstrap.hpp"
@@ -43,6 +44,8 @@ struct UcxTransport::Impl {
     ucp_ep_h ep = nullptr;
     ucs_status_t failed = UCS_OK;
     std::vector<Pending> pending;
+    std::deque<std::pair<uint64_t, void*>> marks;  // (ticket, its flush request), oldest first
+    uint64_t marked = 0, landed = 0;
   };
 
   const UcxApi* api = nullptr;
@@ -170,6 +173,62 @@ struct UcxTransport::Impl {
     post(p, r, std::move(v), "signal");
   }
 
+  void write_words(Peer& p, const proxy::RemoteMemory& dst, uint64_t off, const uint64_t* values, uint64_t n) {
+    check(p);
+    ucs_status_t f = api->worker_fence(worker);  // the words land after every earlier put
+    if (f != UCS_OK) fail(ErrorCode::Remote, "UCX fence before a signal to " + rank_name(p.rank) + " failed: " + status(f));
+    ucp_request_param_t param{};
+    post(p, api->put_nbx(p.ep, values, n * sizeof(uint64_t), dst.address + off,
+                         static_cast<ucp_rkey_h>(const_cast<void*>(dst.key)), &param),
+         nullptr, "signal");
+  }
+
+  /// A non-blocking flush of everything posted so far; at most kMarks outstanding (beyond
+  /// that the oldest is waited for, at most `wait_s`).
+  static constexpr size_t kMarks = 256;
+  uint64_t mark(Peer& p, double wait_s) {
+    check(p);
+    if (p.marks.size() >= kMarks) {
+      auto [t, r] = p.marks.front();
+      p.marks.pop_front();
+      wait(p, static_cast<ucs_status_ptr_t>(r), "flush", wait_s);
+      p.landed = t;
+    }
+    ucp_request_param_t param{};
+    ucs_status_ptr_t r = api->ep_flush_nbx(p.ep, &param);
+    if (UCS_PTR_IS_ERR(r)) {
+      if (p.failed == UCS_OK) p.failed = UCS_PTR_STATUS(r);
+      check(p);
+    }
+    ++p.marked;
+    if (r == nullptr && p.marks.empty()) p.landed = p.marked;  // done at once, and so is every earlier one
+    else p.marks.emplace_back(p.marked, r);
+    return p.marked;
+  }
+
+  bool landed(Peer& p, uint64_t ticket) {
+    if (p.landed >= ticket) return true;
+    progress();
+    while (!p.marks.empty()) {
+      auto [t, r] = p.marks.front();
+      if (r != nullptr) {
+        const ucs_status_t s = api->request_check_status(r);
+        if (s == UCS_INPROGRESS) break;
+        api->request_free(r);
+        if (s != UCS_OK) {
+          p.marks.pop_front();
+          if (p.failed == UCS_OK) p.failed = s;
+          check(p);
+        }
+      }
+      p.marks.pop_front();
+      p.landed = t;
+    }
+    reap(p);
+    check(p);
+    return p.landed >= ticket;
+  }
+
   void flush(Peer& p, double wait_s) {
     check(p);
     ucp_request_param_t param{};
@@ -183,6 +242,9 @@ struct UcxTransport::Impl {
       if (!p || p->ep == nullptr) continue;
       for (Pending& q : p->pending) api->request_free(q.request);
       p->pending.clear();
+      for (auto& [t, r] : p->marks)
+        if (r != nullptr) api->request_free(r);
+      p->marks.clear();
       ucp_request_param_t param{};
       param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
       param.flags = (force || p->failed != UCS_OK) ? UCP_EP_CLOSE_FLAG_FORCE : 0;
@@ -366,6 +428,11 @@ class UcxConnection : public proxy::Connection {
   void put(const proxy::RemoteMemory& dst, uint64_t off, const void* src, uint64_t bytes) override { t_->put(*p_, dst, off, src, bytes); }
   void write_u64(const proxy::RemoteMemory& dst, uint64_t off, uint64_t v) override { t_->write_u64(*p_, dst, off, v); }
   void flush(double timeout_s) override { t_->flush(*p_, config::wait_seconds(timeout_s)); }
+  void write_words(const proxy::RemoteMemory& dst, uint64_t off, const uint64_t* values, uint64_t n) override {
+    t_->write_words(*p_, dst, off, values, n);
+  }
+  uint64_t mark(double timeout_s) override { return t_->mark(*p_, config::wait_seconds(timeout_s)); }
+  bool landed(uint64_t ticket) override { return t_->landed(*p_, ticket); }
   void progress() override {
     t_->progress();
     t_->reap(*p_);

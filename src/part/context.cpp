@@ -13,6 +13,7 @@
 #include "runtime/communicator.hpp"
 #include "runtime/cuda_check.hpp"
 #include "util/config.hpp"
+#include "util/log.hpp"
 
 namespace weft::part {
 
@@ -165,8 +166,15 @@ ContextImpl::ContextImpl(Communicator& comm, int path)
       } catch (const Error& e) {
         fail(e.code(), what + e.what());
       }
-      if (!ucx_->supports_cuda_memory())
-        fail(ErrorCode::InvalidUsage, what + "this UCX cannot register CUDA memory (built without CUDA support)");
+      // Where UCX cannot register GPU memory (built without CUDA support), or when asked to,
+      // the engines stage every transfer through page-locked host memory.
+      stage_network_ = !ucx_->supports_cuda_memory() || config::get_bool("WEFT_PART_STAGE");
+      WEFT_LOG(Info, "PART", "rank " << rank_ << ": progression engine between emulated nodes "
+                                     << (stage_network_ ? (ucx_->supports_cuda_memory()
+                                                               ? "staged through page-locked memory (WEFT_PART_STAGE=1)"
+                                                               : "staged through page-locked memory (this UCX cannot "
+                                                                 "register CUDA memory)")
+                                                        : "puts GPU memory directly (UCX with CUDA support)"));
       net::UcxTransport* u = ucx_.get();
       engine().set_progress([u] { u->progress(); });
     }
@@ -185,6 +193,7 @@ ContextImpl::~ContextImpl() {
   ucx_.reset();
   try {
     DeviceGuard guard(device_);
+    for (void* p : pinned_) cudaFreeHost(p);
     for (size_t p = 0; p < peer_mailbox_.size(); ++p)
       if (peer_opened_[p]) cudaIpcCloseMemHandle(peer_mailbox_[p]);
     for (uint64_t* w : shm_)
@@ -417,6 +426,16 @@ void ContextImpl::copy(void* dst, const void* src, uint64_t bytes) {
   DeviceGuard guard(device_);
   WEFT_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_));
   WEFT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void* ContextImpl::alloc_pinned(uint64_t bytes) {
+  DeviceGuard guard(device_);
+  void* p = nullptr;
+  WEFT_CUDA_CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocPortable));
+  std::memset(p, 0, bytes);
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  pinned_.push_back(p);
+  return p;
 }
 
 void* ContextImpl::alloc_device(uint64_t bytes) {

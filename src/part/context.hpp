@@ -54,6 +54,8 @@ struct MailMessage {
   int32_t status = 0;  ///< reply: 0 matched, 1 the descriptions differ
   uint32_t ready_word = 0;  ///< offer: the sender's ready-to-receive word (ready_word())
   uint32_t key_slot = 0;    ///< reply, across emulated nodes: 1 + the receiver's key slot (key_slot()); 0 none
+  uint32_t staged = 0;      ///< across emulated nodes: offer, the sender stages; reply, the pair stages
+  uint64_t mirror = 0, ring = 0;  ///< reply, staged: the receiver's page-locked mirror and signal ring
   ExportedMemory data;  ///< reply: the receive buffer
   ExportedMemory ctrl;  ///< reply: the receiver's flag block
 };
@@ -112,6 +114,12 @@ class ContextImpl : public Context {
   bool crosses_network(int peer) const;
   /// The network transport (null unless the proxy path has a peer on another node).
   net::UcxTransport* ucx() const { return ucx_.get(); }
+  /// Across emulated nodes, stage through page-locked host memory: this UCX cannot register
+  /// CUDA memory, or WEFT_PART_STAGE=1.
+  bool stage_network() const { return stage_network_; }
+  /// Page-locked host memory (cudaHostAlloc, portable), zeroed; freed when the context is
+  /// destroyed, after the network transport (which may hold a registration of it).
+  void* alloc_pinned(uint64_t bytes);
   /// A slot of this rank's shared segment for a receive request's UCX memory keys.
   static constexpr uint32_t kKeySlots = 64, kKeySlotBytes = 4096;
   uint32_t alloc_key_slot();
@@ -157,6 +165,8 @@ class ContextImpl : public Context {
   uint32_t key_slots_used_ = 0;
   std::vector<int> node_of_;                   ///< proxy path: node of each rank
   std::unique_ptr<net::UcxTransport> ucx_;
+  bool stage_network_ = false;
+  std::vector<void*> pinned_;                  ///< alloc_pinned's
   std::vector<uint32_t> offers_posted_;                ///< by peer
   std::vector<std::vector<MailMessage>> offers_seen_;  ///< by peer
   std::vector<std::vector<bool>> offers_matched_;      ///< by peer

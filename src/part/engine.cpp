@@ -1,6 +1,6 @@
 #include "part/engine.hpp"
 
-#include <chrono>
+#include <algorithm>
 
 #include "part/state.hpp"
 #include "util/config.hpp"
@@ -8,6 +8,15 @@
 #include "weft/part/common.hpp"
 
 namespace weft::part {
+
+namespace {
+uint64_t load_acquire(const volatile uint64_t* p) {
+  return __atomic_load_n(const_cast<const uint64_t*>(p), __ATOMIC_ACQUIRE);
+}
+std::string run_name(const TransportRun& r) {
+  return "transport partitions " + std::to_string(r.first) + ".." + std::to_string(uint64_t{r.first} + r.count - 1);
+}
+}  // namespace
 
 ProgressEngine::ProgressEngine(double timeout_s, std::string name)
     : timeout_s_(config::wait_seconds(timeout_s)), name_(std::move(name)) {}
@@ -17,10 +26,16 @@ ProgressEngine::~ProgressEngine() {
   if (thread_.joinable()) thread_.join();
 }
 
+void ProgressEngine::start_thread() {
+  if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+}
+
 ProgressEngine::Job* ProgressEngine::add(const ProgressJobDesc& d, std::shared_ptr<proxy::Connection> connection,
                                          const char* local, proxy::RemoteMemory buf, proxy::RemoteMemory flags,
-                                         const volatile uint64_t* ready) {
+                                         const volatile uint64_t* ready, uint64_t* words, Staging staging) {
   check_progress_job(d);
+  if (words == nullptr || (d.staged && (!staging.stage || staging.mirror == nullptr)))
+    fail(ErrorCode::Internal, d.who + ": progression engine: a job without its signal words or staging mirror");
   std::lock_guard<std::mutex> lock(mu_);
   Job& j = jobs_.emplace_back();
   j.desc = d;
@@ -29,47 +44,78 @@ ProgressEngine::Job* ProgressEngine::add(const ProgressJobDesc& d, std::shared_p
   j.buf = buf;
   j.flags = flags;
   j.ready = ready;
+  j.words = words;
+  j.staging = std::move(staging);
   j.done.assign(d.partitions, 0);
-  if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+  start_thread();
   return &j;
 }
 
 void ProgressEngine::remove(Job* job) {
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto it = jobs_.begin(); it != jobs_.end(); ++it)
-    if (&*it == job) {
-      jobs_.erase(it);
-      return;
-    }
+  settle(*job, false);  // its memory goes next
+  jobs_.remove_if([job](const Job& j) { return &j == job; });
 }
 
 void ProgressEngine::set_epoch(Job* job, uint64_t epoch, uint32_t threshold) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (!failed_.load()) settle(*job, false);  // the words below are read by transfers of the last epoch
   if (epoch != 0) {
     ProgressJobDesc d = job->desc;
     d.threshold = threshold;
     check_progress_job(d);
     job->desc = d;
+    if (!d.staged) std::fill(job->words, job->words + d.partitions, epoch);
   }
   job->epoch = epoch;
+  job->cursor = 0;
+  job->signals = 0;
 }
 
 void ProgressEngine::set_progress(std::function<void()> progress) {
   std::lock_guard<std::mutex> lock(mu_);
   progress_ = std::move(progress);
-  if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+  start_thread();
 }
 
 void ProgressEngine::finish_epoch(Job* job) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!failed_.load(std::memory_order_acquire)) {
-    try {
-      serve(*job);
-    } catch (const Error& err) {
-      record(err.code(), err.what());
-    }
-  }
+  if (!failed_.load(std::memory_order_acquire)) settle(*job, true);
   job->epoch = 0;
+}
+
+ProgressEngine::RecvJob* ProgressEngine::add_recv(const ProgressJobDesc& d, Staging staging, proxy::RemoteMemory buf,
+                                                  proxy::RemoteMemory flags, volatile uint64_t* ring, uint64_t* words) {
+  const uint64_t total = d.partition_bytes * d.partitions;
+  if (!staging.stage || staging.mirror == nullptr || ring == nullptr || words == nullptr || buf.bytes < total ||
+      flags.bytes < (kFlagFirst + uint64_t{d.partitions}) * sizeof(uint64_t))
+    fail(ErrorCode::Internal, d.who + ": progression engine: a staged receive without its mirror, ring, words, or "
+                                      "with a buffer or flag block too small");
+  std::lock_guard<std::mutex> lock(mu_);
+  RecvJob& j = recv_jobs_.emplace_back();
+  j.desc = d;
+  j.staging = std::move(staging);
+  j.buf = buf;
+  j.flags = flags;
+  j.ring = ring;
+  j.words = words;
+  start_thread();
+  return &j;
+}
+
+void ProgressEngine::remove_recv(RecvJob* job) {
+  std::lock_guard<std::mutex> lock(mu_);
+  settle(*job, false);
+  recv_jobs_.remove_if([job](const RecvJob& j) { return &j == job; });
+}
+
+void ProgressEngine::set_recv_epoch(RecvJob* job, uint64_t epoch) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!failed_.load()) settle(*job, false);
+  std::fill(job->words, job->words + job->desc.partitions, epoch);
+  job->epoch = epoch;
+  job->next = 0;
+  job->arrived = 0;
 }
 
 void ProgressEngine::check() const {
@@ -78,45 +124,171 @@ void ProgressEngine::check() const {
   if (error_) fail(error_code_, *error_);
 }
 
+void ProgressEngine::check_age(const std::deque<Op>& ops, const std::string& who, const std::string& peer) const {
+  if (ops.empty() || Clock::now() - ops.front().since < std::chrono::duration<double>(timeout_s_)) return;
+  const Op& op = ops.front();
+  fail(ErrorCode::Timeout, who + ": " + run_name(op.run) + " (" + std::to_string(op.run.bytes) + " bytes) " +
+                               (op.staging ? "were not copied into page-locked staging" : "did not land at " + peer) +
+                               " within " + std::to_string(timeout_s_) + " s (WEFT_TIMEOUT)");
+}
+
+void ProgressEngine::post(Job& j, const TransportRun& r) {
+  Op op;
+  op.run = r;
+  op.since = Clock::now();
+  if (j.desc.staged) {
+    // Into the page-locked mirror first; post_network follows once the copy has landed.
+    const proxy::RemoteMemory mirror{reinterpret_cast<uint64_t>(j.staging.mirror), j.desc.send_bytes, nullptr};
+    if (r.bytes > 0) j.staging.stage->put(mirror, r.offset, j.local + r.offset, r.bytes);
+    op.ticket = j.staging.stage->mark(timeout_s_);
+    op.staging = true;
+  } else {
+    if (r.bytes > 0) j.connection->put(j.buf, r.offset, j.local + r.offset, r.bytes);
+    // One signal for the run: its flag words, from the array holding the epoch.
+    j.connection->write_words(j.flags, (kFlagFirst + uint64_t{r.first}) * sizeof(uint64_t), j.words + r.first, r.count);
+    op.ticket = j.connection->mark(timeout_s_);
+  }
+  for (uint32_t t = r.first; t < r.first + r.count; ++t) j.done[t] = j.epoch;
+  j.inflight.push_back(op);
+}
+
+void ProgressEngine::post_network(Job& j, Op& op) {
+  const TransportRun& r = op.run;
+  if (j.signals >= j.desc.partitions)
+    fail(ErrorCode::Internal, j.desc.who + ": progression engine: more signals than ring slots (" +
+                                  std::to_string(j.desc.partitions) + ") in epoch " + std::to_string(j.epoch));
+  const uint32_t slot = j.signals++;
+  uint64_t* record = j.words + uint64_t{slot} * kRecordWords;
+  encode_arrival(r, j.desc.threshold, record);
+  if (r.bytes > 0) j.connection->put(j.buf, r.offset, j.staging.mirror + r.offset, r.bytes);
+  j.connection->write_words(j.flags, uint64_t{slot} * kRecordWords * sizeof(uint64_t), record, kRecordWords);
+  op.ticket = j.connection->mark(timeout_s_);
+  op.staging = false;
+  op.since = Clock::now();
+}
+
+uint64_t ProgressEngine::retire(Job& j) {
+  if (j.staging.stage)
+    for (Op& op : j.inflight) {  // copies into the mirror land in order
+      if (!op.staging) continue;
+      if (!j.staging.stage->landed(op.ticket)) break;
+      post_network(j, op);
+    }
+  uint64_t landed = 0;
+  while (!j.inflight.empty() && !j.inflight.front().staging && j.connection->landed(j.inflight.front().ticket)) {
+    landed += j.inflight.front().run.count;
+    j.inflight.pop_front();
+  }
+  if (landed > 0) j.completed.fetch_add(landed, std::memory_order_release);
+  check_age(j.inflight, j.desc.who, j.connection->peer());
+  return landed;
+}
+
 uint64_t ProgressEngine::serve(Job& j) {
+  uint64_t moved = retire(j);
   const uint64_t e = j.epoch;
-  if (e == 0) return 0;
+  if (e == 0) return moved;
   const uint32_t transports = transport_partitions(j.desc.partitions, j.desc.threshold);
-  // Every transport partition marked ready in this pass, checked, in index order.
-  std::vector<TransportPut>& puts = j.pass;
-  puts.clear();
-  for (uint32_t t = 0; t < transports; ++t) {
-    if (j.done[t] == e) continue;
-    const uint64_t v = j.ready[t];
+  while (j.cursor < transports && j.done[j.cursor] == e) ++j.cursor;
+  // Runs of adjacent ready transport partitions, from the cursor on, each cut at kEngineChunkBytes.
+  std::optional<TransportRun> run;
+  auto close = [&] {
+    if (run && j.inflight.size() < kEngineInflight) {
+      post(j, *run);
+      moved += run->count;
+    }
+    run.reset();
+  };
+  for (uint32_t t = j.cursor; t < transports && j.inflight.size() < kEngineInflight; ++t) {
+    if (j.done[t] == e) {
+      close();
+      continue;
+    }
+    const uint64_t v = load_acquire(j.ready + t);
     if (v != e) {
       if (v > e + 1) {  // e + 1: readied before this side saw the receiver ready (misuse the host reports)
         bool pending = false;
         plan_transport_put(j.desc, t, v, e, &pending);  // throws, naming the value
       }
+      close();
       continue;
     }
-    std::atomic_thread_fence(std::memory_order_acquire);
     bool pending = false;
-    const TransportPut p = plan_transport_put(j.desc, t, v, e, &pending);
-    if (pending) puts.push_back(p);
+    const TransportPut p = plan_transport_put(j.desc, t, v, e, &pending);  // checks the range
+    if (!pending) continue;
+    if (run && run->first + run->count == t && run->bytes + p.bytes <= kEngineChunkBytes) {
+      ++run->count;
+      run->bytes += p.bytes;
+    } else {
+      close();
+      run = TransportRun{t, 1, p.offset, p.bytes};
+    }
   }
-  if (puts.empty()) return 0;
-  // The data: one put per run of adjacent transport partitions, then every flag (a connection
-  // lands a write_u64 after every put posted before it).
-  for (size_t i = 0; i < puts.size();) {
-    uint64_t off = puts[i].offset, bytes = puts[i].bytes;
-    size_t k = i + 1;
-    for (; k < puts.size() && puts[k].offset == off + bytes; ++k) bytes += puts[k].bytes;
-    if (bytes > 0) j.connection->put(j.buf, off, j.local + off, bytes);
-    i = k;
+  close();
+  return moved;
+}
+
+uint64_t ProgressEngine::retire(RecvJob& j) {
+  uint64_t moved = 0;
+  while (!j.inflight.empty() && j.staging.stage->landed(j.inflight.front().ticket)) {
+    moved += j.inflight.front().run.count;
+    j.inflight.pop_front();
   }
-  for (const TransportPut& p : puts) {
-    j.connection->write_u64(j.flags, p.flag_word * sizeof(uint64_t), p.epoch);
-    j.done[p.flag_word - kFlagFirst] = e;
+  check_age(j.inflight, j.desc.who, "the receive buffer");
+  return moved;
+}
+
+uint64_t ProgressEngine::serve(RecvJob& j) {
+  uint64_t moved = retire(j);
+  if (j.epoch == 0) return moved;
+  while (j.next < j.desc.partitions && j.inflight.size() < kEngineInflight) {
+    volatile uint64_t* slot = j.ring + uint64_t{j.next} * kRecordWords;
+    const uint64_t record[kRecordWords] = {load_acquire(slot), load_acquire(slot + 1)};
+    bool complete = false;
+    uint32_t threshold = 0;
+    const TransportRun r = decode_arrival(j.desc, record, j.arrived, &complete, &threshold);
+    if (!complete) break;
+    // Cleared before anything else: the sender fills it again only in a later epoch, after
+    // this side has seen every run of this one and said it is ready.
+    for (uint32_t w = 0; w < kRecordWords; ++w) __atomic_store_n(const_cast<uint64_t*>(slot + w), 0, __ATOMIC_RELAXED);
+    ++j.next;
+    j.arrived += r.count;
+    Op op;
+    op.run = r;
+    op.since = Clock::now();
+    proxy::Connection& c = *j.staging.stage;
+    if (r.bytes > 0) c.put(j.buf, r.offset, j.staging.mirror + r.offset, r.bytes);
+    c.write_words(j.flags, (kFlagFirst + uint64_t{r.first}) * sizeof(uint64_t), j.words + r.first, r.count);
+    op.ticket = c.mark(timeout_s_);
+    j.inflight.push_back(op);
+    moved += r.count;
   }
-  j.connection->flush(timeout_s_);
-  j.completed.fetch_add(puts.size(), std::memory_order_release);
-  return puts.size();
+  return moved;
+}
+
+template <class J>
+void ProgressEngine::drain(J& j, bool take) {
+  const auto end = Clock::now() + std::chrono::duration<double>(timeout_s_);
+  for (;;) {
+    if (progress_) progress_();
+    if constexpr (std::is_same_v<J, Job>) j.connection->progress();
+    const uint64_t moved = take ? serve(j) : retire(j);
+    if (j.inflight.empty() && moved == 0) return;
+    if (Clock::now() > end)
+      fail(ErrorCode::Timeout, j.desc.who + ": " + std::to_string(j.inflight.size()) +
+                                   " transfers of the progression engine still in flight after " +
+                                   std::to_string(timeout_s_) + " s (WEFT_TIMEOUT)");
+    std::this_thread::yield();
+  }
+}
+
+template <class J>
+void ProgressEngine::settle(J& j, bool take) {
+  try {
+    drain(j, take);
+  } catch (const Error& err) {
+    record(err.code(), err.what());
+  }
 }
 
 void ProgressEngine::record(ErrorCode code, const std::string& what) {
@@ -135,25 +307,20 @@ void ProgressEngine::run() {
     uint64_t moved = 0;
     if (!failed_.load(std::memory_order_relaxed)) {
       std::lock_guard<std::mutex> lock(mu_);
-      if (progress_) {
-        try {
-          progress_();
-        } catch (const Error& err) {
-          record(err.code(), err.what());
-        }
-      }
-      for (Job& j : jobs_) {
-        try {
+      try {
+        if (progress_) progress_();
+        for (Job& j : jobs_) {
           j.connection->progress();
           moved += serve(j);
-        } catch (const Error& err) {
-          record(err.code(), err.what());
-          break;
-        } catch (const std::exception& err) {
-          record(ErrorCode::Internal, err.what());
-          break;
         }
+        for (RecvJob& j : recv_jobs_) moved += serve(j);
+      } catch (const Error& err) {
+        record(err.code(), err.what());
+      } catch (const std::exception& err) {
+        record(ErrorCode::Internal, err.what());
       }
+      for (const Job& j : jobs_) idle = j.inflight.empty() ? idle : 0;  // in flight: keep polling
+      for (const RecvJob& j : recv_jobs_) idle = j.inflight.empty() ? idle : 0;
     }
     if (moved > 0) {
       idle = 0;

@@ -1,27 +1,46 @@
 // The progression engine of partitioned sends (paper 002's progression-engine path;
 // WEFT_PART_PATH=proxy): one host thread per context that polls, for every send request on
 // this path, the per-transport-partition ready flags its device pready stores into
-// host-mapped memory, and moves each ready transport partition to the receiver through a
-// port-channel connection (proxy/connection.hpp): a put of its bytes, then the receiver's
-// flag of that transport partition set to the epoch (write_u64, ordered after the put), so
-// the receiver's parrived, test and wait work as on the kernel-copy path. Adjacent transport
-// partitions ready in one pass go in one put; their flags follow it, then one flush. Within a host the
-// connection is a CopyEngineConnection: the GPU's copy engines move the bytes, no thread
-// block of the producing kernel copies.
+// host-mapped memory, and moves the ready transport partitions to the receiver through a
+// port-channel connection (proxy/connection.hpp). Within a host the connection is a
+// CopyEngineConnection (the GPU's copy engines move the bytes, no thread block of the
+// producing kernel copies); to another emulated node it is UCX's.
+//
+// Throughput. Every pass serves every request and never waits: a run of adjacent ready
+// transport partitions (from a cursor below which every one is taken) becomes transfers of
+// up to kEngineChunkBytes (part/progress.hpp), each one put of the bytes and ONE signal for
+// the whole run: the receiver's flag words of the run written by one write_words from an
+// array holding the epoch (ordered after the put), or, staged, one signal record. At most
+// kEngineInflight transfers per request are in flight; the connection's mark/landed say,
+// without waiting, when one has landed, and only then is it counted delivered. A transfer not
+// landed within WEFT_TIMEOUT is an error.
+//
+// Staging (Job::staged; the network cannot read or write GPU memory: a UCX without CUDA
+// support, or WEFT_PART_STAGE=1). Sender: a copy of the run from the send buffer into a
+// page-locked mirror (`stage`, a CopyEngineConnection on the engine's own stream; landed by
+// polling its event), then a UCX put from the mirror into the receiver's page-locked mirror,
+// then the signal record ((first << 32 | count), threshold) into slot s of the receiver's
+// ring (the epoch's s-th transfer; ordered after the data by the transport's fence). Receiver
+// (RecvJob, the receiving rank's engine): reads its ring in slot order, checks each record
+// (decode_arrival), clears the slot, then copies the run from its mirror into the receive
+// buffer and the epoch into the run's flag words, in that order on its stream, so parrived
+// and wait see a transport partition only after its bytes are in place.
 //
 // Why a flag and not a trigger in the port channel's FIFO: the FIFO's signal is a counter
 // per channel, while the receiver needs one flag per transport partition holding the epoch
-// (transport partitions complete in any order); a flag per transport partition is written
-// once per epoch by the call that completes it, with no FIFO slot to claim, and the engine
-// sees every ready one in one pass and flushes them together.
+// (transport partitions complete in any order); the engine finds every ready one in a pass
+// and signals a whole run at once.
 //
 // Every number is checked before a transfer (part/progress.hpp); a failure (a check, the
-// connection, a flush past WEFT_TIMEOUT) is recorded with the request and peer it concerns,
-// the engine stops taking work, and every later test or wait of a request on it throws it.
+// connection, a transfer past WEFT_TIMEOUT) is recorded with the request and peer it
+// concerns, the engine stops taking work, and every later test or wait of a request on it
+// throws it.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <list>
 #include <memory>
@@ -39,16 +58,52 @@ namespace weft::part {
 
 class ProgressEngine {
  public:
+  using Clock = std::chrono::steady_clock;
+  /// One transfer in flight.
+  struct Op {
+    TransportRun run;
+    uint64_t ticket = 0;    ///< of the connection that holds it now
+    bool staging = false;   ///< staged send: still in the copy into the page-locked mirror
+    Clock::time_point since;
+  };
+
+  /// Staged transfers of one request (null `stage`: direct).
+  struct Staging {
+    std::shared_ptr<proxy::Connection> stage;  ///< local copies (a CopyEngineConnection of this GPU)
+    char* mirror = nullptr;                    ///< page-locked, the request's size
+  };
+
   struct Job {
     ProgressJobDesc desc;
     std::shared_ptr<proxy::Connection> connection;
     const char* local = nullptr;          ///< the send buffer (device memory)
-    proxy::RemoteMemory buf, flags;       ///< the receiver's buffer and flag block
+    /// Direct: the receiver's buffer and flag block. Staged: its page-locked mirror and ring.
+    proxy::RemoteMemory buf, flags;
     const volatile uint64_t* ready = nullptr;  ///< host view of the device's ready flags
+    /// kRecordWords x partitions words, page-locked: direct, the epoch per transport partition
+    /// (the flag values a run's write_words sends); staged, the signal records.
+    uint64_t* words = nullptr;
+    Staging staging;
     uint64_t epoch = 0;                   ///< the epoch the receiver is ready for; 0: paused
-    std::vector<uint64_t> done;           ///< per transport partition: the epoch last sent
-    std::atomic<uint64_t> completed{0};   ///< transport partitions delivered, all epochs
-    std::vector<TransportPut> pass;       ///< the engine's scratch
+    std::vector<uint64_t> done;           ///< per transport partition: the epoch it was taken in
+    uint32_t cursor = 0;                  ///< every transport partition below it is taken
+    uint32_t signals = 0;                 ///< staged: ring slots used in this epoch
+    std::deque<Op> inflight;
+    std::atomic<uint64_t> completed{0};   ///< transport partitions delivered (landed), all epochs
+  };
+
+  /// A staged receive request: the network writes its page-locked mirror and ring; the engine
+  /// moves each signalled run into the receive buffer and raises its flags.
+  struct RecvJob {
+    ProgressJobDesc desc;                 ///< who, partitions, partition_bytes
+    Staging staging;                      ///< stage: this GPU's copies; mirror: what the network writes
+    proxy::RemoteMemory buf, flags;       ///< the receive buffer and flag block (this rank's addresses)
+    volatile uint64_t* ring = nullptr;    ///< kRecordWords x partitions words, written by the network
+    uint64_t* words = nullptr;            ///< partitions words, page-locked: the epoch
+    uint64_t epoch = 0;                   ///< 0: not ready
+    uint32_t next = 0;                    ///< the ring slot read next
+    uint64_t arrived = 0;                 ///< transport partitions signalled this epoch
+    std::deque<Op> inflight;
   };
 
   /// `name`: "rank 0's partitioned progression engine". Host code only: the connections
@@ -58,18 +113,30 @@ class ProgressEngine {
   ProgressEngine(const ProgressEngine&) = delete;
   ProgressEngine& operator=(const ProgressEngine&) = delete;
 
-  /// Registers a send request (checked with check_progress_job); starts the thread.
+  /// Registers a send request (checked with check_progress_job); starts the thread. `words`:
+  /// kRecordWords x d.partitions words that live as long as the job. `staging`: for d.staged.
   Job* add(const ProgressJobDesc& d, std::shared_ptr<proxy::Connection> connection, const char* local,
-           proxy::RemoteMemory buf, proxy::RemoteMemory flags, const volatile uint64_t* ready);
+           proxy::RemoteMemory buf, proxy::RemoteMemory flags, const volatile uint64_t* ready, uint64_t* words,
+           Staging staging);
+  /// Waits (bounded) for its transfers in flight, then forgets it.
   void remove(Job* job);
   /// The receiver is ready for `epoch`: the engine sends what the device marks ready in it,
   /// grouped by `threshold`. Epoch 0 pauses the job (when this returns, the engine is not
-  /// sending for it).
+  /// sending for it). Transfers of the previous epoch still in flight are waited for first.
   void set_epoch(Job* job, uint64_t epoch, uint32_t threshold);
   /// An epoch ended early (a device misuse): delivers, on the calling thread, every transport
   /// partition already marked ready in it, then pauses the job (set_epoch 0). Partitions
   /// readied after this are not sent.
   void finish_epoch(Job* job);
+
+  /// A staged receive request; `words`: d.partitions page-locked words; `ring` kRecordWords x
+  /// d.partitions words, zeroed. Starts the thread.
+  RecvJob* add_recv(const ProgressJobDesc& d, Staging staging, proxy::RemoteMemory buf, proxy::RemoteMemory flags,
+                    volatile uint64_t* ring, uint64_t* words);
+  void remove_recv(RecvJob* job);
+  /// The receive request is ready for `epoch` (before it tells the sender so).
+  void set_recv_epoch(RecvJob* job, uint64_t epoch);
+
   /// Throws the recorded failure, if any.
   void check() const;
   /// Runs `f` while the engine thread is outside its pass (for transport calls that must
@@ -85,14 +152,32 @@ class ProgressEngine {
 
  private:
   void run();
+  void start_thread();
   void record(ErrorCode code, const std::string& what);
-  /// One pass over one job; returns the transport partitions it delivered.
+  /// One pass over one job (never waits); returns the transport partitions it moved on.
   uint64_t serve(Job& j);
+  uint64_t serve(RecvJob& j);
+  /// Advances the transfers in flight; returns the transport partitions that landed.
+  uint64_t retire(Job& j);
+  uint64_t retire(RecvJob& j);
+  /// Posts run `r` (taken in the job's epoch).
+  void post(Job& j, const TransportRun& r);
+  void post_network(Job& j, Op& op);
+  /// Fails (Timeout) when the oldest transfer has been in flight longer than the timeout.
+  void check_age(const std::deque<Op>& ops, const std::string& who, const std::string& peer) const;
+  /// Serves `j` on the calling thread until nothing is in flight (and, `take`, nothing ready
+  /// is left), at most the timeout.
+  template <class J>
+  void drain(J& j, bool take);
+  /// drain, recording (not throwing) its failure.
+  template <class J>
+  void settle(J& j, bool take);
 
   double timeout_s_;
   std::string name_;
   std::mutex mu_;
   std::list<Job> jobs_;
+  std::list<RecvJob> recv_jobs_;
   std::function<void()> progress_;
   std::atomic<bool> stop_{false}, failed_{false};
   std::thread thread_;

@@ -1,5 +1,7 @@
 #include "part/progress.hpp"
 
+#include <algorithm>
+
 #include "part/state.hpp"
 #include "util/config.hpp"
 #include "util/error.hpp"
@@ -45,6 +47,13 @@ void check_progress_job(const ProgressJobDesc& d) {
     fail(ErrorCode::Remote, d.who + ": the receiver's buffer holds " + std::to_string(d.remote_bytes) +
                                 " bytes, less than the " + std::to_string(total) + " bytes of its partitions");
   const uint64_t transports = transport_partitions(d.partitions, d.threshold);
+  if (d.staged) {
+    if (d.remote_flag_words < uint64_t{kRecordWords} * d.partitions)
+      fail(ErrorCode::Remote, d.who + ": the receiver's signal ring holds " + std::to_string(d.remote_flag_words) +
+                                  " words, fewer than the " + std::to_string(uint64_t{kRecordWords} * d.partitions) +
+                                  " of " + std::to_string(d.partitions) + " signal records");
+    return;
+  }
   if (d.remote_flag_words < kFlagFirst + transports)
     fail(ErrorCode::Remote, d.who + ": the receiver's flag block holds " + std::to_string(d.remote_flag_words) +
                                 " words, fewer than the " + std::to_string(kFlagFirst + transports) +
@@ -73,6 +82,32 @@ TransportPut plan_transport_put(const ProgressJobDesc& d, uint32_t t, uint64_t v
                                 std::to_string(d.remote_flag_words) + " words)");
   *pending = value == epoch && epoch != 0;
   return p;
+}
+
+void encode_arrival(const TransportRun& run, uint32_t threshold, uint64_t record[kRecordWords]) {
+  record[0] = (static_cast<uint64_t>(run.first) << 32) | run.count;
+  record[1] = threshold;
+}
+
+TransportRun decode_arrival(const ProgressJobDesc& d, const uint64_t record[kRecordWords], uint64_t arrived,
+                            bool* complete, uint32_t* threshold) {
+  *complete = record[0] != 0 && record[1] != 0;
+  TransportRun r;
+  if (!*complete) return r;
+  const uint64_t thr = record[1];
+  r.first = static_cast<uint32_t>(record[0] >> 32);
+  r.count = static_cast<uint32_t>(record[0] & 0xffffffffu);
+  const uint64_t transports = thr <= d.partitions ? transport_partitions(d.partitions, static_cast<uint32_t>(thr)) : 0;
+  if (thr > d.partitions || r.count == 0 || uint64_t{r.first} + r.count > transports || arrived + r.count > transports)
+    fail(ErrorCode::Remote, d.who + ": the sender's signal names transport partitions " + std::to_string(r.first) +
+                                ".." + std::to_string(uint64_t{r.first} + r.count) + " with threshold " +
+                                std::to_string(thr) + " (" + std::to_string(arrived) + " already arrived this epoch; " +
+                                std::to_string(d.partitions) + " partitions): not a run of this request");
+  *threshold = static_cast<uint32_t>(thr);
+  const uint64_t end = std::min<uint64_t>(d.partitions, (uint64_t{r.first} + r.count) * thr);
+  r.offset = uint64_t{r.first} * thr * d.partition_bytes;
+  r.bytes = (end - uint64_t{r.first} * thr) * d.partition_bytes;
+  return r;
 }
 
 }  // namespace weft::part

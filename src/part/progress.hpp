@@ -35,8 +35,36 @@ struct ProgressJobDesc {
   uint64_t partition_bytes = 0;
   uint64_t send_bytes = 0;      ///< the local buffer
   uint64_t remote_bytes = 0;    ///< the receiver's buffer
-  uint64_t remote_flag_words = 0;  ///< the receiver's flag block (kFlagFirst + its partitions)
+  uint64_t remote_flag_words = 0;  ///< the receiver's flag block (kFlagFirst + its partitions); staged: its signal ring
+  /// Staged (across emulated nodes where UCX cannot read GPU memory, or WEFT_PART_STAGE=1): the
+  /// data goes through page-locked mirrors, and a run's signal is one record in the receiver's
+  /// ring (kRecordWords words per slot, `partitions` slots) instead of its flag words.
+  bool staged = false;
 };
+
+/// The engine's transfers: a run of ready transport partitions is cut, at transport-partition
+/// boundaries, into transfers of at most kEngineChunkBytes (one transport partition may be
+/// larger), so that staging copies, network puts and the receiver's copies overlap; each
+/// request has at most kEngineInflight transfers in flight.
+constexpr uint64_t kEngineChunkBytes = 4ull << 20;
+constexpr uint32_t kEngineInflight = 32;
+/// Words of one signal record in a staged receiver's ring: (first << 32 | count), threshold.
+constexpr uint32_t kRecordWords = 2;
+
+/// Transport partitions [first, first + count) of one request: `bytes` at `offset`.
+struct TransportRun {
+  uint32_t first = 0, count = 0;
+  uint64_t offset = 0, bytes = 0;
+};
+
+/// The signal record of `run` sent with threshold `threshold`.
+void encode_arrival(const TransportRun& run, uint32_t threshold, uint64_t record[kRecordWords]);
+/// The receiver's reading of a signal record (d: its own request; d.threshold is ignored).
+/// `complete` is false while either word is still 0 (not yet landed). Checked: the threshold
+/// (1..partitions), the run inside the transport partitions, and `arrived` (transport partitions
+/// already arrived this epoch) plus the run at most all of them; else Remote naming d.who.
+TransportRun decode_arrival(const ProgressJobDesc& d, const uint64_t record[kRecordWords], uint64_t arrived,
+                            bool* complete, uint32_t* threshold);
 
 /// One transfer of the engine: `bytes` from the send buffer at `offset` to the receive
 /// buffer at `offset`, then the receiver's flag word `flag_word` set to `epoch`.

@@ -6,6 +6,7 @@
 
 #include "proxy/copy_engine.hpp"
 #include "runtime/cuda_check.hpp"
+#include "util/log.hpp"
 
 namespace weft::part {
 
@@ -63,7 +64,10 @@ RequestImpl::RequestImpl(ContextImpl& ctx, const RequestDesc& d, void* buf)
 RequestImpl::~RequestImpl() {
   const int peer = st_.desc().peer;
   if (job_ != nullptr) ctx_.engine().remove(job_);  // before its memory goes
+  if (recv_job_ != nullptr) ctx_.engine().remove_recv(recv_job_);
   if (ready_host_) cudaFreeHost(ready_host_);
+  if (words_) cudaFreeHost(words_);
+  if (mirror_) cudaFreeHost(mirror_);
   ctx_.unmap(peer, remote_buf_);
   ctx_.unmap(peer, reinterpret_cast<char*>(remote_flags_));
   ctx_.free_device(ctl_);
@@ -113,6 +117,7 @@ void RequestImpl::prepare_phase(Phase ph) {
       if (!first || !is_send()) return;
       MailMessage m = describe_in_message(d);
       m.ready_word = ready_index_;
+      m.staged = proxy_ && ctx_.crosses_network(d.peer) && ctx_.stage_network() ? 1 : 0;
       offer_ = ctx_.post_offer(d.peer, m);
       return;
     }
@@ -127,7 +132,11 @@ void RequestImpl::prepare_phase(Phase ph) {
       if (same) {
         reply.data = ctx_.export_memory(buf_);
         reply.ctrl = ctx_.export_memory(flags_);
-        if (!internal_ && ctx_.crosses_network(d.peer)) reply.key_slot = publish_keys() + 1;
+        if (!internal_ && ctx_.crosses_network(d.peer)) {
+          bool staged = offer.staged != 0 || ctx_.stage_network();
+          reply.key_slot = publish_keys(&staged, &reply) + 1;
+          reply.staged = staged ? 1 : 0;
+        }
       }
       ctx_.post_reply(d.peer, idx, reply);
       check_match(d, theirs, ctx_.rank());  // throws when they differ; the sender learns it from the reply
@@ -149,6 +158,7 @@ void RequestImpl::prepare_phase(Phase ph) {
     case Phase::Ready: {
       if (is_send() || st_.prepared()) return;  // a second pbuf_prepare in one epoch does nothing more
       const uint64_t e = st_.epoch();
+      if (recv_job_ != nullptr) ctx_.engine().set_recv_epoch(recv_job_, e);  // before the sender may send
       __atomic_store_n(ready_, e, __ATOMIC_RELEASE);
       st_.prepare_done();
       return;
@@ -214,6 +224,7 @@ bool RequestImpl::test() {
   if (is_send()) {
     done = delivered() + host_sent_ >= expected_sent_;
   } else {
+    if (recv_job_ != nullptr) ctx_.engine().check();  // a staged receive's engine failed: its error
     const uint32_t U = st_.desc().partitions;
     std::vector<uint64_t> block(kFlagFirst + U);
     ctx_.read(block.data(), flags_, block.size() * sizeof(uint64_t));
@@ -258,16 +269,54 @@ void put_block(char*& at, const std::vector<char>& b) {
 }
 }  // namespace
 
-uint32_t RequestImpl::publish_keys() {
+uint32_t RequestImpl::publish_keys(bool* staged, MailMessage* reply) {
   const uint32_t slot = ctx_.alloc_key_slot();
   const RequestDesc& d = st_.desc();
+  const std::string who = describe(d, ctx_.rank());
+  const uint64_t flag_bytes = (kFlagFirst + uint64_t{d.partitions}) * sizeof(uint64_t);
   std::vector<char> data, flags;
-  ctx_.engine().exclusive([&] {  // UCX calls do not overlap the engine's
-    data = ctx_.ucx()->register_local(buf_, d.total_bytes(), true);
-    flags = ctx_.ucx()->register_local(flags_, (kFlagFirst + d.partitions) * sizeof(uint64_t), true);
-  });
+  if (!*staged) {
+    try {
+      ctx_.engine().exclusive([&] {  // UCX calls do not overlap the engine's
+        data = ctx_.ucx()->register_local(buf_, d.total_bytes(), true);
+        flags = ctx_.ucx()->register_local(flags_, flag_bytes, true);
+      });
+    } catch (const Error& e) {
+      WEFT_LOG(Info, "PART", who << ": UCX refused the receive buffer (" << e.what()
+                                 << "); staging through page-locked memory instead");
+      *staged = true;
+    }
+  }
+  if (*staged) {
+    // The network writes a page-locked mirror and a signal ring; this rank's engine copies
+    // each signalled run into the buffer and raises its flags (part/engine.hpp).
+    const uint64_t ring_bytes = uint64_t{kRecordWords} * d.partitions * sizeof(uint64_t);
+    char* mirror = static_cast<char*>(ctx_.alloc_pinned(d.total_bytes()));
+    auto* ring = static_cast<uint64_t*>(ctx_.alloc_pinned(ring_bytes));
+    auto* words = static_cast<uint64_t*>(ctx_.alloc_pinned(d.partitions * sizeof(uint64_t)));
+    ctx_.engine().exclusive([&] {
+      data = ctx_.ucx()->register_local(mirror, d.total_bytes(), false);
+      flags = ctx_.ucx()->register_local(ring, ring_bytes, false);
+    });
+    reply->mirror = reinterpret_cast<uint64_t>(mirror);
+    reply->ring = reinterpret_cast<uint64_t>(ring);
+    ProgressJobDesc jd;
+    jd.who = who;
+    jd.partitions = d.partitions;
+    jd.partition_bytes = d.partition_bytes();
+    jd.send_bytes = jd.remote_bytes = d.total_bytes();
+    jd.staged = true;
+    ProgressEngine::Staging stg;
+    stg.stage = std::make_shared<proxy::CopyEngineConnection>(
+        ctx_.device(), "rank " + std::to_string(ctx_.rank()) + "'s receive buffer (staged from rank " +
+                           std::to_string(d.peer) + ")",
+        ctx_.timeout_s());
+    stg.mirror = mirror;
+    recv_job_ = ctx_.engine().add_recv(jd, std::move(stg), proxy::RemoteMemory{reinterpret_cast<uint64_t>(buf_), d.total_bytes(), nullptr},
+                                       proxy::RemoteMemory{reinterpret_cast<uint64_t>(flags_), flag_bytes, nullptr}, ring, words);
+  }
   if (2 * sizeof(uint32_t) + data.size() + flags.size() > ContextImpl::kKeySlotBytes)
-    fail(ErrorCode::Internal, describe(d, ctx_.rank()) + ": UCX memory keys of " + std::to_string(data.size()) + " and " +
+    fail(ErrorCode::Internal, who + ": UCX memory keys of " + std::to_string(data.size()) + " and " +
                                   std::to_string(flags.size()) + " bytes do not fit a key slot");
   char* at = ctx_.key_slot(ctx_.rank(), slot);
   put_block(at, data);
@@ -289,6 +338,14 @@ void RequestImpl::attach_engine(const MailMessage& reply) {
   jd.remote_flag_words = kFlagFirst + d.partitions;
   proxy::RemoteMemory buf, flags;
   std::shared_ptr<proxy::Connection> conn;
+  ProgressEngine::Staging staging;
+  {
+    // The engine's signal words (flag values, or staged signal records): page-locked, so the
+    // copy engines read them asynchronously.
+    DeviceGuard g(ctx_.device());
+    WEFT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&words_), uint64_t{kRecordWords} * d.partitions * sizeof(uint64_t),
+                                  cudaHostAllocPortable));
+  }
   if (ctx_.crosses_network(d.peer)) {
     // Another (emulated) node: UCX puts into the receiver's registered memory, with the keys
     // it left in its shared segment; every length and address is checked before use.
@@ -314,12 +371,26 @@ void RequestImpl::attach_engine(const MailMessage& reply) {
       buf = ctx_.ucx()->remote_memory(d.peer, kb.data(), kb.size());
       flags = ctx_.ucx()->remote_memory(d.peer, kf.data(), kf.size());
     });
-    if (buf.address != reply.data.ptr || flags.address != reply.ctrl.ptr)
+    // Staged (reply.staged): the keys are those of the receiver's page-locked mirror and ring.
+    jd.staged = reply.staged != 0;
+    const uint64_t want_buf = jd.staged ? reply.mirror : reply.data.ptr, want_flags = jd.staged ? reply.ring : reply.ctrl.ptr;
+    if (buf.address != want_buf || flags.address != want_flags)
       fail(ErrorCode::Remote, jd.who + ": rank " + std::to_string(d.peer) +
                                   "'s memory keys name other addresses than its reply");
+    if (!jd.staged && ctx_.stage_network())
+      fail(ErrorCode::Remote, jd.who + ": rank " + std::to_string(d.peer) +
+                                  " answered for direct GPU puts, but this side asked to stage (this UCX cannot read "
+                                  "GPU memory, or WEFT_PART_STAGE=1)");
     jd.remote_bytes = buf.bytes;
     jd.remote_flag_words = flags.bytes / sizeof(uint64_t);
     conn = ctx_.ucx()->connection(d.peer);
+    if (jd.staged) {
+      DeviceGuard g(ctx_.device());
+      WEFT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&mirror_), d.total_bytes(), cudaHostAllocPortable));
+      staging.mirror = mirror_;
+      staging.stage = std::make_shared<proxy::CopyEngineConnection>(
+          ctx_.device(), "page-locked staging for rank " + std::to_string(d.peer), ctx_.timeout_s());
+    }
   } else {
     buf.address = reinterpret_cast<uint64_t>(remote_buf_);
     buf.bytes = jd.remote_bytes;
@@ -329,7 +400,7 @@ void RequestImpl::attach_engine(const MailMessage& reply) {
     conn = std::make_shared<proxy::CopyEngineConnection>(ctx_.device(), "rank " + std::to_string(d.peer),
                                                          ctx_.timeout_s());
   }
-  job_ = ctx_.engine().add(jd, std::move(conn), buf_, buf, flags, ready_host_);
+  job_ = ctx_.engine().add(jd, std::move(conn), buf_, buf, flags, ready_host_, words_, std::move(staging));
 }
 
 std::unique_ptr<DeviceRequest> RequestImpl::device_request_create(uint32_t threshold) {

@@ -71,9 +71,11 @@ class RequestImpl : public Request {
   /// Progression-engine path: registers this request with the context's engine (setup):
   /// copy engines within a node, the network transport to another (emulated) node.
   void attach_engine(const MailMessage& reply);
-  /// Receive side, peer on another node: registers the buffer and flag block with the
-  /// network transport and leaves the keys in a slot of this rank's shared segment.
-  uint32_t publish_keys();
+  /// Receive side, peer on another node: registers with the network transport the buffer and
+  /// flag block, or, `*staged` (on entry: asked for; on return: chosen, also where UCX refuses
+  /// the GPU memory), a page-locked mirror and signal ring served by the engine (into `reply`);
+  /// leaves the keys in a slot of this rank's shared segment and returns the slot.
+  uint32_t publish_keys(bool* staged, MailMessage* reply);
   uint32_t transports() const { return transport_partitions(st_.desc().partitions, threshold()); }
 
   ContextImpl& ctx_;
@@ -96,6 +98,9 @@ class RequestImpl : public Request {
   uint64_t* ready_host_ = nullptr;       ///< proxy: per transport partition, mapped page-locked
   uint64_t* ready_dev_ = nullptr;        ///< its device address
   ProgressEngine::Job* job_ = nullptr;   ///< proxy: this request in the context's engine
+  uint64_t* words_ = nullptr;            ///< proxy: the engine's signal words (page-locked)
+  char* mirror_ = nullptr;               ///< proxy, staged: page-locked mirror of the send buffer
+  ProgressEngine::RecvJob* recv_job_ = nullptr;  ///< receive, staged across nodes: in the engine
   // Receive side.
   uint64_t* flags_ = nullptr;            ///< kFlagFirst + partitions words, device
   uint64_t* ready_ = nullptr;            ///< send: own ready-to-receive word; receive: the sender's

@@ -32,6 +32,21 @@ class Connection {
   virtual void flush(double timeout_s) = 0;
   /// Lets the transport make progress (the proxy calls it while idle too).
   virtual void progress() {}
+
+  // For callers that keep several transfers in flight (the partitioned progression engine).
+  /// Writes `n` consecutive words from `values` at dst.address + dst_offset once every earlier
+  /// put has landed (one signal for a range of flags); `values` must stay valid until then.
+  /// Default: one write_u64 per word.
+  virtual void write_words(const RemoteMemory& dst, uint64_t dst_offset, const uint64_t* values, uint64_t n) {
+    for (uint64_t i = 0; i < n; ++i) write_u64(dst, dst_offset + i * sizeof(uint64_t), values[i]);
+  }
+  /// A ticket for everything posted so far; landed(ticket) says, without waiting, whether it
+  /// has all landed. Default: flushes (waiting at most `timeout_s`), so every ticket has landed.
+  virtual uint64_t mark(double timeout_s) {
+    flush(timeout_s);
+    return 0;
+  }
+  virtual bool landed(uint64_t /*ticket*/) { return true; }
 };
 
 /// Both ends in this process: put is a memcpy, write_u64 an atomic release store.

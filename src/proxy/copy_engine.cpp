@@ -67,6 +67,8 @@ CopyEngineConnection::~CopyEngineConnection() {
     cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
   }
   if (values_ != nullptr) cudaFreeHost(values_);
+  for (void* e : events_)
+    if (e != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(e));
 }
 
 void CopyEngineConnection::bind() {
@@ -107,6 +109,45 @@ void CopyEngineConnection::flush(double timeout_s) {
     if (spins > 64) std::this_thread::sleep_for(std::chrono::microseconds(spins > 4096 ? 50 : 1));
   }
   next_value_ = 0;
+  landed_ = marked_;
+}
+
+void CopyEngineConnection::write_words(const RemoteMemory& dst, uint64_t dst_offset, const uint64_t* values, uint64_t n) {
+  bind();
+  check(cudaMemcpyAsync(reinterpret_cast<char*>(dst.address) + dst_offset, values, n * sizeof(uint64_t),
+                        cudaMemcpyDefault, static_cast<cudaStream_t>(stream_)),
+        "copy-engine signal to " + peer_);
+}
+
+uint64_t CopyEngineConnection::mark(double timeout_s) {
+  bind();
+  if (marked_ - landed_ == kEvents) {  // the oldest event is still in use: wait for it, bounded
+    auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    while (!landed(landed_ + 1)) {
+      if (std::chrono::steady_clock::now() > end)
+        fail(ErrorCode::Timeout, "copies to " + peer_ + " did not finish within " + std::to_string(timeout_s) + " s");
+      std::this_thread::yield();
+    }
+  }
+  void*& ev = events_[marked_ % kEvents];
+  if (ev == nullptr) {
+    cudaEvent_t e = nullptr;
+    check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "copy-engine connection to " + peer_ + ": event");
+    ev = e;
+  }
+  check(cudaEventRecord(static_cast<cudaEvent_t>(ev), static_cast<cudaStream_t>(stream_)),
+        "copy-engine connection to " + peer_ + ": event record");
+  return ++marked_;
+}
+
+bool CopyEngineConnection::landed(uint64_t ticket) {
+  while (landed_ < ticket && landed_ < marked_) {
+    const cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(events_[landed_ % kEvents]));
+    if (e == cudaErrorNotReady) return false;
+    check(e, "copies to " + peer_);
+    ++landed_;
+  }
+  return landed_ >= ticket;
 }
 
 }  // namespace weft::proxy

@@ -36,6 +36,14 @@ class CopyEngineConnection : public Connection {
   void put(const RemoteMemory& dst, uint64_t dst_offset, const void* src, uint64_t bytes) override;
   void write_u64(const RemoteMemory& dst, uint64_t dst_offset, uint64_t value) override;
   void flush(double timeout_s) override;
+  /// One copy of `n` words, after every earlier put on the stream (`values`: page-locked,
+  /// else CUDA copies them synchronously).
+  void write_words(const RemoteMemory& dst, uint64_t dst_offset, const uint64_t* values, uint64_t n) override;
+  /// A CUDA event recorded on the stream (a ring of kEvents; when it is full, the oldest is
+  /// waited for, at most the connection's timeout); landed queries the events in order.
+  uint64_t mark(double timeout_s) override;
+  bool landed(uint64_t ticket) override;
+  static constexpr uint64_t kEvents = 128;
 
  private:
   void bind();  // sets the proxy thread's device
@@ -45,6 +53,8 @@ class CopyEngineConnection : public Connection {
   void* stream_ = nullptr;     // cudaStream_t, non-blocking, owned
   uint64_t* values_ = nullptr; // page-locked ring of signal values
   uint64_t next_value_ = 0;    // ring slots used since the last flush
+  void* events_[kEvents] = {}; // cudaEvent_t, created on first mark
+  uint64_t marked_ = 0, landed_ = 0;  // tickets issued, tickets known landed
 };
 
 }  // namespace weft::proxy

@@ -49,6 +49,10 @@ const std::vector<Variable>& registry() {
       {"WEFT_PART_PATH", Type::String, "kernel",
        "Transfer path of partitioned point-to-point sends (docs/partitioned.md), read when a partitioned context is "
        "created: kernel (the device pready copies) or proxy (a progression engine thread copies; paper 002)."},
+      {"WEFT_PART_STAGE", Type::Bool, "0",
+       "Partitioned progression engine between emulated nodes (WEFT_PART_PATH=proxy, WEFT_EMULATE_NODES): 1 stages "
+       "every transfer through page-locked host memory even where UCX registers CUDA memory (it does so anyway where "
+       "UCX cannot; docs/partitioned.md), read when a partitioned context is created."},
       {"WEFT_TOPOLOGY", Type::String, "",
        "Machine the runtime compiles algorithms for: a topology file, a preset name (weft topology --list) or "
        "'detect' (this machine's GPUs, NVLink and NICs, detected once per process: weft topology --detect --summary); "

@@ -27,11 +27,12 @@ struct Pair {
   uint32_t partitions;
   uint64_t pb;
   std::vector<char> send, recv;
-  std::vector<uint64_t> flags, ready;
+  std::vector<uint64_t> flags, ready, words;
   ProgressJobDesc desc;
 
   Pair(uint32_t u, uint64_t bytes)
-      : partitions(u), pb(bytes), send(u * bytes), recv(u * bytes, 0x5a), flags(kFlagFirst + u, 0), ready(u, 0) {
+      : partitions(u), pb(bytes), send(u * bytes), recv(u * bytes, 0x5a), flags(kFlagFirst + u, 0), ready(u, 0),
+        words(kRecordWords * u, 0) {
     desc.who = "rank 0: psend to rank 1 (tag 9)";
     desc.partitions = u;
     desc.threshold = 1;
@@ -42,7 +43,8 @@ struct Pair {
   ProgressEngine::Job* add(ProgressEngine& eng) {
     weft::proxy::RemoteMemory b{reinterpret_cast<uint64_t>(recv.data()), recv.size(), nullptr};
     weft::proxy::RemoteMemory f{reinterpret_cast<uint64_t>(flags.data()), flags.size() * 8, nullptr};
-    return eng.add(desc, std::make_shared<weft::proxy::HostConnection>("rank 1"), send.data(), b, f, ready.data());
+    return eng.add(desc, std::make_shared<weft::proxy::HostConnection>("rank 1"), send.data(), b, f, ready.data(),
+                   words.data(), ProgressEngine::Staging{});
   }
   void mark(uint32_t t, uint64_t e) { std::atomic_ref<uint64_t>(ready[t]).store(e, std::memory_order_release); }
   uint64_t flag(uint32_t t) { return std::atomic_ref<uint64_t>(flags[kFlagFirst + t]).load(std::memory_order_acquire); }

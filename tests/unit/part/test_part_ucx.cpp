@@ -1,0 +1,154 @@
+// The staged progression engine over the UCX transport (loopback, two forked rank processes,
+// host memory): rank 0's engine copies each ready run into its mirror (a host "copy engine"),
+// puts it into rank 1's registered page-locked mirror and a signal record into rank 1's
+// ring; rank 1's engine copies each signalled run into its buffer and raises its flags.
+// Every byte and flag is checked over epochs with thresholds 1, 3 and all partitions, with
+// partitions readied in a shuffled order and in bursts, so runs of several sizes and many
+// transfers are in flight. This is the path the GPU takes where UCX cannot register GPU
+// memory, with memcpy standing for the GPU's copies. Skipped where UCX is not available.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "net/ucx_transport.hpp"
+#include "part/engine.hpp"
+#include "part/state.hpp"
+#include "proxy/ucx_ranks.hpp"
+#include "runtime/bootstrap.hpp"
+#include "util/error.hpp"
+#include "weft/part/common.hpp"
+
+namespace weft {
+namespace {
+
+using part::kFlagFirst;
+using part::kRecordWords;
+using part::ProgressEngine;
+using proxy::RemoteMemory;
+
+char byte_of(size_t i, uint64_t e) { return static_cast<char>(i * 7 + e * 3 + 1); }
+
+/// Waits at most `seconds` for f(); the engine's error, if it fails meanwhile, is thrown.
+bool until(ProgressEngine& eng, const std::function<bool()>& f, double seconds = 20) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (!f()) {
+    eng.check();
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  return true;
+}
+
+int staged_pair(const UniqueId& id, int rank) {
+  constexpr uint32_t U = 96;
+  constexpr uint64_t pb = 4096 + 8;  // not a power of two
+  auto boot = Bootstrap::join(id, rank, 2, 10);
+  Bootstrap* b = boot.get();
+  auto ucx = std::make_unique<net::UcxTransport>(rank, 2, [b](void* d, size_t n) { b->allgather(d, n, 10); }, 10);
+  // Both ranks register a mirror and a ring (collective); rank 0 uses rank 1's.
+  std::vector<char> send(U * pb), mirror(U * pb, 0), recv(U * pb, 0x5a);
+  std::vector<uint64_t> ring(kRecordWords * U, 0), words(kRecordWords * U, 0), ready(U, 0), flags(kFlagFirst + U, 0);
+  const RemoteMemory their_mirror = ucx->register_memory(mirror.data(), mirror.size())[1];
+  const RemoteMemory their_ring = ucx->register_memory(ring.data(), ring.size() * 8)[1];
+  auto eng = std::make_unique<ProgressEngine>(10, "rank " + std::to_string(rank) + "'s engine");
+  net::UcxTransport* u = ucx.get();
+  eng->set_progress([u] { u->progress(); });
+  auto host_copies = std::make_shared<proxy::HostConnection>("this rank's copies");
+  part::ProgressJobDesc d;
+  d.partitions = U;
+  d.partition_bytes = pb;
+  d.send_bytes = d.remote_bytes = U * pb;
+  d.staged = true;
+  ProgressEngine::Job* job = nullptr;
+  ProgressEngine::RecvJob* rjob = nullptr;
+  if (rank == 0) {
+    d.who = "rank 0: psend to rank 1 (tag 1)";
+    d.remote_flag_words = their_ring.bytes / 8;
+    job = eng->add(d, ucx->connection(1), send.data(), their_mirror, their_ring, ready.data(), words.data(),
+                   ProgressEngine::Staging{host_copies, mirror.data()});
+  } else {
+    d.who = "rank 1: precv from rank 0 (tag 1)";
+    rjob = eng->add_recv(d, ProgressEngine::Staging{host_copies, mirror.data()},
+                         RemoteMemory{reinterpret_cast<uint64_t>(recv.data()), recv.size(), nullptr},
+                         RemoteMemory{reinterpret_cast<uint64_t>(flags.data()), flags.size() * 8, nullptr}, ring.data(),
+                         words.data());
+  }
+  std::mt19937 rng(3);
+  uint64_t delivered = 0;
+  int bad = 0;
+  for (uint64_t e = 1; e <= 3; ++e) {
+    const uint32_t thr = e == 1 ? 1 : e == 2 ? 3 : U;
+    const uint32_t T = part::transport_partitions(U, thr);
+    if (rank == 1) eng->set_recv_epoch(rjob, e);
+    else
+      for (size_t i = 0; i < send.size(); ++i) send[i] = byte_of(i, e);
+    b->barrier(10);  // rank 1 is ready to receive epoch e
+    if (rank == 0) {
+      eng->set_epoch(job, e, thr);
+      std::vector<uint32_t> order(T);
+      std::iota(order.begin(), order.end(), 0u);
+      std::shuffle(order.begin(), order.end(), rng);
+      for (size_t k = 0; k < order.size(); ++k) {
+        std::atomic_ref<uint64_t>(ready[order[k]]).store(e, std::memory_order_release);
+        if (k % 8 == 7) std::this_thread::sleep_for(std::chrono::microseconds(200));  // bursts
+      }
+      delivered += T;
+      if (!until(*eng, [&] { return job->completed.load() == delivered; })) {
+        std::printf("rank 0: epoch %llu: %llu of %llu transport partitions delivered\n", (unsigned long long)e,
+                    (unsigned long long)job->completed.load(), (unsigned long long)delivered);
+        bad = 1;
+      }
+    } else {
+      if (!until(*eng, [&] {
+            for (uint32_t t = 0; t < T; ++t)
+              if (std::atomic_ref<uint64_t>(flags[kFlagFirst + t]).load(std::memory_order_acquire) != e) return false;
+            return true;
+          })) {
+        std::printf("rank 1: epoch %llu: not every flag arrived\n", (unsigned long long)e);
+        bad = 1;
+      }
+      for (size_t i = 0; i < recv.size() && !bad; ++i)
+        if (recv[i] != byte_of(i, e)) {
+          std::printf("rank 1: epoch %llu threshold %u: byte %zu differs\n", (unsigned long long)e, thr, i);
+          bad = 1;
+        }
+      std::fill(recv.begin(), recv.end(), 0x5a);
+    }
+    b->barrier(10);
+    if (bad) break;
+  }
+  eng->check();
+  if (job) eng->remove(job);
+  if (rjob) eng->remove_recv(rjob);
+  eng.reset();
+  b->barrier(10);
+  ucx.reset();
+  return bad;
+}
+
+void run_pair(bool tcp_only) {
+  UniqueId id = start_bootstrap_root(net::resolve("127.0.0.1", 0), 0, 20);
+  auto st = ucxtest::fork_ranks(2, [&](int r) { return staged_pair(id, r); }, 60, tcp_only);
+  EXPECT_TRUE(ucxtest::exited_ok(st[0]));
+  EXPECT_TRUE(ucxtest::exited_ok(st[1]));
+}
+
+TEST(PartEngineUcx, StagedEveryByteOverTcpLoopback) {
+  SKIP_WITHOUT_UCX();
+  run_pair(true);
+}
+
+TEST(PartEngineUcx, StagedEveryByteOverUcxsChoice) {
+  SKIP_WITHOUT_UCX();
+  run_pair(false);
+}
+
+}  // namespace
+}  // namespace weft
