@@ -90,7 +90,8 @@ int tune_rank(const TuneGpuOptions& o, const std::vector<std::vector<tune::Candi
       setenv("WEFT_SELECTION", table_path.c_str(), 1);
       weftUniqueId nid{};
       if (rank == 0 && weftGetUniqueId(&nid) != weftSuccess) return 1;
-      cudaMemcpy(shared, nid.internal, sizeof nid.internal, cudaMemcpyHostToDevice);
+      // On the stream the broadcast runs on: a pageable cudaMemcpy may return before its DMA lands.
+      cudaMemcpyAsync(shared, nid.internal, sizeof nid.internal, cudaMemcpyHostToDevice, x.st);
       if (weftBroadcast(shared, shared, sizeof nid.internal, weftUint8, 0, ctl, reinterpret_cast<weftStream_t>(x.st)) !=
               weftSuccess ||
           !gputest::sync_bounded(reinterpret_cast<weftStream_t>(x.st), 300))

@@ -93,7 +93,7 @@ std::vector<uint64_t> whole_sizes(const std::vector<uint64_t>& sizes, int nranks
   return out;
 }
 
-std::string Candidate::label() const { return describe_choice(choice); }
+std::string Candidate::label() const { return oneshot() ? "oneshot (kernel)" : describe_choice(choice); }
 
 bool Candidate::oneshot() const { return choice.algorithm == kOneShot; }
 

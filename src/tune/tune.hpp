@@ -25,7 +25,8 @@ std::vector<uint64_t> whole_sizes(const std::vector<uint64_t>& sizes, int nranks
 /// One way to run a collective: what a selection row names.
 struct Candidate {
   Choice choice;  ///< instances: the row's fixed count (oneshot: the kernel's own rule)
-  /// "ring_allreduce (compiled algo/state, Simple, x8)", as `weft bench` names what ran.
+  /// "ring_allreduce (compiled algo/state, Simple, x8)", as `weft bench` names what ran
+  /// ("oneshot (kernel)": its blocks follow from the size).
   std::string label() const;
   bool oneshot() const;
   /// Whether a row naming `other` would run this candidate.
