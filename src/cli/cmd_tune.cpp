@@ -202,7 +202,7 @@ void register_tune(CLI::App& app) {
   cmd->add_option("--instances", a->instances, "thread blocks per link (default 2,8,24)");
   cmd->add_option("--microbatch", a->microbatches,
                   "micro-batch bytes per chunk slot, or auto: the runtime's sizing (default auto)");
-  cmd->add_option("--executors", a->executors, "interp, gen or default (WEFT_EXECUTOR's) (default: default)");
+  cmd->add_option("--executors", a->executors, "interp, gen or default (a row without executor: the runtime's own) (default: default)");
   cmd->add_option("-o,--output", a->output, "write the selection table (weft-selection JSON) to this file");
   cmd->add_flag("--no-fallback", a->no_fallback, "write the tuned rows only, without weft's default rows after them");
   cmd->add_flag("--quiet,-q", a->quiet, "no progress on standard error");

@@ -43,4 +43,22 @@ for r in rows:
     print(f'{r["bytes"]:>8} B: tuned {want}, ran {r["weft_plan"]}, {r["weft_us"]:.2f} us, {r["weft_wrong"]} wrong{"" if ok else "  <-- FAIL"}')
 sys.exit(1 if bad else 0)
 PY
+# A row's micro-batch reaches the runtime: 16 KiB micro-batches, results still right.
+cat >"$D/mb.json" <<'JSON'
+{"format": "weft-selection", "version": 1, "rows": [
+  {"collectives": ["AllReduce"], "algorithm": "ring_allreduce", "scheduler": "algo", "protocol": "Simple", "instances": 4,
+   "microbatch_bytes": 16384}
+]}
+JSON
+WEFT_SELECTION="$D/mb.json" "$WEFT" bench AllReduce --sizes 64K:4M --ranks 2 --no-nccl --json >"$D/mb.out" 2>"$D/mb.err"
+rc=$?
+[ "$rc" = 0 ] || { cat "$D/mb.out" "$D/mb.err"; fail "weft bench with a microbatch_bytes row exited with $rc"; }
+python3 - "$D/mb.out" <<'PY' || fail "the microbatch_bytes row did not run right"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+assert len(rows) == 7, f"{len(rows)} rows, expected 7 (64 KiB to 4 MiB)"
+for r in rows:
+    print(f'{r["bytes"]:>8} B: ran {r["weft_plan"]}, {r["weft_us"]:.2f} us, {r["weft_wrong"]} wrong')
+    assert r["weft_wrong"] == 0 and "mb 16 KiB" in r["weft_plan"], r
+PY
 echo "tune_gpu: passed"

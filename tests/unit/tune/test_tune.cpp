@@ -175,6 +175,26 @@ TEST(Tune, AdjacentSizesWithOneWinnerMergeAndTheTableChoosesThem) {
   EXPECT_EQ(parse_selection_table(tune::selection_json({t}, p, false), "only.json").rows.size(), 3u);
 }
 
+TEST(Tune, TheSimulatorTimesEachCandidateAsTheRuntimeWouldRunIt) {
+  const Topology topo = tune::simulation_topology("h200-1x8", 4);
+  EXPECT_EQ(topo.num_gpus(), 4);
+  EXPECT_EQ(topo.name, "h200-1x8 (one node of 4 GPUs)");
+  std::vector<tune::Candidate> cs = {cand("ring_allreduce", "Simple", 4), cand("ring_allreduce", "Simple", 4),
+                                     cand("oneshot", "LL", 1), cand("ring_allgather", "Simple", 4)};
+  cs[1].choice.microbatch_bytes = 4096;  // many more micro-batches than the staging slot's
+  tune::Progress quiet(nullptr, Collective::AllReduce, cs.size(), 2);
+  const tune::Times t = tune::simulate_times(Collective::AllReduce, 4, cs, {1 << 20, 16 << 20}, topo, quiet);
+  ASSERT_EQ(t.size(), 4u);
+  for (size_t s = 0; s < 2; ++s) {
+    EXPECT_GT(t[0][s], 0) << s;
+    EXPECT_GT(t[1][s], 0) << s;
+    EXPECT_NE(t[0][s], t[1][s]) << "the micro-batch changes nothing at size " << s;
+    EXPECT_LT(t[2][s], 0) << "the simulator has no one-shot kernel";
+    EXPECT_LT(t[3][s], 0) << "an AllGather plan cannot run an AllReduce";
+  }
+  EXPECT_LT(t[0][0], t[0][1]);
+}
+
 TEST(Tune, SizesAreWholeElementsPerRank) {
   EXPECT_EQ(tune::whole_sizes({8, 16, 100, 1000}, 3), (std::vector<uint64_t>{12, 96, 996}));
   EXPECT_THROW(tune::whole_sizes({8}, 4), Error);
