@@ -356,7 +356,7 @@ Times simulate_times(Collective c, int nranks, const std::vector<Candidate>& can
       const Plan plan = make_plan(c, nranks, ch.algorithm, ch.protocol, ch.instances, false, 0, kDefaultFifoDepth,
                                   ch.scheduler, ch.allocator);
       const sim::Simulator simulator(plan, topo);
-      const uint64_t slot = ch.protocol == "Simple" ? simple_slot : ll_slot;
+      const uint64_t slot = ch.protocol == "LL" ? ll_slot : simple_slot;
       const uint64_t chunks = static_cast<uint64_t>(std::max(plan.input_chunks, plan.output_chunks));
       for (size_t s = 0; s < sizes.size(); ++s) {
         if (sizes[s] < chunks) continue;  // less than a byte per chunk slot
