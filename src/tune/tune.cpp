@@ -326,7 +326,7 @@ void Progress::skipped(size_t i, const Candidate& cand, const std::string& why) 
 Topology simulation_topology(const std::string& preset_or_file, int nranks) {
   Topology t = load_topology(preset_or_file);
   const int per_node = t.gpus_per_node;
-  if (nranks == 0) nranks = t.num_gpus();
+  if (nranks == 0) nranks = per_node;
   if (nranks < 2)
     fail(ErrorCode::InvalidArgument, "tuning needs at least 2 ranks (one rank runs a copy, no plan)");
   if (nranks > per_node)

@@ -130,8 +130,8 @@ class Progress {
   std::vector<std::string> best_label_;
 };
 
-/// One node of `nranks` GPUs with `preset_or_file`'s figures (nranks 0: as many as the
-/// topology has). Throws InvalidArgument when the topology has fewer GPUs per node.
+/// One node of `nranks` GPUs with `preset_or_file`'s figures (nranks 0: a node's worth).
+/// Throws InvalidArgument for fewer than 2 ranks or more than a node holds.
 Topology simulation_topology(const std::string& preset_or_file, int nranks);
 
 /// Times every candidate at every size on the simulator: each plan built as the runtime

@@ -179,6 +179,9 @@ TEST(Tune, TheSimulatorTimesEachCandidateAsTheRuntimeWouldRunIt) {
   const Topology topo = tune::simulation_topology("h200-1x8", 4);
   EXPECT_EQ(topo.num_gpus(), 4);
   EXPECT_EQ(topo.name, "h200-1x8 (one node of 4 GPUs)");
+  const Topology node = tune::simulation_topology("a100-2x8", 0);  // a node's worth of a 2-node preset
+  EXPECT_EQ(node.num_gpus(), 8);
+  EXPECT_EQ(node.name, "a100-2x8 (one node of 8 GPUs)");
   std::vector<tune::Candidate> cs = {cand("ring_allreduce", "Simple", 4), cand("ring_allreduce", "Simple", 4),
                                      cand("oneshot", "LL", 1), cand("ring_allgather", "Simple", 4)};
   cs[1].choice.microbatch_bytes = 4096;  // many more micro-batches than the staging slot's
