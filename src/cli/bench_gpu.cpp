@@ -1,4 +1,5 @@
 #include "cli/bench_gpu.hpp"
+#include "cli/bench_calls.hpp"
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -25,8 +26,6 @@
 #include "weft/weft.h"
 
 namespace weft::cli {
-
-namespace {
 
 // --- NCCL through dlopen: the few entry points the bench needs, NCCL's ABI. ---------------
 struct NcclId {
@@ -69,7 +68,7 @@ struct Nccl {
   }
 };
 
-enum class Lib { Weft, Nccl };
+namespace {
 
 struct Row {
   std::string collective;
@@ -104,6 +103,8 @@ int parse_op(const std::string& s) {
   std::exit(2);
 }
 
+}  // namespace
+
 /// Elements per rank's call for a row of `bytes` (nccl-tests' convention).
 uint64_t count_for(Collective c, uint64_t bytes, size_t esz, int R) {
   switch (c) {
@@ -113,6 +114,8 @@ uint64_t count_for(Collective c, uint64_t bytes, size_t esz, int R) {
     default: return bytes / esz;
   }
 }
+
+namespace {
 
 /// What weft's communicator runs for `payload` bytes per rank (the larger buffer), chosen as
 /// it chooses: WEFT_SELECTION's table or the default, then WEFT_ALGO / WEFT_PROTO /
@@ -144,16 +147,7 @@ double bus_factor(Collective c, int R) {
   }
 }
 
-struct RankCtx {
-  int rank = 0, R = 1;
-  weftComm_t weft = nullptr;
-  ncclComm_t nccl = nullptr;
-  Nccl* lib = nullptr;
-  cudaStream_t st = nullptr;
-  char* send = nullptr;
-  char* recv = nullptr;
-  int dtype = weftFloat32, op = weftSum;
-};
+}  // namespace
 
 int issue(RankCtx& x, Lib lib, Collective c, uint64_t count) {
   const int t = x.dtype, op = x.op;
@@ -184,7 +178,7 @@ int issue(RankCtx& x, Lib lib, Collective c, uint64_t count) {
 }
 
 /// Thread blocks one call launches: captured into a graph, kernel nodes' grid sizes summed.
-int count_tbs(RankCtx& x, Lib lib, Collective c, uint64_t count) {
+static int count_tbs(RankCtx& x, Lib lib, Collective c, uint64_t count) {
   cudaGraph_t g = nullptr;
   if (cudaStreamBeginCapture(x.st, cudaStreamCaptureModeRelaxed) != cudaSuccess) return -1;
   int rc = issue(x, lib, c, count);
@@ -288,6 +282,8 @@ long check(RankCtx& x, Lib lib, Collective c, uint64_t count, uint64_t seed) {
   for (size_t i = 0; i < nr; ++i) wrong += std::memcmp(got.data() + i * esz, want.data() + i * esz, esz) != 0;
   return wrong;
 }
+
+namespace {
 
 std::string fmt(double v, const char* f) {
   char b[64];

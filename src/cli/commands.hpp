@@ -15,6 +15,7 @@ void register_verify(CLI::App& app);
 void register_compile(CLI::App& app);
 void register_simulate(CLI::App& app);
 void register_bench(CLI::App& app);
+void register_tune(CLI::App& app);
 void register_env(CLI::App& app);
 void register_topology(CLI::App& app);
 

@@ -40,12 +40,13 @@ int main(int argc, char** argv) {
   weft::cli::register_compile(app);
   weft::cli::register_simulate(app);
   weft::cli::register_bench(app);
+  weft::cli::register_tune(app);
   weft::cli::register_env(app);
   weft::cli::register_topology(app);
   // The first word that is not an option names the command: an unknown one is said so,
   // rather than CLI11's "A subcommand is required".
   if (argc == 1) {
-    std::fprintf(stderr, "weft: give a command (verify, compile, simulate, bench, env or topology); see weft --help\n");
+    std::fprintf(stderr, "weft: give a command (verify, compile, simulate, bench, tune, env or topology); see weft --help\n");
     return 2;
   }
   if (argv[1][0] != '-') {

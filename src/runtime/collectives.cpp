@@ -89,8 +89,10 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
   CachedPlan& cp = plan_for(c, ch, in_place, c == Collective::Broadcast || c == Collective::Reduce ? root : 0);
   const bool ll = ch.protocol == "LL";
   const uint64_t cap = ll ? layout_.cfg.ll_slot_bytes / 2 : layout_.cfg.slot_bytes;
-  const uint64_t target =
+  // WEFT_MICROBATCH_BYTES, when set, else the row's microbatch_bytes (0: sized by the slots).
+  const uint64_t env_target =
       env_overrides_ ? static_cast<uint64_t>(std::max<int64_t>(0, config::get_int("WEFT_MICROBATCH_BYTES"))) : 0;
+  const uint64_t target = env_target > 0 ? env_target : ch.microbatch_bytes;
   exec::Geometry g = make_geometry(cp.lp, count, static_cast<uint32_t>(esz), cap, target);
 
   exec::ExecArgs a{};

@@ -21,6 +21,19 @@ using json = nlohmann::json;
 constexpr const char* kFormat = "weft-selection";
 constexpr int kVersion = 1;
 constexpr int kMaxInstances = 1024;
+constexpr uint64_t kMinMicrobatch = 16, kMaxMicrobatch = 1ull << 40;  // WEFT_MICROBATCH_BYTES's upper bound
+
+/// "A", "A or B", "A, B or C" of quoted names, for messages.
+std::string either(const std::vector<std::string>& names) {
+  std::string s;
+  for (size_t i = 0; i < names.size(); ++i)
+    s += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + ("\"" + names[i] + "\"");
+  return s;
+}
+
+bool listed(const std::vector<std::string>& names, const std::string& v) {
+  return std::find(names.begin(), names.end(), v) != names.end();
+}
 
 /// 1-based line of byte `at` in `text`.
 int line_of(std::string_view text, size_t at) {
@@ -105,7 +118,8 @@ SelectionRow read_row(const json& row, const RowReader& in) {
   if (!row.is_object()) in.bad("", "a row must be a JSON object");
   for (auto it = row.begin(); it != row.end(); ++it) {
     static const char* known[] = {"collectives", "ranks",     "bytes",     "sent_bytes", "algorithm",
-                                  "protocol",    "instances", "scheduler", "allocator",  "note",      "placement"};
+                                  "protocol",    "instances", "scheduler", "allocator",  "note",      "placement",
+                                  "microbatch_bytes", "executor"};
     if (std::none_of(std::begin(known), std::end(known), [&](const char* k) { return it.key() == k; }))
       in.bad(it.key(), "unknown field (docs/runtime.md lists a row's fields)");
   }
@@ -135,8 +149,8 @@ SelectionRow read_row(const json& row, const RowReader& in) {
   }
   r.algorithm = in.string(row, "algorithm");
   r.protocol = in.string(row, "protocol");
-  if (r.protocol != "Simple" && r.protocol != "LL")
-    in.bad("protocol", "is \"" + r.protocol + "\", expected \"Simple\" or \"LL\" (the interpreter runs no LL128)");
+  if (!listed(selection_protocols(), r.protocol))
+    in.bad("protocol", "is \"" + r.protocol + "\", expected " + either(selection_protocols()));
   if (!row.contains("instances")) in.bad("instances", "missing");
   const json& inst = row.at("instances");
   if (inst.is_string()) {
@@ -159,6 +173,19 @@ SelectionRow read_row(const json& row, const RowReader& in) {
   if (row.contains("scheduler")) r.scheduler = in.string(row, "scheduler");
   if (row.contains("allocator")) r.allocator = in.string(row, "allocator");
   if (row.contains("note") && !row.at("note").is_string()) in.bad("note", "expected a string");
+  if (row.contains("microbatch_bytes")) {
+    r.microbatch_bytes = in.unsigned_value(row.at("microbatch_bytes"), "microbatch_bytes");
+    if (r.microbatch_bytes < kMinMicrobatch || r.microbatch_bytes > kMaxMicrobatch)
+      in.bad("microbatch_bytes", text::format("%llu is not in %llu..%llu (bytes per chunk slot and micro-batch)",
+                                              static_cast<unsigned long long>(r.microbatch_bytes),
+                                              static_cast<unsigned long long>(kMinMicrobatch),
+                                              static_cast<unsigned long long>(kMaxMicrobatch)));
+  }
+  if (row.contains("executor")) {
+    r.executor = in.string(row, "executor");
+    if (!listed(selection_executors(), r.executor))
+      in.bad("executor", "is \"" + r.executor + "\", expected " + either(selection_executors()));
+  }
 
   // What the algorithm names must be able to run.
   if (r.algorithm == kOneShot) {
@@ -167,6 +194,8 @@ SelectionRow read_row(const json& row, const RowReader& in) {
         in.bad("algorithm", "oneshot runs AllReduce, AllGather and ReduceScatter, not " + std::string(to_string(c)));
     if (r.protocol != "LL") in.bad("protocol", "oneshot is LL by nature");
     if (!r.kernel) in.bad("instances", "oneshot takes \"kernel\" (its blocks follow from the payload)");
+    if (row.contains("microbatch_bytes")) in.bad("microbatch_bytes", "oneshot has no micro-batches (it runs no plan)");
+    if (row.contains("executor")) in.bad("executor", "oneshot is its own kernel, neither interpreted nor generated");
     return r;
   }
   if (r.kernel) in.bad("instances", "\"kernel\" is for oneshot only");
@@ -198,6 +227,16 @@ SelectionRow read_row(const json& row, const RowReader& in) {
 }
 
 }  // namespace
+
+const std::vector<std::string>& selection_protocols() {
+  static const std::vector<std::string> p = {"Simple", "LL"};
+  return p;
+}
+
+const std::vector<std::string>& selection_executors() {
+  static const std::vector<std::string> e = {"interp", "gen"};
+  return e;
+}
 
 SelectionTable parse_selection_table(std::string_view text, const std::string& origin) {
   json j = parse_json(text, origin, "the selection table");
@@ -262,6 +301,8 @@ Choice SelectionTable::choose(Collective c, uint64_t bytes, int nranks, bool in_
                                                                             static_cast<uint64_t>(r.max)));
     ch.scheduler = r.scheduler;
     ch.allocator = r.allocator;
+    ch.microbatch_bytes = r.microbatch_bytes;
+    ch.executor = r.executor;
     return ch;
   }
   fail(ErrorCode::InvalidUsage,
@@ -272,12 +313,15 @@ Choice SelectionTable::choose(Collective c, uint64_t bytes, int nranks, bool in_
 
 std::string describe_choice(const Choice& ch) {
   if (ch.algorithm == kOneShot) return text::format("oneshot (kernel, %d blocks)", ch.instances);
+  // A row's micro-batch and executor, where it names them.
+  std::string extra = ch.microbatch_bytes > 0 ? ", mb " + text::format_bytes(ch.microbatch_bytes) : "";
+  if (!ch.executor.empty()) extra += ", " + ch.executor;
   if (is_builtin_plan_name(ch.algorithm))
-    return text::format("%s (hand-built, %s, x%d)", ch.algorithm.c_str(), ch.protocol.c_str(), ch.instances);
+    return text::format("%s (hand-built, %s, x%d%s)", ch.algorithm.c_str(), ch.protocol.c_str(), ch.instances, extra.c_str());
   if (source_kind(ch.algorithm) == SourceKind::PlanFile)
-    return text::format("%s (plan file, %s)", ch.algorithm.c_str(), ch.protocol.c_str());
-  return text::format("%s (compiled %s/%s, %s, x%d)", ch.algorithm.c_str(), ch.scheduler.c_str(), ch.allocator.c_str(),
-                      ch.protocol.c_str(), ch.instances);
+    return text::format("%s (plan file, %s%s)", ch.algorithm.c_str(), ch.protocol.c_str(), extra.c_str());
+  return text::format("%s (compiled %s/%s, %s, x%d%s)", ch.algorithm.c_str(), ch.scheduler.c_str(), ch.allocator.c_str(),
+                      ch.protocol.c_str(), ch.instances, extra.c_str());
 }
 
 }  // namespace weft

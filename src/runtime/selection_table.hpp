@@ -22,7 +22,16 @@ struct Choice {
   int instances = 1;      ///< thread blocks per link; for oneshot, the kernel's thread blocks
   std::string scheduler = "hpds";  ///< compiled sources only: the compiler's scheduler
   std::string allocator = "state"; ///< compiled sources only: its thread-block allocation
+  uint64_t microbatch_bytes = 0;   ///< plans: the most bytes per chunk slot and micro-batch (0: the runtime's sizing)
+  std::string executor = "";       ///< plans: "interp" or "gen" ("": the runtime's default, WEFT_EXECUTOR)
 };
+
+/// The protocols a selection row may name, in the order `weft tune` tries them: the one list
+/// the table's reader checks against.
+const std::vector<std::string>& selection_protocols();
+
+/// The executors a selection row may name ("executor"): the plan interpreter and generated kernels.
+const std::vector<std::string>& selection_executors();
 
 /// A closed range of unsigned values; `hi` absent in the file means no upper bound.
 struct Range {
@@ -43,6 +52,8 @@ struct SelectionRow {
   uint64_t per_bytes = 0;
   int min = 1, max = 1;
   std::string scheduler = "hpds", allocator = "state";
+  uint64_t microbatch_bytes = 0;  ///< 0: the runtime's micro-batch sizing
+  std::string executor;           ///< "": the runtime's default
   int line = 0;  ///< where the row starts in its file (1-based)
 };
 

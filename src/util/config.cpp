@@ -35,7 +35,7 @@ const std::vector<Variable>& registry() {
       {"WEFT_DATA_DIR", Type::String, "",
        "Directory holding algorithms/ and topologies/; empty means next to the binary, then the source tree."},
       {"WEFT_MICROBATCH_BYTES", Type::Int, "0",
-       "Micro-batch size in bytes per chunk slot; 0 lets the tuning table choose.", 0, 1ll << 40},
+       "Micro-batch size in bytes per chunk slot; 0 lets the selection row choose (its microbatch_bytes, else the staging slots' size).", 0, 1ll << 40},
       {"WEFT_ALGO", Type::String, "",
        "Algorithms instead of the selection table: comma-separated 'name' or 'Collective:name'; a name is a built-in plan (ring, allpairs, chain), an algorithm of algorithms/ (ring_allreduce, ...) or a file."},
       {"WEFT_SELECTION", Type::String, "",

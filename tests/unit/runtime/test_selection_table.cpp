@@ -232,6 +232,16 @@ TEST(SelectionTable, EveryMalformedTableIsLocated) {
        "rows[1].placement: is \"both\", expected \"in\" or \"out\""},
       {table_with(R"({"collectives": ["Reduce"], "placement": "in", "algorithm": "chain", "protocol": "LL", "instances": 4})"),
        "rows[1].placement: cannot apply to Reduce"},
+      {table_with(R"({"collectives": ["AllReduce"], "algorithm": "ring", "protocol": "LL", "instances": 4, "microbatch_bytes": 8})"),
+       "rows[1].microbatch_bytes: 8 is not in 16..1099511627776"},
+      {table_with(R"({"collectives": ["AllReduce"], "algorithm": "ring", "protocol": "LL", "instances": 4, "microbatch_bytes": "1M"})"),
+       "rows[1].microbatch_bytes: expected a non-negative integer"},
+      {table_with(R"({"collectives": ["AllReduce"], "algorithm": "ring", "protocol": "LL", "instances": 4, "executor": "jit"})"),
+       "rows[1].executor: is \"jit\", expected \"interp\" or \"gen\""},
+      {table_with(R"({"collectives": ["AllReduce"], "algorithm": "oneshot", "protocol": "LL", "instances": "kernel", "microbatch_bytes": 4096})"),
+       "rows[1].microbatch_bytes: oneshot has no micro-batches"},
+      {table_with(R"({"collectives": ["AllReduce"], "algorithm": "oneshot", "protocol": "LL", "instances": "kernel", "executor": "gen"})"),
+       "rows[1].executor: oneshot is its own kernel"},
   };
   for (const Case& k : cases) {
     std::string e = error_of(k.text);
@@ -260,6 +270,19 @@ TEST(SelectionTable, RowsMatchInOrderAndNameTheGap) {
                                            "p.json");
   EXPECT_EQ(p.choose(Collective::AllToAll, 1 << 20, 4, false).algorithm, "alltoall_direct");
   EXPECT_EQ(p.choose(Collective::AllToAll, 1 << 20, 4, true).algorithm, "allpairs");
+  // A row's micro-batch and executor reach the choice (and its description); without them
+  // the choice leaves both to the runtime.
+  SelectionTable m = parse_selection_table(R"({"format": "weft-selection", "version": 1, "rows": [
+    {"collectives": ["AllReduce"], "algorithm": "ring_allreduce", "scheduler": "algo", "protocol": "Simple", "instances": 8,
+     "microbatch_bytes": 131072, "executor": "gen"}]})",
+                                           "m.json");
+  Choice mc = m.choose(Collective::AllReduce, 1 << 20, 4);
+  EXPECT_EQ(mc.microbatch_bytes, 131072u);
+  EXPECT_EQ(mc.executor, "gen");
+  EXPECT_EQ(describe_choice(mc), "ring_allreduce (compiled algo/state, Simple, x8, mb 128 KiB, gen)");
+  EXPECT_EQ(a.microbatch_bytes, 0u);
+  EXPECT_EQ(a.executor, "");
+  EXPECT_EQ(selection_protocols().front(), "Simple");
   try {
     t.choose(Collective::AllReduce, 8, 2);
     FAIL() << "no row matches 2 ranks";
