@@ -80,12 +80,12 @@ Choice select_algorithm(const SelectionTable& table, Collective c, uint64_t byte
     ch.algorithm = named;
   }
   std::string proto = config::get_string("WEFT_PROTO");
-  if (!proto.empty() && proto != "Simple" && proto != "LL")
-    fail(ErrorCode::InvalidArgument, "WEFT_PROTO='" + proto + "' is not Simple or LL");
-  // The one-shot kernel is LL by nature: a forced Simple sends the table's oneshot to the
-  // plans, as does a payload the kernel cannot hold.
+  if (!proto.empty() && proto != "Simple" && proto != "LL" && proto != "LL128")
+    fail(ErrorCode::InvalidArgument, "WEFT_PROTO='" + proto + "' is not Simple, LL or LL128");
+  // The one-shot kernel is LL by nature: a forced Simple or LL128 sends the table's oneshot
+  // to the plans, as does a payload the kernel cannot hold.
   if (ch.algorithm == kOneShot &&
-      (!oneshot_fits(c, bytes, nranks) || (proto == "Simple" && !named_oneshot)))
+      (!oneshot_fits(c, bytes, nranks) || ((proto == "Simple" || proto == "LL128") && !named_oneshot)))
     ch = plan_choice();
   if (!proto.empty() && ch.algorithm != kOneShot) ch.protocol = proto;
   int64_t inst = config::get_int("WEFT_INSTANCES");

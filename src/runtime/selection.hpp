@@ -35,7 +35,7 @@ Choice table_choice(Collective c, uint64_t bytes, int nranks, bool in_place = fa
 
 /// `table`'s choice with WEFT_ALGO / WEFT_PROTO / WEFT_INSTANCES applied, instances clamped
 /// to 1..max_instances. WEFT_ALGO=oneshot applies where the kernel fits (else the table's
-/// plan choice stands); WEFT_PROTO=Simple turns the table's oneshot into its plan choice.
+/// plan choice stands); WEFT_PROTO=Simple or LL128 turns the table's oneshot into its plan choice.
 Choice select_algorithm(const SelectionTable& table, Collective c, uint64_t bytes, int nranks, int max_instances,
                         bool in_place = false);
 

@@ -135,8 +135,8 @@ SelectionRow read_row(const json& row, const RowReader& in) {
   }
   r.algorithm = in.string(row, "algorithm");
   r.protocol = in.string(row, "protocol");
-  if (r.protocol != "Simple" && r.protocol != "LL")
-    in.bad("protocol", "is \"" + r.protocol + "\", expected \"Simple\" or \"LL\" (the interpreter runs no LL128)");
+  if (r.protocol != "Simple" && r.protocol != "LL" && r.protocol != "LL128")
+    in.bad("protocol", "is \"" + r.protocol + "\", expected \"Simple\", \"LL\" or \"LL128\"");
   if (!row.contains("instances")) in.bad("instances", "missing");
   const json& inst = row.at("instances");
   if (inst.is_string()) {

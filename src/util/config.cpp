@@ -42,7 +42,8 @@ const std::vector<Variable>& registry() {
        "Path of a selection table (JSON, docs/runtime.md) to use instead of weft's default, read when a communicator "
        "is created; a malformed table is an error there naming the file and line."},
       {"WEFT_PROTO", Type::String, "",
-       "Force a protocol: Simple or LL (the interpreter runs no LL128; another value is an error at the first collective)."},
+       "Force a protocol: Simple, LL or LL128 (across the network LL and LL128 run as Simple; another value is an error "
+       "at the first collective)."},
       {"WEFT_PYTHON", Type::String, "",
        "Python interpreter that runs a .py algorithm for weft compile, simulate and verify (docs/python.md); it "
        "must import weft's module. Empty: the interpreter the build found, else python3."},

@@ -74,6 +74,19 @@ TEST(Selection, EnvironmentOverridesAndClamps) {
   EXPECT_EQ(select_algorithm(Collective::AllReduce, 8, 2, 32).algorithm, "allpairs");
   setenv("WEFT_PROTO", "LL64", 1);
   EXPECT_THROW(select_algorithm(Collective::AllReduce, 8, 2, 32), Error);
+  // LL128 is forced on the plans, and sends the table's oneshot (LL by nature) to its plan
+  // as Simple does.
+  setenv("WEFT_PROTO", "LL128", 1);
+  ch = select_algorithm(Collective::AllReduce, 8, 2, 32);
+  EXPECT_NE(ch.algorithm, kOneShot);
+  EXPECT_EQ(ch.protocol, "LL128");
+  setenv("WEFT_ALGO", "ring", 1);
+  ch = select_algorithm(Collective::AllReduce, 1 << 20, 2, 32);
+  EXPECT_EQ(ch.protocol, "LL128");
+  EXPECT_EQ(ch.algorithm, "ring");
+  unsetenv("WEFT_ALGO");
+  ch = select_algorithm(Collective::AllGather, 64 << 20, 4, 32);
+  EXPECT_EQ(ch.protocol, "LL128");
   unsetenv("WEFT_PROTO");
   unsetenv("WEFT_INSTANCES");
   unsetenv("WEFT_ALGO");
