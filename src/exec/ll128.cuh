@@ -15,24 +15,14 @@
 
 namespace weft::exec {
 
-/// x (op) y on 8 bytes of T; the op is a run-time value, so that the interpreter calls
-/// move_ll128 from one place (each call site costs the kernel registers).
-template <typename T>
-WEFT_DEVICE_INLINE uint64_t combine8(int op, uint64_t x, uint64_t y) {
-  switch (op) {
-    case 1: return apply8<T, 1>(x, y);
-    case 2: return apply8<T, 2>(x, y);
-    case 3: return apply8<T, 3>(x, y);
-    default: return apply8<T, 0>(x, y);
-  }
-}
-
 /// LL128: the block (whole warps) moves `bytes` through LL128 lines; `in` lines are polled
 /// (flag rflag), `out` lines written (flag sflag). Every line of the piece travels
 /// (wire_bytes), so that sender and receiver count the same lines whatever each side's
 /// buffers hold; user memory is touched for `bytes` only. Eight lanes serve one line, a warp
 /// four lines per group, and each warp keeps kU groups in flight. A failed wait is the
-/// warp's (lane 0 decides for all), returned by every lane of it.
+/// warp's (lane 0 decides for all), returned by every lane of it. The op is a run-time
+/// value (combine8) and the staging addresses are computed here, so that the interpreter
+/// calls this from one place with few live values (each call site costs it registers).
 template <typename T>
 __device__ __noinline__ device::WaitResult move_ll128(int op, int prim, const char* src, char* dst,
                                                       const ChannelHandle* rc, const ChannelHandle* sc, uint64_t rpos,

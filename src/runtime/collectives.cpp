@@ -1,6 +1,5 @@
 // Communicator::collective: from a C API call to a launch of the plan interpreter.
 #include <algorithm>
-#include <atomic>
 
 #include "runtime/collective_reference.hpp"
 #include "runtime/communicator.hpp"
@@ -80,19 +79,11 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
       const int64_t inst = env_overrides_ ? config::get_int("WEFT_INSTANCES") : 0;
       if (inst > 0) ch.instances = static_cast<int>(std::min<int64_t>(inst, layout_.cfg.connections));
     }
-    if (ch.protocol != "Simple")
-      WEFT_LOG(Debug, "COLL", what() << ": " << ch.protocol << " runs as Simple across the network");
-    ch.protocol = "Simple";
   }
-  // LL128 lines must start on 128-byte boundaries (weft/device/packet.hpp): the Simple
-  // slots do when both slot sizes are multiples of 128.
-  if (ch.protocol == "LL128" && (layout_.cfg.slot_bytes % device::kLL128LineBytes != 0 ||
-                                 layout_.cfg.ll_slot_bytes % device::kLL128LineBytes != 0)) {
-    static std::atomic<bool> warned{false};
-    if (!warned.exchange(true))
-      WEFT_LOG(Warn, "COLL", what() << ": LL128 runs as Simple: WEFT_SLOT_BYTES and WEFT_LL_SLOT_BYTES must be "
-                                       "multiples of 128 for its lines (said once)");
-    ch.protocol = "Simple";
+  if (ch.algorithm != kOneShot && ch.protocol != "Simple") {
+    std::string why;
+    ch.protocol = effective_protocol(ch.protocol, net_ != nullptr, layout_.cfg.slot_bytes, layout_.cfg.ll_slot_bytes, &why);
+    if (!why.empty()) WEFT_LOG(Debug, "COLL", what() << ": " << why);
   }
   if (ch.algorithm == kOneShot) {
     launch_oneshot_call(c, s, r, bytes, dtype, reduces ? op : weftSum, ch.instances, stream);

@@ -42,4 +42,12 @@ Choice select_algorithm(const SelectionTable& table, Collective c, uint64_t byte
 /// select_algorithm with the default table.
 Choice select_algorithm(Collective c, uint64_t bytes, int nranks, int max_instances, bool in_place = false);
 
+/// The protocol a plan call runs with: `chosen`, except that across the network (`net`: a
+/// communicator with ranks on other, maybe emulated, nodes) LL and LL128 run as Simple (only
+/// Simple messages cross it), and LL128 runs as Simple where the staging slots
+/// (`slot_bytes`, `ll_slot_bytes`) are not multiples of 128 bytes, so that its lines would
+/// not start on line boundaries. `why`, when not null, is set to the reason when it changes.
+std::string effective_protocol(const std::string& chosen, bool net, uint64_t slot_bytes, uint64_t ll_slot_bytes,
+                               std::string* why = nullptr);
+
 }  // namespace weft

@@ -92,6 +92,26 @@ TEST(Selection, EnvironmentOverridesAndClamps) {
   unsetenv("WEFT_ALGO");
 }
 
+// Across the network (emulated nodes) only Simple runs; LL128 also needs 128-byte slots.
+TEST(Selection, LL128FallsBackToSimpleAcrossTheNetworkAndOnUnalignedSlots) {
+  std::string why;
+  EXPECT_EQ(effective_protocol("LL128", false, 512 << 10, 64 << 10, &why), "LL128");
+  EXPECT_EQ(why, "");
+  EXPECT_EQ(effective_protocol("LL", false, 512 << 10, 64 << 10, &why), "LL");
+  EXPECT_EQ(effective_protocol("Simple", true, 512 << 10, 64 << 10, &why), "Simple");
+  EXPECT_EQ(why, "");
+  EXPECT_EQ(effective_protocol("LL128", true, 512 << 10, 64 << 10, &why), "Simple");
+  EXPECT_NE(why.find("LL128 runs as Simple across the network"), std::string::npos) << why;
+  why.clear();
+  EXPECT_EQ(effective_protocol("LL", true, 512 << 10, 64 << 10, &why), "Simple");
+  EXPECT_NE(why.find("LL runs as Simple across the network"), std::string::npos) << why;
+  why.clear();
+  EXPECT_EQ(effective_protocol("LL128", false, 65552, 64 << 10, &why), "Simple");
+  EXPECT_NE(why.find("WEFT_SLOT_BYTES (65552)"), std::string::npos) << why;
+  EXPECT_EQ(effective_protocol("LL128", false, 512 << 10, 65552), "Simple");
+  EXPECT_EQ(effective_protocol("LL", false, 65552, 65552), "LL");  // LL packets need 16-byte alignment only
+}
+
 TEST(Selection, OneShotOverridesAndLimits) {
   // Named explicitly it wins over a forced Simple, where it fits.
   setenv("WEFT_ALGO", "oneshot", 1);
