@@ -76,7 +76,8 @@ const std::vector<Variable>& registry() {
        2, 64},
       {"WEFT_SLOT_BYTES", Type::Int, "524288",
        "Bytes of one Simple-protocol staging slot (a multiple of 16 in 4 KiB..64 MiB): the largest message, so the "
-       "micro-batch part of one thread block.",
+       "micro-batch part of one thread block. LL128 messages use these slots too (120 data bytes per 128; it needs a "
+       "multiple of 128).",
        4096, 64 << 20},
       {"WEFT_LL_SLOT_BYTES", Type::Int, "65536",
        "Bytes of one LL staging slot (half of them data; a multiple of 16 in 1 KiB..16 MiB).", 1024, 16 << 20},
