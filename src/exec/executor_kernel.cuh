@@ -21,6 +21,7 @@
 #include <type_traits>
 
 #include "exec/exec_plan.hpp"
+#include "exec/ll128.cuh"
 #include "exec/reduce_ops.cuh"
 #include "weft/device/atomics.hpp"
 #include "weft/device/packet.hpp"
@@ -214,7 +215,7 @@ __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32
   const ExecArgs& a = *iv.a;
   const DevSlot s = iv.slots[gs];
   const bool sends = prim_sends(s.prim), recvs = prim_receives(s.prim);
-  const bool ll = a.protocol == kLL;
+  const bool ll = a.protocol != kSimple;  // LL or LL128: the data carries its flags
   const ChannelHandle* rc = recvs ? &iv.conns[s.recv_conn] : nullptr;
   const ChannelHandle* sc = sends ? &iv.conns[s.send_conn] : nullptr;
   if (threadIdx.x == 0) {
@@ -305,10 +306,19 @@ __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32
       // An in-place local copy (src and dst the same memory) has nothing to move.
       if (ta != nullptr && !(s.prim == kCopy && ta == o1)) move_simple_op<T>(a.op, ta, tb, o1, o2, n);
     } else {
-      const device::LLPacket* in = recvs ? rc->recv_packets(rpos) + piece_off / 8 : nullptr;
-      device::LLPacket* out = sends ? sc->send_packets(spos) + piece_off / 8 : nullptr;
-      device::WaitResult r = move_ll_op<T>(a.op, s.prim, src, in, dst, out, n * esz, (range.hi - range.lo) * esz,
-                                           static_cast<uint32_t>(rpos + 1), static_cast<uint32_t>(spos + 1), iv.dl);
+      device::WaitResult r;
+      if (!Net && a.protocol == kLL128) {
+        // LL128 lines in the Simple slots, each piece on whole lines (exec/ll128.cuh); never
+        // across the network (the runtime runs Simple there), so not in that instantiation.
+        r = move_ll128<T>(a.op, s.prim, src, dst, rc, sc, rpos, spos,
+                          static_cast<uint64_t>(c) * device::ll128_buffer_bytes(part * esz), n * esz,
+                          (range.hi - range.lo) * esz, iv.dl);
+      } else {
+        const device::LLPacket* in = recvs ? rc->recv_packets(rpos) + piece_off / 8 : nullptr;
+        device::LLPacket* out = sends ? sc->send_packets(spos) + piece_off / 8 : nullptr;
+        r = move_ll_op<T>(a.op, s.prim, src, in, dst, out, n * esz, (range.hi - range.lo) * esz,
+                          static_cast<uint32_t>(rpos + 1), static_cast<uint32_t>(spos + 1), iv.dl);
+      }
       if (r != device::WaitResult::Ok) {
         record_error(iv, r, gs, s.prim, kWaitPacket, rc != nullptr ? rc->peer : -1, k, -1, rpos + 1, 0);
         sh.proc_status[par] = 1;

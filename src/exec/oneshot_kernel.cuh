@@ -18,17 +18,6 @@ namespace weft::exec {
 
 constexpr int kW = kOneShotWordsPerThread;
 
-/// x (op) y on the elements of a word; op 4 (avg) sums (the division comes last).
-template <typename T>
-WEFT_DEVICE_INLINE uint64_t oneshot_combine(int op, uint64_t x, uint64_t y) {
-  switch (op) {
-    case 1: return apply8<T, 1>(x, y);
-    case 2: return apply8<T, 2>(x, y);
-    case 3: return apply8<T, 3>(x, y);
-    default: return apply8<T, 0>(x, y);
-  }
-}
-
 /// Every element of the word divided by `d`, as divide_kernel does it (so that the one-shot
 /// path's avg is bit-identical to the interpreter's sum + division).
 template <typename T>
@@ -162,7 +151,7 @@ __global__ void __launch_bounds__(kOneShotThreads) oneshot_kernel(const __grid_c
       }
     } else {
 #pragma unroll
-      for (int u = 0; u < kW; ++u) acc[u] = p == 0 ? x[u] : oneshot_combine<T>(a.op, acc[u], x[u]);
+      for (int u = 0; u < kW; ++u) acc[u] = p == 0 ? x[u] : combine8<T>(a.op, acc[u], x[u]);
     }
   }
   if (failed || a.mode == kOneShotAllGather) return;

@@ -20,16 +20,70 @@ struct TBState {
   bool done = false;
 };
 
+/// Lane `lane8` of a line carries 16 data bytes, lane 7 eight (then the flag).
+uint32_t ll128_lane_data(uint32_t lane8) { return lane8 == 7 ? 8u : 16u; }
+
+/// A message's pieces (each `piece` data bytes apart, `wire` bytes of them on the wire) as
+/// LL128 lines with `flag`, laid out as the interpreter's move_ll128 writes them.
+Message ll128_encode(const Message& data, int count, uint64_t piece, uint64_t wire, uint64_t flag) {
+  const uint64_t lines = device::ll128_lines(wire), stride = device::ll128_buffer_bytes(piece);
+  Message out(static_cast<size_t>(count) * stride, 0);
+  for (int c = 0; c < count; ++c) {
+    const uint8_t* d = data.data() + static_cast<size_t>(c) * piece;
+    uint8_t* o = out.data() + static_cast<size_t>(c) * stride;
+    for (uint64_t l = 0; l < lines; ++l)
+      for (uint32_t j = 0; j < 8; ++j) {
+        const uint64_t off = device::ll128_data_offset(l, j);
+        for (uint32_t b = 0; b < ll128_lane_data(j) && off + b < wire; ++b)
+          o[device::ll128_line_offset(l, j) + b] = d[off + b];
+      }
+    for (uint64_t l = 0; l < lines; ++l) std::memcpy(o + device::ll128_line_offset(l, 7) + 8, &flag, 8);
+  }
+  return out;
+}
+
+/// The data of an LL128 message (ll128_encode's inverse); fails naming the first line whose
+/// flag is not `flag`.
+Message ll128_decode(const Message& wire_msg, int count, uint64_t piece, uint64_t wire, uint64_t flag,
+                     const std::string& where) {
+  const uint64_t lines = device::ll128_lines(wire), stride = device::ll128_buffer_bytes(piece);
+  if (wire_msg.size() != static_cast<size_t>(count) * stride)
+    fail(ErrorCode::Internal, "emulate: " + where + ": an LL128 message of " + std::to_string(wire_msg.size()) +
+                                  " bytes, the receiver expects " + std::to_string(static_cast<uint64_t>(count) * stride));
+  Message data(static_cast<size_t>(count) * piece, 0);
+  for (int c = 0; c < count; ++c) {
+    const uint8_t* w = wire_msg.data() + static_cast<size_t>(c) * stride;
+    uint8_t* d = data.data() + static_cast<size_t>(c) * piece;
+    for (uint64_t l = 0; l < lines; ++l) {
+      uint64_t f = 0;
+      std::memcpy(&f, w + device::ll128_line_offset(l, 7) + 8, 8);
+      if (f != flag)
+        fail(ErrorCode::Internal, "emulate: " + where + ": LL128 piece " + std::to_string(c) + ", line " +
+                                      std::to_string(l) + " has flag " + std::to_string(f) + ", expected " +
+                                      std::to_string(flag));
+      for (uint32_t j = 0; j < 8; ++j) {
+        const uint64_t off = device::ll128_data_offset(l, j);
+        for (uint32_t b = 0; b < ll128_lane_data(j) && off + b < wire; ++b)
+          d[off + b] = w[device::ll128_line_offset(l, j) + b];
+      }
+    }
+  }
+  return data;
+}
+
 }  // namespace
 
 EmuResult emulate(const LoweredPlan& lp, const exec::Geometry& g, int depth, std::vector<EmuBuffers>& bufs,
-                  int dtype, int op) {
+                  int dtype, int op, exec::Protocol protocol) {
   const int R = static_cast<int>(lp.ranks.size());
   if (static_cast<int>(bufs.size()) != R) fail(ErrorCode::InvalidArgument, "emulate: one EmuBuffers per rank needed");
   const uint32_t esz = g.elem_size;
   const bool algo_model = lp.plan.execution == ExecutionModel::Algorithm;
   // FIFOs keyed by (src, dst, pool index).
   std::map<std::tuple<int, int, int>, std::deque<Message>> fifos;
+  // LL128: messages sent and received so far per FIFO (the flag's count, as in the kernel).
+  std::map<std::pair<std::tuple<int, int, int>, bool>, uint64_t> positions;
+  const bool ll128 = protocol == exec::kLL128;
   std::vector<std::vector<uint64_t>> counters(static_cast<size_t>(R));
   std::vector<std::vector<TBState>> state(static_cast<size_t>(R));
   for (int r = 0; r < R; ++r) {
@@ -41,9 +95,12 @@ EmuResult emulate(const LoweredPlan& lp, const exec::Geometry& g, int depth, std
   EmuResult res;
   std::vector<uint8_t> tmp;
 
-  auto fifo_of = [&](int r, const exec::DevSlot& s, bool send) -> std::deque<Message>& {
+  auto fifo_key = [&](int r, const exec::DevSlot& s, bool send) -> std::tuple<int, int, int> {
     const ConnRef& c = lp.ranks[static_cast<size_t>(r)].conns[static_cast<size_t>(send ? s.send_conn : s.recv_conn)];
-    return send ? fifos[{r, c.peer, c.pool_index}] : fifos[{c.peer, r, c.pool_index}];
+    return send ? std::tuple{r, c.peer, c.pool_index} : std::tuple{c.peer, r, c.pool_index};
+  };
+  auto fifo_of = [&](int r, const exec::DevSlot& s, bool send) -> std::deque<Message>& {
+    return fifos[fifo_key(r, s, send)];
   };
 
   // Tries to run invocation (slot, mb) of one thread block; false if it would block.
@@ -58,10 +115,16 @@ EmuResult emulate(const LoweredPlan& lp, const exec::Geometry& g, int depth, std
     if (sends && static_cast<int>(fifo_of(r, s, true).size()) >= depth) return false;
 
     const uint64_t part = exec::part_elems(g, s.instances);
+    const exec::Range prg = exec::piece_range(g, k, s.instance, s.instances);
+    const uint64_t wire = prg.hi > prg.lo ? (prg.hi - prg.lo) * esz : 0;  // every line of a piece travels
     Message in;
     if (recvs) {
       in = std::move(fifo_of(r, s, false).front());
       fifo_of(r, s, false).pop_front();
+      if (ll128)
+        in = ll128_decode(in, s.count, part * esz, wire, device::ll128_flag(positions[{fifo_key(r, s, false), false}]++),
+                          "rank " + std::to_string(r) + ", slot " + std::to_string(gslot) + ", micro-batch " +
+                              std::to_string(k));
     }
     Message out;
     if (sends) out.assign(static_cast<size_t>(s.count) * part * esz, 0);
@@ -102,6 +165,8 @@ EmuResult emulate(const LoweredPlan& lp, const exec::Geometry& g, int depth, std
       }
     }
     if (recvs) ++res.messages;
+    if (sends && ll128)
+      out = ll128_encode(out, s.count, part * esz, wire, device::ll128_flag(positions[{fifo_key(r, s, true), true}]++));
     if (sends) fifo_of(r, s, true).push_back(std::move(out));
     counters[static_cast<size_t>(r)][static_cast<size_t>(gslot)] = k + 1;
     ++res.invocations;

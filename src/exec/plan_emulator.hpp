@@ -30,7 +30,11 @@ struct EmuResult {
 /// Runs the plan on `bufs` (one per rank) for geometry `g`, element type `dtype` and
 /// reduction `op` (weft values; Avg combines as Sum), with connection FIFOs of `depth`
 /// messages. Returns !ok with the blocked thread blocks listed when it deadlocks.
+/// With `protocol` LL128 every message travels as the interpreter's LL128 lines (every line
+/// of every non-empty piece, data or padding, with the message's flag) and the receiver
+/// decodes them, checking each line's flag: a line the sender did not write is an error.
+/// Simple and LL messages travel as plain data.
 EmuResult emulate(const LoweredPlan& lp, const exec::Geometry& g, int depth, std::vector<EmuBuffers>& bufs,
-                  int dtype, int op);
+                  int dtype, int op, exec::Protocol protocol = exec::kSimple);
 
 }  // namespace weft

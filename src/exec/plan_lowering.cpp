@@ -157,7 +157,7 @@ LoweredPlan lower_plan(const Plan& plan, int32_t nranks, int32_t max_pool) {
 }
 
 exec::Geometry make_geometry(const LoweredPlan& lp, uint64_t n, uint32_t elem_size, uint64_t cap_bytes,
-                             uint64_t target_mb_bytes) {
+                             uint64_t target_mb_bytes, exec::Protocol protocol) {
   if (elem_size == 0 || elem_size > 16 || (elem_size & (elem_size - 1)) != 0)
     fail(ErrorCode::InvalidArgument, "element size " + std::to_string(elem_size) + " is not 1, 2, 4, 8 or 16 bytes");
   exec::Geometry g;
@@ -172,7 +172,9 @@ exec::Geometry make_geometry(const LoweredPlan& lp, uint64_t n, uint32_t elem_si
   uint64_t mb = stride;
   if (target_mb_bytes > 0) mb = std::min(mb, std::max<uint64_t>(align, target_mb_bytes / elem_size / align * align));
   for (const auto& [count, instances] : lp.comm_shapes) {
-    uint64_t per_chunk = cap_bytes / elem_size / static_cast<uint64_t>(count) / align * align;
+    uint64_t piece_bytes = cap_bytes / static_cast<uint64_t>(count);
+    if (protocol == exec::kLL128) piece_bytes = piece_bytes / device::kLL128LineBytes * device::kLL128DataBytes;
+    uint64_t per_chunk = piece_bytes / elem_size / align * align;
     if (per_chunk == 0)
       fail(ErrorCode::InvalidUsage, "a staging slot of " + std::to_string(cap_bytes) + " bytes cannot hold one 16-byte "
                                     "piece of each of " + std::to_string(count) + " chunks (raise WEFT_SLOT_BYTES)");
@@ -186,6 +188,13 @@ exec::Geometry make_geometry(const LoweredPlan& lp, uint64_t n, uint32_t elem_si
                                          " micro-batches per chunk, more than 2^32 (raise WEFT_SLOT_BYTES)");
   g.nmb = static_cast<uint32_t>(nmb);
   return g;
+}
+
+exec::Protocol protocol_code(const std::string& name) {
+  if (name == "Simple") return exec::kSimple;
+  if (name == "LL") return exec::kLL;
+  if (name == "LL128") return exec::kLL128;
+  fail(ErrorCode::InvalidArgument, "unknown protocol '" + name + "' (known: Simple, LL, LL128)");
 }
 
 uint64_t scratch_bytes(const LoweredPlan& lp, const exec::Geometry& g) {

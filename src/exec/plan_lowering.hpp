@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "exec/exec_plan.hpp"
@@ -52,8 +53,14 @@ LoweredPlan lower_plan(const Plan& plan, int32_t nranks, int32_t max_pool);
 /// The geometry of one call: `n` elements per group of `elem_size` bytes. Micro-batches
 /// are as large as `cap_bytes` (the data a staging slot holds) allows for the largest
 /// message of the plan, and at most `target_mb_bytes` per chunk slot when that is > 0.
+/// For LL128 `cap_bytes` is the slot's size on the wire: each of a message's pieces takes
+/// whole 128-byte lines of 120 data bytes (weft/device/packet.hpp), so a piece holds at most
+/// 120 x floor(cap_bytes / count / 128) bytes.
 exec::Geometry make_geometry(const LoweredPlan& lp, uint64_t n, uint32_t elem_size, uint64_t cap_bytes,
-                             uint64_t target_mb_bytes = 0);
+                             uint64_t target_mb_bytes = 0, exec::Protocol protocol = exec::kSimple);
+
+/// The executor's code for a protocol name: "Simple", "LL" or "LL128"; InvalidArgument otherwise.
+exec::Protocol protocol_code(const std::string& name);
 
 /// Bytes of scratch a call with this geometry needs.
 uint64_t scratch_bytes(const LoweredPlan& lp, const exec::Geometry& g);

@@ -52,6 +52,17 @@ WEFT_DEVICE_INLINE uint64_t apply8(uint64_t x, uint64_t y) {
   return x;
 }
 
+/// apply8 with the op a run-time value (weftRedOp_t; 4, avg, sums: the division comes last).
+template <typename T>
+WEFT_DEVICE_INLINE uint64_t combine8(int op, uint64_t x, uint64_t y) {
+  switch (op) {
+    case 1: return apply8<T, 1>(x, y);
+    case 2: return apply8<T, 2>(x, y);
+    case 3: return apply8<T, 3>(x, y);
+    default: return apply8<T, 0>(x, y);
+  }
+}
+
 /// Loads one element bypassing L1 (it may have been written by another GPU or block).
 template <typename T>
 WEFT_DEVICE_INLINE T ld_cg(const T* p) {

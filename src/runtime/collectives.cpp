@@ -72,13 +72,18 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
                              : table_->choose(c, payload, nranks_, in_place);
   if (net_) {
     // Links to other (emulated) nodes carry Simple messages through the proxy only: the
-    // one-shot kernel (which stores into every peer's memory) and LL are not used there.
+    // one-shot kernel (which stores into every peer's memory), LL and LL128 (whose flags need
+    // the data and flag of a packet or line to land together) are not used there.
     if (ch.algorithm == kOneShot) {
       ch = table_->choose(c, payload, nranks_, in_place, true);
       const int64_t inst = env_overrides_ ? config::get_int("WEFT_INSTANCES") : 0;
       if (inst > 0) ch.instances = static_cast<int>(std::min<int64_t>(inst, layout_.cfg.connections));
     }
-    ch.protocol = "Simple";
+  }
+  if (ch.algorithm != kOneShot && ch.protocol != "Simple") {
+    std::string why;
+    ch.protocol = effective_protocol(ch.protocol, net_ != nullptr, layout_.cfg.slot_bytes, layout_.cfg.ll_slot_bytes, &why);
+    if (!why.empty()) WEFT_LOG(Debug, "COLL", what() << ": " << why);
   }
   if (ch.algorithm == kOneShot) {
     launch_oneshot_call(c, s, r, bytes, dtype, reduces ? op : weftSum, ch.instances, stream);
@@ -87,13 +92,16 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
     return;
   }
   CachedPlan& cp = plan_for(c, ch, in_place, c == Collective::Broadcast || c == Collective::Reduce ? root : 0);
-  const bool ll = ch.protocol == "LL";
+  const exec::Protocol proto = protocol_code(ch.protocol);
+  const bool ll = proto == exec::kLL;
+  // LL: half of an LL slot is data. LL128: its lines fill the Simple slot (make_geometry
+  // counts whole lines of 120 data bytes per piece).
   const uint64_t cap = ll ? layout_.cfg.ll_slot_bytes / 2 : layout_.cfg.slot_bytes;
   // WEFT_MICROBATCH_BYTES, when set, else the row's microbatch_bytes (0: sized by the slots).
   const uint64_t env_target =
       env_overrides_ ? static_cast<uint64_t>(std::max<int64_t>(0, config::get_int("WEFT_MICROBATCH_BYTES"))) : 0;
   const uint64_t target = env_target > 0 ? env_target : ch.microbatch_bytes;
-  exec::Geometry g = make_geometry(cp.lp, count, static_cast<uint32_t>(esz), cap, target);
+  exec::Geometry g = make_geometry(cp.lp, count, static_cast<uint32_t>(esz), cap, target, proto);
 
   exec::ExecArgs a{};
   a.tbs = cp.tbs;
@@ -109,7 +117,7 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
   a.geo = g;
   a.rank = rank_;
   a.model = cp.lp.plan.execution == ExecutionModel::Algorithm ? exec::kAlgorithmModel : exec::kTaskModel;
-  a.protocol = ll ? exec::kLL : exec::kSimple;
+  a.protocol = proto;
   a.op = static_cast<uint8_t>(op == weftAvg ? weftSum : (reduces ? op : weftSum));
   a.dtype = static_cast<uint8_t>(dtype);
   a.timeout_ns = static_cast<uint64_t>(timeout_s_ * 1e9);

@@ -402,7 +402,7 @@ Communicator::CachedPlan& Communicator::plan_for(Collective c, const Choice& ch,
                       nranks_, layout_.cfg.connections);
   // Every plan runs on the CPU emulator once before it reaches the GPU (deadlock, result,
   // stray writes); every rank checks the same plan, so all fail alike.
-  check_plan_on_emulator(cp->lp, layout_.cfg.depth);
+  check_plan_on_emulator(cp->lp, layout_.cfg.depth, protocol_code(ch.protocol));
   const LoweredRank& lr = cp->lp.ranks[static_cast<size_t>(rank_)];
   cp->num_tbs = static_cast<int>(lr.tbs.size());
   if (cp->num_tbs > max_blocks_)

@@ -129,7 +129,7 @@ Plan make_plan(Collective c, int nranks, const std::string& algorithm, const std
   BuildOptions bo;
   bo.compile.in_place = in_place;
   bo.compile.instances = instances;
-  bo.compile.protocol = protocol == "LL" ? "LL" : "Simple";
+  bo.compile.protocol = protocol == "LL" || protocol == "LL128" ? protocol : "Simple";
   bo.compile.fifo_depth = fifo_depth;
   bo.compile.scheduler = scheduler;
   bo.compile.allocator = allocator;
@@ -149,17 +149,19 @@ Plan make_plan(Collective c, int nranks, const std::string& algorithm, const std
   return p;
 }
 
-void check_plan_on_emulator(const LoweredPlan& lp, int depth) {
+void check_plan_on_emulator(const LoweredPlan& lp, int depth, exec::Protocol protocol) {
   const Plan& p = lp.plan;
   const int R = p.num_ranks;
   if (p.collective == Collective::Custom) return;
   // int32 sums are exact in any order; 1,003 elements do not divide into chunks or parts,
-  // and 64-byte staging slots give several micro-batches per chunk.
+  // and 64-byte staging slots give several micro-batches per chunk (LL128: two lines per
+  // piece, 240 data bytes, the second one partly padding at the chunks' ends).
   const int dtype = weftInt32, op = weftSum;
   const size_t esz = 4, count = 1003;
   int32_t max_count = 1;
   for (const auto& [cnt, inst] : lp.comm_shapes) max_count = std::max(max_count, cnt);
-  exec::Geometry g = make_geometry(lp, count, esz, 64 * static_cast<uint64_t>(max_count));
+  const uint64_t per_piece = protocol == exec::kLL128 ? 2 * device::kLL128LineBytes : 64;
+  exec::Geometry g = make_geometry(lp, count, esz, per_piece * static_cast<uint64_t>(max_count), 0, protocol);
   const Collective c = p.collective;
   const size_t ns = host::send_elems(c, count, R), nr = host::recv_elems(c, count, R);
   // Guard bands around every buffer catch writes out of bounds.
@@ -196,7 +198,7 @@ void check_plan_on_emulator(const LoweredPlan& lp, int depth) {
       untouched[static_cast<size_t>(r)] = s;
     }
   }
-  EmuResult res = emulate(lp, g, depth, bufs, dtype, op);
+  EmuResult res = emulate(lp, g, depth, bufs, dtype, op, protocol);
   if (!res.ok) fail(ErrorCode::Verify, res.error);
   auto want = host::reference(c, dtype, op, p.root, count, sends, untouched);
   for (int r = 0; r < R; ++r) {

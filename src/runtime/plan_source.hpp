@@ -38,8 +38,9 @@ Plan make_plan(Collective c, int nranks, const std::string& algorithm, const std
                bool in_place, int root, int fifo_depth = kDefaultFifoDepth, const std::string& scheduler = "hpds",
                const std::string& allocator = "state");
 
-/// Runs the lowered plan on the emulator (FIFO depth `depth`) and compares with the host
-/// reference; throws Verify describing a deadlock, a wrong element or a stray write.
-void check_plan_on_emulator(const LoweredPlan& lp, int depth);
+/// Runs the lowered plan on the emulator (FIFO depth `depth`, messages as `protocol` sends
+/// them) and compares with the host reference; throws Verify describing a deadlock, a wrong
+/// element or a stray write.
+void check_plan_on_emulator(const LoweredPlan& lp, int depth, exec::Protocol protocol = exec::kSimple);
 
 }  // namespace weft

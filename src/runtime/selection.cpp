@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "exec/oneshot.hpp"
+#include "weft/device/packet.hpp"
 #include "runtime/builtin_plans.hpp"
 #include "runtime/plan_source.hpp"
 #include "util/text.hpp"
@@ -80,18 +81,31 @@ Choice select_algorithm(const SelectionTable& table, Collective c, uint64_t byte
     ch.algorithm = named;
   }
   std::string proto = config::get_string("WEFT_PROTO");
-  if (!proto.empty() && proto != "Simple" && proto != "LL")
-    fail(ErrorCode::InvalidArgument, "WEFT_PROTO='" + proto + "' is not Simple or LL");
-  // The one-shot kernel is LL by nature: a forced Simple sends the table's oneshot to the
-  // plans, as does a payload the kernel cannot hold.
+  if (!proto.empty() && proto != "Simple" && proto != "LL" && proto != "LL128")
+    fail(ErrorCode::InvalidArgument, "WEFT_PROTO='" + proto + "' is not Simple, LL or LL128");
+  // The one-shot kernel is LL by nature: a forced Simple or LL128 sends the table's oneshot
+  // to the plans, as does a payload the kernel cannot hold.
   if (ch.algorithm == kOneShot &&
-      (!oneshot_fits(c, bytes, nranks) || (proto == "Simple" && !named_oneshot)))
+      (!oneshot_fits(c, bytes, nranks) || ((proto == "Simple" || proto == "LL128") && !named_oneshot)))
     ch = plan_choice();
   if (!proto.empty() && ch.algorithm != kOneShot) ch.protocol = proto;
   int64_t inst = config::get_int("WEFT_INSTANCES");
   if (inst > 0) ch.instances = static_cast<int>(inst);
   ch.instances = std::clamp(ch.instances, 1, std::max(1, max_instances));
   return ch;
+}
+
+std::string effective_protocol(const std::string& chosen, bool net, uint64_t slot_bytes, uint64_t ll_slot_bytes,
+                               std::string* why) {
+  std::string reason;
+  if (chosen != "Simple" && net)
+    reason = chosen + " runs as Simple across the network (it needs a packet's or line's data and flag to land together)";
+  else if (chosen == "LL128" && (slot_bytes % device::kLL128LineBytes != 0 || ll_slot_bytes % device::kLL128LineBytes != 0))
+    reason = "LL128 runs as Simple: WEFT_SLOT_BYTES (" + std::to_string(slot_bytes) + ") and WEFT_LL_SLOT_BYTES (" +
+             std::to_string(ll_slot_bytes) + ") must be multiples of 128 for its lines to start on line boundaries";
+  if (reason.empty()) return chosen;
+  if (why != nullptr) *why = reason;
+  return "Simple";
 }
 
 }  // namespace weft

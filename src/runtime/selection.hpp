@@ -35,11 +35,19 @@ Choice table_choice(Collective c, uint64_t bytes, int nranks, bool in_place = fa
 
 /// `table`'s choice with WEFT_ALGO / WEFT_PROTO / WEFT_INSTANCES applied, instances clamped
 /// to 1..max_instances. WEFT_ALGO=oneshot applies where the kernel fits (else the table's
-/// plan choice stands); WEFT_PROTO=Simple turns the table's oneshot into its plan choice.
+/// plan choice stands); WEFT_PROTO=Simple or LL128 turns the table's oneshot into its plan choice.
 Choice select_algorithm(const SelectionTable& table, Collective c, uint64_t bytes, int nranks, int max_instances,
                         bool in_place = false);
 
 /// select_algorithm with the default table.
 Choice select_algorithm(Collective c, uint64_t bytes, int nranks, int max_instances, bool in_place = false);
+
+/// The protocol a plan call runs with: `chosen`, except that across the network (`net`: a
+/// communicator with ranks on other, maybe emulated, nodes) LL and LL128 run as Simple (only
+/// Simple messages cross it), and LL128 runs as Simple where the staging slots
+/// (`slot_bytes`, `ll_slot_bytes`) are not multiples of 128 bytes, so that its lines would
+/// not start on line boundaries. `why`, when not null, is set to the reason when it changes.
+std::string effective_protocol(const std::string& chosen, bool net, uint64_t slot_bytes, uint64_t ll_slot_bytes,
+                               std::string* why = nullptr);
 
 }  // namespace weft

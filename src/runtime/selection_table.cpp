@@ -229,7 +229,7 @@ SelectionRow read_row(const json& row, const RowReader& in) {
 }  // namespace
 
 const std::vector<std::string>& selection_protocols() {
-  static const std::vector<std::string> p = {"Simple", "LL"};
+  static const std::vector<std::string> p = {"Simple", "LL", "LL128"};
   return p;
 }
 

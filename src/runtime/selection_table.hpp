@@ -18,7 +18,7 @@ struct Choice {
   std::string algorithm;  ///< a named primitive ("oneshot"; the hand-built plans "ring",
                           ///< "allpairs", "chain" of runtime/builtin_plans.hpp) or a source the
                           ///< plan builder takes: an algorithm of algorithms/, dsl:NAME or a file
-  std::string protocol;   ///< "Simple" or "LL" ("LL" for oneshot)
+  std::string protocol;   ///< "Simple", "LL" or "LL128" ("LL" for oneshot)
   int instances = 1;      ///< thread blocks per link; for oneshot, the kernel's thread blocks
   std::string scheduler = "hpds";  ///< compiled sources only: the compiler's scheduler
   std::string allocator = "state"; ///< compiled sources only: its thread-block allocation

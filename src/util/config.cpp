@@ -42,7 +42,8 @@ const std::vector<Variable>& registry() {
        "Path of a selection table (JSON, docs/runtime.md) to use instead of weft's default, read when a communicator "
        "is created; a malformed table is an error there naming the file and line."},
       {"WEFT_PROTO", Type::String, "",
-       "Force a protocol: Simple or LL (the interpreter runs no LL128; another value is an error at the first collective)."},
+       "Force a protocol: Simple, LL or LL128 (across the network LL and LL128 run as Simple; another value is an error "
+       "at the first collective)."},
       {"WEFT_PYTHON", Type::String, "",
        "Python interpreter that runs a .py algorithm for weft compile, simulate and verify (docs/python.md); it "
        "must import weft's module. Empty: the interpreter the build found, else python3."},
@@ -79,7 +80,8 @@ const std::vector<Variable>& registry() {
        2, 64},
       {"WEFT_SLOT_BYTES", Type::Int, "524288",
        "Bytes of one Simple-protocol staging slot (a multiple of 16 in 4 KiB..64 MiB): the largest message, so the "
-       "micro-batch part of one thread block.",
+       "micro-batch part of one thread block. LL128 messages use these slots too (120 data bytes per 128; it needs a "
+       "multiple of 128).",
        4096, 64 << 20},
       {"WEFT_LL_SLOT_BYTES", Type::Int, "65536",
        "Bytes of one LL staging slot (half of them data; a multiple of 16 in 1 KiB..16 MiB).", 1024, 16 << 20},

@@ -7,9 +7,20 @@
 //
 // LL128: a 128-byte line holds 120 bytes of data and an 8-byte flag in its last word; the
 // eight lanes of a warp that share a line each store 16 bytes in the same instruction, and
-// a reader accepts the line once the flag lane sees the expected value. This relies on a
-// warp's stores to one 128-byte line reaching the peer together, which holds over NVLink on
-// the GPUs NCCL enables its LL128 protocol for (Hopper among them); 15/16 of the bytes are data.
+// a reader accepts the line once the flag lane sees the expected value; 15/16 of the bytes
+// are data. Lane j (0..7) of a line stores bytes [16j, 16j + 16) of it: data bytes
+// [120 l + 16j, 120 l + 16j + 16) of the piece for j < 7, and for j = 7 eight data bytes
+// (120 l + 112 ..) then the flag (ll128_line_offset, ll128_data_offset).
+//
+// The ordering LL128 relies on (and nothing weaker would do): the eight 16-byte stores one
+// warp instruction makes to one 128-byte-aligned line travel as one 128-byte write, and the
+// eight 16-byte volatile loads one warp instruction makes of such a line read it in one
+// access, so a reader whose flag lane sees the new flag sees the same write's data in the
+// other seven lanes of that load. No fence orders the data before the flag. This holds
+// within one GPU (the line is one L2 sector group) and over NVLink on the GPUs NCCL enables
+// its LL128 protocol for (Hopper among them); it does not hold over PCIe (writes may split
+// and reorder) nor across the network, where weft runs Simple instead. Lines must therefore
+// start on 128-byte boundaries (weft's staging slots do: runtime/collectives.cpp checks).
 //
 // Flags must differ between successive uses of a buffer (weft uses a message counter + 1),
 // and never be 0, which is what fresh (zeroed) buffers hold.
@@ -41,6 +52,22 @@ WEFT_HOST_DEVICE_INLINE uint64_t ll_buffer_bytes(uint64_t bytes) { return (bytes
 WEFT_HOST_DEVICE_INLINE uint64_t ll128_buffer_bytes(uint64_t bytes) {
   return (bytes + kLL128DataBytes - 1) / kLL128DataBytes * kLL128LineBytes;
 }
+
+/// LL128 lines that carry `bytes` of data.
+WEFT_HOST_DEVICE_INLINE uint64_t ll128_lines(uint64_t bytes) { return (bytes + kLL128DataBytes - 1) / kLL128DataBytes; }
+/// Byte offset of lane `lane8` (0..7)'s 16 bytes within a piece's lines.
+WEFT_HOST_DEVICE_INLINE uint64_t ll128_line_offset(uint64_t line, uint32_t lane8) {
+  return line * kLL128LineBytes + lane8 * 16u;
+}
+/// Offset of the data that lane `lane8` of `line` carries (16 bytes, 8 for lane 7).
+WEFT_HOST_DEVICE_INLINE uint64_t ll128_data_offset(uint64_t line, uint32_t lane8) {
+  return line * kLL128DataBytes + lane8 * 16u;
+}
+/// The flag of message `count` (0, 1, ...) of a staging slot: an odd multiple of count + 1,
+/// so distinct for distinct messages and never 0. Not count + 1 itself: the executor's LL128
+/// lines live in the Simple staging slots, whose earlier contents are user data, where a small
+/// integer at a flag word is common and a value like this one is not.
+WEFT_HOST_DEVICE_INLINE uint64_t ll128_flag(uint64_t count) { return (count + 1) * 0x9E3779B97F4A7C15ull; }
 
 #if WEFT_DEVICE_CODE
 /// One thread writes one packet.

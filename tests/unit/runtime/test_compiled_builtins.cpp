@@ -21,18 +21,19 @@ Collective collective_of(const std::string& name) { return algorithm_collective(
 
 /// "" when the plan of `name` for R ranks passes the emulator at FIFO depths 1 and 4 and its
 /// replay verifies; otherwise what failed.
-std::string run(const std::string& name, int R, bool in_place, int instances) {
+std::string run(const std::string& name, int R, bool in_place, int instances,
+                exec::Protocol protocol = exec::kSimple) {
   const Collective c = collective_of(name);
   const int root = (c == Collective::Broadcast || c == Collective::Reduce) ? R - 1 : 0;
   try {
-    Plan p = make_plan(c, R, name, "Simple", instances, in_place, root);
+    Plan p = make_plan(c, R, name, protocol == exec::kLL128 ? "LL128" : "Simple", instances, in_place, root);
     if (p.in_place != in_place) return "the plan is for the other placement";
     for (int lane = 0; lane < plan_lanes(p); ++lane) {
       VerifyResult v = verify(replay_plan(p, lane));
       if (!v.ok && c != Collective::Custom) return "replay lane " + std::to_string(lane) + ": " + v.errors[0];
     }
     LoweredPlan lp = lower_plan(p, R, 64);
-    for (int depth : {1, 4}) check_plan_on_emulator(lp, depth);
+    for (int depth : {1, 4}) check_plan_on_emulator(lp, depth, protocol);
   } catch (const Error& e) {
     return e.what();
   }
@@ -56,6 +57,18 @@ TEST(CompiledBuiltins, EveryAlgorithmInPlaceAndOutOfPlaceOnTheEmulator) {
                        " instances=" + std::to_string(instances));
           EXPECT_EQ(run(name, R, in_place, instances), "");
         }
+}
+
+// The same with messages as LL128 lines: every plan the selection table can name, under
+// WEFT_PROTO=LL128 or an LL128 row.
+TEST(CompiledBuiltins, EveryAlgorithmAsLL128OnTheEmulator) {
+  for (const std::string& name : builtin_algorithm_names())
+    for (int R : {2, 4})
+      for (bool in_place : {false, true}) {
+        if (in_place && collective_of(name) == Collective::Custom) continue;
+        SCOPED_TRACE(name + " R=" + std::to_string(R) + (in_place ? " in place" : " out of place") + " LL128");
+        EXPECT_EQ(run(name, R, in_place, 0, exec::kLL128), "");
+      }
 }
 
 TEST(CompiledBuiltins, TheTablesInstanceCountStaysWithinTheRuntimesBudget) {

@@ -30,13 +30,15 @@ struct Case {
   uint64_t cap;
   int depth;
   int root;
+  exec::Protocol protocol = exec::kSimple;  ///< LL128: `cap` is the slot's bytes on the wire
 };
 
 std::string describe(const Case& k) {
   return std::string(to_string(k.c)) + "/" + k.algo + " R=" + std::to_string(k.R) + (k.in_place ? " in-place" : " out-of-place") +
          " count=" + std::to_string(k.count) + " instances=" + std::to_string(k.instances) + " " +
          host::dtype_name(k.dtype) + " " + host::op_name(k.op) + " cap=" + std::to_string(k.cap) +
-         " depth=" + std::to_string(k.depth) + " root=" + std::to_string(k.root);
+         " depth=" + std::to_string(k.depth) + " root=" + std::to_string(k.root) +
+         (k.protocol == exec::kLL128 ? " LL128" : "");
 }
 
 /// Runs one case through lowering, geometry and the emulator; returns "" or what went wrong.
@@ -49,7 +51,7 @@ std::string run_case(const Case& k) {
   Plan plan = builtin_plan(k.c, k.R, spec);
   LoweredPlan lp = lower_plan(plan, k.R, 64);
   const size_t esz = host::dtype_size(k.dtype);
-  exec::Geometry g = make_geometry(lp, k.count, static_cast<uint32_t>(esz), k.cap);
+  exec::Geometry g = make_geometry(lp, k.count, static_cast<uint32_t>(esz), k.cap, 0, k.protocol);
 
   const size_t ns = host::send_elems(k.c, k.count, k.R), nr = host::recv_elems(k.c, k.count, k.R);
   std::vector<std::vector<uint8_t>> sends(k.R), untouched(k.R);
@@ -86,7 +88,7 @@ std::string run_case(const Case& k) {
       untouched[r] = sends[r];
     }
   }
-  EmuResult res = emulate(lp, g, k.depth, bufs, k.dtype, k.op);
+  EmuResult res = emulate(lp, g, k.depth, bufs, k.dtype, k.op, k.protocol);
   if (!res.ok) return res.error;
   auto expect = host::reference(k.c, k.dtype, k.op, k.root, k.count, sends, untouched);
   for (int r = 0; r < k.R; ++r) {
@@ -147,6 +149,68 @@ TEST(BuiltinPlans, TwoMessageFifosSuffice) {
       Case k{c, algo, 4, false, 999, 2, weftInt32, weftMax, 128, 2, 3};
       EXPECT_EQ(run_case(k), "") << describe(k);
     }
+}
+
+// LL128: every primitive of every built-in plan (send, recv, copy, reduce and the fused
+// rcs, rrc, rrcs, rrs), with messages as the interpreter's lines: slots of one, two and
+// three lines per piece, so pieces end inside a line and chunk ends send padding lines.
+TEST(BuiltinPlansLL128, EveryCollectiveAlgorithmShapeMatchesTheReference) {
+  int cases = 0;
+  for (Collective c : kAll)
+    for (const std::string& algo : builtin_plan_algorithms(c))
+      for (int R : {2, 3, 5})
+        for (bool in_place : {false, true})
+          for (size_t count : {1ul, 7ul, 100ul, 1027ul})
+            for (uint64_t lines : {1u, 3u}) {
+              Case k{c, algo, R, in_place, count, lines == 1 ? 1 : 3, weftFloat32, weftSum, lines * 128 * 4, 2,
+                     R > 2 ? 2 : R - 1, exec::kLL128};
+              EXPECT_EQ(run_case(k), "") << describe(k);
+              ++cases;
+            }
+  EXPECT_GT(cases, 200);
+}
+
+TEST(BuiltinPlansLL128, EveryTypeAndOp) {
+  for (Collective c : {Collective::AllReduce, Collective::ReduceScatter, Collective::Reduce})
+    for (int dtype = 0; dtype < weftNumTypes; ++dtype)
+      for (int op = 0; op < weftNumOps; ++op)
+        for (bool in_place : {false, true}) {
+          Case k{c, builtin_plan_algorithms(c)[0], 3, in_place, 333, 2, dtype, op, 1024, 3, 1, exec::kLL128};
+          EXPECT_EQ(run_case(k), "") << describe(k);
+        }
+}
+
+TEST(BuiltinPlansLL128, LargeCountsWithRealisticSlots) {
+  for (Collective c : kAll) {
+    Case k{c, builtin_plan_algorithms(c)[0], 2, false, (1u << 18) + 3, 4, weftBfloat16, weftSum, 512 << 10, 4, 0,
+           exec::kLL128};
+    EXPECT_EQ(run_case(k), "") << describe(k);
+  }
+}
+
+// Each message's pieces take whole lines (120 data bytes each) and still fit the slot.
+TEST(Geometry, LL128PiecesFitTheirSlot) {
+  for (Collective c : kAll)
+    for (int instances : {1, 3, 8}) {
+      BuiltinSpec spec;
+      spec.algorithm = builtin_plan_algorithms(c)[0];
+      spec.instances = instances;
+      LoweredPlan lp = lower_plan(builtin_plan(c, 4, spec), 4, 64);
+      for (uint64_t cap : {4096ull, 65536ull, 512ull << 10})
+        for (uint32_t esz : {1u, 2u, 4u, 8u})
+          for (uint64_t n : {1ull, 999ull, 1ull << 22}) {
+            exec::Geometry g = make_geometry(lp, n, esz, cap, 0, exec::kLL128);
+            for (const auto& [count, inst] : lp.comm_shapes) {
+              const uint64_t part = exec::part_elems(g, inst);
+              EXPECT_LE(static_cast<uint64_t>(count) * device::ll128_buffer_bytes(part * esz), cap)
+                  << to_string(c) << " cap " << cap << " esz " << esz << " n " << n << " count " << count;
+            }
+          }
+    }
+  EXPECT_EQ(protocol_code("LL128"), exec::kLL128);
+  EXPECT_EQ(protocol_code("LL"), exec::kLL);
+  EXPECT_EQ(protocol_code("Simple"), exec::kSimple);
+  EXPECT_THROW(protocol_code("ll128"), Error);
 }
 
 TEST(Geometry, PartsAreAlignedAndCoverTheChunk) {

@@ -74,9 +74,42 @@ TEST(Selection, EnvironmentOverridesAndClamps) {
   EXPECT_EQ(select_algorithm(Collective::AllReduce, 8, 2, 32).algorithm, "allpairs");
   setenv("WEFT_PROTO", "LL64", 1);
   EXPECT_THROW(select_algorithm(Collective::AllReduce, 8, 2, 32), Error);
+  // LL128 is forced on the plans, and sends the table's oneshot (LL by nature) to its plan
+  // as Simple does.
+  setenv("WEFT_PROTO", "LL128", 1);
+  ch = select_algorithm(Collective::AllReduce, 8, 2, 32);
+  EXPECT_NE(ch.algorithm, kOneShot);
+  EXPECT_EQ(ch.protocol, "LL128");
+  setenv("WEFT_ALGO", "ring", 1);
+  ch = select_algorithm(Collective::AllReduce, 1 << 20, 2, 32);
+  EXPECT_EQ(ch.protocol, "LL128");
+  EXPECT_EQ(ch.algorithm, "ring");
+  unsetenv("WEFT_ALGO");
+  ch = select_algorithm(Collective::AllGather, 64 << 20, 4, 32);
+  EXPECT_EQ(ch.protocol, "LL128");
   unsetenv("WEFT_PROTO");
   unsetenv("WEFT_INSTANCES");
   unsetenv("WEFT_ALGO");
+}
+
+// Across the network (emulated nodes) only Simple runs; LL128 also needs 128-byte slots.
+TEST(Selection, LL128FallsBackToSimpleAcrossTheNetworkAndOnUnalignedSlots) {
+  std::string why;
+  EXPECT_EQ(effective_protocol("LL128", false, 512 << 10, 64 << 10, &why), "LL128");
+  EXPECT_EQ(why, "");
+  EXPECT_EQ(effective_protocol("LL", false, 512 << 10, 64 << 10, &why), "LL");
+  EXPECT_EQ(effective_protocol("Simple", true, 512 << 10, 64 << 10, &why), "Simple");
+  EXPECT_EQ(why, "");
+  EXPECT_EQ(effective_protocol("LL128", true, 512 << 10, 64 << 10, &why), "Simple");
+  EXPECT_NE(why.find("LL128 runs as Simple across the network"), std::string::npos) << why;
+  why.clear();
+  EXPECT_EQ(effective_protocol("LL", true, 512 << 10, 64 << 10, &why), "Simple");
+  EXPECT_NE(why.find("LL runs as Simple across the network"), std::string::npos) << why;
+  why.clear();
+  EXPECT_EQ(effective_protocol("LL128", false, 65552, 64 << 10, &why), "Simple");
+  EXPECT_NE(why.find("WEFT_SLOT_BYTES (65552)"), std::string::npos) << why;
+  EXPECT_EQ(effective_protocol("LL128", false, 512 << 10, 65552), "Simple");
+  EXPECT_EQ(effective_protocol("LL", false, 65552, 65552), "LL");  // LL packets need 16-byte alignment only
 }
 
 TEST(Selection, OneShotOverridesAndLimits) {

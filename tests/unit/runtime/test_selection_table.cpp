@@ -152,6 +152,15 @@ std::string error_of(const std::string& text) {
   return "";
 }
 
+TEST(SelectionTable, AcceptsLL128Rows) {
+  SelectionTable t = parse_selection_table(
+      table_with(R"({"collectives": ["AllReduce"], "algorithm": "ring", "protocol": "LL128", "instances": 4})"), "t.json");
+  Choice ch = t.choose(Collective::AllReduce, 1 << 20, 4);
+  EXPECT_EQ(ch.algorithm, "ring");
+  EXPECT_EQ(ch.protocol, "LL128");
+  EXPECT_EQ(ch.instances, 4);
+}
+
 TEST(SelectionTable, EveryMalformedTableIsLocated) {
   const std::string ok = R"({"collectives": ["AllReduce"], "algorithm": "ring", "protocol": "Simple", "instances": 4})";
   EXPECT_EQ(error_of(table_with(ok)), "");
@@ -191,8 +200,10 @@ TEST(SelectionTable, EveryMalformedTableIsLocated) {
        "rows[1].algorithm: expected a string"},
       {table_with(R"({"collectives": ["AllReduce"], "algorithm": "", "protocol": "Simple", "instances": 4})"),
        "rows[1].algorithm: is empty"},
-      {table_with(R"({"collectives": ["AllReduce"], "algorithm": "ring", "protocol": "LL128", "instances": 4})"),
-       "rows[1].protocol: is \"LL128\", expected \"Simple\" or \"LL\""},
+      {table_with(R"({"collectives": ["AllReduce"], "algorithm": "ring", "protocol": "LL256", "instances": 4})"),
+       "rows[1].protocol: is \"LL256\", expected \"Simple\", \"LL\" or \"LL128\""},
+      {table_with(R"({"collectives": ["AllReduce"], "algorithm": "oneshot", "protocol": "LL128", "instances": "kernel"})"),
+       "rows[1].protocol: oneshot is LL by nature"},
       {table_with(R"({"collectives": ["AllReduce"], "algorithm": "ring", "protocol": "Simple"})"), "rows[1].instances: missing"},
       {table_with(R"({"collectives": ["AllReduce"], "algorithm": "ring", "protocol": "Simple", "instances": 0})"),
        "rows[1].instances: 0 is not in 1..1024"},
