@@ -77,11 +77,17 @@ WEFT_DEVICE_INLINE void record_error(const Invocation& iv, device::WaitResult r,
   __threadfence_system();
 }
 
-/// The block moves n elements: x = a (op) b (b may be null), then x to o1 and/or o2.
-/// a and b may be staging memory another GPU wrote: every load bypasses L1.
-template <typename T, int Op>
-__device__ __noinline__ void move_simple(const T* a, const T* b, T* o1, T* o2, uint64_t n) {
-  const uint32_t tid = threadIdx.x, nth = blockDim.x;
+/// The thread group (threads tid of nth: the block, or one role's warps of a block that
+/// hosts several plan thread blocks) moves n elements: x = a (op) b (b may be null), then x
+/// to o1 and/or o2. a and b may be staging memory another GPU wrote: every load bypasses L1.
+/// Each thread keeps several independent 16-byte loads in flight before its stores (a plain
+/// copy: U loads of a; with b: R loads of each), which is what a block's copy rate depends
+/// on (memory latency x bytes in flight). U = 6, R = 3 is the most that keeps exec_kernel
+/// within its 128 registers without spills (ptxas -v; U = 8 makes the caller spill 160
+/// bytes); bench/exec_copy_bench.cu measures these against the former 4 / 4 and 16 / 8.
+template <typename T, int Op, uint32_t U = 6, uint32_t R = 3>
+__device__ __noinline__ void move_simple(const T* a, const T* b, T* o1, T* o2, uint64_t n, uint32_t tid,
+                                         uint32_t nth) {
   uint64_t done = 0;
   const uintptr_t align = reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b) |
                           reinterpret_cast<uintptr_t>(o1) | reinterpret_cast<uintptr_t>(o2);
@@ -91,26 +97,39 @@ __device__ __noinline__ void move_simple(const T* a, const T* b, T* o1, T* o2, u
     const uint4* bv = reinterpret_cast<const uint4*>(b);
     uint4* v1 = reinterpret_cast<uint4*>(o1);
     uint4* v2 = reinterpret_cast<uint4*>(o2);
-    constexpr uint32_t kU = 4;
     uint64_t i = tid;
-    for (; i + (kU - 1) * nth < nvec; i += kU * nth) {
-      uint4 x[kU];
+    if (bv == nullptr) {
+      for (; i + (U - 1) * nth < nvec; i += U * nth) {
+        uint4 x[U];
 #pragma unroll
-      for (uint32_t u = 0; u < kU; ++u) x[u] = device::ld_cg_v4(av + i + u * nth);
-      if (bv != nullptr) {
-        uint4 y[kU];
+        for (uint32_t u = 0; u < U; ++u) x[u] = device::ld_cg_v4(av + i + u * nth);
+        if (v1 != nullptr) {
 #pragma unroll
-        for (uint32_t u = 0; u < kU; ++u) y[u] = device::ld_cg_v4(bv + i + u * nth);
+          for (uint32_t u = 0; u < U; ++u) v1[i + u * nth] = x[u];
+        }
+        if (v2 != nullptr) {
 #pragma unroll
-        for (uint32_t u = 0; u < kU; ++u) x[u] = apply16<T, Op>(x[u], y[u]);
+          for (uint32_t u = 0; u < U; ++u) v2[i + u * nth] = x[u];
+        }
       }
-      if (v1 != nullptr) {
+    } else {
+      constexpr uint32_t kR = R > 0 ? R : 1;
+      for (; i + (kR - 1) * nth < nvec; i += kR * nth) {
+        uint4 x[kR], y[kR];
 #pragma unroll
-        for (uint32_t u = 0; u < kU; ++u) v1[i + u * nth] = x[u];
-      }
-      if (v2 != nullptr) {
+        for (uint32_t u = 0; u < kR; ++u) x[u] = device::ld_cg_v4(av + i + u * nth);
 #pragma unroll
-        for (uint32_t u = 0; u < kU; ++u) v2[i + u * nth] = x[u];
+        for (uint32_t u = 0; u < kR; ++u) y[u] = device::ld_cg_v4(bv + i + u * nth);
+#pragma unroll
+        for (uint32_t u = 0; u < kR; ++u) x[u] = apply16<T, Op>(x[u], y[u]);
+        if (v1 != nullptr) {
+#pragma unroll
+          for (uint32_t u = 0; u < kR; ++u) v1[i + u * nth] = x[u];
+        }
+        if (v2 != nullptr) {
+#pragma unroll
+          for (uint32_t u = 0; u < kR; ++u) v2[i + u * nth] = x[u];
+        }
       }
     }
     for (; i < nvec; i += nth) {
@@ -130,11 +149,12 @@ __device__ __noinline__ void move_simple(const T* a, const T* b, T* o1, T* o2, u
 }
 
 template <typename T>
-WEFT_DEVICE_INLINE void move_simple_op(int op, const T* a, const T* b, T* o1, T* o2, uint64_t n) {
-  if (b == nullptr || op == 0 || op == 4) return move_simple<T, 0>(a, b, o1, o2, n);
-  if (op == 1) return move_simple<T, 1>(a, b, o1, o2, n);
-  if (op == 2) return move_simple<T, 2>(a, b, o1, o2, n);
-  return move_simple<T, 3>(a, b, o1, o2, n);
+WEFT_DEVICE_INLINE void move_simple_op(int op, const T* a, const T* b, T* o1, T* o2, uint64_t n, uint32_t tid,
+                                        uint32_t nth) {
+  if (b == nullptr || op == 0 || op == 4) return move_simple<T, 0>(a, b, o1, o2, n, tid, nth);
+  if (op == 1) return move_simple<T, 1>(a, b, o1, o2, n, tid, nth);
+  if (op == 2) return move_simple<T, 2>(a, b, o1, o2, n, tid, nth);
+  return move_simple<T, 3>(a, b, o1, o2, n, tid, nth);
 }
 
 /// LL: the block moves `bytes` word by word; `in` packets are polled (flag rflag), `out`
@@ -303,7 +323,7 @@ __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32
         default: break;
       }
       // An in-place local copy (src and dst the same memory) has nothing to move.
-      if (ta != nullptr && !(s.prim == kCopy && ta == o1)) move_simple_op<T>(a.op, ta, tb, o1, o2, n);
+      if (ta != nullptr && !(s.prim == kCopy && ta == o1)) move_simple_op<T>(a.op, ta, tb, o1, o2, n, threadIdx.x, blockDim.x);
     } else {
       const device::LLPacket* in = recvs ? rc->recv_packets(rpos) + piece_off / 8 : nullptr;
       device::LLPacket* out = sends ? sc->send_packets(spos) + piece_off / 8 : nullptr;
