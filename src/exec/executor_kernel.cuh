@@ -1,5 +1,6 @@
-// The plan interpreter: one CUDA block per thread block of the rank's plan, walking its
-// slots and micro-batches (exec/exec_plan.hpp says how addresses are computed, and
+// The plan interpreter: one CUDA block per thread block of the rank's plan (or, with
+// ExecArgs::roles > 1, several thread blocks per CUDA block, each on its own warps: "roles"),
+// walking its slots and micro-batches (exec/exec_plan.hpp says how addresses are computed, and
 // exec/plan_lowering.hpp how connections are numbered).
 //
 // Connections are memory-channel FIFOs (weft/device/memory_channel.hpp: the protocol and
@@ -10,7 +11,7 @@
 //     graph replays);
 //   - if s receives (Simple): wait_posted for the next message;
 //   - if s sends: wait_credit for a free staging slot.
-// Then the whole block moves the data; then thread 0 publishes: post at the receiver
+// Then the whole block (role) moves the data; then thread 0 publishes: post at the receiver
 // (always, so that Simple and LL messages share one count), ack at the sender, and the
 // slot's own counter. LL receives poll their packets instead of waiting for the post.
 // A wait that times out records rank, thread block, slot, micro-batch and what it waited
@@ -52,7 +53,17 @@ struct Invocation {
   uint64_t start_ns;
   int32_t tb;
   int32_t tb_first_slot;
+  uint32_t tid;  ///< this thread within its role (the block, or its role's warps: exec_kernel)
+  uint32_t nth;  ///< threads of the role
+  uint32_t bar;  ///< the role's barrier: 0 (__syncthreads) for a whole block, else its named barrier
 };
+
+/// The barrier of the invocation's thread group: barrier 0 over the whole block (as
+/// __syncthreads), or its role's named barrier over its warps (bar.sync orders the
+/// participating threads' memory accesses as __syncthreads does).
+WEFT_DEVICE_INLINE void role_sync(const Invocation& iv) {
+  asm volatile("bar.sync %0, %1;" ::"r"(iv.bar), "r"(iv.nth) : "memory");
+}
 
 WEFT_DEVICE_INLINE void record_error(const Invocation& iv, device::WaitResult r, int32_t gslot, int32_t prim,
                                      int32_t what, int32_t peer, uint32_t mb, int32_t dep_tb, uint64_t expected,
@@ -162,15 +173,16 @@ WEFT_DEVICE_INLINE void move_simple_op(int op, const T* a, const T* b, T* o1, T*
 template <typename T, int Op>
 __device__ __noinline__ device::WaitResult move_ll(int prim, const char* src, const device::LLPacket* in, char* dst,
                                                    device::LLPacket* out, uint64_t bytes, uint64_t wire_bytes,
-                                                   uint32_t rflag, uint32_t sflag, device::Deadline dl) {
+                                                   uint32_t rflag, uint32_t sflag, device::Deadline dl, uint32_t tid,
+                                                   uint32_t nth_) {
   // Packets cover the whole piece (wire_bytes), so that sender and receiver agree on their
   // number whatever each side's buffers hold; user memory is touched for `bytes` only.
   // Each thread polls kU packets at once: their loads are in flight together instead of
   // one memory latency per packet (8 spills registers under the 512-thread bound).
   constexpr uint32_t kU = 4;
   const uint64_t words = (wire_bytes + 7) / 8;
-  const uint64_t nth = blockDim.x;
-  for (uint64_t base = threadIdx.x; base < words; base += nth * kU) {
+  const uint64_t nth = nth_;
+  for (uint64_t base = tid; base < words; base += nth * kU) {
     uint64_t x[kU];
     if (in != nullptr) {
       bool ready[kU];
@@ -217,12 +229,13 @@ __device__ __noinline__ device::WaitResult move_ll(int prim, const char* src, co
 template <typename T>
 WEFT_DEVICE_INLINE device::WaitResult move_ll_op(int op, int prim, const char* src, const device::LLPacket* in,
                                                  char* dst, device::LLPacket* out, uint64_t bytes, uint64_t wire_bytes,
-                                                 uint32_t rflag, uint32_t sflag, const device::Deadline& dl) {
+                                                 uint32_t rflag, uint32_t sflag, const device::Deadline& dl,
+                                                 uint32_t tid, uint32_t nth) {
   switch (op) {
-    case 1: return move_ll<T, 1>(prim, src, in, dst, out, bytes, wire_bytes, rflag, sflag, dl);
-    case 2: return move_ll<T, 2>(prim, src, in, dst, out, bytes, wire_bytes, rflag, sflag, dl);
-    case 3: return move_ll<T, 3>(prim, src, in, dst, out, bytes, wire_bytes, rflag, sflag, dl);
-    default: return move_ll<T, 0>(prim, src, in, dst, out, bytes, wire_bytes, rflag, sflag, dl);
+    case 1: return move_ll<T, 1>(prim, src, in, dst, out, bytes, wire_bytes, rflag, sflag, dl, tid, nth);
+    case 2: return move_ll<T, 2>(prim, src, in, dst, out, bytes, wire_bytes, rflag, sflag, dl, tid, nth);
+    case 3: return move_ll<T, 3>(prim, src, in, dst, out, bytes, wire_bytes, rflag, sflag, dl, tid, nth);
+    default: return move_ll<T, 0>(prim, src, in, dst, out, bytes, wire_bytes, rflag, sflag, dl, tid, nth);
   }
 }
 
@@ -237,7 +250,7 @@ __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32
   const bool ll = a.protocol == kLL;
   const ChannelHandle* rc = recvs ? &iv.conns[s.recv_conn] : nullptr;
   const ChannelHandle* sc = sends ? &iv.conns[s.send_conn] : nullptr;
-  if (threadIdx.x == 0) {
+  if (iv.tid == 0) {
     int st = 0;
     const uint64_t want = sh.base + k + 1;
     // A dependency is another block of this rank, stuck only if a wait on a peer is stuck
@@ -277,7 +290,7 @@ __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32
     sh.wait_status[par] = st;
     sh.proc_status[par] = 0;
   }
-  __syncthreads();
+  role_sync(iv);
   if (sh.wait_status[par] != 0) return false;
 
   const Geometry& g = a.geo;
@@ -323,12 +336,13 @@ __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32
         default: break;
       }
       // An in-place local copy (src and dst the same memory) has nothing to move.
-      if (ta != nullptr && !(s.prim == kCopy && ta == o1)) move_simple_op<T>(a.op, ta, tb, o1, o2, n, threadIdx.x, blockDim.x);
+      if (ta != nullptr && !(s.prim == kCopy && ta == o1)) move_simple_op<T>(a.op, ta, tb, o1, o2, n, iv.tid, iv.nth);
     } else {
       const device::LLPacket* in = recvs ? rc->recv_packets(rpos) + piece_off / 8 : nullptr;
       device::LLPacket* out = sends ? sc->send_packets(spos) + piece_off / 8 : nullptr;
       device::WaitResult r = move_ll_op<T>(a.op, s.prim, src, in, dst, out, n * esz, (range.hi - range.lo) * esz,
-                                           static_cast<uint32_t>(rpos + 1), static_cast<uint32_t>(spos + 1), iv.dl);
+                                           static_cast<uint32_t>(rpos + 1), static_cast<uint32_t>(spos + 1), iv.dl,
+                                           iv.tid, iv.nth);
       if (r != device::WaitResult::Ok) {
         record_error(iv, r, gs, s.prim, kWaitPacket, rc != nullptr ? rc->peer : -1, k, -1, rpos + 1, 0);
         sh.proc_status[par] = 1;
@@ -336,9 +350,9 @@ __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32
       }
     }
   }
-  __syncthreads();
+  role_sync(iv);
   if (sh.proc_status[par] != 0) return false;
-  if (threadIdx.x == 0) {
+  if (iv.tid == 0) {
     // LL: the data carries its own flags and the block's reads have returned, so neither
     // count needs a fence (which would wait for every packet to land).
     // A FIFO across the network (sc->net / rc->net) pushes a trigger to the proxy here; a
@@ -362,18 +376,29 @@ __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32
 
 template <typename T, bool Net = false>
 __global__ void __launch_bounds__(kMaxThreads) exec_kernel(const __grid_constant__ ExecArgs a) {
-  __shared__ BlockShared sh;
-  const DevTB tb = a.inline_plan ? a.itbs[blockIdx.x] : a.tbs[blockIdx.x];
+  // a.roles > 1: this CUDA block runs a.roles plan thread blocks (a.block_tbs), each on its
+  // own warps with its own shared state and named barrier (plan_lowering.hpp, RoleGroups).
+  __shared__ BlockShared shs[kMaxBlockRoles];
+  const uint32_t roles = a.roles > 1 ? static_cast<uint32_t>(a.roles) : 1u;
+  const uint32_t nth = blockDim.x / roles, role = threadIdx.x / nth;
+  if (role >= roles) return;
+  const int32_t tbi = roles > 1 ? a.block_tbs[blockIdx.x * roles + role] : static_cast<int32_t>(blockIdx.x);
+  if (tbi < 0) return;
+  BlockShared& sh = shs[role];
+  const DevTB tb = a.inline_plan ? a.itbs[tbi] : a.tbs[tbi];
   if (tb.nslots == 0 || a.geo.nmb == 0) return;
   Invocation iv;
   iv.a = &a;
   iv.slots = a.inline_plan ? a.islots : a.slots;
   iv.conns = a.inline_plan ? a.iconns : a.conns;
-  iv.tb = static_cast<int32_t>(blockIdx.x);
+  iv.tb = tbi;
   iv.tb_first_slot = tb.slot_begin;
+  iv.tid = threadIdx.x - role * nth;
+  iv.nth = nth;
+  iv.bar = roles > 1 ? role + 1 : 0;
   iv.start_ns = device::globaltimer();
   iv.dl = device::deadline_after(a.timeout_ns, a.abort, a.error_claim);
-  if (threadIdx.x == 0) {
+  if (iv.tid == 0) {
     // Only slots that others wait on bump their counters, so the base is read from such
     // a slot of this block, if any (all such counters hold the same value at launch).
     sh.base = 0;
@@ -385,7 +410,7 @@ __global__ void __launch_bounds__(kMaxThreads) exec_kernel(const __grid_constant
     // The host's abort flag is not read here: a PCIe read would delay every launch.
     sh.start_status = *reinterpret_cast<volatile uint32_t*>(a.error_claim) != 0 ? 1 : 0;
   }
-  __syncthreads();
+  role_sync(iv);
   if (sh.start_status != 0) return;
   uint32_t par = 0;
   if (a.model == kTaskModel) {
