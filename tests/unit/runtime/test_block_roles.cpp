@@ -119,7 +119,9 @@ TEST(BlockRoles, BuiltinPlansKeepEveryThreadBlockOnceAndMeetTheTarget) {
             // Where the roles reach the target, so does the block count, unless dependencies
             // kept thread blocks apart (none of the built-in plans' blocks depend on each other
             // here, except the in-place AllToAll's single block, which is never grouped).
-            if (g.roles * kRoleTargetBlocks >= n) EXPECT_LE(g.blocks, kRoleTargetBlocks) << what;
+            if (g.roles * kRoleTargetBlocks >= n) {
+              EXPECT_LE(g.blocks, kRoleTargetBlocks) << what;
+            }
           }
   EXPECT_GT(grouped, 0);
 }
