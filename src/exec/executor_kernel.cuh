@@ -363,9 +363,16 @@ __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32
       else if (device::WaitResult r = sc->post(spos, used, iv.dl); r != device::WaitResult::Ok)
         record_error(iv, r, gs, s.prim, kWaitProxy, sc->peer, k, -1, spos + 1, 0);
     }
+    // Simple receives within a node ack without a fence too: every value the role loaded from
+    // the slot was consumed before the barrier above (stored to the output or the next slot,
+    // or reduced into such a store), so those loads have completed and the sender's next writes
+    // into the slot cannot change them; the role's own stores need no ordering against the ack
+    // (the output is ordered for this rank's other blocks by the counter's release below, a
+    // next slot by the post's release above). It is the LL path's argument. The fence it saves
+    // (one per received micro-batch) waited for all the micro-batch's stores to complete before
+    // the sender could reuse the slot.
     if (recvs) {
-      if (ll) rc->ack_packets(rpos);
-      else if constexpr (!Net) rc->ack(rpos);
+      if (ll || !Net) rc->ack_packets(rpos);
       else if (device::WaitResult r = rc->ack(rpos, iv.dl); r != device::WaitResult::Ok)
         record_error(iv, r, gs, s.prim, kWaitProxy, rc->peer, k, -1, rpos + 1, 0);
     }
@@ -412,15 +419,18 @@ __global__ void __launch_bounds__(kMaxThreads) exec_kernel(const __grid_constant
   }
   role_sync(iv);
   if (sh.start_status != 0) return;
-  uint32_t par = 0;
-  if (a.model == kTaskModel) {
-    for (int32_t i = 0; i < tb.nslots; ++i)
-      for (uint32_t k = 0; k < a.geo.nmb; ++k, par ^= 1u)
-        if (!invoke<T, Net>(iv, sh, tb.slot_begin + i, k, par)) return;
-  } else {
-    for (uint32_t k = 0; k < a.geo.nmb; ++k)
-      for (int32_t i = 0; i < tb.nslots; ++i, par ^= 1u)
-        if (!invoke<T, Net>(iv, sh, tb.slot_begin + i, k, par)) return;
+  // One loop for both models (one inlined copy of invoke: fewer registers): task-level runs
+  // each slot over all micro-batches, algorithm-level each micro-batch over all slots.
+  const bool task = a.model == kTaskModel;
+  int32_t i = 0;
+  uint32_t k = 0, par = 0;
+  for (;; par ^= 1u) {
+    if (!invoke<T, Net>(iv, sh, tb.slot_begin + i, k, par)) return;
+    if (task ? ++k == a.geo.nmb : ++i == tb.nslots) {
+      if (task ? ++i == tb.nslots : ++k == a.geo.nmb) return;
+      if (task) k = 0;
+      else i = 0;
+    }
   }
 }
 
