@@ -93,9 +93,10 @@ WEFT_DEVICE_INLINE void record_error(const Invocation& iv, device::WaitResult r,
 /// to o1 and/or o2. a and b may be staging memory another GPU wrote: every load bypasses L1.
 /// Each thread keeps several independent 16-byte loads in flight before its stores (a plain
 /// copy: U loads of a; with b: R loads of each), which is what a block's copy rate depends
-/// on (memory latency x bytes in flight). U = 6, R = 3 is the most that keeps exec_kernel
-/// within its 128 registers without spills (ptxas -v; U = 8 makes the caller spill 160
-/// bytes); bench/exec_copy_bench.cu measures these against the former 4 / 4 and 16 / 8.
+/// on (memory latency x bytes in flight). U = 6, R = 3: the movers stay spill-free and
+/// exec_kernel<float> spills least within its 128 registers (ptxas -v: 64 / 156 bytes of
+/// spill stores / loads, outside the movers; 4 / 4 gives 84 / 216, 8 / 4 gives 100 / 256);
+/// bench/exec_copy_bench.cu measures 6 / 3 against the former 4 / 4 and 16 / 8.
 template <typename T, int Op, uint32_t U = 6, uint32_t R = 3>
 __device__ __noinline__ void move_simple(const T* a, const T* b, T* o1, T* o2, uint64_t n, uint32_t tid,
                                          uint32_t nth) {
