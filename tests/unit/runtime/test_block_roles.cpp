@@ -5,10 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <set>
 
 #include "exec/plan_lowering.hpp"
 #include "runtime/builtin_plans.hpp"
+#include "runtime/plan_source.hpp"
+#include "runtime/selection.hpp"
 
 namespace weft {
 namespace {
@@ -185,6 +189,40 @@ TEST(BlockRoles, DependentThreadBlocksNeverShareABlock) {
   const RoleGroups gc = group_thread_blocks(chain, 4, 10);
   ASSERT_EQ(check(chain, gc, 4), "");
   EXPECT_EQ(gc.roles, 4);
+}
+
+TEST(BlockRoles, WhatTheGpuRolesTestsRunGroups) {
+  // tests/gpu's *_roles* cases: WEFT_INSTANCES=32 with the selection table's choices on 2 and
+  // 3 ranks; and the table's own instances (WEFT_INSTANCES=0). Every plan they run lowers and
+  // groups within the rule, and some do group. Prints thread blocks and CUDA blocks per rank.
+  int grouped = 0;
+  for (const char* inst : {"0", "32"}) {
+    setenv("WEFT_INSTANCES", inst, 1);
+    for (Collective c : {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter,
+                         Collective::AllToAll, Collective::Broadcast, Collective::Reduce})
+      for (int R : {2, 3})
+        for (uint64_t bytes : {uint64_t(4) << 20, uint64_t(256) << 20}) {
+          const Choice ch = select_algorithm(c, bytes, R, 32);
+          if (ch.algorithm == "oneshot") continue;
+          const LoweredPlan lp =
+              lower_plan(make_plan(c, R, ch.algorithm, ch.protocol, ch.instances, false, 0), R, 32);
+          for (int max_roles : {2, 3, 4})
+            for (int r = 0; r < R; ++r) {
+              const LoweredRank& lr = lp.ranks[static_cast<size_t>(r)];
+              const RoleGroups g = group_thread_blocks(lr, max_roles);
+              ASSERT_EQ(check(lr, g, max_roles), "") << to_string(c) << " " << ch.algorithm << " R=" << R;
+              if (g.roles > 1) ++grouped;
+              if (r == 0)
+                std::printf("%s %s/%s x%d, %d ranks, %llu MiB, WEFT_BLOCK_ROLES=%d: %zu thread blocks -> %d CUDA "
+                            "blocks\n",
+                            std::string(to_string(c)).c_str(), ch.algorithm.c_str(), ch.protocol.c_str(),
+                            ch.instances, R, static_cast<unsigned long long>(bytes >> 20), max_roles, lr.tbs.size(),
+                            g.blocks);
+            }
+        }
+  }
+  unsetenv("WEFT_INSTANCES");
+  EXPECT_GT(grouped, 0);
 }
 
 }  // namespace
