@@ -88,6 +88,19 @@ WEFT_DEVICE_INLINE void record_error(const Invocation& iv, device::WaitResult r,
   __threadfence_system();
 }
 
+/// Stores x[0..N) at i, i + nth, ... of o1 and of o2 (either may be null).
+template <uint32_t N>
+WEFT_DEVICE_INLINE void store_vecs(const uint4 (&x)[N], uint4* o1, uint4* o2, uint64_t i, uint32_t nth) {
+  if (o1 != nullptr) {
+#pragma unroll
+    for (uint32_t u = 0; u < N; ++u) o1[i + u * nth] = x[u];
+  }
+  if (o2 != nullptr) {
+#pragma unroll
+    for (uint32_t u = 0; u < N; ++u) o2[i + u * nth] = x[u];
+  }
+}
+
 /// The thread group (threads tid of nth: the block, or one role's warps of a block that
 /// hosts several plan thread blocks) moves n elements: x = a (op) b (b may be null), then x
 /// to o1 and/or o2. a and b may be staging memory another GPU wrote: every load bypasses L1.
@@ -115,14 +128,7 @@ __device__ __noinline__ void move_simple(const T* a, const T* b, T* o1, T* o2, u
         uint4 x[U];
 #pragma unroll
         for (uint32_t u = 0; u < U; ++u) x[u] = device::ld_cg_v4(av + i + u * nth);
-        if (v1 != nullptr) {
-#pragma unroll
-          for (uint32_t u = 0; u < U; ++u) v1[i + u * nth] = x[u];
-        }
-        if (v2 != nullptr) {
-#pragma unroll
-          for (uint32_t u = 0; u < U; ++u) v2[i + u * nth] = x[u];
-        }
+        store_vecs<U>(x, v1, v2, i, nth);
       }
     } else {
       constexpr uint32_t kR = R > 0 ? R : 1;
@@ -134,14 +140,7 @@ __device__ __noinline__ void move_simple(const T* a, const T* b, T* o1, T* o2, u
         for (uint32_t u = 0; u < kR; ++u) y[u] = device::ld_cg_v4(bv + i + u * nth);
 #pragma unroll
         for (uint32_t u = 0; u < kR; ++u) x[u] = apply16<T, Op>(x[u], y[u]);
-        if (v1 != nullptr) {
-#pragma unroll
-          for (uint32_t u = 0; u < kR; ++u) v1[i + u * nth] = x[u];
-        }
-        if (v2 != nullptr) {
-#pragma unroll
-          for (uint32_t u = 0; u < kR; ++u) v2[i + u * nth] = x[u];
-        }
+        store_vecs<kR>(x, v1, v2, i, nth);
       }
     }
     for (; i < nvec; i += nth) {
