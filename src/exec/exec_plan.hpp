@@ -174,6 +174,8 @@ struct ErrorRecord {
 /// Plans up to this size travel inside the kernel's parameters (read through the constant
 /// cache) instead of device memory: small-message latency is a chain of dependent loads.
 constexpr int kInlineTBs = 8;
+/// Plan thread blocks one CUDA block runs at most (ExecArgs::roles; plan_lowering.hpp's RoleGroups).
+constexpr int kMaxBlockRoles = 4;
 constexpr int kInlineSlots = 16;
 constexpr int kInlineConns = 8;
 
@@ -198,6 +200,8 @@ struct ExecArgs {
   volatile uint32_t* abort;  ///< host-mapped: set by weftCommAbort
   int32_t inline_plan;       ///< 1: tbs, slots and conns are the inline copies below
   int32_t net;               ///< 1: some connection crosses the network (ChannelHandle::net)
+  int32_t roles;             ///< > 1: plan thread blocks per CUDA block (exec_kernel, RoleGroups)
+  const int16_t* block_tbs;  ///< roles > 1: the thread block of role r of CUDA block b at [b * roles + r], -1 none
   DevTB itbs[kInlineTBs];
   DevSlot islots[kInlineSlots];
   ChannelHandle iconns[kInlineConns];

@@ -1,5 +1,6 @@
-// The plan interpreter: one CUDA block per thread block of the rank's plan, walking its
-// slots and micro-batches (exec/exec_plan.hpp says how addresses are computed, and
+// The plan interpreter: one CUDA block per thread block of the rank's plan (or, with
+// ExecArgs::roles > 1, several thread blocks per CUDA block, each on its own warps: "roles"),
+// walking its slots and micro-batches (exec/exec_plan.hpp says how addresses are computed, and
 // exec/plan_lowering.hpp how connections are numbered).
 //
 // Connections are memory-channel FIFOs (weft/device/memory_channel.hpp: the protocol and
@@ -10,7 +11,7 @@
 //     graph replays);
 //   - if s receives (Simple): wait_posted for the next message;
 //   - if s sends: wait_credit for a free staging slot.
-// Then the whole block moves the data; then thread 0 publishes: post at the receiver
+// Then the whole block (role) moves the data; then thread 0 publishes: post at the receiver
 // (always, so that Simple and LL messages share one count), ack at the sender, and the
 // slot's own counter. LL receives poll their packets instead of waiting for the post.
 // A wait that times out records rank, thread block, slot, micro-batch and what it waited
@@ -53,7 +54,17 @@ struct Invocation {
   uint64_t start_ns;
   int32_t tb;
   int32_t tb_first_slot;
+  uint32_t tid;  ///< this thread within its role (the block, or its role's warps: exec_kernel)
+  uint32_t nth;  ///< threads of the role
+  uint32_t bar;  ///< the role's barrier: 0 (__syncthreads) for a whole block, else its named barrier
 };
+
+/// The barrier of the invocation's thread group: barrier 0 over the whole block (as
+/// __syncthreads), or its role's named barrier over its warps (bar.sync orders the
+/// participating threads' memory accesses as __syncthreads does).
+WEFT_DEVICE_INLINE void role_sync(const Invocation& iv) {
+  asm volatile("bar.sync %0, %1;" ::"r"(iv.bar), "r"(iv.nth) : "memory");
+}
 
 WEFT_DEVICE_INLINE void record_error(const Invocation& iv, device::WaitResult r, int32_t gslot, int32_t prim,
                                      int32_t what, int32_t peer, uint32_t mb, int32_t dep_tb, uint64_t expected,
@@ -78,11 +89,31 @@ WEFT_DEVICE_INLINE void record_error(const Invocation& iv, device::WaitResult r,
   __threadfence_system();
 }
 
-/// The block moves n elements: x = a (op) b (b may be null), then x to o1 and/or o2.
-/// a and b may be staging memory another GPU wrote: every load bypasses L1.
-template <typename T, int Op>
-__device__ __noinline__ void move_simple(const T* a, const T* b, T* o1, T* o2, uint64_t n) {
-  const uint32_t tid = threadIdx.x, nth = blockDim.x;
+/// Stores x[0..N) at i, i + nth, ... of o1 and of o2 (either may be null).
+template <uint32_t N>
+WEFT_DEVICE_INLINE void store_vecs(const uint4 (&x)[N], uint4* o1, uint4* o2, uint64_t i, uint32_t nth) {
+  if (o1 != nullptr) {
+#pragma unroll
+    for (uint32_t u = 0; u < N; ++u) o1[i + u * nth] = x[u];
+  }
+  if (o2 != nullptr) {
+#pragma unroll
+    for (uint32_t u = 0; u < N; ++u) o2[i + u * nth] = x[u];
+  }
+}
+
+/// The thread group (threads tid of nth: the block, or one role's warps of a block that
+/// hosts several plan thread blocks) moves n elements: x = a (op) b (b may be null), then x
+/// to o1 and/or o2. a and b may be staging memory another GPU wrote: every load bypasses L1.
+/// Each thread keeps several independent 16-byte loads in flight before its stores (a plain
+/// copy: U loads of a; with b: R loads of each), which is what a block's copy rate depends
+/// on (memory latency x bytes in flight). U = 6, R = 3: the movers stay spill-free and
+/// exec_kernel<float> spills least within its 128 registers (ptxas -v: 64 / 156 bytes of
+/// spill stores / loads, outside the movers; 4 / 4 gives 84 / 216, 8 / 4 gives 100 / 256);
+/// bench/exec_copy_bench.cu measures 6 / 3 against the former 4 / 4 and 16 / 8.
+template <typename T, int Op, uint32_t U = 6, uint32_t R = 3>
+__device__ __noinline__ void move_simple(const T* a, const T* b, T* o1, T* o2, uint64_t n, uint32_t tid,
+                                         uint32_t nth) {
   uint64_t done = 0;
   const uintptr_t align = reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b) |
                           reinterpret_cast<uintptr_t>(o1) | reinterpret_cast<uintptr_t>(o2);
@@ -92,26 +123,25 @@ __device__ __noinline__ void move_simple(const T* a, const T* b, T* o1, T* o2, u
     const uint4* bv = reinterpret_cast<const uint4*>(b);
     uint4* v1 = reinterpret_cast<uint4*>(o1);
     uint4* v2 = reinterpret_cast<uint4*>(o2);
-    constexpr uint32_t kU = 4;
     uint64_t i = tid;
-    for (; i + (kU - 1) * nth < nvec; i += kU * nth) {
-      uint4 x[kU];
+    if (bv == nullptr) {
+      for (; i + (U - 1) * nth < nvec; i += U * nth) {
+        uint4 x[U];
 #pragma unroll
-      for (uint32_t u = 0; u < kU; ++u) x[u] = device::ld_cg_v4(av + i + u * nth);
-      if (bv != nullptr) {
-        uint4 y[kU];
-#pragma unroll
-        for (uint32_t u = 0; u < kU; ++u) y[u] = device::ld_cg_v4(bv + i + u * nth);
-#pragma unroll
-        for (uint32_t u = 0; u < kU; ++u) x[u] = apply16<T, Op>(x[u], y[u]);
+        for (uint32_t u = 0; u < U; ++u) x[u] = device::ld_cg_v4(av + i + u * nth);
+        store_vecs<U>(x, v1, v2, i, nth);
       }
-      if (v1 != nullptr) {
+    } else {
+      constexpr uint32_t kR = R > 0 ? R : 1;
+      for (; i + (kR - 1) * nth < nvec; i += kR * nth) {
+        uint4 x[kR], y[kR];
 #pragma unroll
-        for (uint32_t u = 0; u < kU; ++u) v1[i + u * nth] = x[u];
-      }
-      if (v2 != nullptr) {
+        for (uint32_t u = 0; u < kR; ++u) x[u] = device::ld_cg_v4(av + i + u * nth);
 #pragma unroll
-        for (uint32_t u = 0; u < kU; ++u) v2[i + u * nth] = x[u];
+        for (uint32_t u = 0; u < kR; ++u) y[u] = device::ld_cg_v4(bv + i + u * nth);
+#pragma unroll
+        for (uint32_t u = 0; u < kR; ++u) x[u] = apply16<T, Op>(x[u], y[u]);
+        store_vecs<kR>(x, v1, v2, i, nth);
       }
     }
     for (; i < nvec; i += nth) {
@@ -131,11 +161,12 @@ __device__ __noinline__ void move_simple(const T* a, const T* b, T* o1, T* o2, u
 }
 
 template <typename T>
-WEFT_DEVICE_INLINE void move_simple_op(int op, const T* a, const T* b, T* o1, T* o2, uint64_t n) {
-  if (b == nullptr || op == 0 || op == 4) return move_simple<T, 0>(a, b, o1, o2, n);
-  if (op == 1) return move_simple<T, 1>(a, b, o1, o2, n);
-  if (op == 2) return move_simple<T, 2>(a, b, o1, o2, n);
-  return move_simple<T, 3>(a, b, o1, o2, n);
+WEFT_DEVICE_INLINE void move_simple_op(int op, const T* a, const T* b, T* o1, T* o2, uint64_t n, uint32_t tid,
+                                        uint32_t nth) {
+  if (b == nullptr || op == 0 || op == 4) return move_simple<T, 0>(a, b, o1, o2, n, tid, nth);
+  if (op == 1) return move_simple<T, 1>(a, b, o1, o2, n, tid, nth);
+  if (op == 2) return move_simple<T, 2>(a, b, o1, o2, n, tid, nth);
+  return move_simple<T, 3>(a, b, o1, o2, n, tid, nth);
 }
 
 /// LL: the block moves `bytes` word by word; `in` packets are polled (flag rflag), `out`
@@ -143,15 +174,16 @@ WEFT_DEVICE_INLINE void move_simple_op(int op, const T* a, const T* b, T* o1, T*
 template <typename T, int Op>
 __device__ __noinline__ device::WaitResult move_ll(int prim, const char* src, const device::LLPacket* in, char* dst,
                                                    device::LLPacket* out, uint64_t bytes, uint64_t wire_bytes,
-                                                   uint32_t rflag, uint32_t sflag, device::Deadline dl) {
+                                                   uint32_t rflag, uint32_t sflag, device::Deadline dl, uint32_t tid,
+                                                   uint32_t nth_) {
   // Packets cover the whole piece (wire_bytes), so that sender and receiver agree on their
   // number whatever each side's buffers hold; user memory is touched for `bytes` only.
   // Each thread polls kU packets at once: their loads are in flight together instead of
   // one memory latency per packet (8 spills registers under the 512-thread bound).
   constexpr uint32_t kU = 4;
   const uint64_t words = (wire_bytes + 7) / 8;
-  const uint64_t nth = blockDim.x;
-  for (uint64_t base = threadIdx.x; base < words; base += nth * kU) {
+  const uint64_t nth = nth_;
+  for (uint64_t base = tid; base < words; base += nth * kU) {
     uint64_t x[kU];
     if (in != nullptr) {
       bool ready[kU];
@@ -198,12 +230,13 @@ __device__ __noinline__ device::WaitResult move_ll(int prim, const char* src, co
 template <typename T>
 WEFT_DEVICE_INLINE device::WaitResult move_ll_op(int op, int prim, const char* src, const device::LLPacket* in,
                                                  char* dst, device::LLPacket* out, uint64_t bytes, uint64_t wire_bytes,
-                                                 uint32_t rflag, uint32_t sflag, const device::Deadline& dl) {
+                                                 uint32_t rflag, uint32_t sflag, const device::Deadline& dl,
+                                                 uint32_t tid, uint32_t nth) {
   switch (op) {
-    case 1: return move_ll<T, 1>(prim, src, in, dst, out, bytes, wire_bytes, rflag, sflag, dl);
-    case 2: return move_ll<T, 2>(prim, src, in, dst, out, bytes, wire_bytes, rflag, sflag, dl);
-    case 3: return move_ll<T, 3>(prim, src, in, dst, out, bytes, wire_bytes, rflag, sflag, dl);
-    default: return move_ll<T, 0>(prim, src, in, dst, out, bytes, wire_bytes, rflag, sflag, dl);
+    case 1: return move_ll<T, 1>(prim, src, in, dst, out, bytes, wire_bytes, rflag, sflag, dl, tid, nth);
+    case 2: return move_ll<T, 2>(prim, src, in, dst, out, bytes, wire_bytes, rflag, sflag, dl, tid, nth);
+    case 3: return move_ll<T, 3>(prim, src, in, dst, out, bytes, wire_bytes, rflag, sflag, dl, tid, nth);
+    default: return move_ll<T, 0>(prim, src, in, dst, out, bytes, wire_bytes, rflag, sflag, dl, tid, nth);
   }
 }
 
@@ -218,7 +251,7 @@ __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32
   const bool ll = a.protocol != kSimple;  // LL or LL128: the data carries its flags
   const ChannelHandle* rc = recvs ? &iv.conns[s.recv_conn] : nullptr;
   const ChannelHandle* sc = sends ? &iv.conns[s.send_conn] : nullptr;
-  if (threadIdx.x == 0) {
+  if (iv.tid == 0) {
     int st = 0;
     const uint64_t want = sh.base + k + 1;
     // A dependency is another block of this rank, stuck only if a wait on a peer is stuck
@@ -258,7 +291,7 @@ __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32
     sh.wait_status[par] = st;
     sh.proc_status[par] = 0;
   }
-  __syncthreads();
+  role_sync(iv);
   if (sh.wait_status[par] != 0) return false;
 
   const Geometry& g = a.geo;
@@ -304,12 +337,13 @@ __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32
         default: break;
       }
       // An in-place local copy (src and dst the same memory) has nothing to move.
-      if (ta != nullptr && !(s.prim == kCopy && ta == o1)) move_simple_op<T>(a.op, ta, tb, o1, o2, n);
+      if (ta != nullptr && !(s.prim == kCopy && ta == o1)) move_simple_op<T>(a.op, ta, tb, o1, o2, n, iv.tid, iv.nth);
     } else {
       device::WaitResult r;
       if (!Net && a.protocol == kLL128) {
         // LL128 lines in the Simple slots, each piece on whole lines (exec/ll128.cuh); never
-        // across the network (the runtime runs Simple there), so not in that instantiation.
+        // across the network (the runtime runs Simple there), so not in that instantiation;
+        // never with block roles (the host groups Simple and LL only), so the whole block.
         r = move_ll128<T>(a.op, s.prim, src, dst, rc, sc, rpos, spos,
                           static_cast<uint64_t>(c) * device::ll128_buffer_bytes(part * esz), n * esz,
                           (range.hi - range.lo) * esz, iv.dl);
@@ -317,7 +351,7 @@ __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32
         const device::LLPacket* in = recvs ? rc->recv_packets(rpos) + piece_off / 8 : nullptr;
         device::LLPacket* out = sends ? sc->send_packets(spos) + piece_off / 8 : nullptr;
         r = move_ll_op<T>(a.op, s.prim, src, in, dst, out, n * esz, (range.hi - range.lo) * esz,
-                          static_cast<uint32_t>(rpos + 1), static_cast<uint32_t>(spos + 1), iv.dl);
+                          static_cast<uint32_t>(rpos + 1), static_cast<uint32_t>(spos + 1), iv.dl, iv.tid, iv.nth);
       }
       if (r != device::WaitResult::Ok) {
         record_error(iv, r, gs, s.prim, kWaitPacket, rc != nullptr ? rc->peer : -1, k, -1, rpos + 1, 0);
@@ -326,9 +360,9 @@ __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32
       }
     }
   }
-  __syncthreads();
+  role_sync(iv);
   if (sh.proc_status[par] != 0) return false;
-  if (threadIdx.x == 0) {
+  if (iv.tid == 0) {
     // LL: the data carries its own flags and the block's reads have returned, so neither
     // count needs a fence (which would wait for every packet to land).
     // A FIFO across the network (sc->net / rc->net) pushes a trigger to the proxy here; a
@@ -339,9 +373,16 @@ __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32
       else if (device::WaitResult r = sc->post(spos, used, iv.dl); r != device::WaitResult::Ok)
         record_error(iv, r, gs, s.prim, kWaitProxy, sc->peer, k, -1, spos + 1, 0);
     }
+    // Simple receives within a node ack without a fence too: every value the role loaded from
+    // the slot was consumed before the barrier above (stored to the output or the next slot,
+    // or reduced into such a store), so those loads have completed and the sender's next writes
+    // into the slot cannot change them; the role's own stores need no ordering against the ack
+    // (the output is ordered for this rank's other blocks by the counter's release below, a
+    // next slot by the post's release above). It is the LL path's argument. The fence it saves
+    // (one per received micro-batch) waited for all the micro-batch's stores to complete before
+    // the sender could reuse the slot.
     if (recvs) {
-      if (ll) rc->ack_packets(rpos);
-      else if constexpr (!Net) rc->ack(rpos);
+      if (ll || !Net) rc->ack_packets(rpos);
       else if (device::WaitResult r = rc->ack(rpos, iv.dl); r != device::WaitResult::Ok)
         record_error(iv, r, gs, s.prim, kWaitProxy, rc->peer, k, -1, rpos + 1, 0);
     }
@@ -352,18 +393,29 @@ __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32
 
 template <typename T, bool Net = false>
 __global__ void __launch_bounds__(kMaxThreads) exec_kernel(const __grid_constant__ ExecArgs a) {
-  __shared__ BlockShared sh;
-  const DevTB tb = a.inline_plan ? a.itbs[blockIdx.x] : a.tbs[blockIdx.x];
+  // a.roles > 1: this CUDA block runs a.roles plan thread blocks (a.block_tbs), each on its
+  // own warps with its own shared state and named barrier (plan_lowering.hpp, RoleGroups).
+  __shared__ BlockShared shs[kMaxBlockRoles];
+  const uint32_t roles = a.roles > 1 ? static_cast<uint32_t>(a.roles) : 1u;
+  const uint32_t nth = blockDim.x / roles, role = threadIdx.x / nth;
+  if (role >= roles) return;
+  const int32_t tbi = roles > 1 ? a.block_tbs[blockIdx.x * roles + role] : static_cast<int32_t>(blockIdx.x);
+  if (tbi < 0) return;
+  BlockShared& sh = shs[role];
+  const DevTB tb = a.inline_plan ? a.itbs[tbi] : a.tbs[tbi];
   if (tb.nslots == 0 || a.geo.nmb == 0) return;
   Invocation iv;
   iv.a = &a;
   iv.slots = a.inline_plan ? a.islots : a.slots;
   iv.conns = a.inline_plan ? a.iconns : a.conns;
-  iv.tb = static_cast<int32_t>(blockIdx.x);
+  iv.tb = tbi;
   iv.tb_first_slot = tb.slot_begin;
+  iv.tid = threadIdx.x - role * nth;
+  iv.nth = nth;
+  iv.bar = roles > 1 ? role + 1 : 0;
   iv.start_ns = device::globaltimer();
   iv.dl = device::deadline_after(a.timeout_ns, a.abort, a.error_claim);
-  if (threadIdx.x == 0) {
+  if (iv.tid == 0) {
     // Only slots that others wait on bump their counters, so the base is read from such
     // a slot of this block, if any (all such counters hold the same value at launch).
     sh.base = 0;
@@ -375,17 +427,20 @@ __global__ void __launch_bounds__(kMaxThreads) exec_kernel(const __grid_constant
     // The host's abort flag is not read here: a PCIe read would delay every launch.
     sh.start_status = *reinterpret_cast<volatile uint32_t*>(a.error_claim) != 0 ? 1 : 0;
   }
-  __syncthreads();
+  role_sync(iv);
   if (sh.start_status != 0) return;
-  uint32_t par = 0;
-  if (a.model == kTaskModel) {
-    for (int32_t i = 0; i < tb.nslots; ++i)
-      for (uint32_t k = 0; k < a.geo.nmb; ++k, par ^= 1u)
-        if (!invoke<T, Net>(iv, sh, tb.slot_begin + i, k, par)) return;
-  } else {
-    for (uint32_t k = 0; k < a.geo.nmb; ++k)
-      for (int32_t i = 0; i < tb.nslots; ++i, par ^= 1u)
-        if (!invoke<T, Net>(iv, sh, tb.slot_begin + i, k, par)) return;
+  // One loop for both models (one inlined copy of invoke: fewer registers): task-level runs
+  // each slot over all micro-batches, algorithm-level each micro-batch over all slots.
+  const bool task = a.model == kTaskModel;
+  int32_t i = 0;
+  uint32_t k = 0, par = 0;
+  for (;; par ^= 1u) {
+    if (!invoke<T, Net>(iv, sh, tb.slot_begin + i, k, par)) return;
+    if (task ? ++k == a.geo.nmb : ++i == tb.nslots) {
+      if (task ? ++i == tb.nslots : ++k == a.geo.nmb) return;
+      if (task) k = 0;
+      else i = 0;
+    }
   }
 }
 

@@ -50,12 +50,21 @@ void Communicator::p2p(const std::vector<P2POp>& ops) {
   if (self_send.size() != self_recv.size())
     fail(ErrorCode::InvalidUsage, "rank " + std::to_string(rank_) + ": " + std::to_string(self_send.size()) +
                                       " sends to itself but " + std::to_string(self_recv.size()) + " receives from itself in one group");
-  for (size_t i = 0; i < self_send.size(); ++i) {
+  for (size_t i = 0; i < self_send.size(); ++i)
     if (self_send[i]->bytes != self_recv[i]->bytes)
       fail(ErrorCode::InvalidArgument, "rank " + std::to_string(rank_) + ": a send to itself and its matching receive differ in size");
+  // The copies of sends to this rank itself run in copy blocks of the group's kernel, beside
+  // its transfers (an all-to-all's own block no longer waits in front of them), as far as the
+  // kernel's op and block tables have room; the rest, and a group of self copies only, go
+  // through cudaMemcpyAsync before the kernel.
+  std::vector<size_t> self_in_kernel, self_by_memcpy;
+  for (size_t i = 0; i < self_send.size(); ++i)
     if (self_send[i]->bytes > 0 && self_send[i]->buf != self_recv[i]->buf)
-      WEFT_CUDA_CHECK(cudaMemcpyAsync(self_recv[i]->buf, self_send[i]->buf, self_send[i]->bytes, cudaMemcpyDeviceToDevice, stream));
-  }
+      (groups.empty() ? self_by_memcpy : self_in_kernel).push_back(i);
+  auto memcpy_self = [&](size_t i) {
+    WEFT_CUDA_CHECK(cudaMemcpyAsync(self_recv[i]->buf, self_send[i]->buf, self_send[i]->bytes, cudaMemcpyDeviceToDevice, stream));
+  };
+  for (size_t i : self_by_memcpy) memcpy_self(i);
   if (!groups.empty()) {
     exec::P2PArgs a{};
     int nops = 0, nblocks = 0;
@@ -67,7 +76,7 @@ void Communicator::p2p(const std::vector<P2POp>& ops) {
         if (nops >= exec::kMaxP2POps)
           fail(ErrorCode::InvalidUsage, "rank " + std::to_string(rank_) + ": more than " + std::to_string(exec::kMaxP2POps) + " sends and receives in one group");
         int inst = p2p_instances(op->bytes, K, nranks_);
-        a.ops[nops++] = exec::P2POpDev{static_cast<char*>(op->buf), op->bytes, inst, 0};
+        a.ops[nops++] = exec::P2POpDev{static_cast<char*>(op->buf), op->bytes, inst, 0, nullptr};
         imax = std::max(imax, inst);
       }
       for (int i = 0; i < imax; ++i) {
@@ -81,6 +90,28 @@ void Communicator::p2p(const std::vector<P2POp>& ops) {
         b.peer = key.first;
         b.conn = (key.first * 2 + key.second) * K + i;
       }
+    }
+    for (size_t i : self_in_kernel) {
+      // One copy block per 256 KiB, at most 16, within what the tables have left.
+      const uint64_t bytes = self_send[i]->bytes;
+      const int room = exec::kMaxP2PBlocks - nblocks;
+      if (nops >= exec::kMaxP2POps || room <= 0) {
+        memcpy_self(i);
+        continue;
+      }
+      const int inst = static_cast<int>(std::clamp<uint64_t>(bytes / (256u << 10), 1, static_cast<uint64_t>(std::min(16, room))));
+      a.ops[nops] = exec::P2POpDev{static_cast<char*>(self_recv[i]->buf), bytes, inst, 0,
+                                   static_cast<const char*>(self_send[i]->buf)};
+      for (int k = 0; k < inst; ++k) {
+        exec::P2PBlockDev& b = a.blocks[nblocks++];
+        b.op_begin = static_cast<int16_t>(nops);
+        b.op_end = static_cast<int16_t>(nops + 1);
+        b.instance = static_cast<int16_t>(k);
+        b.send = exec::kP2PCopy;
+        b.peer = rank_;
+        b.conn = 0;
+      }
+      ++nops;
     }
     a.table = p2p_conns_;
     a.rank = rank_;

@@ -1,5 +1,5 @@
 // Point-to-point transfers of a group (weftSend / weftRecv): one block per (peer,
-// direction, instance). An operation of `bytes` is split into `instances` 16-byte-aligned
+// direction, instance), and copy blocks for sends to the rank itself (kP2PCopy). An operation of `bytes` is split into `instances` 16-byte-aligned
 // parts, and each part into messages of at most one staging slot, which travel through
 // the same memory-channel FIFOs (weft/device/memory_channel.hpp: Simple slots, post and
 // ack) as the interpreter's. Sender and receiver compute the same split from the byte
@@ -24,7 +24,10 @@ struct P2POpDev {
   uint64_t bytes;
   int32_t instances;
   int32_t pad;
+  const char* src;  ///< a copy block's source (a send to this rank itself); null otherwise
 };
+
+constexpr int8_t kP2PCopy = 2;  ///< P2PBlockDev::send of a block that copies src to buf on this GPU
 
 struct P2PBlockDev {
   int16_t op_begin;
@@ -46,14 +49,27 @@ struct P2PArgs {
   ErrorRecord* error;
   volatile uint32_t* abort;
 };
+static_assert(sizeof(P2PArgs) <= 4096, "P2PArgs must fit the kernel-parameter limit");
 
+/// Each thread keeps kU 16-byte loads in flight before its stores (one at a time would
+/// leave a block's rate at a sixth of what it moves this way); p2p_kernel has the registers.
 WEFT_DEVICE_INLINE void copy_from_staging(char* dst, const char* src, uint64_t bytes) {
   const uint32_t tid = threadIdx.x, nth = blockDim.x;
   uint64_t done = 0;
   if (((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src)) & 15u) == 0) {
     const uint64_t nvec = bytes / 16;
-    for (uint64_t i = tid; i < nvec; i += nth)
-      reinterpret_cast<uint4*>(dst)[i] = device::ld_cg_v4(reinterpret_cast<const uint4*>(src) + i);
+    const uint4* sv = reinterpret_cast<const uint4*>(src);
+    uint4* dv = reinterpret_cast<uint4*>(dst);
+    constexpr uint32_t kU = 8;
+    uint64_t i = tid;
+    for (; i + (kU - 1) * nth < nvec; i += kU * nth) {
+      uint4 v[kU];
+#pragma unroll
+      for (uint32_t u = 0; u < kU; ++u) v[u] = device::ld_cg_v4(sv + i + u * nth);
+#pragma unroll
+      for (uint32_t u = 0; u < kU; ++u) dv[i + u * nth] = v[u];
+    }
+    for (; i < nvec; i += nth) dv[i] = device::ld_cg_v4(sv + i);
     done = nvec * 16;
   }
   for (uint64_t i = done + tid; i < bytes; i += nth) dst[i] = static_cast<char>(__ldcg(reinterpret_cast<const unsigned char*>(src + i)));
@@ -63,6 +79,18 @@ __global__ void __launch_bounds__(kMaxThreads) p2p_kernel(P2PArgs a) {
   __shared__ uint64_t s_pos;
   __shared__ int s_status[2];
   const P2PBlockDev blk = a.blocks[blockIdx.x];
+  if (blk.send == kP2PCopy) {
+    // A send to this rank itself and its receive: the block copies its instance's part of
+    // each op, beside the blocks that move the other peers' data (no FIFO, no wait).
+    for (int o = blk.op_begin; o < blk.op_end; ++o) {
+      const P2POpDev op = a.ops[o];
+      if (blk.instance >= op.instances) continue;
+      const uint64_t part = ((op.bytes + op.instances - 1) / op.instances + 15) / 16 * 16;
+      const uint64_t lo = static_cast<uint64_t>(blk.instance) * part;
+      if (lo < op.bytes) copy_from_staging(op.buf + lo, op.src + lo, op.bytes - lo < part ? op.bytes - lo : part);
+    }
+    return;
+  }
   const ChannelHandle* c = &a.table[blk.conn];
   ExecArgs ea{};
   ea.rank = a.rank;
@@ -74,6 +102,9 @@ __global__ void __launch_bounds__(kMaxThreads) p2p_kernel(P2PArgs a) {
   iv.conns = nullptr;
   iv.tb = static_cast<int32_t>(blockIdx.x);
   iv.tb_first_slot = 0;
+  iv.tid = threadIdx.x;
+  iv.nth = blockDim.x;
+  iv.bar = 0;
   iv.start_ns = device::globaltimer();
   iv.dl = device::deadline_after(a.timeout_ns, a.abort, a.error_claim);
   uint32_t par = 0, msg = 0;
@@ -108,7 +139,12 @@ __global__ void __launch_bounds__(kMaxThreads) p2p_kernel(P2PArgs a) {
       if (threadIdx.x == 0) {
         // Across the network these push triggers to the proxy (bounded); a push that timed
         // out is recorded and the next wait ends.
-        device::WaitResult r = blk.send ? c->post(s_pos, n, iv.dl) : c->ack(s_pos, iv.dl);
+        // A receive within a node acks without a fence: the block's loads of the slot were all
+        // consumed by its stores before the barrier (the interpreter's invoke() says more).
+        device::WaitResult r = device::WaitResult::Ok;
+        if (blk.send) r = c->post(s_pos, n, iv.dl);
+        else if (c->net == nullptr) c->ack_packets(s_pos);
+        else r = c->ack(s_pos, iv.dl);
         if (r != device::WaitResult::Ok)
           record_error(iv, r, 0, blk.send ? kSend : kRecv, kWaitProxy, blk.peer, msg, -1, s_pos + 1, 0);
       }

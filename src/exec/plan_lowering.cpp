@@ -201,4 +201,70 @@ uint64_t scratch_bytes(const LoweredPlan& lp, const exec::Geometry& g) {
   return static_cast<uint64_t>(lp.chunks[2]) * g.stride * g.elem_size;
 }
 
+RoleGroups group_thread_blocks(const LoweredRank& lr, int32_t max_roles, int32_t target_blocks) {
+  RoleGroups g;
+  const int32_t ntbs = static_cast<int32_t>(lr.tbs.size());
+  g.blocks = ntbs;
+  max_roles = std::clamp(max_roles, 1, exec::kMaxBlockRoles);
+  if (target_blocks < 1 || ntbs <= target_blocks || max_roles == 1 || ntbs > 32767) return g;
+  g.roles = std::min(max_roles, (ntbs + target_blocks - 1) / target_blocks);
+  // Which thread blocks depend on which (either way), from the slots' dependencies.
+  std::vector<int32_t> tb_of_slot(lr.slots.size());
+  for (int32_t t = 0; t < ntbs; ++t)
+    for (int32_t i = 0; i < lr.tbs[static_cast<size_t>(t)].nslots; ++i)
+      tb_of_slot[static_cast<size_t>(lr.tbs[static_cast<size_t>(t)].slot_begin + i)] = t;
+  std::vector<std::vector<bool>> dep(static_cast<size_t>(ntbs), std::vector<bool>(static_cast<size_t>(ntbs), false));
+  for (int32_t t = 0; t < ntbs; ++t) {
+    const exec::DevTB& tb = lr.tbs[static_cast<size_t>(t)];
+    for (int32_t i = 0; i < tb.nslots; ++i) {
+      const exec::DevSlot& s = lr.slots[static_cast<size_t>(tb.slot_begin + i)];
+      for (int32_t d = 0; d < s.ndeps; ++d) {
+        const int32_t u = tb_of_slot[static_cast<size_t>(lr.deps[static_cast<size_t>(s.dep_begin + d)])];
+        dep[static_cast<size_t>(t)][static_cast<size_t>(u)] = dep[static_cast<size_t>(u)][static_cast<size_t>(t)] = true;
+      }
+    }
+  }
+  // Order: first connection (peer, pool index), then senders before receivers, then index.
+  struct Key {
+    int32_t peer, pool, role, tb;
+    bool operator<(const Key& o) const { return std::tie(peer, pool, role, tb) < std::tie(o.peer, o.pool, o.role, o.tb); }
+  };
+  std::vector<Key> order;
+  for (int32_t t = 0; t < ntbs; ++t) {
+    Key k{INT32_MAX, INT32_MAX, 2, t};  // thread blocks without a connection go last
+    const exec::DevTB& tb = lr.tbs[static_cast<size_t>(t)];
+    for (int32_t i = 0; i < tb.nslots && k.peer == INT32_MAX; ++i) {
+      const exec::DevSlot& s = lr.slots[static_cast<size_t>(tb.slot_begin + i)];
+      const int16_t c = s.send_conn >= 0 ? s.send_conn : s.recv_conn;
+      if (c < 0) continue;
+      k.peer = lr.conns[static_cast<size_t>(c)].peer;
+      k.pool = lr.conns[static_cast<size_t>(c)].pool_index;
+      k.role = s.send_conn >= 0 ? 0 : 1;
+    }
+    order.push_back(k);
+  }
+  std::sort(order.begin(), order.end());
+  std::vector<bool> placed(static_cast<size_t>(ntbs), false);
+  std::vector<int16_t> members;
+  g.tb_of.clear();
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (placed[static_cast<size_t>(order[i].tb)]) continue;
+    members.assign(1, static_cast<int16_t>(order[i].tb));
+    placed[static_cast<size_t>(order[i].tb)] = true;
+    for (size_t j = i + 1; j < order.size() && static_cast<int32_t>(members.size()) < g.roles; ++j) {
+      const int32_t u = order[j].tb;
+      if (placed[static_cast<size_t>(u)]) continue;
+      bool free = true;
+      for (int16_t m : members) free &= !dep[static_cast<size_t>(m)][static_cast<size_t>(u)];
+      if (!free) continue;
+      members.push_back(static_cast<int16_t>(u));
+      placed[static_cast<size_t>(u)] = true;
+    }
+    members.resize(static_cast<size_t>(g.roles), -1);
+    g.tb_of.insert(g.tb_of.end(), members.begin(), members.end());
+  }
+  g.blocks = static_cast<int32_t>(g.tb_of.size()) / g.roles;
+  return g;
+}
+
 }  // namespace weft

@@ -62,6 +62,33 @@ exec::Geometry make_geometry(const LoweredPlan& lp, uint64_t n, uint32_t elem_si
 /// The executor's code for a protocol name: "Simple", "LL" or "LL128"; InvalidArgument otherwise.
 exec::Protocol protocol_code(const std::string& name);
 
+/// Several plan thread blocks per CUDA block ("roles"; docs/runtime.md, "Roles per block").
+/// A rank whose plan has more than `target_blocks` thread blocks runs `roles` of them in each
+/// CUDA block, roles = min(max_roles, ceil(tbs / target_blocks)): role r of a block is its
+/// warps [r * w, (r + 1) * w) (w = the block's threads / roles, a multiple of 32), walks its
+/// own thread block's slots with its own shared state and synchronises with its own named
+/// barrier (bar.sync r + 1, w), never with the block's other roles.
+///
+/// The rule for which thread blocks share a CUDA block. Correctness needs none: the roles of
+/// a CUDA block run concurrently as whole warps that never wait for each other (no block-wide
+/// barrier once they split), and every CUDA block is resident at once (as every plan thread
+/// block was), so every wait of one role is met by the same slots as when each thread block
+/// had a CUDA block of its own; the plan, its connections and the wire protocol are the same.
+/// As a margin against a block-wide barrier being added to the kernel later, and because two
+/// roles that wait on each other's counters would only take turns, thread blocks that depend
+/// on each other (a slot of one waits on a slot of the other, either way) never share a CUDA
+/// block. For speed, senders and receivers of the same connection group go together: thread
+/// blocks are ordered by their first connection (peer, pool index), then sending before
+/// receiving, and each CUDA block takes the next ones in that order that do not depend on
+/// its members. Every thread block is in exactly one CUDA block.
+struct RoleGroups {
+  int32_t roles = 1;            ///< roles per CUDA block; 1: one thread block per CUDA block
+  int32_t blocks = 0;           ///< CUDA blocks
+  std::vector<int16_t> tb_of;   ///< roles > 1: tb_of[block * roles + role], -1 for an idle role
+};
+constexpr int32_t kRoleTargetBlocks = 24;
+RoleGroups group_thread_blocks(const LoweredRank& lr, int32_t max_roles, int32_t target_blocks = kRoleTargetBlocks);
+
 /// Bytes of scratch a call with this geometry needs.
 uint64_t scratch_bytes(const LoweredPlan& lp, const exec::Geometry& g);
 

@@ -132,13 +132,20 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
     std::copy(lr.slots.begin(), lr.slots.end(), a.islots);
     std::copy(cp.conns_host.begin(), cp.conns_host.end(), a.iconns);
   }
-  if (cp.num_tbs > 0) launch_executor(a, cp.num_tbs, ll ? kExecThreadsLL : kExecThreadsSimple, stream);
+  int threads = ll ? kExecThreadsLL : kExecThreadsSimple;
+  if (cp.roles > 1) {  // each role whole warps (exec_kernel splits the block evenly)
+    a.roles = cp.roles;
+    a.block_tbs = cp.block_tbs;
+    threads = threads / cp.roles / 32 * 32 * cp.roles;
+  }
+  if (cp.num_tbs > 0) launch_executor(a, cp.num_blocks, threads, stream);
   if (reduces && op == weftAvg && (c != Collective::Reduce || rank_ == root))
     launch_divide(recv, count, dtype, nranks_, stream);
   note_launch(stream);
   WEFT_LOG(Debug, "COLL", what() << ": " << count << " x " << host::dtype_name(dtype) << " with " << ch.algorithm << "/"
                                << ch.protocol << " x" << ch.instances << ", " << g.nmb << " micro-batches of "
-                               << g.mb << " elements, " << cp.num_tbs << " thread blocks");
+                               << g.mb << " elements, " << cp.num_tbs << " thread blocks in " << cp.num_blocks
+                               << " CUDA blocks");
 }
 
 void Communicator::launch_oneshot_call(Collective c, const void* send, void* recv, uint64_t bytes, int dtype, int op,

@@ -405,9 +405,17 @@ Communicator::CachedPlan& Communicator::plan_for(Collective c, const Choice& ch,
   check_plan_on_emulator(cp->lp, layout_.cfg.depth, protocol_code(ch.protocol));
   const LoweredRank& lr = cp->lp.ranks[static_cast<size_t>(rank_)];
   cp->num_tbs = static_cast<int>(lr.tbs.size());
-  if (cp->num_tbs > max_blocks_)
+  // Several thread blocks per CUDA block (WEFT_BLOCK_ROLES) for the protocols whose movers
+  // take a thread group (Simple, LL): a launch choice, the plan and its wire protocol unchanged.
+  RoleGroups groups;
+  groups.blocks = cp->num_tbs;
+  if (ch.protocol == "Simple" || ch.protocol == "LL")
+    groups = group_thread_blocks(lr, static_cast<int32_t>(config::get_int("WEFT_BLOCK_ROLES")));
+  cp->roles = groups.roles;
+  cp->num_blocks = groups.blocks;
+  if (cp->num_blocks > max_blocks_)
     fail(ErrorCode::InvalidUsage, "rank " + std::to_string(rank_) + ": plan '" + key + "' needs " +
-                                      std::to_string(cp->num_tbs) + " thread blocks at once, more than the " +
+                                      std::to_string(cp->num_blocks) + " CUDA blocks at once, more than the " +
                                       std::to_string(max_blocks_) + " this GPU holds (lower WEFT_INSTANCES)");
   std::vector<exec::ChannelHandle> conns;
   for (const ConnRef& r : lr.conns) conns.push_back(fifo(r).device_handle());
@@ -422,7 +430,8 @@ Communicator::CachedPlan& Communicator::plan_for(Collective c, const Choice& ch,
   const uint64_t o_dtbs = align(o_deps + n_deps);
   const uint64_t o_conns = align(o_dtbs + n_deps), n_conns = conns.size() * sizeof(exec::ChannelHandle);
   const uint64_t o_ctr = align(o_conns + n_conns), n_ctr = std::max<size_t>(1, lr.slots.size()) * sizeof(uint64_t);
-  const uint64_t total = align(o_ctr + n_ctr);
+  const uint64_t o_roles = align(o_ctr + n_ctr), n_roles = groups.tb_of.size() * sizeof(int16_t);
+  const uint64_t total = align(o_roles + n_roles);
   std::vector<char> host(total, 0);
   auto put = [&](uint64_t off, const void* src, uint64_t n) {
     if (n) std::memcpy(host.data() + off, src, n);
@@ -432,6 +441,7 @@ Communicator::CachedPlan& Communicator::plan_for(Collective c, const Choice& ch,
   put(o_deps, lr.deps.data(), n_deps);
   put(o_dtbs, lr.dep_tbs.data(), n_deps);
   put(o_conns, conns.data(), n_conns);
+  put(o_roles, groups.tb_of.data(), n_roles);
   {
     RelaxedCapture relaxed;
     WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&cp->mem), total));
@@ -444,7 +454,8 @@ Communicator::CachedPlan& Communicator::plan_for(Collective c, const Choice& ch,
   cp->dep_tbs = reinterpret_cast<const int32_t*>(cp->mem + o_dtbs);
   cp->conns = reinterpret_cast<const exec::ChannelHandle*>(cp->mem + o_conns);
   cp->counters = reinterpret_cast<uint64_t*>(cp->mem + o_ctr);
-  WEFT_LOG(Info, "PLAN", "rank " << rank_ << ": uploaded plan " << key << " (" << cp->num_tbs << " thread blocks, "
+  if (cp->roles > 1) cp->block_tbs = reinterpret_cast<const int16_t*>(cp->mem + o_roles);
+  WEFT_LOG(Info, "PLAN", "rank " << rank_ << ": uploaded plan " << key << " (" << cp->num_tbs << " thread blocks in " << cp->num_blocks << " CUDA blocks, "
                                  << lr.slots.size() << " slots)");
   auto& ref = *cp;
   plans_[key] = std::move(cp);

@@ -151,6 +151,9 @@ class Communicator {
     const exec::ChannelHandle* conns = nullptr;
     uint64_t* counters = nullptr;
     int num_tbs = 0;
+    int num_blocks = 0;                ///< CUDA blocks: num_tbs, or fewer with roles > 1
+    int roles = 1;                     ///< plan thread blocks per CUDA block (RoleGroups)
+    const int16_t* block_tbs = nullptr;  ///< roles > 1: RoleGroups::tb_of, in mem
     bool fits_inline = false;          ///< small enough for ExecArgs' inline arrays
     std::vector<exec::ChannelHandle> conns_host;
   };

@@ -71,6 +71,11 @@ const std::vector<Variable>& registry() {
        "Parallel thread blocks per link, taken as given; 0 lets the selection table choose (for a compiled plan that "
        "would then need more than 72 thread blocks per rank, the compiler derives them from the topology within 72).",
        0, 1024},
+      {"WEFT_BLOCK_ROLES", Type::Int, "1",
+       "Plan thread blocks one CUDA block of the interpreter may run (1 to 4): where a rank's plan has more than 24 "
+       "thread blocks, Simple and LL plans run ceil(blocks / 24) of them (at most this many) per CUDA block, each on "
+       "its own warps with its own named barrier; 1: one thread block per CUDA block. Read when a plan is first used.",
+       1, 4},
       {"WEFT_CONNECTIONS", Type::Int, "32",
        "Connections (staging FIFOs) per ordered pair of ranks: the most instances a plan may use between two ranks.", 1,
        1024},
