@@ -198,6 +198,8 @@ struct ExecArgs {
   volatile uint32_t* abort;  ///< host-mapped: set by weftCommAbort
   int32_t inline_plan;       ///< 1: tbs, slots and conns are the inline copies below
   int32_t net;               ///< 1: some connection crosses the network (ChannelHandle::net)
+  char* trace;               ///< null: untraced; else per-block timestamp regions (exec/trace_record.hpp)
+  uint32_t trace_cap;        ///< records per block region
   DevTB itbs[kInlineTBs];
   DevSlot islots[kInlineSlots];
   ChannelHandle iconns[kInlineConns];

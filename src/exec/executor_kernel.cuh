@@ -22,6 +22,7 @@
 
 #include "exec/exec_plan.hpp"
 #include "exec/reduce_ops.cuh"
+#include "exec/trace_record.hpp"
 #include "weft/device/atomics.hpp"
 #include "weft/device/packet.hpp"
 #include "weft/device/wait.hpp"
@@ -42,6 +43,8 @@ struct BlockShared {
   int start_status;
   int wait_status[2];
   int proc_status[2];
+  uint64_t trace_t[3];  ///< traced launches: the invocation's first timestamps (TraceRecord)
+  uint32_t trace_n;     ///< traced launches: records made so far
 };
 
 struct Invocation {
@@ -75,6 +78,27 @@ WEFT_DEVICE_INLINE void record_error(const Invocation& iv, device::WaitResult r,
   __threadfence_system();
   e->valid = 1;
   __threadfence_system();
+}
+
+/// Thread 0, traced launches: the record of invocation (gs, k), timestamps from `sh`, the
+/// end taken now (before publishing, so that a peer sees the message after this reading).
+WEFT_DEVICE_INLINE void trace_invocation(const Invocation& iv, BlockShared& sh, int32_t gs, uint32_t k, bool recvs,
+                                         bool sends) {
+  const ExecArgs& a = *iv.a;
+  TraceBlockHeader* h = trace_block(a.trace, a.trace_cap, blockIdx.x);
+  const uint32_t n = sh.trace_n++;
+  if (n < a.trace_cap) {
+    TraceRecord* r = reinterpret_cast<TraceRecord*>(h + 1) + n;
+    r->wait_ns = sh.trace_t[0];
+    r->deps_ns = sh.trace_t[1];
+    r->move_ns = sh.trace_t[2];
+    r->end_ns = device::globaltimer();
+    r->slot = gs;
+    r->mb = k;
+    r->rpos = recvs ? static_cast<uint32_t>(sh.rpos) : 0u;
+    r->spos = sends ? static_cast<uint32_t>(sh.spos) : 0u;
+  }
+  h->count = n + 1;
 }
 
 /// The block moves n elements: x = a (op) b (b may be null), then x to o1 and/or o2.
@@ -208,8 +232,10 @@ WEFT_DEVICE_INLINE device::WaitResult move_ll_op(int op, int prim, const char* s
 
 /// One invocation of slot `gs` for micro-batch `k`; false when the block must stop.
 /// `Net`: some connection may cross the network (a separate instantiation, so that the
-/// network's trigger pushes cost the kernel without them no registers).
-template <typename T, bool Net>
+/// network's trigger pushes cost the kernel without them no registers). `Traced`: thread 0
+/// records the invocation's timestamps in ExecArgs::trace (also a separate instantiation:
+/// the readings cost the untraced kernel spills).
+template <typename T, bool Net, bool Traced = false>
 __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32_t k, uint32_t par) {
   const ExecArgs& a = *iv.a;
   const DevSlot s = iv.slots[gs];
@@ -218,6 +244,7 @@ __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32
   const ChannelHandle* rc = recvs ? &iv.conns[s.recv_conn] : nullptr;
   const ChannelHandle* sc = sends ? &iv.conns[s.send_conn] : nullptr;
   if (threadIdx.x == 0) {
+    if constexpr (Traced) sh.trace_t[0] = device::globaltimer();
     int st = 0;
     const uint64_t want = sh.base + k + 1;
     // A dependency is another block of this rank, stuck only if a wait on a peer is stuck
@@ -234,6 +261,7 @@ __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32
         st = 1;
       }
     }
+    if constexpr (Traced) sh.trace_t[1] = device::globaltimer();
     if (st == 0 && recvs) {
       const uint64_t rpos = rc->recv_position();
       sh.rpos = rpos;
@@ -259,6 +287,7 @@ __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32
   }
   __syncthreads();
   if (sh.wait_status[par] != 0) return false;
+  if (Traced && threadIdx.x == 0) sh.trace_t[2] = device::globaltimer();
 
   const Geometry& g = a.geo;
   const uint64_t rpos = sh.rpos, spos = sh.spos;
@@ -319,6 +348,7 @@ __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32
   __syncthreads();
   if (sh.proc_status[par] != 0) return false;
   if (threadIdx.x == 0) {
+    if constexpr (Traced) trace_invocation(iv, sh, gs, k, recvs, sends);
     // LL: the data carries its own flags and the block's reads have returned, so neither
     // count needs a fence (which would wait for every packet to land).
     // A FIFO across the network (sc->net / rc->net) pushes a trigger to the proxy here; a
@@ -340,7 +370,7 @@ __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32
   return true;
 }
 
-template <typename T, bool Net = false>
+template <typename T, bool Net = false, bool Traced = false>
 __global__ void __launch_bounds__(kMaxThreads) exec_kernel(const __grid_constant__ ExecArgs a) {
   __shared__ BlockShared sh;
   const DevTB tb = a.inline_plan ? a.itbs[blockIdx.x] : a.tbs[blockIdx.x];
@@ -364,6 +394,12 @@ __global__ void __launch_bounds__(kMaxThreads) exec_kernel(const __grid_constant
       }
     // The host's abort flag is not read here: a PCIe read would delay every launch.
     sh.start_status = *reinterpret_cast<volatile uint32_t*>(a.error_claim) != 0 ? 1 : 0;
+    if constexpr (Traced) {
+      sh.trace_n = 0;
+      TraceBlockHeader* h = trace_block(a.trace, a.trace_cap, blockIdx.x);
+      h->start_ns = iv.start_ns;
+      h->cap = a.trace_cap;
+    }
   }
   __syncthreads();
   if (sh.start_status != 0) return;
@@ -371,12 +407,13 @@ __global__ void __launch_bounds__(kMaxThreads) exec_kernel(const __grid_constant
   if (a.model == kTaskModel) {
     for (int32_t i = 0; i < tb.nslots; ++i)
       for (uint32_t k = 0; k < a.geo.nmb; ++k, par ^= 1u)
-        if (!invoke<T, Net>(iv, sh, tb.slot_begin + i, k, par)) return;
+        if (!invoke<T, Net, Traced>(iv, sh, tb.slot_begin + i, k, par)) return;
   } else {
     for (uint32_t k = 0; k < a.geo.nmb; ++k)
       for (int32_t i = 0; i < tb.nslots; ++i, par ^= 1u)
-        if (!invoke<T, Net>(iv, sh, tb.slot_begin + i, k, par)) return;
+        if (!invoke<T, Net, Traced>(iv, sh, tb.slot_begin + i, k, par)) return;
   }
+  if (Traced && threadIdx.x == 0) trace_block(a.trace, a.trace_cap, blockIdx.x)->end_ns = device::globaltimer();
 }
 
 /// weftAvg's last step: x[i] /= divisor (integer division for integer types).
