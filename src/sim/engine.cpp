@@ -185,8 +185,8 @@ void Engine::run() {
     const ProgConn& pc = p_.conns[c];
     conn_[c].sender_tb = pc.sender_tb;
     conn_[c].receiver_tb = pc.receiver_tb;
-    conn_[c].latency = pc.latency_us;
-    conn_[c].cap = pc.cap_GBps * 1e3;
+    conn_[c].latency = pc.latency_us * par_.latency_scale;
+    conn_[c].cap = pc.cap_GBps * 1e3 * par_.rate_scale;
   }
   ring_.assign(p_.conns.size() * static_cast<size_t>(par_.fifo_depth), Message{0.0, kInf});
   res_.resize(p_.resources.size());
