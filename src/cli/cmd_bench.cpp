@@ -56,6 +56,9 @@ void register_bench(CLI::App& app) {
     std::vector<std::string> algorithms;
     std::string scheduler = "hpds";
     std::string memory_budget;
+    std::string trace, trace_size;
+    uint32_t trace_records = 4096;
+    bool no_sim = false;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("collectives", args->collectives, "AllReduce AllGather ReduceScatter Broadcast Reduce AllToAll (default: the first three)");
@@ -77,8 +80,15 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--algo,-a", args->algorithms,
                   "without a GPU: algorithms to simulate (files or built-in names; default: the built-ins of the collectives)");
   cmd->add_option("--scheduler,-s", args->scheduler, "without a GPU: the scheduler of the simulated plans (default hpds)");
+  cmd->add_option("--trace", args->trace,
+                  "on GPUs: one extra traced call per size; its Chrome trace (measured busy/idle per thread block) to "
+                  "this file (several sizes: the size before the extension), an SVG of measured and simulated busbw beside it");
+  cmd->add_option("--trace-size", args->trace_size, "trace only the rows of this size (bytes, K/M/G suffixes)");
+  cmd->add_option("--trace-records", args->trace_records, "records per thread block a trace keeps, 1 to 1000000 (default 4096)")
+      ->check(CLI::Range(1, 1000000));
+  cmd->add_flag("--no-sim", args->no_sim, "on GPUs: leave out the simulator's prediction column");
   add_memory_budget_option(cmd, args->memory_budget);
-  cmd->callback([args] {
+  cmd->callback([args, cmd] {
     try {
       auto colon = args->sizes.find(':');
       const uint64_t from = parse_option("--sizes", [&] {
@@ -112,6 +122,12 @@ void register_bench(CLI::App& app) {
       o.check = !args->no_check;
       o.dtype = args->dtype;
       o.op = args->op;
+      o.trace = args->trace;
+      if (!args->trace_size.empty())
+        o.trace_size = parse_option("--trace-size", [&] { return text::parse_bytes(args->trace_size); });
+      o.trace_records = args->trace_records;
+      o.predict = !args->no_sim;
+      if (cmd->count("--topology") > 0) o.sim_topology = args->topology;
       int rc = bench_gpu(o);
       if (rc != 77) {
         set_exit(rc);
@@ -119,6 +135,9 @@ void register_bench(CLI::App& app) {
       }
 #endif
       // No GPU in use: the same sweep on the simulator.
+      if (!args->trace.empty())
+        fail(ErrorCode::InvalidArgument, "--trace measures a GPU's run and no GPU is in use (weft simulate --trace "
+                                         "writes a simulated trace)");
       sim::BenchSpec spec;
       spec.topology = args->topology;
       spec.algorithms = args->algorithms;
