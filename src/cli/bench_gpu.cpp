@@ -347,8 +347,10 @@ bool trace_row(RankCtx& x, const BenchOptions& o, Collective c, uint64_t count, 
   auto s = reinterpret_cast<weftStream_t>(x.st);
   std::string text;
   char* js = nullptr;
-  if (weftTraceArm(x.weft, o.trace_records) == weftSuccess && issue(x, Lib::Weft, c, count) == 0 &&
-      weftTraceTake(x.weft, s, &js) == weftSuccess) {
+  // The call is issued whatever the arming did: every rank must take part.
+  const bool armed = weftTraceArm(x.weft, o.trace_records) == weftSuccess;
+  const bool ran = issue(x, Lib::Weft, c, count) == 0;
+  if (armed && ran && weftTraceTake(x.weft, s, &js) == weftSuccess) {
     text = js;
   } else {
     sim::MeasuredRank failed;

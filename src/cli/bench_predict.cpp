@@ -53,6 +53,8 @@ Prediction BenchPredictor::predict(Collective c, uint64_t bytes, bool trace) {
                                                     : config::get_int("WEFT_SLOT_BYTES"));
     o.fifo_depth = depth;
     o.ll = ll;
+    o.whole_messages = !ll;
+    o.extra_alpha_us = ll ? 0.0 : sim::kCallCosts.simple_alpha_extra_us;
     o.trace = trace;
     p.report = it->second->run(o);
     p.us = p.report->time_us + sim::call_overhead_us(graph_);

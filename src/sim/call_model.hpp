@@ -33,6 +33,12 @@ struct CallCosts {
   double ll_latency_scale = 0.5;
   /// LL plans: packets carry 8 data bytes in 16, so a block's rate is halved.
   double ll_rate_scale = 0.5;
+  /// Simple plans as the runtime runs them: each invocation's alpha over the presets'
+  /// (assumed) 1 us, for its two barriers and system-scope fence per micro-batch. Chosen to
+  /// minimise the largest error over the measured nvidia-h200-x2 rows of docs/cost-model.md
+  /// ("Small messages"): AllReduce of 1 MiB (17.6 us per plain call) and the three
+  /// collectives at 256 MiB and 1 GiB, all within 8.1% with 2.0 (1.3: 14%, 2.5: 9.6%).
+  double simple_alpha_extra_us = 2.0;
 };
 
 inline constexpr CallCosts kCallCosts{};

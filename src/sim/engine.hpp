@@ -19,6 +19,7 @@ struct EngineParams {
   bool check = false;
   double latency_scale = 1;       ///< connections' latencies x this (LL: SimOptions::ll)
   double rate_scale = 1;          ///< connections' per-block rates x this
+  bool whole_messages = false;    ///< SimOptions::whole_messages
 };
 
 /// Runs `prog` and fills the timing fields of `out`: time_us, links, tbs, trace, the check

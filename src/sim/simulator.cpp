@@ -81,7 +81,11 @@ SimReport Simulator::run(const SimOptions& options) const {
   ep.trace = options.trace;
   ep.trace_limit = options.trace_limit;
   ep.check = options.check;
+  ep.whole_messages = options.whole_messages;
   CostModel cost = cost_;
+  if (!(options.extra_alpha_us >= 0 && options.extra_alpha_us <= 1e6))
+    fail(ErrorCode::InvalidArgument, text::format("extra alpha %g us is out of range [0, 1e6]", options.extra_alpha_us));
+  cost.alpha_us += options.extra_alpha_us;
   if (options.ll) {
     ep.latency_scale = kCallCosts.ll_latency_scale;
     ep.rate_scale = kCallCosts.ll_rate_scale;

@@ -10,9 +10,11 @@
 
 #include "sim/call_model.hpp"
 #include "sim/measured_trace.hpp"
+#include "sim/simulator.hpp"
 #include "sim/svg_plot.hpp"
 #include "sim/trace.hpp"
 #include "util/error.hpp"
+#include "sim_test_util.hpp"
 
 namespace weft::sim {
 namespace {
@@ -243,6 +245,23 @@ TEST(CallModel, OneShotLimits) {
   EXPECT_FALSE(oneshot_carries(Collective::AllReduce, 8, 1));
   // More peers, more packets: time grows with the rank count.
   EXPECT_GT(oneshot_time_us(Collective::AllReduce, 64 << 10, 8, false), oneshot_time_us(Collective::AllReduce, 64 << 10, 2, false));
+}
+
+TEST(CallModel, LLPlansScaleHopLatencyAndRate) {
+  // One transfer of 1 MiB inside a node: alpha + bytes / rate + latency + alpha (Simple);
+  // LL: alphas and latency x ll_latency_scale, the block's rate x ll_rate_scale.
+  Topology t = testing::test_topology(1, 2);
+  testing::PlanBuilder b(2);
+  b.transfer(0, 0, 1, 0);
+  SimOptions o;
+  o.bytes = 1 << 20;
+  const double simple = simulate(b.plan(), t, o).time_us;
+  o.ll = true;
+  const double ll = simulate(b.plan(), t, o).time_us;
+  const double mib_us = (1 << 20) / 20e3;  // 1 MiB at 20 GB/s
+  EXPECT_NEAR(simple, 1 + mib_us + 2 + 1, 0.01 * simple);
+  const double k = kCallCosts.ll_latency_scale;
+  EXPECT_NEAR(ll, k * (1 + 2 + 1) + mib_us / kCallCosts.ll_rate_scale, 0.01 * ll);
 }
 
 }  // namespace
