@@ -264,5 +264,23 @@ TEST(CallModel, LLPlansScaleHopLatencyAndRate) {
   EXPECT_NEAR(ll, k * (1 + 2 + 1) + mib_us / kCallCosts.ll_rate_scale, 0.01 * ll);
 }
 
+TEST(CallModel, WholeMessagesAndExtraAlpha) {
+  // The runtime's Simple protocol: the receiver copies out of staging only once the whole
+  // message has landed (1 MiB copied at 80 GB/s of HBM traffic, 2 bytes a byte), and every
+  // invocation pays the extra alpha.
+  Topology t = testing::test_topology(1, 2);
+  testing::PlanBuilder b(2);
+  b.transfer(0, 0, 1, 0);
+  SimOptions o;
+  o.bytes = 1 << 20;
+  o.whole_messages = true;
+  o.extra_alpha_us = 0.5;
+  const double mib_us = (1 << 20) / 20e3, copy_us = 2.0 * (1 << 20) / 80e3;
+  const double expect = 1.5 + mib_us + 2 + copy_us + 1.5;
+  EXPECT_NEAR(simulate(b.plan(), t, o).time_us, expect, 0.01 * expect);
+  o.extra_alpha_us = -1;
+  EXPECT_THROW(simulate(b.plan(), t, o), Error);
+}
+
 }  // namespace
 }  // namespace weft::sim
