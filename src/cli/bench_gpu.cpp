@@ -356,7 +356,7 @@ bool trace_row(RankCtx& x, const BenchOptions& o, Collective c, uint64_t count, 
     sim::MeasuredRank failed;
     failed.rank = x.rank;
     failed.nranks = x.R;
-    failed.kernel = "a failed call";
+    failed.kernel = "failed";
     failed.note = weftGetLastError(nullptr);
     failed.collective = std::string(to_string(c));
     text = sim::measured_rank_to_json(failed);
@@ -383,6 +383,8 @@ bool trace_row(RankCtx& x, const BenchOptions& o, Collective c, uint64_t count, 
       ranks.push_back(sim::measured_rank_from_json(line, path));
       unlink(path.c_str());
     }
+    for (const sim::MeasuredRank& m : ranks)
+      if (m.kernel == "failed") fail(ErrorCode::Remote, "rank " + std::to_string(m.rank) + "'s traced call failed: " + m.note);
     if (ranks[0].kernel != "interpreter") {
       std::printf("# trace %s %llu: nothing recorded: the call ran %s%s%s\n", row.collective.c_str(),
                   static_cast<unsigned long long>(row.bytes), ranks[0].kernel.c_str(), ranks[0].note.empty() ? "" : " (",
@@ -488,6 +490,10 @@ int bench_rank(const BenchOptions& o, int rank, int R, const weftUniqueId& id) {
   for (double b = static_cast<double>(o.from); b <= static_cast<double>(o.to) * 1.0000001; b *= o.factor)
     traced_rows += !o.trace.empty() && (o.trace_size == 0 || o.trace_size == static_cast<uint64_t>(b));
   traced_rows *= static_cast<int>(o.collectives.size());
+  if (R == 1 && traced_rows > 0) {
+    if (rank == 0) std::printf("# --trace: one rank runs a copy, no kernel of weft's: nothing to trace\n");
+    traced_rows = 0;
+  }
   for (const std::string& name : o.collectives) {
     Collective c = parse_coll(name);
     if (rank == 0 && !o.json) print_header(o, c, R, have_nccl ? &nccl : nullptr, prop.name);
@@ -538,7 +544,7 @@ int bench_rank(const BenchOptions& o, int rank, int R, const weftUniqueId& id) {
           print_row(r, o.dtype);
         }
       }
-      if (!o.trace.empty() && (o.trace_size == 0 || o.trace_size == r.bytes) && r.have[0]) {
+      if (traced_rows > 0 && (o.trace_size == 0 || o.trace_size == r.bytes) && r.have[0]) {
         const std::string out = traced_rows > 1 ? with_tag(o.trace, r.collective + "." + std::to_string(r.bytes)) : o.trace;
         if (!trace_row(x, o, c, count, r, out, pred.get())) status = 1;
       }
