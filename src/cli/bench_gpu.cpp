@@ -349,7 +349,7 @@ bool trace_row(RankCtx& x, const BenchOptions& o, Collective c, uint64_t count, 
   char* js = nullptr;
   // The call is issued whatever the arming did: every rank must take part.
   const bool armed = weftTraceArm(x.weft, o.trace_records) == weftSuccess;
-  const bool ran = issue(x, Lib::Weft, c, count) == 0;
+  const bool ran = issue(x, Lib::Weft, c, count) == 0 && gputest::sync_bounded(s, 300);  // take's wait is not bounded
   if (armed && ran && weftTraceTake(x.weft, s, &js) == weftSuccess) {
     text = js;
   } else {
