@@ -1,6 +1,12 @@
 #include "cli/bench_predict.hpp"
 
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
 #include "ir/topology_io.hpp"
+#include "sim/report.hpp"
+#include "util/text.hpp"
 #include "runtime/plan_source.hpp"
 #include "runtime/selection.hpp"
 #include "sim/call_model.hpp"
@@ -31,6 +37,7 @@ Prediction BenchPredictor::predict(Collective c, uint64_t bytes, bool trace) {
   try {
     static const auto table = selection_table_for_environment();
     const Choice ch = select_algorithm(*table, c, bytes, ranks_, static_cast<int>(config::get_int("WEFT_CONNECTIONS")));
+    p.plan = describe_choice(ch);
     if (ch.algorithm == kOneShot) {
       p.us = sim::oneshot_time_us(c, bytes, ranks_, graph_);
       return p;
@@ -63,6 +70,40 @@ Prediction BenchPredictor::predict(Collective c, uint64_t bytes, bool trace) {
     p.why = e.what();
   }
   return p;
+}
+
+void run_predicted_bench(const std::vector<Collective>& collectives, const std::vector<uint64_t>& sizes, int ranks,
+                         bool graph, const std::string& topology, const std::string& dtype, size_t dtype_bytes, bool json,
+                         std::ostream* csv) {
+  BenchPredictor pred(ranks, graph, topology);
+  if (!pred.error().empty()) fail(ErrorCode::InvalidArgument, pred.error());
+  std::printf("# weft bench --predict: nothing runs on a GPU; every figure below is SIMULATED: the time per call of what the "
+              "runtime would run (its selection table and plans), launch included%s, %d ranks on topology %s "
+              "(docs/traces.md)\n",
+              graph ? " (CUDA graph)" : "", ranks, pred.topology_name().c_str());
+  if (csv) *csv << "collective,bytes,count,type,sim_us,sim_algbw,sim_busbw,weft_plan\n";
+  for (Collective c : collectives) {
+    text::Table t({"size", "count", "type", "sim(us)", "algbw(GB/s)", "busbw(GB/s)", "weft plan"});
+    for (uint64_t bytes : sizes) {
+      const Prediction p = pred.predict(c, bytes);
+      const double algbw = p.us > 0 ? static_cast<double>(bytes) / p.us / 1e3 : 0;
+      const double busbw = algbw * sim::bus_factor(c, ranks);
+      const std::string plan = p.us >= 0 ? p.plan : "none: " + p.why;
+      if (csv)
+        *csv << to_string(c) << ',' << bytes << ',' << bytes / dtype_bytes << ',' << dtype << ',' << p.us << ',' << algbw << ','
+             << busbw << ',' << nlohmann::json(plan).dump() << '\n';
+      if (json) {
+        std::printf("{\"collective\":\"%s\",\"bytes\":%llu,\"sim_us\":%.3f,\"sim_busbw\":%.3f,\"weft_plan\":%s}\n",
+                    std::string(to_string(c)).c_str(), static_cast<unsigned long long>(bytes), p.us, busbw,
+                    nlohmann::json(plan).dump().c_str());
+        continue;
+      }
+      t.add_row({std::to_string(bytes), std::to_string(bytes / dtype_bytes), dtype, p.us >= 0 ? text::format("%.2f", p.us) : "-",
+                 text::format("%.2f", algbw), text::format("%.2f", busbw), plan});
+    }
+    if (!json) std::printf("#\n# %s\n%s", std::string(to_string(c)).c_str(), t.str().c_str());
+  }
+  std::fflush(stdout);
 }
 
 }  // namespace weft::cli

@@ -8,7 +8,9 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <string>
+#include <vector>
 
 #include "ir/algorithm.hpp"
 #include "ir/topology.hpp"
@@ -21,6 +23,7 @@ struct Prediction {
   double us = -1;                        ///< per call, launch included; < 0: none (see why)
   std::string why;                       ///< why there is none
   std::optional<sim::SimReport> report;  ///< the simulated plan's run (none for the one-shot kernel)
+  std::string plan;                      ///< what the selection chose, as `weft bench` names it
 };
 
 class BenchPredictor {
@@ -45,5 +48,12 @@ class BenchPredictor {
   std::optional<Topology> topo_;
   std::map<std::string, std::unique_ptr<sim::Simulator>> sims_;
 };
+
+/// `weft bench --predict` (nothing runs on a GPU): per collective, an nccl-tests style table (or JSON
+/// lines, or CSV rows) of the predictions for `sizes`; its first line says that every
+/// figure is simulated. Throws what the predictor throws for a topology that does not load.
+void run_predicted_bench(const std::vector<Collective>& collectives, const std::vector<uint64_t>& sizes, int ranks,
+                         bool graph, const std::string& topology, const std::string& dtype, size_t dtype_bytes, bool json,
+                         std::ostream* csv);
 
 }  // namespace weft::cli

@@ -8,7 +8,9 @@
 #include <fstream>
 #include <iostream>
 
+#include "cli/bench_predict.hpp"
 #include "cli/commands.hpp"
+#include "ir/topology_io.hpp"
 #include "runtime/host_reduce.hpp"
 #include "sim/sweep.hpp"
 #include "weft/weft.h"
@@ -58,7 +60,7 @@ void register_bench(CLI::App& app) {
     std::string memory_budget;
     std::string trace, trace_size;
     uint32_t trace_records = 4096;
-    bool no_sim = false;
+    bool no_sim = false, predict = false;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("collectives", args->collectives, "AllReduce AllGather ReduceScatter Broadcast Reduce AllToAll (default: the first three)");
@@ -87,6 +89,9 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--trace-records", args->trace_records, "records per thread block a trace keeps, 1 to 1000000 (default 4096)")
       ->check(CLI::Range(1, 1000000));
   cmd->add_flag("--no-sim", args->no_sim, "on GPUs: leave out the simulator's prediction column");
+  cmd->add_flag("--predict", args->predict,
+                "run nothing: print the simulator's per-call time of what the runtime would run (its selection and "
+                "plans) for --ranks ranks (default: the topology's GPUs) on --topology");
   add_memory_budget_option(cmd, args->memory_budget);
   cmd->callback([args, cmd] {
     try {
@@ -106,6 +111,30 @@ void register_bench(CLI::App& app) {
         fail(ErrorCode::System, "cannot write the --csv file '" + args->csv + "': " + std::strerror(errno));
       std::vector<std::string> collectives =
           args->collectives.empty() ? std::vector<std::string>{"AllReduce", "AllGather", "ReduceScatter"} : args->collectives;
+      if (args->predict) {
+        std::vector<Collective> cs;
+        for (const std::string& c : collectives) {
+          std::optional<Collective> k = collective_from_string(c);
+          if (!k || *k == Collective::Custom) fail(ErrorCode::InvalidArgument, "unknown collective '" + c + "'");
+          cs.push_back(*k);
+        }
+        std::vector<uint64_t> sizes;
+        for (double s = static_cast<double>(from); s <= static_cast<double>(to) && sizes.size() < 64;
+             s = std::max(s + 1, std::ceil(s * args->factor)))
+          sizes.push_back(static_cast<uint64_t>(s));
+        // --topology given: its GPUs unless --ranks says otherwise; else h200-1x<ranks>.
+        const bool topo_given = cmd->count("--topology") > 0;
+        const int ranks = args->ranks > 0 ? args->ranks : load_topology(args->topology).num_gpus();
+        std::ofstream csv;
+        if (!args->csv.empty()) csv.open(args->csv);
+        run_predicted_bench(cs, sizes, ranks, args->graph, topo_given ? args->topology : "", args->dtype,
+                            host::dtype_size(dtype_index(args->dtype)), args->json, csv.is_open() ? &csv : nullptr);
+        if (csv.is_open()) {
+          csv.close();
+          if (!csv) fail(ErrorCode::System, "writing the --csv file '" + args->csv + "' failed");
+        }
+        return;
+      }
 #if WEFT_HAVE_CUDA
       BenchOptions o;
       o.collectives = collectives;
