@@ -247,17 +247,21 @@ TEST(CallModel, OneShotLimits) {
   EXPECT_GT(oneshot_time_us(Collective::AllReduce, 64 << 10, 8, false), oneshot_time_us(Collective::AllReduce, 64 << 10, 2, false));
 }
 
-TEST(CallModel, LLPlansScaleHopLatencyAndRate) {
-  // One transfer of 1 MiB inside a node: alpha + bytes / rate + latency + alpha (Simple);
-  // LL: alphas and latency x ll_latency_scale, the block's rate x ll_rate_scale.
-  Topology t = testing::test_topology(1, 2);
+// One transfer of 1 MiB between the two GPUs of the test topology, simulated with `o`.
+double one_transfer_us(SimOptions o) {
   testing::PlanBuilder b(2);
   b.transfer(0, 0, 1, 0);
-  SimOptions o;
   o.bytes = 1 << 20;
-  const double simple = simulate(b.plan(), t, o).time_us;
+  return simulate(b.plan(), testing::test_topology(1, 2), o).time_us;
+}
+
+TEST(CallModel, LLPlansScaleHopLatencyAndRate) {
+  // alpha + bytes / rate + latency + alpha (Simple); LL: alphas and latency x
+  // ll_latency_scale, the block's rate x ll_rate_scale.
+  SimOptions o;
+  const double simple = one_transfer_us(o);
   o.ll = true;
-  const double ll = simulate(b.plan(), t, o).time_us;
+  const double ll = one_transfer_us(o);
   const double mib_us = (1 << 20) / 20e3;  // 1 MiB at 20 GB/s
   EXPECT_NEAR(simple, 1 + mib_us + 2 + 1, 0.01 * simple);
   const double k = kCallCosts.ll_latency_scale;
@@ -268,18 +272,14 @@ TEST(CallModel, WholeMessagesAndExtraAlpha) {
   // The runtime's Simple protocol: the receiver copies out of staging only once the whole
   // message has landed (1 MiB copied at 80 GB/s of HBM traffic, 2 bytes a byte), and every
   // invocation pays the extra alpha.
-  Topology t = testing::test_topology(1, 2);
-  testing::PlanBuilder b(2);
-  b.transfer(0, 0, 1, 0);
   SimOptions o;
-  o.bytes = 1 << 20;
   o.whole_messages = true;
   o.extra_alpha_us = 0.5;
   const double mib_us = (1 << 20) / 20e3, copy_us = 2.0 * (1 << 20) / 80e3;
   const double expect = 1.5 + mib_us + 2 + copy_us + 1.5;
-  EXPECT_NEAR(simulate(b.plan(), t, o).time_us, expect, 0.01 * expect);
+  EXPECT_NEAR(one_transfer_us(o), expect, 0.01 * expect);
   o.extra_alpha_us = -1;
-  EXPECT_THROW(simulate(b.plan(), t, o), Error);
+  EXPECT_THROW(one_transfer_us(o), Error);
 }
 
 }  // namespace
