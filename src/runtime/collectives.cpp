@@ -81,7 +81,7 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
     ch.protocol = "Simple";
   }
   if (ch.algorithm == kOneShot) {
-    if (trace_cap_ > 0) start_trace(nullptr, nullptr, c, ch, payload, "the one-shot kernel records no timestamps");
+    if (trace_cap_ > 0) start_trace(nullptr, nullptr, c, ch, payload, "the one-shot kernel records no timestamps", stream);
     launch_oneshot_call(c, s, r, bytes, dtype, reduces ? op : weftSum, ch.instances, stream);
     note_launch(stream);
     WEFT_LOG(Debug, "COLL", what() << ": " << count << " x " << host::dtype_name(dtype) << " with the one-shot kernel");
@@ -123,7 +123,7 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
     std::copy(lr.slots.begin(), lr.slots.end(), a.islots);
     std::copy(cp.conns_host.begin(), cp.conns_host.end(), a.iconns);
   }
-  if (trace_cap_ > 0) start_trace(&a, &cp, c, ch, payload, "");
+  if (trace_cap_ > 0) start_trace(&a, &cp, c, ch, payload, "", stream);
   if (cp.num_tbs > 0) launch_executor(a, cp.num_tbs, ll ? kExecThreadsLL : kExecThreadsSimple, stream);
   if (reduces && op == weftAvg && (c != Collective::Reduce || rank_ == root))
     launch_divide(recv, count, dtype, nranks_, stream);

@@ -193,7 +193,7 @@ class Communicator {
   /// A traced call (arm_trace): the buffer and what the trace names, set in `a`; or, when
   /// `cp` is null (no interpreter launch), why nothing is recorded.
   void start_trace(exec::ExecArgs* a, const CachedPlan* cp, Collective c, const Choice& ch, uint64_t payload,
-                   const std::string& why_not);
+                   const std::string& why_not, cudaStream_t stream);
   std::string format_device_error(const exec::ErrorRecord& e) const;
 
   int rank_ = 0, nranks_ = 0, device_ = 0;

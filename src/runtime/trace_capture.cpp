@@ -26,7 +26,7 @@ void Communicator::arm_trace(uint32_t records_per_block) {
 }
 
 void Communicator::start_trace(exec::ExecArgs* a, const CachedPlan* cp, Collective c, const Choice& ch,
-                               uint64_t payload, const std::string& why_not) {
+                               uint64_t payload, const std::string& why_not, cudaStream_t stream) {
   const uint32_t cap = trace_cap_;
   trace_cap_ = 0;  // one call per arm_trace
   sim::MeasuredRank m;
@@ -70,8 +70,9 @@ void Communicator::start_trace(exec::ExecArgs* a, const CachedPlan* cp, Collecti
   if (trace_buf_ != nullptr) WEFT_CUDA_CHECK(cudaFree(trace_buf_));
   trace_buf_ = nullptr;
   WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&trace_buf_), bytes));
-  // Blocks without slots return before touching their region: they read back as empty.
-  WEFT_CUDA_CHECK(cudaMemset(trace_buf_, 0, bytes));
+  // Blocks without slots return before touching their region: they read back as empty. On
+  // the call's stream, ahead of its kernel.
+  WEFT_CUDA_CHECK(cudaMemsetAsync(trace_buf_, 0, bytes, stream));
   trace_bytes_ = bytes;
   trace_buf_cap_ = cap;
   a->trace = trace_buf_;
