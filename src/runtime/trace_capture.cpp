@@ -93,19 +93,7 @@ std::string Communicator::take_trace(cudaStream_t stream) {
   WEFT_CUDA_CHECK(cudaMemcpy(host.data(), trace_buf_, trace_bytes_, cudaMemcpyDeviceToHost));
   WEFT_CUDA_CHECK(cudaFree(trace_buf_));
   trace_buf_ = nullptr;
-  const uint32_t cap = trace_buf_cap_;
-  const uint64_t blocks = trace_bytes_ / exec::trace_region_bytes(cap);
-  for (uint64_t b = 0; b < blocks; ++b) {
-    const auto* h = exec::trace_block(host.data(), cap, static_cast<uint32_t>(b));
-    sim::MeasuredBlock mb;
-    mb.start_ns = h->start_ns;
-    mb.end_ns = h->end_ns;
-    mb.count = h->count;
-    mb.cap = cap;
-    const auto* recs = reinterpret_cast<const exec::TraceRecord*>(h + 1);
-    for (uint32_t i = 0; i < std::min(h->count, cap); ++i) mb.records.push_back(recs[i]);
-    m.blocks.push_back(std::move(mb));
-  }
+  m.blocks = sim::blocks_from_trace_buffer(host.data(), trace_bytes_, trace_buf_cap_);
   return sim::measured_rank_to_json(m);
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <deque>
 #include <limits>
 #include <map>
@@ -22,6 +23,32 @@ using json = nlohmann::ordered_json;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 }  // namespace
+
+std::vector<MeasuredBlock> blocks_from_trace_buffer(const char* buf, uint64_t bytes, uint32_t cap) {
+  const uint64_t region = exec::trace_region_bytes(cap);
+  if (cap == 0 || bytes % region != 0)
+    fail(ErrorCode::InvalidArgument, text::format("a trace buffer of %llu bytes is not whole regions of %u records",
+                                                  static_cast<unsigned long long>(bytes), cap));
+  std::vector<MeasuredBlock> out;
+  for (uint64_t b = 0; b < bytes / region; ++b) {
+    exec::TraceBlockHeader h;
+    std::memcpy(&h, buf + b * region, sizeof(h));
+    // A block with no slot returns before writing its header: it reads back as zeros.
+    if (h.cap != 0 && h.cap != cap)
+      fail(ErrorCode::InvalidArgument, text::format("block %llu's trace header holds %u records, the buffer %u",
+                                                    static_cast<unsigned long long>(b), h.cap, cap));
+    MeasuredBlock m;
+    m.start_ns = h.start_ns;
+    m.end_ns = h.end_ns;
+    m.count = h.count;
+    m.cap = cap;
+    const char* recs = buf + b * region + sizeof(exec::TraceBlockHeader);
+    m.records.resize(std::min(h.count, cap));
+    if (!m.records.empty()) std::memcpy(m.records.data(), recs, m.records.size() * sizeof(exec::TraceRecord));
+    out.push_back(std::move(m));
+  }
+  return out;
+}
 
 std::string measured_rank_to_json(const MeasuredRank& r) {
   json j;

@@ -55,6 +55,13 @@ struct MeasuredRank {
   std::vector<MeasuredBlock> blocks;  ///< by CUDA block
 };
 
+/// The blocks of a traced launch's buffer as the device left it (exec/trace_record.hpp):
+/// `bytes` hold whole regions of `cap` records each, one per CUDA block; a block keeps
+/// min(count, cap) records (a block without slots, never written, reads back empty).
+/// Throws InvalidArgument when `bytes` is not whole regions or a written header names
+/// another cap.
+std::vector<MeasuredBlock> blocks_from_trace_buffer(const char* buf, uint64_t bytes, uint32_t cap);
+
 /// One line of JSON (docs/traces.md, "Record format").
 std::string measured_rank_to_json(const MeasuredRank& r);
 /// Parses measured_rank_to_json's text; throws Error(Parse) naming `where` and what is wrong.

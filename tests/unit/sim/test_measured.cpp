@@ -194,6 +194,40 @@ TEST(MeasuredTrace, DroppedRecordsAreCountedAndCutTheLifetime) {
   EXPECT_EQ(nlohmann::json::parse(out.str()).at("otherData").at("dropped_records").get<int>(), 1);
 }
 
+TEST(MeasuredTrace, BlocksFromTheDeviceBuffer) {
+  // Three regions of 2 records: block 0 made 1, block 1 made 5 (3 dropped), block 2 has no
+  // slot and was never written.
+  const uint32_t cap = 2;
+  std::vector<char> buf(3 * exec::trace_region_bytes(cap), 0);
+  auto* h0 = exec::trace_block(buf.data(), cap, 0);
+  h0->start_ns = 100;
+  h0->end_ns = 900;
+  h0->count = 1;
+  h0->cap = cap;
+  reinterpret_cast<exec::TraceRecord*>(h0 + 1)[0] = exec::TraceRecord{110, 120, 130, 140, 3, 0, 7, 0};
+  auto* h1 = exec::trace_block(buf.data(), cap, 1);
+  h1->start_ns = 105;
+  h1->count = 5;
+  h1->cap = cap;
+  auto* r1 = reinterpret_cast<exec::TraceRecord*>(h1 + 1);
+  r1[0] = exec::TraceRecord{200, 200, 210, 220, 4, 0, 0, 1};
+  r1[1] = exec::TraceRecord{230, 230, 240, 250, 4, 1, 0, 2};
+  const std::vector<MeasuredBlock> blocks = blocks_from_trace_buffer(buf.data(), buf.size(), cap);
+  ASSERT_EQ(blocks.size(), 3u);
+  ASSERT_EQ(blocks[0].records.size(), 1u);
+  EXPECT_EQ(blocks[0].records[0].end_ns, 140u);
+  EXPECT_EQ(blocks[0].records[0].rpos, 7u);
+  EXPECT_EQ(blocks[0].dropped(), 0u);
+  EXPECT_EQ(blocks[1].records.size(), 2u);
+  EXPECT_EQ(blocks[1].dropped(), 3u);
+  EXPECT_EQ(blocks[1].records[1].spos, 2u);
+  EXPECT_EQ(blocks[1].end_ns, 0u);  // stopped early or its end not written
+  EXPECT_TRUE(blocks[2].records.empty());
+  EXPECT_THROW(blocks_from_trace_buffer(buf.data(), buf.size() - 1, cap), Error);
+  h1->cap = 3;
+  EXPECT_THROW(blocks_from_trace_buffer(buf.data(), buf.size(), cap), Error);
+}
+
 TEST(MeasuredTrace, RefusesMissingOrUntracedRanks) {
   MeasuredRank one = synthetic_rank(1, 0);
   one.kernel = "oneshot";
