@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -27,6 +28,7 @@
 #include "sim/trace.hpp"
 #include "util/config.hpp"
 #include "util/error.hpp"
+#include "util/text.hpp"
 #include "weft/weft.h"
 
 namespace weft::cli {
@@ -414,6 +416,23 @@ bool trace_row(RankCtx& x, const BenchOptions& o, Collective c, uint64_t count, 
                          : ("none (" + (p.why.empty() ? std::string("one-shot kernel") : p.why) + ")").c_str(),
                 static_cast<unsigned long long>(run.dropped), clocks.empty() ? " one rank" : clocks.c_str(),
                 run.clocks.consistent ? "" : " (bounds crossed: the clocks drift or a reading is late)");
+    if (!o.json) {
+      // The simulator's report row (weft simulate's table) for both; links are not measured.
+      std::vector<std::string> head = sim::report_table_header();
+      head.insert(head.begin(), "run");
+      text::Table t(head);
+      std::vector<std::string> mrow = sim::report_table_row(m);
+      mrow[4] = "-";
+      mrow.insert(mrow.begin(), "measured");
+      t.add_row(mrow);
+      if (p.report) {
+        std::vector<std::string> srow = sim::report_table_row(*p.report);
+        srow.insert(srow.begin(), "simulated");
+        t.add_row(srow);
+      }
+      std::istringstream lines(t.str());
+      for (std::string line; std::getline(lines, line);) std::printf("#   %s\n", line.c_str());
+    }
   } catch (const Error& e) {
     std::fprintf(stderr, "weft bench: --trace %s %llu: %s\n", row.collective.c_str(),
                  static_cast<unsigned long long>(row.bytes), e.what());
