@@ -111,6 +111,11 @@ void register_bench(CLI::App& app) {
         fail(ErrorCode::System, "cannot write the --csv file '" + args->csv + "': " + std::strerror(errno));
       std::vector<std::string> collectives =
           args->collectives.empty() ? std::vector<std::string>{"AllReduce", "AllGather", "ReduceScatter"} : args->collectives;
+      // The rows' sizes, as the simulated sweep and --predict take them (at most 64).
+      std::vector<uint64_t> sizes;
+      for (double s = static_cast<double>(from); s <= static_cast<double>(to) && sizes.size() < 64;
+           s = std::max(s + 1, std::ceil(s * args->factor)))
+        sizes.push_back(static_cast<uint64_t>(s));
       if (args->predict) {
         std::vector<Collective> cs;
         for (const std::string& c : collectives) {
@@ -118,10 +123,6 @@ void register_bench(CLI::App& app) {
           if (!k || *k == Collective::Custom) fail(ErrorCode::InvalidArgument, "unknown collective '" + c + "'");
           cs.push_back(*k);
         }
-        std::vector<uint64_t> sizes;
-        for (double s = static_cast<double>(from); s <= static_cast<double>(to) && sizes.size() < 64;
-             s = std::max(s + 1, std::ceil(s * args->factor)))
-          sizes.push_back(static_cast<uint64_t>(s));
         // --topology given: its GPUs unless --ranks says otherwise; else h200-1x<ranks>.
         const bool topo_given = cmd->count("--topology") > 0;
         const int ranks = args->ranks > 0 ? args->ranks : load_topology(args->topology).num_gpus();
@@ -185,9 +186,7 @@ void register_bench(CLI::App& app) {
         if (!k) fail(ErrorCode::InvalidArgument, "unknown collective '" + c + "'");
         spec.collectives.push_back(*k);
       }
-      for (double s = static_cast<double>(from); s <= static_cast<double>(to) && spec.sizes.size() < 64;
-           s = std::max(s + 1, std::ceil(s * args->factor)))
-        spec.sizes.push_back(static_cast<uint64_t>(s));
+      spec.sizes = sizes;
       const int done = sim::run_simulated_bench(spec, std::cout);
       if (csv.is_open()) {
         csv.close();
