@@ -12,17 +12,24 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "cli/bench_predict.hpp"
 #include "ir/algorithm.hpp"
 #include "runtime/collective_reference.hpp"
 #include "runtime/host_reduce.hpp"
 #include "runtime/launcher.hpp"
 #include "runtime/selection.hpp"
+#include "runtime/trace_api.h"
+#include "sim/measured_trace.hpp"
+#include "sim/svg_plot.hpp"
+#include "sim/trace.hpp"
 #include "util/config.hpp"
 #include "util/error.hpp"
+#include "util/text.hpp"
 #include "weft/weft.h"
 
 namespace weft::cli {
@@ -78,6 +85,9 @@ struct Row {
   int tbs[2] = {0, 0};
   bool have[2] = {false, false};
   std::string plan;  ///< what weft ran (plan_name)
+  double sim_us = -1;  ///< the simulator's prediction (BenchPredictor), < 0: none
+  /// (sim - weft) / weft, in percent; nan without both.
+  double sim_err() const { return have[0] && sim_us >= 0 && us[0] > 0 ? 100.0 * (sim_us - us[0]) / us[0] : std::nan(""); }
 };
 
 Collective parse_coll(const std::string& s) {
@@ -295,8 +305,9 @@ void print_header(const BenchOptions& o, Collective c, int R, const Nccl* nccl, 
   std::printf("#\n# %s  %s %s  %d ranks  %s  %s  warmup %d, iters %d%s\n", std::string(to_string(c)).c_str(),
               o.dtype.c_str(), o.op.c_str(), R, gpu, nccl ? ("NCCL " + std::to_string(nccl->version)).c_str() : "no NCCL",
               o.warmup, o.iters, o.graph ? ", CUDA graph" : "");
-  std::printf("#%11s %12s %8s | %10s %8s %8s %6s %4s | %10s %8s %8s %6s %4s | %7s\n", "size(B)", "count", "type",
-              "weft(us)", "algbw", "busbw", "#wrong", "TBs", "nccl(us)", "algbw", "busbw", "#wrong", "TBs", "speedup  weft plan");
+  std::printf("#%11s %12s %8s | %10s %8s %8s %6s %4s | %10s %8s %8s %6s %4s | %9s %6s | %7s\n", "size(B)", "count", "type",
+              "weft(us)", "algbw", "busbw", "#wrong", "TBs", "nccl(us)", "algbw", "busbw", "#wrong", "TBs", "sim(us)", "err",
+              "speedup  weft plan");
 }
 
 void print_row(const Row& r, const std::string& type) {
@@ -306,10 +317,125 @@ void print_row(const Row& r, const std::string& type) {
            fmt(static_cast<double>(r.wrong[i]), " %6.0f") + fmt(r.tbs[i], " %4.0f");
   };
   std::string speed = r.have[0] && r.have[1] && r.us[0] > 0 ? fmt(r.us[1] / r.us[0], "%7.2f") : "      -";
-  std::printf(" %11llu %12llu %8s | %s | %s | %s  %s\n", static_cast<unsigned long long>(r.bytes),
-              static_cast<unsigned long long>(r.count), type.c_str(), side(0).c_str(), side(1).c_str(), speed.c_str(),
-              r.plan.c_str());
+  const std::string sim = r.sim_us >= 0 ? fmt(r.sim_us, "%9.2f") : "        -";
+  const std::string err = std::isnan(r.sim_err()) ? "     -" : fmt(r.sim_err(), "%+5.0f%%");
+  std::printf(" %11llu %12llu %8s | %s | %s | %s %s | %s  %s\n", static_cast<unsigned long long>(r.bytes),
+              static_cast<unsigned long long>(r.count), type.c_str(), side(0).c_str(), side(1).c_str(), sim.c_str(),
+              err.c_str(), speed.c_str(), r.plan.c_str());
   std::fflush(stdout);
+}
+
+/// `path` with `tag` before its extension ("out.json", "AllReduce.1048576" ->
+/// "out.AllReduce.1048576.json"), or with the extension replaced by `ext` when tag is empty.
+std::string with_tag(const std::string& path, const std::string& tag, const std::string& ext = "") {
+  const size_t slash = path.find_last_of('/');
+  size_t dot = path.find_last_of('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) dot = path.size();
+  if (tag.empty()) return path.substr(0, dot) + ext;
+  return path.substr(0, dot) + "." + tag + path.substr(dot);
+}
+
+/// One traced call of `c` (every rank), its records gathered on rank 0 through files next
+/// to the trace (rank r writes `<trace>.rank<r>.part`; a one-element AllReduce after the
+/// writes tells rank 0 that all are there), turned into the Chrome trace at `out` and a
+/// summary line. Returns false when something failed (said on stderr).
+bool trace_row(RankCtx& x, const BenchOptions& o, Collective c, uint64_t count, const Row& row, const std::string& out,
+               BenchPredictor* pred) {
+  const std::string part = o.trace + ".rank" + std::to_string(x.rank) + ".part";
+  auto s = reinterpret_cast<weftStream_t>(x.st);
+  std::string text;
+  char* js = nullptr;
+  // The call is issued whatever the arming did: every rank must take part.
+  const bool armed = weftTraceArm(x.weft, o.trace_records) == weftSuccess;
+  const bool ran = issue(x, Lib::Weft, c, count) == 0 && gputest::sync_bounded(s, 300);  // take's wait is not bounded
+  if (armed && ran && weftTraceTake(x.weft, s, &js) == weftSuccess) {
+    text = js;
+  } else {
+    sim::MeasuredRank failed;
+    failed.rank = x.rank;
+    failed.nranks = x.R;
+    failed.kernel = "failed";
+    failed.note = weftGetLastError(nullptr);
+    failed.collective = std::string(to_string(c));
+    text = sim::measured_rank_to_json(failed);
+  }
+  weftTraceFree(js);
+  {
+    std::ofstream f(part + ".tmp");
+    f << text << '\n';
+  }
+  std::rename((part + ".tmp").c_str(), part.c_str());
+  // Every rank has written its file once rank 0's AllReduce has completed.
+  const bool met = weftAllReduce(x.send, x.recv, 1, weftFloat32, weftSum, x.weft, s) == weftSuccess &&
+                   gputest::sync_bounded(s, 300);
+  if (x.rank != 0) return met;
+  bool ok = met;
+  try {
+    if (!met) fail(ErrorCode::Remote, "the ranks did not meet after the traced call");
+    std::vector<sim::MeasuredRank> ranks;
+    for (int q = 0; q < x.R; ++q) {
+      const std::string path = o.trace + ".rank" + std::to_string(q) + ".part";
+      std::ifstream f(path);
+      std::string line;
+      if (!std::getline(f, line)) fail(ErrorCode::System, "cannot read " + path);
+      ranks.push_back(sim::measured_rank_from_json(line, path));
+      unlink(path.c_str());
+    }
+    for (const sim::MeasuredRank& m : ranks)
+      if (m.kernel == "failed") fail(ErrorCode::Remote, "rank " + std::to_string(m.rank) + "'s traced call failed: " + m.note);
+    if (ranks[0].kernel != "interpreter") {
+      std::printf("# trace %s %llu: nothing recorded: the call ran %s%s%s\n", row.collective.c_str(),
+                  static_cast<unsigned long long>(row.bytes), ranks[0].kernel.c_str(), ranks[0].note.empty() ? "" : " (",
+                  ranks[0].note.empty() ? "" : (ranks[0].note + ")").c_str());
+      return true;
+    }
+    sim::MeasuredRun run = sim::measured_run(ranks);
+    Prediction p = pred ? pred->predict(c, row.bytes, true) : Prediction{};
+    if (p.report) {
+      run.labels.other["simulated"] = nlohmann::ordered_json::parse(sim::report_to_json(*p.report));
+      run.labels.other["simulated_time_us"] = p.us;
+    }
+    run.labels.other["untraced_us"] = row.us[0];
+    sim::write_chrome_trace_file(out, run.report, run.labels);
+    std::string clocks;
+    for (int q = 1; q < x.R; ++q) {
+      const double u = run.clocks.uncertainty_ns[static_cast<size_t>(q)];
+      clocks += fmt(run.clocks.offset_ns[static_cast<size_t>(q)] * 1e-3, (" rank " + std::to_string(q) + " %+.1f us").c_str()) +
+                (u >= 0 ? fmt(u * 1e-3, " +-%.2f") : std::string()) + " (" + run.clocks.how[static_cast<size_t>(q)] + ")";
+    }
+    const sim::SimReport& m = run.report;
+    std::printf("# trace %s %llu -> %s: traced call %.1f us (untraced mean %.1f), %d blocks, tb-idle-avg %.1f%% max %.1f%%, "
+                "sync-idle-avg %.1f%%; simulated %s; %llu records dropped; clocks:%s%s\n",
+                row.collective.c_str(), static_cast<unsigned long long>(row.bytes), out.c_str(), m.time_us, row.us[0],
+                run.blocks, 100 * m.tb_idle_mean, 100 * m.tb_idle_max, 100 * m.tb_sync_idle_mean,
+                p.report ? fmt(100 * p.report->tb_idle_mean, "tb-idle-avg %.1f%%").append(fmt(100 * p.report->tb_idle_max, " max %.1f%%")).c_str()
+                         : ("none (" + (p.why.empty() ? std::string("one-shot kernel") : p.why) + ")").c_str(),
+                static_cast<unsigned long long>(run.dropped), clocks.empty() ? " one rank" : clocks.c_str(),
+                run.clocks.consistent ? "" : " (bounds crossed: the clocks drift or a reading is late)");
+    if (!o.json) {
+      // The simulator's report row (weft simulate's table) for both; links are not measured.
+      std::vector<std::string> head = sim::report_table_header();
+      head.insert(head.begin(), "run");
+      text::Table t(head);
+      std::vector<std::string> mrow = sim::report_table_row(m);
+      mrow[4] = "-";
+      mrow.insert(mrow.begin(), "measured");
+      t.add_row(mrow);
+      if (p.report) {
+        std::vector<std::string> srow = sim::report_table_row(*p.report);
+        srow.insert(srow.begin(), "simulated");
+        t.add_row(srow);
+      }
+      std::istringstream lines(t.str());
+      for (std::string line; std::getline(lines, line);) std::printf("#   %s\n", line.c_str());
+    }
+  } catch (const Error& e) {
+    std::fprintf(stderr, "weft bench: --trace %s %llu: %s\n", row.collective.c_str(),
+                 static_cast<unsigned long long>(row.bytes), e.what());
+    ok = false;
+  }
+  std::fflush(stdout);
+  return ok;
 }
 
 int bench_rank(const BenchOptions& o, int rank, int R, const weftUniqueId& id) {
@@ -366,6 +492,23 @@ int bench_rank(const BenchOptions& o, int rank, int R, const weftUniqueId& id) {
   cudaGetDeviceProperties(&prop, rank);
   std::vector<Row> rows;
   int status = 0;
+  std::unique_ptr<BenchPredictor> pred;
+  if (rank == 0 && o.predict && R > 1) {
+    pred = std::make_unique<BenchPredictor>(R, o.graph, o.sim_topology);
+    if (!o.json)
+      std::printf("# sim(us): the simulator's time for the same plan on %s%s, launch included; err = sim / weft - 1 "
+                  "(docs/traces.md)\n",
+                  pred->topology_name().c_str(), pred->error().empty() ? "" : (" (none: " + pred->error() + ")").c_str());
+  }
+  // Traced rows: every size, or --trace-size only; several get the size in the file name.
+  int traced_rows = 0;
+  for (double b = static_cast<double>(o.from); b <= static_cast<double>(o.to) * 1.0000001; b *= o.factor)
+    traced_rows += !o.trace.empty() && (o.trace_size == 0 || o.trace_size == static_cast<uint64_t>(b));
+  traced_rows *= static_cast<int>(o.collectives.size());
+  if (R == 1 && traced_rows > 0) {
+    if (rank == 0) std::printf("# --trace: one rank runs a copy, no kernel of weft's: nothing to trace\n");
+    traced_rows = 0;
+  }
   for (const std::string& name : o.collectives) {
     Collective c = parse_coll(name);
     if (rank == 0 && !o.json) print_header(o, c, R, have_nccl ? &nccl : nullptr, prop.name);
@@ -399,28 +542,61 @@ int bench_rank(const BenchOptions& o, int rank, int R, const weftUniqueId& id) {
         r.wrong[i] = o.check ? check(x, lib, c, count, static_cast<uint64_t>(b) * 7 + 11) : 0;
         if (r.wrong[i] != 0) status = 1;
       }
+      if (pred) {
+        const Prediction p = pred->predict(c, r.bytes);
+        r.sim_us = p.us;
+      }
       if (rank == 0) {
         if (o.json) {
           std::printf("{\"collective\":\"%s\",\"bytes\":%llu,\"count\":%llu,\"type\":\"%s\",\"weft_us\":%.3f,\"weft_busbw\":%.3f,"
                       "\"weft_wrong\":%ld,\"weft_tbs\":%d,\"nccl_us\":%.3f,\"nccl_busbw\":%.3f,\"nccl_wrong\":%ld,\"nccl_tbs\":%d,"
-                      "\"weft_plan\":%s}\n",
+                      "\"weft_plan\":%s,\"sim_us\":%s,\"sim_err_pct\":%s}\n",
                       r.collective.c_str(), static_cast<unsigned long long>(r.bytes), static_cast<unsigned long long>(r.count),
                       o.dtype.c_str(), r.us[0], r.busbw[0], r.wrong[0], r.tbs[0], r.us[1], r.busbw[1], r.wrong[1], r.tbs[1],
-                      nlohmann::json(r.plan).dump().c_str());
+                      nlohmann::json(r.plan).dump().c_str(), r.sim_us >= 0 ? fmt(r.sim_us, "%.3f").c_str() : "null",
+                      std::isnan(r.sim_err()) ? "null" : fmt(r.sim_err(), "%.1f").c_str());
         } else {
           print_row(r, o.dtype);
         }
       }
+      if (traced_rows > 0 && (o.trace_size == 0 || o.trace_size == r.bytes) && r.have[0]) {
+        const std::string out = traced_rows > 1 ? with_tag(o.trace, r.collective + "." + std::to_string(r.bytes)) : o.trace;
+        if (!trace_row(x, o, c, count, r, out, pred.get())) status = 1;
+      }
       rows.push_back(r);
+    }
+  }
+  if (rank == 0 && !o.trace.empty()) {
+    // Measured busbw beside the simulator's, one pair of lines per collective.
+    std::vector<sim::PlotSeries> series;
+    for (const Row& r : rows) {
+      if (series.empty() || series[series.size() - 2].name != r.collective + " measured") {
+        series.push_back({r.collective + " measured", {}});
+        series.push_back({r.collective + " simulated", {}});
+      }
+      const double f = bus_factor(parse_coll(r.collective), R);
+      if (r.have[0]) series[series.size() - 2].points.emplace_back(r.bytes, r.busbw[0]);
+      if (r.sim_us > 0) series.back().points.emplace_back(r.bytes, static_cast<double>(r.bytes) / r.sim_us / 1e3 * f);
+    }
+    try {
+      const std::string svg = with_tag(o.trace, "", ".svg");
+      sim::write_busbw_plot(svg, series, "weft bench, measured and simulated (" + std::to_string(R) + " ranks)");
+      if (!o.json) std::printf("# plot of measured and simulated busbw -> %s\n", svg.c_str());
+    } catch (const Error& e) {
+      std::fprintf(stderr, "weft bench: %s\n", e.what());
+      status = 2;
     }
   }
   if (rank == 0 && !o.csv.empty()) {
     std::ofstream f(o.csv);
-    f << "collective,bytes,count,type,weft_us,weft_algbw,weft_busbw,weft_wrong,weft_tbs,nccl_us,nccl_algbw,nccl_busbw,nccl_wrong,nccl_tbs,weft_plan\n";
+    f << "collective,bytes,count,type,weft_us,weft_algbw,weft_busbw,weft_wrong,weft_tbs,nccl_us,nccl_algbw,nccl_busbw,nccl_wrong,nccl_tbs,weft_plan,"
+         "sim_us,sim_err_pct\n";
     for (const Row& r : rows)
       f << r.collective << ',' << r.bytes << ',' << r.count << ',' << o.dtype << ',' << r.us[0] << ',' << r.algbw[0] << ','
         << r.busbw[0] << ',' << r.wrong[0] << ',' << r.tbs[0] << ',' << r.us[1] << ',' << r.algbw[1] << ',' << r.busbw[1]
-        << ',' << r.wrong[1] << ',' << r.tbs[1] << ',' << csv_field(r.plan) << '\n';
+        << ',' << r.wrong[1] << ',' << r.tbs[1] << ',' << csv_field(r.plan) << ','
+        << (r.sim_us >= 0 ? fmt(r.sim_us, "%.3f") : std::string()) << ','
+        << (std::isnan(r.sim_err()) ? std::string() : fmt(r.sim_err(), "%.1f")) << '\n';
     f.close();
     if (!f) {
       std::fprintf(stderr, "weft bench: writing the --csv file '%s' failed\n", o.csv.c_str());

@@ -23,6 +23,14 @@ struct BenchOptions {
   bool check = true;
   std::string dtype = "float32";
   std::string op = "sum";
+  /// Measured traces (docs/traces.md): one extra traced call per size (or at trace_size
+  /// only), its Chrome trace written to `trace` (several sizes: the size before the
+  /// extension), an SVG of measured against simulated busbw beside it.
+  std::string trace;
+  uint64_t trace_size = 0;          ///< 0: every size
+  uint32_t trace_records = 4096;    ///< records per thread block at most
+  bool predict = true;              ///< the simulator's prediction column
+  std::string sim_topology;         ///< its topology; empty: h200-1x<ranks>
 };
 
 /// Runs the benchmark, one process per GPU. Returns the exit status: 0, 1 (a rank

@@ -8,7 +8,9 @@
 #include <fstream>
 #include <iostream>
 
+#include "cli/bench_predict.hpp"
 #include "cli/commands.hpp"
+#include "ir/topology_io.hpp"
 #include "runtime/host_reduce.hpp"
 #include "sim/sweep.hpp"
 #include "weft/weft.h"
@@ -56,6 +58,9 @@ void register_bench(CLI::App& app) {
     std::vector<std::string> algorithms;
     std::string scheduler = "hpds";
     std::string memory_budget;
+    std::string trace, trace_size;
+    uint32_t trace_records = 4096;
+    bool no_sim = false, predict = false;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("collectives", args->collectives, "AllReduce AllGather ReduceScatter Broadcast Reduce AllToAll (default: the first three)");
@@ -77,8 +82,18 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--algo,-a", args->algorithms,
                   "without a GPU: algorithms to simulate (files or built-in names; default: the built-ins of the collectives)");
   cmd->add_option("--scheduler,-s", args->scheduler, "without a GPU: the scheduler of the simulated plans (default hpds)");
+  cmd->add_option("--trace", args->trace,
+                  "on GPUs: one extra traced call per size; its Chrome trace (measured busy/idle per thread block) to "
+                  "this file (several sizes: the size before the extension), an SVG of measured and simulated busbw beside it");
+  cmd->add_option("--trace-size", args->trace_size, "trace only the rows of this size (bytes, K/M/G suffixes)");
+  cmd->add_option("--trace-records", args->trace_records, "records per thread block a trace keeps, 1 to 1000000 (default 4096)")
+      ->check(CLI::Range(1, 1000000));
+  cmd->add_flag("--no-sim", args->no_sim, "on GPUs: leave out the simulator's prediction column");
+  cmd->add_flag("--predict", args->predict,
+                "run nothing: print the simulator's per-call time of what the runtime would run (its selection and "
+                "plans) for --ranks ranks (default: the topology's GPUs) on --topology");
   add_memory_budget_option(cmd, args->memory_budget);
-  cmd->callback([args] {
+  cmd->callback([args, cmd] {
     try {
       auto colon = args->sizes.find(':');
       const uint64_t from = parse_option("--sizes", [&] {
@@ -96,6 +111,31 @@ void register_bench(CLI::App& app) {
         fail(ErrorCode::System, "cannot write the --csv file '" + args->csv + "': " + std::strerror(errno));
       std::vector<std::string> collectives =
           args->collectives.empty() ? std::vector<std::string>{"AllReduce", "AllGather", "ReduceScatter"} : args->collectives;
+      // The rows' sizes, as the simulated sweep and --predict take them (at most 64).
+      std::vector<uint64_t> sizes;
+      for (double s = static_cast<double>(from); s <= static_cast<double>(to) && sizes.size() < 64;
+           s = std::max(s + 1, std::ceil(s * args->factor)))
+        sizes.push_back(static_cast<uint64_t>(s));
+      if (args->predict) {
+        std::vector<Collective> cs;
+        for (const std::string& c : collectives) {
+          std::optional<Collective> k = collective_from_string(c);
+          if (!k || *k == Collective::Custom) fail(ErrorCode::InvalidArgument, "unknown collective '" + c + "'");
+          cs.push_back(*k);
+        }
+        // --topology given: its GPUs unless --ranks says otherwise; else h200-1x<ranks>.
+        const bool topo_given = cmd->count("--topology") > 0;
+        const int ranks = args->ranks > 0 ? args->ranks : load_topology(args->topology).num_gpus();
+        std::ofstream csv;
+        if (!args->csv.empty()) csv.open(args->csv);
+        run_predicted_bench(cs, sizes, ranks, args->graph, topo_given ? args->topology : "", args->dtype,
+                            host::dtype_size(dtype_index(args->dtype)), args->json, csv.is_open() ? &csv : nullptr);
+        if (csv.is_open()) {
+          csv.close();
+          if (!csv) fail(ErrorCode::System, "writing the --csv file '" + args->csv + "' failed");
+        }
+        return;
+      }
 #if WEFT_HAVE_CUDA
       BenchOptions o;
       o.collectives = collectives;
@@ -112,6 +152,12 @@ void register_bench(CLI::App& app) {
       o.check = !args->no_check;
       o.dtype = args->dtype;
       o.op = args->op;
+      o.trace = args->trace;
+      if (!args->trace_size.empty())
+        o.trace_size = parse_option("--trace-size", [&] { return text::parse_bytes(args->trace_size); });
+      o.trace_records = args->trace_records;
+      o.predict = !args->no_sim;
+      if (cmd->count("--topology") > 0) o.sim_topology = args->topology;
       int rc = bench_gpu(o);
       if (rc != 77) {
         set_exit(rc);
@@ -119,6 +165,9 @@ void register_bench(CLI::App& app) {
       }
 #endif
       // No GPU in use: the same sweep on the simulator.
+      if (!args->trace.empty())
+        fail(ErrorCode::InvalidArgument, "--trace measures a GPU's run and no GPU is in use (weft simulate --trace "
+                                         "writes a simulated trace)");
       sim::BenchSpec spec;
       spec.topology = args->topology;
       spec.algorithms = args->algorithms;
@@ -137,9 +186,7 @@ void register_bench(CLI::App& app) {
         if (!k) fail(ErrorCode::InvalidArgument, "unknown collective '" + c + "'");
         spec.collectives.push_back(*k);
       }
-      for (double s = static_cast<double>(from); s <= static_cast<double>(to) && spec.sizes.size() < 64;
-           s = std::max(s + 1, std::ceil(s * args->factor)))
-        spec.sizes.push_back(static_cast<uint64_t>(s));
+      spec.sizes = sizes;
       const int done = sim::run_simulated_bench(spec, std::cout);
       if (csv.is_open()) {
         csv.close();

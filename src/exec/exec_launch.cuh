@@ -3,6 +3,8 @@
 // parallel). Include from .cu files only.
 #pragma once
 
+#include <type_traits>
+
 #include "exec/executor_kernel.cuh"
 #include "exec/executor.hpp"
 #include "runtime/cuda_check.hpp"
@@ -11,6 +13,13 @@ namespace weft::detail {
 
 template <typename T>
 void launch_exec_t(const exec::ExecArgs& a, int num_tbs, int threads, cudaStream_t stream) {
+  // The traced interpreter is built for float32 on one node only (the runtime traces no
+  // other call: docs/traces.md), so that the build keeps one extra kernel.
+  if constexpr (std::is_same_v<T, float>)
+    if (a.trace != nullptr && !a.net) {
+      exec::exec_kernel<T, false, true><<<num_tbs, threads, 0, stream>>>(a);
+      return;
+    }
   if (a.net) exec::exec_kernel<T, true><<<num_tbs, threads, 0, stream>>>(a);
   else exec::exec_kernel<T, false><<<num_tbs, threads, 0, stream>>>(a);
 }
@@ -27,6 +36,7 @@ template <typename T>
 void preload_exec_t() {
   cudaFuncAttributes attr;
   WEFT_CUDA_CHECK(cudaFuncGetAttributes(&attr, exec::exec_kernel<T>));
+  if constexpr (std::is_same_v<T, float>) WEFT_CUDA_CHECK(cudaFuncGetAttributes(&attr, exec::exec_kernel<T, false, true>));
   WEFT_CUDA_CHECK(cudaFuncGetAttributes(&attr, exec::divide_kernel<T>));
 }
 

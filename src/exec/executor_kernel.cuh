@@ -24,6 +24,7 @@
 #include "exec/exec_plan.hpp"
 #include "exec/ll128.cuh"
 #include "exec/reduce_ops.cuh"
+#include "exec/trace_record.hpp"
 #include "weft/device/atomics.hpp"
 #include "weft/device/packet.hpp"
 #include "weft/device/wait.hpp"
@@ -44,6 +45,8 @@ struct BlockShared {
   int start_status;
   int wait_status[2];
   int proc_status[2];
+  uint64_t trace_t[3];  ///< traced launches: the invocation's first timestamps (TraceRecord)
+  uint32_t trace_n;     ///< traced launches: records made so far
 };
 
 struct Invocation {
@@ -87,6 +90,27 @@ WEFT_DEVICE_INLINE void record_error(const Invocation& iv, device::WaitResult r,
   __threadfence_system();
   e->valid = 1;
   __threadfence_system();
+}
+
+/// Thread 0, traced launches: the record of invocation (gs, k), timestamps from `sh`, the
+/// end taken now (before publishing, so that a peer sees the message after this reading).
+WEFT_DEVICE_INLINE void trace_invocation(const Invocation& iv, BlockShared& sh, int32_t gs, uint32_t k, bool recvs,
+                                         bool sends) {
+  const ExecArgs& a = *iv.a;
+  TraceBlockHeader* h = trace_block(a.trace, a.trace_cap, iv.tb);
+  const uint32_t n = sh.trace_n++;
+  if (n < a.trace_cap) {
+    TraceRecord* r = reinterpret_cast<TraceRecord*>(h + 1) + n;
+    r->wait_ns = sh.trace_t[0];
+    r->deps_ns = sh.trace_t[1];
+    r->move_ns = sh.trace_t[2];
+    r->end_ns = device::globaltimer();
+    r->slot = gs;
+    r->mb = k;
+    r->rpos = recvs ? static_cast<uint32_t>(sh.rpos) : 0u;
+    r->spos = sends ? static_cast<uint32_t>(sh.spos) : 0u;
+  }
+  h->count = n + 1;
 }
 
 /// Stores x[0..N) at i, i + nth, ... of o1 and of o2 (either may be null).
@@ -242,8 +266,10 @@ WEFT_DEVICE_INLINE device::WaitResult move_ll_op(int op, int prim, const char* s
 
 /// One invocation of slot `gs` for micro-batch `k`; false when the block must stop.
 /// `Net`: some connection may cross the network (a separate instantiation, so that the
-/// network's trigger pushes cost the kernel without them no registers).
-template <typename T, bool Net>
+/// network's trigger pushes cost the kernel without them no registers). `Traced`: thread 0
+/// records the invocation's timestamps in ExecArgs::trace (also a separate instantiation:
+/// the readings cost the untraced kernel spills).
+template <typename T, bool Net, bool Traced = false>
 __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32_t k, uint32_t par) {
   const ExecArgs& a = *iv.a;
   const DevSlot s = iv.slots[gs];
@@ -252,6 +278,7 @@ __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32
   const ChannelHandle* rc = recvs ? &iv.conns[s.recv_conn] : nullptr;
   const ChannelHandle* sc = sends ? &iv.conns[s.send_conn] : nullptr;
   if (iv.tid == 0) {
+    if constexpr (Traced) sh.trace_t[0] = device::globaltimer();
     int st = 0;
     const uint64_t want = sh.base + k + 1;
     // A dependency is another block of this rank, stuck only if a wait on a peer is stuck
@@ -268,6 +295,7 @@ __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32
         st = 1;
       }
     }
+    if constexpr (Traced) sh.trace_t[1] = device::globaltimer();
     if (st == 0 && recvs) {
       const uint64_t rpos = rc->recv_position();
       sh.rpos = rpos;
@@ -293,6 +321,7 @@ __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32
   }
   role_sync(iv);
   if (sh.wait_status[par] != 0) return false;
+  if (Traced && iv.tid == 0) sh.trace_t[2] = device::globaltimer();
 
   const Geometry& g = a.geo;
   const uint64_t rpos = sh.rpos, spos = sh.spos;
@@ -363,6 +392,7 @@ __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32
   role_sync(iv);
   if (sh.proc_status[par] != 0) return false;
   if (iv.tid == 0) {
+    if constexpr (Traced) trace_invocation(iv, sh, gs, k, recvs, sends);
     // LL: the data carries its own flags and the block's reads have returned, so neither
     // count needs a fence (which would wait for every packet to land).
     // A FIFO across the network (sc->net / rc->net) pushes a trigger to the proxy here; a
@@ -391,7 +421,7 @@ __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32
   return true;
 }
 
-template <typename T, bool Net = false>
+template <typename T, bool Net = false, bool Traced = false>
 __global__ void __launch_bounds__(kMaxThreads) exec_kernel(const __grid_constant__ ExecArgs a) {
   // a.roles > 1: this CUDA block runs a.roles plan thread blocks (a.block_tbs), each on its
   // own warps with its own shared state and named barrier (plan_lowering.hpp, RoleGroups).
@@ -426,6 +456,12 @@ __global__ void __launch_bounds__(kMaxThreads) exec_kernel(const __grid_constant
       }
     // The host's abort flag is not read here: a PCIe read would delay every launch.
     sh.start_status = *reinterpret_cast<volatile uint32_t*>(a.error_claim) != 0 ? 1 : 0;
+    if constexpr (Traced) {
+      sh.trace_n = 0;
+      TraceBlockHeader* h = trace_block(a.trace, a.trace_cap, iv.tb);
+      h->start_ns = iv.start_ns;
+      h->cap = a.trace_cap;
+    }
   }
   role_sync(iv);
   if (sh.start_status != 0) return;
@@ -435,13 +471,14 @@ __global__ void __launch_bounds__(kMaxThreads) exec_kernel(const __grid_constant
   int32_t i = 0;
   uint32_t k = 0, par = 0;
   for (;; par ^= 1u) {
-    if (!invoke<T, Net>(iv, sh, tb.slot_begin + i, k, par)) return;
+    if (!invoke<T, Net, Traced>(iv, sh, tb.slot_begin + i, k, par)) return;
     if (task ? ++k == a.geo.nmb : ++i == tb.nslots) {
-      if (task ? ++i == tb.nslots : ++k == a.geo.nmb) return;
+      if (task ? ++i == tb.nslots : ++k == a.geo.nmb) break;
       if (task) k = 0;
       else i = 0;
     }
   }
+  if (Traced && iv.tid == 0) trace_block(a.trace, a.trace_cap, iv.tb)->end_ns = device::globaltimer();
 }
 
 /// weftAvg's last step: x[i] /= divisor (integer division for integer types).

@@ -86,6 +86,7 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
     if (!why.empty()) WEFT_LOG(Debug, "COLL", what() << ": " << why);
   }
   if (ch.algorithm == kOneShot) {
+    if (trace_cap_ > 0) start_trace(nullptr, nullptr, c, ch, payload, "the one-shot kernel records no timestamps", stream);
     launch_oneshot_call(c, s, r, bytes, dtype, reduces ? op : weftSum, ch.instances, stream);
     note_launch(stream);
     WEFT_LOG(Debug, "COLL", what() << ": " << count << " x " << host::dtype_name(dtype) << " with the one-shot kernel");
@@ -138,6 +139,7 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
     a.block_tbs = cp.block_tbs;
     threads = threads / cp.roles / 32 * 32 * cp.roles;
   }
+  if (trace_cap_ > 0) start_trace(&a, &cp, c, ch, payload, "", stream);
   if (cp.num_tbs > 0) launch_executor(a, cp.num_blocks, threads, stream);
   if (reduces && op == weftAvg && (c != Collective::Reduce || rank_ == root))
     launch_divide(recv, count, dtype, nranks_, stream);

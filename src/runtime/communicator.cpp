@@ -600,6 +600,8 @@ void Communicator::free_all(bool graceful) {
   plans_.clear();
   for (void* p : scratch_) cudaFree(p);
   scratch_.clear();
+  if (trace_buf_) cudaFree(trace_buf_);  // a traced call's records never taken
+  trace_buf_ = nullptr;
   registrations_.clear();
   if (p2p_conns_) cudaFree(p2p_conns_);
   fifo_.clear();

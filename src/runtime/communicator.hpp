@@ -137,6 +137,15 @@ class Communicator {
   /// The bootstrap, for collective setup steps of layers built on the communicator
   /// (partitioned communication's context, src/part); WEFT_TIMEOUT in seconds (0: none).
   Bootstrap& bootstrap() { return *boot_; }
+
+  /// Measured traces (runtime/trace_capture.cpp, docs/traces.md): the next collective call
+  /// records the interpreter's timestamps, at most `records_per_block` per thread block
+  /// (1 to 1,000,000). Only float32 calls on one node are traced; another call still runs
+  /// and its trace says why it holds nothing.
+  void arm_trace(uint32_t records_per_block);
+  /// Waits for `stream`, then returns the armed call's trace as one line of JSON
+  /// (sim/measured_trace.hpp); InvalidUsage when no armed call has run since arm_trace.
+  std::string take_trace(cudaStream_t stream);
   double timeout_seconds() const { return timeout_s_; }
 
  private:
@@ -184,6 +193,10 @@ class Communicator {
   void launch_oneshot_call(Collective c, const void* send, void* recv, uint64_t bytes, int dtype, int op, int blocks,
                            cudaStream_t stream);
   void note_launch(cudaStream_t stream);
+  /// A traced call (arm_trace): the buffer and what the trace names, set in `a`; or, when
+  /// `cp` is null (no interpreter launch), why nothing is recorded.
+  void start_trace(exec::ExecArgs* a, const CachedPlan* cp, Collective c, const Choice& ch, uint64_t payload,
+                   const std::string& why_not, cudaStream_t stream);
   std::string format_device_error(const exec::ErrorRecord& e) const;
 
   int rank_ = 0, nranks_ = 0, device_ = 0;
@@ -221,6 +234,11 @@ class Communicator {
   std::shared_ptr<DoneFlag> done_;          ///< set once this rank's kernels have ended for good
   Writers arena_writers_;                   ///< who may write into arena_: every peer
   bool freed_ = false;
+  uint32_t trace_cap_ = 0;                  ///< armed: records per block of the next call; 0: not armed
+  char* trace_buf_ = nullptr;               ///< device memory of the traced call's records
+  uint64_t trace_bytes_ = 0;
+  uint32_t trace_buf_cap_ = 0;              ///< records per block region of trace_buf_
+  std::string trace_meta_;                  ///< the traced call's MeasuredRank (JSON) before its blocks; empty: none
   std::mutex mu_;
 };
 

@@ -18,6 +18,8 @@
 // * Each primitive invocation costs a fixed alpha (primitive_overhead_us); data lands
 //   `latency` after it leaves; receivers copy or reduce out of their staging slot at the
 //   per-TB local rate, limited by the GPU's HBM bandwidth shared by its thread blocks.
+// * Small messages (a call's launch, the one-shot kernel, LL and the runtime's Simple
+//   protocol): measured constants in sim/call_model.hpp (CallCosts), with their sources.
 #pragma once
 
 #include <map>

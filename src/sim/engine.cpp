@@ -185,8 +185,8 @@ void Engine::run() {
     const ProgConn& pc = p_.conns[c];
     conn_[c].sender_tb = pc.sender_tb;
     conn_[c].receiver_tb = pc.receiver_tb;
-    conn_[c].latency = pc.latency_us;
-    conn_[c].cap = pc.cap_GBps * 1e3;
+    conn_[c].latency = pc.latency_us * par_.latency_scale;
+    conn_[c].cap = pc.cap_GBps * 1e3 * par_.rate_scale;
   }
   ring_.assign(p_.conns.size() * static_cast<size_t>(par_.fifo_depth), Message{0.0, kInf});
   res_.resize(p_.resources.size());
@@ -406,7 +406,12 @@ void Engine::advance(int32_t t) {
           return;
         }
         const Message in = msg(s.recv_conn, m);
-        const double first = std::max(now_, in.start);
+        if (par_.whole_messages && in.end == kInf) {
+          c.receiver_waiting = true;
+          s.phase = Phase::WaitData;
+          return;
+        }
+        const double first = std::max(now_, par_.whole_messages ? in.end : in.start);
         if (!try_start_send(t, bytes, first + cost_.alpha_us, in.end, first)) return;
         // The input is still arriving: ask to hear when its last byte has landed.
         if (in.end == kInf) c.receiver_waiting = true;
@@ -448,7 +453,7 @@ void Engine::schedule_receive(int32_t t) {
   const Message in = msg(s.recv_conn, conn_[static_cast<size_t>(s.recv_conn)].consumed);
   // The receiver copies (or reduces) out of staging as the data lands, at its local rate:
   // it ends when the last byte has landed or when it has caught up, whichever is later.
-  const double begin = std::max(s.ready, in.start);
+  const double begin = std::max(s.ready, par_.whole_messages ? in.end : in.start);
   const double work = mb_bytes(s) * s.local_us;
   busy_[static_cast<size_t>(t)].start = begin;
   s.phase = Phase::Timed;

@@ -17,6 +17,9 @@ struct EngineParams {
   bool trace = false;
   size_t trace_limit = 0;
   bool check = false;
+  double latency_scale = 1;       ///< connections' latencies x this (LL: SimOptions::ll)
+  double rate_scale = 1;          ///< connections' per-block rates x this
+  bool whole_messages = false;    ///< SimOptions::whole_messages
 };
 
 /// Runs `prog` and fills the timing fields of `out`: time_us, links, tbs, trace, the check

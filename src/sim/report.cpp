@@ -1,5 +1,7 @@
 #include "sim/report.hpp"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "util/text.hpp"
@@ -18,6 +20,27 @@ double bus_factor(Collective c, int32_t ranks) {
     case Collective::Custom: return 1.0;
   }
   return 1.0;
+}
+
+void summarize_tbs(SimReport& r) {
+  // Means over the plan's thread blocks: a merged block counts for each sibling.
+  double busy = 0, idle = 0, idle_max = 0, sync = 0, sync_max = 0, n = 0;
+  for (const TbStat& t : r.tbs) {
+    busy += t.weight * (t.lifetime_us > 0 ? t.busy_us / t.lifetime_us : 0);
+    idle += t.weight * t.idle();
+    idle_max = std::max(idle_max, t.idle());
+    sync += t.weight * t.sync_idle();
+    sync_max = std::max(sync_max, t.sync_idle());
+    n += t.weight;
+  }
+  if (n > 0) {
+    r.tb_busy_mean = busy / n;
+    r.tb_idle_mean = idle / n;
+    r.tb_sync_idle_mean = sync / n;
+  }
+  r.tb_idle_max = idle_max;
+  r.tb_sync_idle_max = sync_max;
+  r.tbs_total = static_cast<int64_t>(n);
 }
 
 std::string report_to_json(const SimReport& r) {

@@ -103,6 +103,10 @@ struct SimReport {
   std::vector<double> inv_end_us;         ///< when it finished
 };
 
+/// Fills the thread-block means and maxima (tb_busy_mean, tb_idle_mean/max,
+/// tb_sync_idle_mean/max, tbs_total) from `r.tbs`, each block counting `weight` times.
+void summarize_tbs(SimReport& r);
+
 /// One JSON object (a single line) with the keys `weft simulate --json` documents.
 std::string report_to_json(const SimReport& r);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "sim/call_model.hpp"
 #include "sim/engine.hpp"
 #include "sim/program.hpp"
 #include "util/error.hpp"
@@ -80,8 +81,18 @@ SimReport Simulator::run(const SimOptions& options) const {
   ep.trace = options.trace;
   ep.trace_limit = options.trace_limit;
   ep.check = options.check;
+  ep.whole_messages = options.whole_messages;
+  CostModel cost = cost_;
+  if (!(options.extra_alpha_us >= 0 && options.extra_alpha_us <= 1e6))
+    fail(ErrorCode::InvalidArgument, text::format("extra alpha %g us is out of range [0, 1e6]", options.extra_alpha_us));
+  cost.alpha_us += options.extra_alpha_us;
+  if (options.ll) {
+    ep.latency_scale = kCallCosts.ll_latency_scale;
+    ep.rate_scale = kCallCosts.ll_rate_scale;
+    cost.alpha_us *= kCallCosts.ll_latency_scale;
+  }
   auto t0 = std::chrono::steady_clock::now();
-  run_engine(prog, cost_, ep, r);
+  run_engine(prog, cost, ep, r);
   r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   for (LinkStat& l : r.links) l.name = topo_.resource_name(l.id);
@@ -101,24 +112,7 @@ SimReport Simulator::run(const SimOptions& options) const {
     r.link_utilization = used ? util / used : 0;
     r.link_bandwidth_utilization = used ? bw / used : 0;
   }
-  // Means over the plan's thread blocks: a merged block counts for each sibling.
-  double busy = 0, idle = 0, idle_max = 0, sync = 0, sync_max = 0, n = 0;
-  for (const TbStat& t : r.tbs) {
-    busy += t.weight * (t.lifetime_us > 0 ? t.busy_us / t.lifetime_us : 0);
-    idle += t.weight * t.idle();
-    idle_max = std::max(idle_max, t.idle());
-    sync += t.weight * t.sync_idle();
-    sync_max = std::max(sync_max, t.sync_idle());
-    n += t.weight;
-  }
-  if (n > 0) {
-    r.tb_busy_mean = busy / n;
-    r.tb_idle_mean = idle / n;
-    r.tb_sync_idle_mean = sync / n;
-  }
-  r.tb_idle_max = idle_max;
-  r.tb_sync_idle_max = sync_max;
-  r.tbs_total = static_cast<int64_t>(n);
+  summarize_tbs(r);
   int32_t mx = 0;
   for (int32_t k : prog.rank_tbs) mx = std::max(mx, k);
   r.tbs_per_rank_max = mx;

@@ -30,6 +30,14 @@ struct SimOptions {
   bool runtime_microbatch = false;
   uint64_t staging_slot_bytes = 512 << 10;  ///< the runtime's default Simple staging slot
   int32_t fifo_depth = 4;               ///< staging slots per connection (the runtime's default)
+  /// Run the plan as the LL protocol does: alphas and latencies scaled by
+  /// CallCosts::ll_latency_scale, thread-block rates by ll_rate_scale (sim/call_model.hpp).
+  bool ll = false;
+  /// Receive as the runtime's Simple protocol does: a message is read (copied, reduced or
+  /// forwarded) once its sender has posted all of it, not as its bytes land.
+  bool whole_messages = false;
+  /// Added to every invocation's alpha (the runtime's Simple invocation: CallCosts::simple_alpha_extra_us).
+  double extra_alpha_us = 0;
   bool trace = false;                   ///< record spans for a Chrome trace
   size_t trace_limit = 2'000'000;       ///< spans kept at most; the report says when it cut
   /// Track every resource's load at each change and every invocation's times (tests; slow).

@@ -5,6 +5,7 @@
 #include "ir/topology_io.hpp"
 #include "lang/load.hpp"
 #include "plan/builder.hpp"
+#include "sim/call_model.hpp"
 #include "util/error.hpp"
 #include "util/text.hpp"
 
@@ -66,6 +67,51 @@ void run_sweep(const SweepSpec& spec, const SweepCallback& on_report) {
     }
   }
 }
+
+namespace {
+
+// The runtime's one-shot kernel where it carries the call (sim/call_model.hpp): no plan, a
+// closed form per call with its launch, unlike the tables above (the kernels' time alone).
+void print_oneshot_rows(const BenchSpec& spec, const Topology& topo, const std::vector<uint64_t>& sizes, std::ostream& out) {
+  const int32_t R = topo.num_gpus();
+  for (Collective c : {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter}) {
+    if (!spec.collectives.empty() && std::find(spec.collectives.begin(), spec.collectives.end(), c) == spec.collectives.end())
+      continue;
+    std::vector<SimReport> rows;
+    for (uint64_t bytes : sizes) {
+      if (!oneshot_carries(c, bytes, R)) continue;
+      SimReport r;
+      r.algorithm = "oneshot";
+      r.collective = c;
+      r.ranks = R;
+      r.bytes = bytes;
+      r.topology = topo.name;
+      r.time_us = oneshot_time_us(c, bytes, R, false);
+      r.algbw_GBps = static_cast<double>(bytes) / r.time_us / 1e3;
+      r.busbw_GBps = r.algbw_GBps * bus_factor(c, R);
+      rows.push_back(r);
+    }
+    if (rows.empty()) continue;
+    if (spec.csv)
+      for (const SimReport& r : rows)
+        *spec.csv << "oneshot," << to_string(c) << ',' << r.bytes << ',' << r.bytes / spec.dtype_bytes << ',' << spec.dtype << ','
+                  << r.time_us << ',' << r.algbw_GBps << ',' << r.busbw_GBps << ",\n";
+    if (spec.json) {
+      for (const SimReport& r : rows) out << report_to_json(r) << "\n";
+      continue;
+    }
+    out << text::format("#\n# oneshot (%s, %d ranks): the runtime's one-shot kernel, closed form per call, launch "
+                        "included (docs/cost-model.md, \"Small messages\")\n",
+                        std::string(to_string(c)).c_str(), R);
+    text::Table t({"size", "count", "type", "time(us)", "algbw(GB/s)", "busbw(GB/s)"});
+    for (const SimReport& r : rows)
+      t.add_row({std::to_string(r.bytes), std::to_string(r.bytes / spec.dtype_bytes), spec.dtype, text::format("%.1f", r.time_us),
+                 text::format("%.2f", r.algbw_GBps), text::format("%.2f", r.busbw_GBps)});
+    out << t.str();
+  }
+}
+
+}  // namespace
 
 int run_simulated_bench(const BenchSpec& spec, std::ostream& out) {
   const Topology topo = load_topology(spec.topology);
@@ -142,6 +188,7 @@ int run_simulated_bench(const BenchSpec& spec, std::ostream& out) {
                  text::format("%.2f", r.algbw_GBps), text::format("%.2f", r.busbw_GBps), std::to_string(r.tbs_per_rank_max)});
     out << t.str();
   }
+  if (spec.algorithms.empty() && topo.nodes == 1) print_oneshot_rows(spec, topo, sizes, out);
   return done;
 }
 

@@ -8,7 +8,10 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <cmath>
+#include <map>
 #include <set>
+#include <tuple>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -276,6 +279,30 @@ TEST(SimulatedBench, ShapedAsTheRuntimeOnOneNode) {
   std::ostringstream plain;
   ASSERT_EQ(run_simulated_bench(spec, plain), 1);
   EXPECT_NE(plain.str().find("\"microbatch_bytes\":1048576"), std::string::npos);
+}
+
+// weft bench --predict: the runtime's choices simulated per call, against the measured
+// nvidia-h200-x2 rows the small-message model was set on (docs/cost-model.md): the one-shot
+// rows within 30%, the plans' within 15%.
+TEST(SimulatedBench, PredictionsOfTheRuntimesCalls) {
+  CliRun r = weft("bench --predict AllReduce --sizes 8:1G --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.substr(0, r.out.find('\n')).find("SIMULATED"), std::string::npos) << r.out;
+  std::map<uint64_t, std::pair<double, std::string>> got;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && line[0] == '{') {
+      const nlohmann::json j = nlohmann::json::parse(line);
+      got[j["bytes"].get<uint64_t>()] = {j["sim_us"].get<double>(), j["weft_plan"].get<std::string>()};
+    }
+  const std::vector<std::tuple<uint64_t, double, double>> measured = {
+      {8, 5.2, 0.30}, {65536, 5.3, 0.30}, {1048576, 17.6, 0.15}, {1073741824, 1073741824 / 331e3, 0.15}};
+  for (const auto& [bytes, us, tol] : measured) {
+    ASSERT_TRUE(got.count(bytes)) << bytes << "\n" << r.out;
+    EXPECT_LE(std::abs(got[bytes].first - us) / us, tol) << bytes << " B: " << got[bytes].first << " us against " << us;
+  }
+  EXPECT_NE(got[8].second.find("oneshot"), std::string::npos);
+  EXPECT_EQ(got[1048576].second.find("oneshot"), std::string::npos);
 }
 
 TEST(SimulateCli, ErrorsAreOneLineWithStatusTwo) {

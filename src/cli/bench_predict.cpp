@@ -1,0 +1,109 @@
+#include "cli/bench_predict.hpp"
+
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "ir/topology_io.hpp"
+#include "sim/report.hpp"
+#include "util/text.hpp"
+#include "runtime/plan_source.hpp"
+#include "runtime/selection.hpp"
+#include "sim/call_model.hpp"
+#include "util/config.hpp"
+#include "util/error.hpp"
+
+namespace weft::cli {
+
+BenchPredictor::BenchPredictor(int ranks, bool graph, const std::string& topology) : ranks_(ranks), graph_(graph) {
+  topo_name_ = topology.empty() ? "h200-1x" + std::to_string(ranks) : topology;
+  try {
+    topo_ = load_topology(topo_name_);
+    if (topo_->num_gpus() != ranks)
+      fail(ErrorCode::InvalidArgument, "topology " + topo_name_ + " has " + std::to_string(topo_->num_gpus()) +
+                                           " GPUs, the run " + std::to_string(ranks) + " ranks");
+  } catch (const Error& e) {
+    topo_.reset();
+    error_ = e.what();
+  }
+}
+
+Prediction BenchPredictor::predict(Collective c, uint64_t bytes, bool trace) {
+  Prediction p;
+  if (!topo_) {
+    p.why = error_;
+    return p;
+  }
+  try {
+    static const auto table = selection_table_for_environment();
+    const Choice ch = select_algorithm(*table, c, bytes, ranks_, static_cast<int>(config::get_int("WEFT_CONNECTIONS")));
+    p.plan = describe_choice(ch);
+    if (ch.algorithm == kOneShot) {
+      p.us = sim::oneshot_time_us(c, bytes, ranks_, graph_);
+      return p;
+    }
+    const int depth = static_cast<int>(config::get_int("WEFT_FIFO_DEPTH"));
+    const bool ll = ch.protocol == "LL";
+    const std::string key = describe_choice(ch) + "/" + ch.scheduler + "/" + ch.allocator + "/" + std::string(to_string(c)) +
+                            (trace ? "/traced" : "");
+    auto it = sims_.find(key);
+    if (it == sims_.end()) {
+      const Plan plan = make_plan(c, ranks_, ch.algorithm, ch.protocol, ch.instances, false, 0, depth, ch.scheduler,
+                                  ch.allocator);
+      // A traced run keeps every thread block apart, as the measured trace does.
+      it = sims_.emplace(key, std::make_unique<sim::Simulator>(plan, *topo_, !trace)).first;
+    }
+    sim::SimOptions o;
+    o.bytes = bytes;
+    o.runtime_microbatch = true;
+    o.staging_slot_bytes = static_cast<uint64_t>(ll ? config::get_int("WEFT_LL_SLOT_BYTES") / 2
+                                                    : config::get_int("WEFT_SLOT_BYTES"));
+    o.fifo_depth = depth;
+    o.ll = ll;
+    o.whole_messages = !ll;
+    o.extra_alpha_us = ll ? 0.0 : sim::kCallCosts.simple_alpha_extra_us;
+    o.trace = trace;
+    p.report = it->second->run(o);
+    p.us = p.report->time_us + sim::call_overhead_us(graph_);
+  } catch (const Error& e) {
+    p.us = -1;
+    p.why = e.what();
+  }
+  return p;
+}
+
+void run_predicted_bench(const std::vector<Collective>& collectives, const std::vector<uint64_t>& sizes, int ranks,
+                         bool graph, const std::string& topology, const std::string& dtype, size_t dtype_bytes, bool json,
+                         std::ostream* csv) {
+  BenchPredictor pred(ranks, graph, topology);
+  if (!pred.error().empty()) fail(ErrorCode::InvalidArgument, pred.error());
+  std::printf("# weft bench --predict: nothing runs on a GPU; every figure below is SIMULATED: the time per call of what the "
+              "runtime would run (its selection table and plans), launch included%s, %d ranks on topology %s "
+              "(docs/traces.md)\n",
+              graph ? " (CUDA graph)" : "", ranks, pred.topology_name().c_str());
+  if (csv) *csv << "collective,bytes,count,type,sim_us,sim_algbw,sim_busbw,weft_plan\n";
+  for (Collective c : collectives) {
+    text::Table t({"size", "count", "type", "sim(us)", "algbw(GB/s)", "busbw(GB/s)", "weft plan"});
+    for (uint64_t bytes : sizes) {
+      const Prediction p = pred.predict(c, bytes);
+      const double algbw = p.us > 0 ? static_cast<double>(bytes) / p.us / 1e3 : 0;
+      const double busbw = algbw * sim::bus_factor(c, ranks);
+      const std::string plan = p.us >= 0 ? p.plan : "none: " + p.why;
+      if (csv)
+        *csv << to_string(c) << ',' << bytes << ',' << bytes / dtype_bytes << ',' << dtype << ',' << p.us << ',' << algbw << ','
+             << busbw << ',' << nlohmann::json(plan).dump() << '\n';
+      if (json) {
+        std::printf("{\"collective\":\"%s\",\"bytes\":%llu,\"sim_us\":%.3f,\"sim_busbw\":%.3f,\"weft_plan\":%s}\n",
+                    std::string(to_string(c)).c_str(), static_cast<unsigned long long>(bytes), p.us, busbw,
+                    nlohmann::json(plan).dump().c_str());
+        continue;
+      }
+      t.add_row({std::to_string(bytes), std::to_string(bytes / dtype_bytes), dtype, p.us >= 0 ? text::format("%.2f", p.us) : "-",
+                 text::format("%.2f", algbw), text::format("%.2f", busbw), plan});
+    }
+    if (!json) std::printf("#\n# %s\n%s", std::string(to_string(c)).c_str(), t.str().c_str());
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace weft::cli

@@ -1,0 +1,58 @@
+// What a call costs beyond its plan, and the one-shot kernel, which runs no plan: the
+// simulator's model of small messages (docs/cost-model.md, "Small messages").
+//
+// The engine times a plan from its first block's start to its last block's end. A call as
+// `weft bench` times it (back-to-back calls on one stream, or replays of a CUDA graph of
+// them) also pays the launch: CallCosts::launch_us per plain call, graph_launch_us inside a
+// graph. The one-shot kernel (exec/oneshot.hpp) is one launch, one exchange of LL packets
+// with every peer, and the packets' bytes at the rate one GPU writes them.
+#pragma once
+
+#include <cstdint>
+
+#include "ir/algorithm.hpp"
+
+namespace weft::sim {
+
+/// Measured figures (docs/cost-model.md, "Small messages", says where each comes from).
+struct CallCosts {
+  /// One plain call's floor, launch to completion, on 2 x H100 NV18 (issue 17).
+  double launch_us = 3.9;
+  /// The same per call replayed inside a CUDA graph (issue 17).
+  double graph_launch_us = 1.55;
+  /// The one-shot kernel over its launch: one round of LL packets to every peer, polled
+  /// (AllReduce of 8 B on nvidia-h200-x2: 5.2 us per plain call, 3.05 us in a graph).
+  double oneshot_exchange_us = 1.4;
+  /// LL packet bytes (16 per 8 data bytes) one GPU writes to its peers per microsecond x
+  /// 1e-3 (GB/s): AllReduce of 512 KiB took 3.5 us more than 8 B (8.7 against 5.2 us).
+  double oneshot_GBps = 300;
+  /// LL plans: the alphas and latencies of a hop scale by this (a flag carried with the
+  /// data instead of a post and a poll): the interpreter's LL AllReduce of 8 B took 8.0 us
+  /// per plain call, two hops, 2.05 us each after the launch, where the presets' Simple hop
+  /// (alpha, latency, alpha) is 4 us.
+  double ll_latency_scale = 0.5;
+  /// LL plans: packets carry 8 data bytes in 16, so a block's rate is halved.
+  double ll_rate_scale = 0.5;
+  /// Simple plans as the runtime runs them: each invocation's alpha over the presets'
+  /// (assumed) 1 us, for its two barriers and system-scope fence per micro-batch. Chosen to
+  /// minimise the largest error over the measured nvidia-h200-x2 rows of docs/cost-model.md
+  /// ("Small messages"): AllReduce of 1 MiB (17.6 us per plain call) and the three
+  /// collectives at 256 MiB and 1 GiB, all within 8.1% with 2.0 (1.3: 14%, 2.5: 9.6%).
+  double simple_alpha_extra_us = 2.0;
+};
+
+inline constexpr CallCosts kCallCosts{};
+
+/// The launch a call pays on top of its kernel's time.
+double call_overhead_us(bool graph, const CallCosts& k = kCallCosts);
+
+/// Whether the runtime's one-shot kernel carries this call (exec/oneshot.hpp's limits, as
+/// runtime/selection.hpp's oneshot_fits): AllReduce, AllGather or ReduceScatter, 2 to 8
+/// ranks, at most kOneShotMaxBytes per rank and peer. `bytes`: nccl-tests' size.
+bool oneshot_carries(Collective c, uint64_t bytes, int32_t ranks);
+
+/// The one-shot kernel's time per call, launch included, for `bytes` (nccl-tests' size):
+/// launch + exchange + 2 x (ranks - 1) x bytes per peer / oneshot_GBps.
+double oneshot_time_us(Collective c, uint64_t bytes, int32_t ranks, bool graph, const CallCosts& k = kCallCosts);
+
+}  // namespace weft::sim
