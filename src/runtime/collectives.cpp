@@ -5,6 +5,7 @@
 #include "runtime/communicator.hpp"
 #include "runtime/cuda_check.hpp"
 #include "exec/executor.hpp"
+#include "gen/kernels.hpp"
 #include "runtime/host_reduce.hpp"
 #include "net/net_fifos.hpp"
 #include "runtime/selection.hpp"
@@ -122,13 +123,20 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
     std::copy(lr.slots.begin(), lr.slots.end(), a.islots);
     std::copy(cp.conns_host.begin(), cp.conns_host.end(), a.iconns);
   }
-  if (cp.num_tbs > 0) launch_executor(a, cp.num_tbs, ll ? kExecThreadsLL : kExecThreadsSimple, stream);
+  const void* generated = nullptr;
+  if (gen_ && cp.num_tbs > 0) {
+    const void*& k = cp.gen[dtype][a.op];
+    if (k == nullptr) k = gen::kernel_for(cp.lp, gen::KernelSpec{rank_, a.protocol, dtype, a.op});
+    generated = k;
+  }
+  if (cp.num_tbs > 0) launch_executor(a, cp.num_tbs, ll ? kExecThreadsLL : kExecThreadsSimple, stream, generated);
   if (reduces && op == weftAvg && (c != Collective::Reduce || rank_ == root))
     launch_divide(recv, count, dtype, nranks_, stream);
   note_launch(stream);
   WEFT_LOG(Debug, "COLL", what() << ": " << count << " x " << host::dtype_name(dtype) << " with " << ch.algorithm << "/"
                                << ch.protocol << " x" << ch.instances << ", " << g.nmb << " micro-batches of "
-                               << g.mb << " elements, " << cp.num_tbs << " thread blocks");
+                               << g.mb << " elements, " << cp.num_tbs << " thread blocks"
+                               << (generated != nullptr ? " (generated kernel)" : ""));
 }
 
 void Communicator::launch_oneshot_call(Collective c, const void* send, void* recv, uint64_t bytes, int dtype, int op,
