@@ -207,17 +207,17 @@ WEFT_DEVICE_INLINE device::WaitResult move_ll_op(int op, int prim, const char* s
 }
 
 /// One invocation of slot `s` (this rank's slot number `gs`) for micro-batch `k`; false
-/// when the block must stop. `protocol` and `op` are the launch's: the interpreter passes
-/// ExecArgs' values, generated kernels (src/gen) constants and a constant slot, so that
+/// when the block must stop. `Protocol` and `Op` below 0 (the interpreter) read the launch's
+/// from ExecArgs; generated kernels (src/gen) pass them and the slot as constants, so that
 /// the branches on them fold. `Net`: some connection may cross the network (a separate
 /// instantiation, so that the network's trigger pushes cost the kernel without them no
 /// registers).
-template <typename T, bool Net>
+template <typename T, bool Net, int Protocol = -1, int Op = -1>
 WEFT_DEVICE_INLINE bool invoke_slot(const Invocation& iv, BlockShared& sh, const DevSlot s, int32_t gs, uint32_t k,
-                                    uint32_t par, int protocol, int op) {
+                                    uint32_t par) {
   const ExecArgs& a = *iv.a;
   const bool sends = prim_sends(s.prim), recvs = prim_receives(s.prim);
-  const bool ll = protocol == kLL;
+  const bool ll = (Protocol >= 0 ? Protocol : a.protocol) == kLL;
   const ChannelHandle* rc = recvs ? &iv.conns[s.recv_conn] : nullptr;
   const ChannelHandle* sc = sends ? &iv.conns[s.send_conn] : nullptr;
   if (threadIdx.x == 0) {
@@ -306,12 +306,13 @@ WEFT_DEVICE_INLINE bool invoke_slot(const Invocation& iv, BlockShared& sh, const
         default: break;
       }
       // An in-place local copy (src and dst the same memory) has nothing to move.
-      if (ta != nullptr && !(s.prim == kCopy && ta == o1)) move_simple_op<T>(op, ta, tb, o1, o2, n);
+      if (ta != nullptr && !(s.prim == kCopy && ta == o1)) move_simple_op<T>(Op >= 0 ? Op : a.op, ta, tb, o1, o2, n);
     } else {
       const device::LLPacket* in = recvs ? rc->recv_packets(rpos) + piece_off / 8 : nullptr;
       device::LLPacket* out = sends ? sc->send_packets(spos) + piece_off / 8 : nullptr;
-      device::WaitResult r = move_ll_op<T>(op, s.prim, src, in, dst, out, n * esz, (range.hi - range.lo) * esz,
-                                           static_cast<uint32_t>(rpos + 1), static_cast<uint32_t>(spos + 1), iv.dl);
+      device::WaitResult r = move_ll_op<T>(Op >= 0 ? Op : a.op, s.prim, src, in, dst, out, n * esz,
+                                           (range.hi - range.lo) * esz, static_cast<uint32_t>(rpos + 1),
+                                           static_cast<uint32_t>(spos + 1), iv.dl);
       if (r != device::WaitResult::Ok) {
         record_error(iv, r, gs, s.prim, kWaitPacket, rc != nullptr ? rc->peer : -1, k, -1, rpos + 1, 0);
         sh.proc_status[par] = 1;
@@ -346,7 +347,7 @@ WEFT_DEVICE_INLINE bool invoke_slot(const Invocation& iv, BlockShared& sh, const
 /// The interpreter's invocation of slot `gs` for micro-batch `k` (invoke_slot).
 template <typename T, bool Net>
 __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32_t k, uint32_t par) {
-  return invoke_slot<T, Net>(iv, sh, iv.slots[gs], gs, k, par, iv.a->protocol, iv.a->op);
+  return invoke_slot<T, Net>(iv, sh, iv.slots[gs], gs, k, par);
 }
 
 template <typename T, bool Net = false>

@@ -74,7 +74,7 @@ bool make_dirs(const std::string& dir, std::string* why) {
       return false;
     }
   }
-  struct stat st{};
+  struct stat st {};
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     *why = dir + " is not a folder";
     return false;
@@ -114,7 +114,8 @@ std::string default_cache_dir() {
   std::string dir = config::get_string("WEFT_CACHE_DIR");
   if (!dir.empty()) return dir;
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && x[0] == '/') return std::string(x) + "/weft";
-  if (const char* home = std::getenv("HOME"); home != nullptr && home[0] != '\0') return std::string(home) + "/.cache/weft";
+  if (const char* home = std::getenv("HOME"); home != nullptr && home[0] != '\0')
+    return std::string(home) + "/.cache/weft";
   return "";
 }
 
@@ -131,7 +132,7 @@ std::optional<std::vector<char>> DiskCache::load(const std::string& key, std::st
     int fd;
     ~Closer() { ::close(fd); }
   } closer{fd};
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     *why = "not a regular file";
     return std::nullopt;
@@ -205,12 +206,13 @@ bool DiskCache::store(const std::string& key, const std::vector<char>& cubin, st
   std::memcpy(header + sizeof(kMagic) + kKeyChars, &payload, 8);
   const auth::Digest d = auth::sha256(cubin.data(), cubin.size());
   std::memcpy(header + sizeof(kMagic) + kKeyChars + 8, d.data(), d.size());
-  const bool ok = key.size() == kKeyChars && write_all(fd, header, kHeaderBytes) &&
-                  write_all(fd, cubin.data(), cubin.size());
+  const bool ok =
+      key.size() == kKeyChars && write_all(fd, header, kHeaderBytes) && write_all(fd, cubin.data(), cubin.size());
   const std::string err = errno_text();
   ::close(fd);
   if (!ok || ::rename(tmp.c_str(), path_of(key).c_str()) != 0) {
-    *why = key.size() != kKeyChars ? "the key is not 64 hex digits" : "cannot write " + tmp + ": " + (ok ? errno_text() : err);
+    *why = key.size() != kKeyChars ? "the key is not 64 hex digits"
+                                   : "cannot write " + tmp + ": " + (ok ? errno_text() : err);
     ::unlink(tmp.c_str());
     return false;
   }

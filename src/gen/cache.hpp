@@ -24,7 +24,7 @@ struct KeyParts {
   std::string headers_digest;  ///< headers_digest() of the headers it may include
   std::string nvrtc_version;
   std::vector<std::string> options;
-  int arch = 0;                                                    ///< e.g. 90
+  int arch = 0;  ///< e.g. 90
   std::string weft_version;
 };
 

@@ -12,8 +12,8 @@ namespace {
 
 // weftDataType_t's values (weft/weft.h) index this table: the element type's name in the
 // generated source (cstdint and the fp16/bf16 types of the embedded headers).
-constexpr const char* kTypeNames[] = {"int8_t", "uint8_t", "int32_t", "uint32_t", "int64_t",
-                                      "uint64_t", "__half", "float", "double", "__nv_bfloat16"};
+constexpr const char* kTypeNames[] = {"int8_t",   "uint8_t", "int32_t", "uint32_t", "int64_t",
+                                      "uint64_t", "__half",  "float",   "double",   "__nv_bfloat16"};
 constexpr const char* kOpNames[] = {"sum", "prod", "max", "min", "avg"};
 
 /// A call of weft::gen::run (gen/gen_kernel.cuh) for slot `gs` over micro-batches [k0, k1).
@@ -38,14 +38,10 @@ KernelSpec canonical_spec(const LoweredPlan& lp, KernelSpec spec) {
   if (spec.op == 4) spec.op = 0;
   if (!lp.has_reduction) {
     spec.op = 0;
-    // weftDataType_t by element size: 1 uint8, 2 float16, 4 uint32, 8 uint64.
-    switch (spec.dtype) {
-      case 0: case 1: spec.dtype = 1; break;
-      case 6: case 9: spec.dtype = 6; break;
-      case 2: case 3: case 7: spec.dtype = 3; break;
-      case 4: case 5: case 8: spec.dtype = 5; break;
-      default: break;  // unknown: generate_source says so
-    }
+    // By weftDataType_t: the type of the same size that stands for every one (1 byte uint8,
+    // 2 float16, 4 uint32, 8 uint64); an unknown type stays, for generate_source to refuse.
+    constexpr int kBySize[] = {1, 1, 3, 3, 5, 5, 6, 3, 5, 6};
+    if (spec.dtype >= 0 && spec.dtype < static_cast<int>(std::size(kBySize))) spec.dtype = kBySize[spec.dtype];
   }
   return spec;
 }
@@ -59,8 +55,8 @@ std::string generate_source(const LoweredPlan& lp, const KernelSpec& spec) {
   if (spec.op < 0 || spec.op >= static_cast<int>(std::size(kOpNames)))
     fail(ErrorCode::InvalidArgument, "generated kernel: unknown reduction " + std::to_string(spec.op));
   if (spec.protocol != exec::kSimple && spec.protocol != exec::kLL)
-    fail(ErrorCode::InvalidArgument, "generated kernel: protocol " + std::to_string(spec.protocol) +
-                                         " is neither Simple nor LL");
+    fail(ErrorCode::InvalidArgument,
+         "generated kernel: protocol " + std::to_string(spec.protocol) + " is neither Simple nor LL");
   const LoweredRank& lr = lp.ranks[static_cast<size_t>(spec.rank)];
   const bool task = lp.plan.execution != ExecutionModel::Algorithm;
   std::ostringstream o;

@@ -16,8 +16,8 @@ using exec::Invocation;
 /// Starts thread block `tb` whose first slot is this rank's slot `first_slot`; `base_slot`
 /// is a slot of the block that bumps its counter (kHasDependents), -1 if none. False when
 /// the block has nothing to do (no micro-batch, or an earlier launch's error).
-WEFT_DEVICE_INLINE bool begin_block(const ExecArgs& a, Invocation& iv, BlockShared& sh, int32_t tb,
-                                    int32_t first_slot, int32_t base_slot) {
+WEFT_DEVICE_INLINE bool begin_block(const ExecArgs& a, Invocation& iv, BlockShared& sh, int32_t tb, int32_t first_slot,
+                                    int32_t base_slot) {
   if (a.geo.nmb == 0) return false;
   iv.a = &a;
   iv.slots = nullptr;  // the slots are constants of the generated code
@@ -44,10 +44,10 @@ __device__ __noinline__ bool run(const Invocation& iv, BlockShared& sh, int16_t 
                                  int32_t src_index, int32_t dst_index, int32_t count, int16_t instance,
                                  int16_t instances, int32_t dep_begin, int32_t ndeps, int32_t gs, uint32_t k_begin,
                                  uint32_t k_end, uint32_t& par) {
-  const DevSlot s{Prim, SrcBuf, DstBuf, Flags, send_conn, recv_conn, src_index, dst_index, count,
-                  instance, instances, dep_begin, ndeps};
+  const DevSlot s{Prim,      SrcBuf, DstBuf,   Flags,     send_conn, recv_conn, src_index,
+                  dst_index, count,  instance, instances, dep_begin, ndeps};
   for (uint32_t k = k_begin; k < k_end; ++k, par ^= 1u)
-    if (!exec::invoke_slot<T, false>(iv, sh, s, gs, k, par, Protocol, Op)) return false;
+    if (!exec::invoke_slot<T, false, Protocol, Op>(iv, sh, s, gs, k, par)) return false;
   return true;
 }
 

@@ -91,8 +91,9 @@ const void* kernel_for(const LoweredPlan& lp, const KernelSpec& requested) {
         cubin.reset();
       } else {
         ++counters.disk_loads;
-        WEFT_LOG(Info, "GEN", "kernel " << what << " loaded from the disk cache " << cache.path_of(key) << " in "
-                                        << ms_since(t0) << " ms");
+        WEFT_LOG(Info, "GEN",
+                 "kernel " << what << " loaded from the disk cache " << cache.path_of(key) << " in " << ms_since(t0)
+                           << " ms");
       }
     }
     if (!cubin) {
@@ -106,13 +107,14 @@ const void* kernel_for(const LoweredPlan& lp, const KernelSpec& requested) {
       static bool warned = false;  // under mu
       if (!cache.store(key, *cubin, &why) && !warned) {
         warned = true;
-        WEFT_LOG(Warn, "GEN", "generated kernels are not cached on disk (" << why
-                                  << "); they are compiled in memory, once per process (set WEFT_CACHE_DIR)");
+        WEFT_LOG(Warn, "GEN",
+                 "generated kernels are not cached on disk ("
+                     << why << "); they are compiled in memory, once per process (set WEFT_CACHE_DIR)");
       }
       if (const cudaError_t e = load_cubin(l, *cubin); e != cudaSuccess)
         cuda_fail(e, "cudaLibraryLoadData (a generated kernel)", __FILE__, __LINE__);
-      WEFT_LOG(Info, "GEN", "kernel " << what << " compiled in " << compile_ms << " ms (NVRTC " << nvrtc.version()
-                                      << ")");
+      WEFT_LOG(Info, "GEN",
+               "kernel " << what << " compiled in " << compile_ms << " ms (NVRTC " << nvrtc.version() << ")");
     }
   }
   if (l.devices.insert(device).second) {

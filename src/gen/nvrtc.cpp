@@ -28,9 +28,10 @@ struct Nvrtc::Api {
 namespace {
 
 [[noreturn]] void missing(const std::string& what) {
-  fail(ErrorCode::InvalidUsage, "generated kernels (WEFT_EXECUTOR=gen) need NVRTC, the CUDA run-time compiler: " + what +
-                                    "; install it (e.g. the CUDA toolkit's libnvrtc, or add its folder to "
-                                    "LD_LIBRARY_PATH), or set WEFT_EXECUTOR=interp, which runs without it");
+  fail(ErrorCode::InvalidUsage,
+       "generated kernels (WEFT_EXECUTOR=gen) need NVRTC, the CUDA run-time compiler: " + what +
+           "; install it (e.g. the CUDA toolkit's libnvrtc, or add its folder to "
+           "LD_LIBRARY_PATH), or set WEFT_EXECUTOR=interp, which runs without it");
 }
 
 template <typename F>
@@ -102,7 +103,9 @@ std::vector<char> Nvrtc::compile(const std::string& source, const std::string& n
   for (const std::string& o : options) opts.push_back(o.c_str());
   Api::Program prog = nullptr;
   auto check = [&](int r, const char* what) {
-    if (r != 0) fail(ErrorCode::Internal, std::string("NVRTC ") + what + " failed for " + name + ": " + api_->get_error_string(r));
+    if (r != 0)
+      fail(ErrorCode::Internal,
+           std::string("NVRTC ") + what + " failed for " + name + ": " + api_->get_error_string(r));
   };
   check(api_->create_program(&prog, source.c_str(), name.c_str(), static_cast<int>(hnames.size()), htexts.data(),
                              hnames.data()),
@@ -121,8 +124,8 @@ std::vector<char> Nvrtc::compile(const std::string& source, const std::string& n
       api_->get_program_log(prog, log.data());
       log.resize(n - 1);
     }
-    fail(ErrorCode::Internal, "NVRTC could not compile the generated kernel " + name + " (" +
-                                  api_->get_error_string(rc) + "):\n" + log);
+    fail(ErrorCode::Internal,
+         "NVRTC could not compile the generated kernel " + name + " (" + api_->get_error_string(rc) + "):\n" + log);
   }
   size_t size = 0;
   check(api_->get_cubin_size(prog, &size), "nvrtcGetCUBINSize");

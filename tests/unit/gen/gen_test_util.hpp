@@ -23,9 +23,9 @@ inline const Nvrtc* nvrtc_or_null(std::string* why) {
   }
 }
 
-#define WEFT_REQUIRE_NVRTC(var)                                                   \
-  std::string var##_why;                                                          \
-  const ::weft::gen::Nvrtc* var = ::weft::gen::test::nvrtc_or_null(&var##_why);   \
+#define WEFT_REQUIRE_NVRTC(var)                                                 \
+  std::string var##_why;                                                        \
+  const ::weft::gen::Nvrtc* var = ::weft::gen::test::nvrtc_or_null(&var##_why); \
   if (var == nullptr) GTEST_SKIP() << "NVRTC is missing here: " << var##_why
 
 inline LoweredPlan lowered(Collective c, int ranks, const std::string& algorithm, const std::string& protocol,

@@ -138,30 +138,35 @@ void flip_byte(const std::string& path, off_t at) {
 }
 
 TEST(GenCache, RejectsSpoiledFilesAndReplacesThem) {
-  expect_rejected("a corrupt cubin", [](const std::string& p) { flip_byte(p, 112 + 100); }, "digest");
-  expect_rejected("a corrupt digest", [](const std::string& p) { flip_byte(p, 80 + 3); }, "digest");
-  expect_rejected("a truncated cubin", [](const std::string& p) { ASSERT_EQ(truncate(p.c_str(), 112 + 4000), 0); },
-                  "truncated");
-  expect_rejected("a truncated header", [](const std::string& p) { ASSERT_EQ(truncate(p.c_str(), 50), 0); },
-                  "truncated");
-  expect_rejected("an empty file", [](const std::string& p) { ASSERT_EQ(truncate(p.c_str(), 0), 0); }, "truncated");
-  expect_rejected("a padded file", [](const std::string& p) { std::ofstream(p, std::ios::app) << "extra"; },
-                  "padded");
-  expect_rejected("another magic", [](const std::string& p) { flip_byte(p, 0); }, "magic");
-  expect_rejected("a foreign file (another key's)",
-                  [](const std::string& p) {
-                    KeyParts other = base_parts();
-                    other.arch = 80;
-                    const std::string k2 = cache_key(other);
-                    const DiskCache c2(fs::path(p).parent_path().string());
-                    std::string why;
-                    ASSERT_TRUE(c2.store(k2, bytes(4096, 1), &why)) << why;
-                    fs::rename(c2.path_of(k2), p);
-                  },
-                  "another key");
-  expect_rejected("an oversized file",
-                  [](const std::string& p) { ASSERT_EQ(truncate(p.c_str(), 112 + kMaxCubinBytes + 1), 0); },
-                  "more than");
+  expect_rejected(
+      "a corrupt cubin", [](const std::string& p) { flip_byte(p, 112 + 100); }, "digest");
+  expect_rejected(
+      "a corrupt digest", [](const std::string& p) { flip_byte(p, 80 + 3); }, "digest");
+  expect_rejected(
+      "a truncated cubin", [](const std::string& p) { ASSERT_EQ(truncate(p.c_str(), 112 + 4000), 0); }, "truncated");
+  expect_rejected(
+      "a truncated header", [](const std::string& p) { ASSERT_EQ(truncate(p.c_str(), 50), 0); }, "truncated");
+  expect_rejected(
+      "an empty file", [](const std::string& p) { ASSERT_EQ(truncate(p.c_str(), 0), 0); }, "truncated");
+  expect_rejected(
+      "a padded file", [](const std::string& p) { std::ofstream(p, std::ios::app) << "extra"; }, "padded");
+  expect_rejected(
+      "another magic", [](const std::string& p) { flip_byte(p, 0); }, "magic");
+  expect_rejected(
+      "a foreign file (another key's)",
+      [](const std::string& p) {
+        KeyParts other = base_parts();
+        other.arch = 80;
+        const std::string k2 = cache_key(other);
+        const DiskCache c2(fs::path(p).parent_path().string());
+        std::string why;
+        ASSERT_TRUE(c2.store(k2, bytes(4096, 1), &why)) << why;
+        fs::rename(c2.path_of(k2), p);
+      },
+      "another key");
+  expect_rejected(
+      "an oversized file", [](const std::string& p) { ASSERT_EQ(truncate(p.c_str(), 112 + kMaxCubinBytes + 1), 0); },
+      "more than");
 }
 
 TEST(GenCache, RejectsWhatIsNotARegularFile) {
@@ -241,7 +246,8 @@ TEST(GenCache, FirstCompileAndCacheLoadTimes) {
     const LoweredPlan lp = test::lowered(k.c, k.ranks, k.algorithm, k.protocol, k.instances);
     KeyParts parts;
     auto t0 = std::chrono::steady_clock::now();
-    parts.source = generate_source(lp, KernelSpec{0, std::string(k.protocol) == "LL" ? exec::kLL : exec::kSimple, 7, 0});
+    parts.source =
+        generate_source(lp, KernelSpec{0, std::string(k.protocol) == "LL" ? exec::kLL : exec::kSimple, 7, 0});
     const double source_ms = ms_since(t0);
     parts.headers_digest = headers_digest(embedded_headers());
     parts.nvrtc_version = nvrtc->version();
@@ -261,10 +267,11 @@ TEST(GenCache, FirstCompileAndCacheLoadTimes) {
     const double load_ms = ms_since(t0);
     ASSERT_TRUE(back) << why;
     EXPECT_EQ(*back, cubin);
-    std::printf("%s %s R=%d x%d %s: %zu slots, first compile %.0f ms (target 2000), cubin %zu KiB, "
-                "source %.2f ms, key %.2f ms, cache load %.2f ms (target 5 for the three)\n",
-                std::string(to_string(k.c)).c_str(), k.algorithm, k.ranks, k.instances, k.protocol,
-                lp.ranks[0].slots.size(), compile_ms, cubin.size() / 1024, source_ms, key_ms, load_ms);
+    std::printf(
+        "%s %s R=%d x%d %s: %zu slots, first compile %.0f ms (target 2000), cubin %zu KiB, "
+        "source %.2f ms, key %.2f ms, cache load %.2f ms (target 5 for the three)\n",
+        std::string(to_string(k.c)).c_str(), k.algorithm, k.ranks, k.instances, k.protocol, lp.ranks[0].slots.size(),
+        compile_ms, cubin.size() / 1024, source_ms, key_ms, load_ms);
   }
 }
 
