@@ -64,6 +64,12 @@ std::string generate_source(const LoweredPlan& lp, const KernelSpec& spec) {
     << ", " << kTypeNames[spec.dtype] << ", " << kOpNames[spec.op] << ", "
     << (spec.protocol == exec::kLL ? "LL" : "Simple") << ", " << (task ? "task" : "algorithm") << " level\n"
     << "#include \"gen/gen_kernel.cuh\"\n\n"
+    // The launch passes the host's ExecArgs: the layouts must agree.
+    << "static_assert(sizeof(weft::exec::ExecArgs) == " << sizeof(exec::ExecArgs)
+    << " && alignof(weft::exec::ExecArgs) == " << alignof(exec::ExecArgs)
+    << " && sizeof(weft::exec::Geometry) == " << sizeof(exec::Geometry)
+    << " && sizeof(weft::exec::ChannelHandle) == " << sizeof(exec::ChannelHandle)
+    << ", \"the generated kernel's ExecArgs differ from the host's\");\n\n"
     << "extern \"C\" __global__ void __launch_bounds__(weft::exec::kMaxThreads)\n"
     << kKernelName << "(const __grid_constant__ weft::exec::ExecArgs a) {\n"
     << "  using T = " << kTypeNames[spec.dtype] << ";\n"

@@ -23,7 +23,6 @@ struct Loaded {
 
 std::mutex mu;
 std::map<std::string, Loaded> loaded;  // by cache key; never unloaded (kernels may be in graphs)
-Stats counters;
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -44,11 +43,6 @@ cudaError_t load_cubin(Loaded& l, const std::vector<char>& cubin) {
 }  // namespace
 
 void require_nvrtc() { Nvrtc::get(); }
-
-Stats stats() {
-  std::lock_guard<std::mutex> lock(mu);
-  return counters;
-}
 
 const void* kernel_for(const LoweredPlan& lp, const KernelSpec& requested) {
   const KernelSpec spec = canonical_spec(lp, requested);
@@ -90,7 +84,6 @@ const void* kernel_for(const LoweredPlan& lp, const KernelSpec& requested) {
         cudaGetLastError();  // the error is handled here: compile again
         cubin.reset();
       } else {
-        ++counters.disk_loads;
         WEFT_LOG(Info, "GEN",
                  "kernel " << what << " loaded from the disk cache " << cache.path_of(key) << " in " << ms_since(t0)
                            << " ms");
@@ -98,11 +91,9 @@ const void* kernel_for(const LoweredPlan& lp, const KernelSpec& requested) {
     }
     if (!cubin) {
       if (!why.empty()) {
-        ++counters.rejected;
         WEFT_LOG(Warn, "GEN", "cache file " << cache.path_of(key) << " rejected (" << why << "): compiling again");
       }
       cubin = nvrtc.compile(parts.source, "weft_gen_" + key.substr(0, 16) + ".cu", embedded_headers(), parts.options);
-      ++counters.compiled;
       const double compile_ms = ms_since(t0);
       static bool warned = false;  // under mu
       if (!cache.store(key, *cubin, &why) && !warned) {

@@ -23,12 +23,4 @@ void require_nvrtc();
 /// the plan reduces nothing). Throws weft::Error (NVRTC missing or failing, UnhandledCuda).
 const void* kernel_for(const LoweredPlan& lp, const KernelSpec& spec);
 
-/// How this process got its generated kernels (tests, logs).
-struct Stats {
-  uint64_t compiled = 0;    ///< compiled with NVRTC
-  uint64_t disk_loads = 0;  ///< read from the disk cache
-  uint64_t rejected = 0;    ///< cache files rejected (and replaced)
-};
-Stats stats();
-
 }  // namespace weft::gen
