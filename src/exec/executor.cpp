@@ -33,7 +33,14 @@ void dispatch(int dtype, F&& f) {
 
 }  // namespace
 
-void launch_executor(const exec::ExecArgs& args, int num_tbs, int threads, cudaStream_t stream) {
+void launch_executor(const exec::ExecArgs& args, int num_tbs, int threads, cudaStream_t stream,
+                     const void* generated) {
+  if (generated != nullptr) {
+    void* params[] = {const_cast<exec::ExecArgs*>(&args)};
+    WEFT_CUDA_CHECK(cudaLaunchKernel(generated, dim3(static_cast<unsigned>(num_tbs)), dim3(static_cast<unsigned>(threads)),
+                                     params, 0, stream));
+    return;
+  }
   dispatch(args.dtype, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     detail::launch_exec_t<T>(args, num_tbs, threads, stream);

@@ -14,9 +14,11 @@ namespace weft {
 constexpr int kExecThreadsSimple = 512;
 constexpr int kExecThreadsLL = 512;
 
-/// Launches one interpreter block per thread block of the rank's plan on `stream`.
-/// Throws UnhandledCuda if the launch fails.
-void launch_executor(const exec::ExecArgs& args, int num_tbs, int threads, cudaStream_t stream);
+/// Launches one interpreter block per thread block of the rank's plan on `stream`, or,
+/// when `generated` is not null, that generated kernel (gen/kernels.hpp, the plan's own
+/// code, same arguments). Throws UnhandledCuda if the launch fails.
+void launch_executor(const exec::ExecArgs& args, int num_tbs, int threads, cudaStream_t stream,
+                     const void* generated = nullptr);
 
 /// Launches the one-shot kernel (exec/oneshot.hpp) with `blocks` thread blocks of
 /// `threads` threads (1..kOneShotBlocks, 32..kOneShotThreads) on `stream`.

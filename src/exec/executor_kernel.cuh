@@ -264,17 +264,20 @@ WEFT_DEVICE_INLINE device::WaitResult move_ll_op(int op, int prim, const char* s
   }
 }
 
-/// One invocation of slot `gs` for micro-batch `k`; false when the block must stop.
-/// `Net`: some connection may cross the network (a separate instantiation, so that the
-/// network's trigger pushes cost the kernel without them no registers). `Traced`: thread 0
-/// records the invocation's timestamps in ExecArgs::trace (also a separate instantiation:
-/// the readings cost the untraced kernel spills).
-template <typename T, bool Net, bool Traced = false>
-__device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32_t k, uint32_t par) {
+/// One invocation of slot `s` (this rank's slot number `gs`) for micro-batch `k`; false
+/// when the block must stop. `Protocol` and `Op` below 0 (the interpreter) read the launch's
+/// from ExecArgs; generated kernels (src/gen) pass them and the slot as constants, so that
+/// the branches on them fold. `Net`: some connection may cross the network (a separate
+/// instantiation, so that the network's trigger pushes cost the kernel without them no
+/// registers). `Traced`: thread 0 records the invocation's timestamps in ExecArgs::trace
+/// (also a separate instantiation: the readings cost the untraced kernel spills).
+template <typename T, bool Net, int Protocol = -1, int Op = -1, bool Traced = false>
+WEFT_DEVICE_INLINE bool invoke_slot(const Invocation& iv, BlockShared& sh, const DevSlot s, int32_t gs, uint32_t k,
+                                    uint32_t par) {
   const ExecArgs& a = *iv.a;
-  const DevSlot s = iv.slots[gs];
   const bool sends = prim_sends(s.prim), recvs = prim_receives(s.prim);
-  const bool ll = a.protocol != kSimple;  // LL or LL128: the data carries its flags
+  const int proto = Protocol >= 0 ? Protocol : a.protocol;
+  const bool ll = proto != kSimple;  // LL or LL128: the data carries its flags
   const ChannelHandle* rc = recvs ? &iv.conns[s.recv_conn] : nullptr;
   const ChannelHandle* sc = sends ? &iv.conns[s.send_conn] : nullptr;
   if (iv.tid == 0) {
@@ -366,20 +369,20 @@ __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32
         default: break;
       }
       // An in-place local copy (src and dst the same memory) has nothing to move.
-      if (ta != nullptr && !(s.prim == kCopy && ta == o1)) move_simple_op<T>(a.op, ta, tb, o1, o2, n, iv.tid, iv.nth);
+      if (ta != nullptr && !(s.prim == kCopy && ta == o1)) move_simple_op<T>(Op >= 0 ? Op : a.op, ta, tb, o1, o2, n, iv.tid, iv.nth);
     } else {
       device::WaitResult r;
-      if (!Net && a.protocol == kLL128) {
+      if (!Net && proto == kLL128) {
         // LL128 lines in the Simple slots, each piece on whole lines (exec/ll128.cuh); never
         // across the network (the runtime runs Simple there), so not in that instantiation;
         // never with block roles (the host groups Simple and LL only), so the whole block.
-        r = move_ll128<T>(a.op, s.prim, src, dst, rc, sc, rpos, spos,
+        r = move_ll128<T>(Op >= 0 ? Op : a.op, s.prim, src, dst, rc, sc, rpos, spos,
                           static_cast<uint64_t>(c) * device::ll128_buffer_bytes(part * esz), n * esz,
                           (range.hi - range.lo) * esz, iv.dl);
       } else {
         const device::LLPacket* in = recvs ? rc->recv_packets(rpos) + piece_off / 8 : nullptr;
         device::LLPacket* out = sends ? sc->send_packets(spos) + piece_off / 8 : nullptr;
-        r = move_ll_op<T>(a.op, s.prim, src, in, dst, out, n * esz, (range.hi - range.lo) * esz,
+        r = move_ll_op<T>(Op >= 0 ? Op : a.op, s.prim, src, in, dst, out, n * esz, (range.hi - range.lo) * esz,
                           static_cast<uint32_t>(rpos + 1), static_cast<uint32_t>(spos + 1), iv.dl, iv.tid, iv.nth);
       }
       if (r != device::WaitResult::Ok) {
@@ -419,6 +422,12 @@ __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32
     if (s.flags & kHasDependents) device::st_release_gpu(&a.counters[gs], sh.base + k + 1);
   }
   return true;
+}
+
+/// The interpreter's invocation of slot `gs` for micro-batch `k` (invoke_slot).
+template <typename T, bool Net, bool Traced>
+__device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32_t k, uint32_t par) {
+  return invoke_slot<T, Net, -1, -1, Traced>(iv, sh, iv.slots[gs], gs, k, par);
 }
 
 template <typename T, bool Net = false, bool Traced = false>

@@ -5,6 +5,7 @@
 #include "runtime/communicator.hpp"
 #include "runtime/cuda_check.hpp"
 #include "exec/executor.hpp"
+#include "gen/kernels.hpp"
 #include "runtime/host_reduce.hpp"
 #include "net/net_fifos.hpp"
 #include "runtime/selection.hpp"
@@ -140,14 +141,23 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
     threads = threads / cp.roles / 32 * 32 * cp.roles;
   }
   if (trace_cap_ > 0) start_trace(&a, &cp, c, ch, payload, "", stream);
-  if (cp.num_tbs > 0) launch_executor(a, cp.num_blocks, threads, stream);
+  // Generated kernels: one plan thread block per CUDA block (plans never group under gen);
+  // traced calls run the interpreter's traced instantiation, and LL128 plans the interpreter
+  // (codegen knows Simple and LL: docs/generated-kernels.md).
+  const void* generated = nullptr;
+  if (gen_ && cp.num_tbs > 0 && a.trace == nullptr && a.protocol != exec::kLL128) {
+    const void*& k = cp.gen[dtype][a.op];
+    if (k == nullptr) k = gen::kernel_for(cp.lp, gen::KernelSpec{rank_, a.protocol, dtype, a.op});
+    generated = k;
+  }
+  if (cp.num_tbs > 0) launch_executor(a, cp.num_blocks, threads, stream, generated);
   if (reduces && op == weftAvg && (c != Collective::Reduce || rank_ == root))
     launch_divide(recv, count, dtype, nranks_, stream);
   note_launch(stream);
   WEFT_LOG(Debug, "COLL", what() << ": " << count << " x " << host::dtype_name(dtype) << " with " << ch.algorithm << "/"
                                << ch.protocol << " x" << ch.instances << ", " << g.nmb << " micro-batches of "
                                << g.mb << " elements, " << cp.num_tbs << " thread blocks in " << cp.num_blocks
-                               << " CUDA blocks");
+                               << " CUDA blocks" << (generated != nullptr ? " (generated kernel)" : ""));
 }
 
 void Communicator::launch_oneshot_call(Collective c, const void* send, void* recv, uint64_t bytes, int dtype, int op,

@@ -17,6 +17,7 @@
 #include "runtime/cuda_check.hpp"
 #include "exec/executor.hpp"
 #include "runtime/peer_check.hpp"
+#include "gen/kernels.hpp"
 #include "util/config.hpp"
 #include "util/log.hpp"
 #include "weft/weft.h"
@@ -105,6 +106,8 @@ std::unique_ptr<Communicator> Communicator::create(const UniqueId& id, int nrank
   c->table_ = selection_table_for_environment();
   c->env_overrides_ = !config::get_string("WEFT_ALGO").empty() || !config::get_string("WEFT_PROTO").empty() ||
                       config::get_int("WEFT_INSTANCES") != 0 || config::get_int("WEFT_MICROBATCH_BYTES") != 0;
+  c->gen_ = gen::executor_is_gen();
+  if (c->gen_) gen::require_nvrtc();  // says what is missing, and that WEFT_EXECUTOR=interp runs without it
   int ndev = 0;
   WEFT_CUDA_CHECK(cudaGetDeviceCount(&ndev));
   if (device < 0 || device >= ndev)
@@ -228,6 +231,11 @@ void Communicator::init_memory() {
   std::vector<uint64_t> hosts(static_cast<size_t>(nranks_));
   for (int p = 0; p < nranks_; ++p) hosts[static_cast<size_t>(p)] = all[static_cast<size_t>(p)].host;
   init_network(hosts, mine.emulate_nodes);
+  if (gen_ && net_) {
+    gen_ = false;
+    WEFT_LOG(Info, "GEN", "rank " << rank_ << ": WEFT_EXECUTOR=gen with links across emulated nodes: the "
+                                  "interpreter runs (generated kernels have no network instantiation)");
+  }
   // The table point-to-point launches index: ((peer * 2 + send) * K + connection).
   make_fifos();
   std::vector<exec::ChannelHandle> table;
@@ -409,7 +417,7 @@ Communicator::CachedPlan& Communicator::plan_for(Collective c, const Choice& ch,
   // take a thread group (Simple, LL): a launch choice, the plan and its wire protocol unchanged.
   RoleGroups groups;
   groups.blocks = cp->num_tbs;
-  if (ch.protocol == "Simple" || ch.protocol == "LL")
+  if (!gen_ && (ch.protocol == "Simple" || ch.protocol == "LL"))  // generated kernels: one per CUDA block
     groups = group_thread_blocks(lr, static_cast<int32_t>(config::get_int("WEFT_BLOCK_ROLES")));
   cp->roles = groups.roles;
   cp->num_blocks = groups.blocks;

@@ -165,6 +165,8 @@ class Communicator {
     const int16_t* block_tbs = nullptr;  ///< roles > 1: RoleGroups::tb_of, in mem
     bool fits_inline = false;          ///< small enough for ExecArgs' inline arrays
     std::vector<exec::ChannelHandle> conns_host;
+    /// WEFT_EXECUTOR=gen: the plan's generated kernels, by [weftDataType_t][op], made at first use.
+    const void* gen[10][5] = {};
   };
   struct Registration;
   Communicator() = default;
@@ -204,6 +206,7 @@ class Communicator {
   int max_blocks_ = 0;
   double timeout_s_ = 600;                  ///< WEFT_TIMEOUT; 0: no deadline
   std::shared_ptr<const SelectionTable> table_;  ///< WEFT_SELECTION's table, else the default
+  bool gen_ = false;            ///< WEFT_EXECUTOR=gen (and no emulated nodes): generated kernels
   bool env_overrides_ = false;  ///< WEFT_ALGO, WEFT_PROTO, WEFT_INSTANCES or WEFT_MICROBATCH_BYTES set at creation
   std::unique_ptr<Bootstrap> boot_;
   ArenaLayout layout_;

@@ -98,6 +98,13 @@ const std::vector<Variable>& registry() {
       {"WEFT_BOOTSTRAP_SECRET", Type::String, "",
        "32 to 128 hex digits: the communicator's secret for weftCommInitFromEnv, set alike on every rank by the launcher; "
        "unset, rank 0 draws one and hands it over through WEFT_BOOTSTRAP_DIR (same host or a shared folder)."},
+      {"WEFT_EXECUTOR", Type::String, "interp",
+       "Which kernels run plans (docs/generated-kernels.md), read when a communicator is created: interp (the "
+       "plan interpreter) or gen (a kernel generated per plan and rank, compiled with NVRTC at first use; needs "
+       "libnvrtc; under WEFT_EMULATE_NODES the interpreter runs)."},
+      {"WEFT_CACHE_DIR", Type::String, "",
+       "Folder of the generated kernels' disk cache; empty: $XDG_CACHE_HOME/weft, else ~/.cache/weft. An "
+       "unwritable folder is a warning: kernels are then compiled in memory, once per process."},
       {"WEFT_NCCL_FALLBACK", Type::String, "",
        "Path of a real libnccl.so.2 to which the NCCL-compatible library forwards what weft does not handle."},
   };
