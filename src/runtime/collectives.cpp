@@ -142,11 +142,11 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
   }
   if (trace_cap_ > 0) start_trace(&a, &cp, c, ch, payload, "", stream);
   // Generated kernels: one plan thread block per CUDA block (plans never group under gen);
-  // traced calls run the interpreter's traced instantiation, and LL128 plans the interpreter
-  // (codegen knows Simple and LL: docs/generated-kernels.md).
+  // traced calls run the interpreter's traced instantiation (uses_gen: LL128 and links across
+  // nodes run it too).
   const void* generated = nullptr;
-  if (gen_ && cp.num_tbs > 0 && a.trace == nullptr && a.protocol != exec::kLL128) {
-    const void*& k = cp.gen[dtype][a.op];
+  if (cp.gen && cp.num_tbs > 0 && a.trace == nullptr) {
+    const void*& k = cp.gen_kernels[dtype][a.op];
     if (k == nullptr) k = gen::kernel_for(cp.lp, gen::KernelSpec{rank_, a.protocol, dtype, a.op});
     generated = k;
   }

@@ -398,13 +398,23 @@ const exec::MemoryChannel& Communicator::fifo(const ConnRef& ref) const {
   return fifo_[(static_cast<size_t>(ref.peer) * 2 + (ref.send ? 1 : 0)) * K + static_cast<size_t>(ref.pool_index)];
 }
 
+bool Communicator::uses_gen(const Choice& ch) const {
+  // A selection row's "executor" wins over WEFT_EXECUTOR; links across nodes always run the
+  // interpreter (generated kernels have no network instantiation), and so does LL128.
+  if (net_ != nullptr || ch.protocol == "LL128") return false;
+  return ch.executor.empty() ? gen_ : ch.executor == "gen";
+}
+
 Communicator::CachedPlan& Communicator::plan_for(Collective c, const Choice& ch, bool in_place, int root) {
+  const bool gen = uses_gen(ch);
   std::string key = std::string(to_string(c)) + "/" + ch.algorithm + "/" + ch.protocol + "/" +
                     std::to_string(ch.instances) + "/" + (in_place ? "in" : "out") + "/" + std::to_string(root) + "/" +
-                    ch.scheduler + "/" + ch.allocator;
+                    ch.scheduler + "/" + ch.allocator + (gen ? "/gen" : "");
   auto it = plans_.find(key);
   if (it != plans_.end()) return *it->second;
+  if (gen && !gen_) gen::require_nvrtc();  // a table row asked for gen: say what is missing, if anything
   auto cp = std::make_unique<CachedPlan>();
+  cp->gen = gen;
   cp->lp = lower_plan(make_plan(c, nranks_, ch.algorithm, ch.protocol, ch.instances, in_place, root, layout_.cfg.depth,
                                 ch.scheduler, ch.allocator),
                       nranks_, layout_.cfg.connections);
@@ -417,7 +427,7 @@ Communicator::CachedPlan& Communicator::plan_for(Collective c, const Choice& ch,
   // take a thread group (Simple, LL): a launch choice, the plan and its wire protocol unchanged.
   RoleGroups groups;
   groups.blocks = cp->num_tbs;
-  if (!gen_ && (ch.protocol == "Simple" || ch.protocol == "LL"))  // generated kernels: one per CUDA block
+  if (!gen && (ch.protocol == "Simple" || ch.protocol == "LL"))  // generated kernels: one per CUDA block
     groups = group_thread_blocks(lr, static_cast<int32_t>(config::get_int("WEFT_BLOCK_ROLES")));
   cp->roles = groups.roles;
   cp->num_blocks = groups.blocks;

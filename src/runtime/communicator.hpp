@@ -166,7 +166,8 @@ class Communicator {
     bool fits_inline = false;          ///< small enough for ExecArgs' inline arrays
     std::vector<exec::ChannelHandle> conns_host;
     /// WEFT_EXECUTOR=gen: the plan's generated kernels, by [weftDataType_t][op], made at first use.
-    const void* gen[10][5] = {};
+    bool gen = false;              ///< generated kernels run this plan (uses_gen)
+    const void* gen_kernels[10][5] = {};
   };
   struct Registration;
   Communicator() = default;
@@ -206,6 +207,7 @@ class Communicator {
   int max_blocks_ = 0;
   double timeout_s_ = 600;                  ///< WEFT_TIMEOUT; 0: no deadline
   std::shared_ptr<const SelectionTable> table_;  ///< WEFT_SELECTION's table, else the default
+  bool uses_gen(const Choice& ch) const;
   bool gen_ = false;            ///< WEFT_EXECUTOR=gen (and no emulated nodes): generated kernels
   bool env_overrides_ = false;  ///< WEFT_ALGO, WEFT_PROTO, WEFT_INSTANCES or WEFT_MICROBATCH_BYTES set at creation
   std::unique_ptr<Bootstrap> boot_;
