@@ -71,7 +71,7 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
   Choice ch = env_overrides_ ? select_algorithm(*table_, c, payload, nranks_, layout_.cfg.connections, in_place)
                              : table_->choose(c, payload, nranks_, in_place);
   if (net_) {
-    // Links to other (emulated) nodes carry Simple messages through the proxy only: the
+    // Links to other nodes (hosts or emulated) carry Simple messages through the proxy only: the
     // one-shot kernel (which stores into every peer's memory) and LL are not used there.
     if (ch.algorithm == kOneShot) {
       ch = table_->choose(c, payload, nranks_, in_place, true);
