@@ -253,9 +253,10 @@ void Communicator::init_memory() {
   WEFT_CUDA_CHECK(cudaStreamSynchronize(setup_stream_));
   boot_->barrier(wait_s);
 
-  // Who may write into this rank's arena: every peer. One in this process stops when its
-  // done flag says so; one in another process when it has exited, which this process can
-  // see only for a pid it sees as that process (else only the grace time ends the wait).
+  // Who may write into this rank's arena: every peer of this host. One in this process
+  // stops when its done flag says so; one in another process when it has exited, which this
+  // process can see only for a pid it sees as that process (else only the grace time ends
+  // the wait).
   // A process is watched by its pid only on this host and in this pid namespace: a rank on
   // another host (or in another process that has this one's pid) counts as pid 0, which
   // names no process (peer_watchdog.hpp); its bootstrap connection is still watched.
@@ -265,7 +266,9 @@ void Communicator::init_memory() {
     const bool same_process = p == rank_ || peer_device_[static_cast<size_t>(p)] >= 0;
     const bool watchable = same_process || (!placement_.crosses_hosts(rank_, p) && pi.pid != mine.pid);
     procs[static_cast<size_t>(p)] = watchable ? PeerProcess{pi.pid, pi.start_time} : PeerProcess{0, 0};
-    if (p == rank_) continue;
+    // A rank on another host never writes into the arena (its messages land in the network
+    // FIFOs' region, which net_ keeps while a peer may still write).
+    if (p == rank_ || placement_.crosses_hosts(rank_, p)) continue;
     if (same_process) {
       if (auto f = find_done_flag(pi.done_flag)) arena_writers_.local.push_back(f);
     } else {
