@@ -6,8 +6,8 @@
 #include <cstring>
 #include <fstream>
 #include <map>
-#include <set>
 
+#include "ir/plan_core.hpp"
 #include "util/config.hpp"
 #include "util/error.hpp"
 
@@ -124,20 +124,6 @@ std::string Placement::where(int rank) const {
   return "rank " + std::to_string(rank) + " (host " + quoted(hosts.host_names.at(static_cast<size_t>(h))) + ")";
 }
 
-namespace {
-
-/// The ordered pairs of ranks some slot of `p` sends over, sorted.
-std::set<std::pair<int, int>> sending_pairs_of(const Plan& p) {
-  std::set<std::pair<int, int>> out;
-  for (const RankPlan& rp : p.ranks)
-    for (const ThreadBlock& tb : rp.tbs)
-      for (const Slot& s : tb.slots)
-        if (s.send_peer >= 0) out.emplace(rp.rank, s.send_peer);
-  return out;
-}
-
-}  // namespace
-
 ChannelKind built_channel(const Plan& plan, const Placement& w, int src, int dst) {
   ChannelKind kind = w.crosses_nodes(src, dst) ? ChannelKind::PortNetwork : ChannelKind::Memory;
   for (const PlanLink& l : plan.links)
@@ -163,13 +149,13 @@ void check_plan_channels(const Plan& plan, const Placement& w) {
   if (plan.num_ranks != w.nranks())
     fail(ErrorCode::InvalidUsage, "plan '" + plan.algorithm + "' is for " + std::to_string(plan.num_ranks) +
                                       " ranks, the communicator has " + std::to_string(w.nranks()));
-  for (const auto& [s, d] : sending_pairs_of(plan)) built_channel(plan, w, s, d);
+  for (const auto& [s, d] : sending_pairs(plan)) built_channel(plan, w, s, d);
 }
 
 std::vector<PlanLink> runtime_links(const Plan& plan, const std::vector<int>& node_of_rank) {
   std::vector<PlanLink> out;
   const int n = static_cast<int>(node_of_rank.size());
-  for (const auto& [s, d] : sending_pairs_of(plan)) {
+  for (const auto& [s, d] : sending_pairs(plan)) {
     PlanLink l{s, d, ChannelKind::Memory};
     if (s < n && d < n && node_of_rank[static_cast<size_t>(s)] != node_of_rank[static_cast<size_t>(d)])
       l.channel = ChannelKind::PortNetwork;
