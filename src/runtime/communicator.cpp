@@ -415,12 +415,14 @@ void Communicator::make_fifos() {
   for (int p = 0; p < nranks_; ++p) {
     if (p == rank_) continue;
     if (net_ && net_->crosses(p)) {
-      // Another node: the proxy and the network transport carry this pair's messages.
+      // Another node: the proxy and the network transport carry this pair's messages. Their
+      // positions are words of their own: plans may use the memory FIFO of the same pair and
+      // connection too (between emulated nodes), whose counters are separate.
       for (int k = 0; k < K; ++k) {
         net_fifo_[(static_cast<size_t>(p) * 2 + 1) * K + k] =
-            net_->send_end(p, k, at(arena_, layout_.control(p, k) + ArenaLayout::kSendPos));
+            net_->send_end(p, k, at(arena_, layout_.control(p, k) + ArenaLayout::kNetSendPos));
         net_fifo_[(static_cast<size_t>(p) * 2) * K + k] =
-            net_->recv_end(p, k, at(arena_, layout_.control(p, k) + ArenaLayout::kRecvPos));
+            net_->recv_end(p, k, at(arena_, layout_.control(p, k) + ArenaLayout::kNetRecvPos));
       }
     }
     // A memory channel wherever the peer's arena is mapped (this host): a plan may record

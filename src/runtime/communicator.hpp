@@ -16,7 +16,8 @@
 //
 // Arena layout of a rank with R ranks, K connections per pair, FIFO depth D:
 //   control[p][c]  256 bytes at (p*K + c)*256: posted (written by p), acked (written by
-//                  p), send position, receive position, each on its own 64 bytes;
+//                  p), send position, receive position, each on its own 64 bytes (the
+//                  network FIFO's positions 8 bytes after the memory FIFO's);
 //   staging[p][c]  after the control area: D Simple slots, then D LL slots, for messages
 //                  from rank p on connection c;
 //   one-shot area  last: the small-message path's packet regions and epoch counters
@@ -75,6 +76,9 @@ struct ArenaLayout {
   uint64_t oneshot() const { return staging(ranks, 0); }
   uint64_t total() const { return oneshot() + exec::oneshot_area_bytes(ranks); }
   static constexpr uint64_t kPosted = 0, kAcked = 64, kSendPos = 128, kRecvPos = 192;
+  /// The positions of the network FIFO's ends for the same pair and connection (across
+  /// nodes), beside the memory FIFO's on their lines.
+  static constexpr uint64_t kNetSendPos = kSendPos + 8, kNetRecvPos = kRecvPos + 8;
 };
 
 /// A point-to-point operation of a group (weftSend / weftRecv).
