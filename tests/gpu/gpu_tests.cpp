@@ -11,6 +11,8 @@
 //   peer_stops  [--counts N]       rank 1 stops taking part: rank 0 gets weftTimeout (N floats)
 //   peer_dies   [--counts N] [--ranks N]  rank 1 is killed mid-collective, WEFT_TIMEOUT unset:
 //                                  every other rank gets weftRemoteError naming rank 1 within seconds
+//   hosts_refuse                   2 ranks on 2 "hosts": a memory channel to the other host is
+//                                  refused on both, registration works, an AllReduce is right
 //   handles                        bad WEFT_* values at init, a destroyed communicator used
 //                                  again, overflowing counts, registration on one rank only:
 //                                  errors, never hangs or crashes
@@ -550,6 +552,46 @@ int handles(int rank, const weftUniqueId& id) {
   return failures ? 1 : 0;
 }
 
+/// Two ranks on two "hosts" (WEFT_HOST_ID): what must be refused across hosts is, with an
+/// error naming the host, and the communicator stays usable (an AllReduce checked after).
+int hosts_refuse(int rank, const weftUniqueId& id) {
+  setenv("WEFT_HOST_ID", rank == 0 ? "host0" : "host1", 1);
+  int failures = 0;
+  weftComm_t comm = nullptr;
+  WEFT_OK(weftCommInitRank(&comm, 2, id, rank));
+  cudaStream_t st;
+  CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  auto ws = reinterpret_cast<weftStream_t>(st);
+  const size_t count = 1 << 16;
+  float* buf = nullptr;
+  CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&buf), count * 4));
+  // A memory channel maps the peer's buffer through CUDA IPC: refused on both ranks.
+  const int peer = 1 - rank;
+  weftMemoryChannel_t ch = nullptr;
+  failures += expect_invalid(rank, "weftCommConnectMemoryChannels to another host",
+                             weftCommConnectMemoryChannels(comm, &peer, 1, buf, count * 4, 0, &ch), "on another host");
+  // Registration is local and works.
+  void* h = nullptr;
+  WEFT_OK(weftCommRegister(comm, buf, count * 4, &h));
+  WEFT_OK(weftCommDeregister(comm, h));
+  // Collectives run over the network FIFOs: every rank contributes rank + 1.
+  std::vector<float> mine(count, static_cast<float>(rank + 1)), got(count);
+  CUDA_OK(cudaMemcpy(buf, mine.data(), count * 4, cudaMemcpyHostToDevice));
+  WEFT_OK(weftAllReduce(buf, buf, count, weftFloat32, weftSum, comm, ws));
+  if (!gt::sync_bounded(ws, 60)) return 1;
+  CUDA_OK(cudaMemcpy(got.data(), buf, count * 4, cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < count; ++i)
+    if (got[i] != 3.0f) {
+      std::printf("rank %d: element %zu is %g after the AllReduce, 3 expected\n", rank, i, got[i]);
+      ++failures;
+      break;
+    }
+  WEFT_OK(weftCommDestroy(comm));
+  cudaFree(buf);
+  std::printf("rank %d: hosts_refuse %s\n", rank, failures ? "FAILED" : "passed");
+  return failures ? 1 : 0;
+}
+
 std::vector<size_t> parse_counts(const std::string& s) {
   std::vector<size_t> out;
   size_t pos = 0;
@@ -568,7 +610,7 @@ std::vector<size_t> parse_counts(const std::string& s) {
 int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
   if (argc < 2) {
-    std::printf("usage: %s collectives|p2p|graph|initall|never_joins|peer_stops|peer_dies|handles [--ranks N] [--full] [--counts a,b] [--only COLL] [--type T] [--hosts H]\n", argv[0]);
+    std::printf("usage: %s collectives|p2p|graph|initall|never_joins|peer_stops|peer_dies|handles|hosts_refuse [--ranks N] [--full] [--counts a,b] [--only COLL] [--type T] [--hosts H]\n", argv[0]);
     return 2;
   }
   std::string cmd = argv[1];
@@ -619,6 +661,7 @@ int main(int argc, char** argv) {
     return gt::run_ranks(o.ranks_given ? o.ranks : 2,
                          on_host([&](int r, const weftUniqueId& id) { return peer_dies(o, r, id); }), 120, cmd);
   if (cmd == "handles") return gt::run_ranks(2, handles, 120, cmd);
+  if (cmd == "hosts_refuse") return gt::run_ranks(2, hosts_refuse, 120, cmd);
   std::printf("unknown test '%s'\n", cmd.c_str());
   return 2;
 }
