@@ -147,9 +147,6 @@ void validate_plan(const Plan& p) {
   validate_links(p);
 }
 
-namespace {
-
-/// The ordered pairs of ranks some slot sends over, sorted.
 std::vector<std::pair<int32_t, int32_t>> sending_pairs(const Plan& p) {
   std::vector<std::pair<int32_t, int32_t>> out;
   for (const RankPlan& rp : p.ranks)
@@ -160,6 +157,8 @@ std::vector<std::pair<int32_t, int32_t>> sending_pairs(const Plan& p) {
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
+
+namespace {
 
 void validate_links(const Plan& p) {
   if (p.links.empty()) return;

@@ -82,6 +82,9 @@ PlanPairing pair_connections_or_throw(const Plan& plan, const PlanIndex& ix);
 /// and no other, sorted by (src, dst), each a known channel kind.
 void validate_plan(const Plan& plan);
 
+/// The ordered pairs of ranks some slot of `plan` sends over, sorted by (src, dst).
+std::vector<std::pair<int32_t, int32_t>> sending_pairs(const Plan& plan);
+
 /// The channel per ordered pair of ranks the plan sends over, from the topology's link class:
 /// GPUs of one node on NVLink, a memory channel; on PCIe (intra_node_link "pcie"), a port
 /// channel by copy engine; GPUs of different nodes, a port channel over the network.

@@ -1,4 +1,4 @@
-// NetFifos: a rank's connection FIFOs to ranks on other nodes (WEFT_EMULATE_NODES, so far),
+// NetFifos: a rank's connection FIFOs to ranks on other nodes (other hosts, or WEFT_EMULATE_NODES),
 // carried by the proxy and the network transport (UCX) instead of CUDA IPC stores.
 //
 // The kernels' protocol is the memory channel's (weft/device/memory_channel.hpp, "Across

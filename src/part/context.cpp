@@ -12,6 +12,7 @@
 #include "net/node_layout.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/cuda_check.hpp"
+#include "runtime/placement.hpp"
 #include "util/config.hpp"
 #include "util/log.hpp"
 
@@ -42,11 +43,9 @@ uint64_t* map_segment(const char* name, bool create, size_t bytes) {
   return p == MAP_FAILED ? nullptr : static_cast<uint64_t*>(p);
 }
 
-uint64_t host_id() {
-  char name[256] = {};
-  gethostname(name, sizeof(name) - 1);
-  return std::hash<std::string>{}(name);
-}
+/// The host's key as the communicator computes it (runtime/placement.hpp: host name and
+/// boot id, or WEFT_HOST_ID), so both agree on which ranks share a host.
+uint64_t host_id() { return local_host_identity().key; }
 
 using GetRange = int (*)(unsigned long long*, size_t*, unsigned long long);
 GetRange address_range_fn() {
@@ -129,8 +128,9 @@ ContextImpl::ContextImpl(Communicator& comm, int path)
     if (ri.host != mine.host)
       fail(ErrorCode::InvalidUsage, "rank " + std::to_string(rank_) + ": partitioned communication with rank " +
                                         std::to_string(p) +
-                                        " on another host is not available yet: requests are set up through CUDA IPC "
-                                        "mappings within one host (both paths; WEFT_PART_PATH)");
+                                        " on another host is not available: requests are set up through CUDA IPC "
+                                        "mappings and shared memory within one host (both paths; WEFT_PART_PATH); "
+                                        "the communicator's collectives and p2p do work across hosts");
     shm_[static_cast<size_t>(p)] = map_segment(ri.shm_name, false, shm_bytes);
     if (shm_[static_cast<size_t>(p)] == nullptr)
       fail(ErrorCode::System, "rank " + std::to_string(rank_) + ": cannot map rank " + std::to_string(p) +

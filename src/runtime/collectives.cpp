@@ -72,9 +72,9 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
   Choice ch = env_overrides_ ? select_algorithm(*table_, c, payload, nranks_, layout_.cfg.connections, in_place)
                              : table_->choose(c, payload, nranks_, in_place);
   if (net_) {
-    // Links to other (emulated) nodes carry Simple messages through the proxy only: the
-    // one-shot kernel (which stores into every peer's memory), LL and LL128 (whose flags need
-    // the data and flag of a packet or line to land together) are not used there.
+    // Links to other nodes (hosts or emulated) carry Simple messages through the proxy only:
+    // the one-shot kernel (which stores into every peer's memory), LL and LL128 (whose flags
+    // need the data and flag of a packet or line to land together) are not used there.
     if (ch.algorithm == kOneShot) {
       ch = table_->choose(c, payload, nranks_, in_place, true);
       const int64_t inst = env_overrides_ ? config::get_int("WEFT_INSTANCES") : 0;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <random>
 #include <thread>
 
 #include "net/node_layout.hpp"
@@ -37,21 +38,24 @@ class RelaxedCapture {
   cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
 };
 
-uint64_t host_hash() {
-  char name[256] = {};
-  gethostname(name, sizeof(name) - 1);
-  std::string id = name;
-  std::ifstream boot("/proc/sys/kernel/random/boot_id");
-  std::string b;
-  if (boot >> b) id += b;
-  return std::hash<std::string>{}(id);
+/// A random number drawn once per process: ranks that send the same one (and the same host)
+/// share this process. A pid alone does not say so: two containers of one machine may run
+/// ranks under the same pid in different pid namespaces.
+uint64_t process_token() {
+  static const uint64_t token = [] {
+    std::random_device rd;
+    uint64_t t = (static_cast<uint64_t>(rd()) << 32) ^ rd() ^ static_cast<uint64_t>(getpid());
+    return t == 0 ? 1 : t;
+  }();
+  return token;
 }
 
 /// What each rank tells the others at initialization.
 struct PeerInfo {
   uint32_t version;
   int32_t rank;
-  uint64_t host;
+  HostIdentity host;      ///< runtime/placement.hpp: which host it runs on
+  uint64_t process;       ///< process_token() of its process
   int32_t pid;
   int32_t device;
   CommConfig cfg;
@@ -160,7 +164,8 @@ void Communicator::init_memory() {
   PeerInfo mine{};
   mine.version = bootstrap_version();
   mine.rank = rank_;
-  mine.host = host_hash();
+  mine.host = local_host_identity();
+  mine.process = process_token();
   mine.pid = static_cast<int32_t>(getpid());
   mine.device = device_;
   mine.cfg = layout_.cfg;
@@ -183,9 +188,16 @@ void Communicator::init_memory() {
     // Every field a peer sends is bounded before it indexes or points at anything.
     const PeerInfo& pi = all[static_cast<size_t>(p)];
     peer_check::field_in_range(rank_, p, "rank", pi.rank, p, p);
-    const bool local = pi.pid == mine.pid && pi.host == mine.host;
+    const bool local = pi.process == mine.process && pi.host.key == mine.host.key;
     if (local) peer_check::field_in_range(rank_, p, "device", pi.device, 0, ndev - 1);
     if (local) peer_device_[static_cast<size_t>(p)] = pi.device;
+  }
+  // Hosts and nodes: ranks on other hosts (or other emulated nodes) are reached through the
+  // network transport, and nothing of theirs is mapped here.
+  {
+    std::vector<HostIdentity> ids(static_cast<size_t>(nranks_));
+    for (int p = 0; p < nranks_; ++p) ids[static_cast<size_t>(p)] = all[static_cast<size_t>(p)].host;
+    placement_.hosts = map_hosts(rank_, ids);
   }
   peer_arena_[static_cast<size_t>(rank_)] = arena_;
   for (int p = 0; p < nranks_; ++p) {
@@ -200,10 +212,10 @@ void Communicator::init_memory() {
     if (pi.emulate_nodes != mine.emulate_nodes)
       fail(ErrorCode::InvalidUsage, who + " has WEFT_EMULATE_NODES=" + std::to_string(pi.emulate_nodes) + ", this rank " +
                                           std::to_string(mine.emulate_nodes) + "; every rank must use the same");
-    if (pi.host != mine.host)
-      fail(ErrorCode::InvalidUsage, who + " runs on another host; weft's network transport between hosts is not "
-                                          "available yet, so all ranks must share one machine");
-    if (pi.pid == mine.pid) {
+    // Another host: no CUDA IPC handle is opened, no peer access checked; its links go
+    // through the network FIFOs (init_network).
+    if (placement_.crosses_hosts(rank_, p)) continue;
+    if (peer_device_[static_cast<size_t>(p)] >= 0) {
       peer_check::check_local_arena(rank_, p, pi.arena, layout_.total());
       peer_arena_[static_cast<size_t>(p)] = reinterpret_cast<char*>(pi.arena);
       if (pi.device != device_) {
@@ -228,39 +240,51 @@ void Communicator::init_memory() {
     }
   }
 
-  std::vector<uint64_t> hosts(static_cast<size_t>(nranks_));
-  for (int p = 0; p < nranks_; ++p) hosts[static_cast<size_t>(p)] = all[static_cast<size_t>(p)].host;
-  init_network(hosts, mine.emulate_nodes);
+  init_network(mine.emulate_nodes);
   if (gen_ && net_) {
     gen_ = false;
-    WEFT_LOG(Info, "GEN", "rank " << rank_ << ": WEFT_EXECUTOR=gen with links across emulated nodes: the "
+    WEFT_LOG(Info, "GEN", "rank " << rank_ << ": WEFT_EXECUTOR=gen with links across nodes: the "
                                   "interpreter runs (generated kernels have no network instantiation)");
   }
   // The table point-to-point launches index: ((peer * 2 + send) * K + connection).
   make_fifos();
   std::vector<exec::ChannelHandle> table;
   table.reserve(fifo_.size());
-  for (const exec::MemoryChannel& ch : fifo_) table.push_back(ch.device_handle());
+  // Point-to-point messages take the layout's channel: the network FIFOs across nodes.
+  for (size_t i = 0; i < fifo_.size(); ++i) {
+    const int p = static_cast<int>(i / (2 * static_cast<size_t>(layout_.cfg.connections)));
+    table.push_back((default_channel(p) == ChannelKind::PortNetwork ? net_fifo_[i] : fifo_[i]).device_handle());
+  }
   WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p2p_conns_), table.size() * sizeof(exec::ChannelHandle)));
   WEFT_CUDA_CHECK(cudaMemcpyAsync(p2p_conns_, table.data(), table.size() * sizeof(exec::ChannelHandle),
                                   cudaMemcpyHostToDevice, setup_stream_));
   WEFT_CUDA_CHECK(cudaStreamSynchronize(setup_stream_));
   boot_->barrier(wait_s);
 
-  // Who may write into this rank's arena: every peer. One in this process stops when its
-  // done flag says so; one in another process when it has exited, which this process can
-  // see only for a pid it sees as that process (else only the grace time ends the wait).
+  // Who may write into this rank's arena: every peer of this host. One in this process
+  // stops when its done flag says so; one in another process when it has exited, which this
+  // process can see only for a pid it sees as that process (else only the grace time ends
+  // the wait).
+  // A process is watched by its pid only on this host and in this pid namespace: a rank on
+  // another host (or in another process that has this one's pid) counts as pid 0, which
+  // names no process (peer_watchdog.hpp); its bootstrap connection is still watched.
   std::vector<PeerProcess> procs(static_cast<size_t>(nranks_));
   for (int p = 0; p < nranks_; ++p) {
     const PeerInfo& pi = all[static_cast<size_t>(p)];
-    procs[static_cast<size_t>(p)] = PeerProcess{pi.pid, pi.start_time};
-    if (p == rank_) continue;
-    if (pi.pid == mine.pid) {
+    const bool same_process = p == rank_ || peer_device_[static_cast<size_t>(p)] >= 0;
+    const bool watchable = same_process || (!placement_.crosses_hosts(rank_, p) && pi.pid != mine.pid);
+    procs[static_cast<size_t>(p)] = watchable ? PeerProcess{pi.pid, pi.start_time} : PeerProcess{0, 0};
+    // A rank on another host never writes into the arena (its messages land in the network
+    // FIFOs' region, which net_ keeps while a peer may still write).
+    if (p == rank_ || placement_.crosses_hosts(rank_, p)) continue;
+    if (same_process) {
       if (auto f = find_done_flag(pi.done_flag)) arena_writers_.local.push_back(f);
     } else {
-      arena_writers_.remote.push_back({process_visible(pi.pid, pi.start_time) ? pi.pid : 0, pi.start_time});
+      const PeerProcess& pp = procs[static_cast<size_t>(p)];
+      arena_writers_.remote.push_back({process_visible(pp.pid, pp.start_time) ? pp.pid : 0, pp.start_time});
     }
   }
+  procs_ = procs;
   start_watchdog(watch_list(rank_, procs, boot_->next_fd(), boot_->prev_fd()));
 }
 
@@ -270,6 +294,23 @@ void Communicator::start_watchdog(const std::vector<WatchedPeer>& peers) {
 }
 
 void Communicator::on_peer_lost(int peer, const std::string& why) {
+  // Across hosts the watchdog often hears of a loss only through a neighbour's closed
+  // bootstrap connection, which names the neighbour; the network transport names the rank
+  // whose endpoint failed, usually within milliseconds. Unless the watchdog saw the peer's
+  // own process exit here, give the transport a moment to speak first (its message wins).
+  const PeerProcess pp = peer >= 0 && peer < static_cast<int>(procs_.size()) ? procs_[static_cast<size_t>(peer)]
+                                                                             : PeerProcess{};
+  const bool seen_exit = pp.pid > 0 && !process_alive(pp.pid, pp.start_time);
+  if (net_ && !seen_exit) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
+    while (std::chrono::steady_clock::now() < end) {
+      {
+        std::lock_guard<std::mutex> lock(error_mu_);
+        if (broken_ != ErrorCode::Success) break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
   {
     std::lock_guard<std::mutex> lock(error_mu_);
     if (broken_ == ErrorCode::Success) {
@@ -296,16 +337,31 @@ void Communicator::on_network_error(const std::string& why) {
   if (abort_host_ != nullptr) *reinterpret_cast<volatile uint32_t*>(abort_host_) = 1;
 }
 
-void Communicator::init_network(const std::vector<uint64_t>& host_of_rank, int emulate_nodes) {
-  if (emulate_nodes <= 1) return;  // one node per host, and every rank on this host (checked above)
+void Communicator::init_network(int emulate_nodes) {
+  std::vector<uint64_t> host_of_rank;
+  for (int h : placement_.hosts.host_of_rank) host_of_rank.push_back(static_cast<uint64_t>(h));
   const net::NodeLayout nodes = net::node_layout(host_of_rank, emulate_nodes);
+  placement_.node_of_rank = nodes.node_of_rank;
   if (nodes.nodes <= 1) return;
-  // Every rank runs the same check on the same host, so all fail alike, before any of them
-  // waits for the others in the transport's exchange.
+  // Every rank runs the same check, so all fail alike, before any of them waits for the
+  // others in the transport's exchange (a rank whose host lacks UCX makes every rank fail:
+  // the exchange breaks off when it leaves).
   const std::string why = net::ucx_unavailable_reason();
-  if (!why.empty())
+  if (!why.empty()) {
+    if (placement_.hosts.hosts() > 1) {
+      int other = 0;
+      while (other < nranks_ && !placement_.crosses_hosts(rank_, other)) ++other;
+      fail(ErrorCode::InvalidUsage, "rank " + std::to_string(rank_) + " on host '" +
+                                        placement_.hosts.host_names[static_cast<size_t>(
+                                            placement_.hosts.host_of_rank[static_cast<size_t>(rank_)])] +
+                                        "': the communicator spans " + std::to_string(placement_.hosts.hosts()) +
+                                        " hosts (" + placement_.where(other) +
+                                        " is on another), whose links need weft's network transport, which cannot run: " +
+                                        why);
+    }
     fail(ErrorCode::InvalidUsage, "rank " + std::to_string(rank_) + ": WEFT_EMULATE_NODES=" + std::to_string(emulate_nodes) +
                                       " sends the links between nodes through the network transport, which cannot run: " + why);
+  }
   NetLayout nl;
   nl.connections = layout_.cfg.connections;
   nl.depth = static_cast<uint32_t>(layout_.cfg.depth);
@@ -363,19 +419,24 @@ void Communicator::make_fifos() {
                               layout_.cfg.ll_slot_bytes};
   auto at = [](char* base, uint64_t off) { return reinterpret_cast<uint64_t*>(base + off); };
   fifo_.assign(static_cast<size_t>(nranks_) * 2 * static_cast<size_t>(K), exec::MemoryChannel());
+  net_fifo_.assign(fifo_.size(), exec::MemoryChannel());
   for (int p = 0; p < nranks_; ++p) {
     if (p == rank_) continue;
     if (net_ && net_->crosses(p)) {
-      // Another node: the proxy and the network transport carry this pair's messages.
+      // Another node: the proxy and the network transport carry this pair's messages. Their
+      // positions are words of their own: plans may use the memory FIFO of the same pair and
+      // connection too (between emulated nodes), whose counters are separate.
       for (int k = 0; k < K; ++k) {
-        fifo_[(static_cast<size_t>(p) * 2 + 1) * K + k] =
-            net_->send_end(p, k, at(arena_, layout_.control(p, k) + ArenaLayout::kSendPos));
-        fifo_[(static_cast<size_t>(p) * 2) * K + k] =
-            net_->recv_end(p, k, at(arena_, layout_.control(p, k) + ArenaLayout::kRecvPos));
+        net_fifo_[(static_cast<size_t>(p) * 2 + 1) * K + k] =
+            net_->send_end(p, k, at(arena_, layout_.control(p, k) + ArenaLayout::kNetSendPos));
+        net_fifo_[(static_cast<size_t>(p) * 2) * K + k] =
+            net_->recv_end(p, k, at(arena_, layout_.control(p, k) + ArenaLayout::kNetRecvPos));
       }
-      continue;
     }
+    // A memory channel wherever the peer's arena is mapped (this host): a plan may record
+    // one between emulated nodes of one host.
     char* peer = peer_arena_[static_cast<size_t>(p)];
+    if (peer == nullptr) continue;
     for (int k = 0; k < K; ++k) {
       // To p: p's slots and posted counter for messages from this rank, this rank's acked.
       exec::FifoMemory to{peer + layout_.staging(rank_, k), peer + layout_.ll_staging(rank_, k),
@@ -393,9 +454,15 @@ void Communicator::make_fifos() {
   }
 }
 
-const exec::MemoryChannel& Communicator::fifo(const ConnRef& ref) const {
+const exec::MemoryChannel& Communicator::fifo(const ConnRef& ref, ChannelKind kind) const {
   const size_t K = static_cast<size_t>(layout_.cfg.connections);
-  return fifo_[(static_cast<size_t>(ref.peer) * 2 + (ref.send ? 1 : 0)) * K + static_cast<size_t>(ref.pool_index)];
+  const size_t i = (static_cast<size_t>(ref.peer) * 2 + (ref.send ? 1 : 0)) * K + static_cast<size_t>(ref.pool_index);
+  // check_plan_channels has refused every kind this rank cannot build for the pair.
+  return kind == ChannelKind::PortNetwork ? net_fifo_.at(i) : fifo_.at(i);
+}
+
+ChannelKind Communicator::default_channel(int peer) const {
+  return net_ && net_->crosses(peer) ? ChannelKind::PortNetwork : ChannelKind::Memory;
 }
 
 bool Communicator::uses_gen(const Choice& ch) const {
@@ -416,8 +483,12 @@ Communicator::CachedPlan& Communicator::plan_for(Collective c, const Choice& ch,
   auto cp = std::make_unique<CachedPlan>();
   cp->gen = gen;
   cp->lp = lower_plan(make_plan(c, nranks_, ch.algorithm, ch.protocol, ch.instances, in_place, root, layout_.cfg.depth,
-                                ch.scheduler, ch.allocator),
+                                ch.scheduler, ch.allocator, placement_.node_of_rank),
                       nranks_, layout_.cfg.connections);
+  // Each link runs on the channel the plan records (runtime/placement.hpp); one the
+  // communicator cannot build for these ranks' hosts and nodes refuses the plan, on every
+  // rank alike.
+  check_plan_channels(cp->lp.plan, placement_);
   // Every plan runs on the CPU emulator once before it reaches the GPU (deadlock, result,
   // stray writes); every rank checks the same plan, so all fail alike.
   check_plan_on_emulator(cp->lp, layout_.cfg.depth, protocol_code(ch.protocol));
@@ -436,7 +507,9 @@ Communicator::CachedPlan& Communicator::plan_for(Collective c, const Choice& ch,
                                       std::to_string(cp->num_blocks) + " CUDA blocks at once, more than the " +
                                       std::to_string(max_blocks_) + " this GPU holds (lower WEFT_INSTANCES)");
   std::vector<exec::ChannelHandle> conns;
-  for (const ConnRef& r : lr.conns) conns.push_back(fifo(r).device_handle());
+  for (const ConnRef& r : lr.conns)
+    conns.push_back(fifo(r, built_channel(cp->lp.plan, placement_, r.send ? rank_ : r.peer, r.send ? r.peer : rank_))
+                        .device_handle());
   cp->conns_host = conns;
   cp->fits_inline = lr.tbs.size() <= static_cast<size_t>(exec::kInlineTBs) &&
                     lr.slots.size() <= static_cast<size_t>(exec::kInlineSlots) &&

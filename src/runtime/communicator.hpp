@@ -16,7 +16,8 @@
 //
 // Arena layout of a rank with R ranks, K connections per pair, FIFO depth D:
 //   control[p][c]  256 bytes at (p*K + c)*256: posted (written by p), acked (written by
-//                  p), send position, receive position, each on its own 64 bytes;
+//                  p), send position, receive position, each on its own 64 bytes (the
+//                  network FIFO's positions 8 bytes after the memory FIFO's);
 //   staging[p][c]  after the control area: D Simple slots, then D LL slots, for messages
 //                  from rank p on connection c;
 //   one-shot area  last: the small-message path's packet regions and epoch counters
@@ -40,6 +41,7 @@
 #include "runtime/bootstrap.hpp"
 #include "runtime/deferred_free.hpp"
 #include "runtime/peer_watchdog.hpp"
+#include "runtime/placement.hpp"
 #include "exec/plan_lowering.hpp"
 #include "runtime/selection_table.hpp"
 #include "util/error.hpp"
@@ -74,6 +76,9 @@ struct ArenaLayout {
   uint64_t oneshot() const { return staging(ranks, 0); }
   uint64_t total() const { return oneshot() + exec::oneshot_area_bytes(ranks); }
   static constexpr uint64_t kPosted = 0, kAcked = 64, kSendPos = 128, kRecvPos = 192;
+  /// The positions of the network FIFO's ends for the same pair and connection (across
+  /// nodes), beside the memory FIFO's on their lines.
+  static constexpr uint64_t kNetSendPos = kSendPos + 8, kNetRecvPos = kRecvPos + 8;
 };
 
 /// A point-to-point operation of a group (weftSend / weftRecv).
@@ -178,15 +183,21 @@ class Communicator {
   void on_peer_lost(int peer, const std::string& why);
   /// The network proxy's failure (net_fifos.hpp): the same, with the proxy's message.
   void on_network_error(const std::string& why);
-  /// WEFT_EMULATE_NODES: builds net_ when the ranks form several nodes (collective).
-  void init_network(const std::vector<uint64_t>& host_of_rank, int emulate_nodes);
+  /// Fills placement_'s nodes (its hosts, split by WEFT_EMULATE_NODES) and builds net_ when
+  /// the ranks form several nodes, on several hosts or emulated (collective).
+  void init_network(int emulate_nodes);
   /// Frees everything. `graceful`: meet the other ranks first (destroy); otherwise (abort,
   /// a failed creation) do not. The arena is freed once no peer can write into it.
   void free_all(bool graceful);
   CachedPlan& plan_for(Collective c, const Choice& ch, bool in_place, int root);
-  /// The FIFO end a plan's connection reference names (fifo_ below).
-  const exec::MemoryChannel& fifo(const ConnRef& ref) const;
-  /// Builds fifo_: every end of every connection with every peer, in the arenas.
+  /// The FIFO end a plan's connection reference names, of the channel kind its link records
+  /// (fifo_ or net_fifo_ below).
+  const exec::MemoryChannel& fifo(const ConnRef& ref, ChannelKind kind) const;
+  /// The channel of a link to or from `peer` where a plan records none, and for p2p: the
+  /// network across nodes, else memory.
+  ChannelKind default_channel(int peer) const;
+  /// Builds fifo_ (every end of every connection with every peer whose arena is mapped)
+  /// and net_fifo_ (with every peer on another node).
   void make_fifos();
   void* scratch(uint64_t bytes);
   /// The base of the allocation holding [ptr, ptr + bytes); fails (naming `fn`) if that is
@@ -221,8 +232,15 @@ class Communicator {
   uint32_t* abort_host_ = nullptr;
   uint32_t* abort_dev_ = nullptr;
   uint32_t* error_claim_ = nullptr;         ///< device memory
-  /// The host halves of the connection FIFOs, ((peer*2+send)*K + conn); empty for this rank.
+  /// The host halves of the connection FIFOs, ((peer*2+send)*K + conn); empty for this rank
+  /// and for peers on other hosts (nothing of theirs is mapped).
   std::vector<exec::MemoryChannel> fifo_;
+  /// The same across the network, for peers on other nodes (net_); empty elsewhere.
+  std::vector<exec::MemoryChannel> net_fifo_;
+  /// Hosts and nodes of every rank (runtime/placement.hpp).
+  Placement placement_;
+  /// Every rank's process as the watchdog sees it (pid 0: not watchable from here).
+  std::vector<PeerProcess> procs_;
   exec::ChannelHandle* p2p_conns_ = nullptr;  ///< fifo_'s device handles, uploaded for p2p
   /// FIFOs to ranks on other (emulated) nodes, through the proxy and UCX; null on one node.
   std::unique_ptr<NetFifos> net_;

@@ -12,6 +12,7 @@
 #include "runtime/builtin_plans.hpp"
 #include "runtime/collective_reference.hpp"
 #include "runtime/host_reduce.hpp"
+#include "runtime/placement.hpp"
 #include "exec/plan_emulator.hpp"
 #include "util/config.hpp"
 #include "util/error.hpp"
@@ -21,19 +22,25 @@ namespace weft {
 
 namespace {
 
-/// Ranks per node where WEFT_EMULATE_NODES=N (N > 1) splits the communicator's ranks into N
-/// nodes of equal size (the node layout's contiguous runs); else the whole communicator.
-int emulated_gpus_per_node(int nranks) {
+/// Ranks per node: the communicator's nodes where they are of equal size in contiguous runs
+/// of ranks (`node_of_rank`, real hosts and emulated nodes alike: runtime/placement.hpp);
+/// without a layout, where WEFT_EMULATE_NODES=N (N > 1) splits the ranks into N nodes of
+/// equal size (the node layout's contiguous runs); else the whole communicator.
+int emulated_gpus_per_node(int nranks, const std::vector<int>& node_of_rank = {}) {
+  if (static_cast<int>(node_of_rank.size()) == nranks) {
+    const int g = regular_node_size(node_of_rank);
+    return g > 0 ? g : nranks;
+  }
   const int64_t n = config::get_int("WEFT_EMULATE_NODES");
   return n > 1 && n <= nranks && nranks % n == 0 ? nranks / static_cast<int>(n) : nranks;
 }
 
-/// GPUPerNode for a compiled algorithm: WEFT_GPUS_PER_NODE, else the emulated nodes' size,
-/// else the whole communicator (one node). Hierarchical algorithms need it to divide the rank count; algorithms without
+/// GPUPerNode for a compiled algorithm: WEFT_GPUS_PER_NODE, else the nodes' size, else the
+/// whole communicator (one node). Hierarchical algorithms need it to divide the rank count; algorithms without
 /// the parameter ignore it.
-int gpus_per_node(int nranks) {
+int gpus_per_node(int nranks, const std::vector<int>& node_of_rank = {}) {
   int64_t g = config::get_int("WEFT_GPUS_PER_NODE");
-  if (g <= 0) return emulated_gpus_per_node(nranks);
+  if (g <= 0) return emulated_gpus_per_node(nranks, node_of_rank);
   if (g > nranks || nranks % g != 0)
     fail(ErrorCode::InvalidArgument, "WEFT_GPUS_PER_NODE=" + std::to_string(g) + " does not divide the communicator's " +
                                          std::to_string(nranks) + " ranks");
@@ -43,12 +50,13 @@ int gpus_per_node(int nranks) {
 /// The source's parameters for a communicator of `nranks` (none for a plan file, whose shape
 /// is its own). The communicator is one node unless WEFT_GPUS_PER_NODE says otherwise (HM's
 /// default, 4, would not divide 2 or 3 ranks).
-SourceOptions options_for(const std::string& algorithm, int nranks, int root, bool with_root, bool verify) {
+SourceOptions options_for(const std::string& algorithm, int nranks, int root, bool with_root, bool verify,
+                          const std::vector<int>& node_of_rank = {}) {
   SourceOptions so;
   so.verify = verify;
   so.size_to_topology = false;
   if (is_plan_file_path(algorithm)) return so;
-  so.params = {{"nRanks", std::to_string(nranks)}, {"GPUPerNode", std::to_string(gpus_per_node(nranks))}};
+  so.params = {{"nRanks", std::to_string(nranks)}, {"GPUPerNode", std::to_string(gpus_per_node(nranks, node_of_rank))}};
   if (with_root) so.params["Root"] = std::to_string(root);
   return so;
 }
@@ -59,10 +67,13 @@ SourceOptions options_for(const std::string& algorithm, int nranks, int root, bo
 /// schedule, not for correctness. Under WEFT_EMULATE_NODES=N (dividing the ranks) it is N
 /// nodes of nranks / N GPUs, one NIC per GPU, so that the compiler sees which links cross
 /// the (emulated) network; the NIC figures are assumptions (a 100 Gb/s NIC), as the emulated
-/// network is UCX on one machine.
-Topology node_topology(int nranks) {
+/// network is UCX on one machine. With the communicator's layout (`node_of_rank`: ranks on
+/// several hosts) the same reshaping applies where its nodes are regular
+/// (runtime/placement.hpp); an irregular layout is scheduled as one node, and the runtime
+/// records the links it builds on the plan either way.
+Topology node_topology(int nranks, const std::vector<int>& node_of_rank = {}) {
   Topology t = detect::configured_topology(nranks);
-  const int g = emulated_gpus_per_node(nranks);
+  const int g = emulated_gpus_per_node(nranks, node_of_rank);
   if (g != nranks) {
     t.gpus_per_node = g;
     t.nodes = nranks / g;
@@ -97,7 +108,8 @@ Collective algorithm_collective(const std::string& algorithm, int nranks) {
 }
 
 Plan make_plan(Collective c, int nranks, const std::string& algorithm, const std::string& protocol, int instances,
-               bool in_place, int root, int fifo_depth, const std::string& scheduler, const std::string& allocator) {
+               bool in_place, int root, int fifo_depth, const std::string& scheduler, const std::string& allocator,
+               const std::vector<int>& node_of_rank) {
   if (is_builtin_plan_name(algorithm) || nranks == 1) {
     BuiltinSpec spec;
     spec.algorithm = algorithm;
@@ -112,8 +124,8 @@ Plan make_plan(Collective c, int nranks, const std::string& algorithm, const std
   // out-of-place buffers. A plan file (what `weft compile -o` writes) is taken as it is:
   // loading it calls no front-end.
   const bool rooted = c == Collective::Broadcast || c == Collective::Reduce;
-  const Topology topo = node_topology(nranks);
-  const PlanSource src = load_source(algorithm, topo, options_for(algorithm, nranks, root, rooted, true));
+  const Topology topo = node_topology(nranks, node_of_rank);
+  const PlanSource src = load_source(algorithm, topo, options_for(algorithm, nranks, root, rooted, true, node_of_rank));
   const std::string what = std::string(src.kind == SourceKind::PlanFile ? "plan file '" : "algorithm '") + algorithm + "'";
   const Collective ac = src.algorithm ? src.algorithm->collective : src.given->collective;
   const int32_t aranks = src.algorithm ? src.algorithm->ranks : src.given->num_ranks;
@@ -146,6 +158,11 @@ Plan make_plan(Collective c, int nranks, const std::string& algorithm, const std
     fail(ErrorCode::InvalidArgument, what + (src.kind == SourceKind::PlanFile ? " was compiled" : " compiles") + " only for " +
                                          (p.in_place ? "in-place" : "out-of-place") + " buffers; the call is " +
                                          (in_place ? "in place" : "out of place"));
+  // A plan the runtime compiles records the channels the runtime builds for the
+  // communicator's layout; a plan file keeps its own, which the communicator checks
+  // (runtime/placement.hpp).
+  if (src.kind != SourceKind::PlanFile && static_cast<int>(node_of_rank.size()) == nranks)
+    p.links = runtime_links(p, node_of_rank);
   return p;
 }
 

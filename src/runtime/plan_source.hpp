@@ -15,6 +15,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "compile/deadlock.hpp"
 #include "ir/plan.hpp"
@@ -33,10 +34,12 @@ Collective algorithm_collective(const std::string& algorithm, int nranks);
 /// compiled plan is scheduled with `scheduler` and `allocator` and checked for deadlock with
 /// FIFOs of `fifo_depth` messages (the communicator's WEFT_FIFO_DEPTH). Throws InvalidArgument when the algorithm implements
 /// another collective or root, Verify when it fails verification or deadlocks, Parse for a
-/// malformed file.
+/// malformed file. `node_of_rank` (the communicator's nodes, runtime/placement.hpp; empty:
+/// WEFT_EMULATE_NODES alone) shapes the topology compiled for, and a compiled plan records
+/// the links the runtime builds for it (port-net between nodes, memory within one).
 Plan make_plan(Collective c, int nranks, const std::string& algorithm, const std::string& protocol, int instances,
                bool in_place, int root, int fifo_depth = kDefaultFifoDepth, const std::string& scheduler = "hpds",
-               const std::string& allocator = "state");
+               const std::string& allocator = "state", const std::vector<int>& node_of_rank = {});
 
 /// Runs the lowered plan on the emulator (FIFO depth `depth`, messages as `protocol` sends
 /// them) and compares with the host reference; throws Verify describing a deadlock, a wrong

@@ -71,6 +71,9 @@ std::vector<exec::MemoryChannel> Communicator::connect_memory_channels(const std
       bad = "peer " + std::to_string(p) + " is not another rank of 0.." + std::to_string(nranks_ - 1);
     else if (!seen.insert(p).second)
       bad = "peer " + std::to_string(p) + " is listed twice";
+    else if (placement_.crosses_hosts(rank_, p))
+      bad = "peer " + placement_.where(p) + " is on another host than " + placement_.where(rank_) +
+            ": a memory channel maps the peer's buffer through CUDA IPC, within one host only";
   }
   if (bad.empty() && (buf == nullptr || bytes == 0)) bad = "null buffer or zero size";
   if (bad.empty()) {

@@ -67,6 +67,10 @@ const std::vector<Variable>& registry() {
        "the UCX network transport (libucp.so.0, else creation fails saying so) instead of CUDA IPC, Simple protocol "
        "only (no LL, no one-shot kernel), and compiled algorithms see nodes of nranks / N GPUs. Users' memory "
        "channels still map their peers through CUDA IPC. 0 or 1: one node per host.", 0, 1024},
+      {"WEFT_HOST_ID", Type::String, "",
+       "Testing aid: this process's host identity instead of the host name and boot id (1 to 63 of letters, digits "
+       "and ._:-). Ranks of one machine given different values form a multi-host communicator through the real "
+       "network path (UCX between hosts, no CUDA IPC); docs/multi-node.md. Empty: the real host."},
       {"WEFT_INSTANCES", Type::Int, "0",
        "Parallel thread blocks per link, taken as given; 0 lets the selection table choose (for a compiled plan that "
        "would then need more than 72 thread blocks per rank, the compiler derives them from the topology within 72).",

@@ -9,15 +9,23 @@
 //                                  ranks sharing them round-robin
 //   never_joins                    rank 1 never joins: rank 0 gets an error in bounded time
 //   peer_stops  [--counts N]       rank 1 stops taking part: rank 0 gets weftTimeout (N floats)
-//   peer_dies   [--counts N]       rank 1 is killed mid-collective, WEFT_TIMEOUT unset: rank 0
-//                                  gets weftRemoteError naming rank 1 within seconds
+//   peer_dies   [--counts N] [--ranks N]  rank 1 is killed mid-collective, WEFT_TIMEOUT unset:
+//                                  every other rank gets weftRemoteError naming rank 1 within seconds
+//   hosts_refuse                   2 ranks on 2 "hosts": a memory channel to the other host is
+//                                  refused on both, registration works, an AllReduce is right
 //   handles                        bad WEFT_* values at init, a destroyed communicator used
 //                                  again, overflowing counts, registration on one rank only:
 //                                  errors, never hangs or crashes
+//
+// --hosts H (collectives, p2p, graph, peer_dies) gives the ranks H host identities
+// (WEFT_HOST_ID=host0.., contiguous runs in rank order: 4 ranks as 2 hosts are {0,1} {2,3}),
+// so that the communicator spans H "hosts" of one machine through the real multi-node path:
+// UCX between hosts, nothing mapped through CUDA IPC (docs/multi-node.md).
 #include <cuda_runtime_api.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -46,6 +54,7 @@ struct Options {
   std::vector<size_t> counts;
   std::string only;
   std::string type;  ///< one element type by name (host::dtype_name), or all
+  int hosts = 0;     ///< --hosts: host identities given to the ranks (0: the real host)
 };
 
 const int kThreads = std::max(1u, std::min(16u, std::thread::hardware_concurrency() / 2));
@@ -370,7 +379,7 @@ int never_joins(int rank, const weftUniqueId& id) {
   return msg.find("rank 1 of 2 did not join") != std::string::npos ? 0 : 1;
 }
 
-/// The fault cases' start: two ranks, a stream, `count` floats (1 Mi run the plan
+/// The fault cases' start: `nranks` ranks, a stream, `count` floats (1 Mi run the plan
 /// interpreter; --counts 1024 the one-shot kernel) and one AllReduce that completes.
 struct Fault {
   weftComm_t comm = nullptr;
@@ -379,8 +388,8 @@ struct Fault {
   size_t count = 0;
 };
 
-int fault_start(const Options& o, int rank, const weftUniqueId& id, Fault* f) {
-  WEFT_OK(weftCommInitRank(&f->comm, 2, id, rank));
+int fault_start(const Options& o, int rank, const weftUniqueId& id, Fault* f, int nranks = 2) {
+  WEFT_OK(weftCommInitRank(&f->comm, nranks, id, rank));
   cudaStream_t st;
   CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   f->ws = reinterpret_cast<weftStream_t>(st);
@@ -400,7 +409,7 @@ struct FaultSeen {
   weftResult_t again = weftSuccess;  ///< the next call's result
 };
 
-FaultSeen fault_seen_by_rank0(const Fault& f) {
+FaultSeen fault_seen_by_rank0(const Fault& f, int rank = 0) {
   FaultSeen r;
   auto t0 = std::chrono::steady_clock::now();
   weftResult_t launched = weftAllReduce(f.buf, f.buf, f.count, weftFloat32, weftSum, f.comm, f.ws);
@@ -408,10 +417,10 @@ FaultSeen fault_seen_by_rank0(const Fault& f) {
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (weftCommGetAsyncError(f.comm, &r.async) != weftSuccess) r.async = weftInternalError;
   r.message = weftGetLastError(nullptr);
-  std::printf("rank 0: kernel %s after %.1f s; async error %s: %s\n", r.finished ? "ended" : "still running",
+  std::printf("rank %d: kernel %s after %.1f s; async error %s: %s\n", rank, r.finished ? "ended" : "still running",
               r.seconds, weftGetErrorString(r.async), r.message.c_str());
   r.again = weftAllReduce(f.buf, f.buf, f.count, weftFloat32, weftSum, f.comm, f.ws);
-  std::printf("rank 0: the next call returns %s\n", weftGetErrorString(r.again));
+  std::printf("rank %d: the next call returns %s\n", rank, weftGetErrorString(r.again));
   return r;
 }
 
@@ -437,7 +446,7 @@ int peer_stops(const Options& o, int rank, const weftUniqueId& id) {
 int peer_dies(const Options& o, int rank, const weftUniqueId& id) {
   unsetenv("WEFT_TIMEOUT");  // the default deadline (600 s): only the peer watchdog ends the wait in time
   Fault f;
-  if (fault_start(o, rank, id, &f) != 0) return 1;
+  if (fault_start(o, rank, id, &f, o.ranks) != 0) return 1;
   if (rank == 1) {
     // Rank 0 is inside the next collective by now, waiting for this rank's data. This rank
     // ends at once, destroying nothing, as a crash or a kill would end it (_exit rather
@@ -447,18 +456,24 @@ int peer_dies(const Options& o, int rank, const weftUniqueId& id) {
     std::fflush(stdout);
     _exit(0);
   }
-  FaultSeen seen = fault_seen_by_rank0(f);
+  FaultSeen seen = fault_seen_by_rank0(f, rank);
   // Destroy (not abort) with a dead peer: the meeting fails at once, and the arena is freed
   // because its only writer has exited.
   auto t1 = std::chrono::steady_clock::now();
   weftResult_t d = weftCommDestroy(f.comm);
   double ds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
-  std::printf("rank 0: weftCommDestroy returned %s after %.1f s\n", weftGetErrorString(d), ds);
+  std::printf("rank %d: weftCommDestroy returned %s after %.1f s\n", rank, weftGetErrorString(d), ds);
   // Across emulated nodes (WEFT_EMULATE_NODES=2) the network proxy may see the dead peer
   // first: its endpoint to rank 1 failed. Either way the error names rank 1.
+  // Across hosts (--hosts) the watchdog cannot see rank 1's process: the news comes from the
+  // network transport (an endpoint to rank 1 failed) or the bootstrap ring; it must name rank 1.
   const char* emu = std::getenv("WEFT_EMULATE_NODES");
   const bool emulated = emu != nullptr && std::atoi(emu) > 1;
-  const bool named = emulated ? seen.message.find("rank 1") != std::string::npos &&
+  const size_t at1 = seen.message.find("rank 1");
+  const bool names1 = at1 != std::string::npos && at1 + 6 < seen.message.size() &&
+                      !std::isdigit(static_cast<unsigned char>(seen.message[at1 + 6]));
+  const bool named = o.hosts > 1 ? names1
+                     : emulated ? seen.message.find("rank 1") != std::string::npos &&
                                     (seen.message.find("exited") != std::string::npos ||
                                      seen.message.find("network transport failed") != std::string::npos)
                               : seen.message.find("rank 1 (process") != std::string::npos &&
@@ -537,6 +552,46 @@ int handles(int rank, const weftUniqueId& id) {
   return failures ? 1 : 0;
 }
 
+/// Two ranks on two "hosts" (WEFT_HOST_ID): what must be refused across hosts is, with an
+/// error naming the host, and the communicator stays usable (an AllReduce checked after).
+int hosts_refuse(int rank, const weftUniqueId& id) {
+  setenv("WEFT_HOST_ID", rank == 0 ? "host0" : "host1", 1);
+  int failures = 0;
+  weftComm_t comm = nullptr;
+  WEFT_OK(weftCommInitRank(&comm, 2, id, rank));
+  cudaStream_t st;
+  CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  auto ws = reinterpret_cast<weftStream_t>(st);
+  const size_t count = 1 << 16;
+  float* buf = nullptr;
+  CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&buf), count * 4));
+  // A memory channel maps the peer's buffer through CUDA IPC: refused on both ranks.
+  const int peer = 1 - rank;
+  weftMemoryChannel_t ch = nullptr;
+  failures += expect_invalid(rank, "weftCommConnectMemoryChannels to another host",
+                             weftCommConnectMemoryChannels(comm, &peer, 1, buf, count * 4, 0, &ch), "on another host");
+  // Registration is local and works.
+  void* h = nullptr;
+  WEFT_OK(weftCommRegister(comm, buf, count * 4, &h));
+  WEFT_OK(weftCommDeregister(comm, h));
+  // Collectives run over the network FIFOs: every rank contributes rank + 1.
+  std::vector<float> mine(count, static_cast<float>(rank + 1)), got(count);
+  CUDA_OK(cudaMemcpy(buf, mine.data(), count * 4, cudaMemcpyHostToDevice));
+  WEFT_OK(weftAllReduce(buf, buf, count, weftFloat32, weftSum, comm, ws));
+  if (!gt::sync_bounded(ws, 60)) return 1;
+  CUDA_OK(cudaMemcpy(got.data(), buf, count * 4, cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < count; ++i)
+    if (got[i] != 3.0f) {
+      std::printf("rank %d: element %zu is %g after the AllReduce, 3 expected\n", rank, i, got[i]);
+      ++failures;
+      break;
+    }
+  WEFT_OK(weftCommDestroy(comm));
+  cudaFree(buf);
+  std::printf("rank %d: hosts_refuse %s\n", rank, failures ? "FAILED" : "passed");
+  return failures ? 1 : 0;
+}
+
 std::vector<size_t> parse_counts(const std::string& s) {
   std::vector<size_t> out;
   size_t pos = 0;
@@ -555,7 +610,7 @@ std::vector<size_t> parse_counts(const std::string& s) {
 int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
   if (argc < 2) {
-    std::printf("usage: %s collectives|p2p|graph|initall|never_joins|peer_stops|peer_dies|handles [--ranks N] [--full] [--counts a,b] [--only COLL] [--type T]\n", argv[0]);
+    std::printf("usage: %s collectives|p2p|graph|initall|never_joins|peer_stops|peer_dies|handles|hosts_refuse [--ranks N] [--full] [--counts a,b] [--only COLL] [--type T] [--hosts H]\n", argv[0]);
     return 2;
   }
   std::string cmd = argv[1];
@@ -574,11 +629,27 @@ int main(int argc, char** argv) {
     else if (a == "--counts" && i + 1 < argc) o.counts = parse_counts(argv[++i]);
     else if (a == "--only" && i + 1 < argc) o.only = argv[++i];
     else if (a == "--type" && i + 1 < argc) o.type = argv[++i];
+    else if (a == "--hosts" && i + 1 < argc) {
+      o.hosts = std::atoi(argv[++i]);
+      if (o.hosts < 1 || o.hosts > o.ranks) {
+        std::printf("--hosts %s: need 1 to --ranks (give --ranks first)\n", argv[i]);
+        return 2;
+      }
+    }
   }
+  // --hosts: each rank process takes its host identity before it joins (runtime/placement.hpp).
+  auto on_host = [&](auto body) {
+    return [&o, body](int r, const weftUniqueId& id) {
+      if (o.hosts > 0) setenv("WEFT_HOST_ID", ("host" + std::to_string(r * o.hosts / o.ranks)).c_str(), 1);
+      return body(r, id);
+    };
+  };
   if (cmd == "collectives")
-    return gt::run_ranks(o.ranks, [&](int r, const weftUniqueId& id) { return collectives(o, r, id); }, 1800, cmd);
-  if (cmd == "p2p") return gt::run_ranks(o.ranks, [&](int r, const weftUniqueId& id) { return p2p(o, r, id); }, 300, cmd);
-  if (cmd == "graph") return gt::run_ranks(o.ranks, [&](int r, const weftUniqueId& id) { return graph(o, r, id); }, 300, cmd);
+    return gt::run_ranks(o.ranks, on_host([&](int r, const weftUniqueId& id) { return collectives(o, r, id); }), 1800, cmd);
+  if (cmd == "p2p")
+    return gt::run_ranks(o.ranks, on_host([&](int r, const weftUniqueId& id) { return p2p(o, r, id); }), 300, cmd);
+  if (cmd == "graph")
+    return gt::run_ranks(o.ranks, on_host([&](int r, const weftUniqueId& id) { return graph(o, r, id); }), 300, cmd);
   if (cmd == "initall") return initall(o);
   if (cmd == "never_joins") {
     setenv("WEFT_BOOTSTRAP_TIMEOUT", "3", 1);  // the root lives in this process
@@ -587,8 +658,10 @@ int main(int argc, char** argv) {
   if (cmd == "peer_stops")
     return gt::run_ranks(2, [&](int r, const weftUniqueId& id) { return peer_stops(o, r, id); }, 90, cmd);
   if (cmd == "peer_dies")
-    return gt::run_ranks(2, [&](int r, const weftUniqueId& id) { return peer_dies(o, r, id); }, 120, cmd);
+    return gt::run_ranks(o.ranks_given ? o.ranks : 2,
+                         on_host([&](int r, const weftUniqueId& id) { return peer_dies(o, r, id); }), 120, cmd);
   if (cmd == "handles") return gt::run_ranks(2, handles, 120, cmd);
+  if (cmd == "hosts_refuse") return gt::run_ranks(2, hosts_refuse, 120, cmd);
   std::printf("unknown test '%s'\n", cmd.c_str());
   return 2;
 }

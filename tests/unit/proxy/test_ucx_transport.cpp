@@ -28,6 +28,7 @@
 #include "proxy/ucx_ranks.hpp"
 #include "proxy/proxy.hpp"
 #include "runtime/bootstrap.hpp"
+#include "runtime/placement.hpp"
 #include "util/error.hpp"
 
 namespace weft {
@@ -502,6 +503,24 @@ NetLayout small_layout(int nranks, int nodes) {
   return l;
 }
 
+/// One rank of the 4-rank NetFifos tests: builds the FIFOs for `layout`, checks that rank
+/// r ^ 1 is across the network exactly when `pairs_cross` (and rank r + 2 the opposite),
+/// exchanges 50 messages with every peer across, drains and closes. 0 when all went well.
+int exchange_over(Bootstrap& boot, const NetLayout& layout, int r, int nranks, bool pairs_cross) {
+  std::atomic<bool> failed{false};
+  NetFifos f(boot, host_net_memory(), layout, 10, [&](const std::string& m) {
+    std::printf("rank %d: proxy failed: %s\n", r, m.c_str());
+    failed = true;
+  });
+  if (f.crosses(r ^ 1) != pairs_cross || f.crosses((r + 2) % nranks) == pairs_cross) return 4;
+  int bad = exchange(f, r, nranks, 0, 50, failed);
+  boot.barrier(10);
+  if (!f.drain(5)) bad |= 8;
+  boot.barrier(10);
+  f.close();
+  return bad;
+}
+
 /// 4 ranks as 2 emulated nodes: 50 messages each way on 2 connections with each of the 2
 /// ranks of the other node, every byte checked; no FIFO to the rank of the same node. Over
 /// TCP, then over UCX's own choice of transports (shared memory on one host).
@@ -513,21 +532,36 @@ TEST(NetFifos, EmulatedNodesCarryEveryMessageIntact) {
   UniqueId id = start_bootstrap_root(net::resolve("127.0.0.1", 0), 0, 20);
   auto st = fork_ranks(kRanks, [&](int r) {
     auto boot = Bootstrap::join(id, r, kRanks, 10);
-    std::atomic<bool> failed{false};
-    NetFifos f(*boot, host_net_memory(), small_layout(kRanks, 2), 10, [&](const std::string& m) {
-      std::printf("rank %d: proxy failed: %s\n", r, m.c_str());
-      failed = true;
-    });
-    if (f.crosses(r ^ 1) || !f.crosses((r + 2) % kRanks)) return 4;
-    int bad = exchange(f, r, kRanks, 0, 50, failed);
-    boot->barrier(10);
-    if (!f.drain(5)) bad |= 8;
-    boot->barrier(10);
-    f.close();
-    return bad;
+    return exchange_over(*boot, small_layout(kRanks, 2), r, kRanks, false);
   }, 60, tcp_only);
   for (int r = 0; r < kRanks; ++r) EXPECT_TRUE(exited_ok(st[static_cast<size_t>(r)])) << "rank " << r;
   }
+}
+
+/// 4 rank processes on two fake hosts, interleaved (WEFT_HOST_ID a, b, a, b: Slurm's cyclic
+/// layout): what a communicator's creation does on the host side without a GPU. The host
+/// identities travel through the bootstrap, every rank derives the same hosts and nodes
+/// (runtime/placement.hpp), and the network FIFOs join exactly the ranks of different hosts:
+/// 50 messages each way on 2 connections, every byte checked, over TCP.
+TEST(NetFifos, TwoFakeHostsFormOneCommunicator) {
+  SKIP_WITHOUT_UCX();
+  constexpr int kRanks = 4;
+  UniqueId id = start_bootstrap_root(net::resolve("127.0.0.1", 0), 0, 20);
+  auto st = fork_ranks(kRanks, [&](int r) {
+    setenv("WEFT_HOST_ID", r % 2 == 0 ? "a" : "b", 1);
+    auto boot = Bootstrap::join(id, r, kRanks, 10);
+    std::vector<HostIdentity> ids(kRanks);
+    ids[static_cast<size_t>(r)] = local_host_identity();
+    boot->allgather(ids.data(), sizeof(HostIdentity), 10);
+    const HostMap hosts = map_hosts(r, ids);
+    if (hosts.host_names != std::vector<std::string>{"a", "b"}) return 3;
+    NetLayout l = small_layout(kRanks, 1);
+    l.node_of_rank = net::node_layout(std::vector<uint64_t>(hosts.host_of_rank.begin(), hosts.host_of_rank.end()), 0)
+                         .node_of_rank;
+    if (l.node_of_rank != std::vector<int>{0, 1, 0, 1}) return 5;
+    return exchange_over(*boot, l, r, kRanks, true);
+  });
+  for (int r = 0; r < kRanks; ++r) EXPECT_TRUE(exited_ok(st[static_cast<size_t>(r)])) << "rank " << r;
 }
 
 /// 2 ranks as 2 nodes; rank 1 dies after a first exchange: rank 0's proxy reports an error
