@@ -8,7 +8,9 @@
 #include <fstream>
 #include <thread>
 
+#include "exec/ce.hpp"
 #include "net/node_layout.hpp"
+#include "runtime/ce_collectives.hpp"
 #include "proxy/copy_engine.hpp"
 #include "net/ucx_transport.hpp"
 #include "runtime/builtin_plans.hpp"
@@ -87,11 +89,6 @@ CommConfig CommConfig::from_env() {
 }
 
 
-struct Communicator::Registration {
-  void* ptr = nullptr;
-  uint64_t bytes = 0;
-};
-
 std::unique_ptr<Communicator> Communicator::create(const UniqueId& id, int nranks, int rank, int device) {
   auto c = std::unique_ptr<Communicator>(new Communicator());
   c->rank_ = rank;
@@ -139,6 +136,7 @@ void Communicator::init_memory() {
   layout_.ranks = nranks_;
   layout_.cfg = CommConfig::from_env();
   preload_kernels();  // before any rank of this process can spin in a kernel (exec/executor.hpp)
+  exec::preload_ce_kernels();
   WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&setup_stream_, cudaStreamNonBlocking));
   WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&arena_), layout_.total()));
   peer_check::register_arena(arena_, layout_.total());
@@ -485,6 +483,11 @@ std::string Communicator::format_device_error(const exec::ErrorRecord& e) const 
       what = "for the network proxy to take message " + std::to_string(e.expected) + " of the connection with rank " +
              std::to_string(e.peer) + " (its FIFO stayed full: the proxy is stuck or the network is slow)";
       break;
+    case exec::kWaitCopyEngine:
+      what = e.peer >= 0 ? "for the copy-engine proxy to take a trigger or for signal " + std::to_string(e.expected) +
+                               " from rank " + std::to_string(e.peer) + " (" + std::to_string(e.seen) + " seen)"
+                         : std::string("for the copy-engine proxy to finish this rank's copies (flush)");
+      break;
     default: what = "(unknown)"; break;
   }
   char secs[32];
@@ -545,6 +548,7 @@ void Communicator::free_all(bool graceful) {
   // that its last transfers (acks) are under way while the peers still progress theirs.
   if (net_ && launched_ && !net_->drain(5))
     WEFT_LOG(Warn, "INIT", "rank " << rank_ << ": the network proxy did not take every trigger before destroy");
+  ce_.reset();  // its proxy, copy-engine streams, mappings of the peers' buffers
   // None of this rank's kernels runs any more, and none will: peers in this process may
   // free memory this rank wrote into.
   if (done_) done_->done = true;

@@ -47,6 +47,7 @@
 namespace weft {
 
 class NetFifos;
+class CeCollectives;
 
 /// Sizes every rank of a communicator must agree on (from WEFT_CONNECTIONS,
 /// WEFT_FIFO_DEPTH, WEFT_SLOT_BYTES, WEFT_LL_SLOT_BYTES).
@@ -154,7 +155,10 @@ class Communicator {
     bool fits_inline = false;          ///< small enough for ExecArgs' inline arrays
     std::vector<exec::ChannelHandle> conns_host;
   };
-  struct Registration;
+  struct Registration {
+    void* ptr = nullptr;
+    uint64_t bytes = 0;
+  };
   Communicator() = default;
   void init_memory();
   /// Starts the peer watchdog from what the ranks told each other at initialization.
@@ -181,6 +185,10 @@ class Communicator {
   void launch_oneshot_call(Collective c, const void* send, void* recv, uint64_t bytes, int dtype, int op, int blocks,
                            cudaStream_t stream);
   void note_launch(cudaStream_t stream);
+  /// The copy-engine executor (runtime/ce_collectives.hpp, built at its first call); false
+  /// on every rank when the call cannot run by copy engines.
+  bool run_copy_engine(Collective c, const void* send, void* recv, uint64_t count, int dtype, int op, bool in_place,
+                       cudaStream_t stream);
   std::string format_device_error(const exec::ErrorRecord& e) const;
 
   int rank_ = 0, nranks_ = 0, device_ = 0;
@@ -205,6 +213,8 @@ class Communicator {
   exec::ChannelHandle* p2p_conns_ = nullptr;  ///< fifo_'s device handles, uploaded for p2p
   /// FIFOs to ranks on other (emulated) nodes, through the proxy and UCX; null on one node.
   std::unique_ptr<NetFifos> net_;
+  /// Copy-engine collectives (WEFT_ALGO=ce); null until the first such call.
+  std::unique_ptr<CeCollectives> ce_;
   cudaStream_t setup_stream_ = nullptr;
   bool launched_ = false;
   std::mutex error_mu_;                     ///< guards broken_, broken_message_ and reading error_host_
