@@ -58,7 +58,7 @@ struct CeReduceArgs {
 void launch_ce_triggers(const CeTriggerArgs& args, cudaStream_t stream);
 /// `blocks` thread blocks (1 to ce::kMaxReduceBlocks) of kCeReduceThreads.
 void launch_ce_reduce(const CeReduceArgs& args, int blocks, cudaStream_t stream);
-constexpr int kCeReduceThreads = 512;
+constexpr int kCeReduceThreads = 256;
 /// Loads both kernels now (see preload_kernels in exec/executor.hpp: lazy loading).
 void preload_ce_kernels();
 

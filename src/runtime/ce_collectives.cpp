@@ -73,8 +73,14 @@ CeCollectives::CeCollectives(CeContext ctx) : ctx_(std::move(ctx)) {
   DeviceGuard guard(ctx_.device);
   const int R = ctx_.nranks, me = ctx_.rank;
   WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&sig_), 2 * static_cast<size_t>(R) * sizeof(uint64_t)));
-  WEFT_CUDA_CHECK(cudaMemset(sig_, 0, 2 * static_cast<size_t>(R) * sizeof(uint64_t)));
-  WEFT_CUDA_CHECK(cudaDeviceSynchronize());
+  {  // on a private stream: the caller's may be capturing a graph
+    cudaStream_t s = nullptr;
+    WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    cudaError_t e = cudaMemsetAsync(sig_, 0, 2 * static_cast<size_t>(R) * sizeof(uint64_t), s);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+    cudaStreamDestroy(s);
+    WEFT_CUDA_CHECK(e);
+  }
   struct SigInfo {
     cudaIpcMemHandle_t handle;
     uint64_t address;
