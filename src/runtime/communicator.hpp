@@ -121,7 +121,8 @@ class Communicator {
 
   /// Registers [ptr, ptr + bytes), device memory of this process, with this rank only (no
   /// other rank takes part, as with NCCL); returns a handle. Collectives do not need it:
-  /// they stage through the arena whether a buffer is registered or not.
+  /// they stage through the arena whether a buffer is registered or not, except the
+  /// copy-engine ones (WEFT_ALGO=ce), which run only where every receive buffer is.
   void* register_buffer(void* ptr, uint64_t bytes);
   void deregister_buffer(void* handle);
 

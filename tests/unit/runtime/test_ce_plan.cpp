@@ -18,6 +18,8 @@
 #include "runtime/ce_plan.hpp"
 #include "runtime/collective_reference.hpp"
 #include "runtime/host_reduce.hpp"
+#include "runtime/selection.hpp"
+#include "runtime/selection_table.hpp"
 #include "util/error.hpp"
 #include "weft/weft.h"
 
@@ -96,6 +98,30 @@ TEST(CePlan, GeometryCoversTheBuffers) {
   Geometry a = make_geometry(Collective::AllGather, 3, 7, 2);
   EXPECT_EQ(a.length({Buffer::Output, 2}, 1), 14u);
   EXPECT_EQ(a.offset({Buffer::Output, 2}), 28u);
+}
+
+TEST(CeSelection, OffByDefaultChosenByNameOrRow) {
+  // The default table never names ce.
+  for (Collective c : {Collective::AllGather, Collective::AllReduce})
+    for (uint64_t bytes : {uint64_t(1) << 10, uint64_t(256) << 20})
+      EXPECT_NE(default_selection_table().choose(c, bytes, 2).algorithm, kAlgorithm);
+  setenv("WEFT_ALGO", "ce", 1);
+  EXPECT_EQ(select_algorithm(Collective::AllGather, 256 << 20, 2, 32).algorithm, kAlgorithm);
+  EXPECT_EQ(select_algorithm(Collective::AllReduce, 1 << 20, 4, 32).algorithm, kAlgorithm);
+  EXPECT_NE(select_algorithm(Collective::ReduceScatter, 1 << 20, 4, 32).algorithm, kAlgorithm);
+  EXPECT_NE(select_algorithm(Collective::AllGather, 1 << 20, kMaxRanks + 1, 32).algorithm, kAlgorithm);
+  unsetenv("WEFT_ALGO");
+  SelectionTable t = parse_selection_table(R"({"format": "weft-selection", "version": 1, "rows": [
+    {"collectives": ["AllGather", "AllReduce"], "bytes": [1048576, null], "algorithm": "ce", "protocol": "Simple", "instances": 1},
+    {"collectives": ["AllGather", "AllReduce"], "algorithm": "ring", "protocol": "Simple", "instances": 2}]})",
+                                           "ce.json");
+  EXPECT_EQ(t.choose(Collective::AllGather, 1 << 20, 2).algorithm, kAlgorithm);
+  EXPECT_EQ(t.choose(Collective::AllGather, 1 << 20, 2, false, true).algorithm, "ring");  // the fallback
+  EXPECT_EQ(t.choose(Collective::AllReduce, 1 << 10, 2).algorithm, "ring");
+  EXPECT_THROW(parse_selection_table(R"({"format": "weft-selection", "version": 1, "rows": [
+    {"collectives": ["ReduceScatter"], "algorithm": "ce", "protocol": "Simple", "instances": 1}]})",
+                                     "bad.json"),
+               Error);
 }
 
 // --- the programs run on host memory through proxies --------------------------------------
