@@ -19,36 +19,6 @@ namespace weft {
 
 namespace {
 
-/// Host work while the caller's thread may be capturing a graph (none of it touches the
-/// captured stream).
-class Relaxed {
- public:
-  Relaxed() { cudaThreadExchangeStreamCaptureMode(&mode_); }
-  ~Relaxed() { cudaThreadExchangeStreamCaptureMode(&mode_); }
-
- private:
-  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
-};
-
-/// The allocation holding ptr (base, bytes), from the driver; false where it is not device
-/// memory of this process.
-bool allocation_of(const void* ptr, uint64_t* base, uint64_t* bytes) {
-  using GetRange = int (*)(unsigned long long*, size_t*, unsigned long long);
-  static GetRange get_range = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult q;
-    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &f, 12000, cudaEnableDefault, &q) != cudaSuccess)
-      f = nullptr;
-    return reinterpret_cast<GetRange>(f);
-  }();
-  unsigned long long b = 0;
-  size_t n = 0;
-  if (get_range == nullptr || get_range(&b, &n, reinterpret_cast<unsigned long long>(ptr)) != 0) return false;
-  *base = b;
-  *bytes = n;
-  return true;
-}
-
 std::string handle_key(const cudaIpcMemHandle_t& h) { return std::string(h.reserved, sizeof(h.reserved)); }
 
 constexpr uint64_t kMaxMemory = device::ProxyTrigger::kMaxField;  // a proxy memory is below 4 GiB
@@ -69,7 +39,7 @@ struct CeCollectives::Record {
 };
 
 CeCollectives::CeCollectives(CeContext ctx) : ctx_(std::move(ctx)) {
-  Relaxed relaxed;
+  RelaxedCapture relaxed;
   DeviceGuard guard(ctx_.device);
   const int R = ctx_.nranks, me = ctx_.rank;
   WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&sig_), 2 * static_cast<size_t>(R) * sizeof(uint64_t)));
@@ -160,7 +130,7 @@ void CeCollectives::add_memories(const std::function<void()>& adds) {
 CeCollectives::LocalMem CeCollectives::local_memory(const void* ptr, uint64_t bytes,
                                                     std::vector<std::function<void()>>& adds) {
   uint64_t base = 0, size = 0;
-  if (!allocation_of(ptr, &base, &size) || size > kMaxMemory) {  // the range itself
+  if (!Communicator::allocation_range(ptr, &base, &size) || size > kMaxMemory) {  // the range itself
     base = reinterpret_cast<uint64_t>(ptr);
     size = std::max<uint64_t>(bytes, 1);
   }
@@ -201,7 +171,7 @@ void CeCollectives::note_fallback(const std::string& why) {
 
 bool CeCollectives::run(Collective c, const void* send, void* recv, uint64_t count, int dtype, int op, bool in_place,
                         cudaStream_t stream) {
-  Relaxed relaxed;
+  RelaxedCapture relaxed;
   DeviceGuard guard(ctx_.device);
   const int R = ctx_.nranks, me = ctx_.rank;
   const uint64_t esz = host::dtype_size(dtype);
@@ -225,11 +195,12 @@ bool CeCollectives::run(Collective c, const void* send, void* recv, uint64_t cou
   else if (memories_ + need > device::ProxyTrigger::kMaxMemIds)
     why = coll + ": the copy-engine proxy's table of " + std::to_string(device::ProxyTrigger::kMaxMemIds) +
           " memories is full (too many distinct buffers)";
-  else if (!allocation_of(recv, &alloc, &alloc_bytes) || cudaIpcGetMemHandle(&mine.out_handle, reinterpret_cast<void*>(alloc)) != cudaSuccess) {
+  else if (!Communicator::allocation_range(recv, &alloc, &alloc_bytes) || cudaIpcGetMemHandle(&mine.out_handle, reinterpret_cast<void*>(alloc)) != cudaSuccess) {
     cudaGetLastError();
     why = coll + "'s receive buffer cannot be shared through CUDA IPC (not from cudaMalloc?)";
   }
-  if (g.total[2] > scratch_bytes_) {  // every rank grows it at the same call (same arguments)
+  // Every rank grows its scratch at the same call (the same arguments), registered or not.
+  if (ce::supports(c) && g.total[2] > scratch_bytes_ && g.total[2] <= kMaxMemory) {
     void* p = nullptr;
     WEFT_CUDA_CHECK(cudaMalloc(&p, g.total[2]));
     WEFT_CUDA_CHECK(cudaIpcGetMemHandle(&scratch_handle_, p));

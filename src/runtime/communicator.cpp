@@ -27,17 +27,6 @@ namespace weft {
 
 namespace {
 
-/// Lets setup work (allocations, uploads on a private stream) run while the caller's
-/// thread is capturing a CUDA graph: none of it touches the captured stream.
-class RelaxedCapture {
- public:
-  RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode_); }
-  ~RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode_); }
-
- private:
-  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
-};
-
 uint64_t host_hash() {
   char name[256] = {};
   gethostname(name, sizeof(name) - 1);
@@ -637,7 +626,7 @@ void Communicator::free_all(bool graceful) {
   sweep_deferred();
 }
 
-uint64_t Communicator::allocation_base(const void* ptr, uint64_t bytes, const std::string& fn) {
+bool Communicator::allocation_range(const void* ptr, uint64_t* base, uint64_t* bytes) {
   // The allocation's base and size come from the driver, reached through the runtime so
   // that libweft needs no link-time dependency on libcuda.
   using GetRange = int (*)(unsigned long long*, size_t*, unsigned long long);
@@ -648,12 +637,25 @@ uint64_t Communicator::allocation_base(const void* ptr, uint64_t bytes, const st
       f = nullptr;
     return reinterpret_cast<GetRange>(f);
   }();
-  if (get_range == nullptr) fail(ErrorCode::UnhandledCuda, fn + ": the driver offers no cuMemGetAddressRange");
-  unsigned long long base = 0;
+  if (get_range == nullptr) fail(ErrorCode::UnhandledCuda, "the driver offers no cuMemGetAddressRange");
+  unsigned long long b = 0;
   size_t size = 0;
-  if (get_range(&base, &size, reinterpret_cast<unsigned long long>(ptr)) != 0)
-    fail(ErrorCode::InvalidArgument, fn + ": " + std::to_string(reinterpret_cast<uintptr_t>(ptr)) +
-                                         " is not device memory of this process");
+  if (get_range(&b, &size, reinterpret_cast<unsigned long long>(ptr)) != 0) return false;
+  *base = b;
+  *bytes = size;
+  return true;
+}
+
+uint64_t Communicator::allocation_base(const void* ptr, uint64_t bytes, const std::string& fn) {
+  uint64_t base = 0, size = 0;
+  try {
+    if (!allocation_range(ptr, &base, &size))
+      fail(ErrorCode::InvalidArgument, fn + ": " + std::to_string(reinterpret_cast<uintptr_t>(ptr)) +
+                                           " is not device memory of this process");
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::UnhandledCuda) throw;
+    fail(ErrorCode::UnhandledCuda, fn + ": " + e.what());
+  }
   const uint64_t offset = reinterpret_cast<uint64_t>(ptr) - base;
   if (bytes > size - offset) fail(ErrorCode::InvalidArgument, fn + ": the range runs past its allocation");
   return base;

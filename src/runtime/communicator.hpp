@@ -125,6 +125,9 @@ class Communicator {
   /// copy-engine ones (WEFT_ALGO=ce), which run only where every receive buffer is.
   void* register_buffer(void* ptr, uint64_t bytes);
   void deregister_buffer(void* handle);
+  /// The allocation holding ptr (its base and size); false where ptr is not device memory
+  /// of this process.
+  static bool allocation_range(const void* ptr, uint64_t* base, uint64_t* bytes);
 
   /// Users' memory channels (weftCommConnectMemoryChannels, runtime/user_channel.cpp).
   /// Collective: every rank calls it together, each with its own list of peers (possibly
