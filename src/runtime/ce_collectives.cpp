@@ -255,8 +255,8 @@ bool CeCollectives::run(Collective c, const void* send, void* recv, uint64_t cou
       for (auto& f : adds) f();
     });
 
-  auto& progs = programs_[{static_cast<int>(c), in_place}];
-  if (progs.empty()) progs = ce::lower_ce_plan(ce::ce_plan(c, R, in_place));
+  auto& progs = programs_[{static_cast<int>(c), in_place, g.pieces}];
+  if (progs.empty()) progs = ce::lower_ce_plan(ce::ce_plan(c, R, in_place, g.pieces));
   const std::vector<ce::Step>& prog = progs[static_cast<size_t>(me)];
   char* scratch = scratch_.empty() ? nullptr : static_cast<char*>(scratch_.back());
   auto ptr = [&](const BufferRange& b) -> char* {

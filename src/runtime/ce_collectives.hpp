@@ -107,7 +107,7 @@ class CeCollectives {
   std::map<std::pair<uint64_t, uint64_t>, uint32_t> local_;         ///< (address, bytes) -> memory id
   std::vector<char*> opened_;          ///< IPC mappings to close
   uint32_t memories_ = 0;              ///< ids used in the proxy's table
-  std::map<std::pair<int, bool>, std::vector<std::vector<ce::Step>>> programs_;
+  std::map<std::tuple<int, bool, int>, std::vector<std::vector<ce::Step>>> programs_;  ///< (c, in place, pieces)
   std::map<std::string, int> fallbacks_;  ///< reasons logged
   Blocks blocks_;
 };

@@ -40,36 +40,49 @@ void allgather_rank(RankPlan& rp, int R, bool in_place) {
   }
 }
 
-void allreduce_rank(RankPlan& rp, int R, bool in_place) {
+/// Chunk slots are (owner q, piece k) -> q * K + k: owner q's part of the buffer is K
+/// consecutive slots, reduced and sent on piece by piece.
+void allreduce_rank(RankPlan& rp, int R, bool in_place, int K) {
   const int r = rp.rank;
+  auto at = [&](int owner, int k) { return owner * K + k; };
   ThreadBlock rs_send, rs_recv, reduce, ag_send, ag_recv;
-  for (int j = 1; j < R; ++j) {
-    const int q = mod(r + j, R);
-    rs_send.slots.push_back(make_slot(Primitive::Send, q, -1, {Buffer::Input, q}, {}, 0));
+  for (int k = 0; k < K; ++k)
+    for (int j = 1; j < R; ++j) {
+      const int q = mod(r + j, R);
+      rs_send.slots.push_back(make_slot(Primitive::Send, q, -1, {Buffer::Input, at(q, k)}, {}, 0));
+    }
+  for (int k = 0; k < K; ++k)
+    for (int j = 1; j < R; ++j) {
+      const int p = mod(r - j, R);
+      rs_recv.slots.push_back(make_slot(Primitive::Recv, -1, p, {}, {Buffer::Scratch, at(landing(r, p, R), k)}, 0));
+    }
+  std::vector<int32_t> reduced(static_cast<size_t>(K));  // the reduce slot that finishes piece k
+  for (int k = 0; k < K; ++k) {
+    const BufferRange mine{Buffer::Output, at(r, k)};
+    if (!in_place) reduce.slots.push_back(make_slot(Primitive::Copy, -1, -1, {Buffer::Input, at(r, k)}, mine, 0));
+    for (int j = 1; j < R; ++j) {
+      // rs_recv's slot from rank r - j for piece k landed in scratch slot (landing, k).
+      const int p = mod(r - j, R);
+      Slot s = make_slot(Primitive::Reduce, -1, -1, {Buffer::Scratch, at(landing(r, p, R), k)}, mine, 0);
+      s.deps.push_back(SlotDep{1, k * (R - 1) + j - 1});
+      reduce.slots.push_back(s);
+    }
+    reduced[static_cast<size_t>(k)] = static_cast<int32_t>(reduce.slots.size()) - 1;
   }
-  for (int j = 1; j < R; ++j) {
-    const int p = mod(r - j, R);
-    rs_recv.slots.push_back(make_slot(Primitive::Recv, -1, p, {}, {Buffer::Scratch, landing(r, p, R)}, 0));
-  }
-  if (!in_place) reduce.slots.push_back(make_slot(Primitive::Copy, -1, -1, {Buffer::Input, r}, {Buffer::Output, r}, 0));
-  for (int j = 0; j < R - 1; ++j) {
-    Slot s = make_slot(Primitive::Reduce, -1, -1, {Buffer::Scratch, j}, {Buffer::Output, r}, 0);
-    // Scratch chunk j holds the contribution of rank r + j + 1, received by rs_recv slot j.
-    s.deps.push_back(SlotDep{1, j});
-    reduce.slots.push_back(s);
-  }
-  for (int j = 1; j < R; ++j) {
-    Slot s = make_slot(Primitive::Send, mod(r + j, R), -1, {Buffer::Output, r}, {}, 1);
-    if (j == 1) s.deps.push_back(SlotDep{2, static_cast<int32_t>(reduce.slots.size()) - 1});
-    ag_send.slots.push_back(s);
-  }
-  for (int j = 1; j < R; ++j) {
-    const int p = mod(r - j, R);
-    Slot s = make_slot(Primitive::Recv, -1, p, {}, {Buffer::Output, p}, 1);
-    // In place, output chunk p is input chunk p, which the reduce-scatter sends to p.
-    s.deps.push_back(SlotDep{0, mod(p - r, R) - 1});
-    ag_recv.slots.push_back(s);
-  }
+  for (int k = 0; k < K; ++k)
+    for (int j = 1; j < R; ++j) {
+      Slot s = make_slot(Primitive::Send, mod(r + j, R), -1, {Buffer::Output, at(r, k)}, {}, 1);
+      if (j == 1) s.deps.push_back(SlotDep{2, reduced[static_cast<size_t>(k)]});
+      ag_send.slots.push_back(s);
+    }
+  for (int k = 0; k < K; ++k)
+    for (int j = 1; j < R; ++j) {
+      const int p = mod(r - j, R);
+      Slot s = make_slot(Primitive::Recv, -1, p, {}, {Buffer::Output, at(p, k)}, 1);
+      // In place, this output slot is the input slot the reduce-scatter sends to p.
+      s.deps.push_back(SlotDep{0, k * (R - 1) + mod(p - r, R) - 1});
+      ag_recv.slots.push_back(s);
+    }
   rp.tbs = {rs_send, rs_recv, reduce, ag_send, ag_recv};
 }
 
@@ -77,13 +90,16 @@ void allreduce_rank(RankPlan& rp, int R, bool in_place) {
 
 bool supports(Collective c) { return c == Collective::AllGather || c == Collective::AllReduce; }
 
-Plan ce_plan(Collective c, int nranks, bool in_place) {
+Plan ce_plan(Collective c, int nranks, bool in_place, int pieces) {
   if (!supports(c))
     fail(ErrorCode::InvalidArgument, std::string("copy-engine plans exist for AllGather and AllReduce, not ") +
                                          std::string(to_string(c)));
   if (nranks < 2 || nranks > kMaxRanks)
     fail(ErrorCode::InvalidArgument, "copy-engine plans run 2 to " + std::to_string(kMaxRanks) + " ranks (got " +
                                          std::to_string(nranks) + ")");
+  if (pieces < 1 || pieces > kMaxPieces || (c == Collective::AllGather && pieces != 1))
+    fail(ErrorCode::InvalidArgument, "copy-engine plans cut AllReduce into 1 to " + std::to_string(kMaxPieces) +
+                                         " pieces, AllGather into 1 (got " + std::to_string(pieces) + ")");
   Plan p;
   p.algorithm = std::string(kAlgorithm) + "_" + (c == Collective::AllGather ? "allgather" : "allreduce");
   p.collective = c;
@@ -93,14 +109,14 @@ Plan ce_plan(Collective c, int nranks, bool in_place) {
   p.scheduler = "hand-built";
   p.allocator = "ce";
   const bool ag = c == Collective::AllGather;
-  p.input_chunks = ag ? 1 : nranks;
-  p.output_chunks = nranks;
-  p.scratch_chunks = ag ? 0 : nranks - 1;
+  p.input_chunks = ag ? 1 : nranks * pieces;
+  p.output_chunks = nranks * pieces;
+  p.scratch_chunks = ag ? 0 : (nranks - 1) * pieces;
   for (int r = 0; r < nranks; ++r) {
     RankPlan rp;
     rp.rank = r;
     if (ag) allgather_rank(rp, nranks, in_place);
-    else allreduce_rank(rp, nranks, in_place);
+    else allreduce_rank(rp, nranks, in_place, pieces);
     p.ranks.push_back(std::move(rp));
   }
   for (int s = 0; s < nranks; ++s)
@@ -225,8 +241,9 @@ std::vector<std::vector<Step>> lower_ce_plan(const Plan& plan) {
         default: break;
       }
     };
-    // Emits every ready slot of the kinds `want` accepts, repeatedly; true if any.
-    auto sweep = [&](auto want) {
+    // Emits every ready slot of the kinds `want` accepts, repeatedly (`once`: the first
+    // only); true if any.
+    auto sweep = [&](auto want, bool once = false) {
       bool any = false;
       for (bool again = true; again;) {
         again = false;
@@ -235,13 +252,29 @@ std::vector<std::vector<Step>> lower_ce_plan(const Plan& plan) {
           if (id >= static_cast<int32_t>(ix.tb_base[static_cast<size_t>(t) + 1]) || !ready(id) || !want(id)) continue;
           emit(id);
           again = any = true;
+          if (once) return true;
         }
       }
       return any;
     };
     auto prim = [&](int32_t id) { return ix.slot(id).primitive; };
+    auto local = [&](int32_t id) { return prim(id) != Primitive::Send && prim(id) != Primitive::Recv; };
+    // A copy that a reduce into the same chunk follows waits for that reduce's operands, so
+    // that the two run as one pass (dst := src (op) ...) instead of a copy and a reduce.
+    auto deferred = [&](int32_t id) {
+      if (prim(id) != Primitive::Copy || ix.last_in_tb(id) || prim(id + 1) != Primitive::Reduce ||
+          !(ix.slot(id + 1).dst == ix.slot(id).dst))
+        return false;
+      for (const SlotDep& d : ix.slot(id + 1).deps)
+        if (!is_done(ix.dep(id + 1, d))) return true;
+      return false;
+    };
+    // Sends as soon as they can go, local steps as soon as their data is there, one needed
+    // receive at a time (so that local work on what has arrived overlaps what is coming),
+    // the receives nothing here depends on last.
     for (int32_t left = last - first; left > 0; left = static_cast<int32_t>(std::count(done.begin(), done.end(), 0))) {
       if (sweep([&](int32_t id) { return prim(id) == Primitive::Send; })) continue;
+      if (sweep([&](int32_t id) { return local(id) && !deferred(id); })) continue;
       // Receives some later send or local step needs (through deps or its thread block).
       std::vector<char> needed(done.size(), 0);
       for (bool changed = true; changed;) {
@@ -258,8 +291,9 @@ std::vector<std::vector<Step>> lower_ce_plan(const Plan& plan) {
             if (!needed[static_cast<size_t>(ix.dep(id, d) - first)]) mark(ix.dep(id, d));
         }
       }
-      if (sweep([&](int32_t id) { return prim(id) == Primitive::Recv && needed[static_cast<size_t>(id - first)]; })) continue;
-      if (sweep([&](int32_t id) { return prim(id) != Primitive::Send && prim(id) != Primitive::Recv; })) continue;
+      if (sweep([&](int32_t id) { return prim(id) == Primitive::Recv && needed[static_cast<size_t>(id - first)]; }, true))
+        continue;
+      if (sweep(local)) continue;
       if (sweep([&](int32_t id) { return prim(id) == Primitive::Recv; })) continue;
       fail(ErrorCode::InvalidUsage, who + ": rank " + std::to_string(r) + "'s slots wait on each other (a cycle)");
     }
@@ -283,7 +317,7 @@ uint64_t Geometry::length(const BufferRange& b, int32_t count) const {
   return hi - lo;
 }
 
-Geometry make_geometry(Collective c, int nranks, uint64_t count, uint64_t elem_size) {
+Geometry make_geometry(Collective c, int nranks, uint64_t count, uint64_t elem_size, uint64_t piece_bytes) {
   Geometry g;
   const uint64_t R = static_cast<uint64_t>(nranks), bytes = count * elem_size;
   if (c == Collective::AllGather) {
@@ -291,9 +325,13 @@ Geometry make_geometry(Collective c, int nranks, uint64_t count, uint64_t elem_s
     g.total[0] = bytes;
     g.total[1] = bytes * R;
   } else {
-    g.chunk = ((count + R - 1) / R * elem_size + 15) / 16 * 16;
+    // Pieces of kPieceBytes or more per rank's part, so that copies overlap the reduction.
+    const uint64_t part = (count + R - 1) / R * elem_size;
+    g.pieces = static_cast<int>(std::clamp<uint64_t>(part / std::max<uint64_t>(piece_bytes, 1), 1, kMaxPieces));
+    const uint64_t slots = R * static_cast<uint64_t>(g.pieces);
+    g.chunk = ((count + slots - 1) / slots * elem_size + 15) / 16 * 16;
     g.total[0] = g.total[1] = bytes;
-    g.total[2] = g.chunk * (R - 1);
+    g.total[2] = g.chunk * (R - 1) * static_cast<uint64_t>(g.pieces);
   }
   return g;
 }

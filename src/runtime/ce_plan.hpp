@@ -29,18 +29,24 @@ inline constexpr const char* kAlgorithm = "ce";
 inline constexpr int kMaxRanks = 8;
 /// Thread blocks of the AllReduce's reduce step, at most.
 inline constexpr int kMaxReduceBlocks = 8;
+/// AllReduce cuts each rank's part into pieces of at least this many bytes (at most
+/// kMaxPieces), so that the copy engines carry piece k + 1 while the SMs reduce piece k.
+inline constexpr uint64_t kPieceBytes = 8ull << 20;
+inline constexpr int kMaxPieces = 8;
 
 /// Whether the copy-engine path implements collective c (AllGather, AllReduce).
 bool supports(Collective c);
 
 /// The all-pairs plan for c among `nranks` ranks, every link port-ce. AllGather: one chunk
 /// of input, R of output; out of place, a local Copy of the input into the rank's own
-/// output chunk. AllReduce: R chunks of input and output, R - 1 of scratch: a reduce-scatter
-/// (rank r sends input chunk q to rank q's scratch) on channel 0, the reduction of each
-/// rank's own chunk (Copy, then Reduce of each scratch chunk into it), an all-gather of
-/// that chunk on channel 1. Throws InvalidArgument for another collective or nranks outside
-/// 2..kMaxRanks.
-Plan ce_plan(Collective c, int nranks, bool in_place);
+/// output chunk. AllReduce, each rank's part of the buffers cut into `pieces` chunk slots
+/// (R x pieces of input and output, (R - 1) x pieces of scratch): a reduce-scatter (rank r
+/// sends its input piece k of rank q's part to rank q's scratch) on channel 0, the reduction
+/// of each piece of the rank's own part (Copy, then Reduce of each peer's scratch piece
+/// into it), an all-gather of each reduced piece on channel 1. Throws InvalidArgument for
+/// another collective, nranks outside 2..kMaxRanks, or pieces outside 1..kMaxPieces (1 for
+/// AllGather).
+Plan ce_plan(Collective c, int nranks, bool in_place, int pieces = 1);
 
 enum class StepOp : uint8_t {
   Signal,  ///< post a signal to `peer` ("ready": this rank's buffers may be written)
@@ -74,15 +80,17 @@ std::string describe(const Step& s);
 std::vector<std::vector<Step>> lower_ce_plan(const Plan& plan);
 
 /// Where a plan's chunk slots lie in one call's buffers, in bytes. AllGather: every chunk is
-/// the call's count x element size. AllReduce: the count is cut into R chunks of whole
-/// 16-byte multiples (the last ones shorter or empty); scratch chunks are full size.
+/// the call's count x element size. AllReduce: the count is cut into R x `pieces` chunks of
+/// whole 16-byte multiples (the last ones shorter or empty); scratch chunks are full size.
 struct Geometry {
+  int pieces = 1;                     ///< the plan's pieces (ce_plan) for this call
   uint64_t chunk = 0;                 ///< bytes per chunk slot
   uint64_t total[3] = {0, 0, 0};      ///< bytes of the input, output and scratch buffers
   uint64_t offset(const BufferRange& b) const { return static_cast<uint64_t>(b.index) * chunk; }
   /// Bytes of `count` slots from `b`, clipped to its buffer.
   uint64_t length(const BufferRange& b, int32_t count) const;
 };
-Geometry make_geometry(Collective c, int nranks, uint64_t count, uint64_t elem_size);
+/// `piece_bytes`: the AllReduce's smallest piece (tests use small ones).
+Geometry make_geometry(Collective c, int nranks, uint64_t count, uint64_t elem_size, uint64_t piece_bytes = kPieceBytes);
 
 }  // namespace weft::ce

@@ -36,7 +36,7 @@ TEST(CePlan, EveryLinkIsPortCe) {
   for (Collective c : {Collective::AllGather, Collective::AllReduce})
     for (int R : {2, 3, 4, 8})
       for (bool in_place : {false, true}) {
-        Plan p = ce_plan(c, R, in_place);
+        Plan p = ce_plan(c, R, in_place, c == Collective::AllReduce && R == 8 ? kMaxPieces : 1);
         ASSERT_EQ(p.links.size(), static_cast<size_t>(R * (R - 1)));
         for (const PlanLink& l : p.links) EXPECT_EQ(l.channel, ChannelKind::PortCopyEngine);
         EXPECT_NO_THROW(lower_ce_plan(p));
@@ -67,6 +67,22 @@ TEST(CePlan, AllReduceTriggerSequence) {
             (std::vector<std::string>{"signal rank 1", "wait rank 1", "put in[1..2) -> rank 1 scratch[0..1)",
                                       "wait rank 1", "copy in[0..1) -> out[0..1)", "reduce scratch[0..1) into out[0..1)",
                                       "put out[0..1) -> rank 1 out[0..1)", "wait rank 1", "flush"}));
+}
+
+TEST(CePlan, AllReducePiecesOverlapCopiesAndReduction) {
+  auto progs = lower_ce_plan(ce_plan(Collective::AllReduce, 2, false, 2));
+  // Both pieces go out at once; piece 0 is reduced and sent on while piece 1 is in flight.
+  EXPECT_EQ(describe_all(progs[0]),
+            (std::vector<std::string>{"signal rank 1", "wait rank 1", "put in[2..3) -> rank 1 scratch[0..1)",
+                                      "put in[3..4) -> rank 1 scratch[1..2)", "wait rank 1", "copy in[0..1) -> out[0..1)",
+                                      "reduce scratch[0..1) into out[0..1)", "put out[0..1) -> rank 1 out[0..1)",
+                                      "wait rank 1", "copy in[1..2) -> out[1..2)", "reduce scratch[1..2) into out[1..2)",
+                                      "put out[1..2) -> rank 1 out[1..2)", "wait rank 1", "wait rank 1", "flush"}));
+  EXPECT_THROW(ce_plan(Collective::AllReduce, 2, false, kMaxPieces + 1), Error);
+  EXPECT_THROW(ce_plan(Collective::AllGather, 2, false, 2), Error);
+  Geometry g = make_geometry(Collective::AllReduce, 2, 64 << 20, 4);  // 256 MiB
+  EXPECT_EQ(g.pieces, kMaxPieces);
+  EXPECT_EQ(make_geometry(Collective::AllReduce, 2, 1 << 20, 4).pieces, 1);
 }
 
 TEST(CePlan, RefusesWhatItCannotRun) {
@@ -190,12 +206,14 @@ void run_program(HostRank& me, const std::vector<Step>& prog, const Geometry& g,
 
 /// Runs `calls` calls of c among R ranks (threads), each through its own proxy, and checks
 /// every rank's output against the host reference.
-void run_on_host(Collective c, int R, bool in_place, int dtype, int op, size_t count, int calls) {
-  SCOPED_TRACE(std::string(to_string(c)) + " R=" + std::to_string(R) + (in_place ? " in place" : " out of place") +
-               " " + host::dtype_name(dtype) + " " + host::op_name(op) + " count=" + std::to_string(count));
+void run_on_host(Collective c, int R, bool in_place, int dtype, int op, size_t count, int calls,
+                 uint64_t piece_bytes = kPieceBytes) {
   const size_t esz = host::dtype_size(dtype);
-  const Geometry g = make_geometry(c, R, count, esz);
-  const auto progs = lower_ce_plan(ce_plan(c, R, in_place));
+  const Geometry g = make_geometry(c, R, count, esz, piece_bytes);
+  SCOPED_TRACE(std::string(to_string(c)) + " R=" + std::to_string(R) + (in_place ? " in place" : " out of place") +
+               " " + host::dtype_name(dtype) + " " + host::op_name(op) + " count=" + std::to_string(count) +
+               " pieces=" + std::to_string(g.pieces));
+  const auto progs = lower_ce_plan(ce_plan(c, R, in_place, g.pieces));
   std::vector<HostRank> ranks(static_cast<size_t>(R));
   for (HostRank& m : ranks) {
     for (int b = 0; b < 3; ++b) m.buf[b].assign(std::max<uint64_t>(16, g.total[b]), 0);
@@ -280,6 +298,15 @@ TEST(CeOnHost, AllReduceEveryOp) {
         for (int op = 0; op < weftNumOps; ++op)
           for (size_t count : {size_t(1), size_t(13), size_t(4099)})
             run_on_host(Collective::AllReduce, R, in_place, dtype, op, count, 3);
+}
+
+TEST(CeOnHost, AllReduceInPieces) {
+  // Small pieces so that small buffers take 2 to 8 of them (uneven ends, empty pieces).
+  for (int R : {2, 3, 4})
+    for (bool in_place : {false, true})
+      for (int op : {weftSum, weftMax, weftAvg})
+        for (size_t count : {size_t(5), size_t(1000), size_t(4099), size_t(20000)})
+          run_on_host(Collective::AllReduce, R, in_place, weftFloat32, op, count, 3, 1024);
 }
 
 }  // namespace
