@@ -259,14 +259,17 @@ std::vector<std::vector<Step>> lower_ce_plan(const Plan& plan) {
     };
     auto prim = [&](int32_t id) { return ix.slot(id).primitive; };
     auto local = [&](int32_t id) { return prim(id) != Primitive::Send && prim(id) != Primitive::Recv; };
-    // A copy that a reduce into the same chunk follows waits for that reduce's operands, so
-    // that the two run as one pass (dst := src (op) ...) instead of a copy and a reduce.
+    // A local step that reduces into the same chunk as the ones after it in its thread block
+    // waits until all of their operands are there, so that the run is one pass
+    // (dst := a (op) b (op) ...) rather than a pass per operand.
     auto deferred = [&](int32_t id) {
-      if (prim(id) != Primitive::Copy || ix.last_in_tb(id) || prim(id + 1) != Primitive::Reduce ||
-          !(ix.slot(id + 1).dst == ix.slot(id).dst))
-        return false;
-      for (const SlotDep& d : ix.slot(id + 1).deps)
-        if (!is_done(ix.dep(id + 1, d))) return true;
+      const BufferRange dst = ix.slot(id).dst;
+      for (int32_t n = id; !ix.last_in_tb(n);) {
+        ++n;
+        if (prim(n) != Primitive::Reduce || !(ix.slot(n).dst == dst)) break;
+        for (const SlotDep& d : ix.slot(n).deps)
+          if (!is_done(ix.dep(n, d))) return true;
+      }
       return false;
     };
     // Sends as soon as they can go, local steps as soon as their data is there, one needed

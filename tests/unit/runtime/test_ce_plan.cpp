@@ -6,6 +6,7 @@
 // replays run).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -78,6 +79,16 @@ TEST(CePlan, AllReducePiecesOverlapCopiesAndReduction) {
                                       "reduce scratch[0..1) into out[0..1)", "put out[0..1) -> rank 1 out[0..1)",
                                       "wait rank 1", "copy in[1..2) -> out[1..2)", "reduce scratch[1..2) into out[1..2)",
                                       "put out[1..2) -> rank 1 out[1..2)", "wait rank 1", "wait rank 1", "flush"}));
+  // On 3 ranks, each piece's copy and both reductions wait for both peers' parts: one pass.
+  progs = lower_ce_plan(ce_plan(Collective::AllReduce, 3, false, 2));
+  const auto d = describe_all(progs[0]);
+  auto at = [&](const std::string& s) { return std::find(d.begin(), d.end(), s) - d.begin(); };
+  const auto copy0 = at("copy in[0..1) -> out[0..1)");
+  ASSERT_LT(copy0, static_cast<long>(d.size()));
+  EXPECT_EQ(d[static_cast<size_t>(copy0) - 1], "wait rank 1");
+  EXPECT_EQ(d[static_cast<size_t>(copy0) - 2], "wait rank 2");
+  EXPECT_EQ(d[static_cast<size_t>(copy0) + 1].substr(0, 7), "reduce ");
+  EXPECT_EQ(d[static_cast<size_t>(copy0) + 2].substr(0, 7), "reduce ");
   EXPECT_THROW(ce_plan(Collective::AllReduce, 2, false, kMaxPieces + 1), Error);
   EXPECT_THROW(ce_plan(Collective::AllGather, 2, false, 2), Error);
   Geometry g = make_geometry(Collective::AllReduce, 2, 64 << 20, 4);  // 256 MiB
