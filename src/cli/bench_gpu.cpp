@@ -487,6 +487,11 @@ int bench_rank(const BenchOptions& o, int rank, int R, const weftUniqueId& id) {
   }
   cudaMemset(x.send, 0, max_bytes);
   cudaMemset(x.recv, 0, max_bytes);
+  // Registered, as copy-engine collectives (WEFT_ALGO=ce) need; every other path ignores it.
+  void *reg_send = nullptr, *reg_recv = nullptr;
+  if (weftCommRegister(x.weft, x.send, max_bytes, &reg_send) != weftSuccess ||
+      weftCommRegister(x.weft, x.recv, max_bytes, &reg_recv) != weftSuccess)
+    std::fprintf(stderr, "rank %d: weftCommRegister: %s\n", rank, weftGetLastError(nullptr));
   cudaDeviceSynchronize();
   cudaDeviceProp prop{};
   cudaGetDeviceProperties(&prop, rank);

@@ -1,6 +1,7 @@
 // Communicator::collective: from a C API call to a launch of the plan interpreter.
 #include <algorithm>
 
+#include "runtime/ce_plan.hpp"
 #include "runtime/collective_reference.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/cuda_check.hpp"
@@ -71,6 +72,15 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
   const uint64_t payload = std::max(send_bytes, recv_bytes);
   Choice ch = env_overrides_ ? select_algorithm(*table_, c, payload, nranks_, layout_.cfg.connections, in_place)
                              : table_->choose(c, payload, nranks_, in_place);
+  if (ch.algorithm == ce::kAlgorithm) {
+    // Copy engines into registered buffers (runtime/ce_collectives.hpp); where any rank
+    // cannot, every rank runs the table's SM choice instead (logged at INFO).
+    if (!net_ && run_copy_engine(c, s, r, count, dtype, reduces ? op : weftSum, in_place, stream)) {
+      note_launch(stream);
+      return;
+    }
+    ch = table_->choose(c, payload, nranks_, in_place, true);
+  }
   if (net_) {
     // Links to other nodes (hosts or emulated) carry Simple messages through the proxy only:
     // the one-shot kernel (which stores into every peer's memory), LL and LL128 (whose flags

@@ -9,7 +9,9 @@
 #include <random>
 #include <thread>
 
+#include "exec/ce.hpp"
 #include "net/node_layout.hpp"
+#include "runtime/ce_collectives.hpp"
 #include "proxy/copy_engine.hpp"
 #include "net/ucx_transport.hpp"
 #include "runtime/builtin_plans.hpp"
@@ -26,17 +28,6 @@
 namespace weft {
 
 namespace {
-
-/// Lets setup work (allocations, uploads on a private stream) run while the caller's
-/// thread is capturing a CUDA graph: none of it touches the captured stream.
-class RelaxedCapture {
- public:
-  RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode_); }
-  ~RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode_); }
-
- private:
-  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
-};
 
 /// A random number drawn once per process: ranks that send the same one (and the same host)
 /// share this process. A pid alone does not say so: two containers of one machine may run
@@ -92,11 +83,6 @@ CommConfig CommConfig::from_env() {
 }
 
 
-struct Communicator::Registration {
-  void* ptr = nullptr;
-  uint64_t bytes = 0;
-};
-
 std::unique_ptr<Communicator> Communicator::create(const UniqueId& id, int nranks, int rank, int device) {
   auto c = std::unique_ptr<Communicator>(new Communicator());
   c->rank_ = rank;
@@ -146,6 +132,7 @@ void Communicator::init_memory() {
   layout_.ranks = nranks_;
   layout_.cfg = CommConfig::from_env();
   preload_kernels();  // before any rank of this process can spin in a kernel (exec/executor.hpp)
+  exec::preload_ce_kernels();
   WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&setup_stream_, cudaStreamNonBlocking));
   WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&arena_), layout_.total()));
   peer_check::register_arena(arena_, layout_.total());
@@ -587,6 +574,11 @@ std::string Communicator::format_device_error(const exec::ErrorRecord& e) const 
       what = "for the network proxy to take message " + std::to_string(e.expected) + " of the connection with rank " +
              std::to_string(e.peer) + " (its FIFO stayed full: the proxy is stuck or the network is slow)";
       break;
+    case exec::kWaitCopyEngine:
+      what = e.peer >= 0 ? "for the copy-engine proxy to take a trigger or for signal " + std::to_string(e.expected) +
+                               " from rank " + std::to_string(e.peer) + " (" + std::to_string(e.seen) + " seen)"
+                         : std::string("for the copy-engine proxy to finish this rank's copies (flush)");
+      break;
     default: what = "(unknown)"; break;
   }
   char secs[32];
@@ -647,6 +639,7 @@ void Communicator::free_all(bool graceful) {
   // that its last transfers (acks) are under way while the peers still progress theirs.
   if (net_ && launched_ && !net_->drain(5))
     WEFT_LOG(Warn, "INIT", "rank " << rank_ << ": the network proxy did not take every trigger before destroy");
+  ce_.reset();  // its proxy, copy-engine streams, mappings of the peers' buffers
   // None of this rank's kernels runs any more, and none will: peers in this process may
   // free memory this rank wrote into.
   if (done_) done_->done = true;
@@ -737,7 +730,7 @@ void Communicator::free_all(bool graceful) {
   sweep_deferred();
 }
 
-uint64_t Communicator::allocation_base(const void* ptr, uint64_t bytes, const std::string& fn) {
+bool Communicator::allocation_range(const void* ptr, uint64_t* base, uint64_t* bytes) {
   // The allocation's base and size come from the driver, reached through the runtime so
   // that libweft needs no link-time dependency on libcuda.
   using GetRange = int (*)(unsigned long long*, size_t*, unsigned long long);
@@ -748,12 +741,25 @@ uint64_t Communicator::allocation_base(const void* ptr, uint64_t bytes, const st
       f = nullptr;
     return reinterpret_cast<GetRange>(f);
   }();
-  if (get_range == nullptr) fail(ErrorCode::UnhandledCuda, fn + ": the driver offers no cuMemGetAddressRange");
-  unsigned long long base = 0;
+  if (get_range == nullptr) fail(ErrorCode::UnhandledCuda, "the driver offers no cuMemGetAddressRange");
+  unsigned long long b = 0;
   size_t size = 0;
-  if (get_range(&base, &size, reinterpret_cast<unsigned long long>(ptr)) != 0)
-    fail(ErrorCode::InvalidArgument, fn + ": " + std::to_string(reinterpret_cast<uintptr_t>(ptr)) +
-                                         " is not device memory of this process");
+  if (get_range(&b, &size, reinterpret_cast<unsigned long long>(ptr)) != 0) return false;
+  *base = b;
+  *bytes = size;
+  return true;
+}
+
+uint64_t Communicator::allocation_base(const void* ptr, uint64_t bytes, const std::string& fn) {
+  uint64_t base = 0, size = 0;
+  try {
+    if (!allocation_range(ptr, &base, &size))
+      fail(ErrorCode::InvalidArgument, fn + ": " + std::to_string(reinterpret_cast<uintptr_t>(ptr)) +
+                                           " is not device memory of this process");
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::UnhandledCuda) throw;
+    fail(ErrorCode::UnhandledCuda, fn + ": " + e.what());
+  }
   const uint64_t offset = reinterpret_cast<uint64_t>(ptr) - base;
   if (bytes > size - offset) fail(ErrorCode::InvalidArgument, fn + ": the range runs past its allocation");
   return base;

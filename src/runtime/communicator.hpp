@@ -49,6 +49,7 @@
 namespace weft {
 
 class NetFifos;
+class CeCollectives;
 
 /// Sizes every rank of a communicator must agree on (from WEFT_CONNECTIONS,
 /// WEFT_FIFO_DEPTH, WEFT_SLOT_BYTES, WEFT_LL_SLOT_BYTES).
@@ -125,9 +126,13 @@ class Communicator {
 
   /// Registers [ptr, ptr + bytes), device memory of this process, with this rank only (no
   /// other rank takes part, as with NCCL); returns a handle. Collectives do not need it:
-  /// they stage through the arena whether a buffer is registered or not.
+  /// they stage through the arena whether a buffer is registered or not, except the
+  /// copy-engine ones (WEFT_ALGO=ce), which run only where every receive buffer is.
   void* register_buffer(void* ptr, uint64_t bytes);
   void deregister_buffer(void* handle);
+  /// The allocation holding ptr (its base and size); false where ptr is not device memory
+  /// of this process.
+  static bool allocation_range(const void* ptr, uint64_t* base, uint64_t* bytes);
 
   /// Users' memory channels (weftCommConnectMemoryChannels, runtime/user_channel.cpp).
   /// Collective: every rank calls it together, each with its own list of peers (possibly
@@ -174,7 +179,10 @@ class Communicator {
     bool gen = false;              ///< generated kernels run this plan (uses_gen)
     const void* gen_kernels[10][5] = {};
   };
-  struct Registration;
+  struct Registration {
+    void* ptr = nullptr;
+    uint64_t bytes = 0;
+  };
   Communicator() = default;
   void init_memory();
   /// Starts the peer watchdog from what the ranks told each other at initialization.
@@ -211,6 +219,10 @@ class Communicator {
   /// `cp` is null (no interpreter launch), why nothing is recorded.
   void start_trace(exec::ExecArgs* a, const CachedPlan* cp, Collective c, const Choice& ch, uint64_t payload,
                    const std::string& why_not, cudaStream_t stream);
+  /// The copy-engine executor (runtime/ce_collectives.hpp, built at its first call); false
+  /// on every rank when the call cannot run by copy engines.
+  bool run_copy_engine(Collective c, const void* send, void* recv, uint64_t count, int dtype, int op, bool in_place,
+                       cudaStream_t stream);
   std::string format_device_error(const exec::ErrorRecord& e) const;
 
   int rank_ = 0, nranks_ = 0, device_ = 0;
@@ -244,6 +256,8 @@ class Communicator {
   exec::ChannelHandle* p2p_conns_ = nullptr;  ///< fifo_'s device handles, uploaded for p2p
   /// FIFOs to ranks on other (emulated) nodes, through the proxy and UCX; null on one node.
   std::unique_ptr<NetFifos> net_;
+  /// Copy-engine collectives (WEFT_ALGO=ce); null until the first such call.
+  std::unique_ptr<CeCollectives> ce_;
   cudaStream_t setup_stream_ = nullptr;
   bool launched_ = false;
   std::mutex error_mu_;                     ///< guards broken_, broken_message_ and reading error_host_

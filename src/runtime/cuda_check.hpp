@@ -35,6 +35,19 @@ class DeviceGuard {
   int saved_ = -1;
 };
 
+/// Lets setup work (allocations, uploads on a private stream) run while the caller's
+/// thread is capturing a CUDA graph: none of it touches the captured stream.
+class RelaxedCapture {
+ public:
+  RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode_); }
+  ~RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode_); }
+  RelaxedCapture(const RelaxedCapture&) = delete;
+  RelaxedCapture& operator=(const RelaxedCapture&) = delete;
+
+ private:
+  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
+};
+
 }  // namespace weft
 
 #define WEFT_CUDA_CHECK(call)                                                  \

@@ -5,6 +5,7 @@
 #include "exec/oneshot.hpp"
 #include "weft/device/packet.hpp"
 #include "runtime/builtin_plans.hpp"
+#include "runtime/ce_plan.hpp"
 #include "runtime/plan_source.hpp"
 #include "util/text.hpp"
 #include "util/config.hpp"
@@ -67,6 +68,10 @@ Choice select_algorithm(const SelectionTable& table, Collective c, uint64_t byte
     }
     if (entry == kOneShot) {
       if (oneshot_collective(c)) named = entry;
+      continue;
+    }
+    if (entry == ce::kAlgorithm) {  // copy engines: AllGather and AllReduce only
+      if (ce::supports(c) && nranks <= ce::kMaxRanks) named = entry;
       continue;
     }
     auto names = builtin_plan_algorithms(c);

@@ -5,6 +5,7 @@
 #include "lang/load.hpp"
 #include "plan/builder.hpp"
 #include "runtime/builtin_plans.hpp"
+#include "runtime/ce_plan.hpp"
 #include "runtime/plan_source.hpp"
 #include "runtime/selection.hpp"
 #include "util/config.hpp"
@@ -199,6 +200,11 @@ SelectionRow read_row(const json& row, const RowReader& in) {
     return r;
   }
   if (r.kernel) in.bad("instances", "\"kernel\" is for oneshot only");
+  if (r.algorithm == ce::kAlgorithm) {  // copy engines (runtime/ce_collectives.hpp)
+    for (Collective c : r.collectives)
+      if (!ce::supports(c)) in.bad("algorithm", "ce runs AllGather and AllReduce, not " + std::string(to_string(c)));
+    return r;
+  }
   if (r.algorithm == "p2p") in.bad("algorithm", "p2p is weftSend/weftRecv's primitive, not a collective's");
   if (r.algorithm.empty()) in.bad("algorithm", "is empty");
   if (is_builtin_plan_name(r.algorithm)) {
@@ -289,6 +295,7 @@ Choice SelectionTable::choose(Collective c, uint64_t bytes, int nranks, bool in_
     if (!r.ranks.contains(static_cast<uint64_t>(nranks)) || !r.bytes.contains(bytes) || !r.sent_bytes.contains(sent))
       continue;
     if (r.placement >= 0 && r.placement != (in_place ? 1 : 0)) continue;
+    if (r.algorithm == ce::kAlgorithm && plans_only) continue;
     if (r.algorithm == kOneShot) {
       if (plans_only || !oneshot_fits(c, bytes, nranks)) continue;
       return Choice{kOneShot, "LL", oneshot_blocks(peer)};
@@ -313,6 +320,7 @@ Choice SelectionTable::choose(Collective c, uint64_t bytes, int nranks, bool in_
 
 std::string describe_choice(const Choice& ch) {
   if (ch.algorithm == kOneShot) return text::format("oneshot (kernel, %d blocks)", ch.instances);
+  if (ch.algorithm == ce::kAlgorithm) return "ce (copy engines into registered buffers, else the SM path)";
   // A row's micro-batch and executor, where it names them.
   std::string extra = ch.microbatch_bytes > 0 ? ", mb " + text::format_bytes(ch.microbatch_bytes) : "";
   if (!ch.executor.empty()) extra += ", " + ch.executor;

@@ -2,7 +2,9 @@
 // poisons the output, runs the call through the C API, and compares every element with a
 // reference computed on the host. Subcommands (one CTest test each, label gpu):
 //
-//   collectives --ranks N [--full] [--counts a,b,...] [--only COLL] [--type T]   the collective matrix
+//   collectives --ranks N [--full] [--counts a,b,...] [--only COLL] [--type T] [--register]
+//                                  the collective matrix (--register: both buffers registered
+//                                  with weftCommRegister, as copy-engine collectives need)
 //   p2p         --ranks N          grouped sends and receives, sizes 0 to 8 MiB
 //   graph       --ranks N          AllReduce captured in a CUDA graph, replayed
 //   initall     [--ranks N]        one process driving every GPU (weftCommInitAll), or N
@@ -55,6 +57,7 @@ struct Options {
   std::string only;
   std::string type;  ///< one element type by name (host::dtype_name), or all
   int hosts = 0;     ///< --hosts: host identities given to the ranks (0: the real host)
+  bool reg = false;  ///< register the buffers (weftCommRegister)
 };
 
 const int kThreads = std::max(1u, std::min(16u, std::thread::hardware_concurrency() / 2));
@@ -161,6 +164,11 @@ int collectives(const Options& o, int rank, const weftUniqueId& id) {
   char *d_send = nullptr, *d_recv = nullptr;
   CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&d_send), max_bytes));
   CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&d_recv), max_bytes));
+  void *h_send = nullptr, *h_recv = nullptr;
+  if (o.reg) {
+    WEFT_OK(weftCommRegister(comm, d_send, max_bytes, &h_send));
+    WEFT_OK(weftCommRegister(comm, d_recv, max_bytes, &h_recv));
+  }
   const Collective all[] = {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter,
                             Collective::AllToAll, Collective::Broadcast, Collective::Reduce};
   int cases = 0, failures = 0;
@@ -204,6 +212,10 @@ int collectives(const Options& o, int rank, const weftUniqueId& id) {
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("rank %d: %d cases, %d failures, %.1f s\n", rank, cases, failures, secs);
+  if (o.reg) {
+    WEFT_OK(weftCommDeregister(comm, h_send));
+    WEFT_OK(weftCommDeregister(comm, h_recv));
+  }
   cudaFree(d_send);
   cudaFree(d_recv);
   WEFT_OK(weftCommDestroy(comm));
@@ -610,7 +622,7 @@ std::vector<size_t> parse_counts(const std::string& s) {
 int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
   if (argc < 2) {
-    std::printf("usage: %s collectives|p2p|graph|initall|never_joins|peer_stops|peer_dies|handles|hosts_refuse [--ranks N] [--full] [--counts a,b] [--only COLL] [--type T] [--hosts H]\n", argv[0]);
+    std::printf("usage: %s collectives|p2p|graph|initall|never_joins|peer_stops|peer_dies|handles|hosts_refuse [--ranks N] [--full] [--counts a,b] [--only COLL] [--type T] [--hosts H] [--register]\n", argv[0]);
     return 2;
   }
   std::string cmd = argv[1];
@@ -636,6 +648,7 @@ int main(int argc, char** argv) {
         return 2;
       }
     }
+    else if (a == "--register") o.reg = true;
   }
   // --hosts: each rank process takes its host identity before it joins (runtime/placement.hpp).
   auto on_host = [&](auto body) {

@@ -1,0 +1,395 @@
+#include "runtime/ce_collectives.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "exec/ce.hpp"
+#include "exec/executor.hpp"
+#include "proxy/copy_engine.hpp"
+#include "proxy/proxy.hpp"
+#include "runtime/bootstrap.hpp"
+#include "runtime/communicator.hpp"
+#include "runtime/cuda_check.hpp"
+#include "runtime/host_reduce.hpp"
+#include "util/config.hpp"
+#include "util/log.hpp"
+#include "weft/weft.h"
+
+namespace weft {
+
+namespace {
+
+std::string handle_key(const cudaIpcMemHandle_t& h) { return std::string(h.reserved, sizeof(h.reserved)); }
+
+constexpr uint64_t kMaxMemory = device::ProxyTrigger::kMaxField;  // a proxy memory is below 4 GiB
+
+}  // namespace
+
+/// What each rank tells the others at every copy-engine call.
+struct CeCollectives::Record {
+  uint32_t ok = 0;                  ///< this rank can run the call by copy engines
+  uint32_t pad = 0;
+  cudaIpcMemHandle_t out_handle{};  ///< the allocation holding its receive buffer
+  uint64_t out_alloc = 0;           ///< that allocation's address in its process
+  uint64_t reg_offset = 0;          ///< the registration's start in the allocation
+  uint64_t reg_bytes = 0;
+  uint64_t recv_offset = 0;         ///< the receive buffer's start in the registration
+  cudaIpcMemHandle_t scratch_handle{};
+  uint64_t scratch = 0, scratch_bytes = 0;
+};
+
+CeCollectives::CeCollectives(CeContext ctx) : ctx_(std::move(ctx)) {
+  RelaxedCapture relaxed;
+  DeviceGuard guard(ctx_.device);
+  const int R = ctx_.nranks, me = ctx_.rank;
+  WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&sig_), 2 * static_cast<size_t>(R) * sizeof(uint64_t)));
+  {  // on a private stream: the caller's may be capturing a graph
+    cudaStream_t s = nullptr;
+    WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    cudaError_t e = cudaMemsetAsync(sig_, 0, 2 * static_cast<size_t>(R) * sizeof(uint64_t), s);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+    cudaStreamDestroy(s);
+    WEFT_CUDA_CHECK(e);
+  }
+  struct SigInfo {
+    cudaIpcMemHandle_t handle;
+    uint64_t address;
+  };
+  std::vector<SigInfo> all(static_cast<size_t>(R));
+  WEFT_CUDA_CHECK(cudaIpcGetMemHandle(&all[static_cast<size_t>(me)].handle, sig_));
+  all[static_cast<size_t>(me)].address = reinterpret_cast<uint64_t>(sig_);
+  ctx_.boot->allgather(all.data(), sizeof(SigInfo), config::wait_seconds(ctx_.timeout_s));
+
+  proxy::ProxyOptions po;
+  po.name = "copy-engine proxy of rank " + std::to_string(me) + " (GPU " + std::to_string(ctx_.device) + ")";
+  po.timeout_s = ctx_.timeout_s;
+  po.memory = proxy::cuda_fifo_memory(ctx_.device);
+  po.on_error = ctx_.on_error;
+  proxy_ = std::make_unique<proxy::Proxy>(po);
+  const uint32_t local_sig = proxy_->add_local_memory(sig_, 2 * static_cast<uint64_t>(R) * sizeof(uint64_t));
+  ++memories_;
+  conns_.resize(static_cast<size_t>(R));
+  channels_.resize(static_cast<size_t>(R));
+  for (int q = 0; q < R; ++q) {
+    if (q == me) continue;
+    const SigInfo& si = all[static_cast<size_t>(q)];
+    char* peer_sig = map_peer(q, si.handle, si.address);
+    auto conn = std::make_shared<proxy::CopyEngineConnection>(ctx_.device, "rank " + std::to_string(q), ctx_.timeout_s);
+    conns_[static_cast<size_t>(q)] = conn;
+    const uint32_t rs = proxy_->add_remote_memory(
+        conn, proxy::RemoteMemory{reinterpret_cast<uint64_t>(peer_sig), 2 * static_cast<uint64_t>(R) * sizeof(uint64_t), nullptr});
+    ++memories_;
+    remote_[{q, reinterpret_cast<uint64_t>(peer_sig), 2 * static_cast<uint64_t>(R) * sizeof(uint64_t)}] = rs;
+    channels_[static_cast<size_t>(q)] = proxy_->make_port_channel(proxy::PortChannelSpec{
+        conn, local_sig, rs, rs, static_cast<uint64_t>(me) * sizeof(uint64_t), sig_ + q, sig_ + R + q});
+  }
+  proxy_->start();
+  WEFT_LOG(Info, "CE", "rank " << me << ": copy-engine collectives ready (proxy thread, " << R - 1
+                                << " copy-engine connections)");
+}
+
+CeCollectives::~CeCollectives() {
+  DeviceGuard guard(ctx_.device);
+  if (proxy_) proxy_->stop();
+  proxy_.reset();
+  conns_.clear();  // each waits for its stream
+  for (char* p : opened_) cudaIpcCloseMemHandle(p);
+  for (void* p : scratch_) cudaFree(p);
+  if (sig_) cudaFree(sig_);
+  cudaGetLastError();
+}
+
+char* CeCollectives::map_peer(int peer, const cudaIpcMemHandle_t& handle, uint64_t address) {
+  // A rank of this process: its address is valid here (peer access is enabled at creation).
+  if (ctx_.peer_device[static_cast<size_t>(peer)] >= 0) return reinterpret_cast<char*>(address);
+  auto key = std::make_tuple(peer, handle_key(handle));
+  auto it = mapped_.find(key);
+  if (it != mapped_.end()) return it->second;
+  void* p = nullptr;
+  cudaError_t e = cudaIpcOpenMemHandle(&p, handle, cudaIpcMemLazyEnablePeerAccess);
+  if (e != cudaSuccess)
+    fail(ErrorCode::UnhandledCuda, "rank " + std::to_string(ctx_.rank) + ": cannot map rank " + std::to_string(peer) +
+                                       "'s buffer for the copy engines (" + cudaGetErrorString(e) + ")");
+  opened_.push_back(static_cast<char*>(p));
+  mapped_[key] = static_cast<char*>(p);
+  return static_cast<char*>(p);
+}
+
+void CeCollectives::add_memories(const std::function<void()>& adds) {
+  // The proxy's tables change only while it is stopped; queued triggers wait meanwhile.
+  proxy_->stop();
+  try {
+    adds();
+  } catch (...) {
+    proxy_->start();
+    throw;
+  }
+  proxy_->start();
+}
+
+CeCollectives::LocalMem CeCollectives::local_memory(const void* ptr, uint64_t bytes,
+                                                    std::vector<std::function<void()>>& adds) {
+  uint64_t base = 0, size = 0;
+  if (!Communicator::allocation_range(ptr, &base, &size) || size > kMaxMemory) {  // the range itself
+    base = reinterpret_cast<uint64_t>(ptr);
+    size = std::max<uint64_t>(bytes, 1);
+  }
+  auto key = std::make_pair(base, size);
+  auto it = local_.find(key);
+  if (it == local_.end()) {
+    const uint32_t id = memories_++;
+    it = local_.emplace(key, id).first;
+    adds.push_back([this, base, size, id] {
+      if (proxy_->add_local_memory(reinterpret_cast<const void*>(base), size) != id)
+        fail(ErrorCode::Internal, "copy-engine proxy: memory ids out of step");
+    });
+  }
+  return LocalMem{reinterpret_cast<const char*>(base), it->second};
+}
+
+uint32_t CeCollectives::remote_memory(int peer, char* ptr, uint64_t bytes, std::vector<std::function<void()>>& adds) {
+  auto key = std::make_tuple(peer, reinterpret_cast<uint64_t>(ptr), bytes);
+  auto it = remote_.find(key);
+  if (it != remote_.end()) return it->second;
+  const uint32_t id = memories_++;
+  remote_[key] = id;
+  std::shared_ptr<proxy::Connection> conn = conns_[static_cast<size_t>(peer)];
+  adds.push_back([this, conn, ptr, bytes, id] {
+    if (proxy_->add_remote_memory(conn, proxy::RemoteMemory{reinterpret_cast<uint64_t>(ptr), bytes, nullptr}) != id)
+      fail(ErrorCode::Internal, "copy-engine proxy: memory ids out of step");
+  });
+  return id;
+}
+
+void CeCollectives::note_fallback(const std::string& why) {
+  // INFO the first time for each reason, DEBUG after.
+  if (fallbacks_[why]++ == 0)
+    WEFT_LOG(Info, "CE", "rank " << ctx_.rank << ": " << why << "; this call and others like it run on the SM path");
+  else
+    WEFT_LOG(Debug, "CE", "rank " << ctx_.rank << ": " << why << "; SM path");
+}
+
+bool CeCollectives::run(Collective c, const void* send, void* recv, uint64_t count, int dtype, int op, bool in_place,
+                        cudaStream_t stream) {
+  RelaxedCapture relaxed;
+  DeviceGuard guard(ctx_.device);
+  const int R = ctx_.nranks, me = ctx_.rank;
+  const uint64_t esz = host::dtype_size(dtype);
+  const ce::Geometry g = ce::make_geometry(c, R, count, esz);
+  const std::string coll(to_string(c));
+
+  // This rank's part of the record, and why it cannot take part if so.
+  Record mine;
+  std::string why;
+  uint64_t reg = 0, reg_bytes = 0, alloc = 0, alloc_bytes = 0;
+  // Worst case: a local memory for each buffer, the peers' receive buffers and scratch.
+  const uint32_t need = 2 + 2 * static_cast<uint32_t>(R - 1);
+  if (!ce::supports(c) || R < 2 || R > ce::kMaxRanks)
+    why = coll + " on " + std::to_string(R) + " ranks has no copy-engine plan (AllGather and AllReduce, 2 to " +
+          std::to_string(ce::kMaxRanks) + " ranks)";
+  else if (!ctx_.registered(recv, g.total[1], &reg, &reg_bytes))
+    why = coll + "'s receive buffer is not registered (weftCommRegister): copy engines write into peers' registered "
+                 "buffers only";
+  else if (reg_bytes > kMaxMemory || g.total[2] > kMaxMemory)
+    why = coll + ": a registration or scratch of 4 GiB or more is beyond the copy-engine proxy's 32-bit offsets";
+  else if (memories_ + need > device::ProxyTrigger::kMaxMemIds)
+    why = coll + ": the copy-engine proxy's table of " + std::to_string(device::ProxyTrigger::kMaxMemIds) +
+          " memories is full (too many distinct buffers)";
+  else if (!Communicator::allocation_range(recv, &alloc, &alloc_bytes) || cudaIpcGetMemHandle(&mine.out_handle, reinterpret_cast<void*>(alloc)) != cudaSuccess) {
+    cudaGetLastError();
+    why = coll + "'s receive buffer cannot be shared through CUDA IPC (not from cudaMalloc?)";
+  }
+  // Every rank grows its scratch at the same call (the same arguments), registered or not.
+  if (ce::supports(c) && g.total[2] > scratch_bytes_ && g.total[2] <= kMaxMemory) {
+    void* p = nullptr;
+    WEFT_CUDA_CHECK(cudaMalloc(&p, g.total[2]));
+    WEFT_CUDA_CHECK(cudaIpcGetMemHandle(&scratch_handle_, p));
+    scratch_.push_back(p);  // earlier ones may still be written by peers' queued copies
+    scratch_bytes_ = g.total[2];
+  }
+  if (why.empty()) {
+    mine.ok = 1;
+    mine.out_alloc = alloc;
+    mine.reg_offset = reg - alloc;
+    mine.reg_bytes = reg_bytes;
+    mine.recv_offset = reinterpret_cast<uint64_t>(recv) - reg;
+    mine.scratch_handle = scratch_handle_;
+    mine.scratch = scratch_.empty() ? 0 : reinterpret_cast<uint64_t>(scratch_.back());
+    mine.scratch_bytes = scratch_bytes_;
+  }
+  std::vector<Record> all(static_cast<size_t>(R));
+  all[static_cast<size_t>(me)] = mine;
+  ctx_.boot->allgather(all.data(), sizeof(Record), config::wait_seconds(ctx_.timeout_s));
+  if (!why.empty()) {
+    note_fallback(why);
+    return false;
+  }
+  for (int q = 0; q < R; ++q)
+    if (all[static_cast<size_t>(q)].ok == 0) {
+      note_fallback(coll + ": rank " + std::to_string(q) + " cannot run it by copy engines (its log says why)");
+      return false;
+    }
+
+  // Memories: this rank's buffers (sources of puts), the peers' registrations and scratch.
+  std::vector<std::function<void()>> adds;
+  const char* in_ptr = static_cast<const char*>(in_place ? recv : send);
+  if (c == Collective::AllGather && in_place) in_ptr = nullptr;  // the plan reads its output chunk
+  const LocalMem out_mem = local_memory(recv, g.total[1], adds);
+  const LocalMem in_mem = in_ptr != nullptr ? local_memory(in_ptr, g.total[0], adds) : out_mem;
+  std::vector<std::array<uint32_t, 3>> dst_mem(static_cast<size_t>(R));
+  std::vector<uint64_t> dst_base(static_cast<size_t>(R));
+  for (int q = 0; q < R; ++q) {
+    if (q == me) continue;
+    const Record& rq = all[static_cast<size_t>(q)];
+    char* alloc_q = map_peer(q, rq.out_handle, rq.out_alloc);
+    dst_mem[static_cast<size_t>(q)][1] = remote_memory(q, alloc_q + rq.reg_offset, rq.reg_bytes, adds);
+    dst_base[static_cast<size_t>(q)] = rq.recv_offset;
+    if (c == Collective::AllReduce) {
+      if (rq.scratch_bytes < g.total[2]) fail(ErrorCode::Internal, "copy-engine scratch out of step with rank " + std::to_string(q));
+      char* s = map_peer(q, rq.scratch_handle, rq.scratch);
+      dst_mem[static_cast<size_t>(q)][2] = remote_memory(q, s, rq.scratch_bytes, adds);
+    }
+  }
+  if (!adds.empty())
+    add_memories([&] {
+      for (auto& f : adds) f();
+    });
+
+  auto& progs = programs_[{static_cast<int>(c), in_place, g.pieces}];
+  if (progs.empty()) progs = ce::lower_ce_plan(ce::ce_plan(c, R, in_place, g.pieces));
+  const std::vector<ce::Step>& prog = progs[static_cast<size_t>(me)];
+  char* scratch = scratch_.empty() ? nullptr : static_cast<char*>(scratch_.back());
+  auto ptr = [&](const BufferRange& b) -> char* {
+    char* base = b.buffer == Buffer::Input ? const_cast<char*>(in_ptr) : b.buffer == Buffer::Output ? static_cast<char*>(recv) : scratch;
+    return base + g.offset(b);
+  };
+
+  exec::CeTriggerArgs ta{};
+  for (int q = 0; q < R; ++q) ta.ch[q] = channels_[static_cast<size_t>(q)];
+  ta.rank = me;
+  ta.timeout_ns = static_cast<uint64_t>(ctx_.timeout_s * 1e9);
+  ta.error_claim = ctx_.error_claim;
+  ta.error = ctx_.error;
+  ta.abort = ctx_.abort;
+  blocks_ = Blocks{};
+  auto launch_triggers = [&] {
+    if (ta.nsteps == 0) return;
+    exec::launch_ce_triggers(ta, stream);
+    ++blocks_.trigger_launches;
+    ta.nsteps = 0;
+  };
+  // A run of local steps with one destination: dst := a (op) sources.
+  char* run_dst = nullptr;
+  const char* run_a = nullptr;
+  uint64_t run_bytes = 0;
+  std::vector<const char*> run_src;
+  auto finish_local = [&] {
+    if (run_dst == nullptr) return;
+    if (run_bytes > 0 && run_src.empty()) {
+      if (run_a != run_dst) WEFT_CUDA_CHECK(cudaMemcpyAsync(run_dst, run_a, run_bytes, cudaMemcpyDeviceToDevice, stream));
+    } else if (run_bytes > 0) {
+      for (size_t k = 0; k < run_src.size(); k += exec::kCeMaxSources) {
+        exec::CeReduceArgs ra{};
+        ra.dst = run_dst;
+        ra.a = k == 0 ? run_a : run_dst;
+        ra.nsrc = static_cast<int32_t>(std::min<size_t>(exec::kCeMaxSources, run_src.size() - k));
+        for (int i = 0; i < ra.nsrc; ++i) ra.src[i] = run_src[k + static_cast<size_t>(i)];
+        ra.bytes = run_bytes;
+        ra.dtype = static_cast<uint8_t>(dtype);
+        ra.op = static_cast<uint8_t>(op == weftAvg ? weftSum : op);
+        const uint64_t per_block = uint64_t(exec::kCeReduceThreads) * 16 * 4;
+        const int blocks = static_cast<int>(std::clamp<uint64_t>((run_bytes + per_block - 1) / per_block, 1, ce::kMaxReduceBlocks));
+        exec::launch_ce_reduce(ra, blocks, stream);
+        blocks_.reduce_blocks = std::max(blocks_.reduce_blocks, blocks);
+      }
+    }
+    run_dst = nullptr;
+    run_src.clear();
+  };
+  for (const ce::Step& s : prog) {
+    if (s.op == ce::StepOp::Copy || s.op == ce::StepOp::Reduce) {
+      launch_triggers();
+      char* d = ptr(s.dst);
+      if (d != run_dst) {
+        finish_local();
+        run_dst = d;
+        run_a = d;
+        run_bytes = g.length(s.dst, s.count);
+      }
+      if (s.op == ce::StepOp::Copy) run_a = ptr(s.src);
+      else run_src.push_back(ptr(s.src));
+      continue;
+    }
+    finish_local();
+    exec::CeDevStep d{};
+    d.peer = static_cast<uint8_t>(std::max(0, s.peer));
+    d.rank = static_cast<uint16_t>(std::max(0, s.peer));
+    switch (s.op) {
+      case ce::StepOp::Signal: d.op = exec::kCeSignal; break;
+      case ce::StepOp::Wait: d.op = exec::kCeWait; break;
+      case ce::StepOp::Flush:
+        d.op = exec::kCeFlush;
+        d.peer = static_cast<uint8_t>(me == 0 ? 1 : 0);  // any channel: a flush covers the whole FIFO
+        break;
+      default: {
+        d.op = exec::kCePut;
+        const LocalMem& src = s.src.buffer == Buffer::Output ? out_mem : in_mem;
+        d.src_mem = static_cast<uint16_t>(src.id);
+        d.src_off = static_cast<uint64_t>(ptr(s.src) - src.base);
+        d.dst_mem = static_cast<uint16_t>(dst_mem[static_cast<size_t>(s.peer)][static_cast<size_t>(s.dst.buffer)]);
+        d.dst_off = (s.dst.buffer == Buffer::Output ? dst_base[static_cast<size_t>(s.peer)] : 0) + g.offset(s.dst);
+        d.bytes = g.length(s.src, s.count);
+        if (d.bytes == 0) d.src_off = d.dst_off = 0;  // an empty chunk still signals; its offset may lie past the end
+        break;
+      }
+    }
+    if (ta.nsteps == exec::kCeMaxSteps) launch_triggers();
+    ta.steps[ta.nsteps++] = d;
+  }
+  finish_local();
+  launch_triggers();
+  if (c == Collective::AllReduce && op == weftAvg) launch_divide(recv, count, dtype, R, stream);
+  WEFT_LOG(Debug, "CE", "rank " << me << ": " << coll << " of " << count << " x " << host::dtype_name(dtype)
+                                << " by copy engines: " << blocks_.trigger_launches
+                                << " trigger launches of one thread, reduce on " << blocks_.reduce_blocks
+                                << " thread blocks, none moving data between GPUs");
+  return true;
+}
+
+bool Communicator::run_copy_engine(Collective c, const void* send, void* recv, uint64_t count, int dtype, int op,
+                                   bool in_place, cudaStream_t stream) {
+  if (!ce::supports(c) || nranks_ < 2 || nranks_ > ce::kMaxRanks) {
+    WEFT_LOG(Debug, "CE", "rank " << rank_ << ": " << to_string(c) << " on " << nranks_
+                                  << " ranks has no copy-engine plan; SM path");
+    return false;  // every rank alike, before any collective setup
+  }
+  if (!ce_) {
+    CeContext x;
+    x.rank = rank_;
+    x.nranks = nranks_;
+    x.device = device_;
+    x.boot = boot_.get();
+    x.timeout_s = timeout_s_;
+    x.peer_device = peer_device_;
+    x.error = error_dev_;
+    x.error_claim = error_claim_;
+    x.abort = abort_dev_;
+    x.registered = [this](const void* ptr, uint64_t len, uint64_t* base, uint64_t* bytes) {
+      const uint64_t p = reinterpret_cast<uint64_t>(ptr);
+      for (const auto& [h, r] : registrations_) {
+        const uint64_t b = reinterpret_cast<uint64_t>(r->ptr);
+        if (p >= b && p - b <= r->bytes && len <= r->bytes - (p - b)) {
+          *base = b;
+          *bytes = r->bytes;
+          return true;
+        }
+      }
+      return false;
+    };
+    x.on_error = [this](const std::string& why) { on_network_error(why); };
+    ce_ = std::make_unique<CeCollectives>(std::move(x));
+  }
+  return ce_->run(c, send, recv, count, dtype, op, in_place, stream);
+}
+
+}  // namespace weft
