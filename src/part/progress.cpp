@@ -75,11 +75,16 @@ TransportPut plan_transport_put(const ProgressJobDesc& d, uint32_t t, uint64_t v
   p.bytes = transport_size(d.partitions, d.threshold, t) * d.partition_bytes;
   p.flag_word = kFlagFirst + t;
   p.epoch = epoch;
-  if (p.offset + p.bytes > d.remote_bytes || p.offset + p.bytes > d.send_bytes || p.flag_word >= d.remote_flag_words)
+  // Staged, remote_flag_words is the receiver's signal ring (kRecordWords per partition, checked
+  // by check_progress_job), not a flag block: p.flag_word is not written there (one partition:
+  // a ring of 2 words, flag word kFlagFirst = 2).
+  const bool flag_outside = !d.staged && p.flag_word >= d.remote_flag_words;
+  if (p.offset + p.bytes > d.remote_bytes || p.offset + p.bytes > d.send_bytes || flag_outside)
     fail(ErrorCode::Remote, d.who + ": transport partition " + std::to_string(t) + " (" + std::to_string(p.bytes) +
                                 " bytes at " + std::to_string(p.offset) + ") does not fit the receiver's buffer (" +
-                                std::to_string(d.remote_bytes) + " bytes) or flag block (" +
-                                std::to_string(d.remote_flag_words) + " words)");
+                                std::to_string(d.remote_bytes) + " bytes)" +
+                                (d.staged ? std::string()
+                                          : " or flag block (" + std::to_string(d.remote_flag_words) + " words)"));
   *pending = value == epoch && epoch != 0;
   return p;
 }

@@ -81,6 +81,8 @@ void check_progress_job(const ProgressJobDesc& d);
 /// The put for transport partition `t` whose ready flag holds `value` while the request is
 /// in epoch `epoch`; `pending` is false when the flag holds an older epoch (nothing to do).
 /// A value above the epoch, or t out of range, is an error (Internal: the device wrote it).
+/// The put must fit both buffers and, not staged, flag_word the receiver's flag block (staged,
+/// the signal goes to a ring slot instead, which the engine bounds).
 TransportPut plan_transport_put(const ProgressJobDesc& d, uint32_t t, uint64_t value, uint64_t epoch, bool* pending);
 
 }  // namespace weft::part

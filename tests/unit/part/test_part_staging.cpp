@@ -268,6 +268,26 @@ TEST(PartEngineStaged, EveryByteAndFlagThroughBothMirrors) {
   EXPECT_EQ(p.net->single_signals.load(), 0u);
 }
 
+// part_bench goodput's first row across 2 emulated nodes: one block = ONE partition of 8,192
+// bytes, threshold 1. The receiver's ring is then kRecordWords = 2 words, fewer than a direct
+// send's flag word kFlagFirst + 0: the staged send must not check that flag word against it.
+TEST(PartEngineStaged, OnePartitionWholeBufferGoesThrough) {
+  StagedPair p(1, 8192);
+  for (uint64_t e = 1; e <= 3; ++e) {
+    for (size_t i = 0; i < p.send.size(); ++i) p.send[i] = static_cast<char>(i * 5 + e);
+    std::fill(p.recv.begin(), p.recv.end(), 0x5a);
+    p.receiver.set_recv_epoch(p.rjob, e);
+    p.sender.set_epoch(p.job, e, 1);
+    std::atomic_ref<uint64_t>(p.ready[0]).store(e, std::memory_order_release);
+    ASSERT_TRUE(eventually([&] {
+      p.sender.check();  // throws the engine's error, if any, instead of timing out
+      p.receiver.check();
+      return load(p.flags[kFlagFirst]) == e && p.job->completed.load() == e;
+    })) << "epoch " << e << ": sender delivered " << p.job->completed.load();
+    EXPECT_EQ(p.recv, p.send) << "epoch " << e;
+  }
+}
+
 TEST(PartEngineStaged, AHostileSignalRecordFailsNamingTheReceive) {
   StagedPair p(8, 16);
   p.receiver.set_recv_epoch(p.rjob, 1);

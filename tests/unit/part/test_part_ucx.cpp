@@ -4,8 +4,9 @@
 // ring; rank 1's engine copies each signalled run into its buffer and raises its flags.
 // Every byte and flag is checked over epochs with thresholds 1, 3 and all partitions, with
 // partitions readied in a shuffled order and in bursts, so runs of several sizes and many
-// transfers are in flight. This is the path the GPU takes where UCX cannot register GPU
-// memory, with memcpy standing for the GPU's copies. Skipped where UCX is not available.
+// transfers are in flight; also with one partition (part_bench goodput's first row). This is
+// the path the GPU takes where UCX cannot register GPU memory, with memcpy standing for the
+// GPU's copies. Skipped where UCX is not available.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -46,9 +47,8 @@ bool until(ProgressEngine& eng, const std::function<bool()>& f, double seconds =
   return true;
 }
 
-int staged_pair(const UniqueId& id, int rank) {
-  constexpr uint32_t U = 96;
-  constexpr uint64_t pb = 4096 + 8;  // not a power of two
+/// U partitions of pb bytes each.
+int staged_pair(const UniqueId& id, int rank, uint32_t U, uint64_t pb) {
   auto boot = Bootstrap::join(id, rank, 2, 10);
   Bootstrap* b = boot.get();
   auto ucx = std::make_unique<net::UcxTransport>(rank, 2, [b](void* d, size_t n) { b->allgather(d, n, 10); }, 10);
@@ -84,7 +84,7 @@ int staged_pair(const UniqueId& id, int rank) {
   uint64_t delivered = 0;
   int bad = 0;
   for (uint64_t e = 1; e <= 3; ++e) {
-    const uint32_t thr = e == 1 ? 1 : e == 2 ? 3 : U;
+    const uint32_t thr = e == 1 ? 1 : e == 2 ? std::min(3u, U) : U;
     const uint32_t T = part::transport_partitions(U, thr);
     if (rank == 1) eng->set_recv_epoch(rjob, e);
     else
@@ -133,9 +133,9 @@ int staged_pair(const UniqueId& id, int rank) {
   return bad;
 }
 
-void run_pair(bool tcp_only) {
+void run_pair(bool tcp_only, uint32_t partitions = 96, uint64_t partition_bytes = 4096 + 8 /* not a power of two */) {
   UniqueId id = start_bootstrap_root(net::resolve("127.0.0.1", 0), 0, 20);
-  auto st = ucxtest::fork_ranks(2, [&](int r) { return staged_pair(id, r); }, 60, tcp_only);
+  auto st = ucxtest::fork_ranks(2, [&](int r) { return staged_pair(id, r, partitions, partition_bytes); }, 60, tcp_only);
   EXPECT_TRUE(ucxtest::exited_ok(st[0]));
   EXPECT_TRUE(ucxtest::exited_ok(st[1]));
 }
@@ -148,6 +148,13 @@ TEST(PartEngineUcx, StagedEveryByteOverTcpLoopback) {
 TEST(PartEngineUcx, StagedEveryByteOverUcxsChoice) {
   SKIP_WITHOUT_UCX();
   run_pair(false);
+}
+
+// part_bench goodput's first row across emulated nodes: one block, one partition of 8,192
+// bytes (the receiver's ring is then 2 words).
+TEST(PartEngineUcx, StagedOnePartitionOverTcpLoopback) {
+  SKIP_WITHOUT_UCX();
+  run_pair(true, 1, 8192);
 }
 
 }  // namespace

@@ -408,7 +408,28 @@ TEST(UcxTransport, PairwiseRegistration) {
         }
       }
     }
-    boot->barrier(10);
+    // Rank 0's flush may need rank 1's progress to complete (UCX 1.16's tcp on the GPU
+    // machine): rank 1 keeps progressing its worker while it waits in the barrier, which
+    // rank 0 reaches only once its flush has completed. The worker is serialized: the
+    // thread alone drives it until the barrier is over.
+    std::atomic<bool> met{false};
+    std::thread pump;
+    if (r == 1)
+      pump = std::thread([&] {
+        while (!met.load(std::memory_order_acquire)) {
+          ucx->progress();
+          std::this_thread::yield();
+        }
+      });
+    try {
+      boot->barrier(10);
+    } catch (...) {
+      met = true;
+      if (pump.joinable()) pump.join();
+      throw;
+    }
+    met.store(true, std::memory_order_release);
+    if (pump.joinable()) pump.join();
     ucx.reset();
     return status;
   });
