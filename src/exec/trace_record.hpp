@@ -1,8 +1,9 @@
 // In-kernel timestamps of the plan interpreter (docs/traces.md): the layout of the trace
 // buffer the host hands to a traced launch (ExecArgs::trace) and reads back afterwards.
 //
-// The buffer holds one region per CUDA block of the launch: a TraceBlockHeader, then
-// `cap` TraceRecords. Thread 0 of the block writes them; nothing else touches a region.
+// The buffer holds one region per plan thread block of the launch (with block roles, a CUDA
+// block writes one region per role): a TraceBlockHeader, then
+// `cap` TraceRecords. Thread 0 of the thread block writes them; nothing else touches a region.
 // A record is one invocation (slot, micro-batch) with four %globaltimer readings (ns, this
 // GPU's clock). Past `cap` records the block counts but writes nothing: `count` is what it
 // would have written, so count - cap records were dropped.

@@ -55,13 +55,14 @@ TEST(Tune, CandidatesAreWhatRowsCanName) {
   o.instances = {2, 8};
   o.microbatches = {0, 65536};
   const std::vector<tune::Candidate> cs = tune::candidates(Collective::AllReduce, 2, o);
-  // oneshot once; allpairs: 2 protocols x 2 instances x 2 micro-batches; ring_allreduce: x 2 schedulers.
-  ASSERT_EQ(cs.size(), 1u + 8u + 16u);
+  // oneshot once; allpairs: 3 protocols (selection_protocols: Simple, LL, LL128) x 2 instances x
+  // 2 micro-batches; ring_allreduce: x 2 schedulers.
+  ASSERT_EQ(cs.size(), 1u + 12u + 24u);
   EXPECT_TRUE(cs[0].oneshot());
   EXPECT_EQ(cs[1].label(), "allpairs (hand-built, Simple, x2)");
   EXPECT_EQ(cs[2].label(), "allpairs (hand-built, Simple, x2, mb 64 KiB)");
-  EXPECT_EQ(cs[9].label(), "ring_allreduce (compiled hpds/state, Simple, x2)");
-  EXPECT_EQ(cs.back().label(), "ring_allreduce (compiled algo/state, LL, x8, mb 64 KiB)");
+  EXPECT_EQ(cs[13].label(), "ring_allreduce (compiled hpds/state, Simple, x2)");
+  EXPECT_EQ(cs.back().label(), "ring_allreduce (compiled algo/state, LL128, x8, mb 64 KiB)");
   EXPECT_TRUE(tune::applies(cs[0], Collective::AllReduce, 4096, 2));
   EXPECT_FALSE(tune::applies(cs[0], Collective::AllReduce, 64u << 20, 2));
 
