@@ -11,6 +11,7 @@
 //                     thread blocks and copies of each graph.
 //
 // Exit codes: 0 pass, 1 fail, 77 skipped without a GPU.
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -68,10 +69,21 @@ GraphCount count_nodes(cudaGraph_t g) {
     CE_CUDA(cudaGraphNodeGetType(node, &t));
     if (t == cudaGraphNodeTypeMemcpy) ++c.copies;
     if (t != cudaGraphNodeTypeKernel) continue;
-    cudaKernelNodeParams p{};
-    CE_CUDA(cudaGraphKernelNodeGetParams(node, &p));
-    const unsigned blocks = p.gridDim.x * p.gridDim.y * p.gridDim.z;
-    const unsigned threads = p.blockDim.x * p.blockDim.y * p.blockDim.z;
+    // The driver's query: the kernels were launched by libweft's own (static) CUDA runtime,
+    // whose functions this program's runtime does not know ("invalid device function").
+    using GetParams = CUresult (*)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS*);
+    static const GetParams get = [] {
+      void* fn = nullptr;
+      cudaDriverEntryPointQueryResult q;
+      if (cudaGetDriverEntryPointByVersion("cuGraphKernelNodeGetParams", &fn, 12000, cudaEnableDefault, &q) != cudaSuccess)
+        fn = nullptr;
+      return reinterpret_cast<GetParams>(fn);
+    }();
+    CUDA_KERNEL_NODE_PARAMS p{};
+    if (get == nullptr || get(reinterpret_cast<CUgraphNode>(node), &p) != CUDA_SUCCESS)
+      throw std::runtime_error("cuGraphKernelNodeGetParams failed on a kernel node");
+    const unsigned blocks = p.gridDimX * p.gridDimY * p.gridDimZ;
+    const unsigned threads = p.blockDimX * p.blockDimY * p.blockDimZ;
     c.max_blocks = std::max(c.max_blocks, blocks);
     c.total_blocks += blocks;
     if (blocks == 1 && threads == 1) ++c.trigger_kernels;
