@@ -39,7 +39,7 @@ const char* kModeName[] = {"copy", "copy->2 outputs", "reduce (a+b)"};
 template <int M, uint32_t U, uint32_t R>
 __global__ void __launch_bounds__(weft::exec::kMaxThreads) mover(const float* a, const float* b, float* o1, float* o2,
                                                                   uint64_t n) {
-  const uint64_t per = (n + gridDim.x - 1) / gridDim.x / 4 * 4;
+  const uint64_t per = ((n + gridDim.x - 1) / gridDim.x + 3) / 4 * 4;  // whole 16-byte vectors, covering n
   const uint64_t lo = blockIdx.x * per;
   if (lo >= n) return;
   const uint64_t cnt = n - lo < per ? n - lo : per;
