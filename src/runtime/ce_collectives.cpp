@@ -73,7 +73,7 @@ CeCollectives::CeCollectives(CeContext ctx) : ctx_(std::move(ctx)) {
   for (int q = 0; q < R; ++q) {
     if (q == me) continue;
     const SigInfo& si = all[static_cast<size_t>(q)];
-    char* peer_sig = map_peer(q, si.handle, si.address);
+    char* peer_sig = map_peer(q, si.handle, si.address, 2 * static_cast<uint64_t>(R) * sizeof(uint64_t));
     auto conn = std::make_shared<proxy::CopyEngineConnection>(ctx_.device, "rank " + std::to_string(q), ctx_.timeout_s);
     conns_[static_cast<size_t>(q)] = conn;
     const uint32_t rs = proxy_->add_remote_memory(
@@ -99,7 +99,7 @@ CeCollectives::~CeCollectives() {
   cudaGetLastError();
 }
 
-char* CeCollectives::map_peer(int peer, const cudaIpcMemHandle_t& handle, uint64_t address) {
+char* CeCollectives::map_peer(int peer, const cudaIpcMemHandle_t& handle, uint64_t address, uint64_t bytes) {
   // A rank of this process: its address is valid here (peer access is enabled at creation).
   if (ctx_.peer_device[static_cast<size_t>(peer)] >= 0) return reinterpret_cast<char*>(address);
   auto key = std::make_tuple(peer, handle_key(handle));
@@ -107,9 +107,36 @@ char* CeCollectives::map_peer(int peer, const cudaIpcMemHandle_t& handle, uint64
   if (it != mapped_.end()) return it->second;
   void* p = nullptr;
   cudaError_t e = cudaIpcOpenMemHandle(&p, handle, cudaIpcMemLazyEnablePeerAccess);
-  if (e != cudaSuccess)
+  if (e == cudaErrorAlreadyMapped) {
+    // The driver maps a peer's whole chunk: a small cudaMalloc of the peer sub-allocated in
+    // a chunk this process opened already (for a buffer freed since, or another live one)
+    // has a handle of its own that cannot be opened again. Reach it through that mapping.
+    cudaGetLastError();
+    const int k = ce::covering_mapping(maps_, peer, address, bytes);
+    if (k >= 0) {
+      const ce::PeerMapping& m = maps_[static_cast<size_t>(k)];
+      char* here = reinterpret_cast<char*>(m.local + (address - m.peer_address));
+      WEFT_LOG(Debug, "CE", "rank " << ctx_.rank << ": rank " << peer << "'s allocation at 0x" << std::hex << address
+                                    << std::dec << " lies in a chunk mapped already; reached through it");
+      mapped_[key] = here;
+      return here;
+    }
+  }
+  if (e != cudaSuccess) {
+    cudaGetLastError();
     fail(ErrorCode::UnhandledCuda, "rank " + std::to_string(ctx_.rank) + ": cannot map rank " + std::to_string(peer) +
                                        "'s buffer for the copy engines (" + cudaGetErrorString(e) + ")");
+  }
+  ce::PeerMapping m;
+  m.peer = peer;
+  m.peer_address = address;
+  m.local = reinterpret_cast<uint64_t>(p);
+  if (!Communicator::allocation_range(p, &m.local_base, &m.local_bytes)) {
+    cudaGetLastError();
+    m.local_base = m.local;
+    m.local_bytes = bytes;
+  }
+  maps_.push_back(m);
   opened_.push_back(static_cast<char*>(p));
   mapped_[key] = static_cast<char*>(p);
   return static_cast<char*>(p);
@@ -167,6 +194,28 @@ void CeCollectives::note_fallback(const std::string& why) {
     WEFT_LOG(Info, "CE", "rank " << ctx_.rank << ": " << why << "; this call and others like it run on the SM path");
   else
     WEFT_LOG(Debug, "CE", "rank " << ctx_.rank << ": " << why << "; SM path");
+}
+
+void CeCollectives::map_call(Collective c, const std::vector<Record>& all, uint64_t scratch_need, const void* recv,
+                             uint64_t recv_bytes, const void* in_ptr, uint64_t in_bytes,
+                             std::vector<std::function<void()>>& adds, LocalMem* out_mem, LocalMem* in_mem,
+                             std::vector<std::array<uint32_t, 3>>* dst_mem, std::vector<uint64_t>* dst_base) {
+  const int R = ctx_.nranks, me = ctx_.rank;
+  *out_mem = local_memory(recv, recv_bytes, adds);
+  *in_mem = in_ptr != nullptr ? local_memory(in_ptr, in_bytes, adds) : *out_mem;
+  for (int q = 0; q < R; ++q) {
+    if (q == me) continue;
+    const Record& rq = all[static_cast<size_t>(q)];
+    char* alloc_q = map_peer(q, rq.out_handle, rq.out_alloc, rq.reg_offset + rq.reg_bytes);
+    (*dst_mem)[static_cast<size_t>(q)][1] = remote_memory(q, alloc_q + rq.reg_offset, rq.reg_bytes, adds);
+    (*dst_base)[static_cast<size_t>(q)] = rq.recv_offset;
+    if (c == Collective::AllReduce) {
+      if (rq.scratch_bytes < scratch_need)
+        fail(ErrorCode::Internal, "copy-engine scratch out of step with rank " + std::to_string(q));
+      char* s = map_peer(q, rq.scratch_handle, rq.scratch, rq.scratch_bytes);
+      (*dst_mem)[static_cast<size_t>(q)][2] = remote_memory(q, s, rq.scratch_bytes, adds);
+    }
+  }
 }
 
 bool CeCollectives::run(Collective c, const void* send, void* recv, uint64_t count, int dtype, int op, bool in_place,
@@ -231,24 +280,50 @@ bool CeCollectives::run(Collective c, const void* send, void* recv, uint64_t cou
     }
 
   // Memories: this rank's buffers (sources of puts), the peers' registrations and scratch.
+  // Opening a peer's memory may fail on one rank only. Then this rank's tables are rolled
+  // back (no memory id is left promised to the proxy) and, whenever the records hold
+  // anything not mapped at an earlier call, the ranks agree: all run the call by copy
+  // engines, or all return false (the SM path), so no rank waits for a peer that gave up.
   std::vector<std::function<void()>> adds;
   const char* in_ptr = static_cast<const char*>(in_place ? recv : send);
   if (c == Collective::AllGather && in_place) in_ptr = nullptr;  // the plan reads its output chunk
-  const LocalMem out_mem = local_memory(recv, g.total[1], adds);
-  const LocalMem in_mem = in_ptr != nullptr ? local_memory(in_ptr, g.total[0], adds) : out_mem;
+  LocalMem out_mem, in_mem;
   std::vector<std::array<uint32_t, 3>> dst_mem(static_cast<size_t>(R));
   std::vector<uint64_t> dst_base(static_cast<size_t>(R));
-  for (int q = 0; q < R; ++q) {
-    if (q == me) continue;
-    const Record& rq = all[static_cast<size_t>(q)];
-    char* alloc_q = map_peer(q, rq.out_handle, rq.out_alloc);
-    dst_mem[static_cast<size_t>(q)][1] = remote_memory(q, alloc_q + rq.reg_offset, rq.reg_bytes, adds);
-    dst_base[static_cast<size_t>(q)] = rq.recv_offset;
-    if (c == Collective::AllReduce) {
-      if (rq.scratch_bytes < g.total[2]) fail(ErrorCode::Internal, "copy-engine scratch out of step with rank " + std::to_string(q));
-      char* s = map_peer(q, rq.scratch_handle, rq.scratch);
-      dst_mem[static_cast<size_t>(q)][2] = remote_memory(q, s, rq.scratch_bytes, adds);
+  const std::string records(reinterpret_cast<const char*>(all.data()), all.size() * sizeof(Record));
+  std::string map_error;
+  {
+    const auto saved_local = local_;
+    const auto saved_remote = remote_;
+    const uint32_t saved_memories = memories_;
+    try {
+      map_call(c, all, g.total[2], recv, g.total[1], in_ptr, g.total[0], adds, &out_mem, &in_mem, &dst_mem, &dst_base);
+    } catch (const std::exception& e) {
+      map_error = e.what();
+      local_ = saved_local;
+      remote_ = saved_remote;
+      memories_ = saved_memories;
+      adds.clear();
     }
+  }
+  if (records != agreed_) {  // the same on every rank: all compare the same records
+    std::vector<uint32_t> oks(static_cast<size_t>(R));
+    oks[static_cast<size_t>(me)] = map_error.empty() ? 1 : 0;
+    ctx_.boot->allgather(oks.data(), sizeof(uint32_t), config::wait_seconds(ctx_.timeout_s));
+    int bad = -1;
+    for (int q = 0; q < R && bad < 0; ++q)
+      if (oks[static_cast<size_t>(q)] == 0) bad = q;
+    if (bad >= 0) {
+      if (!map_error.empty()) WEFT_LOG(Warn, "CE", map_error << "; every rank runs this call on the SM path");
+      if (!adds.empty()) add_memories([&] {  // ids promised here stay in step with the proxy
+        for (auto& f : adds) f();
+      });
+      note_fallback(coll + ": rank " + std::to_string(bad) + " cannot map its peers' buffers (its log says why)");
+      return false;
+    }
+    agreed_ = records;
+  } else if (!map_error.empty()) {
+    fail(ErrorCode::Internal, map_error);  // unreachable: these records were all mapped before
   }
   if (!adds.empty())
     add_memories([&] {

@@ -90,7 +90,10 @@ class CeCollectives {
   };
   void add_memories(const std::function<void()>& adds);
   LocalMem local_memory(const void* ptr, uint64_t bytes, std::vector<std::function<void()>>& adds);
-  char* map_peer(int peer, const cudaIpcMemHandle_t& handle, uint64_t address);
+  char* map_peer(int peer, const cudaIpcMemHandle_t& handle, uint64_t address, uint64_t bytes);
+  void map_call(Collective c, const std::vector<Record>& all, uint64_t scratch_need, const void* recv, uint64_t recv_bytes,
+                const void* in_ptr, uint64_t in_bytes, std::vector<std::function<void()>>& adds, LocalMem* out_mem,
+                LocalMem* in_mem, std::vector<std::array<uint32_t, 3>>* dst_mem, std::vector<uint64_t>* dst_base);
   uint32_t remote_memory(int peer, char* ptr, uint64_t bytes, std::vector<std::function<void()>>& adds);
   void note_fallback(const std::string& why);
 
@@ -106,6 +109,8 @@ class CeCollectives {
   std::map<std::tuple<int, uint64_t, uint64_t>, uint32_t> remote_;  ///< (peer, address, bytes) -> memory id
   std::map<std::pair<uint64_t, uint64_t>, uint32_t> local_;         ///< (address, bytes) -> memory id
   std::vector<char*> opened_;          ///< IPC mappings to close
+  std::vector<ce::PeerMapping> maps_;  ///< what each opened mapping holds, oldest first
+  std::string agreed_;                 ///< the records of the last call every rank mapped
   uint32_t memories_ = 0;              ///< ids used in the proxy's table
   std::map<std::tuple<int, bool, int>, std::vector<std::vector<ce::Step>>> programs_;  ///< (c, in place, pieces)
   std::map<std::string, int> fallbacks_;  ///< reasons logged
