@@ -31,6 +31,7 @@ struct CeCollectives::Record {
   uint32_t pad = 0;
   cudaIpcMemHandle_t out_handle{};  ///< the allocation holding its receive buffer
   uint64_t out_alloc = 0;           ///< that allocation's address in its process
+  uint64_t out_alloc_bytes = 0;     ///< and size
   uint64_t reg_offset = 0;          ///< the registration's start in the allocation
   uint64_t reg_bytes = 0;
   uint64_t recv_offset = 0;         ///< the receive buffer's start in the registration
@@ -73,7 +74,8 @@ CeCollectives::CeCollectives(CeContext ctx) : ctx_(std::move(ctx)) {
   for (int q = 0; q < R; ++q) {
     if (q == me) continue;
     const SigInfo& si = all[static_cast<size_t>(q)];
-    char* peer_sig = map_peer(q, si.handle, si.address, 2 * static_cast<uint64_t>(R) * sizeof(uint64_t));
+    const uint64_t sig_bytes = 2 * static_cast<uint64_t>(R) * sizeof(uint64_t);
+    char* peer_sig = map_peer(q, si.handle, si.address, sig_bytes, sig_bytes);
     auto conn = std::make_shared<proxy::CopyEngineConnection>(ctx_.device, "rank " + std::to_string(q), ctx_.timeout_s);
     conns_[static_cast<size_t>(q)] = conn;
     const uint32_t rs = proxy_->add_remote_memory(
@@ -93,18 +95,39 @@ CeCollectives::~CeCollectives() {
   if (proxy_) proxy_->stop();
   proxy_.reset();
   conns_.clear();  // each waits for its stream
-  for (char* p : opened_) cudaIpcCloseMemHandle(p);
+  for (const ce::PeerMapping& m : maps_) cudaIpcCloseMemHandle(reinterpret_cast<void*>(m.local));
   for (void* p : scratch_) cudaFree(p);
   if (sig_) cudaFree(sig_);
   cudaGetLastError();
 }
 
-char* CeCollectives::map_peer(int peer, const cudaIpcMemHandle_t& handle, uint64_t address, uint64_t bytes) {
+char* CeCollectives::map_peer(int peer, const cudaIpcMemHandle_t& handle, uint64_t address, uint64_t bytes,
+                              uint64_t alloc_bytes) {
   // A rank of this process: its address is valid here (peer access is enabled at creation).
   if (ctx_.peer_device[static_cast<size_t>(peer)] >= 0) return reinterpret_cast<char*>(address);
   auto key = std::make_tuple(peer, handle_key(handle));
   auto it = mapped_.find(key);
   if (it != mapped_.end()) return it->second;
+  // A handle not seen before whose allocation overlaps one mapped earlier: the peer freed
+  // that one and allocated over its addresses (the graph test does, between cases). The old
+  // mapping no longer reaches the peer's memory and keeps the driver from opening the new
+  // handle ("resource already mapped"): close it, and forget what was reached through it.
+  // The peer freed it after its last call, whose copies into it this rank's proxy had
+  // finished (a peer waits for the signals behind them), so no queued copy targets it.
+  const std::vector<size_t> stale = ce::stale_mappings(maps_, peer, address, std::max<uint64_t>(alloc_bytes, 1));
+  for (size_t k = stale.size(); k-- > 0;) {
+    const ce::PeerMapping m = maps_[stale[k]];
+    for (auto mi = mapped_.begin(); mi != mapped_.end();) {
+      const uint64_t v = reinterpret_cast<uint64_t>(mi->second);
+      if (std::get<0>(mi->first) == peer && v >= m.local_base && v - m.local_base < m.local_bytes) mi = mapped_.erase(mi);
+      else ++mi;
+    }
+    cudaIpcCloseMemHandle(reinterpret_cast<void*>(m.local));
+    cudaGetLastError();
+    maps_.erase(maps_.begin() + static_cast<std::ptrdiff_t>(stale[k]));
+    WEFT_LOG(Debug, "CE", "rank " << ctx_.rank << ": rank " << peer << " allocated over a buffer it freed (0x" << std::hex
+                                  << m.peer_address << std::dec << "); its old mapping closed");
+  }
   void* p = nullptr;
   cudaError_t e = cudaIpcOpenMemHandle(&p, handle, cudaIpcMemLazyEnablePeerAccess);
   if (e == cudaErrorAlreadyMapped) {
@@ -130,6 +153,7 @@ char* CeCollectives::map_peer(int peer, const cudaIpcMemHandle_t& handle, uint64
   ce::PeerMapping m;
   m.peer = peer;
   m.peer_address = address;
+  m.peer_bytes = std::max<uint64_t>(alloc_bytes, bytes);
   m.local = reinterpret_cast<uint64_t>(p);
   if (!Communicator::allocation_range(p, &m.local_base, &m.local_bytes)) {
     cudaGetLastError();
@@ -137,7 +161,6 @@ char* CeCollectives::map_peer(int peer, const cudaIpcMemHandle_t& handle, uint64
     m.local_bytes = bytes;
   }
   maps_.push_back(m);
-  opened_.push_back(static_cast<char*>(p));
   mapped_[key] = static_cast<char*>(p);
   return static_cast<char*>(p);
 }
@@ -206,13 +229,13 @@ void CeCollectives::map_call(Collective c, const std::vector<Record>& all, uint6
   for (int q = 0; q < R; ++q) {
     if (q == me) continue;
     const Record& rq = all[static_cast<size_t>(q)];
-    char* alloc_q = map_peer(q, rq.out_handle, rq.out_alloc, rq.reg_offset + rq.reg_bytes);
+    char* alloc_q = map_peer(q, rq.out_handle, rq.out_alloc, rq.reg_offset + rq.reg_bytes, rq.out_alloc_bytes);
     (*dst_mem)[static_cast<size_t>(q)][1] = remote_memory(q, alloc_q + rq.reg_offset, rq.reg_bytes, adds);
     (*dst_base)[static_cast<size_t>(q)] = rq.recv_offset;
     if (c == Collective::AllReduce) {
       if (rq.scratch_bytes < scratch_need)
         fail(ErrorCode::Internal, "copy-engine scratch out of step with rank " + std::to_string(q));
-      char* s = map_peer(q, rq.scratch_handle, rq.scratch, rq.scratch_bytes);
+      char* s = map_peer(q, rq.scratch_handle, rq.scratch, rq.scratch_bytes, rq.scratch_bytes);
       (*dst_mem)[static_cast<size_t>(q)][2] = remote_memory(q, s, rq.scratch_bytes, adds);
     }
   }
@@ -259,6 +282,7 @@ bool CeCollectives::run(Collective c, const void* send, void* recv, uint64_t cou
   if (why.empty()) {
     mine.ok = 1;
     mine.out_alloc = alloc;
+    mine.out_alloc_bytes = alloc_bytes;
     mine.reg_offset = reg - alloc;
     mine.reg_bytes = reg_bytes;
     mine.recv_offset = reinterpret_cast<uint64_t>(recv) - reg;

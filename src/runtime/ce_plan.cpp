@@ -352,4 +352,13 @@ int covering_mapping(const std::vector<PeerMapping>& maps, int peer, uint64_t ad
   return -1;
 }
 
+std::vector<size_t> stale_mappings(const std::vector<PeerMapping>& maps, int peer, uint64_t address, uint64_t bytes) {
+  std::vector<size_t> out;
+  for (size_t k = 0; k < maps.size(); ++k) {
+    const PeerMapping& m = maps[k];
+    if (m.peer == peer && address < m.peer_address + m.peer_bytes && m.peer_address < address + bytes) out.push_back(k);
+  }
+  return out;
+}
+
 }  // namespace weft::ce

@@ -100,6 +100,7 @@ Geometry make_geometry(Collective c, int nranks, uint64_t count, uint64_t elem_s
 struct PeerMapping {
   int peer = 0;
   uint64_t peer_address = 0;  ///< in the peer's process
+  uint64_t peer_bytes = 0;    ///< the peer's allocation there
   uint64_t local = 0;         ///< that address here
   uint64_t local_base = 0, local_bytes = 0;  ///< the mapped range here
 };
@@ -110,5 +111,11 @@ struct PeerMapping {
 /// buffer sub-allocated in a chunk opened for an earlier buffer, freed or still live): the
 /// newest mapping wins, as a peer range mapped later reflects the peer's current memory.
 int covering_mapping(const std::vector<PeerMapping>& maps, int peer, uint64_t address, uint64_t bytes);
+
+/// The mappings of `peer` whose allocation overlaps the peer's allocation [address, address
+/// + bytes) that carries a handle not seen before: live allocations of one process never
+/// overlap, so each of these is stale (the peer freed it and its addresses were reused), its
+/// mapping no longer the peer's memory; they are closed before the new handle is opened.
+std::vector<size_t> stale_mappings(const std::vector<PeerMapping>& maps, int peer, uint64_t address, uint64_t bytes);
 
 }  // namespace weft::ce
