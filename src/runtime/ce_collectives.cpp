@@ -343,6 +343,7 @@ bool CeCollectives::run(Collective c, const void* send, void* recv, uint64_t cou
         for (auto& f : adds) f();
       });
       note_fallback(coll + ": rank " + std::to_string(bad) + " cannot map its peers' buffers (its log says why)");
+      agreed_.clear();  // the failed attempt may have closed stale mappings: agree again next time
       return false;
     }
     agreed_ = records;

@@ -188,8 +188,9 @@ int graph(int R, int rank, const weftUniqueId& id) {
         }
         if (!err.empty()) {
           ++failures;
-          std::printf("FAIL rank %d: %s %s count=%zu: %s\n", rank, c == Collective::AllGather ? "AllGather" : "AllReduce",
-                      in_place ? "in place" : "out of place", count, err.c_str());
+          std::printf("FAIL rank %d: round %d: %s %s count=%zu: %s\n", rank, round,
+                      c == Collective::AllGather ? "AllGather" : "AllReduce", in_place ? "in place" : "out of place", count,
+                      err.c_str());
           if (err.find("did not finish") != std::string::npos || err.find("async") != std::string::npos) {
             weftCommAbort(comm);
             return 1;
