@@ -31,6 +31,7 @@ struct CeCollectives::Record {
   uint32_t pad = 0;
   cudaIpcMemHandle_t out_handle{};  ///< the allocation holding its receive buffer
   uint64_t out_alloc = 0;           ///< that allocation's address in its process
+  uint64_t out_alloc_bytes = 0;     ///< and size
   uint64_t reg_offset = 0;          ///< the registration's start in the allocation
   uint64_t reg_bytes = 0;
   uint64_t recv_offset = 0;         ///< the receive buffer's start in the registration
@@ -73,7 +74,8 @@ CeCollectives::CeCollectives(CeContext ctx) : ctx_(std::move(ctx)) {
   for (int q = 0; q < R; ++q) {
     if (q == me) continue;
     const SigInfo& si = all[static_cast<size_t>(q)];
-    char* peer_sig = map_peer(q, si.handle, si.address);
+    const uint64_t sig_bytes = 2 * static_cast<uint64_t>(R) * sizeof(uint64_t);
+    char* peer_sig = map_peer(q, si.handle, si.address, sig_bytes, sig_bytes);
     auto conn = std::make_shared<proxy::CopyEngineConnection>(ctx_.device, "rank " + std::to_string(q), ctx_.timeout_s);
     conns_[static_cast<size_t>(q)] = conn;
     const uint32_t rs = proxy_->add_remote_memory(
@@ -93,24 +95,72 @@ CeCollectives::~CeCollectives() {
   if (proxy_) proxy_->stop();
   proxy_.reset();
   conns_.clear();  // each waits for its stream
-  for (char* p : opened_) cudaIpcCloseMemHandle(p);
+  for (const ce::PeerMapping& m : maps_) cudaIpcCloseMemHandle(reinterpret_cast<void*>(m.local));
   for (void* p : scratch_) cudaFree(p);
   if (sig_) cudaFree(sig_);
   cudaGetLastError();
 }
 
-char* CeCollectives::map_peer(int peer, const cudaIpcMemHandle_t& handle, uint64_t address) {
+char* CeCollectives::map_peer(int peer, const cudaIpcMemHandle_t& handle, uint64_t address, uint64_t bytes,
+                              uint64_t alloc_bytes) {
   // A rank of this process: its address is valid here (peer access is enabled at creation).
   if (ctx_.peer_device[static_cast<size_t>(peer)] >= 0) return reinterpret_cast<char*>(address);
   auto key = std::make_tuple(peer, handle_key(handle));
   auto it = mapped_.find(key);
   if (it != mapped_.end()) return it->second;
+  // A handle not seen before whose allocation overlaps one mapped earlier: the peer freed
+  // that one and allocated over its addresses (the graph test does, between cases). The old
+  // mapping no longer reaches the peer's memory and keeps the driver from opening the new
+  // handle ("resource already mapped"): close it, and forget what was reached through it.
+  // The peer freed it after its last call, whose copies into it this rank's proxy had
+  // finished (a peer waits for the signals behind them), so no queued copy targets it.
+  const std::vector<size_t> stale = ce::stale_mappings(maps_, peer, address, std::max<uint64_t>(alloc_bytes, 1));
+  for (size_t k = stale.size(); k-- > 0;) {
+    const ce::PeerMapping m = maps_[stale[k]];
+    for (auto mi = mapped_.begin(); mi != mapped_.end();) {
+      const uint64_t v = reinterpret_cast<uint64_t>(mi->second);
+      if (std::get<0>(mi->first) == peer && v >= m.local_base && v - m.local_base < m.local_bytes) mi = mapped_.erase(mi);
+      else ++mi;
+    }
+    cudaIpcCloseMemHandle(reinterpret_cast<void*>(m.local));
+    cudaGetLastError();
+    maps_.erase(maps_.begin() + static_cast<std::ptrdiff_t>(stale[k]));
+    WEFT_LOG(Debug, "CE", "rank " << ctx_.rank << ": rank " << peer << " allocated over a buffer it freed (0x" << std::hex
+                                  << m.peer_address << std::dec << "); its old mapping closed");
+  }
   void* p = nullptr;
   cudaError_t e = cudaIpcOpenMemHandle(&p, handle, cudaIpcMemLazyEnablePeerAccess);
-  if (e != cudaSuccess)
+  if (e == cudaErrorAlreadyMapped) {
+    // The driver maps a peer's whole chunk: a small cudaMalloc of the peer sub-allocated in
+    // a chunk this process opened already (for a buffer freed since, or another live one)
+    // has a handle of its own that cannot be opened again. Reach it through that mapping.
+    cudaGetLastError();
+    const int k = ce::covering_mapping(maps_, peer, address, bytes);
+    if (k >= 0) {
+      const ce::PeerMapping& m = maps_[static_cast<size_t>(k)];
+      char* here = reinterpret_cast<char*>(m.local + (address - m.peer_address));
+      WEFT_LOG(Debug, "CE", "rank " << ctx_.rank << ": rank " << peer << "'s allocation at 0x" << std::hex << address
+                                    << std::dec << " lies in a chunk mapped already; reached through it");
+      mapped_[key] = here;
+      return here;
+    }
+  }
+  if (e != cudaSuccess) {
+    cudaGetLastError();
     fail(ErrorCode::UnhandledCuda, "rank " + std::to_string(ctx_.rank) + ": cannot map rank " + std::to_string(peer) +
                                        "'s buffer for the copy engines (" + cudaGetErrorString(e) + ")");
-  opened_.push_back(static_cast<char*>(p));
+  }
+  ce::PeerMapping m;
+  m.peer = peer;
+  m.peer_address = address;
+  m.peer_bytes = std::max<uint64_t>(alloc_bytes, bytes);
+  m.local = reinterpret_cast<uint64_t>(p);
+  if (!Communicator::allocation_range(p, &m.local_base, &m.local_bytes)) {
+    cudaGetLastError();
+    m.local_base = m.local;
+    m.local_bytes = bytes;
+  }
+  maps_.push_back(m);
   mapped_[key] = static_cast<char*>(p);
   return static_cast<char*>(p);
 }
@@ -169,6 +219,28 @@ void CeCollectives::note_fallback(const std::string& why) {
     WEFT_LOG(Debug, "CE", "rank " << ctx_.rank << ": " << why << "; SM path");
 }
 
+void CeCollectives::map_call(Collective c, const std::vector<Record>& all, uint64_t scratch_need, const void* recv,
+                             uint64_t recv_bytes, const void* in_ptr, uint64_t in_bytes,
+                             std::vector<std::function<void()>>& adds, LocalMem* out_mem, LocalMem* in_mem,
+                             std::vector<std::array<uint32_t, 3>>* dst_mem, std::vector<uint64_t>* dst_base) {
+  const int R = ctx_.nranks, me = ctx_.rank;
+  *out_mem = local_memory(recv, recv_bytes, adds);
+  *in_mem = in_ptr != nullptr ? local_memory(in_ptr, in_bytes, adds) : *out_mem;
+  for (int q = 0; q < R; ++q) {
+    if (q == me) continue;
+    const Record& rq = all[static_cast<size_t>(q)];
+    char* alloc_q = map_peer(q, rq.out_handle, rq.out_alloc, rq.reg_offset + rq.reg_bytes, rq.out_alloc_bytes);
+    (*dst_mem)[static_cast<size_t>(q)][1] = remote_memory(q, alloc_q + rq.reg_offset, rq.reg_bytes, adds);
+    (*dst_base)[static_cast<size_t>(q)] = rq.recv_offset;
+    if (c == Collective::AllReduce) {
+      if (rq.scratch_bytes < scratch_need)
+        fail(ErrorCode::Internal, "copy-engine scratch out of step with rank " + std::to_string(q));
+      char* s = map_peer(q, rq.scratch_handle, rq.scratch, rq.scratch_bytes, rq.scratch_bytes);
+      (*dst_mem)[static_cast<size_t>(q)][2] = remote_memory(q, s, rq.scratch_bytes, adds);
+    }
+  }
+}
+
 bool CeCollectives::run(Collective c, const void* send, void* recv, uint64_t count, int dtype, int op, bool in_place,
                         cudaStream_t stream) {
   RelaxedCapture relaxed;
@@ -210,6 +282,7 @@ bool CeCollectives::run(Collective c, const void* send, void* recv, uint64_t cou
   if (why.empty()) {
     mine.ok = 1;
     mine.out_alloc = alloc;
+    mine.out_alloc_bytes = alloc_bytes;
     mine.reg_offset = reg - alloc;
     mine.reg_bytes = reg_bytes;
     mine.recv_offset = reinterpret_cast<uint64_t>(recv) - reg;
@@ -231,24 +304,51 @@ bool CeCollectives::run(Collective c, const void* send, void* recv, uint64_t cou
     }
 
   // Memories: this rank's buffers (sources of puts), the peers' registrations and scratch.
+  // Opening a peer's memory may fail on one rank only. Then this rank's tables are rolled
+  // back (no memory id is left promised to the proxy) and, whenever the records hold
+  // anything not mapped at an earlier call, the ranks agree: all run the call by copy
+  // engines, or all return false (the SM path), so no rank waits for a peer that gave up.
   std::vector<std::function<void()>> adds;
   const char* in_ptr = static_cast<const char*>(in_place ? recv : send);
   if (c == Collective::AllGather && in_place) in_ptr = nullptr;  // the plan reads its output chunk
-  const LocalMem out_mem = local_memory(recv, g.total[1], adds);
-  const LocalMem in_mem = in_ptr != nullptr ? local_memory(in_ptr, g.total[0], adds) : out_mem;
+  LocalMem out_mem, in_mem;
   std::vector<std::array<uint32_t, 3>> dst_mem(static_cast<size_t>(R));
   std::vector<uint64_t> dst_base(static_cast<size_t>(R));
-  for (int q = 0; q < R; ++q) {
-    if (q == me) continue;
-    const Record& rq = all[static_cast<size_t>(q)];
-    char* alloc_q = map_peer(q, rq.out_handle, rq.out_alloc);
-    dst_mem[static_cast<size_t>(q)][1] = remote_memory(q, alloc_q + rq.reg_offset, rq.reg_bytes, adds);
-    dst_base[static_cast<size_t>(q)] = rq.recv_offset;
-    if (c == Collective::AllReduce) {
-      if (rq.scratch_bytes < g.total[2]) fail(ErrorCode::Internal, "copy-engine scratch out of step with rank " + std::to_string(q));
-      char* s = map_peer(q, rq.scratch_handle, rq.scratch);
-      dst_mem[static_cast<size_t>(q)][2] = remote_memory(q, s, rq.scratch_bytes, adds);
+  const std::string records(reinterpret_cast<const char*>(all.data()), all.size() * sizeof(Record));
+  std::string map_error;
+  {
+    const auto saved_local = local_;
+    const auto saved_remote = remote_;
+    const uint32_t saved_memories = memories_;
+    try {
+      map_call(c, all, g.total[2], recv, g.total[1], in_ptr, g.total[0], adds, &out_mem, &in_mem, &dst_mem, &dst_base);
+    } catch (const std::exception& e) {
+      map_error = e.what();
+      local_ = saved_local;
+      remote_ = saved_remote;
+      memories_ = saved_memories;
+      adds.clear();
     }
+  }
+  if (records != agreed_) {  // the same on every rank: all compare the same records
+    std::vector<uint32_t> oks(static_cast<size_t>(R));
+    oks[static_cast<size_t>(me)] = map_error.empty() ? 1 : 0;
+    ctx_.boot->allgather(oks.data(), sizeof(uint32_t), config::wait_seconds(ctx_.timeout_s));
+    int bad = -1;
+    for (int q = 0; q < R && bad < 0; ++q)
+      if (oks[static_cast<size_t>(q)] == 0) bad = q;
+    if (bad >= 0) {
+      if (!map_error.empty()) WEFT_LOG(Warn, "CE", map_error << "; every rank runs this call on the SM path");
+      if (!adds.empty()) add_memories([&] {  // ids promised here stay in step with the proxy
+        for (auto& f : adds) f();
+      });
+      note_fallback(coll + ": rank " + std::to_string(bad) + " cannot map its peers' buffers (its log says why)");
+      agreed_.clear();  // the failed attempt may have closed stale mappings: agree again next time
+      return false;
+    }
+    agreed_ = records;
+  } else if (!map_error.empty()) {
+    fail(ErrorCode::Internal, map_error);  // unreachable: these records were all mapped before
   }
   if (!adds.empty())
     add_memories([&] {

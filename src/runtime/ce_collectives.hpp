@@ -11,7 +11,8 @@
 //
 // Zero copy needs every rank's receive buffer inside a range registered with
 // weftCommRegister (it is mapped by the peers through CUDA IPC at the first call that uses
-// it, and stays mapped until the communicator is destroyed). Each call exchanges one small
+// it, and stays mapped until the communicator is destroyed or the peer's allocation is seen
+// replaced by a new one over its addresses). Each call exchanges one small
 // record per rank over the bootstrap (its buffers, registered or not); when any rank cannot
 // take part, every rank returns false and the caller runs the SM path instead.
 //
@@ -90,7 +91,10 @@ class CeCollectives {
   };
   void add_memories(const std::function<void()>& adds);
   LocalMem local_memory(const void* ptr, uint64_t bytes, std::vector<std::function<void()>>& adds);
-  char* map_peer(int peer, const cudaIpcMemHandle_t& handle, uint64_t address);
+  char* map_peer(int peer, const cudaIpcMemHandle_t& handle, uint64_t address, uint64_t bytes, uint64_t alloc_bytes);
+  void map_call(Collective c, const std::vector<Record>& all, uint64_t scratch_need, const void* recv, uint64_t recv_bytes,
+                const void* in_ptr, uint64_t in_bytes, std::vector<std::function<void()>>& adds, LocalMem* out_mem,
+                LocalMem* in_mem, std::vector<std::array<uint32_t, 3>>* dst_mem, std::vector<uint64_t>* dst_base);
   uint32_t remote_memory(int peer, char* ptr, uint64_t bytes, std::vector<std::function<void()>>& adds);
   void note_fallback(const std::string& why);
 
@@ -105,7 +109,8 @@ class CeCollectives {
   std::map<std::tuple<int, std::string>, char*> mapped_;            ///< (peer, IPC handle) -> mapping
   std::map<std::tuple<int, uint64_t, uint64_t>, uint32_t> remote_;  ///< (peer, address, bytes) -> memory id
   std::map<std::pair<uint64_t, uint64_t>, uint32_t> local_;         ///< (address, bytes) -> memory id
-  std::vector<char*> opened_;          ///< IPC mappings to close
+  std::vector<ce::PeerMapping> maps_;  ///< the IPC mappings open (closed at destroy), oldest first
+  std::string agreed_;                 ///< the records of the last call every rank mapped
   uint32_t memories_ = 0;              ///< ids used in the proxy's table
   std::map<std::tuple<int, bool, int>, std::vector<std::vector<ce::Step>>> programs_;  ///< (c, in place, pieces)
   std::map<std::string, int> fallbacks_;  ///< reasons logged

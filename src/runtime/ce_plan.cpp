@@ -339,4 +339,26 @@ Geometry make_geometry(Collective c, int nranks, uint64_t count, uint64_t elem_s
   return g;
 }
 
+int covering_mapping(const std::vector<PeerMapping>& maps, int peer, uint64_t address, uint64_t bytes) {
+  for (size_t k = maps.size(); k-- > 0;) {
+    const PeerMapping& m = maps[k];
+    if (m.peer != peer) continue;
+    // Unsigned arithmetic wraps; address spaces lie far below 2^63, so a wrapped result
+    // falls outside the range and is refused.
+    const uint64_t here = m.local + (address - m.peer_address);
+    if (here < m.local_base || here - m.local_base > m.local_bytes) continue;
+    if (bytes <= m.local_bytes - (here - m.local_base)) return static_cast<int>(k);
+  }
+  return -1;
+}
+
+std::vector<size_t> stale_mappings(const std::vector<PeerMapping>& maps, int peer, uint64_t address, uint64_t bytes) {
+  std::vector<size_t> out;
+  for (size_t k = 0; k < maps.size(); ++k) {
+    const PeerMapping& m = maps[k];
+    if (m.peer == peer && address < m.peer_address + m.peer_bytes && m.peer_address < address + bytes) out.push_back(k);
+  }
+  return out;
+}
+
 }  // namespace weft::ce

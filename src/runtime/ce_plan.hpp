@@ -93,4 +93,29 @@ struct Geometry {
 /// `piece_bytes`: the AllReduce's smallest piece (tests use small ones).
 Geometry make_geometry(Collective c, int nranks, uint64_t count, uint64_t elem_size, uint64_t piece_bytes = kPieceBytes);
 
+/// A peer's allocation as this process mapped it through CUDA IPC: the peer's address of
+/// what was opened, where it landed here, and the whole range the driver mapped here
+/// (cuMemGetAddressRange of the mapping, which covers the peer's whole driver chunk when
+/// the peer's cudaMalloc was sub-allocated from one).
+struct PeerMapping {
+  int peer = 0;
+  uint64_t peer_address = 0;  ///< in the peer's process
+  uint64_t peer_bytes = 0;    ///< the peer's allocation there
+  uint64_t local = 0;         ///< that address here
+  uint64_t local_base = 0, local_bytes = 0;  ///< the mapped range here
+};
+
+/// The mapping, newest first, that already holds the peer's [address, address + bytes)
+/// (translated by its offset from the mapping's peer address), or -1. Used when the driver
+/// refuses to open a new handle because its memory is already mapped here (a peer's
+/// buffer sub-allocated in a chunk opened for an earlier buffer, freed or still live): the
+/// newest mapping wins, as a peer range mapped later reflects the peer's current memory.
+int covering_mapping(const std::vector<PeerMapping>& maps, int peer, uint64_t address, uint64_t bytes);
+
+/// The mappings of `peer` whose allocation overlaps the peer's allocation [address, address
+/// + bytes) that carries a handle not seen before: live allocations of one process never
+/// overlap, so each of these is stale (the peer freed it and its addresses were reused), its
+/// mapping no longer the peer's memory; they are closed before the new handle is opened.
+std::vector<size_t> stale_mappings(const std::vector<PeerMapping>& maps, int peer, uint64_t address, uint64_t bytes);
+
 }  // namespace weft::ce

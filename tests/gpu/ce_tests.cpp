@@ -8,7 +8,9 @@
 //                     are counted: every kernel must be the one-thread trigger kernel or (the
 //                     AllReduce's reduction) at most 8 thread blocks, and there must be a
 //                     trigger kernel (else the call fell back to the SM path). Prints the
-//                     thread blocks and copies of each graph.
+//                     thread blocks and copies of each graph. Every case allocates and
+//                     frees its buffers (peers' new buffers in chunks mapped before), in
+//                     two rounds, the second with a spacer allocation before each case.
 //
 // Exit codes: 0 pass, 1 fail, 77 skipped without a GPU.
 #include <cuda.h>
@@ -164,9 +166,20 @@ int graph(int R, int rank, const weftUniqueId& id) {
   cudaStream_t st;
   CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   int failures = 0;
+  // Every case allocates, registers, deregisters and frees its buffers, so a peer's new
+  // small buffer lands in a driver chunk this rank opened for an earlier one (its IPC
+  // handle new, its memory mapped already). The second round holds a 4 KiB spacer per case
+  // so that buffers land at offsets in those chunks not seen before.
+  std::vector<void*> spacers;
+  for (int round = 0; round < 2; ++round)
   for (Collective c : {Collective::AllGather, Collective::AllReduce})
     for (bool in_place : {false, true})
       for (size_t count : {size_t(1001), (size_t(4) << 20) + 3}) {
+        if (round == 1) {
+          void* sp = nullptr;
+          CUDA_OK(cudaMalloc(&sp, 4096));
+          spacers.push_back(sp);
+        }
         std::string err;
         try {
           err = graph_case(comm, st, R, rank, c, in_place, count);
@@ -175,14 +188,16 @@ int graph(int R, int rank, const weftUniqueId& id) {
         }
         if (!err.empty()) {
           ++failures;
-          std::printf("FAIL rank %d: %s %s count=%zu: %s\n", rank, c == Collective::AllGather ? "AllGather" : "AllReduce",
-                      in_place ? "in place" : "out of place", count, err.c_str());
+          std::printf("FAIL rank %d: round %d: %s %s count=%zu: %s\n", rank, round,
+                      c == Collective::AllGather ? "AllGather" : "AllReduce", in_place ? "in place" : "out of place", count,
+                      err.c_str());
           if (err.find("did not finish") != std::string::npos || err.find("async") != std::string::npos) {
             weftCommAbort(comm);
             return 1;
           }
         }
       }
+  for (void* sp : spacers) cudaFree(sp);
   std::printf("rank %d: copy-engine graphs %s\n", rank, failures ? "FAILED" : "passed");
   WEFT_OK(weftCommDestroy(comm));
   return failures ? 1 : 0;

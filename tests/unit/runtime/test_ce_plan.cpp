@@ -127,6 +127,44 @@ TEST(CePlan, GeometryCoversTheBuffers) {
   EXPECT_EQ(a.offset({Buffer::Output, 2}), 28u);
 }
 
+// A peer's 2 MiB chunk at 0x7000'0000 in its process, mapped here at 0x9000'0000 when its
+// first buffer (offset 0x1000) was opened; later buffers in that chunk (a freed buffer's
+// place reused, or another live one) are reached through that mapping, the newest first.
+TEST(CePlan, CoveringMappingReachesBuffersOfAChunkMappedBefore) {
+  const uint64_t chunk = 2u << 20;
+  std::vector<PeerMapping> maps;
+  maps.push_back({1, 0x70001000, 4096, 0x90001000, 0x90000000, chunk});
+  EXPECT_EQ(covering_mapping(maps, 1, 0x70001000, 4096), 0);        // the buffer itself
+  EXPECT_EQ(covering_mapping(maps, 1, 0x70000000, 64), 0);          // below it, same chunk
+  EXPECT_EQ(covering_mapping(maps, 1, 0x70000000 + chunk - 64, 64), 0);  // the chunk's last bytes
+  EXPECT_EQ(covering_mapping(maps, 1, 0x70000000 + chunk - 64, 65), -1);  // runs past the chunk
+  EXPECT_EQ(covering_mapping(maps, 1, 0x6FFFFFC0, 64), -1);         // before the chunk
+  EXPECT_EQ(covering_mapping(maps, 0, 0x70001000, 64), -1);         // another peer's address
+  EXPECT_EQ(covering_mapping({}, 1, 0x70001000, 64), -1);
+  // The same peer range mapped again later (the peer's chunk freed and its addresses reused):
+  // the newer mapping holds the peer's current memory.
+  maps.push_back({1, 0x70000000, chunk, 0xA0000000, 0xA0000000, chunk});
+  EXPECT_EQ(covering_mapping(maps, 1, 0x70002000, 4096), 1);
+  // A mapping whose range the driver gave as the buffer only (not the chunk).
+  maps.push_back({0, 0x50000000, 4096, 0xB0000000, 0xB0000000, 4096});
+  EXPECT_EQ(covering_mapping(maps, 0, 0x50000000, 4096), 2);
+  EXPECT_EQ(covering_mapping(maps, 0, 0x50001000, 16), -1);
+}
+
+// A peer freed an allocation this rank mapped and allocated again over its addresses: the
+// new handle's allocation overlaps the old mapping's, which is stale; neighbours are not.
+TEST(CePlan, StaleMappingsAreThoseThePeersNewAllocationOverlaps) {
+  std::vector<PeerMapping> maps;
+  maps.push_back({1, 0x1000, 0x1000, 0xA000, 0xA000, 0x1000});  // [0x1000, 0x2000) of rank 1
+  maps.push_back({1, 0x2000, 0x1000, 0xB000, 0xB000, 0x1000});  // [0x2000, 0x3000) of rank 1
+  maps.push_back({2, 0x1000, 0x1000, 0xC000, 0xC000, 0x1000});  // rank 2's, same addresses
+  EXPECT_EQ(stale_mappings(maps, 1, 0x1000, 0x1000), std::vector<size_t>({0}));
+  EXPECT_EQ(stale_mappings(maps, 1, 0x1800, 0x1000), std::vector<size_t>({0, 1}));
+  EXPECT_EQ(stale_mappings(maps, 1, 0x3000, 0x1000), std::vector<size_t>{});  // adjacent only
+  EXPECT_EQ(stale_mappings(maps, 1, 0x0, 0x1000), std::vector<size_t>{});
+  EXPECT_EQ(stale_mappings(maps, 2, 0x0, 0x1001), std::vector<size_t>({2}));
+}
+
 TEST(CeSelection, OffByDefaultChosenByNameOrRow) {
   // The default table never names ce.
   for (Collective c : {Collective::AllGather, Collective::AllReduce})
