@@ -14,7 +14,7 @@
 # check of the answering library (nccl-library=) run as on the GPU machine. It prints
 # nccl-tests' rows: weft 4 us + size / 400 MB/s, NCCL 8 us + size / 300 MB/s, half in a graph
 # (-G); FAKE_NT_HANG=TEST hangs that test on weft in a graph after 3 rows.
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2016  # the fakes' scripts expand their own arguments
 
 make_fakes() {
   local D=$1 ROOT=$2 b

@@ -106,7 +106,7 @@ nt_build() {
   echo "nt_build: $src -> $dest with $nvcc, MPI ${MPIINC:-none}, header ${NT_HEADER:-weft}, $(nproc) cores"
   # At most 10 jobs (there are 10 files) at low priority: the GPU steps run meanwhile.
   if command -v make >/dev/null 2>&1; then
-    timeout -k 5 "$secs" nice -n 10 make -C "$src/src" -j 10 BUILDDIR="$dest" NCCL_HOME="$home" CUDA_HOME="$cuda" NVCC="$nvcc" \
+    timeout -k 5 "$secs" nice -n 10 make -C "$src/src" -j "${NT_JOBS:-10}" BUILDDIR="$dest" NCCL_HOME="$home" CUDA_HOME="$cuda" NVCC="$nvcc" \
       DSO=1 CUDARTLIB=cudart NVCC_GENCODE=-gencode=arch=compute_90,code=sm_90 "${mpi[@]}" $targets || return $?
   else
     nt_build_cmake "$src" "$dest" "$secs" "$nvcc" "$home" "$suffix" || return $?
@@ -124,7 +124,7 @@ nt_build_cmake() {
   for t in $NT_TESTS; do names="$names ${t}_perf"; done
   timeout -k 5 "$secs" nice -n 10 cmake -S "$src" -B "$dest/cmake" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
     -DCMAKE_CUDA_COMPILER="$nvcc" -DNCCL_HOME="$home" || return $?
-  timeout -k 5 "$secs" nice -n 10 ninja -C "$dest/cmake" -j 10 $names || return $?
+  timeout -k 5 "$secs" nice -n 10 ninja -C "$dest/cmake" -j "${NT_JOBS:-10}" $names || return $?
   if [ -n "$suffix" ] && ! ldd "$dest/cmake/all_reduce_perf" 2>/dev/null | grep -q libmpi; then
     echo "nt_build: CMake did not find MPI, so mpirun -np $N would start $N separate one-rank tests"; return 4
   fi

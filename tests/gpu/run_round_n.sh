@@ -46,6 +46,7 @@ BUDGET=${ROUND_BUDGET_S:-530}
 OUT=${OUT:-/tmp/weft-round-n}
 mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
 TMP=$(mktemp -d /tmp/weft-round-n-XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
 SUMMARY=$OUT/summary.txt; ALL=$OUT/all.log
 : >"$SUMMARY"; : >"$ALL"; : >"$OUT/nccltests.log"
 ORIG_LD=${LD_LIBRARY_PATH:-}
@@ -98,9 +99,9 @@ nt_find_mpi
   timeout 20 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   timeout 20 nvidia-smi topo -m
   echo "NCCL: ${REALNCCL:-none found} (version $REALNCCL_VER), header ${REALNCCL_H:-none found}"
-  echo "mpirun: ${MPIRUN:-none} ($(timeout 10 "${MPIRUN:-false}" --version 2>&1 | head -n 1)), mpi.h in ${MPIINC:-?}, libmpi.so in ${MPILIB:-?}"
+  echo "mpirun: ${MPIRUN:-none}${MPIRUN:+ ($(timeout 10 "$MPIRUN" --version 2>&1 | head -n 1))}, mpi.h in ${MPIINC:-?}, libmpi.so in ${MPILIB:-?}"
   echo "nvcc: $(timeout 10 nvcc --version 2>/dev/null | tail -n 1)"
-  echo "python: ${PY:-none} $(timeout 30 "${PY:-false}" -c 'import torch; print("torch", torch.__version__)' 2>&1 | tail -n 1)"
+  echo "python: ${PY:-none}${PY:+ $(timeout 30 "$PY" -c 'import torch; print("torch", torch.__version__)' 2>&1 | tail -n 1)}"
   for b in "$B" $BASE; do echo "bundle: $b"; ls -la "$b" "$b/bin" "$b/lib"; cat "$b/BUNDLE_INFO" 2>/dev/null; done
 } >"$OUT/machine.log" 2>&1
 N=$(timeout 20 nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
@@ -260,5 +261,4 @@ awk -F, 'NR > 1 && $9 != 0 && $9 != -1 && $9 != "" {n++} END {exit n > 0}' "$OUT
 note "elapsed: $(elapsed) s of a $BUDGET s budget; $FAILS failures; files: $(cd "$OUT" && ls | tr '\n' ' ')"
 [ -f "$OUT/tables.md" ] && { echo; echo "==== tables.md"; cat "$OUT/tables.md"; }
 echo; echo "==== summary"; cat "$SUMMARY"
-rm -rf "$TMP"
 [ "$FAILS" = 0 ]
