@@ -97,7 +97,8 @@ nt_build() {
     suffix=_mpi; mpi=(MPI=1 "MPI_HOME=$home/mpi" NAME_SUFFIX=_mpi)
   fi
   for t in $NT_TESTS; do targets="$targets $dest/${t}_perf$suffix"; done
-  digest=$( { cat "$src"/src/*.cu "$src"/src/*.h "$src"/src/Makefile "$home/include/nccl.h"; echo "$suffix ${NT_HEADER:-weft}"; } |
+  digest=$( { cat "$src"/src/*.cu "$src"/src/*.h "$src"/src/Makefile "$home/include/nccl.h"; cat "$(readlink -f "$home/include/nccl.h")"
+              [ "${NT_HEADER:-weft}" = weft ] && cat "$B/include/weft/nccl.h"; echo "$suffix ${NT_HEADER:-weft}"; } |
             md5sum | cut -c1-32)
   if [ -f "$dest/BUILT" ] && [ "$(cat "$dest/BUILT")" = "$digest" ]; then
     echo "nt_build: reusing $dest (built by an earlier call on this machine)"; return 0

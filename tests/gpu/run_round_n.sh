@@ -248,7 +248,6 @@ if [ "$PART" != 1 ]; then
     note "torch: not run (python with torch, torch_check.py or lib/libweft_nccl.so missing)"
   fi
 fi
-[ -n "$NTPID" ] && nt_wait_build   # --part 1 on a round that ran out before e
 
 # ---- the tables and the summary, last -----------------------------------------------------
 TABLES=""; for p in "$B/round_n_tables.py" "$HERE/../../scripts/round_n_tables.py"; do [ -f "$p" ] && TABLES=$p && break; done
