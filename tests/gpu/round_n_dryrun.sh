@@ -12,12 +12,14 @@
 #      no other weft row runs;
 #   4. a budget spent at once: every step says NOT RUN and the round still writes its files.
 # Usage: tests/gpu/round_n_dryrun.sh [KEEP_DIR]   (KEEP_DIR: scenario 1's $OUT is copied there)
-# Needs bash, python3 and cc; exits 77 (skipped) without cc. Exit 0 when every check passes;
+# Needs bash, python3 and a C compiler (cc, gcc or clang); exits 77 (skipped) without one. Exit 0 when every check passes;
 # each failed check prints one line.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 KEEP=${1:-}
-command -v cc >/dev/null 2>&1 || { echo "round_n_dryrun: no C compiler (cc): skipped"; exit 77; }
+CC=""; for c in cc gcc clang; do command -v "$c" >/dev/null 2>&1 && CC=$c && break; done
+[ -n "$CC" ] || { echo "round_n_dryrun: no C compiler (cc, gcc, clang): skipped"; exit 77; }
+export CC
 D=$(mktemp -d /tmp/weft-roundn-dry-XXXXXX)
 trap 'rm -rf "$D"' EXIT
 # shellcheck source=tests/gpu/round_n_fakes.sh

@@ -1,4 +1,4 @@
-# Fakes for tests/gpu/round_n_dryrun.sh (sourced): make_fakes DIR writes, under DIR,
+# Fakes for tests/gpu/round_n_dryrun.sh (sourced; $CC compiles): make_fakes DIR ROOT writes, under DIR,
 #   fakebin/   nvidia-smi (FAKE_NGPU GPUs), mpirun (runs the program once, as rank 0), mpicc
 #              (--showme:incdirs/libdirs), nvcc (--version), make (compiles the fake test
 #              program for every target named, linked against NCCL_HOME/lib/libnccl.so)
@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
   return 0;
 }
 EOF
-  cc -shared -fPIC -O1 -DVERSION=22809 -Wl,-soname,libnccl.so.2 -o "$D/nccl/lib/libnccl.so.2.28.9" "$D/src/fake_lib.c" || return 1
+  "$CC" -shared -fPIC -O1 -DVERSION=22809 -Wl,-soname,libnccl.so.2 -o "$D/nccl/lib/libnccl.so.2.28.9" "$D/src/fake_lib.c" || return 1
   ln -s libnccl.so.2.28.9 "$D/nccl/lib/libnccl.so.2"
   printf '#define NCCL_MAJOR 2\n#define NCCL_MINOR 28\n#define NCCL_PATCH 9\n' >"$D/nccl/include/nccl.h"
   : >"$D/mpi/include/mpi.h"; : >"$D/mpi/lib/libmpi.so"
@@ -115,7 +115,7 @@ for a in "\$@"; do
 done
 for t in "\${targets[@]}"; do
   echo "Compiling  \$(basename "\$t")"
-  cc -O1 -o "\$t" "$D/src/fake_nt.c" -L"\$home/lib" -lnccl || exit 2
+  "\$CC" -O1 -o "\$t" "$D/src/fake_nt.c" -L"\$home/lib" -lnccl || exit 2
 done
 EOF
   chmod +x "$D"/fakebin/*
@@ -132,7 +132,7 @@ make_fake_bundle() {
   echo "fake Makefile: the fake make reads none of this" >"$B/nccl-tests-src/src/Makefile"
   echo "// fake" >"$B/nccl-tests-src/src/all_reduce.cu"; echo "// fake" >"$B/nccl-tests-src/src/common.h"
   printf 'made: fake\ncommit: %s\n' "fake-$name" >"$B/BUNDLE_INFO"
-  cc -shared -fPIC -O1 -DVERSION=22800 -DANSWER_ENV='"FAKE_WEFT_ANSWER"' -Wl,-soname,libnccl.so.2 \
+  "$CC" -shared -fPIC -O1 -DVERSION=22800 -DANSWER_ENV='"FAKE_WEFT_ANSWER"' -Wl,-soname,libnccl.so.2 \
     -o "$B/lib/libweft_nccl.so" "$D/src/fake_lib.c" || return 1
   cat >"$B/bin/weft" <<EOF
 #!/bin/bash
