@@ -11,6 +11,7 @@
 #include "cli/bench_predict.hpp"
 #include "cli/commands.hpp"
 #include "ir/topology_io.hpp"
+#include "plan/builder.hpp"
 #include "runtime/host_reduce.hpp"
 #include "sim/sweep.hpp"
 #include "weft/weft.h"
@@ -111,11 +112,23 @@ void register_bench(CLI::App& app) {
         fail(ErrorCode::System, "cannot write the --csv file '" + args->csv + "': " + std::strerror(errno));
       std::vector<std::string> collectives =
           args->collectives.empty() ? std::vector<std::string>{"AllReduce", "AllGather", "ReduceScatter"} : args->collectives;
-      // The rows' sizes, as the simulated sweep and --predict take them (at most 64).
+      // The scheduler of the simulated plans is checked on every path, as weft simulate does.
+      BuildOptions scheduler_check;
+      scheduler_check.compile.scheduler = args->scheduler;
+      check_build_options(scheduler_check);
+      // The rows' sizes, on GPUs and simulated alike: FROM, then the last times --factor
+      // (rounded up, at least one more byte), up to TO; more than kMaxRows is refused.
+      constexpr size_t kMaxRows = 64;
       std::vector<uint64_t> sizes;
-      for (double s = static_cast<double>(from); s <= static_cast<double>(to) && sizes.size() < 64;
-           s = std::max(s + 1, std::ceil(s * args->factor)))
+      for (double s = static_cast<double>(from); s <= static_cast<double>(to);
+           s = std::max(s + 1, std::ceil(s * args->factor))) {
+        if (sizes.size() == kMaxRows)
+          fail(ErrorCode::InvalidArgument,
+               text::format("--sizes %s with --factor %.10g makes more than %zu rows, the most weft bench runs; raise "
+                            "--factor or narrow --sizes",
+                            args->sizes.c_str(), args->factor, kMaxRows));
         sizes.push_back(static_cast<uint64_t>(s));
+      }
       if (args->predict) {
         std::vector<Collective> cs;
         for (const std::string& c : collectives) {
@@ -142,6 +155,7 @@ void register_bench(CLI::App& app) {
       o.from = from;
       o.to = to;
       o.factor = args->factor;
+      o.sizes = sizes;
       o.graph = args->graph;
       o.csv = args->csv;
       o.json = args->json;
@@ -170,6 +184,23 @@ void register_bench(CLI::App& app) {
                                          "writes a simulated trace)");
       sim::BenchSpec spec;
       spec.topology = args->topology;
+      // --ranks: the simulated GPUs. Without --topology, one h200 node of that many (h200-1xN);
+      // with it, the topology must have that many GPUs.
+      if (args->ranks > 0) {
+        if (cmd->count("--topology") == 0) {
+          spec.topology = "h200-1x" + std::to_string(args->ranks);
+          try {
+            load_topology(spec.topology);
+          } catch (const Error& e) {
+            fail(e.code(), "--ranks " + std::to_string(args->ranks) + " without a GPU simulates topology " +
+                               spec.topology + ": " + e.what() + " (or give --topology)");
+          }
+        } else if (const int gpus = load_topology(args->topology).num_gpus(); gpus != args->ranks) {
+          fail(ErrorCode::InvalidArgument, "--ranks " + std::to_string(args->ranks) + " but topology " + args->topology +
+                                               " has " + std::to_string(gpus) + " GPUs (without a GPU the run simulates "
+                                               "the topology's GPUs)");
+        }
+      }
       spec.algorithms = args->algorithms;
       spec.scheduler = args->scheduler;
       spec.json = args->json;
