@@ -31,7 +31,8 @@ const std::vector<Variable>& registry() {
       {"WEFT_SOCKET_IFNAME", Type::String, "",
        "Network interface (or prefix) whose address the bootstrap root advertises; empty picks the first non-loopback one, else loopback."},
       {"WEFT_MEMORY_BUDGET", Type::String, "",
-       "Memory the compiler and the simulator may take (e.g. 64G); empty: three quarters of the machine's memory. --memory-budget overrides it."},
+       "Memory the compiler and the simulator may take (e.g. 64G); empty: three quarters of the machine's memory, under "
+       "ulimit -v or -d what is left of the limit. --memory-budget overrides it."},
       {"WEFT_DATA_DIR", Type::String, "",
        "Directory holding algorithms/ and topologies/; empty means next to the binary, then the source tree."},
       {"WEFT_MICROBATCH_BYTES", Type::Int, "0",
