@@ -32,7 +32,8 @@ void ProgressEngine::start_thread() {
 
 ProgressEngine::Job* ProgressEngine::add(const ProgressJobDesc& d, std::shared_ptr<proxy::Connection> connection,
                                          const char* local, proxy::RemoteMemory buf, proxy::RemoteMemory flags,
-                                         const volatile uint64_t* ready, uint64_t* words, Staging staging) {
+                                         const volatile uint64_t* ready, uint64_t* words, Staging staging,
+                                         uint64_t* done_word) {
   check_progress_job(d);
   if (words == nullptr || (d.staged && (!staging.stage || staging.mirror == nullptr)))
     fail(ErrorCode::Internal, d.who + ": progression engine: a job without its signal words or staging mirror");
@@ -47,6 +48,7 @@ ProgressEngine::Job* ProgressEngine::add(const ProgressJobDesc& d, std::shared_p
   j.words = words;
   j.staging = std::move(staging);
   j.done.assign(d.partitions, 0);
+  j.done_word = done_word;
   start_thread();
   return &j;
 }
@@ -70,6 +72,9 @@ void ProgressEngine::set_epoch(Job* job, uint64_t epoch, uint32_t threshold) {
   job->epoch = epoch;
   job->cursor = 0;
   job->signals = 0;
+  // Nothing is in flight (settled above): the epoch is delivered when this many more have landed.
+  job->done_target = job->completed.load(std::memory_order_relaxed) +
+                     (epoch != 0 ? transport_partitions(job->desc.partitions, job->desc.threshold) : 0);
 }
 
 void ProgressEngine::set_progress(std::function<void()> progress) {
@@ -179,7 +184,11 @@ uint64_t ProgressEngine::retire(Job& j) {
     landed += j.inflight.front().run.count;
     j.inflight.pop_front();
   }
-  if (landed > 0) j.completed.fetch_add(landed, std::memory_order_release);
+  if (landed > 0) {
+    const uint64_t now = j.completed.fetch_add(landed, std::memory_order_release) + landed;
+    if (j.done_word != nullptr && j.epoch != 0 && now >= j.done_target)
+      __atomic_store_n(j.done_word, j.epoch, __ATOMIC_RELEASE);
+  }
   check_age(j.inflight, j.desc.who, j.connection->peer());
   return landed;
 }

@@ -90,6 +90,11 @@ class ProgressEngine {
     uint32_t signals = 0;                 ///< staged: ring slots used in this epoch
     std::deque<Op> inflight;
     std::atomic<uint64_t> completed{0};   ///< transport partitions delivered (landed), all epochs
+    /// The request's done word (weft/part/common.hpp kWordDone; null: none): the engine stores
+    /// the epoch there once `completed` reaches done_target (every transport partition of the
+    /// epoch landed), so the hosts learn it without a CUDA call.
+    uint64_t* done_word = nullptr;
+    uint64_t done_target = 0;
   };
 
   /// A staged receive request: the network writes its page-locked mirror and ring; the engine
@@ -117,11 +122,11 @@ class ProgressEngine {
   /// kRecordWords x d.partitions words that live as long as the job. `staging`: for d.staged.
   Job* add(const ProgressJobDesc& d, std::shared_ptr<proxy::Connection> connection, const char* local,
            proxy::RemoteMemory buf, proxy::RemoteMemory flags, const volatile uint64_t* ready, uint64_t* words,
-           Staging staging);
+           Staging staging, uint64_t* done_word = nullptr);
   /// Waits (bounded) for its transfers in flight, then forgets it.
   void remove(Job* job);
   /// The receiver is ready for `epoch`: the engine sends what the device marks ready in it,
-  /// grouped by `threshold`. Epoch 0 pauses the job (when this returns, the engine is not
+  /// grouped by `threshold`, and stores `epoch` into the done word once all of it landed. Epoch 0 pauses the job (when this returns, the engine is not
   /// sending for it). Transfers of the previous epoch still in flight are waited for first.
   void set_epoch(Job* job, uint64_t epoch, uint32_t threshold);
   /// An epoch ended early (a device misuse): delivers, on the calling thread, every transport
