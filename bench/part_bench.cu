@@ -150,17 +150,19 @@ std::vector<int> parse_list(const char* s) {
 std::vector<int> g_grids = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768};
 
 /// Mean microseconds per iteration of start, pbuf_prepare, vadd_pready on G blocks, wait,
-/// over context `pc` (its transfer path), into `us`; rank 1 checks every element it received.
-int partitioned_us(Rank& k, weftPartComm_t pc, int G, const double* a, const double* b, double* c, double* us) {
+/// over context `pc` (its transfer path) with `threshold` partitions per transport partition,
+/// into `us`; rank 1 checks every element it received.
+int partitioned_us(Rank& k, weftPartComm_t pc, int G, int threshold, int tag, const double* a, const double* b,
+                   double* c, double* us) {
   const int r = k.rank;
   const uint64_t n = static_cast<uint64_t>(G) * kThreads, bytes = n * 8;
   if (r == 1) OK(cudaMemset(c, 0xA5, bytes));  // poison: only a delivery writes it
   weftPrequest_t q = nullptr;
-  if (r == 0) OK(weftPsendInit(c, G, kThreads, weftFloat64, 1, G, pc, &q));
-  else OK(weftPrecvInit(c, G, kThreads, weftFloat64, 0, G, pc, &q));
+  if (r == 0) OK(weftPsendInit(c, G, kThreads, weftFloat64, 1, tag, pc, &q));
+  else OK(weftPrecvInit(c, G, kThreads, weftFloat64, 0, tag, pc, &q));
   weftPdevRequest_t d = nullptr;
   const void* dh = nullptr;
-  if (r == 0) OK(weftPdevRequestCreate(q, 1, &d, &dh));
+  if (r == 0) OK(weftPdevRequestCreate(q, threshold, &d, &dh));
   OK(weftPstart(q));
   OK(weftPbufPrepare(q));  // the first call sets up; not timed
   PsendDeviceHandle h{};
@@ -209,15 +211,19 @@ int goodput(int r, const weftUniqueId& id) {
   const char* st = std::getenv("WEFT_PART_STAGE");
   const bool forced = st != nullptr && st[0] == '1';
   if (r == 0)
-    std::printf("# goodput, rank 0 -> rank 1%s; %d iterations each, per-iteration mean\n"
-                "# part: kernel-copy path; prox: progression-engine path (flags to a host thread, %s)\n"
-                "%8s %12s %14s %14s %14s %14s %14s %8s %8s\n",
+    std::printf("# goodput, rank 0 -> rank 1%s; %d iterations each, per-iteration mean of start, pbuf_prepare, "
+                "kernel, wait\n"
+                "# trad: kernel, synchronize, weftSend; part: kernel-copy path, one transport partition (threshold = "
+                "blocks: paper 002's best within a node); part1: kernel-copy path, threshold 1 (a flag per block); "
+                "prox: progression-engine path, threshold ceil(blocks / 32) (flags to a host thread, %s); sp_*: "
+                "trad_us / *_us\n"
+                "%8s %12s %12s %12s %12s %12s %10s %8s %8s %8s\n",
                 k.shared_gpu ? " (both ranks share one GPU: correctness, not speed)" : "", kIters,
                 !nodes ? "copy-engine puts within the host"
                 : forced ? "2 emulated nodes: UCX puts staged through page-locked memory (WEFT_PART_STAGE=1)"
                          : "2 emulated nodes: UCX puts, staged through page-locked memory unless UCX registers GPU memory",
-                "blocks", "bytes",
-                "trad_us", "part_us", "prox_us", "part_GB/s", "prox_GB/s", "speedup", "sp_prox");
+                "blocks", "bytes", "trad_us", "part_us", "part1_us", "prox_us", "part_GB/s", "sp_part", "sp_part1",
+                "sp_prox");
   for (int G : g_grids) {
     const uint64_t n = static_cast<uint64_t>(G) * kThreads, bytes = n * 8;
     // Traditional: kernel, synchronize, send.
@@ -234,13 +240,15 @@ int goodput(int r, const weftUniqueId& id) {
       OK(cudaStreamSynchronize(k.stream));
     }
     const double trad = (now_us() - t0) / kIters;
-    // Partitioned kernel copy, then the progression engine: one partition per block,
-    // block-granularity pready.
-    double part = 0, prox = 0;
-    if (partitioned_us(k, k.pc, G, a, b, c, &part) || partitioned_us(k, pc_proxy, G, a, b, c, &prox)) return 1;
+    // Partitioned: one partition per block, block-granularity pready; the kernel copy with
+    // one transport partition and with one per block, then the progression engine.
+    double part = 0, part1 = 0, prox = 0;
+    if (partitioned_us(k, k.pc, G, G, G, a, b, c, &part) || partitioned_us(k, k.pc, G, 1, 1000000 + G, a, b, c, &part1) ||
+        partitioned_us(k, pc_proxy, G, (G + 31) / 32, G, a, b, c, &prox))
+      return 1;
     if (r == 0)
-      std::printf("%8d %12llu %14.1f %14.1f %14.1f %14.2f %14.2f %8.2f %8.2f\n", G, (unsigned long long)bytes, trad,
-                  part, prox, bytes / part / 1e3, bytes / prox / 1e3, trad / part, trad / prox);
+      std::printf("%8d %12llu %12.1f %12.1f %12.1f %12.1f %10.2f %8.2f %8.2f %8.2f\n", G, (unsigned long long)bytes,
+                  trad, part, part1, prox, bytes / part / 1e3, trad / part, trad / part1, trad / prox);
   }
   if (barrier(k)) return 1;  // every rank has freed its requests
   OK(weftPartCommDestroy(pc_proxy));
@@ -349,7 +357,7 @@ int overheads(int r, const weftUniqueId& id) {
 }
 
 /// Per-block device times of one epoch: stamps[3b..3b+2] = entry, vector add done, pready done.
-void print_block_times(int G, const std::vector<uint64_t>& st) {
+void print_block_times(int G, int threshold, const std::vector<uint64_t>& st) {
   uint64_t first = ~0ull, last = 0;
   double add = 0, pr = 0, pr_max = 0;
   for (int b = 0; b < G; ++b) {
@@ -361,8 +369,8 @@ void print_block_times(int G, const std::vector<uint64_t>& st) {
     pr_max = std::max(pr_max, static_cast<double>(s[2] - s[1]));
   }
   const double bytes = static_cast<double>(G) * kThreads * 8;
-  std::printf("%8d %12.1f %12.2f %12.2f %12.2f %12.1f\n", G, (last - first) / 1e3, add / G / 1e3, pr / G / 1e3,
-              pr_max / 1e3, bytes / static_cast<double>(last - first));
+  std::printf("%8d %9d %12.1f %12.2f %12.2f %12.2f %12.1f\n", G, threshold, (last - first) / 1e3, add / G / 1e3,
+              pr / G / 1e3, pr_max / 1e3, bytes / static_cast<double>(last - first));
 }
 
 /// WEFT_PART_TRACE's host lines (stderr) and the producer's per-block device times.
@@ -381,20 +389,24 @@ int trace(int r, const weftUniqueId& id) {
   OK(cudaStreamSynchronize(k.stream));
   if (r == 0)
     std::printf("# trace: rank 0 -> rank 1, kernel-copy path, %d epochs per grid; device times of the last epoch's "
-                "producer (%%globaltimer)%s\n%8s %12s %12s %12s %12s %12s\n", kIters,
-                k.shared_gpu ? " (both ranks share one GPU)" : "", "blocks", "kernel_us", "add_us/blk",
+                "producer (%%globaltimer)%s\n%8s %9s %12s %12s %12s %12s %12s\n", kIters,
+                k.shared_gpu ? " (both ranks share one GPU)" : "", "blocks", "threshold", "kernel_us", "add_us/blk",
                 "pready_us/blk", "pready_max", "GB/s");
-  for (int G : g_grids) {
+  int tag = 500000;
+  for (int G : g_grids)
+    for (int thr : {1, G}) {
+      if (thr == G && G == 1) continue;
     const uint64_t n = static_cast<uint64_t>(G) * kThreads, bytes = n * 8;
     if (barrier(k)) return 1;
     weftPrequest_t q = nullptr;
-    if (r == 0) OK(weftPsendInit(c, G, kThreads, weftFloat64, 1, 500000 + G, k.pc, &q));
-    else OK(weftPrecvInit(c, G, kThreads, weftFloat64, 0, 500000 + G, k.pc, &q));
+    ++tag;
+    if (r == 0) OK(weftPsendInit(c, G, kThreads, weftFloat64, 1, tag, k.pc, &q));
+    else OK(weftPrecvInit(c, G, kThreads, weftFloat64, 0, tag, k.pc, &q));
     if (r == 1) OK(cudaMemset(c, 0xA5, bytes));
     weftPdevRequest_t d = nullptr;
     const void* dh = nullptr;
     PsendDeviceHandle h{};
-    if (r == 0) OK(weftPdevRequestCreate(q, 1, &d, &dh));
+    if (r == 0) OK(weftPdevRequestCreate(q, thr, &d, &dh));
     for (int it = 0; it < kIters; ++it) {
       OK(weftPstart(q));
       OK(weftPbufPrepare(q));
@@ -406,7 +418,7 @@ int trace(int r, const weftUniqueId& id) {
     if (r == 0) {
       std::vector<uint64_t> st(3ull * G);
       OK(cudaMemcpy(st.data(), stamps, st.size() * 8, cudaMemcpyDeviceToHost));
-      print_block_times(G, st);
+      print_block_times(G, thr, st);
     } else {
       std::vector<double> got(n);
       OK(cudaMemcpy(got.data(), c, bytes, cudaMemcpyDeviceToHost));

@@ -121,7 +121,7 @@ class ContextImpl : public Context {
   char* key_slot(int owner, uint32_t index) const;
 
   /// A slot of host words (kSlotWords, zeroed) of this rank's shared segment for a request.
-  static constexpr uint32_t kWordSlots = 4096;
+  static constexpr uint32_t kWordSlots = 8192;
   uint32_t alloc_words();
   /// Slot `index` of rank `owner`'s shared segment, mapped here; Remote when out of range.
   uint64_t* words(int owner, uint32_t index) const;

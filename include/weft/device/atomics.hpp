@@ -45,7 +45,7 @@ WEFT_DEVICE_INLINE void st_relaxed_sys(uint64_t* p, uint64_t v) {
 /// Atomic add with release semantics at GPU scope (returns the old value): this thread's
 /// earlier writes, remote ones included, come before the add for any block of this GPU that
 /// sees it (and for whatever that block orders after it with a system fence).
-WEFT_DEVICE_INLINE unsigned long long atomic_add_release_gpu(uint64_t* p, uint64_t v) {
+WEFT_DEVICE_INLINE unsigned long long atomic_add_release_gpu(void* p, uint64_t v) {
   unsigned long long old;
   asm volatile("atom.add.release.gpu.global.u64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
   return old;

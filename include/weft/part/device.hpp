@@ -72,13 +72,19 @@ struct PsendDeviceHandle {
   /// One thread, after its group's copy of partition p (ordered before by the group's
   /// barrier): counts p into its transport partition; the last one signals the receiver,
   /// and the epoch's last transport partition stores the epoch into kWordDone.
+  ///
+  /// Ordering. A system-scope fence is what makes the data visible to the receiver before a
+  /// flag, and the fences of a GPU are costly when thousands of blocks issue them, so there
+  /// is one per transport partition, not one per partition: a partition that does not
+  /// complete its transport partition releases its data at GPU scope through the counter; the
+  /// one that completes it acquires them all through the counter, and its system fence orders
+  /// every one of them (cumulatively) before the flag.
   WEFT_DEVICE_INLINE void complete(uint32_t p, uint64_t e) const {
     const uint32_t t = transport_of(p, threshold);
-    device::fence_acq_rel_sys();  // the group's data before the counts and the flag
-    if (transport_size(partitions, threshold, t) > 1) {
-      if (!completes_transport(atomicAdd(counters + t, 1ull), partitions, threshold, t, e)) return;
-      device::fence_acq_rel_sys();  // the other partitions' data, seen through the counter, before the flag
-    }
+    if (transport_size(partitions, threshold, t) > 1 &&
+        !completes_transport(device::atomic_add_release_gpu(counters + t, 1), partitions, threshold, t, e))
+      return;
+    device::fence_acq_rel_sys();  // every partition's data of the transport partition before its flag
     device::st_relaxed_sys((ready != nullptr ? ready : remote_flags + kFlagFirst) + t, e);
     // Released after the flag, so the block that counts the epoch's last one has seen every
     // flag and every byte of the epoch before its fence and kWordDone.

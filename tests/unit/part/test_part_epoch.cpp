@@ -102,7 +102,9 @@ TEST(PartEpoch, DoneOncePerEpochAtItsLastTransportPartition) {
       // Counters of transport partitions of one partition are never used (no aggregation).
       const std::vector<uint64_t> want = resync_transport_counters(u, thr, 30);
       for (uint32_t t = 0; t < dev.transports; ++t)
-        if (transport_size(u, thr, t) > 1) EXPECT_EQ(dev.counters[t], want[t]) << t;
+        if (transport_size(u, thr, t) > 1) {
+          EXPECT_EQ(dev.counters[t], want[t]) << t;
+        }
       EXPECT_EQ(dev.sent, resync_sent(u, thr, 30));
     }
 }
