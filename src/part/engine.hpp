@@ -39,6 +39,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -157,7 +158,11 @@ class ProgressEngine {
 
  private:
   void run();
+  /// Under mu_: true while the device, a transfer or the network may bring work (the thread
+  /// polls), false when nothing can arrive until a job or an epoch is added (it parks).
+  bool awaits_device() const;
   void start_thread();
+  static constexpr uint32_t kIdlePasses = 1u << 16;
   void record(ErrorCode code, const std::string& what);
   /// One pass over one job (never waits); returns the transport partitions it moved on.
   uint64_t serve(Job& j);
@@ -185,6 +190,7 @@ class ProgressEngine {
   std::list<RecvJob> recv_jobs_;
   std::function<void()> progress_;
   std::atomic<bool> stop_{false}, failed_{false};
+  std::condition_variable cv_;  ///< wakes a parked thread (with mu_)
   std::thread thread_;
   mutable std::mutex error_mu_;
   std::optional<std::string> error_;
