@@ -55,6 +55,10 @@ const std::vector<Variable>& registry() {
        "Partitioned progression engine between emulated nodes (WEFT_PART_PATH=proxy, WEFT_EMULATE_NODES): 1 stages "
        "every transfer through page-locked host memory even where UCX registers CUDA memory (it does so anyway where "
        "UCX cannot; docs/partitioned.md), read when a partitioned context is created."},
+      {"WEFT_PART_TRACE", Type::Int, "0",
+       "Partitioned requests print host timestamps of epochs 2 to N+1 on stderr, one line per request and epoch "
+       "(start, pbuf_prepare, the caller's time, wait and its polls; docs/partitioned.md), read when a partitioned "
+       "context is created; 0: off.", 0, 1000000},
       {"WEFT_TOPOLOGY", Type::String, "",
        "Machine the runtime compiles algorithms for: a topology file, a preset name (weft topology --list) or "
        "'detect' (this machine's GPUs, NVLink and NICs, detected once per process: weft topology --detect --summary); "
