@@ -27,6 +27,13 @@ inline nlohmann::json mid_size_rows() {
   return rows;
 }
 
+/// selection/default.json as built in, alone: without the tables per rank count
+/// (selection/ranks-N.json) that default_selection_table() puts before it.
+inline const SelectionTable& default_json_table() {
+  static const SelectionTable t = parse_selection_table(default_selection_text(), "(built-in selection/default.json)");
+  return t;
+}
+
 /// selection/default.json (as built in) without its rows for mid sizes on 3 to 8 ranks.
 inline const SelectionTable& default_without_mid_size_rows() {
   static const SelectionTable t = [] {

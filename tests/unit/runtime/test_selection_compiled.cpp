@@ -213,7 +213,7 @@ TEST(SelectionCompiled, MidSizeRowsRunOnTheEmulatorAndKeepNcclsBlocksFromSixteen
     for (int R = 3; R <= 8; ++R)
       for (uint64_t b : mid)
         for (bool in_place : {false, true}) {
-          const Choice d = default_selection_table().choose(c, b, R, in_place, true);
+          const Choice d = test::default_json_table().choose(c, b, R, in_place, true);
           if (describe_choice(d) == describe_choice(test::default_without_mid_size_rows().choose(c, b, R, in_place, true)))
             continue;  // not a mid-size row's call
           const bool rooted = c == Collective::Broadcast || c == Collective::Reduce;

@@ -154,7 +154,7 @@ TEST(SelectionTable, MidSizeRowsApplyToThreeToEightRanksOnly) {
       for (uint64_t b : sizes())
         for (bool in_place : {false, true})
           for (bool plans_only : {false, true}) {
-            const Choice d = default_selection_table().choose(c, b, R, in_place, plans_only);
+            const Choice d = test::default_json_table().choose(c, b, R, in_place, plans_only);
             const Choice o = test::default_without_mid_size_rows().choose(c, b, R, in_place, plans_only);
             if (R >= 3 && R <= 8) {
               changed += describe(d) != describe(o);
