@@ -15,8 +15,7 @@ namespace {
 using Message = std::vector<uint8_t>;
 
 struct TBState {
-  int32_t slot = 0;  ///< index within the thread block
-  uint32_t mb = 0;
+  exec::InvocationOrder at;  ///< the next invocation (slot within the thread block, micro-batch)
   bool done = false;
 };
 
@@ -74,11 +73,11 @@ Message ll128_decode(const Message& wire_msg, int count, uint64_t piece, uint64_
 }  // namespace
 
 EmuResult emulate(const LoweredPlan& lp, const exec::Geometry& g, int depth, std::vector<EmuBuffers>& bufs,
-                  int dtype, int op, exec::Protocol protocol) {
+                  int dtype, int op, exec::Protocol protocol, uint32_t mb_window) {
   const int R = static_cast<int>(lp.ranks.size());
   if (static_cast<int>(bufs.size()) != R) fail(ErrorCode::InvalidArgument, "emulate: one EmuBuffers per rank needed");
   const uint32_t esz = g.elem_size;
-  const bool algo_model = lp.plan.execution == ExecutionModel::Algorithm;
+  const uint32_t win = exec::order_window(lp.plan.execution != ExecutionModel::Algorithm, g.nmb, mb_window);
   // FIFOs keyed by (src, dst, pool index).
   std::map<std::tuple<int, int, int>, std::deque<Message>> fifos;
   // LL128: messages sent and received so far per FIFO (the flag's count, as in the kernel).
@@ -89,8 +88,10 @@ EmuResult emulate(const LoweredPlan& lp, const exec::Geometry& g, int depth, std
   for (int r = 0; r < R; ++r) {
     counters[static_cast<size_t>(r)].assign(lp.ranks[static_cast<size_t>(r)].slots.size(), 0);
     state[static_cast<size_t>(r)].resize(lp.ranks[static_cast<size_t>(r)].tbs.size());
-    for (size_t t = 0; t < state[static_cast<size_t>(r)].size(); ++t)
+    for (size_t t = 0; t < state[static_cast<size_t>(r)].size(); ++t) {
+      state[static_cast<size_t>(r)][t].at = exec::order_begin(g.nmb, win);
       state[static_cast<size_t>(r)][t].done = lp.ranks[static_cast<size_t>(r)].tbs[t].nslots == 0 || g.nmb == 0;
+    }
   }
   EmuResult res;
   std::vector<uint8_t> tmp;
@@ -137,16 +138,19 @@ EmuResult emulate(const LoweredPlan& lp, const exec::Geometry& g, int depth, std
       uint8_t* src = exec::prim_reads_src(s.prim)
                          ? b[s.src_buf] + (exec::chunk_offset(g, s.src_buf, s.src_index + c) + rg.lo) * esz
                          : nullptr;
-      uint8_t* dst = exec::prim_writes_dst(s.prim)
+      uint8_t* dst = exec::slot_writes_dst(s)
                          ? b[s.dst_buf] + (exec::chunk_offset(g, s.dst_buf, s.dst_index + c) + rg.lo) * esz
                          : nullptr;
       const uint8_t* inp = recvs ? in.data() + static_cast<size_t>(c) * part * esz : nullptr;
       uint8_t* outp = sends ? out.data() + static_cast<size_t>(c) * part * esz : nullptr;
-      if ((src == nullptr && exec::prim_reads_src(s.prim)) || (dst == nullptr && exec::prim_writes_dst(s.prim)))
+      if ((src == nullptr && exec::prim_reads_src(s.prim)) || (dst == nullptr && exec::slot_writes_dst(s)))
         fail(ErrorCode::Internal, "emulate: a buffer the plan uses is missing");
       tmp.resize(bytes);
       switch (s.prim) {
-        case exec::kSend: std::memcpy(outp, src, bytes); break;
+        case exec::kSend:
+          std::memcpy(outp, src, bytes);
+          if (dst != nullptr) std::memmove(dst, src, bytes);  // kFusedCopy
+          break;
         case exec::kRecv: std::memcpy(dst, inp, bytes); break;
         case exec::kRecvReduceCopy: host::combine(dtype, op, dst, src, inp, n); break;
         case exec::kRecvCopySend:
@@ -180,19 +184,9 @@ EmuResult emulate(const LoweredPlan& lp, const exec::Geometry& g, int depth, std
       for (size_t t = 0; t < lr.tbs.size(); ++t) {
         TBState& st = state[static_cast<size_t>(r)][t];
         // Run as far as this thread block can go before looking at the next one.
-        while (!st.done && try_run(r, lr.tbs[t].slot_begin + st.slot, st.mb)) {
+        while (!st.done && try_run(r, lr.tbs[t].slot_begin + st.at.slot, st.at.k)) {
           progress = true;
-          if (algo_model) {
-            if (++st.slot == lr.tbs[t].nslots) {
-              st.slot = 0;
-              if (++st.mb == g.nmb) st.done = true;
-            }
-          } else {
-            if (++st.mb == g.nmb) {
-              st.mb = 0;
-              if (++st.slot == lr.tbs[t].nslots) st.done = true;
-            }
-          }
+          st.done = !exec::order_next(st.at, lr.tbs[t].nslots, g.nmb, win);
         }
         all_done &= st.done;
       }
@@ -207,19 +201,20 @@ EmuResult emulate(const LoweredPlan& lp, const exec::Geometry& g, int depth, std
           const TBState& st = state[static_cast<size_t>(r)][t];
           if (st.done) continue;
           blocked += (blocked.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) + " thread block " +
-                     std::to_string(t) + " at slot " + std::to_string(st.slot) + ", micro-batch " +
-                     std::to_string(st.mb);
+                     std::to_string(t) + " at slot " + std::to_string(st.at.slot) + ", micro-batch " +
+                     std::to_string(st.at.k);
           ++shown;
         }
       res.error = "plan '" + lp.plan.algorithm + "' deadlocks with FIFOs of " + std::to_string(depth) +
-                  " messages and " + std::to_string(g.nmb) + " micro-batches: " + blocked;
+                  " messages and " + std::to_string(g.nmb) + " micro-batches" +
+                  (win > 1 && win < g.nmb ? " in windows of " + std::to_string(win) : std::string()) + ": " + blocked;
       res.deadlock.ok = false;
       res.deadlock.message = res.error;
       const PlanIndex ix(lp.plan);
       for (int r = 0; r < R; ++r)
         for (size_t t = 0; t < state[static_cast<size_t>(r)].size(); ++t)
           if (!state[static_cast<size_t>(r)][t].done)
-            res.deadlock.cycle.push_back(slot_ref(ix, ix.id(r, static_cast<int32_t>(t), state[static_cast<size_t>(r)][t].slot)));
+            res.deadlock.cycle.push_back(slot_ref(ix, ix.id(r, static_cast<int32_t>(t), state[static_cast<size_t>(r)][t].at.slot)));
       return res;
     }
   }

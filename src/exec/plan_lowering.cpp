@@ -157,7 +157,7 @@ LoweredPlan lower_plan(const Plan& plan, int32_t nranks, int32_t max_pool) {
 }
 
 exec::Geometry make_geometry(const LoweredPlan& lp, uint64_t n, uint32_t elem_size, uint64_t cap_bytes,
-                             uint64_t target_mb_bytes, exec::Protocol protocol) {
+                             uint64_t target_mb_bytes, exec::Protocol protocol, uint32_t min_nmb) {
   if (elem_size == 0 || elem_size > 16 || (elem_size & (elem_size - 1)) != 0)
     fail(ErrorCode::InvalidArgument, "element size " + std::to_string(elem_size) + " is not 1, 2, 4, 8 or 16 bytes");
   exec::Geometry g;
@@ -180,6 +180,8 @@ exec::Geometry make_geometry(const LoweredPlan& lp, uint64_t n, uint32_t elem_si
                                     "piece of each of " + std::to_string(count) + " chunks (raise WEFT_SLOT_BYTES)");
     mb = std::min(mb, per_chunk * static_cast<uint64_t>(instances));
   }
+  // At least min_nmb micro-batches per chunk slot where the chunk allows (a window of them, WEFT_MB_WINDOW).
+  if (min_nmb > 1) mb = std::min(mb, (stride + min_nmb - 1) / min_nmb + align - 1);
   mb = std::max<uint64_t>(align, mb / align * align);
   g.mb = mb;
   const uint64_t nmb = (stride + mb - 1) / mb;

@@ -113,7 +113,8 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
   const uint64_t env_target =
       env_overrides_ ? static_cast<uint64_t>(std::max<int64_t>(0, config::get_int("WEFT_MICROBATCH_BYTES"))) : 0;
   const uint64_t target = env_target > 0 ? env_target : ch.microbatch_bytes;
-  exec::Geometry g = make_geometry(cp.lp, count, static_cast<uint32_t>(esz), cap, target, proto);
+  // A window of micro-batches (WEFT_MB_WINDOW) needs chunks cut into at least that many.
+  exec::Geometry g = make_geometry(cp.lp, count, static_cast<uint32_t>(esz), cap, target, proto, cp.mb_window);
 
   exec::ExecArgs a{};
   a.tbs = cp.tbs;
@@ -137,6 +138,8 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
   a.error = error_dev_;
   a.abort = abort_dev_;
   a.net = net_ ? 1 : 0;  // the interpreter's instantiation that pushes network triggers
+  a.mb_window = cp.mb_window;
+  a.mover_wide = cp.mover_wide ? 1 : 0;
   if (cp.fits_inline) {
     const LoweredRank& lr = cp.lp.ranks[static_cast<size_t>(rank_)];
     a.inline_plan = 1;
@@ -151,6 +154,8 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
     threads = threads / cp.roles / 32 * 32 * cp.roles;
   }
   if (trace_cap_ > 0) start_trace(&a, &cp, c, ch, payload, "", stream);
+  // The posting warp (WEFT_POST_WARP): untraced, one plan thread block per CUDA block, the interpreter.
+  a.post_warp = cp.post_warp && cp.roles == 1 && a.trace == nullptr && !cp.gen ? 1 : 0;
   // Generated kernels: one plan thread block per CUDA block (plans never group under gen);
   // traced calls run the interpreter's traced instantiation (uses_gen: LL128 and links across
   // nodes run it too).

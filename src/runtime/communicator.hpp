@@ -52,12 +52,14 @@ class NetFifos;
 class CeCollectives;
 
 /// Sizes every rank of a communicator must agree on (from WEFT_CONNECTIONS,
-/// WEFT_FIFO_DEPTH, WEFT_SLOT_BYTES, WEFT_LL_SLOT_BYTES).
+/// WEFT_FIFO_DEPTH, WEFT_SLOT_BYTES, WEFT_LL_SLOT_BYTES, WEFT_MB_WINDOW: the order of a
+/// connection's messages depends on the window).
 struct CommConfig {
   int32_t connections = 32;
   int32_t depth = 4;
   uint32_t slot_bytes = 512 << 10;
   uint32_t ll_slot_bytes = 64 << 10;
+  uint32_t mb_window = 1;
   static CommConfig from_env();
 };
 
@@ -174,6 +176,9 @@ class Communicator {
     int roles = 1;                     ///< plan thread blocks per CUDA block (RoleGroups)
     const int16_t* block_tbs = nullptr;  ///< roles > 1: RoleGroups::tb_of, in mem
     bool fits_inline = false;          ///< small enough for ExecArgs' inline arrays
+    uint32_t mb_window = 1;            ///< ExecArgs::mb_window: WEFT_MB_WINDOW, or 1 (bulk_options)
+    bool post_warp = false;            ///< ExecArgs::post_warp: WEFT_POST_WARP where it applies
+    bool mover_wide = false;           ///< ExecArgs::mover_wide: WEFT_MOVER_WIDE on a Simple plan
     std::vector<exec::ChannelHandle> conns_host;
     /// WEFT_EXECUTOR=gen: the plan's generated kernels, by [weftDataType_t][op], made at first use.
     bool gen = false;              ///< generated kernels run this plan (uses_gen)
@@ -185,6 +190,10 @@ class Communicator {
   };
   Communicator() = default;
   void init_memory();
+  /// The Simple bulk path's switches for a plan just lowered (WEFT_FUSE_COPY, WEFT_MB_WINDOW,
+  /// WEFT_POST_WARP; docs/runtime.md, "Large messages against NCCL"): fuses, checks the window
+  /// on the emulator (a plan that would deadlock keeps windows of 1), sets cp's launch choices.
+  void bulk_options(CachedPlan& cp, const Choice& ch);
   /// Starts the peer watchdog from what the ranks told each other at initialization.
   void start_watchdog(const std::vector<WatchedPeer>& peers);
   /// The watchdog's report: marks the communicator broken and raises the abort flag.

@@ -42,8 +42,10 @@ Plan make_plan(Collective c, int nranks, const std::string& algorithm, const std
                const std::string& allocator = "state", const std::vector<int>& node_of_rank = {});
 
 /// Runs the lowered plan on the emulator (FIFO depth `depth`, messages as `protocol` sends
-/// them) and compares with the host reference; throws Verify describing a deadlock, a wrong
+/// them, algorithm-level blocks in windows of `mb_window` micro-batches: exec::InvocationOrder)
+/// and compares with the host reference; throws Verify describing a deadlock, a wrong
 /// element or a stray write.
-void check_plan_on_emulator(const LoweredPlan& lp, int depth, exec::Protocol protocol = exec::kSimple);
+void check_plan_on_emulator(const LoweredPlan& lp, int depth, exec::Protocol protocol = exec::kSimple,
+                            uint32_t mb_window = 1);
 
 }  // namespace weft
