@@ -25,16 +25,16 @@ BUDGET=${ROUND_BUDGET_S:-150}
 mkdir -p "$OUT"
 export WEFT_CACHE_DIR="$OUT/gen-cache" WEFT_TIMEOUT=${WEFT_TIMEOUT:-30}
 
-# name|settings: the defaults first, then each switch alone, then together.
+# name|settings: the defaults first (WEFT_FUSE_COPY on), then each switch alone, then together.
 VARIANTS="default|
 window2|WEFT_MB_WINDOW=2
 postwarp|WEFT_POST_WARP=1
-fuse|WEFT_FUSE_COPY=1
+nofuse|WEFT_FUSE_COPY=0
 wide|WEFT_MOVER_WIDE=1
 slot1m|WEFT_SLOT_BYTES=1048576
-all|WEFT_MB_WINDOW=2 WEFT_POST_WARP=1 WEFT_FUSE_COPY=1
-all_slot1m|WEFT_MB_WINDOW=2 WEFT_POST_WARP=1 WEFT_FUSE_COPY=1 WEFT_SLOT_BYTES=1048576
-all_wide|WEFT_MB_WINDOW=2 WEFT_FUSE_COPY=1 WEFT_MOVER_WIDE=1
+all|WEFT_MB_WINDOW=2 WEFT_POST_WARP=1
+all_slot1m|WEFT_MB_WINDOW=2 WEFT_POST_WARP=1 WEFT_SLOT_BYTES=1048576
+all_wide|WEFT_MB_WINDOW=2 WEFT_MOVER_WIDE=1
 gen|WEFT_EXECUTOR=gen
 roles2|WEFT_BLOCK_ROLES=2"
 WANT=${*:-$(echo "$VARIANTS" | cut -d'|' -f1 | tr '\n' ' ')}

@@ -212,16 +212,16 @@ WEFT_DEVICE_INLINE void move_simple_ops(int op, const T* a, const T* b, T* o1, T
   return move_simple<T, 3, U, R>(a, b, o1, o2, n, tid, nth);
 }
 
-/// `wide` (ExecArgs::mover_wide, WEFT_MOVER_WIDE): 8 loads in flight on a copy and 8 of each
-/// input on a reduction, NCCL's unroll on sm_90, instead of 6 and 3 (a separate instantiation).
-/// `Narrow` (the PostWarp kernel: 544 threads leave 96 registers, where ptxas spills 8 / 8 and
-/// 8 / 4 but not 6 / 3): always 6 / 3.
-template <typename T, bool Narrow = false>
-WEFT_DEVICE_INLINE void move_simple_op(int op, bool wide, const T* a, const T* b, T* o1, T* o2, uint64_t n,
-                                        uint32_t tid, uint32_t nth) {
-  if constexpr (!Narrow)
-    if (wide) return move_simple_ops<T, 8, 8>(op, a, b, o1, o2, n, tid, nth);
-  return move_simple_ops<T, 6, 3>(op, a, b, o1, o2, n, tid, nth);
+/// `Wide` (exec_kernel's instantiation for ExecArgs::mover_wide, WEFT_MOVER_WIDE): 8 loads in
+/// flight on a copy and 8 of each input on a reduction, NCCL's unroll on sm_90, instead of 6
+/// and 3. A kernel of its own: calling either mover from one kernel made exec_kernel<float>
+/// spill 150 / 456 bytes instead of 78 / 172 (ptxas -v), and in the PostWarp kernel's 96
+/// registers ptxas spills 8 / 8 (and 8 / 4) but not 6 / 3.
+template <typename T, bool Wide = false>
+WEFT_DEVICE_INLINE void move_simple_op(int op, const T* a, const T* b, T* o1, T* o2, uint64_t n, uint32_t tid,
+                                        uint32_t nth) {
+  if constexpr (Wide) return move_simple_ops<T, 8, 8>(op, a, b, o1, o2, n, tid, nth);
+  else return move_simple_ops<T, 6, 3>(op, a, b, o1, o2, n, tid, nth);
 }
 
 /// LL: the block moves `bytes` word by word; `in` packets are polled (flag rflag), `out`
@@ -305,7 +305,8 @@ WEFT_DEVICE_INLINE device::WaitResult move_ll_op(int op, int prim, const char* s
 /// `PostWarp` (Simple within a node only): thread 0 takes the invocation's FIFO positions as
 /// soon as its waits succeed and leaves what to publish in sh.post[par]; the movers then meet
 /// the posting warp at post_sync instead of publishing (exec_kernel's posting warp does).
-template <typename T, bool Net, int Protocol = -1, int Op = -1, bool Traced = false, bool PostWarp = false>
+template <typename T, bool Net, int Protocol = -1, int Op = -1, bool Traced = false, bool PostWarp = false,
+          bool Wide = false>
 WEFT_DEVICE_INLINE bool invoke_slot(const Invocation& iv, BlockShared& sh, const DevSlot s, int32_t gs, uint32_t k,
                                     uint32_t par) {
   const ExecArgs& a = *iv.a;
@@ -421,7 +422,7 @@ WEFT_DEVICE_INLINE bool invoke_slot(const Invocation& iv, BlockShared& sh, const
       }
       // An in-place local copy (src and dst the same memory) has nothing to move.
       if (ta != nullptr && !(s.prim == kCopy && ta == o1))
-        move_simple_op<T, PostWarp>(Op >= 0 ? Op : a.op, a.mover_wide != 0, ta, tb, o1, o2, n, iv.tid, iv.nth);
+        move_simple_op<T, Wide>(Op >= 0 ? Op : a.op, ta, tb, o1, o2, n, iv.tid, iv.nth);
     } else {
       device::WaitResult r;
       if (!Net && proto == kLL128) {
@@ -481,9 +482,9 @@ WEFT_DEVICE_INLINE bool invoke_slot(const Invocation& iv, BlockShared& sh, const
 }
 
 /// The interpreter's invocation of slot `gs` for micro-batch `k` (invoke_slot).
-template <typename T, bool Net, bool Traced, bool PostWarp>
+template <typename T, bool Net, bool Traced, bool PostWarp, bool Wide>
 __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32_t k, uint32_t par) {
-  return invoke_slot<T, Net, -1, -1, Traced, PostWarp>(iv, sh, iv.slots[gs], gs, k, par);
+  return invoke_slot<T, Net, -1, -1, Traced, PostWarp, Wide>(iv, sh, iv.slots[gs], gs, k, par);
 }
 
 /// A PostWarp launch's last warp: after each invocation's post_sync, lane 0 publishes what
@@ -505,8 +506,8 @@ WEFT_DEVICE_INLINE void post_loop(BlockShared& sh, uint32_t movers, uint32_t lan
 
 /// The plan interpreter. `PostWarp`: launched with 32 threads more than the movers (one thread
 /// block per CUDA block, Simple within a node, untraced; ExecArgs::post_warp), the last warp
-/// running post_loop.
-template <typename T, bool Net = false, bool Traced = false, bool PostWarp = false>
+/// running post_loop. `Wide`: the 8 / 8 movers (ExecArgs::mover_wide; move_simple_op).
+template <typename T, bool Net = false, bool Traced = false, bool PostWarp = false, bool Wide = false>
 __global__ void __launch_bounds__(PostWarp ? kMaxThreads + 32 : kMaxThreads) exec_kernel(const __grid_constant__ ExecArgs a) {
   // a.roles > 1: this CUDA block runs a.roles plan thread blocks (a.block_tbs), each on its
   // own warps with its own shared state and named barrier (plan_lowering.hpp, RoleGroups).
@@ -567,7 +568,7 @@ __global__ void __launch_bounds__(PostWarp ? kMaxThreads + 32 : kMaxThreads) exe
   uint32_t par = 0;
   bool ok = true;
   for (;; par ^= 1u) {
-    if (!invoke<T, Net, Traced, PostWarp>(iv, sh, tb.slot_begin + at.slot, at.k, par)) {
+    if (!invoke<T, Net, Traced, PostWarp, Wide>(iv, sh, tb.slot_begin + at.slot, at.k, par)) {
       ok = false;
       break;
     }

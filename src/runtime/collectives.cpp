@@ -17,6 +17,10 @@
 
 namespace weft {
 
+namespace {
+constexpr uint64_t kWindowPieceBytes = 64 << 10;
+}  // namespace
+
 void Communicator::collective(Collective c, const void* send, void* recv, uint64_t count, int dtype, int op,
                               int root, cudaStream_t stream) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -113,8 +117,10 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
   const uint64_t env_target =
       env_overrides_ ? static_cast<uint64_t>(std::max<int64_t>(0, config::get_int("WEFT_MICROBATCH_BYTES"))) : 0;
   const uint64_t target = env_target > 0 ? env_target : ch.microbatch_bytes;
-  // A window of micro-batches (WEFT_MB_WINDOW) needs chunks cut into at least that many.
-  exec::Geometry g = make_geometry(cp.lp, count, static_cast<uint32_t>(esz), cap, target, proto, cp.mb_window);
+  // A window of micro-batches (WEFT_MB_WINDOW) needs chunks cut into at least that many,
+  // where each block's piece keeps 64 KiB (smaller ones cost more per message than they hide).
+  exec::Geometry g = make_geometry(cp.lp, count, static_cast<uint32_t>(esz), cap, target, proto, cp.mb_window,
+                                   kWindowPieceBytes);
 
   exec::ExecArgs a{};
   a.tbs = cp.tbs;

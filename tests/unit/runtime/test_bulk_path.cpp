@@ -65,6 +65,9 @@ TEST(BulkPath, WindowsCutChunksIntoEnoughMicroBatches) {
   EXPECT_EQ(make_geometry(lp, 4u << 20, 4, 512 << 10).nmb, 2u);
   EXPECT_EQ(make_geometry(lp, 4u << 20, 4, 512 << 10, 0, exec::kSimple, 2).nmb, 2u);
   EXPECT_EQ(make_geometry(lp, 4u << 20, 4, 512 << 10, 0, exec::kSimple, 8).nmb, 8u);
+  // Cut into 8, each of the 4 blocks' pieces is 128 KiB: kept at a floor of 128 KiB, not of 256.
+  EXPECT_EQ(make_geometry(lp, 4u << 20, 4, 512 << 10, 0, exec::kSimple, 8, 128 << 10).nmb, 8u);
+  EXPECT_EQ(make_geometry(lp, 4u << 20, 4, 512 << 10, 0, exec::kSimple, 8, 256 << 10).nmb, 2u);
   // 16 MiB of floats as NCCL's 16 MiB row: one micro-batch per chunk, two with a window of 2.
   const exec::Geometry g = make_geometry(lp, 1000, 4, 512 << 10, 0, exec::kSimple, 2);
   EXPECT_EQ(g.nmb, 2u);
