@@ -14,6 +14,8 @@
 // Then the whole block (role) moves the data; then thread 0 publishes: post at the receiver
 // (always, so that Simple and LL messages share one count), ack at the sender, and the
 // slot's own counter. LL receives poll their packets instead of waiting for the post.
+// Launched with a posting warp (PostWarp, WEFT_POST_WARP), that warp publishes instead, while
+// the block's movers go on with the next invocation. Invocations run in exec::InvocationOrder.
 // A wait that times out records rank, thread block, slot, micro-batch and what it waited
 // for in host-mapped memory and ends the block; the other blocks see the claim and end too.
 #pragma once
@@ -33,11 +35,6 @@ namespace weft::exec {
 
 constexpr int kMaxThreads = 512;
 
-/// Written by thread 0 (or, for proc_status, by a thread whose packet wait failed) and read
-/// by every thread after a barrier. The statuses alternate between two copies per
-/// invocation, so thread 0 writing the next invocation's status never races with a slow
-/// thread still reading this one's; start_status is the launch's own, for the same reason
-/// (the first invocation writes wait_status[0] while the others may still read it).
 /// What the posting warp (exec_kernel's PostWarp) publishes for one invocation, written by
 /// thread 0 once the invocation's waits succeeded; `stop` ends the posting warp.
 struct PostRecord {
@@ -50,6 +47,11 @@ struct PostRecord {
   int stop;
 };
 
+/// Written by thread 0 (or, for proc_status, by a thread whose packet wait failed) and read
+/// by every thread after a barrier. The statuses alternate between two copies per
+/// invocation, so thread 0 writing the next invocation's status never races with a slow
+/// thread still reading this one's; start_status is the launch's own, for the same reason
+/// (the first invocation writes wait_status[0] while the others may still read it).
 struct BlockShared {
   uint64_t base;
   uint64_t rpos;

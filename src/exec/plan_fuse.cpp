@@ -1,6 +1,8 @@
 #include "exec/plan_fuse.hpp"
 
 #include <algorithm>
+#include <map>
+#include <tuple>
 #include <vector>
 
 namespace weft {
@@ -62,6 +64,11 @@ void remove_block(LoweredPlan& lp, int32_t r, int32_t t) {
         if (d.tb > t) --d.tb;
 }
 
+/// The send slots a copy could fold into, by what they send (buffer, first chunk, count,
+/// instance, instances).
+using SendKey = std::tuple<int, int32_t, int32_t, int, int>;
+SendKey send_key(const DevSlot& s) { return {s.src_buf, s.src_index, s.count, s.instance, s.instances}; }
+
 /// Fold: copy-only thread blocks whose every copy matches a send of another block.
 int32_t fold_copy_blocks(LoweredPlan& lp, int32_t r) {
   LoweredRank& lr = lp.ranks[static_cast<size_t>(r)];
@@ -69,18 +76,23 @@ int32_t fold_copy_blocks(LoweredPlan& lp, int32_t r) {
   for (int32_t t = static_cast<int32_t>(lr.tbs.size()) - 1; t >= 0; --t) {
     const exec::DevTB tb = lr.tbs[static_cast<size_t>(t)];
     if (tb.nslots == 0) continue;
+    const DevSlot& first = lr.slots[static_cast<size_t>(tb.slot_begin)];
+    if (first.prim != exec::kCopy) continue;
+    std::map<SendKey, std::vector<int32_t>> sends;  // slot indices outside block t
+    for (int32_t s = 0; s < static_cast<int32_t>(lr.slots.size()); ++s)
+      if (lr.slots[static_cast<size_t>(s)].prim == exec::kSend && (s < tb.slot_begin || s >= tb.slot_begin + tb.nslots))
+        sends[send_key(lr.slots[static_cast<size_t>(s)])].push_back(s);
     std::vector<int32_t> into;  // the send each copy folds into
     for (int32_t i = 0; i < tb.nslots; ++i) {
       const DevSlot& copy = lr.slots[static_cast<size_t>(tb.slot_begin + i)];
       if (copy.prim != exec::kCopy || copy.ndeps != 0 || (copy.flags & exec::kHasDependents) != 0) break;
-      for (int32_t s = 0; s < static_cast<int32_t>(lr.slots.size()); ++s) {
-        const bool taken = std::find(into.begin(), into.end(), s) != into.end();
-        if (!taken && (s < tb.slot_begin || s >= tb.slot_begin + tb.nslots) &&
-            fusable(lp, lr.slots[static_cast<size_t>(s)], copy)) {
+      auto it = sends.find(send_key(copy));
+      if (it == sends.end()) break;
+      for (int32_t s : it->second)
+        if (std::find(into.begin(), into.end(), s) == into.end() && fusable(lp, lr.slots[static_cast<size_t>(s)], copy)) {
           into.push_back(s);
           break;
         }
-      }
       if (static_cast<int32_t>(into.size()) != i + 1) break;
     }
     if (static_cast<int32_t>(into.size()) != tb.nslots) continue;
