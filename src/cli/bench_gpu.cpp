@@ -19,9 +19,9 @@
 
 #include "cli/bench_predict.hpp"
 #include "ir/algorithm.hpp"
-#include "runtime/collective_reference.hpp"
-#include "runtime/host_reduce.hpp"
-#include "runtime/launcher.hpp"
+#include "exec/collective_reference.hpp"
+#include "exec/host_reduce.hpp"
+#include "util/launcher.hpp"
 #include "runtime/selection.hpp"
 #include "runtime/trace_api.h"
 #include "sim/measured_trace.hpp"

@@ -11,7 +11,7 @@
 #include "cli/bench_predict.hpp"
 #include "cli/commands.hpp"
 #include "ir/topology_io.hpp"
-#include "runtime/host_reduce.hpp"
+#include "exec/host_reduce.hpp"
 #include "sim/sweep.hpp"
 #include "weft/weft.h"
 #include "util/error.hpp"

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "cli/bench_calls.hpp"
-#include "runtime/launcher.hpp"
+#include "util/launcher.hpp"
 #include "util/error.hpp"
 #include "util/text.hpp"
 

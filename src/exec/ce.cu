@@ -4,7 +4,7 @@
 
 #include "exec/ce.hpp"
 #include "exec/reduce_ops.cuh"
-#include "runtime/cuda_check.hpp"
+#include "util/cuda_check.hpp"
 #include "weft/weft.h"
 
 namespace weft::exec {

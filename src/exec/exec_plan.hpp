@@ -203,7 +203,7 @@ struct ExecArgs {
   int32_t net;               ///< 1: some connection crosses the network (ChannelHandle::net)
   int32_t roles;             ///< > 1: plan thread blocks per CUDA block (exec_kernel, RoleGroups)
   const int16_t* block_tbs;  ///< roles > 1: the thread block of role r of CUDA block b at [b * roles + r], -1 none
-  char* trace;               ///< null: untraced; else per-block timestamp regions (exec/trace_record.hpp)
+  char* trace;               ///< null: untraced; else per-block timestamp regions (ir/trace_record.hpp)
   uint32_t trace_cap;        ///< records per block region
   DevTB itbs[kInlineTBs];
   DevSlot islots[kInlineSlots];

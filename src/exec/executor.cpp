@@ -6,7 +6,7 @@
 #include <mutex>
 #include <set>
 
-#include "runtime/cuda_check.hpp"
+#include "util/cuda_check.hpp"
 #include "util/error.hpp"
 #include "weft/weft.h"
 

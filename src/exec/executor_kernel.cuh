@@ -24,7 +24,7 @@
 #include "exec/exec_plan.hpp"
 #include "exec/ll128.cuh"
 #include "exec/reduce_ops.cuh"
-#include "exec/trace_record.hpp"
+#include "ir/trace_record.hpp"
 #include "weft/device/atomics.hpp"
 #include "weft/device/packet.hpp"
 #include "weft/device/wait.hpp"

@@ -5,7 +5,7 @@
 #include <map>
 #include <tuple>
 
-#include "runtime/host_reduce.hpp"
+#include "exec/host_reduce.hpp"
 #include "util/error.hpp"
 
 namespace weft {

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <random>
 
-#include "runtime/auth.hpp"
+#include "bootstrap/auth.hpp"
 #include "util/config.hpp"
 
 namespace weft::gen {

@@ -9,8 +9,8 @@
 #include "nccl/fallback.hpp"
 #include "nccl/group.hpp"
 #include "nccl/premul.hpp"
-#include "runtime/cuda_check.hpp"
-#include "runtime/socket.hpp"
+#include "util/cuda_check.hpp"
+#include "bootstrap/socket.hpp"
 #include "util/config.hpp"
 #include "util/log.hpp"
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "runtime/cuda_check.hpp"
+#include "util/cuda_check.hpp"
 #include "util/error.hpp"
 
 namespace weft::nccl {

@@ -7,7 +7,7 @@
 
 #include "net/ucx_transport.hpp"
 #include "proxy/proxy.hpp"
-#include "runtime/bootstrap.hpp"
+#include "bootstrap/bootstrap.hpp"
 #include "util/config.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"

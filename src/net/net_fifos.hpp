@@ -9,7 +9,7 @@
 // transport's fence). The receive end reads its slots (page-locked host memory the network
 // writes, mapped into the GPU) and ack(pos) pushes a signal trigger: the acked count lands
 // in the sender's region. Waits are the memory channel's, on counters in this rank's own
-// region. The region's layout is runtime/net_layout.hpp.
+// region. The region's layout is net/net_layout.hpp.
 //
 // Per rank: one UCX transport (endpoints to every rank), one region, one proxy thread with
 // two port channels per connection and peer on another node (data, acks). Collective over
@@ -26,7 +26,7 @@
 
 #include "exec/memory_channel.hpp"
 #include "proxy/fifo.hpp"
-#include "runtime/net_layout.hpp"
+#include "net/net_layout.hpp"
 
 namespace weft {
 

@@ -1,6 +1,6 @@
 #include "net/port_mesh.hpp"
 
-#include "runtime/bootstrap.hpp"
+#include "bootstrap/bootstrap.hpp"
 #include "util/config.hpp"
 #include "util/error.hpp"
 

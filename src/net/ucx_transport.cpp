@@ -5,7 +5,7 @@
 #include <deque>
 
 #include "net/ucx_api.hpp"
-#include "runtime/bootstrap.hpp"
+#include "bootstrap/bootstrap.hpp"
 #include "util/config.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"

@@ -4,7 +4,7 @@
 // worker fence), flush (ucp_ep_flush, bounded), worker progress driven by the proxy thread.
 //
 // Trust. Worker addresses and memory keys travel only through `allgather`, which the
-// caller backs with the bootstrap's ring (runtime/bootstrap.hpp), so only ranks that proved
+// caller backs with the bootstrap's ring (bootstrap/bootstrap.hpp), so only ranks that proved
 // the communicator's secret learn them, and every endpoint is created from an address
 // received there. Every byte received is checked: block tags, lengths, sizes, addresses
 // (see docs/port-channels.md for what UCX itself does not protect).

@@ -4,7 +4,7 @@
 #include <functional>
 #include <thread>
 
-#include "runtime/cuda_check.hpp"
+#include "util/cuda_check.hpp"
 
 namespace weft::part {
 

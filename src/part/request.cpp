@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "proxy/copy_engine.hpp"
-#include "runtime/cuda_check.hpp"
+#include "util/cuda_check.hpp"
 #include "util/log.hpp"
 
 namespace weft::part {

@@ -11,12 +11,12 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/bootstrap.hpp"
+#include "bootstrap/bootstrap.hpp"
 #include "runtime/c_api_internal.hpp"
 #include "runtime/communicator.hpp"
-#include "runtime/cuda_check.hpp"
-#include "runtime/env_init.hpp"
-#include "runtime/host_reduce.hpp"
+#include "util/cuda_check.hpp"
+#include "bootstrap/env_init.hpp"
+#include "exec/host_reduce.hpp"
 #include "util/checked.hpp"
 #include "util/handle_registry.hpp"
 #include "util/log.hpp"

@@ -11,15 +11,15 @@
 
 #include "exec/ce.hpp"
 #include "net/node_layout.hpp"
-#include "runtime/ce_collectives.hpp"
+#include "exec/ce_collectives.hpp"
 #include "proxy/copy_engine.hpp"
 #include "net/ucx_transport.hpp"
-#include "runtime/builtin_plans.hpp"
+#include "plan/builtin_plans.hpp"
 #include "net/net_fifos.hpp"
-#include "runtime/plan_source.hpp"
-#include "runtime/cuda_check.hpp"
+#include "plan/plan_source.hpp"
+#include "util/cuda_check.hpp"
 #include "exec/executor.hpp"
-#include "runtime/peer_check.hpp"
+#include "bootstrap/peer_check.hpp"
 #include "gen/kernels.hpp"
 #include "util/config.hpp"
 #include "util/log.hpp"
@@ -45,7 +45,7 @@ uint64_t process_token() {
 struct PeerInfo {
   uint32_t version;
   int32_t rank;
-  HostIdentity host;      ///< runtime/placement.hpp: which host it runs on
+  HostIdentity host;      ///< plan/placement.hpp: which host it runs on
   uint64_t process;       ///< process_token() of its process
   int32_t pid;
   int32_t device;
@@ -472,7 +472,7 @@ Communicator::CachedPlan& Communicator::plan_for(Collective c, const Choice& ch,
   cp->lp = lower_plan(make_plan(c, nranks_, ch.algorithm, ch.protocol, ch.instances, in_place, root, layout_.cfg.depth,
                                 ch.scheduler, ch.allocator, placement_.node_of_rank),
                       nranks_, layout_.cfg.connections);
-  // Each link runs on the channel the plan records (runtime/placement.hpp); one the
+  // Each link runs on the channel the plan records (plan/placement.hpp); one the
   // communicator cannot build for these ranks' hosts and nodes refuses the plan, on every
   // rank alike.
   check_plan_channels(cp->lp.plan, placement_);

@@ -9,7 +9,7 @@
 // peer maps them). Everything is freed by destroy() or abort(), except the arena while a
 // peer may still write into it (runtime/deferred_free.hpp).
 //
-// A peer watchdog (runtime/peer_watchdog.hpp) runs while the communicator is usable: when a
+// A peer watchdog (bootstrap/peer_watchdog.hpp) runs while the communicator is usable: when a
 // peer process exits or its bootstrap connection closes, it marks the communicator broken
 // (an error naming that rank, ErrorCode::Remote) and raises the abort flag, so kernels
 // waiting for that peer end within a second instead of at WEFT_TIMEOUT.
@@ -38,10 +38,10 @@
 #include "exec/memory_channel.hpp"
 #include "exec/oneshot.hpp"
 #include "ir/algorithm.hpp"
-#include "runtime/bootstrap.hpp"
+#include "bootstrap/bootstrap.hpp"
 #include "runtime/deferred_free.hpp"
-#include "runtime/peer_watchdog.hpp"
-#include "runtime/placement.hpp"
+#include "bootstrap/peer_watchdog.hpp"
+#include "plan/placement.hpp"
 #include "exec/plan_lowering.hpp"
 #include "runtime/selection_table.hpp"
 #include "util/error.hpp"
@@ -219,7 +219,7 @@ class Communicator {
   /// `cp` is null (no interpreter launch), why nothing is recorded.
   void start_trace(exec::ExecArgs* a, const CachedPlan* cp, Collective c, const Choice& ch, uint64_t payload,
                    const std::string& why_not, cudaStream_t stream);
-  /// The copy-engine executor (runtime/ce_collectives.hpp, built at its first call); false
+  /// The copy-engine executor (exec/ce_collectives.hpp, built at its first call); false
   /// on every rank when the call cannot run by copy engines.
   bool run_copy_engine(Collective c, const void* send, void* recv, uint64_t count, int dtype, int op, bool in_place,
                        cudaStream_t stream);
@@ -249,7 +249,7 @@ class Communicator {
   std::vector<exec::MemoryChannel> fifo_;
   /// The same across the network, for peers on other nodes (net_); empty elsewhere.
   std::vector<exec::MemoryChannel> net_fifo_;
-  /// Hosts and nodes of every rank (runtime/placement.hpp).
+  /// Hosts and nodes of every rank (plan/placement.hpp).
   Placement placement_;
   /// Every rank's process as the watchdog sees it (pid 0: not watchable from here).
   std::vector<PeerProcess> procs_;

@@ -4,9 +4,9 @@
 
 #include "exec/oneshot.hpp"
 #include "weft/device/packet.hpp"
-#include "runtime/builtin_plans.hpp"
-#include "runtime/ce_plan.hpp"
-#include "runtime/plan_source.hpp"
+#include "plan/builtin_plans.hpp"
+#include "plan/ce_plan.hpp"
+#include "plan/plan_source.hpp"
 #include "util/text.hpp"
 #include "util/config.hpp"
 #include "util/error.hpp"

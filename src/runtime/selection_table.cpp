@@ -4,9 +4,9 @@
 
 #include "lang/load.hpp"
 #include "plan/builder.hpp"
-#include "runtime/builtin_plans.hpp"
-#include "runtime/ce_plan.hpp"
-#include "runtime/plan_source.hpp"
+#include "plan/builtin_plans.hpp"
+#include "plan/ce_plan.hpp"
+#include "plan/plan_source.hpp"
 #include "runtime/selection.hpp"
 #include "util/config.hpp"
 #include "util/error.hpp"
@@ -200,7 +200,7 @@ SelectionRow read_row(const json& row, const RowReader& in) {
     return r;
   }
   if (r.kernel) in.bad("instances", "\"kernel\" is for oneshot only");
-  if (r.algorithm == ce::kAlgorithm) {  // copy engines (runtime/ce_collectives.hpp)
+  if (r.algorithm == ce::kAlgorithm) {  // copy engines (exec/ce_collectives.hpp)
     for (Collective c : r.collectives)
       if (!ce::supports(c)) in.bad("algorithm", "ce runs AllGather and AllReduce, not " + std::string(to_string(c)));
     return r;

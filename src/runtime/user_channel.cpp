@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "runtime/communicator.hpp"
-#include "runtime/cuda_check.hpp"
+#include "util/cuda_check.hpp"
 #include "util/log.hpp"
 
 namespace weft {

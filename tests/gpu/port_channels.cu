@@ -38,7 +38,7 @@
 #include "proxy/copy_engine.hpp"
 #include "proxy/proxy.hpp"
 #include "proxy/staging.hpp"
-#include "runtime/bootstrap.hpp"
+#include "bootstrap/bootstrap.hpp"
 #include "weft/device/port_channel.hpp"
 
 using namespace weft;

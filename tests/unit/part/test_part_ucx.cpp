@@ -22,7 +22,7 @@
 #include "part/engine.hpp"
 #include "part/state.hpp"
 #include "proxy/ucx_ranks.hpp"
-#include "runtime/bootstrap.hpp"
+#include "bootstrap/bootstrap.hpp"
 #include "util/error.hpp"
 #include "weft/part/common.hpp"
 

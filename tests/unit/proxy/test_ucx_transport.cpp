@@ -27,8 +27,8 @@
 #include "net/ucx_transport.hpp"
 #include "proxy/ucx_ranks.hpp"
 #include "proxy/proxy.hpp"
-#include "runtime/bootstrap.hpp"
-#include "runtime/placement.hpp"
+#include "bootstrap/bootstrap.hpp"
+#include "plan/placement.hpp"
 #include "util/error.hpp"
 
 namespace weft {
@@ -569,7 +569,7 @@ TEST(NetFifos, EmulatedNodesCarryEveryMessageIntact) {
 /// 4 rank processes on two fake hosts, interleaved (WEFT_HOST_ID a, b, a, b: Slurm's cyclic
 /// layout): what a communicator's creation does on the host side without a GPU. The host
 /// identities travel through the bootstrap, every rank derives the same hosts and nodes
-/// (runtime/placement.hpp), and the network FIFOs join exactly the ranks of different hosts:
+/// (plan/placement.hpp), and the network FIFOs join exactly the ranks of different hosts:
 /// 50 messages each way on 2 connections, every byte checked, over TCP.
 TEST(NetFifos, TwoFakeHostsFormOneCommunicator) {
   SKIP_WITHOUT_UCX();

@@ -10,8 +10,8 @@
 #include <set>
 
 #include "exec/plan_lowering.hpp"
-#include "runtime/builtin_plans.hpp"
-#include "runtime/plan_source.hpp"
+#include "plan/builtin_plans.hpp"
+#include "plan/plan_source.hpp"
 #include "runtime/selection.hpp"
 
 namespace weft {

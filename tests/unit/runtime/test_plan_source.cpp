@@ -7,9 +7,9 @@
 #include <cstdlib>
 #include <string>
 
-#include "runtime/builtin_plans.hpp"
+#include "plan/builtin_plans.hpp"
 #include "exec/plan_lowering.hpp"
-#include "runtime/plan_source.hpp"
+#include "plan/plan_source.hpp"
 #include "runtime/selection.hpp"
 #include "ir/plan_json.hpp"
 #include "util/error.hpp"

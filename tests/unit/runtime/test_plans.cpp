@@ -7,9 +7,9 @@
 #include <cstring>
 #include <random>
 
-#include "runtime/builtin_plans.hpp"
-#include "runtime/collective_reference.hpp"
-#include "runtime/host_reduce.hpp"
+#include "plan/builtin_plans.hpp"
+#include "exec/collective_reference.hpp"
+#include "exec/host_reduce.hpp"
 #include "exec/plan_emulator.hpp"
 #include "exec/plan_lowering.hpp"
 #include "util/error.hpp"

@@ -5,8 +5,8 @@
 #include <cstdlib>
 
 #include "exec/oneshot.hpp"
-#include "runtime/builtin_plans.hpp"
-#include "runtime/plan_source.hpp"
+#include "plan/builtin_plans.hpp"
+#include "plan/plan_source.hpp"
 #include "runtime/selection.hpp"
 #include "util/error.hpp"
 

@@ -14,7 +14,7 @@
 
 #include "ir/topology_io.hpp"
 #include "exec/plan_lowering.hpp"
-#include "runtime/plan_source.hpp"
+#include "plan/plan_source.hpp"
 #include "runtime/selection.hpp"
 #include "sim/simulator.hpp"
 

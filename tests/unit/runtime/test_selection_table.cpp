@@ -11,7 +11,7 @@
 #include <string>
 
 #include "exec/oneshot.hpp"
-#include "runtime/plan_source.hpp"
+#include "plan/plan_source.hpp"
 #include "runtime/selection.hpp"
 #include "runtime/selection_table.hpp"
 #include "util/error.hpp"

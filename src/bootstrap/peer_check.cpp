@@ -1,4 +1,4 @@
-#include "runtime/peer_check.hpp"
+#include "bootstrap/peer_check.hpp"
 
 #include <map>
 #include <mutex>

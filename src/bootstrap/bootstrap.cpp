@@ -1,4 +1,4 @@
-#include "runtime/bootstrap.hpp"
+#include "bootstrap/bootstrap.hpp"
 
 #include <sys/socket.h>
 
@@ -8,7 +8,7 @@
 #include <exception>
 #include <thread>
 
-#include "runtime/bootstrap_wire.hpp"
+#include "bootstrap/bootstrap_wire.hpp"
 #include "util/config.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"

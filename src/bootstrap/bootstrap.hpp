@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/auth.hpp"
-#include "runtime/socket.hpp"
+#include "bootstrap/auth.hpp"
+#include "bootstrap/socket.hpp"
 
 namespace weft {
 
@@ -87,7 +87,7 @@ class Bootstrap {
   /// Closes the sockets: peers blocked on this rank get an error at once.
   void close();
   /// The ring sockets to rank + 1 and from rank - 1 (-1 when closed or with one rank), for
-  /// a liveness watch (runtime/peer_watchdog.hpp): one of them closing means that neighbour
+  /// a liveness watch (bootstrap/peer_watchdog.hpp): one of them closing means that neighbour
   /// is gone (POLLRDHUP / POLLHUP). Never read or write them; stop watching before close().
   int next_fd() const { return next_.fd(); }
   int prev_fd() const { return prev_.fd(); }

@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/auth.hpp"
-#include "runtime/socket.hpp"
+#include "bootstrap/auth.hpp"
+#include "bootstrap/socket.hpp"
 #include "util/error.hpp"
 
 namespace weft::bootwire {

@@ -1,4 +1,4 @@
-#include "runtime/socket.hpp"
+#include "bootstrap/socket.hpp"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -4,7 +4,7 @@
 
 #include "exec/p2p_kernel.cuh"
 #include "runtime/communicator.hpp"
-#include "runtime/cuda_check.hpp"
+#include "util/cuda_check.hpp"
 #include "exec/executor.hpp"
 #include "util/log.hpp"
 

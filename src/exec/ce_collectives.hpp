@@ -1,4 +1,4 @@
-// The copy-engine executor: runs the programs of runtime/ce_plan.hpp on a communicator
+// The copy-engine executor: runs the programs of plan/ce_plan.hpp on a communicator
 // (docs/port-channels.md, "Copy-engine collectives").
 //
 // What runs where: on the caller's stream, a one-thread trigger kernel posts the program's
@@ -34,7 +34,7 @@
 
 #include "exec/exec_plan.hpp"
 #include "ir/algorithm.hpp"
-#include "runtime/ce_plan.hpp"
+#include "plan/ce_plan.hpp"
 #include "weft/device/port_channel.hpp"
 
 namespace weft {

@@ -1,4 +1,4 @@
-#include "runtime/auth.hpp"
+#include "bootstrap/auth.hpp"
 
 #include <errno.h>
 #include <sys/random.h>

@@ -1,10 +1,10 @@
-#include "runtime/collective_reference.hpp"
+#include "exec/collective_reference.hpp"
 
 #include <cstring>
 #include <algorithm>
 #include <thread>
 
-#include "runtime/host_reduce.hpp"
+#include "exec/host_reduce.hpp"
 #include "weft/weft.h"
 
 namespace weft::host {

@@ -1,4 +1,4 @@
-#include "runtime/host_reduce.hpp"
+#include "exec/host_reduce.hpp"
 
 #include <algorithm>
 #include <cstring>

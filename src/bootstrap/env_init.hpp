@@ -1,7 +1,7 @@
 // Rank, size, device and rendezvous from a launcher's environment (weftCommInitFromEnv).
 #pragma once
 
-#include "runtime/bootstrap.hpp"
+#include "bootstrap/bootstrap.hpp"
 
 namespace weft {
 

@@ -1,4 +1,4 @@
-#include "runtime/launcher.hpp"
+#include "util/launcher.hpp"
 
 #include <cuda_runtime_api.h>
 #include <signal.h>

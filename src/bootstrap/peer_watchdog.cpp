@@ -1,4 +1,4 @@
-#include "runtime/peer_watchdog.hpp"
+#include "bootstrap/peer_watchdog.hpp"
 
 #include <poll.h>
 #include <sys/socket.h>

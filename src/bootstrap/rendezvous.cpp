@@ -1,4 +1,4 @@
-#include "runtime/rendezvous.hpp"
+#include "bootstrap/rendezvous.hpp"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-#include "runtime/plan_source.hpp"
+#include "plan/plan_source.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -9,10 +9,10 @@
 #include "ir/topology_io.hpp"
 #include "plan/builder.hpp"
 #include "plan/plan_file.hpp"
-#include "runtime/builtin_plans.hpp"
-#include "runtime/collective_reference.hpp"
-#include "runtime/host_reduce.hpp"
-#include "runtime/placement.hpp"
+#include "plan/builtin_plans.hpp"
+#include "exec/collective_reference.hpp"
+#include "exec/host_reduce.hpp"
+#include "plan/placement.hpp"
 #include "exec/plan_emulator.hpp"
 #include "util/config.hpp"
 #include "util/error.hpp"
@@ -23,7 +23,7 @@ namespace weft {
 namespace {
 
 /// Ranks per node: the communicator's nodes where they are of equal size in contiguous runs
-/// of ranks (`node_of_rank`, real hosts and emulated nodes alike: runtime/placement.hpp);
+/// of ranks (`node_of_rank`, real hosts and emulated nodes alike: plan/placement.hpp);
 /// without a layout, where WEFT_EMULATE_NODES=N (N > 1) splits the ranks into N nodes of
 /// equal size (the node layout's contiguous runs); else the whole communicator.
 int emulated_gpus_per_node(int nranks, const std::vector<int>& node_of_rank = {}) {
@@ -69,7 +69,7 @@ SourceOptions options_for(const std::string& algorithm, int nranks, int root, bo
 /// the (emulated) network; the NIC figures are assumptions (a 100 Gb/s NIC), as the emulated
 /// network is UCX on one machine. With the communicator's layout (`node_of_rank`: ranks on
 /// several hosts) the same reshaping applies where its nodes are regular
-/// (runtime/placement.hpp); an irregular layout is scheduled as one node, and the runtime
+/// (plan/placement.hpp); an irregular layout is scheduled as one node, and the runtime
 /// records the links it builds on the plan either way.
 Topology node_topology(int nranks, const std::vector<int>& node_of_rank = {}) {
   Topology t = detect::configured_topology(nranks);
@@ -160,7 +160,7 @@ Plan make_plan(Collective c, int nranks, const std::string& algorithm, const std
                                          (in_place ? "in place" : "out of place"));
   // A plan the runtime compiles records the channels the runtime builds for the
   // communicator's layout; a plan file keeps its own, which the communicator checks
-  // (runtime/placement.hpp).
+  // (plan/placement.hpp).
   if (src.kind != SourceKind::PlanFile && static_cast<int>(node_of_rank.size()) == nranks)
     p.links = runtime_links(p, node_of_rank);
   return p;

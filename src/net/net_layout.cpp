@@ -1,4 +1,4 @@
-#include "runtime/net_layout.hpp"
+#include "net/net_layout.hpp"
 
 #include "util/error.hpp"
 

@@ -1,4 +1,4 @@
-#include "runtime/ce_plan.hpp"
+#include "plan/ce_plan.hpp"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "runtime/placement.hpp"
+#include "plan/placement.hpp"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "runtime/ce_collectives.hpp"
+#include "exec/ce_collectives.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -7,10 +7,10 @@
 #include "exec/executor.hpp"
 #include "proxy/copy_engine.hpp"
 #include "proxy/proxy.hpp"
-#include "runtime/bootstrap.hpp"
+#include "bootstrap/bootstrap.hpp"
 #include "runtime/communicator.hpp"
-#include "runtime/cuda_check.hpp"
-#include "runtime/host_reduce.hpp"
+#include "util/cuda_check.hpp"
+#include "exec/host_reduce.hpp"
 #include "util/config.hpp"
 #include "util/log.hpp"
 #include "weft/weft.h"

@@ -1,12 +1,12 @@
-#include "runtime/env_init.hpp"
+#include "bootstrap/env_init.hpp"
 
 #include <cuda_runtime_api.h>
 
 #include <cstdlib>
 #include <string>
 
-#include "runtime/cuda_check.hpp"
-#include "runtime/rendezvous.hpp"
+#include "util/cuda_check.hpp"
+#include "bootstrap/rendezvous.hpp"
 #include "util/error.hpp"
 
 namespace weft {

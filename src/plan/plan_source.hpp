@@ -1,7 +1,7 @@
 // Where the runtime's plans come from, and the check every plan passes before it is
 // uploaded.
 //
-// A plan is built by hand (runtime/builtin_plans.hpp: "ring", "allpairs", "chain"), compiled,
+// A plan is built by hand (plan/builtin_plans.hpp: "ring", "allpairs", "chain"), compiled,
 // or read from a plan file, the last two through the plan builder (plan/builder.hpp):
 // compiled is an algorithm from algorithms/ (by name, e.g. "ring_allreduce") or a .rccl /
 // .xml file, loaded for the communicator's rank count (parameter nRanks, and Root for
@@ -34,7 +34,7 @@ Collective algorithm_collective(const std::string& algorithm, int nranks);
 /// compiled plan is scheduled with `scheduler` and `allocator` and checked for deadlock with
 /// FIFOs of `fifo_depth` messages (the communicator's WEFT_FIFO_DEPTH). Throws InvalidArgument when the algorithm implements
 /// another collective or root, Verify when it fails verification or deadlocks, Parse for a
-/// malformed file. `node_of_rank` (the communicator's nodes, runtime/placement.hpp; empty:
+/// malformed file. `node_of_rank` (the communicator's nodes, plan/placement.hpp; empty:
 /// WEFT_EMULATE_NODES alone) shapes the topology compiled for, and a compiled plan records
 /// the links the runtime builds for it (port-net between nodes, memory within one).
 Plan make_plan(Collective c, int nranks, const std::string& algorithm, const std::string& protocol, int instances,

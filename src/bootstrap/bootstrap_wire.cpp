@@ -1,4 +1,4 @@
-#include "runtime/bootstrap_wire.hpp"
+#include "bootstrap/bootstrap_wire.hpp"
 
 #include <poll.h>
 

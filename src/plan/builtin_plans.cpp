@@ -1,4 +1,4 @@
-#include "runtime/builtin_plans.hpp"
+#include "plan/builtin_plans.hpp"
 
 #include <algorithm>
 #include <optional>

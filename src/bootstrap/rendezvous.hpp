@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "runtime/bootstrap.hpp"
+#include "bootstrap/bootstrap.hpp"
 
 namespace weft::rendezvous {
 
