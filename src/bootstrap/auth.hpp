@@ -1,8 +1,8 @@
 // The bootstrap's cryptography: a 256-bit secret drawn from the kernel's CSPRNG,
-// SHA-256 and HMAC-SHA-256 (FIPS 180-4, RFC 2104) for the challenge/response that proves
+// HMAC-SHA-256 (RFC 2104, on util/sha256.hpp's SHA-256) for the challenge/response that proves
 // a peer holds the secret without ever sending it, and a constant-time compare.
 //
-// Written here (about a hundred lines, checked against the published test vectors in
+// Written here (checked against the published test vectors in
 // tests/unit/runtime/test_bootstrap_security.cpp) so that the bootstrap needs no crypto library.
 #pragma once
 
@@ -11,32 +11,19 @@
 #include <cstdint>
 #include <string>
 
+#include "util/sha256.hpp"
+
 namespace weft::auth {
 
-using Digest = std::array<uint8_t, 32>;
+using Digest = Sha256Digest;
+using weft::Sha256;
+using weft::sha256;
 using Secret = std::array<uint8_t, 32>;
 
 /// Fills `n` bytes from getrandom(2) (the kernel's CSPRNG); throws System if it fails.
 void random_bytes(void* out, size_t n);
 /// A fresh secret from random_bytes.
 Secret random_secret();
-
-/// Incremental SHA-256.
-class Sha256 {
- public:
-  Sha256();
-  Sha256& update(const void* data, size_t n);
-  Digest finish();
-
- private:
-  void block(const uint8_t* p);
-  uint32_t h_[8];
-  uint8_t buf_[64];
-  size_t used_ = 0;
-  uint64_t total_ = 0;
-};
-
-Digest sha256(const void* data, size_t n);
 
 /// Incremental HMAC-SHA-256 keyed by `key` (any length).
 class Hmac {
