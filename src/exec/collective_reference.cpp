@@ -3,9 +3,9 @@
 #include <cstring>
 #include <algorithm>
 #include <thread>
+#include <type_traits>
 
 #include "exec/host_reduce.hpp"
-#include "weft/weft.h"
 
 namespace weft::host {
 
@@ -36,7 +36,7 @@ std::vector<std::vector<uint8_t>> reference(Collective c, int dtype, int op, int
     std::vector<uint8_t> acc(sends[0].begin() + static_cast<std::ptrdiff_t>(offset_bytes),
                              sends[0].begin() + static_cast<std::ptrdiff_t>(offset_bytes + bytes));
     for (int q = 1; q < R; ++q) combine(dtype, op, acc.data(), acc.data(), sends[static_cast<size_t>(q)].data() + offset_bytes, count);
-    if (op == weftAvg) divide(dtype, acc.data(), count, R);
+    if (divides(op)) divide(dtype, acc.data(), count, R);
     return acc;
   };
   for (int r = 0; r < R; ++r) {
@@ -106,7 +106,7 @@ std::vector<uint8_t> reference_for_rank(Collective c, int dtype, int op, int roo
       for (int q = 1; q < R; ++q)
         combine(dtype, op, acc.data() + lo * esz, acc.data() + lo * esz,
                 sends[static_cast<size_t>(q)].data() + offset_bytes + lo * esz, hi - lo);
-      if (op == weftAvg) divide(dtype, acc.data() + lo * esz, hi - lo, R);
+      if (divides(op)) divide(dtype, acc.data() + lo * esz, hi - lo, R);
     });
     return acc;
   };
@@ -133,28 +133,23 @@ std::vector<uint8_t> reference_for_rank(Collective c, int dtype, int op, int roo
 
 void fill_random(int dtype, int op, void* data, size_t n, uint64_t seed, int threads) {
   // Products stay exact with values in {-2..2} for a few ranks; sums with small magnitudes.
-  const int lo = op == weftProd ? -2 : -16, span = op == weftProd ? 5 : 33;
-  const bool is_unsigned = dtype == weftUint8 || dtype == weftUint32 || dtype == weftUint64;
+  const int lo = op == kOpProd ? -2 : -16, span = op == kOpProd ? 5 : 33;
   auto* p = static_cast<uint8_t*>(data);
   const uint64_t key = mix(seed);
-  parallel(n, threads, [&](size_t b, size_t e) {
-    for (size_t i = b; i < e; ++i) {
-      int v = lo + static_cast<int>(mix(key ^ i) % static_cast<uint64_t>(span));
-      if (is_unsigned && v < 0) v = -v;
-      switch (dtype) {
-        case weftInt8: { int8_t x = static_cast<int8_t>(v); std::memcpy(p + i, &x, 1); break; }
-        case weftUint8: { uint8_t x = static_cast<uint8_t>(v); std::memcpy(p + i, &x, 1); break; }
-        case weftInt32: { int32_t x = v; std::memcpy(p + i * 4, &x, 4); break; }
-        case weftUint32: { uint32_t x = static_cast<uint32_t>(v); std::memcpy(p + i * 4, &x, 4); break; }
-        case weftInt64: { int64_t x = v; std::memcpy(p + i * 8, &x, 8); break; }
-        case weftUint64: { uint64_t x = static_cast<uint64_t>(v); std::memcpy(p + i * 8, &x, 8); break; }
-        case weftFloat16: { uint16_t x = float_to_half(static_cast<float>(v)); std::memcpy(p + i * 2, &x, 2); break; }
-        case weftBfloat16: { uint16_t x = float_to_bf16(static_cast<float>(v)); std::memcpy(p + i * 2, &x, 2); break; }
-        case weftFloat32: { float x = static_cast<float>(v); std::memcpy(p + i * 4, &x, 4); break; }
-        case weftFloat64: { double x = v; std::memcpy(p + i * 8, &x, 8); break; }
-        default: break;
+  with_host_type(dtype, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    const bool unsigned_type = ::weft::is_unsigned(static_cast<DataType>(dtype));
+    parallel(n, threads, [&](size_t b, size_t e) {
+      for (size_t i = b; i < e; ++i) {
+        int v = lo + static_cast<int>(mix(key ^ i) % static_cast<uint64_t>(span));
+        if (unsigned_type && v < 0) v = -v;
+        T x;
+        if constexpr (std::is_same_v<T, Half>) x = Half{float_to_half(static_cast<float>(v))};
+        else if constexpr (std::is_same_v<T, Bf16>) x = Bf16{float_to_bf16(static_cast<float>(v))};
+        else x = static_cast<T>(v);
+        std::memcpy(p + i * sizeof(T), &x, sizeof(T));
       }
-    }
+    });
   });
 }
 

@@ -2,47 +2,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
-#include "weft/weft.h"
 
 namespace weft::host {
-
-size_t dtype_size(int dtype) {
-  switch (dtype) {
-    case weftInt8: case weftUint8: return 1;
-    case weftFloat16: case weftBfloat16: return 2;
-    case weftInt32: case weftUint32: case weftFloat32: return 4;
-    case weftInt64: case weftUint64: case weftFloat64: return 8;
-    default: return 0;
-  }
-}
-
-const char* dtype_name(int dtype) {
-  switch (dtype) {
-    case weftInt8: return "int8";
-    case weftUint8: return "uint8";
-    case weftInt32: return "int32";
-    case weftUint32: return "uint32";
-    case weftInt64: return "int64";
-    case weftUint64: return "uint64";
-    case weftFloat16: return "float16";
-    case weftFloat32: return "float32";
-    case weftFloat64: return "float64";
-    case weftBfloat16: return "bfloat16";
-    default: return "?";
-  }
-}
-
-const char* op_name(int op) {
-  switch (op) {
-    case weftSum: return "sum";
-    case weftProd: return "prod";
-    case weftMax: return "max";
-    case weftMin: return "min";
-    case weftAvg: return "avg";
-    default: return "?";
-  }
-}
 
 float half_to_float(uint16_t h) {
   uint32_t sign = (h >> 15) & 1u, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
@@ -111,87 +74,47 @@ namespace {
 template <typename T>
 T apply(int op, T a, T b) {
   switch (op) {
-    case weftProd: return static_cast<T>(a * b);
-    case weftMax: return std::max(a, b);
-    case weftMin: return std::min(a, b);
-    default: return static_cast<T>(a + b);
+    case kOpProd: return static_cast<T>(a * b);
+    case kOpMax: return std::max(a, b);
+    case kOpMin: return std::min(a, b);
+    default: return static_cast<T>(a + b);  // Sum; Avg combines as Sum
   }
 }
+Half apply(int op, Half a, Half b) { return Half{float_to_half(apply<float>(op, to_float(a), to_float(b)))}; }
+Bf16 apply(int op, Bf16 a, Bf16 b) { return Bf16{float_to_bf16(apply<float>(op, to_float(a), to_float(b)))}; }
 
 template <typename T>
-void combine_t(int op, void* dst, const void* a, const void* b, size_t n) {
-  for (size_t i = 0; i < n; ++i) {
-    T x, y;
-    std::memcpy(&x, static_cast<const char*>(a) + i * sizeof(T), sizeof(T));
-    std::memcpy(&y, static_cast<const char*>(b) + i * sizeof(T), sizeof(T));
-    T z = apply<T>(op, x, y);
-    std::memcpy(static_cast<char*>(dst) + i * sizeof(T), &z, sizeof(T));
-  }
+T divided(T v, int d) {
+  return static_cast<T>(v / static_cast<T>(d));
 }
-
-template <float (*ToF)(uint16_t), uint16_t (*FromF)(float)>
-void combine_16(int op, void* dst, const void* a, const void* b, size_t n) {
-  for (size_t i = 0; i < n; ++i) {
-    uint16_t x, y;
-    std::memcpy(&x, static_cast<const char*>(a) + i * 2, 2);
-    std::memcpy(&y, static_cast<const char*>(b) + i * 2, 2);
-    uint16_t z = FromF(apply<float>(op, ToF(x), ToF(y)));
-    std::memcpy(static_cast<char*>(dst) + i * 2, &z, 2);
-  }
-}
-
-template <typename T>
-void divide_t(void* x, size_t n, int d) {
-  for (size_t i = 0; i < n; ++i) {
-    T v;
-    std::memcpy(&v, static_cast<char*>(x) + i * sizeof(T), sizeof(T));
-    v = static_cast<T>(v / static_cast<T>(d));
-    std::memcpy(static_cast<char*>(x) + i * sizeof(T), &v, sizeof(T));
-  }
-}
-
-template <float (*ToF)(uint16_t), uint16_t (*FromF)(float)>
-void divide_16(void* x, size_t n, int d) {
-  for (size_t i = 0; i < n; ++i) {
-    uint16_t v;
-    std::memcpy(&v, static_cast<char*>(x) + i * 2, 2);
-    v = FromF(ToF(v) / static_cast<float>(d));
-    std::memcpy(static_cast<char*>(x) + i * 2, &v, 2);
-  }
-}
+Half divided(Half v, int d) { return Half{float_to_half(to_float(v) / static_cast<float>(d))}; }
+Bf16 divided(Bf16 v, int d) { return Bf16{float_to_bf16(to_float(v) / static_cast<float>(d))}; }
 
 }  // namespace
 
 void combine(int dtype, int op, void* dst, const void* a, const void* b, size_t n) {
-  switch (dtype) {
-    case weftInt8: return combine_t<int8_t>(op, dst, a, b, n);
-    case weftUint8: return combine_t<uint8_t>(op, dst, a, b, n);
-    case weftInt32: return combine_t<int32_t>(op, dst, a, b, n);
-    case weftUint32: return combine_t<uint32_t>(op, dst, a, b, n);
-    case weftInt64: return combine_t<int64_t>(op, dst, a, b, n);
-    case weftUint64: return combine_t<uint64_t>(op, dst, a, b, n);
-    case weftFloat16: return combine_16<half_to_float, float_to_half>(op, dst, a, b, n);
-    case weftFloat32: return combine_t<float>(op, dst, a, b, n);
-    case weftFloat64: return combine_t<double>(op, dst, a, b, n);
-    case weftBfloat16: return combine_16<bf16_to_float, float_to_bf16>(op, dst, a, b, n);
-    default: return;
-  }
+  with_host_type(dtype, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    for (size_t i = 0; i < n; ++i) {
+      T x, y;
+      std::memcpy(&x, static_cast<const char*>(a) + i * sizeof(T), sizeof(T));
+      std::memcpy(&y, static_cast<const char*>(b) + i * sizeof(T), sizeof(T));
+      const T z = apply(op, x, y);
+      std::memcpy(static_cast<char*>(dst) + i * sizeof(T), &z, sizeof(T));
+    }
+  });
 }
 
 void divide(int dtype, void* x, size_t n, int divisor) {
-  switch (dtype) {
-    case weftInt8: return divide_t<int8_t>(x, n, divisor);
-    case weftUint8: return divide_t<uint8_t>(x, n, divisor);
-    case weftInt32: return divide_t<int32_t>(x, n, divisor);
-    case weftUint32: return divide_t<uint32_t>(x, n, divisor);
-    case weftInt64: return divide_t<int64_t>(x, n, divisor);
-    case weftUint64: return divide_t<uint64_t>(x, n, divisor);
-    case weftFloat16: return divide_16<half_to_float, float_to_half>(x, n, divisor);
-    case weftFloat32: return divide_t<float>(x, n, divisor);
-    case weftFloat64: return divide_t<double>(x, n, divisor);
-    case weftBfloat16: return divide_16<bf16_to_float, float_to_bf16>(x, n, divisor);
-    default: return;
-  }
+  with_host_type(dtype, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    for (size_t i = 0; i < n; ++i) {
+      T v;
+      std::memcpy(&v, static_cast<char*>(x) + i * sizeof(T), sizeof(T));
+      v = divided(v, divisor);
+      std::memcpy(static_cast<char*>(x) + i * sizeof(T), &v, sizeof(T));
+    }
+  });
 }
 
 }  // namespace weft::host
