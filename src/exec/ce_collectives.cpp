@@ -4,11 +4,11 @@
 #include <cstring>
 
 #include "exec/ce.hpp"
+#include "exec/device_memory.hpp"
 #include "exec/executor.hpp"
 #include "proxy/copy_engine.hpp"
 #include "proxy/proxy.hpp"
 #include "bootstrap/bootstrap.hpp"
-#include "runtime/communicator.hpp"
 #include "util/cuda_check.hpp"
 #include "exec/host_reduce.hpp"
 #include "util/config.hpp"
@@ -155,7 +155,7 @@ char* CeCollectives::map_peer(int peer, const cudaIpcMemHandle_t& handle, uint64
   m.peer_address = address;
   m.peer_bytes = std::max<uint64_t>(alloc_bytes, bytes);
   m.local = reinterpret_cast<uint64_t>(p);
-  if (!Communicator::allocation_range(p, &m.local_base, &m.local_bytes)) {
+  if (!exec::allocation_range(p, &m.local_base, &m.local_bytes)) {
     cudaGetLastError();
     m.local_base = m.local;
     m.local_bytes = bytes;
@@ -180,7 +180,7 @@ void CeCollectives::add_memories(const std::function<void()>& adds) {
 CeCollectives::LocalMem CeCollectives::local_memory(const void* ptr, uint64_t bytes,
                                                     std::vector<std::function<void()>>& adds) {
   uint64_t base = 0, size = 0;
-  if (!Communicator::allocation_range(ptr, &base, &size) || size > kMaxMemory) {  // the range itself
+  if (!exec::allocation_range(ptr, &base, &size) || size > kMaxMemory) {  // the range itself
     base = reinterpret_cast<uint64_t>(ptr);
     size = std::max<uint64_t>(bytes, 1);
   }
@@ -241,17 +241,9 @@ void CeCollectives::map_call(Collective c, const std::vector<Record>& all, uint6
   }
 }
 
-bool CeCollectives::run(Collective c, const void* send, void* recv, uint64_t count, int dtype, int op, bool in_place,
-                        cudaStream_t stream) {
-  RelaxedCapture relaxed;
-  DeviceGuard guard(ctx_.device);
-  const int R = ctx_.nranks, me = ctx_.rank;
-  const uint64_t esz = host::dtype_size(dtype);
-  const ce::Geometry g = ce::make_geometry(c, R, count, esz);
+std::string CeCollectives::local_record(Collective c, const void* recv, const ce::Geometry& g, Record* mine) {
+  const int R = ctx_.nranks;
   const std::string coll(to_string(c));
-
-  // This rank's part of the record, and why it cannot take part if so.
-  Record mine;
   std::string why;
   uint64_t reg = 0, reg_bytes = 0, alloc = 0, alloc_bytes = 0;
   // Worst case: a local memory for each buffer, the peers' receive buffers and scratch.
@@ -267,7 +259,7 @@ bool CeCollectives::run(Collective c, const void* send, void* recv, uint64_t cou
   else if (memories_ + need > device::ProxyTrigger::kMaxMemIds)
     why = coll + ": the copy-engine proxy's table of " + std::to_string(device::ProxyTrigger::kMaxMemIds) +
           " memories is full (too many distinct buffers)";
-  else if (!Communicator::allocation_range(recv, &alloc, &alloc_bytes) || cudaIpcGetMemHandle(&mine.out_handle, reinterpret_cast<void*>(alloc)) != cudaSuccess) {
+  else if (!exec::allocation_range(recv, &alloc, &alloc_bytes) || cudaIpcGetMemHandle(&mine->out_handle, reinterpret_cast<void*>(alloc)) != cudaSuccess) {
     cudaGetLastError();
     why = coll + "'s receive buffer cannot be shared through CUDA IPC (not from cudaMalloc?)";
   }
@@ -280,40 +272,30 @@ bool CeCollectives::run(Collective c, const void* send, void* recv, uint64_t cou
     scratch_bytes_ = g.total[2];
   }
   if (why.empty()) {
-    mine.ok = 1;
-    mine.out_alloc = alloc;
-    mine.out_alloc_bytes = alloc_bytes;
-    mine.reg_offset = reg - alloc;
-    mine.reg_bytes = reg_bytes;
-    mine.recv_offset = reinterpret_cast<uint64_t>(recv) - reg;
-    mine.scratch_handle = scratch_handle_;
-    mine.scratch = scratch_.empty() ? 0 : reinterpret_cast<uint64_t>(scratch_.back());
-    mine.scratch_bytes = scratch_bytes_;
+    mine->ok = 1;
+    mine->out_alloc = alloc;
+    mine->out_alloc_bytes = alloc_bytes;
+    mine->reg_offset = reg - alloc;
+    mine->reg_bytes = reg_bytes;
+    mine->recv_offset = reinterpret_cast<uint64_t>(recv) - reg;
+    mine->scratch_handle = scratch_handle_;
+    mine->scratch = scratch_.empty() ? 0 : reinterpret_cast<uint64_t>(scratch_.back());
+    mine->scratch_bytes = scratch_bytes_;
   }
-  std::vector<Record> all(static_cast<size_t>(R));
-  all[static_cast<size_t>(me)] = mine;
-  ctx_.boot->allgather(all.data(), sizeof(Record), config::wait_seconds(ctx_.timeout_s));
-  if (!why.empty()) {
-    note_fallback(why);
-    return false;
-  }
-  for (int q = 0; q < R; ++q)
-    if (all[static_cast<size_t>(q)].ok == 0) {
-      note_fallback(coll + ": rank " + std::to_string(q) + " cannot run it by copy engines (its log says why)");
-      return false;
-    }
+  return why;
+}
 
+bool CeCollectives::map_agreed(Collective c, const std::vector<Record>& all, const ce::Geometry& g, const void* recv,
+                               const char* in_ptr, CallMemories* mem) {
   // Memories: this rank's buffers (sources of puts), the peers' registrations and scratch.
   // Opening a peer's memory may fail on one rank only. Then this rank's tables are rolled
   // back (no memory id is left promised to the proxy) and, whenever the records hold
   // anything not mapped at an earlier call, the ranks agree: all run the call by copy
   // engines, or all return false (the SM path), so no rank waits for a peer that gave up.
+  const int R = ctx_.nranks, me = ctx_.rank;
   std::vector<std::function<void()>> adds;
-  const char* in_ptr = static_cast<const char*>(in_place ? recv : send);
-  if (c == Collective::AllGather && in_place) in_ptr = nullptr;  // the plan reads its output chunk
-  LocalMem out_mem, in_mem;
-  std::vector<std::array<uint32_t, 3>> dst_mem(static_cast<size_t>(R));
-  std::vector<uint64_t> dst_base(static_cast<size_t>(R));
+  mem->dst.assign(static_cast<size_t>(R), {});
+  mem->dst_base.assign(static_cast<size_t>(R), 0);
   const std::string records(reinterpret_cast<const char*>(all.data()), all.size() * sizeof(Record));
   std::string map_error;
   {
@@ -321,7 +303,8 @@ bool CeCollectives::run(Collective c, const void* send, void* recv, uint64_t cou
     const auto saved_remote = remote_;
     const uint32_t saved_memories = memories_;
     try {
-      map_call(c, all, g.total[2], recv, g.total[1], in_ptr, g.total[0], adds, &out_mem, &in_mem, &dst_mem, &dst_base);
+      map_call(c, all, g.total[2], recv, g.total[1], in_ptr, g.total[0], adds, &mem->out, &mem->in, &mem->dst,
+               &mem->dst_base);
     } catch (const std::exception& e) {
       map_error = e.what();
       local_ = saved_local;
@@ -342,7 +325,8 @@ bool CeCollectives::run(Collective c, const void* send, void* recv, uint64_t cou
       if (!adds.empty()) add_memories([&] {  // ids promised here stay in step with the proxy
         for (auto& f : adds) f();
       });
-      note_fallback(coll + ": rank " + std::to_string(bad) + " cannot map its peers' buffers (its log says why)");
+      note_fallback(std::string(to_string(c)) + ": rank " + std::to_string(bad) +
+                    " cannot map its peers' buffers (its log says why)");
       agreed_.clear();  // the failed attempt may have closed stale mappings: agree again next time
       return false;
     }
@@ -354,10 +338,12 @@ bool CeCollectives::run(Collective c, const void* send, void* recv, uint64_t cou
     add_memories([&] {
       for (auto& f : adds) f();
     });
+  return true;
+}
 
-  auto& progs = programs_[{static_cast<int>(c), in_place, g.pieces}];
-  if (progs.empty()) progs = ce::lower_ce_plan(ce::ce_plan(c, R, in_place, g.pieces));
-  const std::vector<ce::Step>& prog = progs[static_cast<size_t>(me)];
+void CeCollectives::launch_program(const std::vector<ce::Step>& prog, const ce::Geometry& g, const char* in_ptr,
+                                   void* recv, int dtype, int op, const CallMemories& mem, cudaStream_t stream) {
+  const int R = ctx_.nranks, me = ctx_.rank;
   char* scratch = scratch_.empty() ? nullptr : static_cast<char*>(scratch_.back());
   auto ptr = [&](const BufferRange& b) -> char* {
     char* base = b.buffer == Buffer::Input ? const_cast<char*>(in_ptr) : b.buffer == Buffer::Output ? static_cast<char*>(recv) : scratch;
@@ -379,48 +365,22 @@ bool CeCollectives::run(Collective c, const void* send, void* recv, uint64_t cou
     ta.nsteps = 0;
   };
   // A run of local steps with one destination: dst := a (op) sources.
-  char* run_dst = nullptr;
-  const char* run_a = nullptr;
-  uint64_t run_bytes = 0;
-  std::vector<const char*> run_src;
-  auto finish_local = [&] {
-    if (run_dst == nullptr) return;
-    if (run_bytes > 0 && run_src.empty()) {
-      if (run_a != run_dst) WEFT_CUDA_CHECK(cudaMemcpyAsync(run_dst, run_a, run_bytes, cudaMemcpyDeviceToDevice, stream));
-    } else if (run_bytes > 0) {
-      for (size_t k = 0; k < run_src.size(); k += exec::kCeMaxSources) {
-        exec::CeReduceArgs ra{};
-        ra.dst = run_dst;
-        ra.a = k == 0 ? run_a : run_dst;
-        ra.nsrc = static_cast<int32_t>(std::min<size_t>(exec::kCeMaxSources, run_src.size() - k));
-        for (int i = 0; i < ra.nsrc; ++i) ra.src[i] = run_src[k + static_cast<size_t>(i)];
-        ra.bytes = run_bytes;
-        ra.dtype = static_cast<uint8_t>(dtype);
-        ra.op = static_cast<uint8_t>(op == weftAvg ? weftSum : op);
-        const uint64_t per_block = uint64_t(exec::kCeReduceThreads) * 16 * 4;
-        const int blocks = static_cast<int>(std::clamp<uint64_t>((run_bytes + per_block - 1) / per_block, 1, ce::kMaxReduceBlocks));
-        exec::launch_ce_reduce(ra, blocks, stream);
-        blocks_.reduce_blocks = std::max(blocks_.reduce_blocks, blocks);
-      }
-    }
-    run_dst = nullptr;
-    run_src.clear();
-  };
+  LocalRun run;
   for (const ce::Step& s : prog) {
     if (s.op == ce::StepOp::Copy || s.op == ce::StepOp::Reduce) {
       launch_triggers();
       char* d = ptr(s.dst);
-      if (d != run_dst) {
-        finish_local();
-        run_dst = d;
-        run_a = d;
-        run_bytes = g.length(s.dst, s.count);
+      if (d != run.dst) {
+        finish_local(&run, dtype, op, stream);
+        run.dst = d;
+        run.a = d;
+        run.bytes = g.length(s.dst, s.count);
       }
-      if (s.op == ce::StepOp::Copy) run_a = ptr(s.src);
-      else run_src.push_back(ptr(s.src));
+      if (s.op == ce::StepOp::Copy) run.a = ptr(s.src);
+      else run.src.push_back(ptr(s.src));
       continue;
     }
-    finish_local();
+    finish_local(&run, dtype, op, stream);
     exec::CeDevStep d{};
     d.peer = static_cast<uint8_t>(std::max(0, s.peer));
     d.rank = static_cast<uint16_t>(std::max(0, s.peer));
@@ -433,11 +393,11 @@ bool CeCollectives::run(Collective c, const void* send, void* recv, uint64_t cou
         break;
       default: {
         d.op = exec::kCePut;
-        const LocalMem& src = s.src.buffer == Buffer::Output ? out_mem : in_mem;
+        const LocalMem& src = s.src.buffer == Buffer::Output ? mem.out : mem.in;
         d.src_mem = static_cast<uint16_t>(src.id);
         d.src_off = static_cast<uint64_t>(ptr(s.src) - src.base);
-        d.dst_mem = static_cast<uint16_t>(dst_mem[static_cast<size_t>(s.peer)][static_cast<size_t>(s.dst.buffer)]);
-        d.dst_off = (s.dst.buffer == Buffer::Output ? dst_base[static_cast<size_t>(s.peer)] : 0) + g.offset(s.dst);
+        d.dst_mem = static_cast<uint16_t>(mem.dst[static_cast<size_t>(s.peer)][static_cast<size_t>(s.dst.buffer)]);
+        d.dst_off = (s.dst.buffer == Buffer::Output ? mem.dst_base[static_cast<size_t>(s.peer)] : 0) + g.offset(s.dst);
         d.bytes = g.length(s.src, s.count);
         if (d.bytes == 0) d.src_off = d.dst_off = 0;  // an empty chunk still signals; its offset may lie past the end
         break;
@@ -446,50 +406,72 @@ bool CeCollectives::run(Collective c, const void* send, void* recv, uint64_t cou
     if (ta.nsteps == exec::kCeMaxSteps) launch_triggers();
     ta.steps[ta.nsteps++] = d;
   }
-  finish_local();
+  finish_local(&run, dtype, op, stream);
   launch_triggers();
-  if (c == Collective::AllReduce && op == weftAvg) launch_divide(recv, count, dtype, R, stream);
+}
+
+void CeCollectives::finish_local(LocalRun* run, int dtype, int op, cudaStream_t stream) {
+  if (run->dst == nullptr) return;
+  if (run->bytes > 0 && run->src.empty()) {
+    if (run->a != run->dst) WEFT_CUDA_CHECK(cudaMemcpyAsync(run->dst, run->a, run->bytes, cudaMemcpyDeviceToDevice, stream));
+  } else if (run->bytes > 0) {
+    for (size_t k = 0; k < run->src.size(); k += exec::kCeMaxSources) {
+      exec::CeReduceArgs ra{};
+      ra.dst = run->dst;
+      ra.a = k == 0 ? run->a : run->dst;
+      ra.nsrc = static_cast<int32_t>(std::min<size_t>(exec::kCeMaxSources, run->src.size() - k));
+      for (int i = 0; i < ra.nsrc; ++i) ra.src[i] = run->src[k + static_cast<size_t>(i)];
+      ra.bytes = run->bytes;
+      ra.dtype = static_cast<uint8_t>(dtype);
+      ra.op = static_cast<uint8_t>(combining_op(op));
+      const uint64_t per_block = uint64_t(exec::kCeReduceThreads) * 16 * 4;
+      const int blocks = static_cast<int>(std::clamp<uint64_t>((run->bytes + per_block - 1) / per_block, 1, ce::kMaxReduceBlocks));
+      exec::launch_ce_reduce(ra, blocks, stream);
+      blocks_.reduce_blocks = std::max(blocks_.reduce_blocks, blocks);
+    }
+  }
+  run->dst = nullptr;
+  run->src.clear();
+}
+
+bool CeCollectives::run(Collective c, const void* send, void* recv, uint64_t count, int dtype, int op, bool in_place,
+                        cudaStream_t stream) {
+  RelaxedCapture relaxed;
+  DeviceGuard guard(ctx_.device);
+  const int R = ctx_.nranks, me = ctx_.rank;
+  const ce::Geometry g = ce::make_geometry(c, R, count, host::dtype_size(dtype));
+  const std::string coll(to_string(c));
+
+  // This rank's part of the record, and why it cannot take part if so; every rank's.
+  Record mine;
+  const std::string why = local_record(c, recv, g, &mine);
+  std::vector<Record> all(static_cast<size_t>(R));
+  all[static_cast<size_t>(me)] = mine;
+  ctx_.boot->allgather(all.data(), sizeof(Record), config::wait_seconds(ctx_.timeout_s));
+  if (!why.empty()) {
+    note_fallback(why);
+    return false;
+  }
+  for (int q = 0; q < R; ++q)
+    if (all[static_cast<size_t>(q)].ok == 0) {
+      note_fallback(coll + ": rank " + std::to_string(q) + " cannot run it by copy engines (its log says why)");
+      return false;
+    }
+
+  const char* in_ptr = static_cast<const char*>(in_place ? recv : send);
+  if (c == Collective::AllGather && in_place) in_ptr = nullptr;  // the plan reads its output chunk
+  CallMemories mem;
+  if (!map_agreed(c, all, g, recv, in_ptr, &mem)) return false;
+
+  auto& progs = programs_[{static_cast<int>(c), in_place, g.pieces}];
+  if (progs.empty()) progs = ce::lower_ce_plan(ce::ce_plan(c, R, in_place, g.pieces));
+  launch_program(progs[static_cast<size_t>(me)], g, in_ptr, recv, dtype, op, mem, stream);
+  if (c == Collective::AllReduce && divides(op)) launch_divide(recv, count, dtype, R, stream);
   WEFT_LOG(Debug, "CE", "rank " << me << ": " << coll << " of " << count << " x " << host::dtype_name(dtype)
                                 << " by copy engines: " << blocks_.trigger_launches
                                 << " trigger launches of one thread, reduce on " << blocks_.reduce_blocks
                                 << " thread blocks, none moving data between GPUs");
   return true;
-}
-
-bool Communicator::run_copy_engine(Collective c, const void* send, void* recv, uint64_t count, int dtype, int op,
-                                   bool in_place, cudaStream_t stream) {
-  if (!ce::supports(c) || nranks_ < 2 || nranks_ > ce::kMaxRanks) {
-    WEFT_LOG(Debug, "CE", "rank " << rank_ << ": " << to_string(c) << " on " << nranks_
-                                  << " ranks has no copy-engine plan; SM path");
-    return false;  // every rank alike, before any collective setup
-  }
-  if (!ce_) {
-    CeContext x;
-    x.rank = rank_;
-    x.nranks = nranks_;
-    x.device = device_;
-    x.boot = boot_.get();
-    x.timeout_s = timeout_s_;
-    x.peer_device = peer_device_;
-    x.error = error_dev_;
-    x.error_claim = error_claim_;
-    x.abort = abort_dev_;
-    x.registered = [this](const void* ptr, uint64_t len, uint64_t* base, uint64_t* bytes) {
-      const uint64_t p = reinterpret_cast<uint64_t>(ptr);
-      for (const auto& [h, r] : registrations_) {
-        const uint64_t b = reinterpret_cast<uint64_t>(r->ptr);
-        if (p >= b && p - b <= r->bytes && len <= r->bytes - (p - b)) {
-          *base = b;
-          *bytes = r->bytes;
-          return true;
-        }
-      }
-      return false;
-    };
-    x.on_error = [this](const std::string& why) { on_network_error(why); };
-    ce_ = std::make_unique<CeCollectives>(std::move(x));
-  }
-  return ce_->run(c, send, recv, count, dtype, op, in_place, stream);
 }
 
 }  // namespace weft

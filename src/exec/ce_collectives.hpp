@@ -97,6 +97,31 @@ class CeCollectives {
                 LocalMem* in_mem, std::vector<std::array<uint32_t, 3>>* dst_mem, std::vector<uint64_t>* dst_base);
   uint32_t remote_memory(int peer, char* ptr, uint64_t bytes, std::vector<std::function<void()>>& adds);
   void note_fallback(const std::string& why);
+  /// Where this call's programs read and write: this rank's buffers and the peers'.
+  struct CallMemories {
+    LocalMem out, in;
+    std::vector<std::array<uint32_t, 3>> dst;  ///< by peer and buffer: the proxy's memory ids
+    std::vector<uint64_t> dst_base;            ///< by peer: its receive buffer's offset in its memory
+  };
+  /// A run of local steps with one destination: dst := a (op) sources.
+  struct LocalRun {
+    char* dst = nullptr;
+    const char* a = nullptr;
+    uint64_t bytes = 0;
+    std::vector<const char*> src;
+  };
+  /// This rank's record for the call (grows the scratch as every rank does); returns why
+  /// this rank cannot run it by copy engines, empty when it can.
+  std::string local_record(Collective c, const void* recv, const ce::Geometry& g, Record* mine);
+  /// Maps what the records name; false on every rank (logged) when some rank cannot.
+  bool map_agreed(Collective c, const std::vector<Record>& all, const ce::Geometry& g, const void* recv,
+                  const char* in_ptr, CallMemories* mem);
+  /// Launches this rank's program: trigger kernels for the proxy's steps, copies and reduce
+  /// kernels for the local ones.
+  void launch_program(const std::vector<ce::Step>& prog, const ce::Geometry& g, const char* in_ptr, void* recv, int dtype,
+                      int op, const CallMemories& mem, cudaStream_t stream);
+  /// Runs the pending local run (a copy, or reduce kernels) and empties it.
+  void finish_local(LocalRun* run, int dtype, int op, cudaStream_t stream);
 
   CeContext ctx_;
   std::unique_ptr<proxy::Proxy> proxy_;

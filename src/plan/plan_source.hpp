@@ -11,7 +11,7 @@
 // with the communicator's FIFO depth and several micro-batches, and must reproduce the host
 // reference exactly and leave every buffer the collective does not own untouched; a plan
 // that deadlocks, computes a wrong result or writes where it must not is refused with an
-// error naming what went wrong, before it reaches a GPU.
+// error naming what went wrong, before it reaches a GPU (exec/plan_check.hpp).
 #pragma once
 
 #include <string>
@@ -19,7 +19,6 @@
 
 #include "compile/deadlock.hpp"
 #include "ir/plan.hpp"
-#include "exec/plan_lowering.hpp"
 
 namespace weft {
 
@@ -40,10 +39,5 @@ Collective algorithm_collective(const std::string& algorithm, int nranks);
 Plan make_plan(Collective c, int nranks, const std::string& algorithm, const std::string& protocol, int instances,
                bool in_place, int root, int fifo_depth = kDefaultFifoDepth, const std::string& scheduler = "hpds",
                const std::string& allocator = "state", const std::vector<int>& node_of_rank = {});
-
-/// Runs the lowered plan on the emulator (FIFO depth `depth`, messages as `protocol` sends
-/// them) and compares with the host reference; throws Verify describing a deadlock, a wrong
-/// element or a stray write.
-void check_plan_on_emulator(const LoweredPlan& lp, int depth, exec::Protocol protocol = exec::kSimple);
 
 }  // namespace weft

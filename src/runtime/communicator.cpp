@@ -10,15 +10,18 @@
 #include <thread>
 
 #include "exec/ce.hpp"
+#include "exec/device_memory.hpp"
 #include "net/node_layout.hpp"
 #include "exec/ce_collectives.hpp"
 #include "proxy/copy_engine.hpp"
 #include "net/ucx_transport.hpp"
 #include "plan/builtin_plans.hpp"
 #include "net/net_fifos.hpp"
+#include "exec/plan_check.hpp"
 #include "plan/plan_source.hpp"
 #include "util/cuda_check.hpp"
 #include "exec/executor.hpp"
+#include "bootstrap/host_identity.hpp"
 #include "bootstrap/peer_check.hpp"
 #include "gen/kernels.hpp"
 #include "util/config.hpp"
@@ -730,30 +733,10 @@ void Communicator::free_all(bool graceful) {
   sweep_deferred();
 }
 
-bool Communicator::allocation_range(const void* ptr, uint64_t* base, uint64_t* bytes) {
-  // The allocation's base and size come from the driver, reached through the runtime so
-  // that libweft needs no link-time dependency on libcuda.
-  using GetRange = int (*)(unsigned long long*, size_t*, unsigned long long);
-  static GetRange get_range = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult q;
-    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &f, 12000, cudaEnableDefault, &q) != cudaSuccess)
-      f = nullptr;
-    return reinterpret_cast<GetRange>(f);
-  }();
-  if (get_range == nullptr) fail(ErrorCode::UnhandledCuda, "the driver offers no cuMemGetAddressRange");
-  unsigned long long b = 0;
-  size_t size = 0;
-  if (get_range(&b, &size, reinterpret_cast<unsigned long long>(ptr)) != 0) return false;
-  *base = b;
-  *bytes = size;
-  return true;
-}
-
 uint64_t Communicator::allocation_base(const void* ptr, uint64_t bytes, const std::string& fn) {
   uint64_t base = 0, size = 0;
   try {
-    if (!allocation_range(ptr, &base, &size))
+    if (!exec::allocation_range(ptr, &base, &size))
       fail(ErrorCode::InvalidArgument, fn + ": " + std::to_string(reinterpret_cast<uintptr_t>(ptr)) +
                                            " is not device memory of this process");
   } catch (const Error& e) {

@@ -130,9 +130,6 @@ class Communicator {
   /// copy-engine ones (WEFT_ALGO=ce), which run only where every receive buffer is.
   void* register_buffer(void* ptr, uint64_t bytes);
   void deregister_buffer(void* handle);
-  /// The allocation holding ptr (its base and size); false where ptr is not device memory
-  /// of this process.
-  static bool allocation_range(const void* ptr, uint64_t* base, uint64_t* bytes);
 
   /// Users' memory channels (weftCommConnectMemoryChannels, runtime/user_channel.cpp).
   /// Collective: every rank calls it together, each with its own list of peers (possibly
@@ -219,8 +216,9 @@ class Communicator {
   /// `cp` is null (no interpreter launch), why nothing is recorded.
   void start_trace(exec::ExecArgs* a, const CachedPlan* cp, Collective c, const Choice& ch, uint64_t payload,
                    const std::string& why_not, cudaStream_t stream);
-  /// The copy-engine executor (exec/ce_collectives.hpp, built at its first call); false
-  /// on every rank when the call cannot run by copy engines.
+  /// The copy-engine runner (exec/ce_collectives.hpp, built at its first call:
+  /// runtime/communicator_ce.cpp); false on every rank when the call cannot run by copy
+  /// engines.
   bool run_copy_engine(Collective c, const void* send, void* recv, uint64_t count, int dtype, int op, bool in_place,
                        cudaStream_t stream);
   std::string format_device_error(const exec::ErrorRecord& e) const;

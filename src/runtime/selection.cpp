@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "exec/oneshot.hpp"
+#include "plan/oneshot_limits.hpp"
 #include "weft/device/packet.hpp"
 #include "plan/builtin_plans.hpp"
 #include "plan/ce_plan.hpp"

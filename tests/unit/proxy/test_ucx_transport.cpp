@@ -28,6 +28,7 @@
 #include "proxy/ucx_ranks.hpp"
 #include "proxy/proxy.hpp"
 #include "bootstrap/bootstrap.hpp"
+#include "bootstrap/host_identity.hpp"
 #include "plan/placement.hpp"
 #include "util/error.hpp"
 

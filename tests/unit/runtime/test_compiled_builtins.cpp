@@ -10,6 +10,7 @@
 #include "compile/verify.hpp"
 #include "lang/load.hpp"
 #include "exec/plan_lowering.hpp"
+#include "exec/plan_check.hpp"
 #include "plan/plan_source.hpp"
 #include "util/error.hpp"
 

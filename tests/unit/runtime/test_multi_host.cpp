@@ -11,6 +11,7 @@
 #include "net/node_layout.hpp"
 #include "bootstrap/bootstrap.hpp"
 #include "bootstrap/socket.hpp"
+#include "bootstrap/host_identity.hpp"
 #include "plan/placement.hpp"
 #include "plan/plan_source.hpp"
 #include "rank_processes.hpp"

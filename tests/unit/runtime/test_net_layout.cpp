@@ -12,6 +12,7 @@
 #include "exec/plan_lowering.hpp"
 #include "net/node_layout.hpp"
 #include "net/net_layout.hpp"
+#include "exec/plan_check.hpp"
 #include "plan/plan_source.hpp"
 #include "runtime/selection_table.hpp"
 #include "util/error.hpp"

@@ -9,6 +9,7 @@
 
 #include "plan/builtin_plans.hpp"
 #include "exec/plan_lowering.hpp"
+#include "exec/plan_check.hpp"
 #include "plan/plan_source.hpp"
 #include "runtime/selection.hpp"
 #include "ir/plan_json.hpp"

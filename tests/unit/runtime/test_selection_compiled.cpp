@@ -14,6 +14,7 @@
 
 #include "ir/topology_io.hpp"
 #include "exec/plan_lowering.hpp"
+#include "exec/plan_check.hpp"
 #include "plan/plan_source.hpp"
 #include "runtime/selection.hpp"
 #include "sim/simulator.hpp"

@@ -22,6 +22,7 @@
 #include "lang/load.hpp"
 #include "lang/msccl_import.hpp"
 #include "exec/plan_lowering.hpp"
+#include "exec/plan_check.hpp"
 #include "plan/plan_source.hpp"
 #include "util/error.hpp"
 #include "plan_runs.hpp"
