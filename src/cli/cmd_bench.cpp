@@ -41,28 +41,23 @@ std::vector<std::string> op_names() {
   return v;
 }
 
-}  // namespace
+struct BenchArgs {
+  std::vector<std::string> collectives;
+  std::string sizes = "8:256M";
+  bool graph = false, json = false, no_nccl = false, no_check = false;
+  std::string csv, dtype = "float32", op = "sum";
+  int ranks = 0, warmup = 5, iters = 20;
+  double factor = 2;
+  std::string topology = "h200-1x2";
+  std::vector<std::string> algorithms;
+  std::string scheduler = "hpds";
+  std::string memory_budget;
+  std::string trace, trace_size;
+  uint32_t trace_records = 4096;
+  bool no_sim = false, predict = false;
+};
 
-void register_bench(CLI::App& app) {
-  auto* cmd = app.add_subcommand("bench",
-                                 "Benchmark collectives on this machine's GPUs against NCCL (nccl-tests' table); without a "
-                                 "GPU, the same sweep on the simulator, and the output's first line says so");
-  struct Args {
-    std::vector<std::string> collectives;
-    std::string sizes = "8:256M";
-    bool graph = false, json = false, no_nccl = false, no_check = false;
-    std::string csv, dtype = "float32", op = "sum";
-    int ranks = 0, warmup = 5, iters = 20;
-    double factor = 2;
-    std::string topology = "h200-1x2";
-    std::vector<std::string> algorithms;
-    std::string scheduler = "hpds";
-    std::string memory_budget;
-    std::string trace, trace_size;
-    uint32_t trace_records = 4096;
-    bool no_sim = false, predict = false;
-  };
-  auto args = std::make_shared<Args>();
+void add_bench_options(CLI::App* cmd, BenchArgs* args) {
   cmd->add_option("collectives", args->collectives, "AllReduce AllGather ReduceScatter Broadcast Reduce AllToAll (default: the first three)");
   cmd->add_option("--sizes", args->sizes, "FROM:TO in bytes, with K/M/G suffixes (default 8:256M)");
   cmd->add_option("--factor", args->factor, "size multiplier between rows, more than 1 and at most 1024 (default 2)");
@@ -93,110 +88,140 @@ void register_bench(CLI::App& app) {
                 "run nothing: print the simulator's per-call time of what the runtime would run (its selection and "
                 "plans) for --ranks ranks (default: the topology's GPUs) on --topology");
   add_memory_budget_option(cmd, args->memory_budget);
+}
+
+/// Closes the --csv file and says when writing it failed.
+void close_csv(std::ofstream& csv, const std::string& path) {
+  if (!csv.is_open()) return;
+  csv.close();
+  if (!csv) fail(ErrorCode::System, "writing the --csv file '" + path + "' failed");
+}
+
+/// --predict: the simulator's per-call time of what the runtime would run.
+void run_predict(const BenchArgs& args, bool topo_given, const std::vector<std::string>& collectives,
+                 const std::vector<uint64_t>& sizes) {
+  std::vector<Collective> cs;
+  for (const std::string& c : collectives) {
+    std::optional<Collective> k = collective_from_string(c);
+    if (!k || *k == Collective::Custom) fail(ErrorCode::InvalidArgument, "unknown collective '" + c + "'");
+    cs.push_back(*k);
+  }
+  // --topology given: its GPUs unless --ranks says otherwise; else h200-1x<ranks>.
+  const int ranks = args.ranks > 0 ? args.ranks : load_topology(args.topology).num_gpus();
+  std::ofstream csv;
+  if (!args.csv.empty()) csv.open(args.csv);
+  run_predicted_bench(cs, sizes, ranks, args.graph, topo_given ? args.topology : "", args.dtype,
+                      host::dtype_size(dtype_index(args.dtype)), args.json, csv.is_open() ? &csv : nullptr);
+  close_csv(csv, args.csv);
+}
+
+#if WEFT_HAVE_CUDA
+/// The run on this machine's GPUs; 77 when there is none.
+int run_on_gpus(const BenchArgs& args, bool topo_given, const std::vector<std::string>& collectives, uint64_t from,
+                uint64_t to) {
+  BenchOptions o;
+  o.collectives = collectives;
+  o.from = from;
+  o.to = to;
+  o.factor = args.factor;
+  o.graph = args.graph;
+  o.csv = args.csv;
+  o.json = args.json;
+  o.ranks = args.ranks;
+  o.warmup = args.warmup;
+  o.iters = args.iters;
+  o.nccl = !args.no_nccl;
+  o.check = !args.no_check;
+  o.dtype = args.dtype;
+  o.op = args.op;
+  o.trace = args.trace;
+  if (!args.trace_size.empty())
+    o.trace_size = parse_option("--trace-size", [&] { return text::parse_bytes(args.trace_size); });
+  o.trace_records = args.trace_records;
+  o.predict = !args.no_sim;
+  if (topo_given) o.sim_topology = args.topology;
+  return bench_gpu(o);
+}
+#endif
+
+/// No GPU in use: the same sweep on the simulator.
+void run_simulated(const BenchArgs& args, const std::vector<std::string>& collectives, const std::vector<uint64_t>& sizes,
+                   uint64_t memory_budget) {
+  if (!args.trace.empty())
+    fail(ErrorCode::InvalidArgument, "--trace measures a GPU's run and no GPU is in use (weft simulate --trace "
+                                     "writes a simulated trace)");
+  sim::BenchSpec spec;
+  spec.topology = args.topology;
+  spec.algorithms = args.algorithms;
+  spec.scheduler = args.scheduler;
+  spec.json = args.json;
+  spec.max_memory_bytes = memory_budget;
+  spec.dtype = args.dtype;
+  spec.dtype_bytes = host::dtype_size(dtype_index(args.dtype));
+  std::ofstream csv;
+  if (!args.csv.empty()) {
+    csv.open(args.csv);
+    spec.csv = &csv;
+  }
+  for (const std::string& c : collectives) {
+    std::optional<Collective> k = collective_from_string(c);
+    if (!k) fail(ErrorCode::InvalidArgument, "unknown collective '" + c + "'");
+    spec.collectives.push_back(*k);
+  }
+  spec.sizes = sizes;
+  const int done = sim::run_simulated_bench(spec, std::cout);
+  close_csv(csv, args.csv);
+  if (done == 0) {
+    std::cout.flush();
+    std::fprintf(stderr, "weft bench: no algorithm of those collectives could run on %s\n", args.topology.c_str());
+    set_exit(1);
+  }
+}
+
+void run_bench(const BenchArgs& args, bool topo_given) {
+  auto colon = args.sizes.find(':');
+  const uint64_t from = parse_option("--sizes", [&] {
+    return text::parse_bytes(colon == std::string::npos ? args.sizes : args.sizes.substr(0, colon));
+  });
+  const uint64_t to = colon == std::string::npos
+                          ? from
+                          : parse_option("--sizes", [&] { return text::parse_bytes(args.sizes.substr(colon + 1)); });
+  if (from == 0 || to < from) fail(ErrorCode::InvalidArgument, "--sizes wants FROM:TO with 0 < FROM <= TO");
+  if (!(args.factor > 1 && args.factor <= 1024))  // also refuses nan
+    fail(ErrorCode::InvalidArgument, text::format("--factor %g must be more than 1 and at most 1024", args.factor));
+  const uint64_t memory_budget = memory_budget_bytes(args.memory_budget);  // the simulated run's
+  // The CSV file is checked before any work: a run whose rows cannot be kept is refused.
+  if (!args.csv.empty() && !std::ofstream(args.csv))
+    fail(ErrorCode::System, "cannot write the --csv file '" + args.csv + "': " + std::strerror(errno));
+  std::vector<std::string> collectives =
+      args.collectives.empty() ? std::vector<std::string>{"AllReduce", "AllGather", "ReduceScatter"} : args.collectives;
+  // The rows' sizes, as the simulated sweep and --predict take them (at most 64).
+  std::vector<uint64_t> sizes;
+  for (double s = static_cast<double>(from); s <= static_cast<double>(to) && sizes.size() < 64;
+       s = std::max(s + 1, std::ceil(s * args.factor)))
+    sizes.push_back(static_cast<uint64_t>(s));
+  if (args.predict) return run_predict(args, topo_given, collectives, sizes);
+#if WEFT_HAVE_CUDA
+  const int rc = run_on_gpus(args, topo_given, collectives, from, to);
+  if (rc != 77) {
+    set_exit(rc);
+    return;
+  }
+#endif
+  run_simulated(args, collectives, sizes, memory_budget);
+}
+
+}  // namespace
+
+void register_bench(CLI::App& app) {
+  auto* cmd = app.add_subcommand("bench",
+                                 "Benchmark collectives on this machine's GPUs against NCCL (nccl-tests' table); without a "
+                                 "GPU, the same sweep on the simulator, and the output's first line says so");
+  auto args = std::make_shared<BenchArgs>();
+  add_bench_options(cmd, args.get());
   cmd->callback([args, cmd] {
     try {
-      auto colon = args->sizes.find(':');
-      const uint64_t from = parse_option("--sizes", [&] {
-        return text::parse_bytes(colon == std::string::npos ? args->sizes : args->sizes.substr(0, colon));
-      });
-      const uint64_t to = colon == std::string::npos
-                              ? from
-                              : parse_option("--sizes", [&] { return text::parse_bytes(args->sizes.substr(colon + 1)); });
-      if (from == 0 || to < from) fail(ErrorCode::InvalidArgument, "--sizes wants FROM:TO with 0 < FROM <= TO");
-      if (!(args->factor > 1 && args->factor <= 1024))  // also refuses nan
-        fail(ErrorCode::InvalidArgument, text::format("--factor %g must be more than 1 and at most 1024", args->factor));
-      const uint64_t memory_budget = memory_budget_bytes(args->memory_budget);  // the simulated run's
-      // The CSV file is checked before any work: a run whose rows cannot be kept is refused.
-      if (!args->csv.empty() && !std::ofstream(args->csv))
-        fail(ErrorCode::System, "cannot write the --csv file '" + args->csv + "': " + std::strerror(errno));
-      std::vector<std::string> collectives =
-          args->collectives.empty() ? std::vector<std::string>{"AllReduce", "AllGather", "ReduceScatter"} : args->collectives;
-      // The rows' sizes, as the simulated sweep and --predict take them (at most 64).
-      std::vector<uint64_t> sizes;
-      for (double s = static_cast<double>(from); s <= static_cast<double>(to) && sizes.size() < 64;
-           s = std::max(s + 1, std::ceil(s * args->factor)))
-        sizes.push_back(static_cast<uint64_t>(s));
-      if (args->predict) {
-        std::vector<Collective> cs;
-        for (const std::string& c : collectives) {
-          std::optional<Collective> k = collective_from_string(c);
-          if (!k || *k == Collective::Custom) fail(ErrorCode::InvalidArgument, "unknown collective '" + c + "'");
-          cs.push_back(*k);
-        }
-        // --topology given: its GPUs unless --ranks says otherwise; else h200-1x<ranks>.
-        const bool topo_given = cmd->count("--topology") > 0;
-        const int ranks = args->ranks > 0 ? args->ranks : load_topology(args->topology).num_gpus();
-        std::ofstream csv;
-        if (!args->csv.empty()) csv.open(args->csv);
-        run_predicted_bench(cs, sizes, ranks, args->graph, topo_given ? args->topology : "", args->dtype,
-                            host::dtype_size(dtype_index(args->dtype)), args->json, csv.is_open() ? &csv : nullptr);
-        if (csv.is_open()) {
-          csv.close();
-          if (!csv) fail(ErrorCode::System, "writing the --csv file '" + args->csv + "' failed");
-        }
-        return;
-      }
-#if WEFT_HAVE_CUDA
-      BenchOptions o;
-      o.collectives = collectives;
-      o.from = from;
-      o.to = to;
-      o.factor = args->factor;
-      o.graph = args->graph;
-      o.csv = args->csv;
-      o.json = args->json;
-      o.ranks = args->ranks;
-      o.warmup = args->warmup;
-      o.iters = args->iters;
-      o.nccl = !args->no_nccl;
-      o.check = !args->no_check;
-      o.dtype = args->dtype;
-      o.op = args->op;
-      o.trace = args->trace;
-      if (!args->trace_size.empty())
-        o.trace_size = parse_option("--trace-size", [&] { return text::parse_bytes(args->trace_size); });
-      o.trace_records = args->trace_records;
-      o.predict = !args->no_sim;
-      if (cmd->count("--topology") > 0) o.sim_topology = args->topology;
-      int rc = bench_gpu(o);
-      if (rc != 77) {
-        set_exit(rc);
-        return;
-      }
-#endif
-      // No GPU in use: the same sweep on the simulator.
-      if (!args->trace.empty())
-        fail(ErrorCode::InvalidArgument, "--trace measures a GPU's run and no GPU is in use (weft simulate --trace "
-                                         "writes a simulated trace)");
-      sim::BenchSpec spec;
-      spec.topology = args->topology;
-      spec.algorithms = args->algorithms;
-      spec.scheduler = args->scheduler;
-      spec.json = args->json;
-      spec.max_memory_bytes = memory_budget;
-      spec.dtype = args->dtype;
-      spec.dtype_bytes = host::dtype_size(dtype_index(args->dtype));
-      std::ofstream csv;
-      if (!args->csv.empty()) {
-        csv.open(args->csv);
-        spec.csv = &csv;
-      }
-      for (const std::string& c : collectives) {
-        std::optional<Collective> k = collective_from_string(c);
-        if (!k) fail(ErrorCode::InvalidArgument, "unknown collective '" + c + "'");
-        spec.collectives.push_back(*k);
-      }
-      spec.sizes = sizes;
-      const int done = sim::run_simulated_bench(spec, std::cout);
-      if (csv.is_open()) {
-        csv.close();
-        if (!csv) fail(ErrorCode::System, "writing the --csv file '" + args->csv + "' failed");
-      }
-      if (done == 0) {
-        std::cout.flush();
-        std::fprintf(stderr, "weft bench: no algorithm of those collectives could run on %s\n", args->topology.c_str());
-        set_exit(1);
-      }
+      run_bench(*args, cmd->count("--topology") > 0);
     } catch (const Error& e) {
       std::cout.flush();
       std::fprintf(stderr, "weft bench: %s\n", e.what());

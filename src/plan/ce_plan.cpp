@@ -155,9 +155,189 @@ std::string describe(const Step& s) {
   return "?";
 }
 
+namespace {
+
+/// One rank's program from its slots: the order of steps on this rank, and the order of
+/// signal-carrying steps toward each peer and of waits from it (-1 for the ready
+/// handshake, else the Send slot's id), which lower_ce_plan checks across ranks.
+class RankLowering {
+ public:
+  RankLowering(const PlanIndex& ix, const PlanPairing& pairing, const std::string& who, int rank, int nranks)
+      : ix_(ix), pairing_(pairing), who_(who), r_(rank), signals_(static_cast<size_t>(nranks)),
+        waits_(static_cast<size_t>(nranks)), ready_from_(static_cast<size_t>(nranks), 0) {
+    tb0_ = ix.rank_tb[static_cast<size_t>(rank)];
+    tb1_ = ix.rank_tb[static_cast<size_t>(rank) + 1];
+    first_ = static_cast<int32_t>(ix.tb_base[static_cast<size_t>(tb0_)]);
+    last_ = static_cast<int32_t>(ix.tb_base[static_cast<size_t>(tb1_)]);
+    next_.resize(static_cast<size_t>(tb1_ - tb0_));
+    for (int32_t t = tb0_; t < tb1_; ++t) next_[static_cast<size_t>(t - tb0_)] = static_cast<int32_t>(ix.tb_base[static_cast<size_t>(t)]);
+    done_.assign(static_cast<size_t>(last_ - first_), 0);
+  }
+
+  std::vector<Step> lower() {
+    check_and_handshake();
+    schedule();
+    if (std::any_of(prog_.begin(), prog_.end(), [](const Step& x) { return x.op == StepOp::Put; }))
+      prog_.push_back(Step{StepOp::Flush, -1, {}, {}, 1});
+    return std::move(prog_);
+  }
+  const std::vector<std::vector<int32_t>>& signals() const { return signals_; }
+  const std::vector<std::vector<int32_t>>& waits() const { return waits_; }
+
+ private:
+  bool is_done(int32_t id) const { return done_[static_cast<size_t>(id - first_)] != 0; }
+  Primitive prim(int32_t id) const { return ix_.slot(id).primitive; }
+  bool local(int32_t id) const { return prim(id) != Primitive::Send && prim(id) != Primitive::Recv; }
+  bool ready(int32_t id) const {
+    if (!ix_.first_in_tb(id) && !is_done(id - 1)) return false;
+    for (const SlotDep& d : ix_.slot(id).deps)
+      if (!is_done(ix_.dep(id, d))) return false;
+    return true;
+  }
+
+  /// Refuses what the copy-engine runner cannot run, and starts with the ready handshake:
+  /// tell every peer this rank receives from that its buffers may be written.
+  void check_and_handshake() {
+    for (int32_t id = first_; id < last_; ++id) {
+      const Slot& s = ix_.slot(id);
+      if (s.instances != 1)
+        fail(ErrorCode::InvalidUsage, who_ + ": " + describe(slot_ref(ix_, id)) + " has " + std::to_string(s.instances) +
+                                          " instances; the copy-engine runner runs one");
+      switch (s.primitive) {
+        case Primitive::Send: case Primitive::Recv: case Primitive::Copy: case Primitive::Reduce: case Primitive::Nop: break;
+        default:
+          fail(ErrorCode::InvalidUsage, who_ + ": " + describe(slot_ref(ix_, id)) + " is a fused primitive (" +
+                                            std::string(to_string(s.primitive)) +
+                                            "); the copy-engine runner runs send, recv, copy and reduce only");
+      }
+      if (s.primitive == Primitive::Recv && std::none_of(prog_.begin(), prog_.end(), [&](const Step& x) {
+            return x.op == StepOp::Signal && x.peer == s.recv_peer;
+          })) {
+        prog_.push_back(Step{StepOp::Signal, s.recv_peer, {}, {}, 1});
+        signals_[static_cast<size_t>(s.recv_peer)].push_back(-1);
+      }
+    }
+  }
+
+  void emit(int32_t id) {
+    const Slot& s = ix_.slot(id);
+    done_[static_cast<size_t>(id - first_)] = 1;
+    ++next_[static_cast<size_t>(ix_.tb_of[static_cast<size_t>(id)] - tb0_)];
+    switch (s.primitive) {
+      case Primitive::Send: {
+        const int32_t recv = [&] {
+          for (const PlanConnection& c : pairing_.conns)
+            for (size_t i = 0; i < c.sends.size(); ++i)
+              if (c.sends[i] == id) return c.recvs[i];
+          return -1;
+        }();
+        if (recv < 0) fail(ErrorCode::Internal, who_ + ": " + describe(slot_ref(ix_, id)) + " has no receive");
+        const int q = s.send_peer;
+        if (!ready_from_[static_cast<size_t>(q)]) {
+          ready_from_[static_cast<size_t>(q)] = 1;
+          prog_.push_back(Step{StepOp::Wait, q, {}, {}, 1});
+          waits_[static_cast<size_t>(q)].push_back(-1);
+        }
+        prog_.push_back(Step{StepOp::Put, q, s.src, ix_.slot(recv).dst, s.count});
+        signals_[static_cast<size_t>(q)].push_back(id);
+        break;
+      }
+      case Primitive::Recv:
+        prog_.push_back(Step{StepOp::Wait, s.recv_peer, {}, {}, 1});
+        waits_[static_cast<size_t>(s.recv_peer)].push_back(pairing_.send_of[static_cast<size_t>(id)]);
+        break;
+      case Primitive::Copy: prog_.push_back(Step{StepOp::Copy, -1, s.src, s.dst, s.count}); break;
+      case Primitive::Reduce: prog_.push_back(Step{StepOp::Reduce, -1, s.src, s.dst, s.count}); break;
+      default: break;
+    }
+  }
+
+  /// Emits every ready slot of the kinds `want` accepts, repeatedly (`once`: the first
+  /// only); true if any.
+  template <typename Want>
+  bool sweep(Want want, bool once = false) {
+    bool any = false;
+    for (bool again = true; again;) {
+      again = false;
+      for (int32_t t = tb0_; t < tb1_; ++t) {
+        const int32_t id = next_[static_cast<size_t>(t - tb0_)];
+        if (id >= static_cast<int32_t>(ix_.tb_base[static_cast<size_t>(t) + 1]) || !ready(id) || !want(id)) continue;
+        emit(id);
+        again = any = true;
+        if (once) return true;
+      }
+    }
+    return any;
+  }
+
+  /// A local step that reduces into the same chunk as the ones after it in its thread block
+  /// waits until all of their operands are there, so that the run is one pass
+  /// (dst := a (op) b (op) ...) rather than a pass per operand.
+  bool deferred(int32_t id) const {
+    const BufferRange dst = ix_.slot(id).dst;
+    for (int32_t n = id; !ix_.last_in_tb(n);) {
+      ++n;
+      if (prim(n) != Primitive::Reduce || !(ix_.slot(n).dst == dst)) break;
+      for (const SlotDep& d : ix_.slot(n).deps)
+        if (!is_done(ix_.dep(n, d))) return true;
+    }
+    return false;
+  }
+
+  /// The slots not done that some later send or local step needs (through deps or its
+  /// thread block), receives included.
+  std::vector<char> needed() const {
+    std::vector<char> need(done_.size(), 0);
+    for (bool changed = true; changed;) {
+      changed = false;
+      auto mark = [&](int32_t id) {
+        char& n = need[static_cast<size_t>(id - first_)];
+        changed |= n == 0;
+        n = 1;
+      };
+      for (int32_t id = last_ - 1; id >= first_; --id) {
+        if (is_done(id) || (prim(id) == Primitive::Recv && !need[static_cast<size_t>(id - first_)])) continue;
+        if (!ix_.first_in_tb(id) && !need[static_cast<size_t>(id - 1 - first_)]) mark(id - 1);
+        for (const SlotDep& d : ix_.slot(id).deps)
+          if (!need[static_cast<size_t>(ix_.dep(id, d) - first_)]) mark(ix_.dep(id, d));
+      }
+    }
+    return need;
+  }
+
+  /// Sends as soon as they can go, local steps as soon as their data is there, one needed
+  /// receive at a time (so that local work on what has arrived overlaps what is coming),
+  /// the receives nothing here depends on last.
+  void schedule() {
+    for (int32_t left = last_ - first_; left > 0; left = static_cast<int32_t>(std::count(done_.begin(), done_.end(), 0))) {
+      if (sweep([&](int32_t id) { return prim(id) == Primitive::Send; })) continue;
+      if (sweep([&](int32_t id) { return local(id) && !deferred(id); })) continue;
+      const std::vector<char> need = needed();
+      if (sweep([&](int32_t id) { return prim(id) == Primitive::Recv && need[static_cast<size_t>(id - first_)]; }, true))
+        continue;
+      if (sweep([&](int32_t id) { return local(id); })) continue;
+      if (sweep([&](int32_t id) { return prim(id) == Primitive::Recv; })) continue;
+      fail(ErrorCode::InvalidUsage, who_ + ": rank " + std::to_string(r_) + "'s slots wait on each other (a cycle)");
+    }
+  }
+
+  const PlanIndex& ix_;
+  const PlanPairing& pairing_;
+  const std::string& who_;
+  int r_;
+  int32_t tb0_ = 0, tb1_ = 0, first_ = 0, last_ = 0;
+  std::vector<int32_t> next_;  ///< per thread block of the rank: its next slot to emit
+  std::vector<char> done_;     ///< per slot of the rank
+  std::vector<Step> prog_;
+  std::vector<std::vector<int32_t>> signals_, waits_;  ///< by peer
+  std::vector<char> ready_from_;                       ///< by peer: its ready signal waited for
+};
+
+}  // namespace
+
 std::vector<std::vector<Step>> lower_ce_plan(const Plan& plan) {
   validate_plan(plan);
-  const std::string who = "copy-engine executor, plan '" + plan.algorithm + "'";
+  const std::string who = "copy-engine runner, plan '" + plan.algorithm + "'";
   if (plan.links.empty())
     fail(ErrorCode::InvalidUsage, who + ": the plan records no links; it runs only plans whose links are port-ce");
   for (const PlanLink& l : plan.links)
@@ -168,140 +348,12 @@ std::vector<std::vector<Step>> lower_ce_plan(const Plan& plan) {
   const PlanPairing pairing = pair_connections_or_throw(plan, ix);
   const int R = plan.num_ranks;
   std::vector<std::vector<Step>> programs(static_cast<size_t>(R));
-  // Per rank, the order of signal-carrying steps toward each peer and of waits from it:
-  // -1 for the ready handshake, else the Send slot's id.
   std::vector<std::vector<std::vector<int32_t>>> signals(static_cast<size_t>(R)), waits(static_cast<size_t>(R));
   for (int r = 0; r < R; ++r) {
-    signals[static_cast<size_t>(r)].resize(static_cast<size_t>(R));
-    waits[static_cast<size_t>(r)].resize(static_cast<size_t>(R));
-    const int32_t tb0 = ix.rank_tb[static_cast<size_t>(r)], tb1 = ix.rank_tb[static_cast<size_t>(r) + 1];
-    const int32_t first = static_cast<int32_t>(ix.tb_base[static_cast<size_t>(tb0)]);
-    const int32_t last = static_cast<int32_t>(ix.tb_base[static_cast<size_t>(tb1)]);
-    std::vector<int32_t> next(static_cast<size_t>(tb1 - tb0));
-    for (int32_t t = tb0; t < tb1; ++t) next[static_cast<size_t>(t - tb0)] = static_cast<int32_t>(ix.tb_base[static_cast<size_t>(t)]);
-    std::vector<char> done(static_cast<size_t>(last - first), 0);
-    auto is_done = [&](int32_t id) { return done[static_cast<size_t>(id - first)] != 0; };
-    auto ready = [&](int32_t id) {
-      if (!ix.first_in_tb(id) && !is_done(id - 1)) return false;
-      for (const SlotDep& d : ix.slot(id).deps)
-        if (!is_done(ix.dep(id, d))) return false;
-      return true;
-    };
-    std::vector<Step>& prog = programs[static_cast<size_t>(r)];
-    std::vector<char> ready_from(static_cast<size_t>(R), 0);  // the peer's ready signal waited for
-    for (int32_t id = first; id < last; ++id) {
-      const Slot& s = ix.slot(id);
-      if (s.instances != 1)
-        fail(ErrorCode::InvalidUsage, who + ": " + describe(slot_ref(ix, id)) + " has " + std::to_string(s.instances) +
-                                          " instances; the copy-engine executor runs one");
-      switch (s.primitive) {
-        case Primitive::Send: case Primitive::Recv: case Primitive::Copy: case Primitive::Reduce: case Primitive::Nop: break;
-        default:
-          fail(ErrorCode::InvalidUsage, who + ": " + describe(slot_ref(ix, id)) + " is a fused primitive (" +
-                                            std::string(to_string(s.primitive)) +
-                                            "); the copy-engine executor runs send, recv, copy and reduce only");
-      }
-      // Ready handshake: tell every peer this rank receives from that its buffers may be written.
-      if (s.primitive == Primitive::Recv && std::none_of(prog.begin(), prog.end(), [&](const Step& x) {
-            return x.op == StepOp::Signal && x.peer == s.recv_peer;
-          })) {
-        prog.push_back(Step{StepOp::Signal, s.recv_peer, {}, {}, 1});
-        signals[static_cast<size_t>(r)][static_cast<size_t>(s.recv_peer)].push_back(-1);
-      }
-    }
-    auto emit = [&](int32_t id) {
-      const Slot& s = ix.slot(id);
-      done[static_cast<size_t>(id - first)] = 1;
-      ++next[static_cast<size_t>(ix.tb_of[static_cast<size_t>(id)] - tb0)];
-      switch (s.primitive) {
-        case Primitive::Send: {
-          const int32_t recv = [&] {
-            for (const PlanConnection& c : pairing.conns)
-              for (size_t i = 0; i < c.sends.size(); ++i)
-                if (c.sends[i] == id) return c.recvs[i];
-            return -1;
-          }();
-          if (recv < 0) fail(ErrorCode::Internal, who + ": " + describe(slot_ref(ix, id)) + " has no receive");
-          const int q = s.send_peer;
-          if (!ready_from[static_cast<size_t>(q)]) {
-            ready_from[static_cast<size_t>(q)] = 1;
-            prog.push_back(Step{StepOp::Wait, q, {}, {}, 1});
-            waits[static_cast<size_t>(r)][static_cast<size_t>(q)].push_back(-1);
-          }
-          prog.push_back(Step{StepOp::Put, q, s.src, ix.slot(recv).dst, s.count});
-          signals[static_cast<size_t>(r)][static_cast<size_t>(q)].push_back(id);
-          break;
-        }
-        case Primitive::Recv:
-          prog.push_back(Step{StepOp::Wait, s.recv_peer, {}, {}, 1});
-          waits[static_cast<size_t>(r)][static_cast<size_t>(s.recv_peer)].push_back(pairing.send_of[static_cast<size_t>(id)]);
-          break;
-        case Primitive::Copy: prog.push_back(Step{StepOp::Copy, -1, s.src, s.dst, s.count}); break;
-        case Primitive::Reduce: prog.push_back(Step{StepOp::Reduce, -1, s.src, s.dst, s.count}); break;
-        default: break;
-      }
-    };
-    // Emits every ready slot of the kinds `want` accepts, repeatedly (`once`: the first
-    // only); true if any.
-    auto sweep = [&](auto want, bool once = false) {
-      bool any = false;
-      for (bool again = true; again;) {
-        again = false;
-        for (int32_t t = tb0; t < tb1; ++t) {
-          const int32_t id = next[static_cast<size_t>(t - tb0)];
-          if (id >= static_cast<int32_t>(ix.tb_base[static_cast<size_t>(t) + 1]) || !ready(id) || !want(id)) continue;
-          emit(id);
-          again = any = true;
-          if (once) return true;
-        }
-      }
-      return any;
-    };
-    auto prim = [&](int32_t id) { return ix.slot(id).primitive; };
-    auto local = [&](int32_t id) { return prim(id) != Primitive::Send && prim(id) != Primitive::Recv; };
-    // A local step that reduces into the same chunk as the ones after it in its thread block
-    // waits until all of their operands are there, so that the run is one pass
-    // (dst := a (op) b (op) ...) rather than a pass per operand.
-    auto deferred = [&](int32_t id) {
-      const BufferRange dst = ix.slot(id).dst;
-      for (int32_t n = id; !ix.last_in_tb(n);) {
-        ++n;
-        if (prim(n) != Primitive::Reduce || !(ix.slot(n).dst == dst)) break;
-        for (const SlotDep& d : ix.slot(n).deps)
-          if (!is_done(ix.dep(n, d))) return true;
-      }
-      return false;
-    };
-    // Sends as soon as they can go, local steps as soon as their data is there, one needed
-    // receive at a time (so that local work on what has arrived overlaps what is coming),
-    // the receives nothing here depends on last.
-    for (int32_t left = last - first; left > 0; left = static_cast<int32_t>(std::count(done.begin(), done.end(), 0))) {
-      if (sweep([&](int32_t id) { return prim(id) == Primitive::Send; })) continue;
-      if (sweep([&](int32_t id) { return local(id) && !deferred(id); })) continue;
-      // Receives some later send or local step needs (through deps or its thread block).
-      std::vector<char> needed(done.size(), 0);
-      for (bool changed = true; changed;) {
-        changed = false;
-        auto mark = [&](int32_t id) {
-          char& n = needed[static_cast<size_t>(id - first)];
-          changed |= n == 0;
-          n = 1;
-        };
-        for (int32_t id = last - 1; id >= first; --id) {
-          if (is_done(id) || (prim(id) == Primitive::Recv && !needed[static_cast<size_t>(id - first)])) continue;
-          if (!ix.first_in_tb(id) && !needed[static_cast<size_t>(id - 1 - first)]) mark(id - 1);
-          for (const SlotDep& d : ix.slot(id).deps)
-            if (!needed[static_cast<size_t>(ix.dep(id, d) - first)]) mark(ix.dep(id, d));
-        }
-      }
-      if (sweep([&](int32_t id) { return prim(id) == Primitive::Recv && needed[static_cast<size_t>(id - first)]; }, true))
-        continue;
-      if (sweep(local)) continue;
-      if (sweep([&](int32_t id) { return prim(id) == Primitive::Recv; })) continue;
-      fail(ErrorCode::InvalidUsage, who + ": rank " + std::to_string(r) + "'s slots wait on each other (a cycle)");
-    }
-    if (std::any_of(prog.begin(), prog.end(), [](const Step& x) { return x.op == StepOp::Put; }))
-      prog.push_back(Step{StepOp::Flush, -1, {}, {}, 1});
+    RankLowering rl(ix, pairing, who, r, R);
+    programs[static_cast<size_t>(r)] = rl.lower();
+    signals[static_cast<size_t>(r)] = rl.signals();
+    waits[static_cast<size_t>(r)] = rl.waits();
   }
   // One counter per ordered pair carries the ready signal and the puts' signals: the waits
   // at the receiving end must expect them in the order the sender posts them.
@@ -310,7 +362,7 @@ std::vector<std::vector<Step>> lower_ce_plan(const Plan& plan) {
       if (signals[static_cast<size_t>(q)][static_cast<size_t>(r)] != waits[static_cast<size_t>(r)][static_cast<size_t>(q)])
         fail(ErrorCode::InvalidUsage, who + ": rank " + std::to_string(q) + " signals rank " + std::to_string(r) +
                                           " in another order than rank " + std::to_string(r) +
-                                          " waits for it; the copy-engine executor carries them on one counter");
+                                          " waits for it; the copy-engine runner carries them on one counter");
   return programs;
 }
 
