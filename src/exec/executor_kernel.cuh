@@ -187,7 +187,7 @@ __device__ __noinline__ void move_simple(const T* a, const T* b, T* o1, T* o2, u
 template <typename T>
 WEFT_DEVICE_INLINE void move_simple_op(int op, const T* a, const T* b, T* o1, T* o2, uint64_t n, uint32_t tid,
                                         uint32_t nth) {
-  if (b == nullptr || combining_op(op) == kOpSum) return move_simple<T, kOpSum>(a, b, o1, o2, n, tid, nth);
+  if (b == nullptr || op == kOpSum || op == kOpAvg) return move_simple<T, kOpSum>(a, b, o1, o2, n, tid, nth);
   if (op == kOpProd) return move_simple<T, kOpProd>(a, b, o1, o2, n, tid, nth);
   if (op == kOpMax) return move_simple<T, kOpMax>(a, b, o1, o2, n, tid, nth);
   return move_simple<T, kOpMin>(a, b, o1, o2, n, tid, nth);
@@ -264,89 +264,6 @@ WEFT_DEVICE_INLINE device::WaitResult move_ll_op(int op, int prim, const char* s
   }
 }
 
-/// Thread 0 of invocation k of slot `s` (this rank's slot number `gs`): waits for the
-/// slot's dependencies, the message it receives (Simple; LL data carries its flags) and the
-/// credit of the FIFO it sends on. Returns 0, or 1 after recording the wait that failed.
-template <bool Traced>
-WEFT_DEVICE_INLINE int wait_invocation(const Invocation& iv, BlockShared& sh, const DevSlot& s, int32_t gs, uint32_t k,
-                                       bool ll, bool recvs, bool sends, const ChannelHandle* rc,
-                                       const ChannelHandle* sc) {
-  const ExecArgs& a = *iv.a;
-  if constexpr (Traced) sh.trace_t[0] = device::globaltimer();
-  int st = 0;
-  const uint64_t want = sh.base + k + 1;
-  // A dependency is another block of this rank, stuck only if a wait on a peer is stuck
-  // further up its chain: its deadline comes an eighth of the timeout later, so the wait on
-  // the peer times out first and the error names the peer, not this rank's block.
-  device::Deadline dep_dl = iv.dl;
-  if (dep_dl.end_ns != ~0ull) dep_dl.end_ns += a.timeout_ns >> 3;
-  for (int32_t d = 0; d < s.ndeps && st == 0; ++d) {
-    const uint64_t* ctr = &a.counters[a.deps[s.dep_begin + d]];
-    device::WaitResult r = device::spin_until([&] { return device::ld_acquire_gpu(ctr) >= want; }, dep_dl);
-    if (r != device::WaitResult::Ok) {
-      record_error(iv, r, gs, s.prim, kWaitDependency, -1, k, a.dep_tbs[s.dep_begin + d], k + 1,
-                   device::ld_acquire_gpu(ctr) - sh.base);
-      st = 1;
-    }
-  }
-  if constexpr (Traced) sh.trace_t[1] = device::globaltimer();
-  if (st == 0 && recvs) {
-    const uint64_t rpos = rc->recv_position();
-    sh.rpos = rpos;
-    if (!ll) {
-      device::WaitResult r = rc->wait_posted(rpos, iv.dl);
-      if (r != device::WaitResult::Ok) {
-        record_error(iv, r, gs, s.prim, kWaitData, rc->peer, k, -1, rpos + 1, rc->peer_count());
-        st = 1;
-      }
-    }
-  }
-  if (st == 0 && sends) {
-    const uint64_t spos = sc->send_position();
-    sh.spos = spos;
-    device::WaitResult r = sc->wait_credit(spos, iv.dl);
-    if (r != device::WaitResult::Ok) {
-      record_error(iv, r, gs, s.prim, kWaitCredit, sc->peer, k, -1, spos + 1 - sc->depth, sc->peer_count());
-      st = 1;
-    }
-  }
-  return st;
-}
-
-/// Thread 0 after invocation k of slot `s` has moved its data: posts what it sent, acks
-/// what it received, and bumps the slot's counter for the slots that depend on it.
-template <bool Net, bool Traced>
-WEFT_DEVICE_INLINE void finish_invocation(const Invocation& iv, BlockShared& sh, const DevSlot& s, int32_t gs,
-                                          uint32_t k, bool ll, bool recvs, bool sends, const ChannelHandle* rc,
-                                          const ChannelHandle* sc, uint64_t rpos, uint64_t spos, uint64_t used) {
-  const ExecArgs& a = *iv.a;
-  if constexpr (Traced) trace_invocation(iv, sh, gs, k, recvs, sends);
-  // LL: the data carries its own flags and the block's reads have returned, so neither
-  // count needs a fence (which would wait for every packet to land).
-  // A FIFO across the network (sc->net / rc->net) pushes a trigger to the proxy here; a
-  // push that timed out is recorded, and the next wait of every block then ends.
-  if (sends) {
-    if (ll) sc->post_packets(spos);
-    else if constexpr (!Net) sc->post(spos);
-    else if (device::WaitResult r = sc->post(spos, used, iv.dl); r != device::WaitResult::Ok)
-      record_error(iv, r, gs, s.prim, kWaitProxy, sc->peer, k, -1, spos + 1, 0);
-  }
-  // Simple receives within a node ack without a fence too: every value the role loaded from
-  // the slot was consumed before the barrier above (stored to the output or the next slot,
-  // or reduced into such a store), so those loads have completed and the sender's next writes
-  // into the slot cannot change them; the role's own stores need no ordering against the ack
-  // (the output is ordered for this rank's other blocks by the counter's release below, a
-  // next slot by the post's release above). It is the LL path's argument. The fence it saves
-  // (one per received micro-batch) waited for all the micro-batch's stores to complete before
-  // the sender could reuse the slot.
-  if (recvs) {
-    if (ll || !Net) rc->ack_packets(rpos);
-    else if (device::WaitResult r = rc->ack(rpos, iv.dl); r != device::WaitResult::Ok)
-      record_error(iv, r, gs, s.prim, kWaitProxy, rc->peer, k, -1, rpos + 1, 0);
-  }
-  if (s.flags & kHasDependents) device::st_release_gpu(&a.counters[gs], sh.base + k + 1);
-}
-
 /// One invocation of slot `s` (this rank's slot number `gs`) for micro-batch `k`; false
 /// when the block must stop. `Protocol` and `Op` below 0 (the interpreter) read the launch's
 /// from ExecArgs; generated kernels (src/gen) pass them and the slot as constants, so that
@@ -354,6 +271,15 @@ WEFT_DEVICE_INLINE void finish_invocation(const Invocation& iv, BlockShared& sh,
 /// instantiation, so that the network's trigger pushes cost the kernel without them no
 /// registers). `Traced`: thread 0 records the invocation's timestamps in ExecArgs::trace
 /// (also a separate instantiation: the readings cost the untraced kernel spills).
+///
+/// Simple receives within a node ack without a fence, as LL ones do: every value the role
+/// loaded from the staging slot was consumed before the barrier that precedes the ack
+/// (stored to the output or the next staging slot, or reduced into such a store), so those
+/// loads have completed and the sender's next writes into the slot cannot change them; the
+/// role's own stores need no ordering against the ack (the output is ordered for this rank's
+/// other blocks by the counter's release, a next slot by the post's release). The fence it
+/// saves (one per received micro-batch) waited for all the micro-batch's stores to complete
+/// before the sender could reuse the slot.
 template <typename T, bool Net, int Protocol = -1, int Op = -1, bool Traced = false>
 WEFT_DEVICE_INLINE bool invoke_slot(const Invocation& iv, BlockShared& sh, const DevSlot s, int32_t gs, uint32_t k,
                                     uint32_t par) {
@@ -364,7 +290,45 @@ WEFT_DEVICE_INLINE bool invoke_slot(const Invocation& iv, BlockShared& sh, const
   const ChannelHandle* rc = recvs ? &iv.conns[s.recv_conn] : nullptr;
   const ChannelHandle* sc = sends ? &iv.conns[s.send_conn] : nullptr;
   if (iv.tid == 0) {
-    sh.wait_status[par] = wait_invocation<Traced>(iv, sh, s, gs, k, ll, recvs, sends, rc, sc);
+    if constexpr (Traced) sh.trace_t[0] = device::globaltimer();
+    int st = 0;
+    const uint64_t want = sh.base + k + 1;
+    // A dependency is another block of this rank, stuck only if a wait on a peer is stuck
+    // further up its chain: its deadline comes an eighth of the timeout later, so the wait on
+    // the peer times out first and the error names the peer, not this rank's block.
+    device::Deadline dep_dl = iv.dl;
+    if (dep_dl.end_ns != ~0ull) dep_dl.end_ns += a.timeout_ns >> 3;
+    for (int32_t d = 0; d < s.ndeps && st == 0; ++d) {
+      const uint64_t* ctr = &a.counters[a.deps[s.dep_begin + d]];
+      device::WaitResult r = device::spin_until([&] { return device::ld_acquire_gpu(ctr) >= want; }, dep_dl);
+      if (r != device::WaitResult::Ok) {
+        record_error(iv, r, gs, s.prim, kWaitDependency, -1, k, a.dep_tbs[s.dep_begin + d], k + 1,
+                     device::ld_acquire_gpu(ctr) - sh.base);
+        st = 1;
+      }
+    }
+    if constexpr (Traced) sh.trace_t[1] = device::globaltimer();
+    if (st == 0 && recvs) {
+      const uint64_t rpos = rc->recv_position();
+      sh.rpos = rpos;
+      if (!ll) {
+        device::WaitResult r = rc->wait_posted(rpos, iv.dl);
+        if (r != device::WaitResult::Ok) {
+          record_error(iv, r, gs, s.prim, kWaitData, rc->peer, k, -1, rpos + 1, rc->peer_count());
+          st = 1;
+        }
+      }
+    }
+    if (st == 0 && sends) {
+      const uint64_t spos = sc->send_position();
+      sh.spos = spos;
+      device::WaitResult r = sc->wait_credit(spos, iv.dl);
+      if (r != device::WaitResult::Ok) {
+        record_error(iv, r, gs, s.prim, kWaitCredit, sc->peer, k, -1, spos + 1 - sc->depth, sc->peer_count());
+        st = 1;
+      }
+    }
+    sh.wait_status[par] = st;
     sh.proc_status[par] = 0;
   }
   role_sync(iv);
@@ -439,7 +403,26 @@ WEFT_DEVICE_INLINE bool invoke_slot(const Invocation& iv, BlockShared& sh, const
   }
   role_sync(iv);
   if (sh.proc_status[par] != 0) return false;
-  if (iv.tid == 0) finish_invocation<Net, Traced>(iv, sh, s, gs, k, ll, recvs, sends, rc, sc, rpos, spos, used);
+  if (iv.tid == 0) {
+    if constexpr (Traced) trace_invocation(iv, sh, gs, k, recvs, sends);
+    // LL: the data carries its own flags and the block's reads have returned, so neither
+    // count needs a fence (which would wait for every packet to land).
+    // A FIFO across the network (sc->net / rc->net) pushes a trigger to the proxy here; a
+    // push that timed out is recorded, and the next wait of every block then ends.
+    if (sends) {
+      if (ll) sc->post_packets(spos);
+      else if constexpr (!Net) sc->post(spos);
+      else if (device::WaitResult r = sc->post(spos, used, iv.dl); r != device::WaitResult::Ok)
+        record_error(iv, r, gs, s.prim, kWaitProxy, sc->peer, k, -1, spos + 1, 0);
+    }
+    // Simple receives within a node ack without a fence too (see above).
+    if (recvs) {
+      if (ll || !Net) rc->ack_packets(rpos);
+      else if (device::WaitResult r = rc->ack(rpos, iv.dl); r != device::WaitResult::Ok)
+        record_error(iv, r, gs, s.prim, kWaitProxy, rc->peer, k, -1, rpos + 1, 0);
+    }
+    if (s.flags & kHasDependents) device::st_release_gpu(&a.counters[gs], sh.base + k + 1);
+  }
   return true;
 }
 
