@@ -62,7 +62,7 @@ struct DevTB {
 /// One end of one direction of a connection: a FIFO of `depth` staging slots in the
 /// receiver's memory, driven through the public memory-channel handle's FIFO calls
 /// (weft/device/memory_channel.hpp says which pointer is whose). Made on the host by
-/// exec/memory_channel.hpp.
+/// exec/channel_end.hpp.
 using ChannelHandle = device::MemoryChannelDeviceHandle;
 
 /// Per-call geometry (see the file comment). All counts in elements.

@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "exec/memory_channel.hpp"
+#include "exec/channel_end.hpp"
 #include "proxy/fifo.hpp"
 #include "net/net_layout.hpp"
 

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "proxy/connection.hpp"
+#include "proxy/endpoint.hpp"
 
 namespace weft {
 class Bootstrap;

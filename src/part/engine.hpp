@@ -2,7 +2,7 @@
 // WEFT_PART_PATH=proxy): one host thread per context that polls, for every send request on
 // this path, the per-transport-partition ready flags its device pready stores into
 // host-mapped memory, and moves the ready transport partitions to the receiver through a
-// port-channel connection (proxy/connection.hpp). Within a host the connection is a
+// port-channel connection (proxy/endpoint.hpp). Within a host the connection is a
 // CopyEngineConnection (the GPU's copy engines move the bytes, no thread block of the
 // producing kernel copies); to another emulated node it is UCX's.
 //
@@ -51,7 +51,7 @@
 #include <vector>
 
 #include "part/progress.hpp"
-#include "proxy/connection.hpp"
+#include "proxy/endpoint.hpp"
 #include "util/error.hpp"
 
 namespace weft::part {

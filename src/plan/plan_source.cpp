@@ -9,7 +9,7 @@
 #include "ir/topology_io.hpp"
 #include "plan/builder.hpp"
 #include "plan/plan_file.hpp"
-#include "plan/builtin_plans.hpp"
+#include "plan/hand_built.hpp"
 #include "plan/placement.hpp"
 #include "util/config.hpp"
 #include "util/error.hpp"

@@ -1,7 +1,7 @@
 // Where the runtime's plans come from, and the check every plan passes before it is
 // uploaded.
 //
-// A plan is built by hand (plan/builtin_plans.hpp: "ring", "allpairs", "chain"), compiled,
+// A plan is built by hand (plan/hand_built.hpp: "ring", "allpairs", "chain"), compiled,
 // or read from a plan file, the last two through the plan builder (plan/builder.hpp):
 // compiled is an algorithm from algorithms/ (by name, e.g. "ring_allreduce") or a .rccl /
 // .xml file, loaded for the communicator's rank count (parameter nRanks, and Root for

@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <string>
 
-#include "proxy/connection.hpp"
+#include "proxy/endpoint.hpp"
 #include "proxy/fifo.hpp"
 
 namespace weft::proxy {

@@ -24,7 +24,7 @@
 #include <thread>
 #include <vector>
 
-#include "proxy/connection.hpp"
+#include "proxy/endpoint.hpp"
 #include "proxy/fifo.hpp"
 #include "util/error.hpp"
 #include "weft/device/port_channel.hpp"

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "proxy/connection.hpp"
+#include "proxy/endpoint.hpp"
 
 namespace weft::proxy {
 

@@ -73,7 +73,7 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
   Choice ch = env_overrides_ ? select_algorithm(*table_, c, payload, nranks_, layout_.cfg.connections, in_place)
                              : table_->choose(c, payload, nranks_, in_place);
   if (ch.algorithm == ce::kAlgorithm) {
-    // Copy engines into registered buffers (exec/ce_collectives.hpp); where any rank
+    // Copy engines into registered buffers (exec/ce_runner.hpp); where any rank
     // cannot, every rank runs the table's SM choice instead (logged at INFO).
     if (!net_ && run_copy_engine(c, s, r, count, dtype, reduces ? op : weftSum, in_place, stream)) {
       note_launch(stream);

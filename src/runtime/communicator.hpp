@@ -35,7 +35,7 @@
 #include <vector>
 
 #include "exec/exec_plan.hpp"
-#include "exec/memory_channel.hpp"
+#include "exec/channel_end.hpp"
 #include "exec/oneshot.hpp"
 #include "ir/algorithm.hpp"
 #include "bootstrap/bootstrap.hpp"
@@ -216,7 +216,7 @@ class Communicator {
   /// `cp` is null (no interpreter launch), why nothing is recorded.
   void start_trace(exec::ExecArgs* a, const CachedPlan* cp, Collective c, const Choice& ch, uint64_t payload,
                    const std::string& why_not, cudaStream_t stream);
-  /// The copy-engine runner (exec/ce_collectives.hpp, built at its first call:
+  /// The copy-engine runner (exec/ce_runner.hpp, built at its first call:
   /// runtime/communicator_ce.cpp); false on every rank when the call cannot run by copy
   /// engines.
   bool run_copy_engine(Collective c, const void* send, void* recv, uint64_t count, int dtype, int op, bool in_place,

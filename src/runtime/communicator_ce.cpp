@@ -1,9 +1,9 @@
 // Communicator::run_copy_engine: what the communicator lends the copy-engine runner
-// (exec/ce_collectives.hpp), which it builds at the first copy-engine call.
+// (exec/ce_runner.hpp), which it builds at the first copy-engine call.
 #include <memory>
 #include <utility>
 
-#include "exec/ce_collectives.hpp"
+#include "exec/ce_runner.hpp"
 #include "plan/ce_plan.hpp"
 #include "runtime/communicator.hpp"
 #include "util/log.hpp"

@@ -4,7 +4,7 @@
 
 #include "plan/oneshot_limits.hpp"
 #include "weft/device/packet.hpp"
-#include "plan/builtin_plans.hpp"
+#include "plan/hand_built.hpp"
 #include "plan/ce_plan.hpp"
 #include "plan/plan_source.hpp"
 #include "util/text.hpp"

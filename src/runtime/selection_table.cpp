@@ -4,7 +4,7 @@
 
 #include "lang/load.hpp"
 #include "plan/builder.hpp"
-#include "plan/builtin_plans.hpp"
+#include "plan/hand_built.hpp"
 #include "plan/ce_plan.hpp"
 #include "plan/plan_source.hpp"
 #include "runtime/selection.hpp"
@@ -200,7 +200,7 @@ SelectionRow read_row(const json& row, const RowReader& in) {
     return r;
   }
   if (r.kernel) in.bad("instances", "\"kernel\" is for oneshot only");
-  if (r.algorithm == ce::kAlgorithm) {  // copy engines (exec/ce_collectives.hpp)
+  if (r.algorithm == ce::kAlgorithm) {  // copy engines (exec/ce_runner.hpp)
     for (Collective c : r.collectives)
       if (!ce::supports(c)) in.bad("algorithm", "ce runs AllGather and AllReduce, not " + std::string(to_string(c)));
     return r;

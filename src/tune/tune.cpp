@@ -9,7 +9,7 @@
 #include "ir/topology_io.hpp"
 #include "lang/load.hpp"
 #include "plan/builder.hpp"
-#include "plan/builtin_plans.hpp"
+#include "plan/hand_built.hpp"
 #include "plan/plan_source.hpp"
 #include "runtime/selection.hpp"
 #include "sim/simulator.hpp"

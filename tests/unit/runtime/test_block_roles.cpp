@@ -10,7 +10,7 @@
 #include <set>
 
 #include "exec/plan_lowering.hpp"
-#include "plan/builtin_plans.hpp"
+#include "plan/hand_built.hpp"
 #include "plan/plan_source.hpp"
 #include "runtime/selection.hpp"
 

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "plan/builtin_plans.hpp"
+#include "plan/hand_built.hpp"
 #include "exec/plan_lowering.hpp"
 #include "exec/plan_check.hpp"
 #include "plan/plan_source.hpp"

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <random>
 
-#include "plan/builtin_plans.hpp"
+#include "plan/hand_built.hpp"
 #include "exec/collective_reference.hpp"
 #include "exec/host_reduce.hpp"
 #include "exec/plan_emulator.hpp"

@@ -5,7 +5,7 @@
 #include <cstdlib>
 
 #include "exec/oneshot.hpp"
-#include "plan/builtin_plans.hpp"
+#include "plan/hand_built.hpp"
 #include "plan/plan_source.hpp"
 #include "runtime/selection.hpp"
 #include "util/error.hpp"

@@ -1,4 +1,4 @@
-#include "plan/builtin_plans.hpp"
+#include "plan/hand_built.hpp"
 
 #include <algorithm>
 #include <optional>

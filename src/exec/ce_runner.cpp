@@ -1,4 +1,4 @@
-#include "exec/ce_collectives.hpp"
+#include "exec/ce_runner.hpp"
 
 #include <algorithm>
 #include <cstring>

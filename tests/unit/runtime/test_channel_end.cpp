@@ -1,4 +1,4 @@
-// The host half of memory channels (exec/memory_channel.hpp): the two ends of one FIFO
+// The host half of memory channels (exec/channel_end.hpp): the two ends of one FIFO
 // direction, made from the same memory as each process addresses it, must point at the
 // same slots and counters, each end at its own position counter; a user channel's release
 // runs once, with its last copy.
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "exec/exec_plan.hpp"
-#include "exec/memory_channel.hpp"
+#include "exec/channel_end.hpp"
 
 namespace weft::exec {
 namespace {

@@ -1,4 +1,4 @@
-#include "exec/memory_channel.hpp"
+#include "exec/channel_end.hpp"
 
 namespace weft::exec {
 
