@@ -1,4 +1,4 @@
-// The copy-engine executor's kernels (exec/ce.hpp).
+// The copy-engine runner's kernels (exec/ce.hpp).
 #include <type_traits>
 
 #include "exec/ce.hpp"

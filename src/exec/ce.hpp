@@ -1,4 +1,4 @@
-// The copy-engine executor's kernels (exec/ce_runner.hpp runs them; the programs
+// The copy-engine runner's kernels (exec/ce_runner.hpp runs them; the programs
 // come from plan/ce_plan.hpp).
 //
 // ce_trigger_kernel: one thread. It walks a run of steps: posts signal and put-with-signal

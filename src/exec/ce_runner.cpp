@@ -26,7 +26,7 @@ constexpr uint64_t kMaxMemory = device::ProxyTrigger::kMaxField;  // a proxy mem
 }  // namespace
 
 /// What each rank tells the others at every copy-engine call.
-struct CeCollectives::Record {
+struct CeRunner::Record {
   uint32_t ok = 0;                  ///< this rank can run the call by copy engines
   uint32_t pad = 0;
   cudaIpcMemHandle_t out_handle{};  ///< the allocation holding its receive buffer
@@ -39,7 +39,7 @@ struct CeCollectives::Record {
   uint64_t scratch = 0, scratch_bytes = 0;
 };
 
-CeCollectives::CeCollectives(CeContext ctx) : ctx_(std::move(ctx)) {
+CeRunner::CeRunner(CeContext ctx) : ctx_(std::move(ctx)) {
   RelaxedCapture relaxed;
   DeviceGuard guard(ctx_.device);
   const int R = ctx_.nranks, me = ctx_.rank;
@@ -76,7 +76,7 @@ CeCollectives::CeCollectives(CeContext ctx) : ctx_(std::move(ctx)) {
     const SigInfo& si = all[static_cast<size_t>(q)];
     const uint64_t sig_bytes = 2 * static_cast<uint64_t>(R) * sizeof(uint64_t);
     char* peer_sig = map_peer(q, si.handle, si.address, sig_bytes, sig_bytes);
-    auto conn = std::make_shared<proxy::CopyEngineConnection>(ctx_.device, "rank " + std::to_string(q), ctx_.timeout_s);
+    auto conn = std::make_shared<proxy::CopyEngineEndpoint>(ctx_.device, "rank " + std::to_string(q), ctx_.timeout_s);
     conns_[static_cast<size_t>(q)] = conn;
     const uint32_t rs = proxy_->add_remote_memory(
         conn, proxy::RemoteMemory{reinterpret_cast<uint64_t>(peer_sig), 2 * static_cast<uint64_t>(R) * sizeof(uint64_t), nullptr});
@@ -87,10 +87,10 @@ CeCollectives::CeCollectives(CeContext ctx) : ctx_(std::move(ctx)) {
   }
   proxy_->start();
   WEFT_LOG(Info, "CE", "rank " << me << ": copy-engine collectives ready (proxy thread, " << R - 1
-                                << " copy-engine connections)");
+                                << " copy-engine endpoints)");
 }
 
-CeCollectives::~CeCollectives() {
+CeRunner::~CeRunner() {
   DeviceGuard guard(ctx_.device);
   if (proxy_) proxy_->stop();
   proxy_.reset();
@@ -101,7 +101,7 @@ CeCollectives::~CeCollectives() {
   cudaGetLastError();
 }
 
-char* CeCollectives::map_peer(int peer, const cudaIpcMemHandle_t& handle, uint64_t address, uint64_t bytes,
+char* CeRunner::map_peer(int peer, const cudaIpcMemHandle_t& handle, uint64_t address, uint64_t bytes,
                               uint64_t alloc_bytes) {
   // A rank of this process: its address is valid here (peer access is enabled at creation).
   if (ctx_.peer_device[static_cast<size_t>(peer)] >= 0) return reinterpret_cast<char*>(address);
@@ -165,7 +165,7 @@ char* CeCollectives::map_peer(int peer, const cudaIpcMemHandle_t& handle, uint64
   return static_cast<char*>(p);
 }
 
-void CeCollectives::add_memories(const std::function<void()>& adds) {
+void CeRunner::add_memories(const std::function<void()>& adds) {
   // The proxy's tables change only while it is stopped; queued triggers wait meanwhile.
   proxy_->stop();
   try {
@@ -177,7 +177,7 @@ void CeCollectives::add_memories(const std::function<void()>& adds) {
   proxy_->start();
 }
 
-CeCollectives::LocalMem CeCollectives::local_memory(const void* ptr, uint64_t bytes,
+CeRunner::LocalMem CeRunner::local_memory(const void* ptr, uint64_t bytes,
                                                     std::vector<std::function<void()>>& adds) {
   uint64_t base = 0, size = 0;
   if (!exec::allocation_range(ptr, &base, &size) || size > kMaxMemory) {  // the range itself
@@ -197,13 +197,13 @@ CeCollectives::LocalMem CeCollectives::local_memory(const void* ptr, uint64_t by
   return LocalMem{reinterpret_cast<const char*>(base), it->second};
 }
 
-uint32_t CeCollectives::remote_memory(int peer, char* ptr, uint64_t bytes, std::vector<std::function<void()>>& adds) {
+uint32_t CeRunner::remote_memory(int peer, char* ptr, uint64_t bytes, std::vector<std::function<void()>>& adds) {
   auto key = std::make_tuple(peer, reinterpret_cast<uint64_t>(ptr), bytes);
   auto it = remote_.find(key);
   if (it != remote_.end()) return it->second;
   const uint32_t id = memories_++;
   remote_[key] = id;
-  std::shared_ptr<proxy::Connection> conn = conns_[static_cast<size_t>(peer)];
+  std::shared_ptr<proxy::Endpoint> conn = conns_[static_cast<size_t>(peer)];
   adds.push_back([this, conn, ptr, bytes, id] {
     if (proxy_->add_remote_memory(conn, proxy::RemoteMemory{reinterpret_cast<uint64_t>(ptr), bytes, nullptr}) != id)
       fail(ErrorCode::Internal, "copy-engine proxy: memory ids out of step");
@@ -211,7 +211,7 @@ uint32_t CeCollectives::remote_memory(int peer, char* ptr, uint64_t bytes, std::
   return id;
 }
 
-void CeCollectives::note_fallback(const std::string& why) {
+void CeRunner::note_fallback(const std::string& why) {
   // INFO the first time for each reason, DEBUG after.
   if (fallbacks_[why]++ == 0)
     WEFT_LOG(Info, "CE", "rank " << ctx_.rank << ": " << why << "; this call and others like it run on the SM path");
@@ -219,7 +219,7 @@ void CeCollectives::note_fallback(const std::string& why) {
     WEFT_LOG(Debug, "CE", "rank " << ctx_.rank << ": " << why << "; SM path");
 }
 
-void CeCollectives::map_call(Collective c, const std::vector<Record>& all, uint64_t scratch_need, const void* recv,
+void CeRunner::map_call(Collective c, const std::vector<Record>& all, uint64_t scratch_need, const void* recv,
                              uint64_t recv_bytes, const void* in_ptr, uint64_t in_bytes,
                              std::vector<std::function<void()>>& adds, LocalMem* out_mem, LocalMem* in_mem,
                              std::vector<std::array<uint32_t, 3>>* dst_mem, std::vector<uint64_t>* dst_base) {
@@ -241,7 +241,7 @@ void CeCollectives::map_call(Collective c, const std::vector<Record>& all, uint6
   }
 }
 
-std::string CeCollectives::local_record(Collective c, const void* recv, const ce::Geometry& g, Record* mine) {
+std::string CeRunner::local_record(Collective c, const void* recv, const ce::Geometry& g, Record* mine) {
   const int R = ctx_.nranks;
   const std::string coll(to_string(c));
   std::string why;
@@ -285,7 +285,7 @@ std::string CeCollectives::local_record(Collective c, const void* recv, const ce
   return why;
 }
 
-bool CeCollectives::map_agreed(Collective c, const std::vector<Record>& all, const ce::Geometry& g, const void* recv,
+bool CeRunner::map_agreed(Collective c, const std::vector<Record>& all, const ce::Geometry& g, const void* recv,
                                const char* in_ptr, CallMemories* mem) {
   // Memories: this rank's buffers (sources of puts), the peers' registrations and scratch.
   // Opening a peer's memory may fail on one rank only. Then this rank's tables are rolled
@@ -341,7 +341,7 @@ bool CeCollectives::map_agreed(Collective c, const std::vector<Record>& all, con
   return true;
 }
 
-void CeCollectives::launch_program(const std::vector<ce::Step>& prog, const ce::Geometry& g, const char* in_ptr,
+void CeRunner::launch_program(const std::vector<ce::Step>& prog, const ce::Geometry& g, const char* in_ptr,
                                    void* recv, int dtype, int op, const CallMemories& mem, cudaStream_t stream) {
   const int R = ctx_.nranks, me = ctx_.rank;
   char* scratch = scratch_.empty() ? nullptr : static_cast<char*>(scratch_.back());
@@ -410,7 +410,7 @@ void CeCollectives::launch_program(const std::vector<ce::Step>& prog, const ce::
   launch_triggers();
 }
 
-void CeCollectives::finish_local(LocalRun* run, int dtype, int op, cudaStream_t stream) {
+void CeRunner::finish_local(LocalRun* run, int dtype, int op, cudaStream_t stream) {
   if (run->dst == nullptr) return;
   if (run->bytes > 0 && run->src.empty()) {
     if (run->a != run->dst) WEFT_CUDA_CHECK(cudaMemcpyAsync(run->dst, run->a, run->bytes, cudaMemcpyDeviceToDevice, stream));
@@ -434,7 +434,7 @@ void CeCollectives::finish_local(LocalRun* run, int dtype, int op, cudaStream_t 
   run->src.clear();
 }
 
-bool CeCollectives::run(Collective c, const void* send, void* recv, uint64_t count, int dtype, int op, bool in_place,
+bool CeRunner::run(Collective c, const void* send, void* recv, uint64_t count, int dtype, int op, bool in_place,
                         cudaStream_t stream) {
   RelaxedCapture relaxed;
   DeviceGuard guard(ctx_.device);

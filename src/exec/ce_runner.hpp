@@ -1,4 +1,4 @@
-// The copy-engine executor: runs the programs of plan/ce_plan.hpp on a communicator
+// The copy-engine runner: runs the programs of plan/ce_plan.hpp on a communicator
 // (docs/port-channels.md, "Copy-engine collectives").
 //
 // What runs where: on the caller's stream, a one-thread trigger kernel posts the program's
@@ -42,7 +42,7 @@ namespace weft {
 class Bootstrap;
 namespace proxy {
 class Proxy;
-class Connection;
+class Endpoint;
 }  // namespace proxy
 
 /// What the communicator lends the executor.
@@ -60,14 +60,14 @@ struct CeContext {
   std::function<void(const std::string&)> on_error;
 };
 
-class CeCollectives {
+class CeRunner {
  public:
   /// Collective (the first copy-engine call of every rank): maps the peers' signal words and
   /// starts the proxy.
-  explicit CeCollectives(CeContext ctx);
-  ~CeCollectives();
-  CeCollectives(const CeCollectives&) = delete;
-  CeCollectives& operator=(const CeCollectives&) = delete;
+  explicit CeRunner(CeContext ctx);
+  ~CeRunner();
+  CeRunner(const CeRunner&) = delete;
+  CeRunner& operator=(const CeRunner&) = delete;
 
   /// Collective: runs c on `stream` by copy engines and returns true, or returns false on
   /// every rank (nothing launched) when some rank cannot (a receive buffer not registered,
@@ -125,7 +125,7 @@ class CeCollectives {
 
   CeContext ctx_;
   std::unique_ptr<proxy::Proxy> proxy_;
-  std::vector<std::shared_ptr<proxy::Connection>> conns_;  ///< by rank; null for this one
+  std::vector<std::shared_ptr<proxy::Endpoint>> conns_;  ///< by rank; null for this one
   std::vector<device::PortChannelDeviceHandle> channels_;  ///< by rank
   uint64_t* sig_ = nullptr;            ///< device: inbound[R], waited[R]
   std::vector<void*> scratch_;         ///< the last is current; earlier ones stay mapped by peers

@@ -15,24 +15,24 @@ device::MemoryChannelDeviceHandle fifo_handle(int peer, const FifoShape& shape) 
 
 }  // namespace
 
-MemoryChannel MemoryChannel::fifo_send(int peer, const FifoShape& shape, const FifoMemory& mem) {
+ChannelEnd ChannelEnd::fifo_send(int peer, const FifoShape& shape, const FifoMemory& mem) {
   device::MemoryChannelDeviceHandle h = fifo_handle(peer, shape);
   h.remote = mem.slots;
   h.packets_out = reinterpret_cast<device::LLPacket*>(mem.packet_slots);
   h.semaphore.inbound = mem.acked;
   h.semaphore.outbound = mem.posted;
   h.semaphore.signalled = mem.position;
-  return MemoryChannel(h, nullptr);
+  return ChannelEnd(h, nullptr);
 }
 
-MemoryChannel MemoryChannel::fifo_recv(int peer, const FifoShape& shape, const FifoMemory& mem) {
+ChannelEnd ChannelEnd::fifo_recv(int peer, const FifoShape& shape, const FifoMemory& mem) {
   device::MemoryChannelDeviceHandle h = fifo_handle(peer, shape);
   h.local = mem.slots;
   h.packets_in = reinterpret_cast<device::LLPacket*>(mem.packet_slots);
   h.semaphore.inbound = mem.posted;
   h.semaphore.outbound = mem.acked;
   h.semaphore.waited = mem.position;
-  return MemoryChannel(h, nullptr);
+  return ChannelEnd(h, nullptr);
 }
 
 }  // namespace weft::exec

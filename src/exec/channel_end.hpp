@@ -1,4 +1,4 @@
-// The host half of a memory channel (after MSCCL++'s MemoryChannel): one object per end of
+// ChannelEnd: the host half of one end of a memory channel (after MSCCL++'s MemoryChannel): one object per end of
 // a channel that knows where that end's memory lives, in this rank and mapped from the
 // peer, keeps it alive, and hands out the trivially copyable device handle kernels use
 // (weft/device/memory_channel.hpp).
@@ -41,19 +41,19 @@ struct FifoMemory {
   uint64_t* position = nullptr;    ///< this end's memory: messages posted (send) or consumed (receive)
 };
 
-class MemoryChannel {
+class ChannelEnd {
  public:
-  MemoryChannel() = default;
+  ChannelEnd() = default;
   /// Wraps a handle; `owned` (may be null) is what keeps its memory: released with the
   /// last copy of every channel that shares it (a user's channels of one connect call share
   /// one allocation and its mappings).
-  MemoryChannel(const device::MemoryChannelDeviceHandle& handle, std::shared_ptr<void> owned)
+  ChannelEnd(const device::MemoryChannelDeviceHandle& handle, std::shared_ptr<void> owned)
       : handle_(handle), owned_(std::move(owned)) {}
 
   /// The send end of a FIFO to `peer`: writes the peer's slots, waits on `acked`, bumps `posted`.
-  static MemoryChannel fifo_send(int peer, const FifoShape& shape, const FifoMemory& mem);
+  static ChannelEnd fifo_send(int peer, const FifoShape& shape, const FifoMemory& mem);
   /// The receive end of a FIFO from `peer`: reads its own slots, waits on `posted`, bumps `acked`.
-  static MemoryChannel fifo_recv(int peer, const FifoShape& shape, const FifoMemory& mem);
+  static ChannelEnd fifo_recv(int peer, const FifoShape& shape, const FifoMemory& mem);
 
   const device::MemoryChannelDeviceHandle& device_handle() const { return handle_; }
   int peer() const { return handle_.peer; }

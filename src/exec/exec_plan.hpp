@@ -153,7 +153,7 @@ WEFT_HOST_DEVICE_INLINE uint64_t piece_valid(const Geometry& g, const DevSlot& s
 enum WaitKind : int32_t {
   kWaitNone = 0, kWaitDependency = 1, kWaitData = 2, kWaitCredit = 3, kWaitPacket = 4,
   kWaitProxy = 5,  ///< a network FIFO's trigger push: the proxy's FIFO stayed full
-  kWaitCopyEngine = 6  ///< the copy-engine executor (exec/ce.hpp): a peer's signal, the FIFO or a flush
+  kWaitCopyEngine = 6  ///< the copy-engine runner (exec/ce.hpp): a peer's signal, the FIFO or a flush
 };
 
 /// The record a timed-out kernel leaves in host-mapped memory (written once, `valid` last).

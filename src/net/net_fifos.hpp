@@ -37,7 +37,7 @@ class UcxTransport;
 }
 namespace proxy {
 class Proxy;
-class Connection;
+class Endpoint;
 }
 
 /// Where NetFifos' memory comes from: CUDA's page-locked mapped memory and device memory
@@ -69,8 +69,8 @@ class NetFifos {
   bool crosses(int peer) const { return peer != rank_ && layout_.crosses(rank_, peer); }
   /// The ends of connection k with `peer` (another node); `position` is the end's own
   /// message count (device memory of this rank).
-  exec::MemoryChannel send_end(int peer, int k, uint64_t* position) const;
-  exec::MemoryChannel recv_end(int peer, int k, uint64_t* position) const;
+  exec::ChannelEnd send_end(int peer, int k, uint64_t* position) const;
+  exec::ChannelEnd recv_end(int peer, int k, uint64_t* position) const;
 
   /// Waits (at most `max_s`) until the proxy has taken every trigger the kernels pushed;
   /// false if it did not (failed or still busy).

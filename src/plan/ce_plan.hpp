@@ -3,7 +3,7 @@
 // ce_plan builds an AllGather or AllReduce plan whose every link is a port channel by copy
 // engine ("port-ce" in the plan's `links`): all-pairs, so that each rank's copies go to every
 // peer at once, each on its own copy-engine stream. lower_ce_plan turns one rank's slots into
-// the program the copy-engine executor runs (exec/ce_runner.hpp): a Send becomes a
+// the program the copy-engine runner runs (exec/ce_runner.hpp): a Send becomes a
 // put-with-signal trigger whose destination is the paired Recv's chunk in the peer's buffer
 // (zero copy: the copy engine writes the peer's output or scratch directly), a Recv a bounded
 // wait for that signal, Copy and Reduce local steps (a copy-engine memcpy, or the few thread

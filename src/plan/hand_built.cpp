@@ -53,13 +53,13 @@ class Builder {
   std::vector<ThreadBlock> tbs_;
 };
 
-using RankBuilder = void (*)(Builder& b, int R, const BuiltinSpec& spec);
+using RankBuilder = void (*)(Builder& b, int R, const HandBuiltSpec& spec);
 
 // --- AllReduce ---------------------------------------------------------------------------
 
 /// Ring: reduce-scatter then all-gather around r -> r+1, fused (rrs, rrcs, rcs), one
 /// thread block per instance, micro-batch loop outside (what NCCL's ring does).
-void allreduce_ring(Builder& b, int R, const BuiltinSpec&) {
+void allreduce_ring(Builder& b, int R, const HandBuiltSpec&) {
   const int r = b.rank(), next = mod(r + 1, R), prev = mod(r - 1, R);
   b.tb();
   b.send(next, in(mod(r - 1, R)));
@@ -74,7 +74,7 @@ void allreduce_ring(Builder& b, int R, const BuiltinSpec&) {
 /// instance, pipelined over micro-batches. In place the output overwrites the input that
 /// the sends read, so one thread block per instance sends each micro-batch to every peer
 /// before reducing into it.
-void allreduce_allpairs(Builder& b, int R, const BuiltinSpec& spec) {
+void allreduce_allpairs(Builder& b, int R, const HandBuiltSpec& spec) {
   const int r = b.rank();
   b.tb();
   for (int j = 1; j < R; ++j) b.send(mod(r + j, R), in(0));
@@ -85,7 +85,7 @@ void allreduce_allpairs(Builder& b, int R, const BuiltinSpec& spec) {
 
 // --- AllGather ---------------------------------------------------------------------------
 
-void allgather_ring(Builder& b, int R, const BuiltinSpec& spec) {
+void allgather_ring(Builder& b, int R, const HandBuiltSpec& spec) {
   const int r = b.rank(), next = mod(r + 1, R), prev = mod(r - 1, R);
   b.tb();
   b.send(next, in(0));
@@ -97,7 +97,7 @@ void allgather_ring(Builder& b, int R, const BuiltinSpec& spec) {
   }
 }
 
-void allgather_allpairs(Builder& b, int R, const BuiltinSpec& spec) {
+void allgather_allpairs(Builder& b, int R, const HandBuiltSpec& spec) {
   const int r = b.rank();
   b.tb();
   for (int j = 1; j < R; ++j) b.send(mod(r + j, R), in(0));
@@ -111,7 +111,7 @@ void allgather_allpairs(Builder& b, int R, const BuiltinSpec& spec) {
 
 // --- ReduceScatter -----------------------------------------------------------------------
 
-void reducescatter_ring(Builder& b, int R, const BuiltinSpec&) {
+void reducescatter_ring(Builder& b, int R, const HandBuiltSpec&) {
   const int r = b.rank(), next = mod(r + 1, R), prev = mod(r - 1, R);
   b.tb();
   b.send(next, in(mod(r - 1, R)));
@@ -119,7 +119,7 @@ void reducescatter_ring(Builder& b, int R, const BuiltinSpec&) {
   b.add(Primitive::RecvReduceCopy, -1, prev, in(r), out(0));
 }
 
-void reducescatter_allpairs(Builder& b, int R, const BuiltinSpec&) {
+void reducescatter_allpairs(Builder& b, int R, const HandBuiltSpec&) {
   const int r = b.rank();
   b.tb();
   for (int j = 1; j < R; ++j) b.send(mod(r + j, R), in(mod(r + j, R)));
@@ -129,7 +129,7 @@ void reducescatter_allpairs(Builder& b, int R, const BuiltinSpec&) {
 
 // --- AllToAll ----------------------------------------------------------------------------
 
-void alltoall_allpairs(Builder& b, int R, const BuiltinSpec& spec) {
+void alltoall_allpairs(Builder& b, int R, const HandBuiltSpec& spec) {
   const int r = b.rank();
   if (!spec.in_place) {
     b.tb();
@@ -151,7 +151,7 @@ void alltoall_allpairs(Builder& b, int R, const BuiltinSpec& spec) {
 
 // --- Broadcast and Reduce ----------------------------------------------------------------
 
-void broadcast_allpairs(Builder& b, int R, const BuiltinSpec& spec) {
+void broadcast_allpairs(Builder& b, int R, const HandBuiltSpec& spec) {
   const int r = b.rank(), root = spec.root;
   if (r == root) {
     b.tb();
@@ -166,7 +166,7 @@ void broadcast_allpairs(Builder& b, int R, const BuiltinSpec& spec) {
   }
 }
 
-void broadcast_chain(Builder& b, int R, const BuiltinSpec& spec) {
+void broadcast_chain(Builder& b, int R, const HandBuiltSpec& spec) {
   const int r = b.rank(), root = spec.root, pos = mod(r - root, R);
   const int next = mod(r + 1, R), prev = mod(r - 1, R);
   b.tb();
@@ -183,7 +183,7 @@ void broadcast_chain(Builder& b, int R, const BuiltinSpec& spec) {
   }
 }
 
-void reduce_allpairs(Builder& b, int R, const BuiltinSpec& spec) {
+void reduce_allpairs(Builder& b, int R, const HandBuiltSpec& spec) {
   const int r = b.rank(), root = spec.root;
   b.tb();
   if (r != root) {
@@ -194,7 +194,7 @@ void reduce_allpairs(Builder& b, int R, const BuiltinSpec& spec) {
 }
 
 /// Chain towards the root: root+R-1 -> ... -> root+1 -> root, each hop reducing.
-void reduce_chain(Builder& b, int R, const BuiltinSpec& spec) {
+void reduce_chain(Builder& b, int R, const HandBuiltSpec& spec) {
   const int r = b.rank(), root = spec.root, pos = mod(r - root, R);
   const int toward = mod(r - 1, R), from = mod(r + 1, R);
   b.tb();
@@ -205,7 +205,7 @@ void reduce_chain(Builder& b, int R, const BuiltinSpec& spec) {
 
 // --- one rank: a local copy --------------------------------------------------------------
 
-void local_copy(Builder& b, int, const BuiltinSpec& spec) {
+void local_copy(Builder& b, int, const HandBuiltSpec& spec) {
   if (spec.in_place) return;
   b.tb();
   b.copy(in(0), out(0));
@@ -234,27 +234,27 @@ const Entry kEntries[] = {
 
 }  // namespace
 
-std::vector<std::string> builtin_plan_algorithms(Collective c) {
+std::vector<std::string> hand_built_algorithms(Collective c) {
   std::vector<std::string> names;
   for (const Entry& e : kEntries)
     if (e.collective == c) names.emplace_back(e.algorithm);
   return names;
 }
 
-Plan builtin_plan(Collective c, int nranks, const BuiltinSpec& spec) {
-  if (nranks < 1) fail(ErrorCode::InvalidArgument, "builtin plan: rank count " + std::to_string(nranks) + " is not positive");
+Plan hand_built_plan(Collective c, int nranks, const HandBuiltSpec& spec) {
+  if (nranks < 1) fail(ErrorCode::InvalidArgument, "hand-built plan: rank count " + std::to_string(nranks) + " is not positive");
   if (spec.instances < 1 || spec.instances > 64)
-    fail(ErrorCode::InvalidArgument, "builtin plan: " + std::to_string(spec.instances) + " instances (allowed 1..64)");
+    fail(ErrorCode::InvalidArgument, "hand-built plan: " + std::to_string(spec.instances) + " instances (allowed 1..64)");
   if ((c == Collective::Broadcast || c == Collective::Reduce) && (spec.root < 0 || spec.root >= nranks))
-    fail(ErrorCode::InvalidArgument, "builtin plan: root " + std::to_string(spec.root) + " is outside 0.." +
+    fail(ErrorCode::InvalidArgument, "hand-built plan: root " + std::to_string(spec.root) + " is outside 0.." +
                                          std::to_string(nranks - 1));
   const Entry* entry = nullptr;
   for (const Entry& e : kEntries)
     if (e.collective == c && spec.algorithm == e.algorithm) entry = &e;
   if (entry == nullptr && c != Collective::Custom && nranks > 1)
-    fail(ErrorCode::InvalidArgument, "builtin plan: " + std::string(to_string(c)) + " has no built-in algorithm '" +
+    fail(ErrorCode::InvalidArgument, "hand-built plan: " + std::string(to_string(c)) + " has no built-in algorithm '" +
                                          spec.algorithm + "'");
-  if (entry == nullptr && nranks > 1) fail(ErrorCode::InvalidArgument, "builtin plan: no algorithm for Custom");
+  if (entry == nullptr && nranks > 1) fail(ErrorCode::InvalidArgument, "hand-built plan: no algorithm for Custom");
 
   Plan p;
   p.algorithm = "builtin:" + std::string(nranks == 1 ? "local" : entry->algorithm);

@@ -16,8 +16,8 @@
 
 namespace weft {
 
-struct BuiltinSpec {
-  /// "ring", "allpairs" or "chain" (see builtin_plan_algorithms for what each collective offers).
+struct HandBuiltSpec {
+  /// "ring", "allpairs" or "chain" (see hand_built_algorithms for what each collective offers).
   std::string algorithm = "ring";
   int instances = 1;
   bool in_place = false;
@@ -25,11 +25,11 @@ struct BuiltinSpec {
   std::string protocol = "Simple";
 };
 
-/// The algorithms builtin_plan offers for a collective, most bandwidth-friendly first.
-std::vector<std::string> builtin_plan_algorithms(Collective c);
+/// The algorithms hand_built_plan offers for a collective, most bandwidth-friendly first.
+std::vector<std::string> hand_built_algorithms(Collective c);
 
 /// Builds the plan. Throws InvalidArgument for an algorithm the collective does not have,
 /// a root out of range, or instances outside 1..64.
-Plan builtin_plan(Collective c, int nranks, const BuiltinSpec& spec);
+Plan hand_built_plan(Collective c, int nranks, const HandBuiltSpec& spec);
 
 }  // namespace weft

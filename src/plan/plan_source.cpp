@@ -86,7 +86,7 @@ Topology node_topology(int nranks, const std::vector<int>& node_of_rank = {}) {
 
 }  // namespace
 
-bool is_builtin_plan_name(const std::string& algorithm) {
+bool is_hand_built_name(const std::string& algorithm) {
   return algorithm == "ring" || algorithm == "allpairs" || algorithm == "chain";
 }
 
@@ -106,14 +106,14 @@ Collective algorithm_collective(const std::string& algorithm, int nranks) {
 Plan make_plan(Collective c, int nranks, const std::string& algorithm, const std::string& protocol, int instances,
                bool in_place, int root, int fifo_depth, const std::string& scheduler, const std::string& allocator,
                const std::vector<int>& node_of_rank) {
-  if (is_builtin_plan_name(algorithm) || nranks == 1) {
-    BuiltinSpec spec;
+  if (is_hand_built_name(algorithm) || nranks == 1) {
+    HandBuiltSpec spec;
     spec.algorithm = algorithm;
     spec.instances = instances;
     spec.in_place = in_place;
     spec.root = root;
     spec.protocol = protocol;
-    return builtin_plan(c, nranks, spec);
+    return hand_built_plan(c, nranks, spec);
   }
   // The plan builder (plan/builder.hpp) loads the source and verifies its algorithm as
   // written (ResCCLang's one data buffer); the compiler lowers it for in-place or
@@ -144,7 +144,7 @@ Plan make_plan(Collective c, int nranks, const std::string& algorithm, const std
   // Algorithm level in step order where deadlock-free at the communicator's FIFO depth: a
   // ring runs as NCCL's does, one block per instance doing receive-reduce-send.
   bo.compile.step_order = true;
-  // The table's instances are tuned for the built-in plans, where one thread block serves
+  // The table's instances are tuned for the hand-built plans, where one thread block serves
   // every peer; a compiled plan has blocks per link, so on many peers it takes the
   // compiler's derived instances within the runtime's budget instead (compile_for_runtime).
   // WEFT_INSTANCES, when set, is taken as given.

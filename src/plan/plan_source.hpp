@@ -22,8 +22,8 @@
 
 namespace weft {
 
-/// True for the names builtin_plan understands.
-bool is_builtin_plan_name(const std::string& algorithm);
+/// True for the names hand_built_plan understands.
+bool is_hand_built_name(const std::string& algorithm);
 
 /// The collective an algorithm name, algorithm file or plan file implements (loaded once for
 /// `nranks` ranks and cached). Throws weft::Error naming the file when it cannot be loaded.

@@ -1,8 +1,8 @@
-// What a proxy moves data over: a Connection to one peer, in-process memcpy here
-// (HostConnection, for the CPU tests and ranks that are threads of one process), the
+// What a proxy moves data over: a Endpoint to one peer, in-process memcpy here
+// (HostEndpoint, for the CPU tests and ranks that are threads of one process), the
 // network transport (net/ucx_transport.hpp) between processes and hosts.
 //
-// Every operation is posted in order. A connection guarantees that a write_u64 lands after
+// Every operation is posted in order. An endpoint guarantees that a write_u64 lands after
 // every put posted before it (the port channel's signal after its data), and flush waits,
 // bounded, until everything posted has landed, throwing a weft::Error naming the peer.
 #pragma once
@@ -19,9 +19,9 @@ struct RemoteMemory {
   const void* key = nullptr;  ///< the transport's access key (a UCX rkey, valid while the transport lives), null in-process
 };
 
-class Connection {
+class Endpoint {
  public:
-  virtual ~Connection() = default;
+  virtual ~Endpoint() = default;
   /// "rank 3", for errors.
   virtual std::string peer() const = 0;
   /// Copies `bytes` from `src` to dst.address + dst_offset (bounds already checked).
@@ -50,9 +50,9 @@ class Connection {
 };
 
 /// Both ends in this process: put is a memcpy, write_u64 an atomic release store.
-class HostConnection : public Connection {
+class HostEndpoint : public Endpoint {
  public:
-  explicit HostConnection(std::string peer) : peer_(std::move(peer)) {}
+  explicit HostEndpoint(std::string peer) : peer_(std::move(peer)) {}
   std::string peer() const override { return peer_; }
   void put(const RemoteMemory& dst, uint64_t dst_offset, const void* src, uint64_t bytes) override;
   void write_u64(const RemoteMemory& dst, uint64_t dst_offset, uint64_t value) override;

@@ -39,7 +39,7 @@ struct weftComm {
 };
 
 struct weftMemoryChannel {
-  weft::exec::MemoryChannel channel;
+  weft::exec::ChannelEnd channel;
 };
 
 namespace {
@@ -353,7 +353,7 @@ weftResult_t weftCommConnectMemoryChannels(weftComm_t comm, const int* peers, in
       std::fill(channels, channels + npeers, nullptr);
     }
     std::vector<int> list(peers, peers + npeers);
-    std::vector<weft::exec::MemoryChannel> made = impl(comm).connect_memory_channels(list, buff, size, packetBytes);
+    std::vector<weft::exec::ChannelEnd> made = impl(comm).connect_memory_channels(list, buff, size, packetBytes);
     for (size_t i = 0; i < made.size(); ++i) channels[i] = new weftMemoryChannel{std::move(made[i])};
   });
 }

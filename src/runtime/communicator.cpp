@@ -408,8 +408,8 @@ void Communicator::make_fifos() {
   const exec::FifoShape shape{static_cast<uint32_t>(layout_.cfg.depth), layout_.cfg.slot_bytes,
                               layout_.cfg.ll_slot_bytes};
   auto at = [](char* base, uint64_t off) { return reinterpret_cast<uint64_t*>(base + off); };
-  fifo_.assign(static_cast<size_t>(nranks_) * 2 * static_cast<size_t>(K), exec::MemoryChannel());
-  net_fifo_.assign(fifo_.size(), exec::MemoryChannel());
+  fifo_.assign(static_cast<size_t>(nranks_) * 2 * static_cast<size_t>(K), exec::ChannelEnd());
+  net_fifo_.assign(fifo_.size(), exec::ChannelEnd());
   for (int p = 0; p < nranks_; ++p) {
     if (p == rank_) continue;
     if (net_ && net_->crosses(p)) {
@@ -438,13 +438,13 @@ void Communicator::make_fifos() {
                             at(arena_, layout_.control(p, k) + ArenaLayout::kPosted),
                             at(peer, layout_.control(rank_, k) + ArenaLayout::kAcked),
                             at(arena_, layout_.control(p, k) + ArenaLayout::kRecvPos)};
-      fifo_[(static_cast<size_t>(p) * 2 + 1) * K + k] = exec::MemoryChannel::fifo_send(p, shape, to);
-      fifo_[(static_cast<size_t>(p) * 2) * K + k] = exec::MemoryChannel::fifo_recv(p, shape, from);
+      fifo_[(static_cast<size_t>(p) * 2 + 1) * K + k] = exec::ChannelEnd::fifo_send(p, shape, to);
+      fifo_[(static_cast<size_t>(p) * 2) * K + k] = exec::ChannelEnd::fifo_recv(p, shape, from);
     }
   }
 }
 
-const exec::MemoryChannel& Communicator::fifo(const ConnRef& ref, ChannelKind kind) const {
+const exec::ChannelEnd& Communicator::fifo(const ConnRef& ref, ChannelKind kind) const {
   const size_t K = static_cast<size_t>(layout_.cfg.connections);
   const size_t i = (static_cast<size_t>(ref.peer) * 2 + (ref.send ? 1 : 0)) * K + static_cast<size_t>(ref.pool_index);
   // check_plan_channels has refused every kind this rank cannot build for the pair.

@@ -49,7 +49,7 @@
 namespace weft {
 
 class NetFifos;
-class CeCollectives;
+class CeRunner;
 
 /// Sizes every rank of a communicator must agree on (from WEFT_CONNECTIONS,
 /// WEFT_FIFO_DEPTH, WEFT_SLOT_BYTES, WEFT_LL_SLOT_BYTES).
@@ -138,7 +138,7 @@ class Communicator {
   /// (mapped here), a semaphore pair with it, and LL packet buffers of `packet_bytes`
   /// (rounded up to 16) each way when packet_bytes > 0. The channels of one call share one
   /// allocation and the peers' mappings, released with the last of them.
-  std::vector<exec::MemoryChannel> connect_memory_channels(const std::vector<int>& peers, void* buf, uint64_t bytes,
+  std::vector<exec::ChannelEnd> connect_memory_channels(const std::vector<int>& peers, void* buf, uint64_t bytes,
                                                            uint64_t packet_bytes);
 
   /// The bootstrap, for collective setup steps of layers built on the communicator
@@ -197,7 +197,7 @@ class Communicator {
   CachedPlan& plan_for(Collective c, const Choice& ch, bool in_place, int root);
   /// The FIFO end a plan's connection reference names, of the channel kind its link records
   /// (fifo_ or net_fifo_ below).
-  const exec::MemoryChannel& fifo(const ConnRef& ref, ChannelKind kind) const;
+  const exec::ChannelEnd& fifo(const ConnRef& ref, ChannelKind kind) const;
   /// The channel of a link to or from `peer` where a plan records none, and for p2p: the
   /// network across nodes, else memory.
   ChannelKind default_channel(int peer) const;
@@ -244,9 +244,9 @@ class Communicator {
   uint32_t* error_claim_ = nullptr;         ///< device memory
   /// The host halves of the connection FIFOs, ((peer*2+send)*K + conn); empty for this rank
   /// and for peers on other hosts (nothing of theirs is mapped).
-  std::vector<exec::MemoryChannel> fifo_;
+  std::vector<exec::ChannelEnd> fifo_;
   /// The same across the network, for peers on other nodes (net_); empty elsewhere.
-  std::vector<exec::MemoryChannel> net_fifo_;
+  std::vector<exec::ChannelEnd> net_fifo_;
   /// Hosts and nodes of every rank (plan/placement.hpp).
   Placement placement_;
   /// Every rank's process as the watchdog sees it (pid 0: not watchable from here).
@@ -255,7 +255,7 @@ class Communicator {
   /// FIFOs to ranks on other (emulated) nodes, through the proxy and UCX; null on one node.
   std::unique_ptr<NetFifos> net_;
   /// Copy-engine collectives (WEFT_ALGO=ce); null until the first such call.
-  std::unique_ptr<CeCollectives> ce_;
+  std::unique_ptr<CeRunner> ce_;
   cudaStream_t setup_stream_ = nullptr;
   bool launched_ = false;
   std::mutex error_mu_;                     ///< guards broken_, broken_message_ and reading error_host_

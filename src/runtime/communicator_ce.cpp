@@ -41,7 +41,7 @@ bool Communicator::run_copy_engine(Collective c, const void* send, void* recv, u
       return false;
     };
     x.on_error = [this](const std::string& why) { on_network_error(why); };
-    ce_ = std::make_unique<CeCollectives>(std::move(x));
+    ce_ = std::make_unique<CeRunner>(std::move(x));
   }
   return ce_->run(c, send, recv, count, dtype, op, in_place, stream);
 }

@@ -207,9 +207,9 @@ SelectionRow read_row(const json& row, const RowReader& in) {
   }
   if (r.algorithm == "p2p") in.bad("algorithm", "p2p is weftSend/weftRecv's primitive, not a collective's");
   if (r.algorithm.empty()) in.bad("algorithm", "is empty");
-  if (is_builtin_plan_name(r.algorithm)) {
+  if (is_hand_built_name(r.algorithm)) {
     for (Collective c : r.collectives) {
-      auto names = builtin_plan_algorithms(c);
+      auto names = hand_built_algorithms(c);
       if (std::find(names.begin(), names.end(), r.algorithm) == names.end())
         in.bad("algorithm", "the hand-built plans have no " + r.algorithm + " for " + std::string(to_string(c)));
     }
@@ -324,7 +324,7 @@ std::string describe_choice(const Choice& ch) {
   // A row's micro-batch and executor, where it names them.
   std::string extra = ch.microbatch_bytes > 0 ? ", mb " + text::format_bytes(ch.microbatch_bytes) : "";
   if (!ch.executor.empty()) extra += ", " + ch.executor;
-  if (is_builtin_plan_name(ch.algorithm))
+  if (is_hand_built_name(ch.algorithm))
     return text::format("%s (hand-built, %s, x%d%s)", ch.algorithm.c_str(), ch.protocol.c_str(), ch.instances, extra.c_str());
   if (source_kind(ch.algorithm) == SourceKind::PlanFile)
     return text::format("%s (plan file, %s%s)", ch.algorithm.c_str(), ch.protocol.c_str(), extra.c_str());

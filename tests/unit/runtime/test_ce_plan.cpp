@@ -280,7 +280,7 @@ void run_on_host(Collective c, int R, bool in_place, int dtype, int op, size_t c
     for (int q = 0; q < R; ++q) {
       if (q == r) continue;
       HostRank& peer = ranks[static_cast<size_t>(q)];
-      auto conn = std::make_shared<proxy::HostConnection>("rank " + std::to_string(q));
+      auto conn = std::make_shared<proxy::HostEndpoint>("rank " + std::to_string(q));
       for (int b = 0; b < 3; ++b)
         m.remote_id[static_cast<size_t>(q)][static_cast<size_t>(b)] = m.proxy->add_remote_memory(
             conn, proxy::RemoteMemory{reinterpret_cast<uint64_t>(peer.base[b]), peer.buf[b].size(), nullptr});

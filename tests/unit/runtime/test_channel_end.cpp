@@ -14,7 +14,7 @@
 namespace weft::exec {
 namespace {
 
-TEST(MemoryChannel, FifoEndsAgree) {
+TEST(ChannelEnd, FifoEndsAgree) {
   std::vector<char> receiver(4096), sender(4096);
   uint64_t* posted = reinterpret_cast<uint64_t*>(receiver.data());
   uint64_t* recv_pos = posted + 8;
@@ -23,8 +23,8 @@ TEST(MemoryChannel, FifoEndsAgree) {
   char* slots = receiver.data() + 1024;
   char* packet_slots = receiver.data() + 2048;
   const FifoShape shape{4, 256, 128};
-  const MemoryChannel s = MemoryChannel::fifo_send(1, shape, FifoMemory{slots, packet_slots, posted, acked, send_pos});
-  const MemoryChannel r = MemoryChannel::fifo_recv(0, shape, FifoMemory{slots, packet_slots, posted, acked, recv_pos});
+  const ChannelEnd s = ChannelEnd::fifo_send(1, shape, FifoMemory{slots, packet_slots, posted, acked, send_pos});
+  const ChannelEnd r = ChannelEnd::fifo_recv(0, shape, FifoMemory{slots, packet_slots, posted, acked, recv_pos});
   const ChannelHandle& hs = s.device_handle();
   const ChannelHandle& hr = r.device_handle();
   EXPECT_EQ(s.peer(), 1);
@@ -51,15 +51,15 @@ TEST(MemoryChannel, FifoEndsAgree) {
   static_assert(std::is_trivially_copyable_v<ChannelHandle>);
 }
 
-TEST(MemoryChannel, ReleaseRunsOnceWithTheLastCopy) {
+TEST(ChannelEnd, ReleaseRunsOnceWithTheLastCopy) {
   int released = 0;
   {
     device::MemoryChannelDeviceHandle h;
     h.peer = 3;
-    MemoryChannel a(h, std::shared_ptr<void>(nullptr, [&](void*) { ++released; }));
+    ChannelEnd a(h, std::shared_ptr<void>(nullptr, [&](void*) { ++released; }));
     {
-      MemoryChannel b = a;
-      MemoryChannel c = a;
+      ChannelEnd b = a;
+      ChannelEnd c = a;
       EXPECT_EQ(c.peer(), 3);
     }
     EXPECT_EQ(released, 0);
