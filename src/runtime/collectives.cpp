@@ -137,6 +137,7 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
   a.error = error_dev_;
   a.abort = abort_dev_;
   a.net = net_ ? 1 : 0;  // the interpreter's instantiation that pushes network triggers
+  a.conn_cache = cp.conn_cache;
   if (cp.fits_inline) {
     const LoweredRank& lr = cp.lp.ranks[static_cast<size_t>(rank_)];
     a.inline_plan = 1;
