@@ -4,7 +4,8 @@
 # `weft bench` runs AllReduce, AllGather, ReduceScatter, Broadcast and Reduce from 16 MiB to
 # 1 GiB (factor 4) on every GPU of the machine, weft and NCCL on the same buffers in the same
 # run, #wrong checked; then a table of weft busbw / NCCL busbw per variant, collective and
-# size, with weft's thread blocks per rank in brackets (NCCL's beside the collective).
+# size, with weft's thread blocks per rank in brackets (NCCL's beside the collective). If time
+# is left, one traced call of 256 MiB per AllReduce, Broadcast and Reduce (trace.log).
 #
 #   bench/bulk_round.sh BUNDLE [VARIANT...]
 #
@@ -54,6 +55,14 @@ for v in $WANT; do
     --factor 4 --iters 10 --warmup 3 --csv "$OUT/$v.csv" > "$OUT/$v.log" 2>&1
   echo "$(printf '%-11s rc=%-3s %4ss' "$v" "$?" "$(($(date +%s) - T0))") $settings"
 done
+
+# Where the time goes per thread block (docs/traces.md): one traced call of 256 MiB per
+# collective under the defaults, if the budget allows (its report is in trace.log).
+if [ $((BUDGET - ($(date +%s) - T0))) -ge 25 ]; then
+  timeout -k 5 20 "$W" bench AllReduce Broadcast Reduce --sizes 256M:256M --no-nccl --iters 3 --warmup 1 \
+    --trace "$OUT/trace.json" > "$OUT/trace.log" 2>&1
+  echo "trace       rc=$?   (trace.log, trace.*.json)"
+fi
 
 # shellcheck disable=SC2086  # one argument per variant
 python3 - "$OUT" $WANT <<'EOF'

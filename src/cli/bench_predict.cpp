@@ -7,7 +7,7 @@
 #include "ir/topology_io.hpp"
 #include "sim/report.hpp"
 #include "util/text.hpp"
-#include "runtime/plan_source.hpp"
+#include "plan/plan_source.hpp"
 #include "runtime/selection.hpp"
 #include "sim/call_model.hpp"
 #include "util/config.hpp"

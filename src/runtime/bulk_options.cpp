@@ -2,7 +2,8 @@
 // (docs/runtime.md, "Large messages against NCCL").
 #include "exec/plan_fuse.hpp"
 #include "runtime/communicator.hpp"
-#include "runtime/plan_source.hpp"
+#include "exec/plan_check.hpp"
+#include "plan/plan_source.hpp"
 #include "util/config.hpp"
 #include "util/log.hpp"
 

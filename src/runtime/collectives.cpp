@@ -1,13 +1,13 @@
 // Communicator::collective: from a C API call to a launch of the plan interpreter.
 #include <algorithm>
 
-#include "runtime/ce_plan.hpp"
-#include "runtime/collective_reference.hpp"
+#include "plan/ce_plan.hpp"
+#include "exec/collective_reference.hpp"
 #include "runtime/communicator.hpp"
-#include "runtime/cuda_check.hpp"
+#include "util/cuda_check.hpp"
 #include "exec/executor.hpp"
 #include "gen/kernels.hpp"
-#include "runtime/host_reduce.hpp"
+#include "exec/host_reduce.hpp"
 #include "net/net_fifos.hpp"
 #include "runtime/selection.hpp"
 #include "util/checked.hpp"
@@ -77,7 +77,7 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
   Choice ch = env_overrides_ ? select_algorithm(*table_, c, payload, nranks_, layout_.cfg.connections, in_place)
                              : table_->choose(c, payload, nranks_, in_place);
   if (ch.algorithm == ce::kAlgorithm) {
-    // Copy engines into registered buffers (runtime/ce_collectives.hpp); where any rank
+    // Copy engines into registered buffers (exec/ce_runner.hpp); where any rank
     // cannot, every rank runs the table's SM choice instead (logged at INFO).
     if (!net_ && run_copy_engine(c, s, r, count, dtype, reduces ? op : weftSum, in_place, stream)) {
       note_launch(stream);
@@ -144,6 +144,7 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
   a.error = error_dev_;
   a.abort = abort_dev_;
   a.net = net_ ? 1 : 0;  // the interpreter's instantiation that pushes network triggers
+  a.conn_cache = cp.conn_cache;
   a.mb_window = cp.mb_window;
   a.mover_wide = cp.mover_wide ? 1 : 0;
   if (cp.fits_inline) {
@@ -153,12 +154,11 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
     std::copy(lr.slots.begin(), lr.slots.end(), a.islots);
     std::copy(cp.conns_host.begin(), cp.conns_host.end(), a.iconns);
   }
-  int threads = ll ? kExecThreadsLL : kExecThreadsSimple;
   if (cp.roles > 1) {  // each role whole warps (exec_kernel splits the block evenly)
     a.roles = cp.roles;
     a.block_tbs = cp.block_tbs;
-    threads = threads / cp.roles / 32 * 32 * cp.roles;
   }
+  const int threads = exec_threads(g, proto, cp.roles);
   if (trace_cap_ > 0) start_trace(&a, &cp, c, ch, payload, "", stream);
   // The posting warp (WEFT_POST_WARP): untraced, one plan thread block per CUDA block, the interpreter.
   a.post_warp = cp.post_warp && cp.roles == 1 && a.trace == nullptr && !cp.gen ? 1 : 0;

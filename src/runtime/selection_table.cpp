@@ -4,9 +4,9 @@
 
 #include "lang/load.hpp"
 #include "plan/builder.hpp"
-#include "runtime/builtin_plans.hpp"
-#include "runtime/ce_plan.hpp"
-#include "runtime/plan_source.hpp"
+#include "plan/hand_built.hpp"
+#include "plan/ce_plan.hpp"
+#include "plan/plan_source.hpp"
 #include "runtime/selection.hpp"
 #include "util/config.hpp"
 #include "util/error.hpp"
@@ -200,16 +200,16 @@ SelectionRow read_row(const json& row, const RowReader& in) {
     return r;
   }
   if (r.kernel) in.bad("instances", "\"kernel\" is for oneshot only");
-  if (r.algorithm == ce::kAlgorithm) {  // copy engines (runtime/ce_collectives.hpp)
+  if (r.algorithm == ce::kAlgorithm) {  // copy engines (exec/ce_runner.hpp)
     for (Collective c : r.collectives)
       if (!ce::supports(c)) in.bad("algorithm", "ce runs AllGather and AllReduce, not " + std::string(to_string(c)));
     return r;
   }
   if (r.algorithm == "p2p") in.bad("algorithm", "p2p is weftSend/weftRecv's primitive, not a collective's");
   if (r.algorithm.empty()) in.bad("algorithm", "is empty");
-  if (is_builtin_plan_name(r.algorithm)) {
+  if (is_hand_built_name(r.algorithm)) {
     for (Collective c : r.collectives) {
-      auto names = builtin_plan_algorithms(c);
+      auto names = hand_built_algorithms(c);
       if (std::find(names.begin(), names.end(), r.algorithm) == names.end())
         in.bad("algorithm", "the hand-built plans have no " + r.algorithm + " for " + std::string(to_string(c)));
     }
@@ -358,7 +358,7 @@ std::string describe_choice(const Choice& ch) {
   // A row's micro-batch and executor, where it names them.
   std::string extra = ch.microbatch_bytes > 0 ? ", mb " + text::format_bytes(ch.microbatch_bytes) : "";
   if (!ch.executor.empty()) extra += ", " + ch.executor;
-  if (is_builtin_plan_name(ch.algorithm))
+  if (is_hand_built_name(ch.algorithm))
     return text::format("%s (hand-built, %s, x%d%s)", ch.algorithm.c_str(), ch.protocol.c_str(), ch.instances, extra.c_str());
   if (source_kind(ch.algorithm) == SourceKind::PlanFile)
     return text::format("%s (plan file, %s%s)", ch.algorithm.c_str(), ch.protocol.c_str(), extra.c_str());

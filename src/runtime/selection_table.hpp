@@ -17,7 +17,7 @@ namespace weft {
 
 struct Choice {
   std::string algorithm;  ///< a named primitive ("oneshot"; the hand-built plans "ring",
-                          ///< "allpairs", "chain" of runtime/builtin_plans.hpp) or a source the
+                          ///< "allpairs", "chain" of plan/hand_built.hpp) or a source the
                           ///< plan builder takes: an algorithm of algorithms/, dsl:NAME or a file
   std::string protocol;   ///< "Simple", "LL" or "LL128" ("LL" for oneshot)
   int instances = 1;      ///< thread blocks per link; for oneshot, the kernel's thread blocks

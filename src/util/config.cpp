@@ -38,7 +38,7 @@ const std::vector<Variable>& registry() {
       {"WEFT_MICROBATCH_BYTES", Type::Int, "0",
        "Micro-batch size in bytes per chunk slot; 0 lets the selection row choose (its microbatch_bytes, else the staging slots' size).", 0, 1ll << 40},
       {"WEFT_ALGO", Type::String, "",
-       "Algorithms instead of the selection table: comma-separated 'name' or 'Collective:name'; a name is a built-in plan (ring, allpairs, chain), oneshot, ce (copy engines into registered buffers: AllGather, AllReduce), an algorithm of algorithms/ (ring_allreduce, ...) or a file."},
+       "Algorithms instead of the selection table: comma-separated 'name' or 'Collective:name'; a name is a hand-built plan (ring, allpairs, chain), oneshot, ce (copy engines into registered buffers: AllGather, AllReduce), an algorithm of algorithms/ (ring_allreduce, ...) or a file."},
       {"WEFT_SELECTION", Type::String, "",
        "Path of a selection table (JSON, docs/runtime.md) to use instead of weft's default, read when a communicator "
        "is created; a malformed table is an error there naming the file and line."},

@@ -12,7 +12,8 @@
 #include "exec/exec_plan.hpp"
 #include "exec/plan_fuse.hpp"
 #include "exec/plan_lowering.hpp"
-#include "runtime/plan_source.hpp"
+#include "exec/plan_check.hpp"
+#include "plan/plan_source.hpp"
 #include "util/error.hpp"
 
 namespace weft {
