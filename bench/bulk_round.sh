@@ -77,6 +77,9 @@ for v in names:
     if not os.path.exists(p):
         continue
     for r in csv.DictReader(open(p)):
+        if "nccl_busbw" not in r:  # no GPU: weft bench ran the simulator
+            print(f"{v}: {p} holds the simulator's rows (no GPU), not a measurement")
+            break
         rows.setdefault((r["collective"], v), []).append(r)
 colls = ["AllReduce", "AllGather", "ReduceScatter", "Broadcast", "Reduce"]
 print("\nweft busbw / NCCL busbw (weft thread blocks per rank); NCCL's blocks after the collective; ! = #wrong")
