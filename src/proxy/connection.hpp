@@ -12,6 +12,8 @@
 
 namespace weft::proxy {
 
+class Trace;
+
 /// A peer's registered memory, as this rank knows it.
 struct RemoteMemory {
   uint64_t address = 0;       ///< the peer's address of the first byte
@@ -47,6 +49,24 @@ class Connection {
     return 0;
   }
   virtual bool landed(uint64_t /*ticket*/) { return true; }
+
+  // For the proxy's pipelined signals (proxy/proxy.hpp, "Signals after landing").
+  /// True where ordering a signal after earlier puts costs the transport a stall (UCX: a
+  /// fence, which UCX 1.15+ implements as a flush before the next operation): the proxy
+  /// then writes the signal with write_u64_landed once mark()/landed() show that the
+  /// channel's puts have landed, and meanwhile keeps posting. Default false: write_u64.
+  virtual bool signals_after_landing() const { return false; }
+  /// Writes `value` at dst.address + dst_offset with no ordering against earlier puts (the
+  /// caller knows they have landed, or that none need to precede it). Default: write_u64.
+  virtual void write_u64_landed(const RemoteMemory& dst, uint64_t dst_offset, uint64_t value) {
+    write_u64(dst, dst_offset, value);
+  }
+  /// False while the connection has operations in flight or its last progress() did work
+  /// (the proxy keeps polling without backing off while any connection is busy).
+  virtual bool idle() const { return true; }
+  /// The proxy's trace recorder (proxy/trace.hpp), for connections with steps of their own
+  /// (staging); called with null or a recorder before the proxy thread starts.
+  virtual void attach_trace(Trace* /*trace*/) {}
 };
 
 /// Both ends in this process: put is a memcpy, write_u64 an atomic release store.

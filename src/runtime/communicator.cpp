@@ -375,6 +375,25 @@ void Communicator::init_network(int emulate_nodes) {
     cudaFreeHost(p);
     cudaGetLastError();
   };
+  // Where UCX registers CUDA memory (net/net_fifos.hpp, WEFT_NET_GPU_MEMORY): the region in
+  // GPU memory, which UCX puts from and into directly.
+  mem.alloc_device_region = [dev](uint64_t bytes) {
+    DeviceGuard g(dev);
+    char* p = nullptr;
+    WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p), bytes));
+    WEFT_CUDA_CHECK(cudaMemset(p, 0, bytes));
+    WEFT_CUDA_CHECK(cudaDeviceSynchronize());
+    return p;
+  };
+  mem.free_device_region = [](char* p) {
+    cudaFree(p);
+    cudaGetLastError();
+  };
+  {
+    char bus[32] = {};
+    if (cudaDeviceGetPCIBusId(bus, sizeof bus, dev) == cudaSuccess) mem.pci_bus_id = bus;
+    cudaGetLastError();
+  }
   mem.fifo = proxy::cuda_fifo_memory(dev);
   mem.upload = [dev](const void* data, size_t bytes) {
     DeviceGuard g(dev);
