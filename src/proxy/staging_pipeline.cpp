@@ -63,25 +63,22 @@ void StagingPipeline::put(const RemoteMemory& dst, uint64_t dst_offset, const vo
 }
 
 bool StagingPipeline::progress() {
-  // Post in order: the first unposted chunk goes once its copy is done, then the next.
-  const size_t first = static_cast<size_t>(posted_ - released_);
-  bool posted_any = false;
-  for (size_t i = first; i < chunks_.size(); ++i) {
+  // Post in order: the first unposted chunk goes once its copy is done, then the next; each
+  // is marked on its own, so that its buffer comes back as soon as it has landed.
+  for (size_t i = static_cast<size_t>(posted_ - released_); i < chunks_.size(); ++i) {
     Chunk& c = chunks_[i];
     if (c.buffer >= 0) {
       if (!copier_.done(c.token)) break;
       if (trace_) trace_->add(TraceEvent::StageCopied, static_cast<uint32_t>(c.buffer), c.seq);
     }
     inner_.put(c.dst, c.dst_offset, c.src, c.bytes);
+    c.inner_ticket = inner_.mark(timeout_s_);
     if (trace_) trace_->add(TraceEvent::StagePut, static_cast<uint32_t>(std::max(c.buffer, 0)), c.seq, c.bytes);
     c.posted = true;
     ++posted_;
-    posted_any = true;
+    if (i + 1 < chunks_.size() && chunks_[i + 1].buffer >= 0) ++overlapped_;  // the next one's copy runs
   }
-  if (posted_any) {  // one mark covers the batch just posted
-    const uint64_t ticket = inner_.mark(timeout_s_);
-    for (size_t i = first; i < static_cast<size_t>(posted_ - released_); ++i) chunks_[i].inner_ticket = ticket;
-  }
+  max_on_wire_ = std::max(max_on_wire_, posted_ - released_);
   // Release in order what has landed; a buffer comes back only then.
   while (!chunks_.empty() && chunks_.front().posted && inner_.landed(chunks_.front().inner_ticket)) {
     const Chunk& c = chunks_.front();

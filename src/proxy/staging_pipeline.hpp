@@ -9,7 +9,7 @@
 //              goes as it is where the source is readable (`direct`). Returns at once.
 //   progress   posts chunks to the inner connection strictly in order, each once its copy
 //              is done and every earlier chunk is posted (copies may complete in any
-//              order); marks the inner connection after each batch it posts; releases
+//              order); marks the inner connection after each chunk it posts; releases
 //              chunks in order once their mark has landed, returning their buffers.
 //   mark / landed  a ticket for every chunk enqueued so far; landed once all of them are
 //              released (posted and landed), which is when the proxy may write a signal
@@ -66,6 +66,10 @@ class StagingPipeline {
   uint64_t posted() const { return posted_; }
   uint64_t released() const { return released_; }
   size_t free_buffers() const { return free_.size(); }
+  /// The most chunks posted and not yet landed at once, and the chunks that went on the
+  /// wire while the next chunk's copy was under way (copies overlapping the network).
+  uint64_t max_on_wire() const { return max_on_wire_; }
+  uint64_t overlapped_copies() const { return overlapped_; }
 
  private:
   struct Chunk {
@@ -92,6 +96,7 @@ class StagingPipeline {
   std::deque<int> free_;       // buffer indices, in the order they came back
   std::deque<Chunk> chunks_;   // unreleased, oldest first
   uint64_t enqueued_ = 0, posted_ = 0, released_ = 0;
+  uint64_t max_on_wire_ = 0, overlapped_ = 0;
   Trace* trace_ = nullptr;
 };
 
