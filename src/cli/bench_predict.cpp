@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/topology_io.hpp"
+#include "net/net_selection.hpp"
 #include "sim/report.hpp"
 #include "util/text.hpp"
 #include "runtime/plan_source.hpp"
@@ -35,8 +36,15 @@ Prediction BenchPredictor::predict(Collective c, uint64_t bytes, bool trace) {
     return p;
   }
   try {
+    // A topology of several nodes: the runtime's multi-node table (net/net_selection.hpp) and
+    // plans compiled for those nodes, as a communicator spanning them runs.
     static const auto table = selection_table_for_environment();
-    const Choice ch = select_algorithm(*table, c, bytes, ranks_, static_cast<int>(config::get_int("WEFT_CONNECTIONS")));
+    static const auto net_table = net::multi_node_table_for_environment();
+    const bool nodes = topo_->nodes > 1;
+    std::vector<int> node_of_rank;
+    for (int r = 0; nodes && r < ranks_; ++r) node_of_rank.push_back(r / topo_->gpus_per_node);
+    const Choice ch = select_algorithm(nodes ? *net_table : *table, c, bytes, ranks_,
+                                       static_cast<int>(config::get_int("WEFT_CONNECTIONS")));
     p.plan = describe_choice(ch);
     if (ch.algorithm == kOneShot) {
       p.us = sim::oneshot_time_us(c, bytes, ranks_, graph_);
@@ -49,7 +57,7 @@ Prediction BenchPredictor::predict(Collective c, uint64_t bytes, bool trace) {
     auto it = sims_.find(key);
     if (it == sims_.end()) {
       const Plan plan = make_plan(c, ranks_, ch.algorithm, ch.protocol, ch.instances, false, 0, depth, ch.scheduler,
-                                  ch.allocator);
+                                  ch.allocator, node_of_rank);
       // A traced run keeps every thread block apart, as the measured trace does.
       it = sims_.emplace(key, std::make_unique<sim::Simulator>(plan, *topo_, !trace)).first;
     }

@@ -16,6 +16,7 @@
 #include "net/ucx_transport.hpp"
 #include "runtime/builtin_plans.hpp"
 #include "net/net_fifos.hpp"
+#include "net/net_selection.hpp"
 #include "runtime/plan_source.hpp"
 #include "runtime/cuda_check.hpp"
 #include "exec/executor.hpp"
@@ -112,6 +113,12 @@ std::unique_ptr<Communicator> Communicator::create(const UniqueId& id, int nrank
   } catch (...) {
     c->free_all(false);
     throw;
+  }
+  // Links between nodes (net/net_selection.hpp): the multi-node table, unless WEFT_SELECTION.
+  if (c->net_) {
+    c->table_ = net::multi_node_table_for_environment();
+    WEFT_LOG(Info, "INIT", "rank " << rank << ": links between nodes go through UCX; selection from "
+                                    << c->table_->origin);
   }
   WEFT_LOG(Info, "INIT", "rank " << rank << " of " << nranks << " ready on device " << device << " ("
                                   << c->layout_.total() / (1 << 20) << " MiB of connection state)");
