@@ -255,20 +255,21 @@ void Proxy::handle(const ProxyTrigger& t, uint64_t index) {
     refuse("channel " + std::to_string(t.channel()) + " does not exist (" + std::to_string(channels_.size()) + " channels)");
   Channel& ch = channels_[t.channel()];
   Connection* conn = ch.connection.get();
-  const std::string where = "channel " + std::to_string(t.channel()) + " to " + conn->peer();
+  // Built only for a refusal: this runs for every trigger.
+  auto where = [&] { return "channel " + std::to_string(t.channel()) + " to " + conn->peer(); };
   if (op & device::kTriggerPut) {
     const uint64_t size = t.size(), src_off = t.src_offset(), dst_off = t.dst_offset();
     if (t.src_mem() >= memories_.size() || memories_[t.src_mem()].local == nullptr)
-      refuse(where + ": source memory " + std::to_string(t.src_mem()) + " is not a local memory");
+      refuse(where() + ": source memory " + std::to_string(t.src_mem()) + " is not a local memory");
     if (t.dst_mem() >= memories_.size() || memories_[t.dst_mem()].connection != conn)
-      refuse(where + ": destination memory " + std::to_string(t.dst_mem()) + " is not " + conn->peer() + "'s");
+      refuse(where() + ": destination memory " + std::to_string(t.dst_mem()) + " is not " + conn->peer() + "'s");
     const Memory& src = memories_[t.src_mem()];
     const Memory& dst = memories_[t.dst_mem()];
     if (src_off + size > src.bytes)
-      refuse(where + ": source offset " + std::to_string(src_off) + " + " + std::to_string(size) + " bytes exceeds memory " +
+      refuse(where() + ": source offset " + std::to_string(src_off) + " + " + std::to_string(size) + " bytes exceeds memory " +
              std::to_string(t.src_mem()) + " (" + std::to_string(src.bytes) + " bytes)");
     if (dst_off + size > dst.bytes)
-      refuse(where + ": destination offset " + std::to_string(dst_off) + " + " + std::to_string(size) + " bytes exceeds memory " +
+      refuse(where() + ": destination offset " + std::to_string(dst_off) + " + " + std::to_string(size) + " bytes exceeds memory " +
              std::to_string(t.dst_mem()) + " (" + std::to_string(dst.bytes) + " bytes)");
     if (size > 0) {
       conn->put(dst.remote, dst_off, static_cast<const char*>(src.local) + src_off, size);
