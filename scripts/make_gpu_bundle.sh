@@ -25,7 +25,7 @@
 # (a folder of prebuilt nccl-tests for run_round4.sh, copied as nccl-carry/ when it holds
 # lib/libweft_nccl.so).
 #
-# Bundle layout: bin/{weft,weft_gpu_tests,part_bench}, lib/libweft.so.0 (the soname the
+# Bundle layout: bin/{weft,weft_gpu_tests,part_bench,weft_part_gpu_tests}, lib/libweft.so.0 (the soname the
 # binaries load through their RUNPATH $ORIGIN/../lib), lib/libweft_nccl.so (soname
 # libnccl.so.2), include/weft/nccl.h, share/weft/{algorithms,topologies,selection},
 # nccl-tests-src/, torch/ (the PyTorch check), run_round_n.sh, round_nccltests.sh,
@@ -48,7 +48,7 @@ done
 BUILD=${BUILD:-$SRC/build-release}
 die() { echo "make_gpu_bundle.sh: $*" >&2; exit 1; }
 [ -f "$SRC/CMakeLists.txt" ] && [ -d "$SRC/algorithms" ] || die "$SRC is not a weft checkout"
-TARGETS="weft weft_gpu_tests weft_nccl part_bench"
+TARGETS="weft weft_gpu_tests weft_nccl part_bench weft_part_gpu_tests"
 [ "$ONLY" = 1 ] && TARGETS=weft
 
 if [ "$NOBUILD" = 0 ] && [ ! -f "$BUILD/CMakeCache.txt" ]; then
@@ -69,7 +69,7 @@ NVCC=$(sed -n 's/^set(CMAKE_CUDA_COMPILER "\(.*\)")$/\1/p' "$BUILD"/CMakeFiles/*
 # shellcheck disable=SC2086  # the target list is split on purpose
 [ "$NOBUILD" = 1 ] || cmake --build "$BUILD" -j "${WEFT_BUILD_JOBS:-2}" --target $TARGETS
 NEED="bin/weft lib/libweft.so.0"
-[ "$ONLY" = 1 ] || NEED="$NEED bin/weft_gpu_tests bin/part_bench lib/libweft_nccl.so"
+[ "$ONLY" = 1 ] || NEED="$NEED bin/weft_gpu_tests bin/part_bench bin/weft_part_gpu_tests lib/libweft_nccl.so"
 for f in $NEED; do [ -e "$BUILD/$f" ] || die "$BUILD/$f is missing (build the targets $TARGETS)"; done
 
 rm -rf "$OUTDIR"

@@ -14,11 +14,11 @@ namespace weft::proxy {
 
 using device::ProxyTrigger;
 
-void HostConnection::put(const RemoteMemory& dst, uint64_t dst_offset, const void* src, uint64_t bytes) {
+void HostEndpoint::put(const RemoteMemory& dst, uint64_t dst_offset, const void* src, uint64_t bytes) {
   std::memcpy(reinterpret_cast<char*>(dst.address) + dst_offset, src, bytes);
 }
 
-void HostConnection::write_u64(const RemoteMemory& dst, uint64_t dst_offset, uint64_t value) {
+void HostEndpoint::write_u64(const RemoteMemory& dst, uint64_t dst_offset, uint64_t value) {
   auto* p = reinterpret_cast<uint64_t*>(dst.address + dst_offset);
   std::atomic_ref<uint64_t>(*p).store(value, std::memory_order_release);
 }
@@ -51,29 +51,29 @@ uint32_t Proxy::add_local_memory(const void* ptr, uint64_t bytes) {
   return static_cast<uint32_t>(memories_.size() - 1);
 }
 
-uint32_t Proxy::add_remote_memory(std::shared_ptr<Connection> connection, const RemoteMemory& memory) {
+uint32_t Proxy::add_remote_memory(std::shared_ptr<Endpoint> endpoint, const RemoteMemory& memory) {
   require_stopped("add_remote_memory");
-  if (!connection) fail(ErrorCode::InvalidArgument, options_.name + ": add_remote_memory without a connection");
+  if (!endpoint) fail(ErrorCode::InvalidArgument, options_.name + ": add_remote_memory without an endpoint");
   if (memory.bytes == 0 || memory.bytes > ProxyTrigger::kMaxField || memory.address + memory.bytes < memory.address)
-    fail(ErrorCode::InvalidArgument, options_.name + ": " + connection->peer() + "'s memory of " +
+    fail(ErrorCode::InvalidArgument, options_.name + ": " + endpoint->peer() + "'s memory of " +
                                          std::to_string(memory.bytes) + " bytes is outside 1 byte to 4 GiB - 1");
   if (memories_.size() >= ProxyTrigger::kMaxMemIds)
     fail(ErrorCode::InvalidUsage, options_.name + ": more than " + std::to_string(ProxyTrigger::kMaxMemIds) + " memories");
   Memory m;
   m.remote = memory;
   m.bytes = memory.bytes;
-  m.connection = connection.get();
+  m.endpoint = endpoint.get();
   memories_.push_back(m);
-  connection_index(connection);
+  endpoint_index(endpoint);
   return static_cast<uint32_t>(memories_.size() - 1);
 }
 
-size_t Proxy::connection_index(const std::shared_ptr<Connection>& c) {
-  auto it = std::find(connections_.begin(), connections_.end(), c);
-  if (it != connections_.end()) return static_cast<size_t>(it - connections_.begin());
-  connections_.push_back(c);
+size_t Proxy::endpoint_index(const std::shared_ptr<Endpoint>& c) {
+  auto it = std::find(endpoints_.begin(), endpoints_.end(), c);
+  if (it != endpoints_.end()) return static_cast<size_t>(it - endpoints_.begin());
+  endpoints_.push_back(c);
   held_.emplace_back();
-  return connections_.size() - 1;
+  return endpoints_.size() - 1;
 }
 
 void Proxy::watch(const uint64_t* word, uint32_t label) {
@@ -83,14 +83,14 @@ void Proxy::watch(const uint64_t* word, uint32_t label) {
 
 device::PortChannelDeviceHandle Proxy::make_port_channel(const PortChannelSpec& s) {
   require_stopped("make_port_channel");
-  if (!s.connection) fail(ErrorCode::InvalidArgument, options_.name + ": make_port_channel without a connection");
-  auto owned_by = [&](uint32_t id, Connection* c) {
-    return id < memories_.size() && memories_[id].local == nullptr && memories_[id].connection == c;
+  if (!s.endpoint) fail(ErrorCode::InvalidArgument, options_.name + ": make_port_channel without an endpoint");
+  auto owned_by = [&](uint32_t id, Endpoint* c) {
+    return id < memories_.size() && memories_[id].local == nullptr && memories_[id].endpoint == c;
   };
-  const std::string peer = s.connection->peer();
+  const std::string peer = s.endpoint->peer();
   if (s.src_mem >= memories_.size() || memories_[s.src_mem].local == nullptr)
     fail(ErrorCode::InvalidArgument, options_.name + ": channel to " + peer + ": source memory " + std::to_string(s.src_mem) + " is not a local one");
-  if (!owned_by(s.dst_mem, s.connection.get()) || !owned_by(s.signal_mem, s.connection.get()))
+  if (!owned_by(s.dst_mem, s.endpoint.get()) || !owned_by(s.signal_mem, s.endpoint.get()))
     fail(ErrorCode::InvalidArgument, options_.name + ": channel to " + peer + ": destination or signal memory is not " + peer + "'s");
   if (s.signal_offset % 8 != 0 || s.signal_offset + 8 > memories_[s.signal_mem].bytes)
     fail(ErrorCode::InvalidArgument, options_.name + ": channel to " + peer + ": signal offset " + std::to_string(s.signal_offset) +
@@ -100,10 +100,10 @@ device::PortChannelDeviceHandle Proxy::make_port_channel(const PortChannelSpec& 
   if (channels_.size() >= ProxyTrigger::kMaxChannels)
     fail(ErrorCode::InvalidUsage, options_.name + ": more than " + std::to_string(ProxyTrigger::kMaxChannels) + " channels");
   Channel ch;
-  ch.connection = s.connection;
+  ch.endpoint = s.endpoint;
   ch.signal_mem = s.signal_mem;
   ch.signal_offset = s.signal_offset;
-  ch.conn = connection_index(s.connection);
+  ch.conn = endpoint_index(s.endpoint);
   channels_.push_back(ch);
   device::PortChannelDeviceHandle h;
   h.fifo = fifo_.device_handle();
@@ -119,7 +119,7 @@ void Proxy::start() {
   if (running()) return;
   check();
   stop_.store(false);
-  for (auto& c : connections_) c->attach_trace(trace_.get());
+  for (auto& c : endpoints_) c->attach_trace(trace_.get());
   thread_ = std::thread([this] {
     place_thread();
     run();
@@ -192,7 +192,7 @@ void Proxy::back_off(uint64_t idle_ns) {
 
 Proxy::Pass Proxy::pass() {
   bool busy = false;
-  for (auto& c : connections_) {
+  for (auto& c : endpoints_) {
     c->progress();
     busy |= !c->idle();
   }
@@ -214,7 +214,7 @@ void Proxy::run() {
   uint64_t last_work = Trace::now_ns();
   while (!stop_.load(std::memory_order_relaxed)) {
     if (fifo_.error()) {  // failed: keep the transports progressing for the peers, take nothing
-      for (auto& c : connections_) {
+      for (auto& c : endpoints_) {
         try {
           c->progress();
         } catch (const std::exception&) {  // already failed; the first error is the one kept
@@ -254,14 +254,14 @@ void Proxy::handle(const ProxyTrigger& t, uint64_t index) {
   if (t.channel() >= channels_.size())
     refuse("channel " + std::to_string(t.channel()) + " does not exist (" + std::to_string(channels_.size()) + " channels)");
   Channel& ch = channels_[t.channel()];
-  Connection* conn = ch.connection.get();
+  Endpoint* conn = ch.endpoint.get();
   // Built only for a refusal: this runs for every trigger.
   auto where = [&] { return "channel " + std::to_string(t.channel()) + " to " + conn->peer(); };
   if (op & device::kTriggerPut) {
     const uint64_t size = t.size(), src_off = t.src_offset(), dst_off = t.dst_offset();
     if (t.src_mem() >= memories_.size() || memories_[t.src_mem()].local == nullptr)
       refuse(where() + ": source memory " + std::to_string(t.src_mem()) + " is not a local memory");
-    if (t.dst_mem() >= memories_.size() || memories_[t.dst_mem()].connection != conn)
+    if (t.dst_mem() >= memories_.size() || memories_[t.dst_mem()].endpoint != conn)
       refuse(where() + ": destination memory " + std::to_string(t.dst_mem()) + " is not " + conn->peer() + "'s");
     const Memory& src = memories_[t.src_mem()];
     const Memory& dst = memories_[t.dst_mem()];
@@ -283,7 +283,7 @@ void Proxy::handle(const ProxyTrigger& t, uint64_t index) {
 }
 
 void Proxy::signal(Channel& ch, uint32_t channel) {
-  Connection* conn = ch.connection.get();
+  Endpoint* conn = ch.endpoint.get();
   const uint64_t value = ++ch.signalled;
   if (std::find(dirty_.begin(), dirty_.end(), conn) == dirty_.end()) dirty_.push_back(conn);
   if (!conn->signals_after_landing()) {
@@ -304,10 +304,10 @@ void Proxy::signal(Channel& ch, uint32_t channel) {
 }
 
 bool Proxy::release_held() {
-  for (size_t i = 0; i < connections_.size(); ++i) {
+  for (size_t i = 0; i < endpoints_.size(); ++i) {
     std::deque<Held>& q = held_[i];
     if (q.empty()) continue;
-    Connection* conn = connections_[i].get();
+    Endpoint* conn = endpoints_[i].get();
     if (!q.back().marked) {  // one mark per pass covers every signal held since the last one
       const uint64_t ticket = conn->mark(timeout_s_);
       if (trace_) trace_->add(TraceEvent::Mark, static_cast<uint32_t>(i), ticket);
@@ -348,18 +348,18 @@ void Proxy::flush_all(uint64_t index) {
   if (trace_) trace_->add(TraceEvent::FlushBegin, 0, index);
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s_);
   while (held_total_.load(std::memory_order_relaxed) > 0) {
-    for (auto& c : connections_) c->progress();
+    for (auto& c : endpoints_) c->progress();
     if (!release_held()) break;
     if (std::chrono::steady_clock::now() > end) {
       std::string peers;
-      for (size_t i = 0; i < connections_.size(); ++i)
-        if (!held_[i].empty()) peers += (peers.empty() ? "" : ", ") + connections_[i]->peer();
+      for (size_t i = 0; i < endpoints_.size(); ++i)
+        if (!held_[i].empty()) peers += (peers.empty() ? "" : ", ") + endpoints_[i]->peer();
       fail(ErrorCode::Timeout, "flush (trigger " + std::to_string(index) + "): " + std::to_string(held_total_.load()) +
                                    " signals to " + peers + " still wait for their puts to land after " +
                                    std::to_string(timeout_s_) + " s: " + peers + " is stalled or unreachable");
     }
   }
-  for (Connection* c : dirty_) c->flush(timeout_s_);
+  for (Endpoint* c : dirty_) c->flush(timeout_s_);
   dirty_.clear();
   if (trace_) trace_->add(TraceEvent::FlushEnd, 0, index);
 }

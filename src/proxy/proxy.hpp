@@ -1,12 +1,12 @@
 // The proxy: one host thread per GPU that drains its port channels' FIFO (proxy/fifo.hpp)
-// and turns each trigger into transfers on the channel's Connection.
+// and turns each trigger into transfers on the channel's Endpoint.
 //
 // Before start() the owner registers memories (this rank's, and peers' reached through a
-// connection) and channels; the tables are fixed while the thread runs. For each trigger
+// endpoint) and channels; the tables are fixed while the thread runs. For each trigger
 // the proxy checks everything the GPU sent (channel id, operation bits, memory ids, the
 // direction of each memory, offset + size against both memories) before any transfer: a
 // trigger that fails is never executed. Then it puts, signals (the channel's count + 1
-// written to the peer after the data) and flushes (waits, bounded, for every connection
+// written to the peer after the data) and flushes (waits, bounded, for every endpoint
 // used since the last flush), and only then advances the FIFO's counter.
 //
 // Failure: a refused trigger, a transport error or a flush past its deadline is recorded
@@ -25,7 +25,7 @@
 #include <thread>
 #include <vector>
 
-#include "proxy/connection.hpp"
+#include "proxy/endpoint.hpp"
 #include "proxy/fifo.hpp"
 #include "proxy/trace.hpp"
 #include "util/error.hpp"
@@ -47,11 +47,11 @@ struct ProxyOptions {
   int64_t spin_us = -1;
 };
 
-/// What make_port_channel needs besides the connection.
+/// What make_port_channel needs besides the endpoint.
 struct PortChannelSpec {
-  std::shared_ptr<Connection> connection;
+  std::shared_ptr<Endpoint> endpoint;
   uint32_t src_mem = 0;        ///< a local memory id
-  uint32_t dst_mem = 0;        ///< a remote memory id of this connection
+  uint32_t dst_mem = 0;        ///< a remote memory id of this endpoint
   uint32_t signal_mem = 0;     ///< the remote memory holding the peer's inbound counter for us
   uint64_t signal_offset = 0;  ///< its offset there (8-byte aligned)
   uint64_t* inbound = nullptr; ///< local counter the peer's proxy writes (device-visible)
@@ -67,8 +67,8 @@ class Proxy {
 
   /// This rank's memory [ptr, ptr + bytes); bytes below 4 GiB. Returns its memory id.
   uint32_t add_local_memory(const void* ptr, uint64_t bytes);
-  /// A peer's memory reached through `connection`. Returns its memory id.
-  uint32_t add_remote_memory(std::shared_ptr<Connection> connection, const RemoteMemory& memory);
+  /// A peer's memory reached through `endpoint`. Returns its memory id.
+  uint32_t add_remote_memory(std::shared_ptr<Endpoint> endpoint, const RemoteMemory& memory);
   /// A channel; returns its device handle (channel id in it).
   device::PortChannelDeviceHandle make_port_channel(const PortChannelSpec& spec);
 
@@ -98,16 +98,16 @@ class Proxy {
     const void* local = nullptr;       ///< null for a remote one
     RemoteMemory remote;
     uint64_t bytes = 0;
-    Connection* connection = nullptr;  ///< owner of a remote memory
+    Endpoint* endpoint = nullptr;  ///< owner of a remote memory
   };
   struct Channel {
-    std::shared_ptr<Connection> connection;
+    std::shared_ptr<Endpoint> endpoint;
     uint32_t signal_mem = 0;
     uint64_t signal_offset = 0;
     uint64_t signalled = 0;
-    size_t conn = 0;             ///< index in connections_
+    size_t conn = 0;             ///< index in endpoints_
     bool puts_unsignalled = false;  ///< puts since its last signal, not known landed
-    uint64_t held = 0;           ///< its signals held in the connection's queue
+    uint64_t held = 0;           ///< its signals held in the endpoint's queue
   };
   /// A signal waiting for its channel's puts to land.
   struct Held {
@@ -118,7 +118,7 @@ class Proxy {
     uint64_t since_ns;  ///< traced runs only
   };
   void require_stopped(const char* what) const;
-  size_t connection_index(const std::shared_ptr<Connection>& c);
+  size_t endpoint_index(const std::shared_ptr<Endpoint>& c);
   void run();
   enum class Pass { Idle, Busy, Took };  ///< nothing to do; transfers in flight; triggers taken
   Pass pass();  ///< one pass of the loop
@@ -135,10 +135,10 @@ class Proxy {
   Fifo fifo_;
   std::vector<Memory> memories_;
   std::vector<Channel> channels_;
-  std::vector<std::shared_ptr<Connection>> connections_;  // each once, for progress
-  std::vector<std::deque<Held>> held_;                     // index: connections_
+  std::vector<std::shared_ptr<Endpoint>> endpoints_;  // each once, for progress
+  std::vector<std::deque<Held>> held_;                     // index: endpoints_
   std::atomic<uint64_t> held_total_{0};
-  std::vector<Connection*> dirty_;                         // used since the last flush
+  std::vector<Endpoint*> dirty_;                         // used since the last flush
   uint64_t spin_ns_ = 0;
   std::unique_ptr<Trace> trace_;
   std::atomic<bool> stop_{false};

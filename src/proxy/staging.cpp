@@ -63,9 +63,9 @@ bool on_gpu(const void* p) {
   return gpu;
 }
 
-std::shared_ptr<Connection> checked(std::shared_ptr<Connection> inner, uint64_t piece_bytes, int pieces) {
+std::shared_ptr<Endpoint> checked(std::shared_ptr<Endpoint> inner, uint64_t piece_bytes, int pieces) {
   if (!inner || piece_bytes == 0 || pieces < 1)
-    fail(ErrorCode::InvalidArgument, "staging connection: needs an inner connection, a piece size and at least one buffer");
+    fail(ErrorCode::InvalidArgument, "staging endpoint: needs an inner endpoint, a piece size and at least one buffer");
   return inner;
 }
 }  // namespace
@@ -77,7 +77,7 @@ PinnedBuffers::PinnedBuffers(uint64_t bytes, int n) {
     if (e != cudaSuccess) {
       for (char* b : buffers) cudaFreeHost(b);
       buffers.clear();
-      check(e, "staging connection: page-locked buffer of " + std::to_string(bytes) + " bytes");
+      check(e, "staging endpoint: page-locked buffer of " + std::to_string(bytes) + " bytes");
     }
     buffers.push_back(static_cast<char*>(p));
   }
@@ -87,10 +87,10 @@ PinnedBuffers::~PinnedBuffers() {
   for (char* b : buffers) cudaFreeHost(b);
 }
 
-StagingConnection::StagingConnection(std::shared_ptr<Connection> inner, int device, uint64_t piece_bytes, int pieces,
+StagingEndpoint::StagingEndpoint(std::shared_ptr<Endpoint> inner, int device, uint64_t piece_bytes, int pieces,
                                      double timeout_s)
     : PinnedBuffers(piece_bytes, std::max(pieces, 0)),
-      StagedConnection(checked(inner, piece_bytes, pieces),
+      StagedEndpoint(checked(inner, piece_bytes, pieces),
                        std::make_unique<CudaCopier>(device, static_cast<size_t>(std::max(pieces, 1)), inner ? inner->peer() : ""),
                        buffers, piece_bytes,
                        config::wait_seconds(timeout_s >= 0 ? timeout_s : config::get_seconds("WEFT_TIMEOUT")), on_gpu) {}

@@ -1,7 +1,7 @@
 // Staging through page-locked host memory, for a network transport that cannot read GPU
 // memory (a UCX built without CUDA support: UcxTransport::supports_cuda_memory() false).
 //
-// StagingConnection is a StagedConnection (proxy/staging_pipeline.hpp) whose copier is the
+// StagingEndpoint is a StagedEndpoint (proxy/staging_pipeline.hpp) whose copier is the
 // GPU's copy engine: a put whose source is GPU memory is cut into chunks of `piece_bytes`,
 // each copied into one of `pieces` page-locked buffers (cudaMemcpyAsync on a stream the
 // proxy owns, a CUDA event per copy) and put from there as soon as its copy is done, in
@@ -22,7 +22,7 @@
 
 namespace weft::proxy {
 
-/// Page-locked buffers (cudaHostAlloc), freed on destruction: StagingConnection's first
+/// Page-locked buffers (cudaHostAlloc), freed on destruction: StagingEndpoint's first
 /// base, so they outlive the pipeline that uses them.
 struct PinnedBuffers {
   PinnedBuffers(uint64_t bytes, int n);
@@ -32,11 +32,11 @@ struct PinnedBuffers {
   std::vector<char*> buffers;
 };
 
-class StagingConnection : private PinnedBuffers, public StagedConnection {
+class StagingEndpoint : private PinnedBuffers, public StagedEndpoint {
  public:
   /// `device`: the GPU whose memory the sources are. `timeout_s` bounds each wait for a
   /// free buffer, a copy or a flush (negative: WEFT_TIMEOUT).
-  StagingConnection(std::shared_ptr<Connection> inner, int device, uint64_t piece_bytes = 2 << 20, int pieces = 8,
+  StagingEndpoint(std::shared_ptr<Endpoint> inner, int device, uint64_t piece_bytes = 2 << 20, int pieces = 8,
                     double timeout_s = -1);
 };
 

@@ -9,7 +9,7 @@
 
 namespace weft::proxy {
 
-StagingPipeline::StagingPipeline(Connection& inner, Copier& copier, std::vector<char*> buffers, uint64_t chunk_bytes,
+StagingPipeline::StagingPipeline(Endpoint& inner, Copier& copier, std::vector<char*> buffers, uint64_t chunk_bytes,
                                  double timeout_s, std::string who)
     : inner_(inner),
       copier_(copier),
@@ -106,16 +106,16 @@ void StagingPipeline::drain(double timeout_s) {
   if (!none_left()) wait_until("the staged chunks did not all land", timeout_s, &StagingPipeline::none_left);
 }
 
-StagedConnection::StagedConnection(std::shared_ptr<Connection> inner, std::unique_ptr<Copier> copier,
+StagedEndpoint::StagedEndpoint(std::shared_ptr<Endpoint> inner, std::unique_ptr<Copier> copier,
                                    std::vector<char*> buffers, uint64_t chunk_bytes, double timeout_s,
                                    std::function<bool(const void*)> needs_staging)
     : inner_(std::move(inner)), copier_(std::move(copier)), timeout_s_(timeout_s), needs_staging_(std::move(needs_staging)) {
   if (!inner_ || !copier_ || !needs_staging_)
-    fail(ErrorCode::InvalidArgument, "staged connection: needs an inner connection, a copier and a staging rule");
+    fail(ErrorCode::InvalidArgument, "staged endpoint: needs an inner endpoint, a copier and a staging rule");
   pipeline_ = std::make_unique<StagingPipeline>(*inner_, *copier_, std::move(buffers), chunk_bytes, timeout_s_, inner_->peer());
 }
 
-void StagedConnection::flush(double timeout_s) {
+void StagedEndpoint::flush(double timeout_s) {
   pipeline_->drain(timeout_s > 0 ? timeout_s : 1e9);
   inner_->flush(timeout_s);
 }

@@ -7,16 +7,16 @@
 //   put        cuts the put into chunks of at most `chunk_bytes`; each takes the next free
 //              buffer (progressing, bounded, while none is free) and starts its copy, or
 //              goes as it is where the source is readable (`direct`). Returns at once.
-//   progress   posts chunks to the inner connection strictly in order, each once its copy
+//   progress   posts chunks to the inner endpoint strictly in order, each once its copy
 //              is done and every earlier chunk is posted (copies may complete in any
-//              order); marks the inner connection after each chunk it posts; releases
+//              order); marks the inner endpoint after each chunk it posts; releases
 //              chunks in order once their mark has landed, returning their buffers.
 //   mark / landed  a ticket for every chunk enqueued so far; landed once all of them are
 //              released (posted and landed), which is when the proxy may write a signal
-//              that follows them (Connection::signals_after_landing).
+//              that follows them (Endpoint::signals_after_landing).
 //   post_all / drain  wait, bounded, until every chunk is posted / released.
 //
-// A buffer is reused only after the inner connection says its chunk landed, so the network
+// A buffer is reused only after the inner endpoint says its chunk landed, so the network
 // never reads a buffer being refilled. Errors are weft::Error naming `who` (the peer).
 #pragma once
 
@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "proxy/connection.hpp"
+#include "proxy/endpoint.hpp"
 
 namespace weft::proxy {
 
@@ -46,10 +46,10 @@ class Copier {
 class StagingPipeline {
  public:
   /// `buffers`: page-locked, each `chunk_bytes` long (at least one). `timeout_s` bounds every wait.
-  StagingPipeline(Connection& inner, Copier& copier, std::vector<char*> buffers, uint64_t chunk_bytes,
+  StagingPipeline(Endpoint& inner, Copier& copier, std::vector<char*> buffers, uint64_t chunk_bytes,
                   double timeout_s, std::string who);
 
-  /// Enqueues a put (bounds already checked). `direct`: the inner connection can read
+  /// Enqueues a put (bounds already checked). `direct`: the inner endpoint can read
   /// `src` itself, no copy (it still leaves in order).
   void put(const RemoteMemory& dst, uint64_t dst_offset, const void* src, uint64_t bytes, bool direct);
   /// Posts what can be posted, releases what landed; true while anything is in flight.
@@ -75,7 +75,7 @@ class StagingPipeline {
   struct Chunk {
     uint64_t seq = 0;
     int buffer = -1;          ///< index in buffers_; -1: direct
-    const void* src = nullptr;  ///< what the inner connection reads (a buffer, or the source itself)
+    const void* src = nullptr;  ///< what the inner endpoint reads (a buffer, or the source itself)
     uint64_t token = 0;       ///< the copy's
     RemoteMemory dst;
     uint64_t dst_offset = 0, bytes = 0;
@@ -87,7 +87,7 @@ class StagingPipeline {
   bool has_free() const { return !free_.empty(); }
   bool none_left() const { return chunks_.empty(); }
 
-  Connection& inner_;
+  Endpoint& inner_;
   Copier& copier_;
   std::vector<char*> buffers_;
   uint64_t chunk_bytes_;
@@ -100,14 +100,14 @@ class StagingPipeline {
   Trace* trace_ = nullptr;
 };
 
-/// A Connection that stages the puts `needs_staging` says the inner connection cannot read
-/// through a StagingPipeline (proxy/staging.hpp's StagingConnection: GPU sources, CUDA
+/// An Endpoint that stages the puts `needs_staging` says the inner endpoint cannot read
+/// through a StagingPipeline (proxy/staging.hpp's StagingEndpoint: GPU sources, CUDA
 /// copies; the CPU tests: a host Copier). Signals: held by the proxy until the staged chunks
 /// before them landed (signals_after_landing), or, through write_u64, after every chunk is
-/// posted, ordered by the inner connection. Flush waits for every chunk, then the inner one.
-class StagedConnection : public Connection {
+/// posted, ordered by the inner endpoint. Flush waits for every chunk, then the inner one.
+class StagedEndpoint : public Endpoint {
  public:
-  StagedConnection(std::shared_ptr<Connection> inner, std::unique_ptr<Copier> copier, std::vector<char*> buffers,
+  StagedEndpoint(std::shared_ptr<Endpoint> inner, std::unique_ptr<Copier> copier, std::vector<char*> buffers,
                    uint64_t chunk_bytes, double timeout_s, std::function<bool(const void*)> needs_staging);
   std::string peer() const override { return inner_->peer(); }
   void put(const RemoteMemory& dst, uint64_t dst_offset, const void* src, uint64_t bytes) override {
@@ -133,7 +133,7 @@ class StagedConnection : public Connection {
   const StagingPipeline& pipeline() const { return *pipeline_; }
 
  protected:
-  std::shared_ptr<Connection> inner_;
+  std::shared_ptr<Endpoint> inner_;
   std::unique_ptr<Copier> copier_;
   double timeout_s_;
   std::function<bool(const void*)> needs_staging_;

@@ -1,11 +1,11 @@
-// An event trace of one proxy and its connections, for finding what serialises the network
+// An event trace of one proxy and its endpoints, for finding what serialises the network
 // path (docs/port-channels.md, "Tracing the network path"). Off unless WEFT_NET_TRACE names
 // a file prefix: then Trace::from_environment returns a recorder, else null, and every
 // call site is `if (trace_) trace_->add(...)`, one predictable branch on a null pointer.
 //
 // Everything is recorded by the proxy thread alone (no locks): when it takes a trigger,
-// posts a put, defers or writes a signal, marks and sees a connection land, flushes, and,
-// through a StagingConnection, starts and completes each staging copy and posts and
+// posts a put, defers or writes a signal, marks and sees an endpoint land, flushes, and,
+// through a StagingEndpoint, starts and completes each staging copy and posts and
 // releases each chunk. On the receiving side the proxy watches words of its own memory
 // that peers' proxies write (a NetFifos connection's posted and acked counters) and
 // records each change: when a message's signal landed here. One clock
@@ -28,12 +28,12 @@ namespace weft::proxy {
 
 enum class TraceEvent : uint32_t {
   Take = 0,        ///< a trigger taken: a = op bits, b = bytes
-  Put,             ///< a put posted on the connection: a = bytes, b = destination offset
+  Put,             ///< a put posted on the endpoint: a = bytes, b = destination offset
   SignalNow,       ///< a signal written at once: a = value
   SignalDeferred,  ///< a signal held until the channel's puts land: a = value
   SignalWritten,   ///< a held signal written: a = value, b = ns it was held
-  Mark,            ///< a connection marked: channel = connection index, a = ticket
-  Landed,          ///< a connection's ticket seen landed: channel = connection index, a = ticket
+  Mark,            ///< an endpoint marked: channel = endpoint index, a = ticket
+  Landed,          ///< an endpoint's ticket seen landed: channel = endpoint index, a = ticket
   FlushBegin,      ///< a flush trigger started
   FlushEnd,        ///< ... and ended
   StageCopy,       ///< a staging copy started: channel = buffer, a = chunk, b = bytes

@@ -1,13 +1,13 @@
 // Communicator::collective: from a C API call to a launch of the plan interpreter.
 #include <algorithm>
 
-#include "runtime/ce_plan.hpp"
-#include "runtime/collective_reference.hpp"
+#include "plan/ce_plan.hpp"
+#include "exec/collective_reference.hpp"
 #include "runtime/communicator.hpp"
-#include "runtime/cuda_check.hpp"
+#include "util/cuda_check.hpp"
 #include "exec/executor.hpp"
 #include "gen/kernels.hpp"
-#include "runtime/host_reduce.hpp"
+#include "exec/host_reduce.hpp"
 #include "net/net_fifos.hpp"
 #include "runtime/selection.hpp"
 #include "util/checked.hpp"
@@ -73,7 +73,7 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
   Choice ch = env_overrides_ ? select_algorithm(*table_, c, payload, nranks_, layout_.cfg.connections, in_place)
                              : table_->choose(c, payload, nranks_, in_place);
   if (ch.algorithm == ce::kAlgorithm) {
-    // Copy engines into registered buffers (runtime/ce_collectives.hpp); where any rank
+    // Copy engines into registered buffers (exec/ce_runner.hpp); where any rank
     // cannot, every rank runs the table's SM choice instead (logged at INFO).
     if (!net_ && run_copy_engine(c, s, r, count, dtype, reduces ? op : weftSum, in_place, stream)) {
       note_launch(stream);

@@ -2,11 +2,11 @@
 
 #include <algorithm>
 
-#include "exec/oneshot.hpp"
+#include "plan/oneshot_limits.hpp"
 #include "weft/device/packet.hpp"
-#include "runtime/builtin_plans.hpp"
-#include "runtime/ce_plan.hpp"
-#include "runtime/plan_source.hpp"
+#include "plan/hand_built.hpp"
+#include "plan/ce_plan.hpp"
+#include "plan/plan_source.hpp"
 #include "util/text.hpp"
 #include "util/config.hpp"
 #include "util/error.hpp"
@@ -52,7 +52,7 @@ Choice select_algorithm(const SelectionTable& table, Collective c, uint64_t byte
   auto plan_choice = [&] { return table.choose(c, bytes, nranks, in_place, true); };
   Choice ch = table.choose(c, bytes, nranks, in_place);
   // WEFT_ALGO: comma-separated entries, each "name" or "Collective:name". A name is a
-  // built-in plan ("ring", "allpairs", "chain"), "oneshot", an algorithm of algorithms/ or
+  // hand-built plan ("ring", "allpairs", "chain"), "oneshot", an algorithm of algorithms/ or
   // a file; a bare name applies to the collectives it implements. The last match wins.
   std::string algo = config::get_string("WEFT_ALGO");
   std::string named;
@@ -74,9 +74,9 @@ Choice select_algorithm(const SelectionTable& table, Collective c, uint64_t byte
       if (ce::supports(c) && nranks <= ce::kMaxRanks) named = entry;
       continue;
     }
-    auto names = builtin_plan_algorithms(c);
+    auto names = hand_built_algorithms(c);
     if (std::find(names.begin(), names.end(), entry) != names.end()) named = entry;
-    else if (!is_builtin_plan_name(entry) && algorithm_collective(entry, nranks) == c) named = entry;
+    else if (!is_hand_built_name(entry) && algorithm_collective(entry, nranks) == c) named = entry;
   }
   const bool named_oneshot = named == kOneShot;
   if (named_oneshot && ch.algorithm != kOneShot) {

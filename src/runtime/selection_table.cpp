@@ -4,9 +4,9 @@
 
 #include "lang/load.hpp"
 #include "plan/builder.hpp"
-#include "runtime/builtin_plans.hpp"
-#include "runtime/ce_plan.hpp"
-#include "runtime/plan_source.hpp"
+#include "plan/hand_built.hpp"
+#include "plan/ce_plan.hpp"
+#include "plan/plan_source.hpp"
 #include "runtime/selection.hpp"
 #include "util/config.hpp"
 #include "util/error.hpp"
@@ -200,16 +200,16 @@ SelectionRow read_row(const json& row, const RowReader& in) {
     return r;
   }
   if (r.kernel) in.bad("instances", "\"kernel\" is for oneshot only");
-  if (r.algorithm == ce::kAlgorithm) {  // copy engines (runtime/ce_collectives.hpp)
+  if (r.algorithm == ce::kAlgorithm) {  // copy engines (exec/ce_runner.hpp)
     for (Collective c : r.collectives)
       if (!ce::supports(c)) in.bad("algorithm", "ce runs AllGather and AllReduce, not " + std::string(to_string(c)));
     return r;
   }
   if (r.algorithm == "p2p") in.bad("algorithm", "p2p is weftSend/weftRecv's primitive, not a collective's");
   if (r.algorithm.empty()) in.bad("algorithm", "is empty");
-  if (is_builtin_plan_name(r.algorithm)) {
+  if (is_hand_built_name(r.algorithm)) {
     for (Collective c : r.collectives) {
-      auto names = builtin_plan_algorithms(c);
+      auto names = hand_built_algorithms(c);
       if (std::find(names.begin(), names.end(), r.algorithm) == names.end())
         in.bad("algorithm", "the hand-built plans have no " + r.algorithm + " for " + std::string(to_string(c)));
     }
@@ -276,8 +276,42 @@ SelectionTable load_selection_table(const std::string& path) {
   return parse_selection_table(*contents, path);
 }
 
+SelectionTable compose_selection_tables(const SelectionTable& fallback,
+                                        const std::vector<std::pair<int, SelectionTable>>& per_count) {
+  if (per_count.empty()) return fallback;
+  SelectionTable t;
+  std::vector<int> seen;
+  std::string origins;
+  for (const auto& [n, table] : per_count) {
+    if (n < 1) fail(ErrorCode::Parse, text::format("%s: a table for %d ranks; a communicator has at least 1", table.origin.c_str(), n));
+    if (std::find(seen.begin(), seen.end(), n) != seen.end())
+      fail(ErrorCode::Parse, text::format("%s: a second table for %d ranks (one table per rank count)", table.origin.c_str(), n));
+    seen.push_back(n);
+    origins += table.origin + ", ";
+    const uint64_t want = static_cast<uint64_t>(n);
+    for (size_t i = 0; i < table.rows.size(); ++i) {
+      SelectionRow r = table.rows[i];
+      if (!r.ranks.contains(want))
+        fail(ErrorCode::Parse, text::format("%s:%d: rows[%zu].ranks: [%llu, %s] leaves out %d, the rank count this table is for",
+                                            table.origin.c_str(), r.line, i, static_cast<unsigned long long>(r.ranks.lo),
+                                            r.ranks.hi == UINT64_MAX ? "null" : std::to_string(r.ranks.hi).c_str(), n));
+      r.ranks = Range{want, want};
+      t.rows.push_back(std::move(r));
+    }
+  }
+  t.origin = origins + fallback.origin;
+  t.rows.insert(t.rows.end(), fallback.rows.begin(), fallback.rows.end());
+  return t;
+}
+
 const SelectionTable& default_selection_table() {
-  static const SelectionTable t = parse_selection_table(default_selection_text(), "(built-in selection/default.json)");
+  static const SelectionTable t = [] {
+    std::vector<std::pair<int, SelectionTable>> per_count;
+    for (const RankTableText& rt : builtin_rank_table_texts())
+      per_count.emplace_back(rt.ranks, parse_selection_table(rt.text, "(built-in selection/" + std::string(rt.file) + ")"));
+    return compose_selection_tables(parse_selection_table(default_selection_text(), "(built-in selection/default.json)"),
+                                    per_count);
+  }();
   return t;
 }
 
@@ -324,7 +358,7 @@ std::string describe_choice(const Choice& ch) {
   // A row's micro-batch and executor, where it names them.
   std::string extra = ch.microbatch_bytes > 0 ? ", mb " + text::format_bytes(ch.microbatch_bytes) : "";
   if (!ch.executor.empty()) extra += ", " + ch.executor;
-  if (is_builtin_plan_name(ch.algorithm))
+  if (is_hand_built_name(ch.algorithm))
     return text::format("%s (hand-built, %s, x%d%s)", ch.algorithm.c_str(), ch.protocol.c_str(), ch.instances, extra.c_str());
   if (source_kind(ch.algorithm) == SourceKind::PlanFile)
     return text::format("%s (plan file, %s%s)", ch.algorithm.c_str(), ch.protocol.c_str(), extra.c_str());

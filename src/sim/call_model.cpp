@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "exec/oneshot.hpp"
+#include "plan/oneshot_limits.hpp"
 
 namespace weft::sim {
 

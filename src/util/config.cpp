@@ -38,7 +38,7 @@ const std::vector<Variable>& registry() {
       {"WEFT_MICROBATCH_BYTES", Type::Int, "0",
        "Micro-batch size in bytes per chunk slot; 0 lets the selection row choose (its microbatch_bytes, else the staging slots' size).", 0, 1ll << 40},
       {"WEFT_ALGO", Type::String, "",
-       "Algorithms instead of the selection table: comma-separated 'name' or 'Collective:name'; a name is a built-in plan (ring, allpairs, chain), oneshot, ce (copy engines into registered buffers: AllGather, AllReduce), an algorithm of algorithms/ (ring_allreduce, ...) or a file."},
+       "Algorithms instead of the selection table: comma-separated 'name' or 'Collective:name'; a name is a hand-built plan (ring, allpairs, chain), oneshot, ce (copy engines into registered buffers: AllGather, AllReduce), an algorithm of algorithms/ (ring_allreduce, ...) or a file."},
       {"WEFT_SELECTION", Type::String, "",
        "Path of a selection table (JSON, docs/runtime.md) to use instead of weft's default, read when a communicator "
        "is created; a malformed table is an error there naming the file and line."},
@@ -55,6 +55,10 @@ const std::vector<Variable>& registry() {
        "Partitioned progression engine between emulated nodes (WEFT_PART_PATH=proxy, WEFT_EMULATE_NODES): 1 stages "
        "every transfer through page-locked host memory even where UCX registers CUDA memory (it does so anyway where "
        "UCX cannot; docs/partitioned.md), read when a partitioned context is created."},
+      {"WEFT_PART_TRACE", Type::Int, "0",
+       "Partitioned requests print host timestamps of epochs 2 to N+1 on stderr, one line per request and epoch "
+       "(start, pbuf_prepare, the caller's time, wait and its polls; docs/partitioned.md), read when a partitioned "
+       "context is created; 0: off.", 0, 1000000},
       {"WEFT_TOPOLOGY", Type::String, "",
        "Machine the runtime compiles algorithms for: a topology file, a preset name (weft topology --list) or "
        "'detect' (this machine's GPUs, NVLink and NICs, detected once per process: weft topology --detect --summary); "

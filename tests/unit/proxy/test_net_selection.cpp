@@ -9,8 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "exec/plan_check.hpp"
+#include "exec/plan_lowering.hpp"
 #include "net/net_selection.hpp"
-#include "runtime/plan_source.hpp"
+#include "plan/plan_source.hpp"
 #include "runtime/selection.hpp"
 #include "util/error.hpp"
 
@@ -77,6 +79,18 @@ TEST(NetSelection, HierarchicalPlansFitTheNodesWithNoMoreBlocksThanTheRing) {
         if (nodes[static_cast<size_t>(l.src)] != nodes[static_cast<size_t>(l.dst)]) EXPECT_EQ((l.src - l.dst + 4) % 2, 0);
     }
   }
+}
+
+/// The HM plans as a communicator of 4 ranks as 2 nodes compiles them, in place and out of
+/// place, run on the plan emulator (every rank's result against the reference, exec/).
+TEST(NetSelection, HierarchicalPlansAreCorrectOnTheEmulator) {
+  const std::vector<int> nodes = {0, 0, 1, 1};
+  for (const char* algo : {"hm_allreduce", "hm_allgather"})
+    for (bool in_place : {false, true}) {
+      const Collective c = std::string(algo) == "hm_allreduce" ? Collective::AllReduce : Collective::AllGather;
+      const Plan p = make_plan(c, 4, algo, "Simple", 2, in_place, 0, 4, "hpds", "state", nodes);
+      EXPECT_NO_THROW(check_plan_on_emulator(lower_plan(p, 4, 32), 4)) << algo << (in_place ? " in place" : "");
+    }
 }
 
 }  // namespace

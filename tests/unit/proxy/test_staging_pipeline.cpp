@@ -34,7 +34,7 @@ using Clock = std::chrono::steady_clock;
 /// and it reads its source only then, so a buffer reused before its put landed shows as
 /// wrong data. Tickets are "every put issued before mark()"; landed(t) once all of them
 /// have. Each progress() or landed() lands a random few.
-class FakeNet : public Connection {
+class FakeNet : public Endpoint {
  public:
   struct Put {
     char* dst;
@@ -332,7 +332,7 @@ TEST(ProxyTrace, RecordsEveryStepWhenAskedAndNothingElse) {
   setenv("WEFT_NET_TRACE", prefix.c_str(), 1);
   std::string path;
   {
-    auto conn = std::make_shared<HostConnection>("rank 1");
+    auto conn = std::make_shared<HostEndpoint>("rank 1");
     std::vector<char> src(4096, 1), dst(4096, 0);
     std::vector<uint64_t> sig(8, 0);
     uint64_t inbound = 0, waited = 0;

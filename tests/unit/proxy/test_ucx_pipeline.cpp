@@ -24,7 +24,7 @@
 #include "proxy/proxy.hpp"
 #include "proxy/staging_pipeline.hpp"
 #include "proxy/ucx_ranks.hpp"
-#include "runtime/bootstrap.hpp"
+#include "bootstrap/bootstrap.hpp"
 #include "util/error.hpp"
 
 namespace weft {
@@ -73,7 +73,7 @@ class LateCopier : public proxy::Copier {
 char byte_at(uint64_t i) { return static_cast<char>((i * 2654435761u) >> 13); }
 
 /// Rank 0 sends kMessages messages of kBytes, each one put with signal of the whole message
-/// through a StagedConnection (chunks of 256 KiB, 8 buffers) over UCX, then flushes; rank 1
+/// through a StagedEndpoint (chunks of 256 KiB, 8 buffers) over UCX, then flushes; rank 1
 /// waits for the last signal and checks every byte.
 int staged_rank(const UniqueId& id, int r) {
   constexpr uint64_t kBytes = (8 << 20) + 123, kMessages = 3;
@@ -88,7 +88,7 @@ int staged_rank(const UniqueId& id, int r) {
   std::vector<std::vector<char>> storage(8, std::vector<char>(256 << 10));
   std::vector<char*> buffers;
   for (auto& s : storage) buffers.push_back(s.data());
-  auto staged = std::make_shared<proxy::StagedConnection>(ucx->connection(peer), std::make_unique<LateCopier>(),
+  auto staged = std::make_shared<proxy::StagedEndpoint>(ucx->endpoint(peer), std::make_unique<LateCopier>(),
                                                           buffers, 256 << 10, 10.0, [](const void*) { return true; });
   uint64_t inbound = 0, waited = 0;
   proxy::Proxy px(proxy::ProxyOptions{"proxy of rank " + std::to_string(r), 64, 10, proxy::host_fifo_memory()});
