@@ -61,8 +61,8 @@ fi
 cat "$OUT"/small.jsonl "$OUT"/large.jsonl 2>/dev/null | python3 -c '
 import json, sys
 rows = [json.loads(l) for l in sys.stdin if l.startswith("{")]
-print("| collective | bytes | weft busbw GB/s | NCCL sockets busbw | ratio | weft us | sim us | sim err % | weft plan |")
-print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+print("| collective | bytes | weft busbw GB/s | NCCL sockets busbw | ratio | weft us | sim us | sim err % | weft TBs | weft plan |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 worst = None
 for r in rows:
     w, n = r["weft_busbw"], r["nccl_busbw"]
@@ -73,7 +73,7 @@ for r in rows:
     err = "-" if r["sim_err_pct"] is None else "%.1f" % r["sim_err_pct"]
     b = r["bytes"]
     size = "%d GiB" % (b >> 30) if b >= 1 << 30 else "%d MiB" % (b >> 20)
-    print("| %s | %s | %.2f%s | %.2f | %.2f | %.0f | %s | %s | %s |" % (r["collective"], size, w, wrong, n, ratio, r["weft_us"], sim, err, r["weft_plan"]))
+    print("| %s | %s | %.2f%s | %.2f | %.2f | %.0f | %s | %s | %d | %s |" % (r["collective"], size, w, wrong, n, ratio, r["weft_us"], sim, err, r["weft_tbs"], r["weft_plan"]))
 print("# %d rows; lowest ratio %s (target: 1.0 or more at every size)" % (len(rows), "-" if worst is None else "%.2f" % worst))
 ' 2>&1 | tee -a "$OUT/summary.txt"
 echo "# net_round.sh: $(( $(date +%s) - start )) s; logs in $OUT" | tee -a "$OUT/summary.txt"

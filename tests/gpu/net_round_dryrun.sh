@@ -40,7 +40,7 @@ done
 grep -q -- '-t .*bench/net/h200-emulated-2x1.json' "$T/args" || fail "the simulator was not given the network model"
 grep -q '| AllReduce | 1 MiB | 2.10 | 2.02 | 1.04 |' "$T/stdout" || fail "the 1 MiB AllReduce row or its ratio is wrong"
 grep -q '| AllGather | 1 MiB | 0.87 (3 wrong) | 1.75 | 0.50 |' "$T/stdout" || fail "a row with wrong elements is not marked"
-grep -q '| AllReduce | 1 GiB | 2.68 | 2.83 | 0.95 | 400000 | 390000 | -2.5 |' "$T/stdout" || fail "the 1 GiB row is wrong"
+grep -q '| AllReduce | 1 GiB | 2.68 | 2.83 | 0.95 | 400000 | 390000 | -2.5 | 16 | ring_allreduce' "$T/stdout" || fail "the 1 GiB row is wrong"
 grep -q 'lowest ratio 0.50' "$T/stdout" || fail "the lowest ratio is not printed"
 grep -q 'UCX to rank 1: lane\[0\]' "$T/stdout" || fail "UCX's lanes are not shown"
 # A range that hangs is cut at its timeout and said so (shortened here through the fake).
