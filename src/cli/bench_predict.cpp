@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/topology_io.hpp"
-#include "net/net_selection.hpp"
+#include "runtime/net_selection.hpp"
 #include "sim/report.hpp"
 #include "util/text.hpp"
 #include "plan/plan_source.hpp"
@@ -36,10 +36,10 @@ Prediction BenchPredictor::predict(Collective c, uint64_t bytes, bool trace) {
     return p;
   }
   try {
-    // A topology of several nodes: the runtime's multi-node table (net/net_selection.hpp) and
+    // A topology of several nodes: the runtime's multi-node table (runtime/net_selection.hpp) and
     // plans compiled for those nodes, as a communicator spanning them runs.
     static const auto table = selection_table_for_environment();
-    static const auto net_table = net::multi_node_table_for_environment();
+    static const auto net_table = multi_node_table_for_environment();
     const bool nodes = topo_->nodes > 1;
     std::vector<int> node_of_rank;
     for (int r = 0; nodes && r < ranks_; ++r) node_of_rank.push_back(r / topo_->gpus_per_node);

@@ -17,7 +17,7 @@
 #include "net/ucx_transport.hpp"
 #include "plan/hand_built.hpp"
 #include "net/net_fifos.hpp"
-#include "net/net_selection.hpp"
+#include "runtime/net_selection.hpp"
 #include "exec/plan_check.hpp"
 #include "plan/plan_source.hpp"
 #include "util/cuda_check.hpp"
@@ -117,9 +117,9 @@ std::unique_ptr<Communicator> Communicator::create(const UniqueId& id, int nrank
     c->free_all(false);
     throw;
   }
-  // Links between nodes (net/net_selection.hpp): the multi-node table, unless WEFT_SELECTION.
+  // Links between nodes (runtime/net_selection.hpp): the multi-node table, unless WEFT_SELECTION.
   if (c->net_) {
-    c->table_ = net::multi_node_table_for_environment();
+    c->table_ = multi_node_table_for_environment();
     WEFT_LOG(Info, "INIT", "rank " << rank << ": links between nodes go through UCX; selection from "
                                     << c->table_->origin);
   }

@@ -1,4 +1,4 @@
-// The multi-node selection table (selection/multi-node.json, net/net_selection.hpp): what a
+// The multi-node selection table (selection/multi-node.json, runtime/net_selection.hpp): what a
 // communicator spanning nodes runs per collective, rank count and size; its plans compile for
 // the nodes (HM with GPUPerNode = the node size, links between nodes port-net), and HM takes no
 // more thread blocks per rank than the ring would at the same size.
@@ -11,7 +11,7 @@
 
 #include "exec/plan_check.hpp"
 #include "exec/plan_lowering.hpp"
-#include "net/net_selection.hpp"
+#include "runtime/net_selection.hpp"
 #include "plan/plan_source.hpp"
 #include "runtime/selection.hpp"
 #include "util/error.hpp"
@@ -20,7 +20,7 @@ namespace weft {
 namespace {
 
 TEST(NetSelection, PicksPerSizeAndRanks) {
-  const SelectionTable& t = net::multi_node_selection_table();
+  const SelectionTable& t = multi_node_selection_table();
   EXPECT_EQ(t.choose(Collective::AllReduce, 64 << 10, 2).algorithm, "allpairs");
   EXPECT_EQ(t.choose(Collective::AllReduce, 64 << 20, 2).algorithm, "ring_allreduce");
   EXPECT_EQ(t.choose(Collective::AllReduce, 64 << 10, 4).algorithm, "allpairs");
@@ -44,16 +44,16 @@ TEST(NetSelection, PicksPerSizeAndRanks) {
 
 TEST(NetSelection, WeftSelectionReplacesIt) {
   unsetenv("WEFT_SELECTION");
-  EXPECT_EQ(net::multi_node_table_for_environment()->origin, "(built-in selection/multi-node.json)");
+  EXPECT_EQ(multi_node_table_for_environment()->origin, "(built-in selection/multi-node.json)");
   setenv("WEFT_SELECTION", (std::string(WEFT_TEST_DATA_DIR) + "/selection/default.json").c_str(), 1);
-  EXPECT_NE(net::multi_node_table_for_environment()->origin.find("default.json"), std::string::npos);
+  EXPECT_NE(multi_node_table_for_environment()->origin.find("default.json"), std::string::npos);
   unsetenv("WEFT_SELECTION");
 }
 
 /// 4 ranks as 2 nodes of 2: the table's HM plans compile for those nodes, cross them only
 /// between the two halves, and take no more thread blocks per rank than the ring.
 TEST(NetSelection, HierarchicalPlansFitTheNodesWithNoMoreBlocksThanTheRing) {
-  const SelectionTable& t = net::multi_node_selection_table();
+  const SelectionTable& t = multi_node_selection_table();
   const std::vector<int> nodes = {0, 0, 1, 1};
   for (uint64_t bytes : {uint64_t{16} << 20, uint64_t{256} << 20}) {
     for (auto [c, ring] : {std::pair{Collective::AllReduce, "ring_allreduce"}, std::pair{Collective::AllGather, "ring_allgather"}}) {

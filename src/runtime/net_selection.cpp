@@ -1,8 +1,8 @@
-#include "net/net_selection.hpp"
+#include "runtime/net_selection.hpp"
 
 #include "util/config.hpp"
 
-namespace weft::net {
+namespace weft {
 
 const SelectionTable& multi_node_selection_table() {
   static const SelectionTable t = parse_selection_table(multi_node_selection_text(), "(built-in selection/multi-node.json)");
@@ -14,4 +14,4 @@ std::shared_ptr<const SelectionTable> multi_node_table_for_environment() {
   return std::shared_ptr<const SelectionTable>(std::shared_ptr<void>(), &multi_node_selection_table());
 }
 
-}  // namespace weft::net
+}  // namespace weft

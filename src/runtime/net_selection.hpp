@@ -11,7 +11,7 @@
 
 #include "runtime/selection_table.hpp"
 
-namespace weft::net {
+namespace weft {
 
 /// The text of selection/multi-node.json as built into the library.
 std::string_view multi_node_selection_text();
@@ -23,4 +23,4 @@ const SelectionTable& multi_node_selection_table();
 /// multi-node table.
 std::shared_ptr<const SelectionTable> multi_node_table_for_environment();
 
-}  // namespace weft::net
+}  // namespace weft
