@@ -1,5 +1,9 @@
 #include "exec/executor.hpp"
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
 #include <mutex>
 #include <set>
 
@@ -11,15 +15,20 @@ namespace weft {
 
 void launch_executor(const exec::ExecArgs& args, int num_tbs, int threads, cudaStream_t stream,
                      const void* generated) {
+  if (args.conn_cache < 0 || args.conn_cache > exec::kMaxConnsPerTB)
+    fail(ErrorCode::Internal, "launch_executor: " + std::to_string(args.conn_cache) + " connections per thread block");
+  // The connection states of every role (exec_kernel's conn_states).
+  const size_t smem = static_cast<size_t>(std::max(args.roles, 1)) * static_cast<size_t>(args.conn_cache) *
+                      exec::kConnStateBytes;
   if (generated != nullptr) {
     void* params[] = {const_cast<exec::ExecArgs*>(&args)};
     WEFT_CUDA_CHECK(cudaLaunchKernel(generated, dim3(static_cast<unsigned>(num_tbs)), dim3(static_cast<unsigned>(threads)),
-                                     params, 0, stream));
+                                     params, smem, stream));
     return;
   }
   exec::with_dtype(args.dtype, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    detail::launch_exec_t<T>(args, num_tbs, threads, stream);
+    detail::launch_exec_t<T>(args, num_tbs, threads, smem, stream);
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
 }

@@ -101,7 +101,8 @@ void flatten_rank(const Plan& plan, const PlanIndex& ix, const std::map<PairKey,
     return idx;
   };
   for (size_t t = 0; t < rp.tbs.size(); ++t) {
-    exec::DevTB dtb{static_cast<int32_t>(lr.slots.size()), static_cast<int32_t>(rp.tbs[t].slots.size())};
+    exec::DevTB dtb{static_cast<int32_t>(lr.slots.size()), static_cast<int32_t>(rp.tbs[t].slots.size()),
+                    static_cast<int32_t>(lr.conns.size()), 0};
     lr.tbs.push_back(dtb);
     for (const Slot& s : rp.tbs[t].slots) {
       exec::DevSlot d{};
@@ -126,6 +127,17 @@ void flatten_rank(const Plan& plan, const PlanIndex& ix, const std::map<PairKey,
         lr.dep_tbs.push_back(dep.tb);
       }
       lr.slots.push_back(d);
+    }
+    // A connection end has one thread block (validate_plan), so the ends first used here
+    // are all this thread block uses: a contiguous run of the table (DevTB's comment).
+    exec::DevTB& tbr = lr.tbs.back();
+    tbr.nconns = static_cast<int32_t>(lr.conns.size()) - tbr.conn_begin;
+    for (int32_t i = 0; i < tbr.nslots; ++i) {
+      const exec::DevSlot& d = lr.slots[static_cast<size_t>(tbr.slot_begin + i)];
+      for (int32_t c : {static_cast<int32_t>(d.send_conn), static_cast<int32_t>(d.recv_conn)})
+        if (c >= 0 && (c < tbr.conn_begin || c >= tbr.conn_begin + tbr.nconns))
+          fail(ErrorCode::Verify, where(r, t, static_cast<size_t>(i)) + ": its connection end is also driven by an "
+                                                                      "earlier thread block of the rank");
     }
   }
   // Counters are bumped only where someone waits. A block that waits reads its launch's
@@ -277,6 +289,18 @@ RoleGroups group_thread_blocks(const LoweredRank& lr, int32_t max_roles, int32_t
   }
   g.blocks = static_cast<int32_t>(g.tb_of.size()) / g.roles;
   return g;
+}
+
+int exec_threads(const exec::Geometry& g, exec::Protocol protocol, int roles) {
+  const int r = std::max(roles, 1);
+  int per_role = exec::kExecBlockThreads / r / 32 * 32;
+  if (protocol == exec::kLL) {
+    // A piece is at most a micro-batch (one instance): its packets, four per thread.
+    const uint64_t words = (g.mb * g.elem_size + 7) / 8;
+    const uint64_t warps = std::max<uint64_t>(1, (words + 4 * 32 - 1) / (4 * 32));
+    per_role = static_cast<int>(std::min<uint64_t>(static_cast<uint64_t>(per_role), warps * 32));
+  }
+  return per_role * r;
 }
 
 }  // namespace weft

@@ -98,8 +98,8 @@ std::string generate_source(const LoweredPlan& lp, const KernelSpec& spec) {
     for (int32_t i = 0; i < tb.nslots && base_slot < 0; ++i)
       if (lr.slots[static_cast<size_t>(tb.slot_begin + i)].flags & exec::kHasDependents) base_slot = tb.slot_begin + i;
     o << "    case " << t << ": {\n"
-      << "      if (!weft::gen::begin_block(a, iv, sh, " << t << ", " << tb.slot_begin << ", " << base_slot
-      << ")) return;\n";
+      << "      if (!weft::gen::begin_block(a, iv, sh, " << t << ", " << tb.slot_begin << ", " << base_slot << ", "
+      << tb.conn_begin << ", " << tb.nconns << ")) return;\n";
     if (task) {
       for (int32_t i = 0; i < tb.nslots; ++i)
         emit_slot(o, lr.slots[static_cast<size_t>(tb.slot_begin + i)], tb.slot_begin + i, "0", "nmb", "      ");

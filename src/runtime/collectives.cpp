@@ -137,6 +137,7 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
   a.error = error_dev_;
   a.abort = abort_dev_;
   a.net = net_ ? 1 : 0;  // the interpreter's instantiation that pushes network triggers
+  a.conn_cache = cp.conn_cache;
   if (cp.fits_inline) {
     const LoweredRank& lr = cp.lp.ranks[static_cast<size_t>(rank_)];
     a.inline_plan = 1;
@@ -144,12 +145,11 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
     std::copy(lr.slots.begin(), lr.slots.end(), a.islots);
     std::copy(cp.conns_host.begin(), cp.conns_host.end(), a.iconns);
   }
-  int threads = ll ? kExecThreadsLL : kExecThreadsSimple;
   if (cp.roles > 1) {  // each role whole warps (exec_kernel splits the block evenly)
     a.roles = cp.roles;
     a.block_tbs = cp.block_tbs;
-    threads = threads / cp.roles / 32 * 32 * cp.roles;
   }
+  const int threads = exec_threads(g, proto, cp.roles);
   if (trace_cap_ > 0) start_trace(&a, &cp, c, ch, payload, "", stream);
   // Generated kernels: one plan thread block per CUDA block (plans never group under gen);
   // traced calls run the interpreter's traced instantiation (uses_gen: LL128 and links across

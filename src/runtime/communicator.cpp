@@ -518,6 +518,11 @@ Communicator::CachedPlan& Communicator::plan_for(Collective c, const Choice& ch,
     groups = group_thread_blocks(lr, static_cast<int32_t>(config::get_int("WEFT_BLOCK_ROLES")));
   cp->roles = groups.roles;
   cp->num_blocks = groups.blocks;
+  for (const exec::DevTB& tb : lr.tbs) cp->conn_cache = std::max(cp->conn_cache, static_cast<int>(tb.nconns));
+  if (cp->conn_cache > exec::kMaxConnsPerTB)
+    fail(ErrorCode::InvalidUsage, "rank " + std::to_string(rank_) + ": plan '" + key + "' has a thread block with " +
+                                      std::to_string(cp->conn_cache) + " connections, more than the interpreter's " +
+                                      std::to_string(exec::kMaxConnsPerTB) + " (lower WEFT_INSTANCES)");
   if (cp->num_blocks > max_blocks_)
     fail(ErrorCode::InvalidUsage, "rank " + std::to_string(rank_) + ": plan '" + key + "' needs " +
                                       std::to_string(cp->num_blocks) + " CUDA blocks at once, more than the " +

@@ -171,6 +171,7 @@ class Communicator {
     int roles = 1;                     ///< plan thread blocks per CUDA block (RoleGroups)
     const int16_t* block_tbs = nullptr;  ///< roles > 1: RoleGroups::tb_of, in mem
     bool fits_inline = false;          ///< small enough for ExecArgs' inline arrays
+    int conn_cache = 0;                ///< ExecArgs::conn_cache: the most connections of one thread block
     std::vector<exec::ChannelHandle> conns_host;
     /// WEFT_EXECUTOR=gen: the plan's generated kernels, by [weftDataType_t][op], made at first use.
     bool gen = false;              ///< generated kernels run this plan (uses_gen)
