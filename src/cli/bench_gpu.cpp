@@ -22,7 +22,7 @@
 #include "runtime/collective_reference.hpp"
 #include "runtime/host_reduce.hpp"
 #include "runtime/launcher.hpp"
-#include "runtime/selection.hpp"
+#include "tune/selection.hpp"
 #include "runtime/trace_api.h"
 #include "sim/measured_trace.hpp"
 #include "sim/svg_plot.hpp"

@@ -8,7 +8,7 @@
 #include "sim/report.hpp"
 #include "util/text.hpp"
 #include "runtime/plan_source.hpp"
-#include "runtime/selection.hpp"
+#include "tune/selection.hpp"
 #include "sim/call_model.hpp"
 #include "util/config.hpp"
 #include "util/error.hpp"

@@ -9,7 +9,7 @@
 #include "gen/kernels.hpp"
 #include "runtime/host_reduce.hpp"
 #include "net/net_fifos.hpp"
-#include "runtime/selection.hpp"
+#include "tune/selection.hpp"
 #include "util/checked.hpp"
 #include "util/config.hpp"
 #include "util/log.hpp"

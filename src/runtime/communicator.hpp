@@ -43,7 +43,7 @@
 #include "runtime/peer_watchdog.hpp"
 #include "runtime/placement.hpp"
 #include "exec/plan_lowering.hpp"
-#include "runtime/selection_table.hpp"
+#include "tune/selection_table.hpp"
 #include "util/error.hpp"
 
 namespace weft {

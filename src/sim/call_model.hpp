@@ -47,7 +47,7 @@ inline constexpr CallCosts kCallCosts{};
 double call_overhead_us(bool graph, const CallCosts& k = kCallCosts);
 
 /// Whether the runtime's one-shot kernel carries this call (exec/oneshot.hpp's limits, as
-/// runtime/selection.hpp's oneshot_fits): AllReduce, AllGather or ReduceScatter, 2 to 8
+/// tune/selection.hpp's oneshot_fits): AllReduce, AllGather or ReduceScatter, 2 to 8
 /// ranks, at most kOneShotMaxBytes per rank and peer. `bytes`: nccl-tests' size.
 bool oneshot_carries(Collective c, uint64_t bytes, int32_t ranks);
 

@@ -12,7 +12,7 @@
 #include "exec/plan_lowering.hpp"
 #include "runtime/builtin_plans.hpp"
 #include "runtime/plan_source.hpp"
-#include "runtime/selection.hpp"
+#include "tune/selection.hpp"
 
 namespace weft {
 namespace {

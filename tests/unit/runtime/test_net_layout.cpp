@@ -13,7 +13,7 @@
 #include "net/node_layout.hpp"
 #include "runtime/net_layout.hpp"
 #include "runtime/plan_source.hpp"
-#include "runtime/selection_table.hpp"
+#include "tune/selection_table.hpp"
 #include "util/error.hpp"
 
 namespace weft {

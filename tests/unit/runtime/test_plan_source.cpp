@@ -10,7 +10,7 @@
 #include "runtime/builtin_plans.hpp"
 #include "exec/plan_lowering.hpp"
 #include "runtime/plan_source.hpp"
-#include "runtime/selection.hpp"
+#include "tune/selection.hpp"
 #include "ir/plan_json.hpp"
 #include "util/error.hpp"
 

@@ -7,7 +7,7 @@
 #include "exec/oneshot.hpp"
 #include "runtime/builtin_plans.hpp"
 #include "runtime/plan_source.hpp"
-#include "runtime/selection.hpp"
+#include "tune/selection.hpp"
 #include "util/error.hpp"
 
 namespace weft {

@@ -15,7 +15,7 @@
 #include "ir/topology_io.hpp"
 #include "exec/plan_lowering.hpp"
 #include "runtime/plan_source.hpp"
-#include "runtime/selection.hpp"
+#include "tune/selection.hpp"
 #include "sim/simulator.hpp"
 
 namespace weft {

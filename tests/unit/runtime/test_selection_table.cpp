@@ -12,8 +12,8 @@
 
 #include "exec/oneshot.hpp"
 #include "runtime/plan_source.hpp"
-#include "runtime/selection.hpp"
-#include "runtime/selection_table.hpp"
+#include "tune/selection.hpp"
+#include "tune/selection_table.hpp"
 #include "util/error.hpp"
 
 namespace weft {

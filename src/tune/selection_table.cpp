@@ -1,4 +1,4 @@
-#include "runtime/selection_table.hpp"
+#include "tune/selection_table.hpp"
 
 #include <algorithm>
 
@@ -7,7 +7,7 @@
 #include "runtime/builtin_plans.hpp"
 #include "runtime/ce_plan.hpp"
 #include "runtime/plan_source.hpp"
-#include "runtime/selection.hpp"
+#include "tune/selection.hpp"
 #include "util/config.hpp"
 #include "util/error.hpp"
 #include "util/json_text.hpp"

@@ -1,5 +1,5 @@
 // Selection: per call, which algorithm, protocol and number of instances run a collective
-// of a given size. The choices come from a selection table (runtime/selection_table.hpp;
+// of a given size. The choices come from a selection table (tune/selection_table.hpp;
 // weft's default is selection/default.json); WEFT_ALGO, WEFT_PROTO and WEFT_INSTANCES
 // override them.
 #pragma once
@@ -8,7 +8,7 @@
 #include <string>
 
 #include "ir/algorithm.hpp"
-#include "runtime/selection_table.hpp"
+#include "tune/selection_table.hpp"
 
 namespace weft {
 

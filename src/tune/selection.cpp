@@ -1,4 +1,4 @@
-#include "runtime/selection.hpp"
+#include "tune/selection.hpp"
 
 #include <algorithm>
 
