@@ -93,11 +93,12 @@ std::unique_ptr<Communicator> Communicator::create(const UniqueId& id, int nrank
   config::validate_environment();
   sweep_deferred();
   c->timeout_s_ = config::get_seconds("WEFT_TIMEOUT");
+  // The selection table and the environment decide() reads, once (tune/decide.hpp).
   c->table_ = selection_table_for_environment();
-  c->env_overrides_ = !config::get_string("WEFT_ALGO").empty() || !config::get_string("WEFT_PROTO").empty() ||
-                      config::get_int("WEFT_INSTANCES") != 0 || config::get_int("WEFT_MICROBATCH_BYTES") != 0;
+  c->decide_env_ = DecideEnv::from_environment();
   c->gen_ = gen::executor_is_gen();
   if (c->gen_) gen::require_nvrtc();  // says what is missing, and that WEFT_EXECUTOR=interp runs without it
+  c->decide_env_.generated = c->gen_;
   int ndev = 0;
   WEFT_CUDA_CHECK(cudaGetDeviceCount(&ndev));
   if (device < 0 || device >= ndev)
@@ -232,6 +233,15 @@ void Communicator::init_memory() {
     gen_ = false;
     WEFT_LOG(Info, "GEN", "rank " << rank_ << ": WEFT_EXECUTOR=gen with links across nodes: the "
                                   "interpreter runs (generated kernels have no network instantiation)");
+  }
+  {
+    CommShape shape;
+    shape.nranks = nranks_;
+    shape.multi_node = net_ != nullptr;
+    shape.connections = layout_.cfg.connections;
+    shape.slot_bytes = layout_.cfg.slot_bytes;
+    shape.ll_slot_bytes = layout_.cfg.ll_slot_bytes;
+    decider_ = std::make_unique<Decider>(table_, shape, decide_env_);
   }
   // The table point-to-point launches index: ((peer * 2 + send) * K + connection).
   make_fifos();
@@ -452,25 +462,22 @@ ChannelKind Communicator::default_channel(int peer) const {
   return net_ && net_->crosses(peer) ? ChannelKind::PortNetwork : ChannelKind::Memory;
 }
 
-bool Communicator::uses_gen(const Choice& ch) const {
-  // A selection row's "executor" wins over WEFT_EXECUTOR; links across nodes always run the
-  // interpreter (generated kernels have no network instantiation), and so does LL128.
-  if (net_ != nullptr || ch.protocol == "LL128") return false;
-  return ch.executor.empty() ? gen_ : ch.executor == "gen";
-}
-
-Communicator::CachedPlan& Communicator::plan_for(Collective c, const Choice& ch, bool in_place, int root) {
-  const bool gen = uses_gen(ch);
-  std::string key = std::string(to_string(c)) + "/" + ch.algorithm + "/" + ch.protocol + "/" +
-                    std::to_string(ch.instances) + "/" + (in_place ? "in" : "out") + "/" + std::to_string(root) + "/" +
-                    ch.scheduler + "/" + ch.allocator + (gen ? "/gen" : "");
+Communicator::CachedPlan& Communicator::plan_for(const Call& call, const Launch& l, int root) {
+  const PlanKey key = plan_key(call, l, root);
   auto it = plans_.find(key);
   if (it != plans_.end()) return *it->second;
+  const Collective c = call.collective;
+  const bool gen = l.executor == algo::Executor::Generated;
+  const algo::Algorithm& a = algo::registry().at(l.algorithm);
+  const std::string name = describe(l) + (c == Collective::Broadcast || c == Collective::Reduce
+                                              ? " root " + std::to_string(key.root) : std::string()) +
+                           (call.in_place ? " in place" : "");
   if (gen && !gen_) gen::require_nvrtc();  // a table row asked for gen: say what is missing, if anything
   auto cp = std::make_unique<CachedPlan>();
   cp->gen = gen;
-  cp->lp = lower_plan(make_plan(c, nranks_, ch.algorithm, ch.protocol, ch.instances, in_place, root, layout_.cfg.depth,
-                                ch.scheduler, ch.allocator, placement_.node_of_rank),
+  const std::string protocol(algo::to_string(l.protocol));
+  cp->lp = lower_plan(make_plan(c, nranks_, a.name(), protocol, l.instances, call.in_place, key.root, layout_.cfg.depth,
+                                a.scheduler(), a.allocator(), placement_.node_of_rank),  // hand-built: no scheduler
                       nranks_, layout_.cfg.connections);
   // Each link runs on the channel the plan records (runtime/placement.hpp); one the
   // communicator cannot build for these ranks' hosts and nodes refuses the plan, on every
@@ -478,19 +485,19 @@ Communicator::CachedPlan& Communicator::plan_for(Collective c, const Choice& ch,
   check_plan_channels(cp->lp.plan, placement_);
   // Every plan runs on the CPU emulator once before it reaches the GPU (deadlock, result,
   // stray writes); every rank checks the same plan, so all fail alike.
-  check_plan_on_emulator(cp->lp, layout_.cfg.depth, protocol_code(ch.protocol));
+  check_plan_on_emulator(cp->lp, layout_.cfg.depth, static_cast<exec::Protocol>(l.protocol));
   const LoweredRank& lr = cp->lp.ranks[static_cast<size_t>(rank_)];
   cp->num_tbs = static_cast<int>(lr.tbs.size());
   // Several thread blocks per CUDA block (WEFT_BLOCK_ROLES) for the protocols whose movers
   // take a thread group (Simple, LL): a launch choice, the plan and its wire protocol unchanged.
   RoleGroups groups;
   groups.blocks = cp->num_tbs;
-  if (!gen && (ch.protocol == "Simple" || ch.protocol == "LL"))  // generated kernels: one per CUDA block
+  if (!gen && l.protocol != algo::Protocol::LL128)  // Simple, LL; generated kernels: one per CUDA block
     groups = group_thread_blocks(lr, static_cast<int32_t>(config::get_int("WEFT_BLOCK_ROLES")));
   cp->roles = groups.roles;
   cp->num_blocks = groups.blocks;
   if (cp->num_blocks > max_blocks_)
-    fail(ErrorCode::InvalidUsage, "rank " + std::to_string(rank_) + ": plan '" + key + "' needs " +
+    fail(ErrorCode::InvalidUsage, "rank " + std::to_string(rank_) + ": plan '" + name + "' needs " +
                                       std::to_string(cp->num_blocks) + " CUDA blocks at once, more than the " +
                                       std::to_string(max_blocks_) + " this GPU holds (lower WEFT_INSTANCES)");
   std::vector<exec::ChannelHandle> conns;
@@ -533,7 +540,7 @@ Communicator::CachedPlan& Communicator::plan_for(Collective c, const Choice& ch,
   cp->conns = reinterpret_cast<const exec::ChannelHandle*>(cp->mem + o_conns);
   cp->counters = reinterpret_cast<uint64_t*>(cp->mem + o_ctr);
   if (cp->roles > 1) cp->block_tbs = reinterpret_cast<const int16_t*>(cp->mem + o_roles);
-  WEFT_LOG(Info, "PLAN", "rank " << rank_ << ": uploaded plan " << key << " (" << cp->num_tbs << " thread blocks in " << cp->num_blocks << " CUDA blocks, "
+  WEFT_LOG(Info, "PLAN", "rank " << rank_ << ": uploaded plan " << name << " (" << cp->num_tbs << " thread blocks in " << cp->num_blocks << " CUDA blocks, "
                                  << lr.slots.size() << " slots)");
   auto& ref = *cp;
   plans_[key] = std::move(cp);
