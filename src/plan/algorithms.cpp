@@ -8,61 +8,7 @@ namespace weft::algo {
 
 namespace {
 
-const std::string kEmpty;
-
 constexpr uint8_t bit(Collective c) { return static_cast<uint8_t>(1u << static_cast<unsigned>(c)); }
-
-class OneShotAlgorithm final : public Algorithm {
- public:
-  OneShotAlgorithm() : Algorithm(kOneShotName) {}
-  Executor executor() const override { return Executor::OneShot; }
-  bool implements(Collective c) const override {
-    return c == Collective::AllReduce || c == Collective::AllGather || c == Collective::ReduceScatter;
-  }
-  int min_ranks() const override { return 2; }
-  int max_ranks() const override { return oneshot::kMaxRanks; }
-  uint64_t max_peer_bytes() const override { return oneshot::kMaxPeerBytes; }
-  // It stores into every peer's memory, which only ranks of one node map.
-  bool across_nodes() const override { return false; }
-  ProtocolSet protocols() const override { return protocol_bit(Protocol::LL); }
-};
-
-class CopyEngineAlgorithm final : public Algorithm {
- public:
-  CopyEngineAlgorithm() : Algorithm(kCopyEngineName) {}
-  Executor executor() const override { return Executor::CopyEngine; }
-  bool implements(Collective c) const override { return c == Collective::AllGather || c == Collective::AllReduce; }
-  int min_ranks() const override { return 2; }
-  // Its programs travel as kernel arguments (runtime/ce_plan.hpp, ce::kMaxRanks).
-  int max_ranks() const override { return 8; }
-  // The copy engines write into the peers' mapped buffers (one host).
-  bool across_nodes() const override { return false; }
-};
-
-class HandBuiltAlgorithm final : public Algorithm {
- public:
-  HandBuiltAlgorithm(const char* name, uint8_t collectives) : Algorithm(name), collectives_(collectives) {}
-  Executor executor() const override { return Executor::Interpreter; }
-  PlanOrigin plan_origin() const override { return PlanOrigin::HandBuilt; }
-  bool implements(Collective c) const override { return (collectives_ & bit(c)) != 0; }
-
- private:
-  uint8_t collectives_;
-};
-
-class CompiledAlgorithm final : public Algorithm {
- public:
-  CompiledAlgorithm(std::string name, std::string scheduler, std::string allocator)
-      : Algorithm(std::move(name)), scheduler_(std::move(scheduler)), allocator_(std::move(allocator)) {}
-  Executor executor() const override { return Executor::Interpreter; }
-  PlanOrigin plan_origin() const override { return PlanOrigin::Compiled; }
-  const std::string& scheduler() const override { return scheduler_; }
-  const std::string& allocator() const override { return allocator_; }
-  bool implements(Collective c) const override { return c != Collective::Custom; }
-
- private:
-  std::string scheduler_, allocator_;
-};
 
 // The hand-built plans by collective (runtime/builtin_plans.cpp's builders; the unit tests
 // check that the two agree).
@@ -98,25 +44,39 @@ std::optional<Protocol> protocol_from_string(std::string_view s) {
   return std::nullopt;
 }
 
-const std::string& Algorithm::scheduler() const { return kEmpty; }
-const std::string& Algorithm::allocator() const { return kEmpty; }
-
-bool Algorithm::supports(const CallShape& s) const {
-  return implements(s.collective) && s.nranks >= min_ranks() && s.nranks <= max_ranks() &&
-         peer_bytes(s.collective, s.bytes, s.nranks) <= max_peer_bytes() && (!s.multi_node || across_nodes());
-}
-
-Registry& Registry::get() {
-  static Registry r;
-  return r;
+std::unique_ptr<Algorithm> Registry::make(std::string name, Executor e, PlanOrigin o, Limits l, std::string scheduler,
+                                          std::string allocator) {
+  return std::unique_ptr<Algorithm>(new Algorithm(std::move(name), e, o, l, std::move(scheduler), std::move(allocator)));
 }
 
 Registry::Registry() {
-  add(std::make_unique<OneShotAlgorithm>());
-  add(std::make_unique<CopyEngineAlgorithm>());
-  add(std::make_unique<HandBuiltAlgorithm>("ring", kRingCollectives));
-  add(std::make_unique<HandBuiltAlgorithm>("allpairs", kAllPairsCollectives));
-  add(std::make_unique<HandBuiltAlgorithm>("chain", kChainCollectives));
+  // The one-shot kernel: AllReduce, AllGather, ReduceScatter on 2 to 8 ranks, 512 KiB per
+  // rank and peer, LL by nature; it stores into every peer's memory, which only ranks of one
+  // node map.
+  Limits oneshot_limits;
+  oneshot_limits.collectives = kRingCollectives;
+  oneshot_limits.min_ranks = 2;
+  oneshot_limits.max_ranks = oneshot::kMaxRanks;
+  oneshot_limits.max_peer_bytes = oneshot::kMaxPeerBytes;
+  oneshot_limits.across_nodes = false;
+  oneshot_limits.protocols = protocol_bit(Protocol::LL);
+  add(make(kOneShotName, Executor::OneShot, PlanOrigin::None, oneshot_limits));
+  // The copy engines: AllGather and AllReduce on 2 to 8 ranks (their programs travel as
+  // kernel arguments: runtime/ce_plan.hpp's ce::kMaxRanks), into the peers' mapped buffers
+  // (one host).
+  Limits ce_limits;
+  ce_limits.collectives = bit(Collective::AllGather) | bit(Collective::AllReduce);
+  ce_limits.min_ranks = 2;
+  ce_limits.max_ranks = 8;
+  ce_limits.across_nodes = false;
+  add(make(kCopyEngineName, Executor::CopyEngine, PlanOrigin::None, ce_limits));
+  for (const auto& [name, collectives] : {std::pair<const char*, uint8_t>{"ring", kRingCollectives},
+                                          {"allpairs", kAllPairsCollectives},
+                                          {"chain", kChainCollectives}}) {
+    Limits l;
+    l.collectives = collectives;
+    add(make(name, Executor::Interpreter, PlanOrigin::HandBuilt, l));
+  }
 }
 
 Id Registry::add(std::unique_ptr<Algorithm> a) {
@@ -144,7 +104,12 @@ Id Registry::compiled(const std::string& name, const std::string& scheduler, con
   auto key = std::make_tuple(name, scheduler, allocator);
   auto it = compiled_.find(key);
   if (it != compiled_.end()) return it->second;
-  const Id id = add(std::make_unique<CompiledAlgorithm>(name, scheduler, allocator));
+  // Any standard collective: the source's own is checked when its plan is built.
+  Limits l;
+  for (Collective c : {Collective::AllGather, Collective::ReduceScatter, Collective::AllReduce, Collective::AllToAll,
+                       Collective::Broadcast, Collective::Reduce})
+    l.collectives |= bit(c);
+  const Id id = add(make(name, Executor::Interpreter, PlanOrigin::Compiled, l, scheduler, allocator));
   compiled_.emplace(std::move(key), id);
   return id;
 }
@@ -152,14 +117,6 @@ Id Registry::compiled(const std::string& name, const std::string& scheduler, con
 bool is_hand_built(std::string_view name) {
   const Id id = registry().named(name);
   return id != kNone && registry().at(id).plan_origin() == PlanOrigin::HandBuilt;
-}
-
-int oneshot_blocks(uint64_t peer_bytes) {
-  const uint64_t words = (peer_bytes + 7) / 8;
-  const uint64_t per_block_max = static_cast<uint64_t>(oneshot::kThreads) * oneshot::kWordsPerThread;
-  uint64_t b = std::min<uint64_t>((words + oneshot::kThreads - 1) / oneshot::kThreads, 16);
-  b = std::max<uint64_t>(b, (words + per_block_max - 1) / per_block_max);
-  return static_cast<int>(std::clamp<uint64_t>(b, 1, oneshot::kBlocks));
 }
 
 }  // namespace weft::algo

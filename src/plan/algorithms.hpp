@@ -101,12 +101,23 @@ struct CallShape {
   bool multi_node = false;   ///< the communicator has links across nodes (the network transport)
 };
 
-/// A way to run a collective call. Every algorithm runs in place and out of place, except a
+/// What an algorithm can carry: its collectives, rank counts, bytes per rank and peer, links
+/// across nodes and protocols.
+struct Limits {
+  uint8_t collectives = 0;          ///< one bit (1 << Collective) per collective it implements
+  int min_ranks = 1, max_ranks = INT_MAX;
+  uint64_t max_peer_bytes = UINT64_MAX;  ///< the most payload per rank and peer (peer_bytes)
+  bool across_nodes = true;         ///< runs where links cross nodes (only Simple messages cross them)
+  ProtocolSet protocols = kAllProtocols;
+};
+
+/// A way to run a collective call: one class, four kinds (oneshot, ce, hand-built plans,
+/// compiled sources), each made once by the registry and described by its data, so that
+/// asking it costs no virtual call. Every algorithm runs in place and out of place, except a
 /// plan file, which runs the placement it was compiled for (the plan builder refuses the
 /// other when it builds the plan).
 class Algorithm {
  public:
-  virtual ~Algorithm() = default;
   Algorithm(const Algorithm&) = delete;
   Algorithm& operator=(const Algorithm&) = delete;
 
@@ -115,46 +126,55 @@ class Algorithm {
   const std::string& name() const { return name_; }
   /// How it runs a call: OneShot, CopyEngine, or Interpreter for a plan (which decide() may
   /// run on a generated kernel instead).
-  virtual Executor executor() const = 0;
-  virtual PlanOrigin plan_origin() const { return PlanOrigin::None; }
+  Executor executor() const { return executor_; }
+  PlanOrigin plan_origin() const { return origin_; }
   /// Compiled sources: the compiler's scheduler and allocator; empty for the others.
-  virtual const std::string& scheduler() const;
-  virtual const std::string& allocator() const;
+  const std::string& scheduler() const { return scheduler_; }
+  const std::string& allocator() const { return allocator_; }
+  const Limits& limits() const { return limits_; }
 
-  /// The collectives it implements. A compiled source answers for every standard collective:
-  /// the one it implements is known once it is loaded, and the plan builder refuses another
+  /// Whether it implements `c`. A compiled source answers for every standard collective: the
+  /// one it implements is known once it is loaded, and the plan builder refuses another
   /// (make_plan, InvalidArgument); WEFT_ALGO asks the loaded source (tune/decide.cpp).
-  virtual bool implements(Collective c) const = 0;
-  virtual int min_ranks() const { return 1; }
-  virtual int max_ranks() const { return INT_MAX; }
-  /// The most payload per rank and peer (peer_bytes) it carries.
-  virtual uint64_t max_peer_bytes() const { return UINT64_MAX; }
-  /// Whether it runs on a communicator with links across nodes (only Simple messages
-  /// through the proxy cross them).
-  virtual bool across_nodes() const { return true; }
-  /// The protocols it runs (oneshot: LL by nature).
-  virtual ProtocolSet protocols() const { return kAllProtocols; }
+  bool implements(Collective c) const { return (limits_.collectives >> static_cast<unsigned>(c)) & 1u; }
+  int min_ranks() const { return limits_.min_ranks; }
+  int max_ranks() const { return limits_.max_ranks; }
+  uint64_t max_peer_bytes() const { return limits_.max_peer_bytes; }
+  bool across_nodes() const { return limits_.across_nodes; }
+  ProtocolSet protocols() const { return limits_.protocols; }
 
   /// Whether it can carry the call: a collective it implements, a rank count within its
   /// limits, at most max_peer_bytes per rank and peer, and no link across nodes unless it
   /// runs there.
-  bool supports(const CallShape& s) const;
-
- protected:
-  explicit Algorithm(std::string name) : name_(std::move(name)) {}
+  bool supports(const CallShape& s) const {
+    return implements(s.collective) && s.nranks >= limits_.min_ranks && s.nranks <= limits_.max_ranks &&
+           peer_bytes(s.collective, s.bytes, s.nranks) <= limits_.max_peer_bytes && (!s.multi_node || limits_.across_nodes);
+  }
 
  private:
   friend class Registry;
+  Algorithm(std::string name, Executor executor, PlanOrigin origin, Limits limits, std::string scheduler = {},
+            std::string allocator = {})
+      : name_(std::move(name)), executor_(executor), origin_(origin), limits_(limits), scheduler_(std::move(scheduler)),
+        allocator_(std::move(allocator)) {}
+
   Id id_ = kNone;
   std::string name_;
+  Executor executor_;
+  PlanOrigin origin_;
+  Limits limits_;
+  std::string scheduler_, allocator_;
 };
 
 /// Every algorithm of the process, by id: the named primitives at their fixed ids, then the
 /// compiled sources in the order they were first named. at() takes no lock (ids are only
-/// ever added); registering takes one.
+/// ever added) and, like supports(), is inline: deciding a call enters no other file.
 class Registry {
  public:
-  static Registry& get();
+  static Registry& get() {
+    static Registry r;  // one per process (an inline function's static)
+    return r;
+  }
 
   /// The algorithm of `id`; `id` must be one this registry gave out.
   const Algorithm& at(Id id) const { return *slots_[static_cast<size_t>(id)].load(std::memory_order_acquire); }
@@ -173,6 +193,8 @@ class Registry {
  private:
   Registry();
   Id add(std::unique_ptr<Algorithm> a);
+  static std::unique_ptr<Algorithm> make(std::string name, Executor e, PlanOrigin o, Limits l, std::string scheduler = {},
+                                         std::string allocator = {});
 
   std::array<std::atomic<const Algorithm*>, kCapacity> slots_{};
   std::atomic<size_t> count_{0};
@@ -189,6 +211,14 @@ bool is_hand_built(std::string_view name);
 /// The one-shot kernel's thread blocks for `peer_bytes` per rank and peer (a selection row's
 /// "kernel" instances): one 8-byte word per thread (512 threads) up to 16 blocks, then more
 /// words per thread; within 1..oneshot::kBlocks.
-int oneshot_blocks(uint64_t peer_bytes);
+constexpr int oneshot_blocks(uint64_t peer_bytes) {
+  const uint64_t words = (peer_bytes + 7) / 8;
+  const uint64_t per_block_max = static_cast<uint64_t>(oneshot::kThreads) * oneshot::kWordsPerThread;
+  uint64_t b = (words + oneshot::kThreads - 1) / oneshot::kThreads;
+  b = b < 16 ? b : 16;
+  const uint64_t need = (words + per_block_max - 1) / per_block_max;
+  b = b > need ? b : need;
+  return static_cast<int>(b < 1 ? 1 : b > oneshot::kBlocks ? oneshot::kBlocks : b);
+}
 
 }  // namespace weft::algo
