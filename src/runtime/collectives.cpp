@@ -16,6 +16,10 @@
 
 namespace weft {
 
+// A decision's protocol is the executor's code (exec/exec_plan.hpp).
+static_assert(static_cast<int>(algo::Protocol::Simple) == exec::kSimple && static_cast<int>(algo::Protocol::LL) == exec::kLL &&
+              static_cast<int>(algo::Protocol::LL128) == exec::kLL128);
+
 void Communicator::collective(Collective c, const void* send, void* recv, uint64_t count, int dtype, int op,
                               int root, cudaStream_t stream) {
   std::lock_guard<std::mutex> lock(mu_);
