@@ -95,15 +95,25 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
     WEFT_LOG(Debug, "COLL", what() << ": " << count << " x " << host::dtype_name(dtype) << " with the one-shot kernel");
     return;
   }
-  CachedPlan& cp = plan_for(call, *l, root);
-  const exec::Protocol proto = static_cast<exec::Protocol>(l->protocol);
+  launch_plan_call(call, *l, s, r, count, esz, dtype, op, root, stream);
+}
+
+void Communicator::launch_plan_call(const Call& call, const Launch& l, const char* s, char* r, uint64_t count, size_t esz,
+                                    int dtype, int op, int root, cudaStream_t stream) {
+  const Collective c = call.collective;
+  const bool reduces = c == Collective::AllReduce || c == Collective::ReduceScatter || c == Collective::Reduce;
+  const uint64_t payload = call.bytes;
+  void* recv = r;
+  auto what = [&] { return std::string(to_string(c)) + " on rank " + std::to_string(rank_); };
+  CachedPlan& cp = plan_for(call, l, root);
+  const exec::Protocol proto = static_cast<exec::Protocol>(l.protocol);
   const bool ll = proto == exec::kLL;
   // LL: half of an LL slot is data. LL128: its lines fill the Simple slot (make_geometry
   // counts whole lines of 120 data bytes per piece).
   const uint64_t cap = ll ? layout_.cfg.ll_slot_bytes / 2 : layout_.cfg.slot_bytes;
   // The most bytes per chunk slot and micro-batch (WEFT_MICROBATCH_BYTES, else the row's;
   // 0: sized by the slots).
-  const uint64_t target = l->microbatch_bytes;
+  const uint64_t target = l.microbatch_bytes;
   exec::Geometry g = make_geometry(cp.lp, count, static_cast<uint32_t>(esz), cap, target, proto);
 
   exec::ExecArgs a{};
@@ -141,10 +151,10 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
     a.block_tbs = cp.block_tbs;
     threads = threads / cp.roles / 32 * 32 * cp.roles;
   }
-  if (trace_cap_ > 0) start_trace(&a, &cp, c, to_choice(*l), payload, "", stream);
+  if (trace_cap_ > 0) start_trace(&a, &cp, c, to_choice(l), payload, "", stream);
   // Generated kernels: one plan thread block per CUDA block (plans never group under gen);
-  // traced calls run the interpreter's traced instantiation (uses_gen: LL128 and links across
-  // nodes run it too).
+  // traced calls run the interpreter's traced instantiation (as LL128 and links across nodes
+  // do: decide() gives them Executor::Interpreter).
   const void* generated = nullptr;
   if (cp.gen && cp.num_tbs > 0 && a.trace == nullptr) {
     const void*& k = cp.gen_kernels[dtype][a.op];
@@ -156,8 +166,8 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
     launch_divide(recv, count, dtype, nranks_, stream);
   note_launch(stream);
   WEFT_LOG(Debug, "COLL", what() << ": " << count << " x " << host::dtype_name(dtype) << " with "
-                               << algo::registry().at(l->algorithm).name() << "/" << algo::to_string(l->protocol) << " x"
-                               << l->instances << ", " << g.nmb << " micro-batches of "
+                               << algo::registry().at(l.algorithm).name() << "/" << algo::to_string(l.protocol) << " x"
+                               << l.instances << ", " << g.nmb << " micro-batches of "
                                << g.mb << " elements, " << cp.num_tbs << " thread blocks in " << cp.num_blocks
                                << " CUDA blocks" << (generated != nullptr ? " (generated kernel)" : ""));
 }

@@ -214,6 +214,10 @@ class Communicator {
   /// The base of the allocation holding [ptr, ptr + bytes); fails (naming `fn`) if that is
   /// not device memory of this process, or runs past its allocation.
   static uint64_t allocation_base(const void* ptr, uint64_t bytes, const std::string& fn);
+  /// A plan launch `l` of `call` (the interpreter or the plan's generated kernel): its cached
+  /// plan, the geometry of `count` elements of `esz` bytes, the launch.
+  void launch_plan_call(const Call& call, const Launch& l, const char* send, char* recv, uint64_t count, size_t esz,
+                        int dtype, int op, int root, cudaStream_t stream);
   /// The one-shot kernel (exec/oneshot.hpp) for `bytes` per rank and peer.
   void launch_oneshot_call(Collective c, const void* send, void* recv, uint64_t bytes, int dtype, int op, int blocks,
                            cudaStream_t stream);
