@@ -13,12 +13,13 @@
 # Usage: scripts/make_gpu_bundle.sh OUTDIR [BUILD_DIR] [--no-build]
 #   BUILD_DIR  a build tree configured Release with WEFT_GPU_ARCHS holding 90 (default:
 #              build-release/ in this checkout, configured here if it does not exist)
-#   --no-build copy from BUILD_DIR as it is (it must hold bin/weft and bin/weft_gpu_tests)
+#   --no-build copy from BUILD_DIR as it is (it must hold bin/weft and bin/weft_gpu_tests;
+#              bin/weft_gpu_steady is copied when it is there)
 # Environment: WEFT_BUILD_JOBS (default 2), NCCL_CARRY (default nccl-carry/ of this checkout,
 # then .wt/nccl/nccl-carry): when it holds lib/libweft_nccl.so it is copied into the bundle
 # as nccl-carry/ and the round also runs nccl-tests.
 #
-# Bundle layout: bin/{weft,weft_gpu_tests}, lib/libweft.so.0 (the soname both binaries load
+# Bundle layout: bin/{weft,weft_gpu_tests,weft_gpu_steady}, lib/libweft.so.0 (the soname both binaries load
 # through their RUNPATH $ORIGIN/../lib), share/weft/{algorithms,topologies} (found next to
 # the binary), run_round4.sh, round_tables.py, nccl-carry/ (optional), BUNDLE_INFO.
 set -euo pipefail
@@ -48,7 +49,7 @@ case ";$(cache WEFT_GPU_ARCHS);" in *";90;"*|*";90a;"*) ;; *) die "$BUILD builds
 grep -q '^CMAKE_CUDA_FLAGS:' "$BUILD/CMakeCache.txt" || die "$BUILD was configured without CUDA (nvcc not found then)"
 NVCC=$(sed -n 's/^set(CMAKE_CUDA_COMPILER "\(.*\)")$/\1/p' "$BUILD"/CMakeFiles/*/CMakeCUDACompiler.cmake 2>/dev/null | head -n 1)
 if [ "$NOBUILD" = 0 ]; then
-  cmake --build "$BUILD" -j "${WEFT_BUILD_JOBS:-2}" --target weft weft_gpu_tests
+  cmake --build "$BUILD" -j "${WEFT_BUILD_JOBS:-2}" --target weft weft_gpu_tests weft_gpu_steady
 fi
 for f in bin/weft bin/weft_gpu_tests lib/libweft.so.0; do [ -e "$BUILD/$f" ] || die "$BUILD/$f is missing (build the targets weft and weft_gpu_tests)"; done
 
@@ -57,6 +58,11 @@ mkdir -p "$OUTDIR/bin" "$OUTDIR/lib" "$OUTDIR/share/weft"
 cp "$BUILD/bin/weft" "$BUILD/bin/weft_gpu_tests" "$OUTDIR/bin/"
 cp -L "$BUILD/lib/libweft.so.0" "$OUTDIR/lib/libweft.so.0"   # a file, not a link: links travel as links
 strip --strip-debug "$OUTDIR/bin/weft" "$OUTDIR/bin/weft_gpu_tests" "$OUTDIR/lib/libweft.so.0"
+# Steady-state calls allocate nothing (tests/gpu/steady_calls.cpp): bin/weft_gpu_steady.
+if [ -e "$BUILD/bin/weft_gpu_steady" ]; then
+  cp "$BUILD/bin/weft_gpu_steady" "$OUTDIR/bin/"
+  strip --strip-debug "$OUTDIR/bin/weft_gpu_steady"
+fi
 cp -r "$ROOT/algorithms" "$ROOT/topologies" "$OUTDIR/share/weft/"
 cp "$ROOT/tests/gpu/run_round4.sh" "$ROOT/scripts/round_tables.py" "$OUTDIR/"
 chmod +x "$OUTDIR/run_round4.sh"
