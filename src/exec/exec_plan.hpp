@@ -62,7 +62,7 @@ struct DevTB {
 /// One end of one direction of a connection: a FIFO of `depth` staging slots in the
 /// receiver's memory, driven through the public memory-channel handle's FIFO calls
 /// (weft/device/memory_channel.hpp says which pointer is whose). Made on the host by
-/// exec/memory_channel.hpp.
+/// exec/channel_end.hpp.
 using ChannelHandle = device::MemoryChannelDeviceHandle;
 
 /// Per-call geometry (see the file comment). All counts in elements.
@@ -153,7 +153,7 @@ WEFT_HOST_DEVICE_INLINE uint64_t piece_valid(const Geometry& g, const DevSlot& s
 enum WaitKind : int32_t {
   kWaitNone = 0, kWaitDependency = 1, kWaitData = 2, kWaitCredit = 3, kWaitPacket = 4,
   kWaitProxy = 5,  ///< a network FIFO's trigger push: the proxy's FIFO stayed full
-  kWaitCopyEngine = 6  ///< the copy-engine executor (exec/ce.hpp): a peer's signal, the FIFO or a flush
+  kWaitCopyEngine = 6  ///< the copy-engine runner (exec/ce.hpp): a peer's signal, the FIFO or a flush
 };
 
 /// The record a timed-out kernel leaves in host-mapped memory (written once, `valid` last).
@@ -203,7 +203,7 @@ struct ExecArgs {
   int32_t net;               ///< 1: some connection crosses the network (ChannelHandle::net)
   int32_t roles;             ///< > 1: plan thread blocks per CUDA block (exec_kernel, RoleGroups)
   const int16_t* block_tbs;  ///< roles > 1: the thread block of role r of CUDA block b at [b * roles + r], -1 none
-  char* trace;               ///< null: untraced; else per-block timestamp regions (exec/trace_record.hpp)
+  char* trace;               ///< null: untraced; else per-block timestamp regions (ir/trace_record.hpp)
   uint32_t trace_cap;        ///< records per block region
   DevTB itbs[kInlineTBs];
   DevSlot islots[kInlineSlots];

@@ -24,7 +24,7 @@
 #include "exec/exec_plan.hpp"
 #include "exec/ll128.cuh"
 #include "exec/reduce_ops.cuh"
-#include "exec/trace_record.hpp"
+#include "ir/trace_record.hpp"
 #include "weft/device/atomics.hpp"
 #include "weft/device/packet.hpp"
 #include "weft/device/wait.hpp"
@@ -187,10 +187,10 @@ __device__ __noinline__ void move_simple(const T* a, const T* b, T* o1, T* o2, u
 template <typename T>
 WEFT_DEVICE_INLINE void move_simple_op(int op, const T* a, const T* b, T* o1, T* o2, uint64_t n, uint32_t tid,
                                         uint32_t nth) {
-  if (b == nullptr || op == 0 || op == 4) return move_simple<T, 0>(a, b, o1, o2, n, tid, nth);
-  if (op == 1) return move_simple<T, 1>(a, b, o1, o2, n, tid, nth);
-  if (op == 2) return move_simple<T, 2>(a, b, o1, o2, n, tid, nth);
-  return move_simple<T, 3>(a, b, o1, o2, n, tid, nth);
+  if (b == nullptr || op == kOpSum || op == kOpAvg) return move_simple<T, kOpSum>(a, b, o1, o2, n, tid, nth);
+  if (op == kOpProd) return move_simple<T, kOpProd>(a, b, o1, o2, n, tid, nth);
+  if (op == kOpMax) return move_simple<T, kOpMax>(a, b, o1, o2, n, tid, nth);
+  return move_simple<T, kOpMin>(a, b, o1, o2, n, tid, nth);
 }
 
 /// LL: the block moves `bytes` word by word; `in` packets are polled (flag rflag), `out`
@@ -257,10 +257,10 @@ WEFT_DEVICE_INLINE device::WaitResult move_ll_op(int op, int prim, const char* s
                                                  uint32_t rflag, uint32_t sflag, const device::Deadline& dl,
                                                  uint32_t tid, uint32_t nth) {
   switch (op) {
-    case 1: return move_ll<T, 1>(prim, src, in, dst, out, bytes, wire_bytes, rflag, sflag, dl, tid, nth);
-    case 2: return move_ll<T, 2>(prim, src, in, dst, out, bytes, wire_bytes, rflag, sflag, dl, tid, nth);
-    case 3: return move_ll<T, 3>(prim, src, in, dst, out, bytes, wire_bytes, rflag, sflag, dl, tid, nth);
-    default: return move_ll<T, 0>(prim, src, in, dst, out, bytes, wire_bytes, rflag, sflag, dl, tid, nth);
+    case kOpProd: return move_ll<T, kOpProd>(prim, src, in, dst, out, bytes, wire_bytes, rflag, sflag, dl, tid, nth);
+    case kOpMax: return move_ll<T, kOpMax>(prim, src, in, dst, out, bytes, wire_bytes, rflag, sflag, dl, tid, nth);
+    case kOpMin: return move_ll<T, kOpMin>(prim, src, in, dst, out, bytes, wire_bytes, rflag, sflag, dl, tid, nth);
+    default: return move_ll<T, kOpSum>(prim, src, in, dst, out, bytes, wire_bytes, rflag, sflag, dl, tid, nth);
   }
 }
 
@@ -271,6 +271,15 @@ WEFT_DEVICE_INLINE device::WaitResult move_ll_op(int op, int prim, const char* s
 /// instantiation, so that the network's trigger pushes cost the kernel without them no
 /// registers). `Traced`: thread 0 records the invocation's timestamps in ExecArgs::trace
 /// (also a separate instantiation: the readings cost the untraced kernel spills).
+///
+/// Simple receives within a node ack without a fence, as LL ones do: every value the role
+/// loaded from the staging slot was consumed before the barrier that precedes the ack
+/// (stored to the output or the next staging slot, or reduced into such a store), so those
+/// loads have completed and the sender's next writes into the slot cannot change them; the
+/// role's own stores need no ordering against the ack (the output is ordered for this rank's
+/// other blocks by the counter's release, a next slot by the post's release). The fence it
+/// saves (one per received micro-batch) waited for all the micro-batch's stores to complete
+/// before the sender could reuse the slot.
 template <typename T, bool Net, int Protocol = -1, int Op = -1, bool Traced = false>
 WEFT_DEVICE_INLINE bool invoke_slot(const Invocation& iv, BlockShared& sh, const DevSlot s, int32_t gs, uint32_t k,
                                     uint32_t par) {
@@ -406,14 +415,7 @@ WEFT_DEVICE_INLINE bool invoke_slot(const Invocation& iv, BlockShared& sh, const
       else if (device::WaitResult r = sc->post(spos, used, iv.dl); r != device::WaitResult::Ok)
         record_error(iv, r, gs, s.prim, kWaitProxy, sc->peer, k, -1, spos + 1, 0);
     }
-    // Simple receives within a node ack without a fence too: every value the role loaded from
-    // the slot was consumed before the barrier above (stored to the output or the next slot,
-    // or reduced into such a store), so those loads have completed and the sender's next writes
-    // into the slot cannot change them; the role's own stores need no ordering against the ack
-    // (the output is ordered for this rank's other blocks by the counter's release below, a
-    // next slot by the post's release above). It is the LL path's argument. The fence it saves
-    // (one per received micro-batch) waited for all the micro-batch's stores to complete before
-    // the sender could reuse the slot.
+    // Simple receives within a node ack without a fence too (see above).
     if (recvs) {
       if (ll || !Net) rc->ack_packets(rpos);
       else if (device::WaitResult r = rc->ack(rpos, iv.dl); r != device::WaitResult::Ok)

@@ -27,20 +27,6 @@
 
 namespace weft::exec {
 
-/// Thread blocks of one call, at most (plan/oneshot_limits.hpp holds the numbers, which the
-/// algorithm registry answers from).
-constexpr int kOneShotBlocks = oneshot::kBlocks;
-/// Threads per thread block, at most; each thread moves up to kOneShotWordsPerThread
-/// 8-byte words per peer.
-constexpr int kOneShotThreads = oneshot::kThreads;
-constexpr int kOneShotWordsPerThread = oneshot::kWordsPerThread;
-/// Packet bytes of one thread block's region (per source rank and parity).
-constexpr uint64_t kOneShotBlockBytes = 16ull * kOneShotThreads * kOneShotWordsPerThread;
-/// Largest payload (bytes per rank and peer) the path carries: 512 KiB.
-constexpr uint64_t kOneShotMaxBytes = oneshot::kMaxPeerBytes;
-/// Largest rank count (the kernel's parameters hold every peer's address).
-constexpr int kOneShotMaxRanks = oneshot::kMaxRanks;
-
 enum OneShotMode : uint8_t { kOneShotAllReduce = 0, kOneShotAllGather = 1, kOneShotReduceScatter = 2 };
 
 /// Byte offset, within a rank's one-shot area, of the region source `src` writes for

@@ -7,7 +7,7 @@
 
 #include "net/ucx_transport.hpp"
 #include "proxy/proxy.hpp"
-#include "runtime/bootstrap.hpp"
+#include "bootstrap/bootstrap.hpp"
 #include "util/config.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
@@ -44,7 +44,7 @@ NetFifos::NetFifos(Bootstrap& boot, NetFifoMemory memory, NetLayout layout, doub
     std::vector<device::NetFifoDeviceHandle> host(2 * peers.size() * static_cast<size_t>(K));
     for (size_t i = 0; i < peers.size(); ++i) {
       const int q = peers[i];
-      std::shared_ptr<proxy::Connection> conn = ucx_->connection(q);
+      std::shared_ptr<proxy::Endpoint> conn = ucx_->endpoint(q);
       const proxy::RemoteMemory& theirs = mem[static_cast<size_t>(q)];
       if (theirs.bytes != layout_.total(q))
         fail(ErrorCode::Remote, who + ": rank " + std::to_string(q) + " registered " + std::to_string(theirs.bytes) +
@@ -99,24 +99,24 @@ const device::NetFifoDeviceHandle* NetFifos::handle(bool send, int peer, int k) 
          static_cast<size_t>(k);
 }
 
-exec::MemoryChannel NetFifos::send_end(int peer, int k, uint64_t* position) const {
+exec::ChannelEnd NetFifos::send_end(int peer, int k, uint64_t* position) const {
   const exec::FifoShape shape{layout_.depth, layout_.slot_bytes, 0};
   uint64_t* spare = reinterpret_cast<uint64_t*>(region_ + layout_.posted(rank_, peer, k) + 16);
   exec::FifoMemory m{region_ + layout_.out(rank_, peer, k), nullptr, spare,
                      reinterpret_cast<uint64_t*>(region_ + layout_.acked(rank_, peer, k)), position};
-  device::MemoryChannelDeviceHandle h = exec::MemoryChannel::fifo_send(peer, shape, m).device_handle();
+  device::MemoryChannelDeviceHandle h = exec::ChannelEnd::fifo_send(peer, shape, m).device_handle();
   h.net = handle(true, peer, k);
-  return exec::MemoryChannel(h, nullptr);
+  return exec::ChannelEnd(h, nullptr);
 }
 
-exec::MemoryChannel NetFifos::recv_end(int peer, int k, uint64_t* position) const {
+exec::ChannelEnd NetFifos::recv_end(int peer, int k, uint64_t* position) const {
   const exec::FifoShape shape{layout_.depth, layout_.slot_bytes, 0};
   uint64_t* spare = reinterpret_cast<uint64_t*>(region_ + layout_.posted(rank_, peer, k) + 24);
   exec::FifoMemory m{region_ + layout_.in(rank_, peer, k), nullptr,
                      reinterpret_cast<uint64_t*>(region_ + layout_.posted(rank_, peer, k)), spare, position};
-  device::MemoryChannelDeviceHandle h = exec::MemoryChannel::fifo_recv(peer, shape, m).device_handle();
+  device::MemoryChannelDeviceHandle h = exec::ChannelEnd::fifo_recv(peer, shape, m).device_handle();
   h.net = handle(false, peer, k);
-  return exec::MemoryChannel(h, nullptr);
+  return exec::ChannelEnd(h, nullptr);
 }
 
 bool NetFifos::drain(double max_s) {

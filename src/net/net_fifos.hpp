@@ -9,7 +9,7 @@
 // transport's fence). The receive end reads its slots (page-locked host memory the network
 // writes, mapped into the GPU) and ack(pos) pushes a signal trigger: the acked count lands
 // in the sender's region. Waits are the memory channel's, on counters in this rank's own
-// region. The region's layout is runtime/net_layout.hpp.
+// region. The region's layout is net/net_layout.hpp.
 //
 // Per rank: one UCX transport (endpoints to every rank), one region, one proxy thread with
 // two port channels per connection and peer on another node (data, acks). Collective over
@@ -24,9 +24,9 @@
 #include <string>
 #include <vector>
 
-#include "exec/memory_channel.hpp"
+#include "exec/channel_end.hpp"
 #include "proxy/fifo.hpp"
-#include "runtime/net_layout.hpp"
+#include "net/net_layout.hpp"
 
 namespace weft {
 
@@ -37,7 +37,7 @@ class UcxTransport;
 }
 namespace proxy {
 class Proxy;
-class Connection;
+class Endpoint;
 }
 
 /// Where NetFifos' memory comes from: CUDA's page-locked mapped memory and device memory
@@ -69,8 +69,8 @@ class NetFifos {
   bool crosses(int peer) const { return peer != rank_ && layout_.crosses(rank_, peer); }
   /// The ends of connection k with `peer` (another node); `position` is the end's own
   /// message count (device memory of this rank).
-  exec::MemoryChannel send_end(int peer, int k, uint64_t* position) const;
-  exec::MemoryChannel recv_end(int peer, int k, uint64_t* position) const;
+  exec::ChannelEnd send_end(int peer, int k, uint64_t* position) const;
+  exec::ChannelEnd recv_end(int peer, int k, uint64_t* position) const;
 
   /// Waits (at most `max_s`) until the proxy has taken every trigger the kernels pushed;
   /// false if it did not (failed or still busy).

@@ -5,7 +5,7 @@
 #include <deque>
 
 #include "net/ucx_api.hpp"
-#include "runtime/bootstrap.hpp"
+#include "bootstrap/bootstrap.hpp"
 #include "util/config.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
@@ -79,7 +79,7 @@ struct UcxTransport::Impl {
 
   Peer& peer(int r) const {
     if (r < 0 || r >= nranks || r == rank || !peers[static_cast<size_t>(r)])
-      fail(ErrorCode::InvalidArgument, "UCX transport of rank " + std::to_string(rank) + ": no connection to rank " + std::to_string(r));
+      fail(ErrorCode::InvalidArgument, "UCX transport of rank " + std::to_string(rank) + ": no endpoint to rank " + std::to_string(r));
     return *peers[static_cast<size_t>(r)];
   }
 
@@ -421,9 +421,9 @@ std::vector<proxy::RemoteMemory> UcxTransport::register_memory(void* ptr, uint64
 
 namespace {
 
-class UcxConnection : public proxy::Connection {
+class UcxEndpoint : public proxy::Endpoint {
  public:
-  UcxConnection(UcxTransport::Impl* t, UcxTransport::Impl::Peer* p) : t_(t), p_(p) {}
+  UcxEndpoint(UcxTransport::Impl* t, UcxTransport::Impl::Peer* p) : t_(t), p_(p) {}
   std::string peer() const override { return rank_name(p_->rank); }
   void put(const proxy::RemoteMemory& dst, uint64_t off, const void* src, uint64_t bytes) override { t_->put(*p_, dst, off, src, bytes); }
   void write_u64(const proxy::RemoteMemory& dst, uint64_t off, uint64_t v) override { t_->write_u64(*p_, dst, off, v); }
@@ -446,8 +446,8 @@ class UcxConnection : public proxy::Connection {
 
 }  // namespace
 
-std::shared_ptr<proxy::Connection> UcxTransport::connection(int peer) {
-  return std::make_shared<UcxConnection>(impl_.get(), &impl_->peer(peer));
+std::shared_ptr<proxy::Endpoint> UcxTransport::endpoint(int peer) {
+  return std::make_shared<UcxEndpoint>(impl_.get(), &impl_->peer(peer));
 }
 
 void UcxTransport::progress() {
@@ -472,7 +472,7 @@ bool UcxTransport::supports_cuda_memory() const { return false; }
 std::vector<proxy::RemoteMemory> UcxTransport::register_memory(void*, uint64_t, bool) { return {}; }
 std::vector<char> UcxTransport::register_local(void*, uint64_t, bool) { return {}; }
 proxy::RemoteMemory UcxTransport::remote_memory(int, const void*, size_t) { return {}; }
-std::shared_ptr<proxy::Connection> UcxTransport::connection(int) { return nullptr; }
+std::shared_ptr<proxy::Endpoint> UcxTransport::endpoint(int) { return nullptr; }
 void UcxTransport::progress() {}
 void UcxTransport::check_peer(int) const {}
 void UcxTransport::abort() {}

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "plan/ce_plan.hpp"
+#include "plan/hand_built.hpp"
 #include "util/error.hpp"
 
 namespace weft::algo {
@@ -10,12 +12,27 @@ namespace {
 
 constexpr uint8_t bit(Collective c) { return static_cast<uint8_t>(1u << static_cast<unsigned>(c)); }
 
-// The hand-built plans by collective (runtime/builtin_plans.cpp's builders; the unit tests
-// check that the two agree).
-constexpr uint8_t kRingCollectives = bit(Collective::AllReduce) | bit(Collective::AllGather) | bit(Collective::ReduceScatter);
-constexpr uint8_t kAllPairsCollectives = kRingCollectives | bit(Collective::AllToAll) | bit(Collective::Broadcast) |
-                                         bit(Collective::Reduce);
-constexpr uint8_t kChainCollectives = bit(Collective::Broadcast) | bit(Collective::Reduce);
+constexpr Collective kStandard[] = {Collective::AllGather, Collective::ReduceScatter, Collective::AllReduce,
+                                    Collective::AllToAll,  Collective::Broadcast,     Collective::Reduce};
+
+/// The collectives plan/hand_built.cpp builds the hand-built algorithm `name` for.
+uint8_t hand_built_collectives(std::string_view name) {
+  uint8_t bits = 0;
+  for (Collective c : kStandard)
+    for (const std::string& a : hand_built_algorithms(c))
+      if (a == name) bits |= bit(c);
+  return bits;
+}
+
+/// The collectives the copy-engine path implements (plan/ce_plan.hpp).
+uint8_t copy_engine_collectives() {
+  uint8_t bits = 0;
+  for (Collective c : kStandard)
+    if (ce::supports(c)) bits |= bit(c);
+  return bits;
+}
+
+static_assert(std::string_view(kCopyEngineName) == ce::kAlgorithm, "the copy-engine path's name is plan/ce_plan.hpp's");
 
 }  // namespace
 
@@ -51,30 +68,28 @@ std::unique_ptr<Algorithm> Registry::make(std::string name, Executor e, PlanOrig
 
 Registry::Registry() {
   // The one-shot kernel: AllReduce, AllGather, ReduceScatter on 2 to 8 ranks, 512 KiB per
-  // rank and peer, LL by nature; it stores into every peer's memory, which only ranks of one
-  // node map.
+  // rank and peer (plan/oneshot_limits.hpp), LL by nature; it stores into every peer's
+  // memory, which only ranks of one node map.
   Limits oneshot_limits;
-  oneshot_limits.collectives = kRingCollectives;
+  oneshot_limits.collectives = bit(Collective::AllReduce) | bit(Collective::AllGather) | bit(Collective::ReduceScatter);
   oneshot_limits.min_ranks = 2;
-  oneshot_limits.max_ranks = oneshot::kMaxRanks;
-  oneshot_limits.max_peer_bytes = oneshot::kMaxPeerBytes;
+  oneshot_limits.max_ranks = exec::kOneShotMaxRanks;
+  oneshot_limits.max_peer_bytes = exec::kOneShotMaxBytes;
   oneshot_limits.across_nodes = false;
   oneshot_limits.protocols = protocol_bit(Protocol::LL);
   add(make(kOneShotName, Executor::OneShot, PlanOrigin::None, oneshot_limits));
-  // The copy engines: AllGather and AllReduce on 2 to 8 ranks (their programs travel as
-  // kernel arguments: runtime/ce_plan.hpp's ce::kMaxRanks), into the peers' mapped buffers
-  // (one host).
+  // The copy engines: plan/ce_plan.hpp's collectives on 2 to ce::kMaxRanks ranks (their
+  // programs travel as kernel arguments), into the peers' mapped buffers (one host).
   Limits ce_limits;
-  ce_limits.collectives = bit(Collective::AllGather) | bit(Collective::AllReduce);
+  ce_limits.collectives = copy_engine_collectives();
   ce_limits.min_ranks = 2;
-  ce_limits.max_ranks = 8;
+  ce_limits.max_ranks = ce::kMaxRanks;
   ce_limits.across_nodes = false;
   add(make(kCopyEngineName, Executor::CopyEngine, PlanOrigin::None, ce_limits));
-  for (const auto& [name, collectives] : {std::pair<const char*, uint8_t>{"ring", kRingCollectives},
-                                          {"allpairs", kAllPairsCollectives},
-                                          {"chain", kChainCollectives}}) {
+  // The hand-built plans, for the collectives plan/hand_built.cpp builds each for.
+  for (const char* name : {"ring", "allpairs", "chain"}) {
     Limits l;
-    l.collectives = collectives;
+    l.collectives = hand_built_collectives(name);
     add(make(name, Executor::Interpreter, PlanOrigin::HandBuilt, l));
   }
 }
@@ -106,9 +121,7 @@ Id Registry::compiled(const std::string& name, const std::string& scheduler, con
   if (it != compiled_.end()) return it->second;
   // Any standard collective: the source's own is checked when its plan is built.
   Limits l;
-  for (Collective c : {Collective::AllGather, Collective::ReduceScatter, Collective::AllReduce, Collective::AllToAll,
-                       Collective::Broadcast, Collective::Reduce})
-    l.collectives |= bit(c);
+  for (Collective c : kStandard) l.collectives |= bit(c);
   const Id id = add(make(name, Executor::Interpreter, PlanOrigin::Compiled, l, scheduler, allocator));
   compiled_.emplace(std::move(key), id);
   return id;

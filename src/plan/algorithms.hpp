@@ -6,8 +6,8 @@
 //   id  name      executor      plan
 //   0   oneshot   OneShot       none: the one-shot kernel (exec/oneshot.hpp)
 //   1   ce        CopyEngine    none here: copy engines into registered buffers
-//                               (runtime/ce_collectives.hpp runs its own plan)
-//   2   ring      Interpreter   hand-built (runtime/builtin_plans.hpp)
+//                               (plan/ce_plan.hpp, run by exec/ce_runner.hpp)
+//   2   ring      Interpreter   hand-built (plan/hand_built.hpp)
 //   3   allpairs  Interpreter   hand-built
 //   4   chain     Interpreter   hand-built
 //   5.. a source  Interpreter   compiled by the plan builder (plan/builder.hpp): an algorithm of
@@ -68,7 +68,7 @@ inline constexpr ProtocolSet kAllProtocols = 0x7;
 /// Where a plan algorithm's plan comes from.
 enum class PlanOrigin : uint8_t {
   None,       ///< no plan (oneshot, ce)
-  HandBuilt,  ///< runtime/builtin_plans.hpp builds it for any rank count
+  HandBuilt,  ///< plan/hand_built.hpp builds it for any rank count
   Compiled,   ///< the plan builder loads and compiles (or reads) a source
 };
 
@@ -210,15 +210,15 @@ bool is_hand_built(std::string_view name);
 
 /// The one-shot kernel's thread blocks for `peer_bytes` per rank and peer (a selection row's
 /// "kernel" instances): one 8-byte word per thread (512 threads) up to 16 blocks, then more
-/// words per thread; within 1..oneshot::kBlocks.
+/// words per thread; within 1..exec::kOneShotBlocks.
 constexpr int oneshot_blocks(uint64_t peer_bytes) {
   const uint64_t words = (peer_bytes + 7) / 8;
-  const uint64_t per_block_max = static_cast<uint64_t>(oneshot::kThreads) * oneshot::kWordsPerThread;
-  uint64_t b = (words + oneshot::kThreads - 1) / oneshot::kThreads;
+  const uint64_t per_block_max = static_cast<uint64_t>(exec::kOneShotThreads) * exec::kOneShotWordsPerThread;
+  uint64_t b = (words + exec::kOneShotThreads - 1) / exec::kOneShotThreads;
   b = b < 16 ? b : 16;
   const uint64_t need = (words + per_block_max - 1) / per_block_max;
   b = b > need ? b : need;
-  return static_cast<int>(b < 1 ? 1 : b > oneshot::kBlocks ? oneshot::kBlocks : b);
+  return static_cast<int>(b < 1 ? 1 : b > exec::kOneShotBlocks ? exec::kOneShotBlocks : b);
 }
 
 }  // namespace weft::algo

@@ -1,24 +1,24 @@
-// The one-shot kernel's limits, as numbers: how many thread blocks, threads and words it
-// has, so how many bytes per rank and peer and how many ranks it carries. The kernel's
-// regions are laid out from them (exec/oneshot.hpp), and the algorithm registry
-// (plan/algorithms.hpp) answers from them whether the kernel can carry a call; the
-// simulator asks the registry (sim/call_model.hpp). Host and device; no includes but
-// <cstdint>.
+// What the one-shot small-message kernel (exec/oneshot.hpp) can carry: its thread blocks,
+// threads and largest payload and rank count. Here, below the simulator and the choice of
+// algorithm, because both need them through the algorithm registry (plan/algorithms.hpp);
+// the kernel and the arena layout take them from here too. Host and device code.
 #pragma once
 
 #include <cstdint>
 
-namespace weft::oneshot {
+namespace weft::exec {
 
 /// Thread blocks of one call, at most.
-inline constexpr int kBlocks = 32;
-/// Threads per thread block, at most; each thread moves up to kWordsPerThread 8-byte words
-/// per peer.
-inline constexpr int kThreads = 512;
-inline constexpr int kWordsPerThread = 4;
-/// Largest payload (bytes per rank and peer) the kernel carries: 512 KiB.
-inline constexpr uint64_t kMaxPeerBytes = 8ull * kThreads * kWordsPerThread * kBlocks;
+constexpr int kOneShotBlocks = 32;
+/// Threads per thread block, at most; each thread moves up to kOneShotWordsPerThread
+/// 8-byte words per peer.
+constexpr int kOneShotThreads = 512;
+constexpr int kOneShotWordsPerThread = 4;
+/// Packet bytes of one thread block's region (per source rank and parity).
+constexpr uint64_t kOneShotBlockBytes = 16ull * kOneShotThreads * kOneShotWordsPerThread;
+/// Largest payload (bytes per rank and peer) the path carries: 512 KiB.
+constexpr uint64_t kOneShotMaxBytes = 8ull * kOneShotThreads * kOneShotWordsPerThread * kOneShotBlocks;
 /// Largest rank count (the kernel's parameters hold every peer's address).
-inline constexpr int kMaxRanks = 8;
+constexpr int kOneShotMaxRanks = 8;
 
-}  // namespace weft::oneshot
+}  // namespace weft::exec

@@ -12,11 +12,11 @@ namespace weft::proxy {
 
 using device::ProxyTrigger;
 
-void HostConnection::put(const RemoteMemory& dst, uint64_t dst_offset, const void* src, uint64_t bytes) {
+void HostEndpoint::put(const RemoteMemory& dst, uint64_t dst_offset, const void* src, uint64_t bytes) {
   std::memcpy(reinterpret_cast<char*>(dst.address) + dst_offset, src, bytes);
 }
 
-void HostConnection::write_u64(const RemoteMemory& dst, uint64_t dst_offset, uint64_t value) {
+void HostEndpoint::write_u64(const RemoteMemory& dst, uint64_t dst_offset, uint64_t value) {
   auto* p = reinterpret_cast<uint64_t*>(dst.address + dst_offset);
   std::atomic_ref<uint64_t>(*p).store(value, std::memory_order_release);
 }
@@ -46,33 +46,33 @@ uint32_t Proxy::add_local_memory(const void* ptr, uint64_t bytes) {
   return static_cast<uint32_t>(memories_.size() - 1);
 }
 
-uint32_t Proxy::add_remote_memory(std::shared_ptr<Connection> connection, const RemoteMemory& memory) {
+uint32_t Proxy::add_remote_memory(std::shared_ptr<Endpoint> endpoint, const RemoteMemory& memory) {
   require_stopped("add_remote_memory");
-  if (!connection) fail(ErrorCode::InvalidArgument, options_.name + ": add_remote_memory without a connection");
+  if (!endpoint) fail(ErrorCode::InvalidArgument, options_.name + ": add_remote_memory without an endpoint");
   if (memory.bytes == 0 || memory.bytes > ProxyTrigger::kMaxField || memory.address + memory.bytes < memory.address)
-    fail(ErrorCode::InvalidArgument, options_.name + ": " + connection->peer() + "'s memory of " +
+    fail(ErrorCode::InvalidArgument, options_.name + ": " + endpoint->peer() + "'s memory of " +
                                          std::to_string(memory.bytes) + " bytes is outside 1 byte to 4 GiB - 1");
   if (memories_.size() >= ProxyTrigger::kMaxMemIds)
     fail(ErrorCode::InvalidUsage, options_.name + ": more than " + std::to_string(ProxyTrigger::kMaxMemIds) + " memories");
   Memory m;
   m.remote = memory;
   m.bytes = memory.bytes;
-  m.connection = connection.get();
+  m.endpoint = endpoint.get();
   memories_.push_back(m);
-  if (std::find(connections_.begin(), connections_.end(), connection) == connections_.end()) connections_.push_back(connection);
+  if (std::find(endpoints_.begin(), endpoints_.end(), endpoint) == endpoints_.end()) endpoints_.push_back(endpoint);
   return static_cast<uint32_t>(memories_.size() - 1);
 }
 
 device::PortChannelDeviceHandle Proxy::make_port_channel(const PortChannelSpec& s) {
   require_stopped("make_port_channel");
-  if (!s.connection) fail(ErrorCode::InvalidArgument, options_.name + ": make_port_channel without a connection");
-  auto owned_by = [&](uint32_t id, Connection* c) {
-    return id < memories_.size() && memories_[id].local == nullptr && memories_[id].connection == c;
+  if (!s.endpoint) fail(ErrorCode::InvalidArgument, options_.name + ": make_port_channel without an endpoint");
+  auto owned_by = [&](uint32_t id, Endpoint* c) {
+    return id < memories_.size() && memories_[id].local == nullptr && memories_[id].endpoint == c;
   };
-  const std::string peer = s.connection->peer();
+  const std::string peer = s.endpoint->peer();
   if (s.src_mem >= memories_.size() || memories_[s.src_mem].local == nullptr)
     fail(ErrorCode::InvalidArgument, options_.name + ": channel to " + peer + ": source memory " + std::to_string(s.src_mem) + " is not a local one");
-  if (!owned_by(s.dst_mem, s.connection.get()) || !owned_by(s.signal_mem, s.connection.get()))
+  if (!owned_by(s.dst_mem, s.endpoint.get()) || !owned_by(s.signal_mem, s.endpoint.get()))
     fail(ErrorCode::InvalidArgument, options_.name + ": channel to " + peer + ": destination or signal memory is not " + peer + "'s");
   if (s.signal_offset % 8 != 0 || s.signal_offset + 8 > memories_[s.signal_mem].bytes)
     fail(ErrorCode::InvalidArgument, options_.name + ": channel to " + peer + ": signal offset " + std::to_string(s.signal_offset) +
@@ -81,8 +81,8 @@ device::PortChannelDeviceHandle Proxy::make_port_channel(const PortChannelSpec& 
     fail(ErrorCode::InvalidArgument, options_.name + ": channel to " + peer + " without its inbound and waited counters");
   if (channels_.size() >= ProxyTrigger::kMaxChannels)
     fail(ErrorCode::InvalidUsage, options_.name + ": more than " + std::to_string(ProxyTrigger::kMaxChannels) + " channels");
-  channels_.push_back(Channel{s.connection, s.signal_mem, s.signal_offset, 0});
-  if (std::find(connections_.begin(), connections_.end(), s.connection) == connections_.end()) connections_.push_back(s.connection);
+  channels_.push_back(Channel{s.endpoint, s.signal_mem, s.signal_offset, 0});
+  if (std::find(endpoints_.begin(), endpoints_.end(), s.endpoint) == endpoints_.end()) endpoints_.push_back(s.endpoint);
   device::PortChannelDeviceHandle h;
   h.fifo = fifo_.device_handle();
   h.channel = static_cast<uint32_t>(channels_.size() - 1);
@@ -136,7 +136,7 @@ void Proxy::run() {
   ProxyTrigger t;
   while (!stop_.load(std::memory_order_relaxed)) {
     if (fifo_.error()) {  // failed: keep the transports progressing for the peers, take nothing
-      for (auto& c : connections_) {
+      for (auto& c : endpoints_) {
         try {
           c->progress();
         } catch (const std::exception&) {  // already failed; the first error is the one kept
@@ -146,7 +146,7 @@ void Proxy::run() {
       continue;
     }
     try {
-      for (auto& c : connections_) c->progress();
+      for (auto& c : endpoints_) c->progress();
       if (fifo_.poll(t)) {
         idle = 0;
         handle(t, fifo_.tail());
@@ -173,13 +173,13 @@ void Proxy::handle(const ProxyTrigger& t, uint64_t index) {
   if (t.channel() >= channels_.size())
     refuse("channel " + std::to_string(t.channel()) + " does not exist (" + std::to_string(channels_.size()) + " channels)");
   Channel& ch = channels_[t.channel()];
-  Connection* conn = ch.connection.get();
+  Endpoint* conn = ch.endpoint.get();
   const std::string where = "channel " + std::to_string(t.channel()) + " to " + conn->peer();
   if (op & device::kTriggerPut) {
     const uint64_t size = t.size(), src_off = t.src_offset(), dst_off = t.dst_offset();
     if (t.src_mem() >= memories_.size() || memories_[t.src_mem()].local == nullptr)
       refuse(where + ": source memory " + std::to_string(t.src_mem()) + " is not a local memory");
-    if (t.dst_mem() >= memories_.size() || memories_[t.dst_mem()].connection != conn)
+    if (t.dst_mem() >= memories_.size() || memories_[t.dst_mem()].endpoint != conn)
       refuse(where + ": destination memory " + std::to_string(t.dst_mem()) + " is not " + conn->peer() + "'s");
     const Memory& src = memories_[t.src_mem()];
     const Memory& dst = memories_[t.dst_mem()];
@@ -199,7 +199,7 @@ void Proxy::handle(const ProxyTrigger& t, uint64_t index) {
     if (std::find(dirty_.begin(), dirty_.end(), conn) == dirty_.end()) dirty_.push_back(conn);
   }
   if (op & device::kTriggerFlush) {
-    for (Connection* c : dirty_) c->flush(timeout_s_);
+    for (Endpoint* c : dirty_) c->flush(timeout_s_);
     dirty_.clear();
   }
 }

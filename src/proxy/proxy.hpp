@@ -1,12 +1,12 @@
 // The proxy: one host thread per GPU that drains its port channels' FIFO (proxy/fifo.hpp)
-// and turns each trigger into transfers on the channel's Connection.
+// and turns each trigger into transfers on the channel's Endpoint.
 //
 // Before start() the owner registers memories (this rank's, and peers' reached through a
-// connection) and channels; the tables are fixed while the thread runs. For each trigger
+// endpoint) and channels; the tables are fixed while the thread runs. For each trigger
 // the proxy checks everything the GPU sent (channel id, operation bits, memory ids, the
 // direction of each memory, offset + size against both memories) before any transfer: a
 // trigger that fails is never executed. Then it puts, signals (the channel's count + 1
-// written to the peer after the data) and flushes (waits, bounded, for every connection
+// written to the peer after the data) and flushes (waits, bounded, for every endpoint
 // used since the last flush), and only then advances the FIFO's counter.
 //
 // Failure: a refused trigger, a transport error or a flush past its deadline is recorded
@@ -24,7 +24,7 @@
 #include <thread>
 #include <vector>
 
-#include "proxy/connection.hpp"
+#include "proxy/endpoint.hpp"
 #include "proxy/fifo.hpp"
 #include "util/error.hpp"
 #include "weft/device/port_channel.hpp"
@@ -41,11 +41,11 @@ struct ProxyOptions {
   std::function<void(const std::string&)> on_error = nullptr;
 };
 
-/// What make_port_channel needs besides the connection.
+/// What make_port_channel needs besides the endpoint.
 struct PortChannelSpec {
-  std::shared_ptr<Connection> connection;
+  std::shared_ptr<Endpoint> endpoint;
   uint32_t src_mem = 0;        ///< a local memory id
-  uint32_t dst_mem = 0;        ///< a remote memory id of this connection
+  uint32_t dst_mem = 0;        ///< a remote memory id of this endpoint
   uint32_t signal_mem = 0;     ///< the remote memory holding the peer's inbound counter for us
   uint64_t signal_offset = 0;  ///< its offset there (8-byte aligned)
   uint64_t* inbound = nullptr; ///< local counter the peer's proxy writes (device-visible)
@@ -61,8 +61,8 @@ class Proxy {
 
   /// This rank's memory [ptr, ptr + bytes); bytes below 4 GiB. Returns its memory id.
   uint32_t add_local_memory(const void* ptr, uint64_t bytes);
-  /// A peer's memory reached through `connection`. Returns its memory id.
-  uint32_t add_remote_memory(std::shared_ptr<Connection> connection, const RemoteMemory& memory);
+  /// A peer's memory reached through `endpoint`. Returns its memory id.
+  uint32_t add_remote_memory(std::shared_ptr<Endpoint> endpoint, const RemoteMemory& memory);
   /// A channel; returns its device handle (channel id in it).
   device::PortChannelDeviceHandle make_port_channel(const PortChannelSpec& spec);
 
@@ -83,10 +83,10 @@ class Proxy {
     const void* local = nullptr;       ///< null for a remote one
     RemoteMemory remote;
     uint64_t bytes = 0;
-    Connection* connection = nullptr;  ///< owner of a remote memory
+    Endpoint* endpoint = nullptr;  ///< owner of a remote memory
   };
   struct Channel {
-    std::shared_ptr<Connection> connection;
+    std::shared_ptr<Endpoint> endpoint;
     uint32_t signal_mem = 0;
     uint64_t signal_offset = 0;
     uint64_t signalled = 0;
@@ -101,8 +101,8 @@ class Proxy {
   Fifo fifo_;
   std::vector<Memory> memories_;
   std::vector<Channel> channels_;
-  std::vector<std::shared_ptr<Connection>> connections_;  // each once, for progress
-  std::vector<Connection*> dirty_;                         // used since the last flush
+  std::vector<std::shared_ptr<Endpoint>> endpoints_;  // each once, for progress
+  std::vector<Endpoint*> dirty_;                         // used since the last flush
   std::atomic<bool> stop_{false};
   std::thread thread_;
   mutable std::mutex error_mutex_;

@@ -17,26 +17,26 @@ void check(cudaError_t e, const std::string& what) {
 }
 }  // namespace
 
-StagingConnection::StagingConnection(std::shared_ptr<Connection> inner, int device, uint64_t piece_bytes, int pieces,
+StagingEndpoint::StagingEndpoint(std::shared_ptr<Endpoint> inner, int device, uint64_t piece_bytes, int pieces,
                                      double timeout_s)
     : inner_(std::move(inner)),
       device_(device),
       piece_bytes_(piece_bytes),
       timeout_s_(config::wait_seconds(timeout_s >= 0 ? timeout_s : config::get_seconds("WEFT_TIMEOUT"))) {
   if (!inner_ || piece_bytes_ == 0 || pieces < 1)
-    fail(ErrorCode::InvalidArgument, "staging connection: needs an inner connection, a piece size and at least one buffer");
-  check(cudaSetDevice(device_), "staging connection to " + inner_->peer() + ": cudaSetDevice");
+    fail(ErrorCode::InvalidArgument, "staging endpoint: needs an inner endpoint, a piece size and at least one buffer");
+  check(cudaSetDevice(device_), "staging endpoint to " + inner_->peer() + ": cudaSetDevice");
   cudaStream_t s = nullptr;
-  check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "staging connection to " + inner_->peer() + ": stream");
+  check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "staging endpoint to " + inner_->peer() + ": stream");
   stream_ = s;
   for (int i = 0; i < pieces; ++i) {
     void* p = nullptr;
-    check(cudaHostAlloc(&p, piece_bytes_, cudaHostAllocPortable), "staging connection: page-locked buffer");
+    check(cudaHostAlloc(&p, piece_bytes_, cudaHostAllocPortable), "staging endpoint: page-locked buffer");
     buffers_.push_back(static_cast<char*>(p));
   }
 }
 
-StagingConnection::~StagingConnection() {
+StagingEndpoint::~StagingEndpoint() {
   if (stream_ != nullptr) {
     cudaStreamSynchronize(static_cast<cudaStream_t>(stream_));
     cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
@@ -44,7 +44,7 @@ StagingConnection::~StagingConnection() {
   for (char* b : buffers_) cudaFreeHost(b);
 }
 
-void StagingConnection::wait_stream() {
+void StagingEndpoint::wait_stream() {
   auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s_);
   for (uint32_t spins = 0;; ++spins) {
     cudaError_t e = cudaStreamQuery(static_cast<cudaStream_t>(stream_));
@@ -56,7 +56,7 @@ void StagingConnection::wait_stream() {
   }
 }
 
-void StagingConnection::put(const RemoteMemory& dst, uint64_t dst_offset, const void* src, uint64_t bytes) {
+void StagingEndpoint::put(const RemoteMemory& dst, uint64_t dst_offset, const void* src, uint64_t bytes) {
   cudaPointerAttributes attr{};
   const bool gpu = cudaPointerGetAttributes(&attr, src) == cudaSuccess && attr.type == cudaMemoryTypeDevice;
   if (!gpu) {  // host memory: the network reads it directly
@@ -64,7 +64,7 @@ void StagingConnection::put(const RemoteMemory& dst, uint64_t dst_offset, const 
     inner_->put(dst, dst_offset, src, bytes);
     return;
   }
-  check(cudaSetDevice(device_), "staging connection: cudaSetDevice");
+  check(cudaSetDevice(device_), "staging endpoint: cudaSetDevice");
   for (uint64_t done = 0; done < bytes;) {
     const uint64_t n = std::min(piece_bytes_, bytes - done);
     if (used_ == buffers_.size()) flush(timeout_s_);  // every buffer may still be read by the network
@@ -78,7 +78,7 @@ void StagingConnection::put(const RemoteMemory& dst, uint64_t dst_offset, const 
   }
 }
 
-void StagingConnection::flush(double timeout_s) {
+void StagingEndpoint::flush(double timeout_s) {
   inner_->flush(timeout_s);
   used_ = 0;
 }

@@ -1,13 +1,13 @@
 // Staging through page-locked host memory, for a network transport that cannot read GPU
 // memory (a UCX built without CUDA support: UcxTransport::supports_cuda_memory() false).
 //
-// StagingConnection wraps the network connection to one peer. A put whose source is GPU
+// StagingEndpoint wraps the network endpoint to one peer. A put whose source is GPU
 // memory is cut into pieces of `piece_bytes`; each piece is copied by a copy engine into
 // one of `pieces` page-locked staging buffers (cudaMemcpyAsync on a stream the proxy owns,
-// waited by bounded polling), then put from there by the inner connection. A staging buffer
-// is reused only after the inner connection has been flushed, so a piece is never
+// waited by bounded polling), then put from there by the inner endpoint. A staging buffer
+// is reused only after the inner endpoint has been flushed, so a piece is never
 // overwritten while the network still reads it. Signals and flushes go straight to the
-// inner connection (ordering is the inner connection's).
+// inner endpoint (ordering is the inner endpoint's).
 //
 // The receiving side registers page-locked host memory (cudaHostAlloc, mapped) as the
 // destination: the network writes it, and the receiving GPU reads it through its mapped
@@ -19,17 +19,17 @@
 #include <string>
 #include <vector>
 
-#include "proxy/connection.hpp"
+#include "proxy/endpoint.hpp"
 
 namespace weft::proxy {
 
-class StagingConnection : public Connection {
+class StagingEndpoint : public Endpoint {
  public:
   /// `device`: the GPU whose memory the sources are. `timeout_s` bounds each staging copy
   /// and the flushes it makes to free buffers (negative: WEFT_TIMEOUT).
-  StagingConnection(std::shared_ptr<Connection> inner, int device, uint64_t piece_bytes = 4 << 20, int pieces = 4,
+  StagingEndpoint(std::shared_ptr<Endpoint> inner, int device, uint64_t piece_bytes = 4 << 20, int pieces = 4,
                     double timeout_s = -1);
-  ~StagingConnection() override;
+  ~StagingEndpoint() override;
   std::string peer() const override { return inner_->peer(); }
   void put(const RemoteMemory& dst, uint64_t dst_offset, const void* src, uint64_t bytes) override;
   void write_u64(const RemoteMemory& dst, uint64_t dst_offset, uint64_t value) override {
@@ -40,7 +40,7 @@ class StagingConnection : public Connection {
 
  private:
   void wait_stream();
-  std::shared_ptr<Connection> inner_;
+  std::shared_ptr<Endpoint> inner_;
   int device_;
   uint64_t piece_bytes_;
   double timeout_s_;

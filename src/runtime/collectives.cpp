@@ -3,12 +3,12 @@
 // interpreter or a generated kernel).
 #include <algorithm>
 
-#include "runtime/collective_reference.hpp"
+#include "exec/collective_reference.hpp"
 #include "runtime/communicator.hpp"
-#include "runtime/cuda_check.hpp"
+#include "util/cuda_check.hpp"
 #include "exec/executor.hpp"
 #include "gen/kernels.hpp"
-#include "runtime/host_reduce.hpp"
+#include "exec/host_reduce.hpp"
 #include "net/net_fifos.hpp"
 #include "util/checked.hpp"
 #include "util/log.hpp"
@@ -77,7 +77,7 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
   const Decision d = decider_->decide(call);
   const Launch* l = &d;
   if (d.executor == algo::Executor::CopyEngine) {
-    // Copy engines into registered buffers (runtime/ce_collectives.hpp); where any rank
+    // Copy engines into registered buffers (exec/ce_runner.hpp); where any rank
     // cannot, every rank runs the decision's fallback instead (logged at INFO).
     if (run_copy_engine(c, s, r, count, dtype, reduces ? op : weftSum, in_place, stream)) {
       note_launch(stream);

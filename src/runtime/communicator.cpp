@@ -10,16 +10,19 @@
 #include <thread>
 
 #include "exec/ce.hpp"
+#include "exec/device_memory.hpp"
 #include "net/node_layout.hpp"
-#include "runtime/ce_collectives.hpp"
+#include "exec/ce_runner.hpp"
 #include "proxy/copy_engine.hpp"
 #include "net/ucx_transport.hpp"
-#include "runtime/builtin_plans.hpp"
+#include "plan/hand_built.hpp"
 #include "net/net_fifos.hpp"
-#include "runtime/plan_source.hpp"
-#include "runtime/cuda_check.hpp"
+#include "exec/plan_check.hpp"
+#include "plan/plan_source.hpp"
+#include "util/cuda_check.hpp"
 #include "exec/executor.hpp"
-#include "runtime/peer_check.hpp"
+#include "bootstrap/host_identity.hpp"
+#include "bootstrap/peer_check.hpp"
 #include "gen/kernels.hpp"
 #include "util/config.hpp"
 #include "util/log.hpp"
@@ -45,7 +48,7 @@ uint64_t process_token() {
 struct PeerInfo {
   uint32_t version;
   int32_t rank;
-  HostIdentity host;      ///< runtime/placement.hpp: which host it runs on
+  HostIdentity host;      ///< plan/placement.hpp: which host it runs on
   uint64_t process;       ///< process_token() of its process
   int32_t pid;
   int32_t device;
@@ -415,8 +418,8 @@ void Communicator::make_fifos() {
   const exec::FifoShape shape{static_cast<uint32_t>(layout_.cfg.depth), layout_.cfg.slot_bytes,
                               layout_.cfg.ll_slot_bytes};
   auto at = [](char* base, uint64_t off) { return reinterpret_cast<uint64_t*>(base + off); };
-  fifo_.assign(static_cast<size_t>(nranks_) * 2 * static_cast<size_t>(K), exec::MemoryChannel());
-  net_fifo_.assign(fifo_.size(), exec::MemoryChannel());
+  fifo_.assign(static_cast<size_t>(nranks_) * 2 * static_cast<size_t>(K), exec::ChannelEnd());
+  net_fifo_.assign(fifo_.size(), exec::ChannelEnd());
   for (int p = 0; p < nranks_; ++p) {
     if (p == rank_) continue;
     if (net_ && net_->crosses(p)) {
@@ -445,13 +448,13 @@ void Communicator::make_fifos() {
                             at(arena_, layout_.control(p, k) + ArenaLayout::kPosted),
                             at(peer, layout_.control(rank_, k) + ArenaLayout::kAcked),
                             at(arena_, layout_.control(p, k) + ArenaLayout::kRecvPos)};
-      fifo_[(static_cast<size_t>(p) * 2 + 1) * K + k] = exec::MemoryChannel::fifo_send(p, shape, to);
-      fifo_[(static_cast<size_t>(p) * 2) * K + k] = exec::MemoryChannel::fifo_recv(p, shape, from);
+      fifo_[(static_cast<size_t>(p) * 2 + 1) * K + k] = exec::ChannelEnd::fifo_send(p, shape, to);
+      fifo_[(static_cast<size_t>(p) * 2) * K + k] = exec::ChannelEnd::fifo_recv(p, shape, from);
     }
   }
 }
 
-const exec::MemoryChannel& Communicator::fifo(const ConnRef& ref, ChannelKind kind) const {
+const exec::ChannelEnd& Communicator::fifo(const ConnRef& ref, ChannelKind kind) const {
   const size_t K = static_cast<size_t>(layout_.cfg.connections);
   const size_t i = (static_cast<size_t>(ref.peer) * 2 + (ref.send ? 1 : 0)) * K + static_cast<size_t>(ref.pool_index);
   // check_plan_channels has refused every kind this rank cannot build for the pair.
@@ -479,7 +482,7 @@ Communicator::CachedPlan& Communicator::plan_for(const Call& call, const Launch&
   cp->lp = lower_plan(make_plan(c, nranks_, a.name(), protocol, l.instances, call.in_place, key.root, layout_.cfg.depth,
                                 a.scheduler(), a.allocator(), placement_.node_of_rank),  // hand-built: no scheduler
                       nranks_, layout_.cfg.connections);
-  // Each link runs on the channel the plan records (runtime/placement.hpp); one the
+  // Each link runs on the channel the plan records (plan/placement.hpp); one the
   // communicator cannot build for these ranks' hosts and nodes refuses the plan, on every
   // rank alike.
   check_plan_channels(cp->lp.plan, placement_);
@@ -737,30 +740,10 @@ void Communicator::free_all(bool graceful) {
   sweep_deferred();
 }
 
-bool Communicator::allocation_range(const void* ptr, uint64_t* base, uint64_t* bytes) {
-  // The allocation's base and size come from the driver, reached through the runtime so
-  // that libweft needs no link-time dependency on libcuda.
-  using GetRange = int (*)(unsigned long long*, size_t*, unsigned long long);
-  static GetRange get_range = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult q;
-    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &f, 12000, cudaEnableDefault, &q) != cudaSuccess)
-      f = nullptr;
-    return reinterpret_cast<GetRange>(f);
-  }();
-  if (get_range == nullptr) fail(ErrorCode::UnhandledCuda, "the driver offers no cuMemGetAddressRange");
-  unsigned long long b = 0;
-  size_t size = 0;
-  if (get_range(&b, &size, reinterpret_cast<unsigned long long>(ptr)) != 0) return false;
-  *base = b;
-  *bytes = size;
-  return true;
-}
-
 uint64_t Communicator::allocation_base(const void* ptr, uint64_t bytes, const std::string& fn) {
   uint64_t base = 0, size = 0;
   try {
-    if (!allocation_range(ptr, &base, &size))
+    if (!exec::allocation_range(ptr, &base, &size))
       fail(ErrorCode::InvalidArgument, fn + ": " + std::to_string(reinterpret_cast<uintptr_t>(ptr)) +
                                            " is not device memory of this process");
   } catch (const Error& e) {

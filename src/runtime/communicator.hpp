@@ -9,7 +9,7 @@
 // peer maps them). Everything is freed by destroy() or abort(), except the arena while a
 // peer may still write into it (runtime/deferred_free.hpp).
 //
-// A peer watchdog (runtime/peer_watchdog.hpp) runs while the communicator is usable: when a
+// A peer watchdog (bootstrap/peer_watchdog.hpp) runs while the communicator is usable: when a
 // peer process exits or its bootstrap connection closes, it marks the communicator broken
 // (an error naming that rank, ErrorCode::Remote) and raises the abort flag, so kernels
 // waiting for that peer end within a second instead of at WEFT_TIMEOUT.
@@ -36,13 +36,13 @@
 #include <vector>
 
 #include "exec/exec_plan.hpp"
-#include "exec/memory_channel.hpp"
+#include "exec/channel_end.hpp"
 #include "exec/oneshot.hpp"
 #include "ir/algorithm.hpp"
-#include "runtime/bootstrap.hpp"
+#include "bootstrap/bootstrap.hpp"
 #include "runtime/deferred_free.hpp"
-#include "runtime/peer_watchdog.hpp"
-#include "runtime/placement.hpp"
+#include "bootstrap/peer_watchdog.hpp"
+#include "plan/placement.hpp"
 #include "exec/plan_lowering.hpp"
 #include "tune/decide.hpp"
 #include "util/error.hpp"
@@ -50,7 +50,7 @@
 namespace weft {
 
 class NetFifos;
-class CeCollectives;
+class CeRunner;
 
 /// Sizes every rank of a communicator must agree on (from WEFT_CONNECTIONS,
 /// WEFT_FIFO_DEPTH, WEFT_SLOT_BYTES, WEFT_LL_SLOT_BYTES).
@@ -131,9 +131,6 @@ class Communicator {
   /// copy-engine ones (WEFT_ALGO=ce), which run only where every receive buffer is.
   void* register_buffer(void* ptr, uint64_t bytes);
   void deregister_buffer(void* handle);
-  /// The allocation holding ptr (its base and size); false where ptr is not device memory
-  /// of this process.
-  static bool allocation_range(const void* ptr, uint64_t* base, uint64_t* bytes);
 
   /// Users' memory channels (weftCommConnectMemoryChannels, runtime/user_channel.cpp).
   /// Collective: every rank calls it together, each with its own list of peers (possibly
@@ -142,7 +139,7 @@ class Communicator {
   /// (mapped here), a semaphore pair with it, and LL packet buffers of `packet_bytes`
   /// (rounded up to 16) each way when packet_bytes > 0. The channels of one call share one
   /// allocation and the peers' mappings, released with the last of them.
-  std::vector<exec::MemoryChannel> connect_memory_channels(const std::vector<int>& peers, void* buf, uint64_t bytes,
+  std::vector<exec::ChannelEnd> connect_memory_channels(const std::vector<int>& peers, void* buf, uint64_t bytes,
                                                            uint64_t packet_bytes);
 
   /// The bootstrap, for collective setup steps of layers built on the communicator
@@ -203,7 +200,7 @@ class Communicator {
   CachedPlan& plan_for(const Call& call, const Launch& l, int root);
   /// The FIFO end a plan's connection reference names, of the channel kind its link records
   /// (fifo_ or net_fifo_ below).
-  const exec::MemoryChannel& fifo(const ConnRef& ref, ChannelKind kind) const;
+  const exec::ChannelEnd& fifo(const ConnRef& ref, ChannelKind kind) const;
   /// The channel of a link to or from `peer` where a plan records none, and for p2p: the
   /// network across nodes, else memory.
   ChannelKind default_channel(int peer) const;
@@ -226,8 +223,9 @@ class Communicator {
   /// `cp` is null (no interpreter launch), why nothing is recorded.
   void start_trace(exec::ExecArgs* a, const CachedPlan* cp, Collective c, const Choice& ch, uint64_t payload,
                    const std::string& why_not, cudaStream_t stream);
-  /// The copy-engine executor (runtime/ce_collectives.hpp, built at its first call); false
-  /// on every rank when the call cannot run by copy engines.
+  /// The copy-engine runner (exec/ce_runner.hpp, built at its first call:
+  /// runtime/communicator_ce.cpp); false on every rank when the call cannot run by copy
+  /// engines.
   bool run_copy_engine(Collective c, const void* send, void* recv, uint64_t count, int dtype, int op, bool in_place,
                        cudaStream_t stream);
   std::string format_device_error(const exec::ErrorRecord& e) const;
@@ -254,10 +252,10 @@ class Communicator {
   uint32_t* error_claim_ = nullptr;         ///< device memory
   /// The host halves of the connection FIFOs, ((peer*2+send)*K + conn); empty for this rank
   /// and for peers on other hosts (nothing of theirs is mapped).
-  std::vector<exec::MemoryChannel> fifo_;
+  std::vector<exec::ChannelEnd> fifo_;
   /// The same across the network, for peers on other nodes (net_); empty elsewhere.
-  std::vector<exec::MemoryChannel> net_fifo_;
-  /// Hosts and nodes of every rank (runtime/placement.hpp).
+  std::vector<exec::ChannelEnd> net_fifo_;
+  /// Hosts and nodes of every rank (plan/placement.hpp).
   Placement placement_;
   /// Every rank's process as the watchdog sees it (pid 0: not watchable from here).
   std::vector<PeerProcess> procs_;
@@ -265,7 +263,7 @@ class Communicator {
   /// FIFOs to ranks on other (emulated) nodes, through the proxy and UCX; null on one node.
   std::unique_ptr<NetFifos> net_;
   /// Copy-engine collectives (WEFT_ALGO=ce); null until the first such call.
-  std::unique_ptr<CeCollectives> ce_;
+  std::unique_ptr<CeRunner> ce_;
   cudaStream_t setup_stream_ = nullptr;
   bool launched_ = false;
   std::mutex error_mu_;                     ///< guards broken_, broken_message_ and reading error_host_

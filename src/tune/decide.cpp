@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "runtime/plan_source.hpp"
+#include "plan/plan_source.hpp"
 #include "util/config.hpp"
 #include "util/error.hpp"
 #include "util/text.hpp"

@@ -64,7 +64,7 @@ struct Launch {
 };
 
 /// decide()'s answer: the launch, and for the copy engines (executor CopyEngine) the launch
-/// every rank runs instead when some rank cannot use them (runtime/ce_collectives.hpp says
+/// every rank runs instead when some rank cannot use them (exec/ce_runner.hpp says
 /// when): the runtime never chooses by itself.
 struct Decision : Launch {
   Launch fallback;  ///< meaningful where executor == CopyEngine

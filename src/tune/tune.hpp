@@ -135,7 +135,7 @@ class Progress {
 Topology simulation_topology(const std::string& preset_or_file, int nranks);
 
 /// Times every candidate at every size on the simulator: each plan built as the runtime
-/// builds it (runtime/plan_source.hpp's make_plan, out of place, root 0), micro-batches
+/// builds it (plan/plan_source.hpp's make_plan, out of place, root 0), micro-batches
 /// sized as the runtime sizes them from the protocol's staging slot (WEFT_SLOT_BYTES,
 /// WEFT_LL_SLOT_BYTES / 2) and capped at the candidate's micro-batch. The simulator models
 /// neither the one-shot kernel (skipped), nor protocol costs, nor the executor.

@@ -38,9 +38,9 @@
 #include <vector>
 
 #include "gpu_check.hpp"
-#include "runtime/launcher.hpp"
-#include "runtime/collective_reference.hpp"
-#include "runtime/host_reduce.hpp"
+#include "util/launcher.hpp"
+#include "exec/collective_reference.hpp"
+#include "exec/host_reduce.hpp"
 #include "weft/weft.h"
 
 using weft::Collective;
@@ -650,7 +650,7 @@ int main(int argc, char** argv) {
     }
     else if (a == "--register") o.reg = true;
   }
-  // --hosts: each rank process takes its host identity before it joins (runtime/placement.hpp).
+  // --hosts: each rank process takes its host identity before it joins (plan/placement.hpp).
   auto on_host = [&](auto body) {
     return [&o, body](int r, const weftUniqueId& id) {
       if (o.hosts > 0) setenv("WEFT_HOST_ID", ("host" + std::to_string(r * o.hosts / o.ranks)).c_str(), 1);

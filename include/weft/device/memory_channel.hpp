@@ -1,7 +1,7 @@
 // MemoryChannelDeviceHandle: one-sided communication with one peer through memory mapped
 // from it (CUDA IPC / peer access), after MSCCL++'s memory channel. Its host half is a
 // weft::MemoryChannel (weft/channel.hpp for users' channels; weft's own connection FIFOs
-// are made by the communicator, src/exec/memory_channel.hpp).
+// are made by the communicator, src/exec/channel_end.hpp).
 //
 //   put / get     copy between this rank's registered buffer and the peer's, spread over a
 //                 thread group with 16-byte accesses (no synchronization inside);

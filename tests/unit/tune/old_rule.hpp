@@ -11,8 +11,8 @@
 #include <cstdint>
 #include <string>
 
-#include "runtime/builtin_plans.hpp"
-#include "runtime/plan_source.hpp"
+#include "plan/hand_built.hpp"
+#include "plan/plan_source.hpp"
 #include "tune/selection_table.hpp"
 #include "util/error.hpp"
 #include "util/text.hpp"
@@ -115,7 +115,7 @@ inline Choice select(const SelectionTable& t, Collective c, uint64_t bytes, int 
       if (ce_supports(c) && nranks <= 8) named = entry;
       continue;
     }
-    auto names = builtin_plan_algorithms(c);
+    auto names = hand_built_algorithms(c);
     if (std::find(names.begin(), names.end(), entry) != names.end()) named = entry;
     else if (!is_hand_built(entry) && algorithm_collective(entry, nranks) == c) named = entry;
   }

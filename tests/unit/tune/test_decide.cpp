@@ -1,5 +1,6 @@
 // decide() (tune/decide.hpp) over the shipped selection table against the rules
-// docs/runtime.md states ("Algorithms and the selection table", "The one decision"), written
+// docs/runtime.md states ("Algorithms and the selection table", "Mid sizes on 3 to 8 ranks",
+// "The one decision"), written
 // out here as this test's own expectations; the overrides; the algorithm registry; the
 // simulator's call model and `weft bench --predict` asking the same objects as the runtime.
 #include <gtest/gtest.h>
@@ -8,6 +9,7 @@
 #include <cstdlib>
 #include <map>
 #include <new>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <type_traits>
@@ -16,8 +18,8 @@
 
 #include "cli_run.hpp"
 #include "exec/oneshot.hpp"
-#include "runtime/builtin_plans.hpp"
-#include "runtime/ce_plan.hpp"
+#include "plan/hand_built.hpp"
+#include "plan/ce_plan.hpp"
 #include "sim/call_model.hpp"
 #include "tune/decide.hpp"
 #include "util/error.hpp"
@@ -75,19 +77,65 @@ int clamp_div(uint64_t bytes, uint64_t per, int lo, int hi) {
   return n < static_cast<uint64_t>(lo) ? lo : n > static_cast<uint64_t>(hi) ? hi : static_cast<int>(n);
 }
 
+/// The rows for mid sizes on 3 to 8 ranks (docs/runtime.md, "Mid sizes on 3 to 8 ranks"),
+/// which come before the others there (their one-shot row is in documented()).
+std::optional<Want> mid_size(Collective c, uint64_t bytes, int R, bool in_place) {
+  if (R < 3 || R > 8) return std::nullopt;
+  auto want = [](const char* name, const char* scheduler, Protocol p, int instances) {
+    return Want{name, scheduler, p, instances, Executor::Interpreter};
+  };
+  auto within = [&](uint64_t lo, uint64_t hi) { return bytes >= lo && bytes <= hi; };
+  switch (c) {
+    case Collective::AllReduce:
+      if (within(128 * KiB + 1, MiB)) return want("twoshot_allreduce", "hpds", Protocol::LL, 8);
+      if (within(MiB + 1, 2 * MiB)) return want("ring_allreduce", "algo", Protocol::LL, 24);
+      break;
+    case Collective::ReduceScatter:
+      if (within(128 * KiB + 1, 2 * MiB)) return want("twoshot_reducescatter", "algo", Protocol::LL, 16);
+      break;
+    case Collective::AllGather:
+      if (within(128 * KiB + 1, 2 * MiB)) return want("allpairs_allgather", "algo", Protocol::LL, 8);
+      if (R >= 4 && !in_place && within(2 * MiB + 1, 8 * MiB)) return want("allpairs_allgather", "algo", Protocol::Simple, 8);
+      break;
+    case Collective::Broadcast:
+      if (bytes <= 128 * KiB) return want("direct_broadcast", "algo", Protocol::LL, clamp_div(bytes, 8 * KiB, 1, 8));
+      if (R <= 4 && bytes <= 2 * MiB) return want("direct_broadcast", "algo", Protocol::LL, 16);
+      if (R >= 5 && bytes <= 2 * MiB) return want("scatter_broadcast", "hpds", Protocol::LL, 4);
+      if (R >= 5 && bytes < 16 * MiB) return want("scatter_broadcast", "hpds", Protocol::Simple, 4);
+      if (bytes >= 16 * MiB) return want("pipe_broadcast", "algo", Protocol::Simple, 24);
+      break;
+    case Collective::Reduce:
+      if (within(128 * KiB + 1, 2 * MiB)) return want("pipe_reduce", "algo", Protocol::LL, 24);
+      if (within(2 * MiB + 1, 32 * MiB)) return want("chain_reduce", "algo", Protocol::Simple, 24);
+      break;
+    case Collective::AllToAll:
+      if (!in_place && bytes <= MiB) return want("alltoall_direct", "algo", Protocol::LL, clamp_div(bytes, 8 * KiB, 1, 4));
+      break;
+    default: break;
+  }
+  return std::nullopt;
+}
+
 /// The default table, as its table in docs/runtime.md puts it, and the decision's rules for
 /// links across nodes (no one-shot kernel; Simple only).
 Want documented(Collective c, uint64_t bytes, int R, bool in_place, bool multi_node) {
   const bool kernel_collective = c == Collective::AllReduce || c == Collective::AllGather || c == Collective::ReduceScatter;
   const uint64_t per_peer = c == Collective::AllReduce ? bytes : bytes / static_cast<uint64_t>(R);
-  // "2 to 8 ranks, while each rank sends at most 512 KiB ((R - 1) x the payload per peer)":
+  // "2 to 8 ranks, while each rank sends at most 512 KiB ((R - 1) x the payload per peer)",
+  // and AllReduce on 3 to 8 ranks while each rank sends at most 1 MiB (the mid-size rows):
   // the one-shot kernel, LL; thread blocks one per 4 KiB per peer up to 16 (64 KiB), then one
   // per 16 KiB, up to 32; never across nodes.
-  if (kernel_collective && !multi_node && R >= 2 && R <= 8 && static_cast<uint64_t>(R - 1) * per_peer <= 512 * KiB) {
+  const uint64_t sent_limit = c == Collective::AllReduce && R >= 3 && R <= 8 ? MiB : 512 * KiB;
+  if (kernel_collective && !multi_node && R >= 2 && R <= 8 && static_cast<uint64_t>(R - 1) * per_peer <= sent_limit) {
     const uint64_t by4 = std::min<uint64_t>((per_peer + 4 * KiB - 1) / (4 * KiB), 16);
     const uint64_t by16 = (per_peer + 16 * KiB - 1) / (16 * KiB);
     const int blocks = static_cast<int>(std::clamp<uint64_t>(std::max(by4, by16), 1, 32));
     return Want{"oneshot", "", Protocol::LL, blocks, Executor::OneShot};
+  }
+  if (std::optional<Want> m = mid_size(c, bytes, R, in_place)) {
+    // Across nodes every protocol runs as Simple.
+    if (multi_node) m->protocol = Protocol::Simple;
+    return *m;
   }
   Want w;
   const bool small = bytes <= 128 * KiB;
@@ -238,7 +286,8 @@ TEST(Decide, WeftAlgoNamesTheAlgorithmOfTheCollectivesItImplements) {
   EXPECT_EQ(name_of(d), "ring");
   EXPECT_EQ(d.protocol, Protocol::LL);
   EXPECT_EQ(d.instances, 8);
-  EXPECT_EQ(name_of(decide_with(env, Collective::Broadcast, 64 * KiB, 4)), "allpairs_broadcast");  // no ring there
+  EXPECT_EQ(name_of(decide_with(env, Collective::Broadcast, 64 * KiB, 4)), "direct_broadcast");  // no ring there
+  EXPECT_EQ(name_of(decide_with(env, Collective::Broadcast, 64 * KiB, 2)), "allpairs_broadcast");
   // The one-shot kernel's calls go to the plans when another algorithm is named.
   d = decide_with(env, Collective::AllReduce, 8, 2);
   EXPECT_EQ(name_of(d), "ring");
@@ -407,14 +456,14 @@ TEST(AlgorithmRegistry, NamedPrimitivesAgreeWithTheirBuildersAndKernels) {
   EXPECT_EQ(reg.named("chain"), algo::kChain);
   EXPECT_EQ(reg.named("ring_allreduce"), algo::kNone);
   for (Collective c : kCollectives) {
-    // The hand-built plans' collectives are runtime/builtin_plans.cpp's.
-    const std::vector<std::string> built = builtin_plan_algorithms(c);
+    // The hand-built plans' collectives are plan/hand_built.cpp's.
+    const std::vector<std::string> built = hand_built_algorithms(c);
     for (algo::Id id : {algo::kRing, algo::kAllPairs, algo::kChain}) {
       EXPECT_EQ(reg.at(id).implements(c), std::find(built.begin(), built.end(), reg.at(id).name()) != built.end())
           << reg.at(id).name() << " " << to_string(c);
       EXPECT_EQ(reg.at(id).plan_origin(), algo::PlanOrigin::HandBuilt);
     }
-    // The copy engines' are runtime/ce_plan.hpp's, up to ce::kMaxRanks ranks.
+    // The copy engines' are plan/ce_plan.hpp's, up to ce::kMaxRanks ranks.
     EXPECT_EQ(reg.at(algo::kCopyEngine).implements(c), ce::supports(c)) << to_string(c);
   }
   EXPECT_EQ(reg.at(algo::kCopyEngine).max_ranks(), ce::kMaxRanks);
