@@ -3,12 +3,12 @@
 // interpreter or a generated kernel).
 #include <algorithm>
 
-#include "exec/collective_reference.hpp"
 #include "runtime/communicator.hpp"
 #include "util/cuda_check.hpp"
 #include "exec/executor.hpp"
 #include "gen/kernels.hpp"
-#include "exec/host_reduce.hpp"
+#include "ir/call_buffers.hpp"
+#include "ir/datatype.hpp"
 #include "net/net_fifos.hpp"
 #include "util/checked.hpp"
 #include "util/log.hpp"
@@ -26,7 +26,7 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
   check_usable();
   // Built only when needed: this function is on every small call's critical path.
   auto what = [&] { return std::string(to_string(c)) + " on rank " + std::to_string(rank_); };
-  const size_t esz = host::dtype_size(dtype);
+  const size_t esz = dtype_bytes(dtype);
   if (esz == 0) fail(ErrorCode::InvalidArgument, what() + ": unknown data type " + std::to_string(dtype));
   const bool reduces = c == Collective::AllReduce || c == Collective::ReduceScatter || c == Collective::Reduce;
   if (reduces && (op < 0 || op >= weftNumOps))
@@ -38,8 +38,8 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
   // count x element size and x nranks are checked: a product that wraps would move less
   // data than asked, silently.
   const uint64_t bytes = checked_mul(count, esz, "the count times the element size");
-  const uint64_t send_bytes = checked_mul(host::send_elems(c, 1, nranks_), bytes, "the send buffer's size");
-  const uint64_t recv_bytes = checked_mul(host::recv_elems(c, 1, nranks_), bytes, "the receive buffer's size");
+  const uint64_t send_bytes = checked_mul(send_counts(c, nranks_), bytes, "the send buffer's size");
+  const uint64_t recv_bytes = checked_mul(recv_counts(c, nranks_), bytes, "the receive buffer's size");
   const bool needs_send = c != Collective::Broadcast || rank_ == root;
   const bool needs_recv = c != Collective::Reduce || rank_ == root;
   if ((needs_send && send == nullptr) || (needs_recv && recv == nullptr))
@@ -66,7 +66,7 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
     // speed, and is captured by CUDA graphs like any launch.
     if (!in_place) WEFT_CUDA_CHECK(cudaMemcpyAsync(r, s, recv_bytes, cudaMemcpyDeviceToDevice, stream));
     note_launch(stream);
-    WEFT_LOG(Debug, "COLL", what() << ": " << count << " x " << host::dtype_name(dtype)
+    WEFT_LOG(Debug, "COLL", what() << ": " << count << " x " << dtype_name(dtype)
                                    << (in_place ? ", one rank in place: nothing to do" : ", one rank: a copy"));
     return;
   }
@@ -92,7 +92,7 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
       start_trace(nullptr, nullptr, c, to_choice(*l), payload, "the one-shot kernel records no timestamps", stream);
     launch_oneshot_call(c, s, r, bytes, dtype, reduces ? op : weftSum, l->instances, stream);
     note_launch(stream);
-    WEFT_LOG(Debug, "COLL", what() << ": " << count << " x " << host::dtype_name(dtype) << " with the one-shot kernel");
+    WEFT_LOG(Debug, "COLL", what() << ": " << count << " x " << dtype_name(dtype) << " with the one-shot kernel");
     return;
   }
   launch_plan_call(call, *l, s, r, count, esz, dtype, op, root, stream);
@@ -165,7 +165,7 @@ void Communicator::launch_plan_call(const Call& call, const Launch& l, const cha
   if (reduces && op == weftAvg && (c != Collective::Reduce || rank_ == root))
     launch_divide(recv, count, dtype, nranks_, stream);
   note_launch(stream);
-  WEFT_LOG(Debug, "COLL", what() << ": " << count << " x " << host::dtype_name(dtype) << " with "
+  WEFT_LOG(Debug, "COLL", what() << ": " << count << " x " << dtype_name(dtype) << " with "
                                << algo::registry().at(l.algorithm).name() << "/" << algo::to_string(l.protocol) << " x"
                                << l.instances << ", " << g.nmb << " micro-batches of "
                                << g.mb << " elements, " << cp.num_tbs << " thread blocks in " << cp.num_blocks

@@ -131,8 +131,7 @@ Communicator::~Communicator() {
   }
 }
 
-void Communicator::init_memory() {
-  RelaxedCapture relaxed;
+void Communicator::alloc_device_memory() {
   layout_.ranks = nranks_;
   layout_.cfg = CommConfig::from_env();
   preload_kernels();  // before any rank of this process can spin in a kernel (exec/executor.hpp)
@@ -150,7 +149,37 @@ void Communicator::init_memory() {
   *abort_host_ = 0;
   WEFT_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&abort_dev_), abort_host_, 0));
   WEFT_CUDA_CHECK(cudaStreamSynchronize(setup_stream_));
+}
 
+void Communicator::make_decider() {
+  CommShape shape;
+  shape.nranks = nranks_;
+  shape.multi_node = net_ != nullptr;
+  shape.connections = layout_.cfg.connections;
+  shape.slot_bytes = layout_.cfg.slot_bytes;
+  shape.ll_slot_bytes = layout_.cfg.ll_slot_bytes;
+  decider_ = std::make_unique<Decider>(table_, shape, decide_env_);
+}
+
+void Communicator::upload_p2p_table() {
+  // The table point-to-point launches index: ((peer * 2 + send) * K + connection).
+  make_fifos();
+  std::vector<exec::ChannelHandle> table;
+  table.reserve(fifo_.size());
+  // Point-to-point messages take the layout's channel: the network FIFOs across nodes.
+  for (size_t i = 0; i < fifo_.size(); ++i) {
+    const int p = static_cast<int>(i / (2 * static_cast<size_t>(layout_.cfg.connections)));
+    table.push_back((default_channel(p) == ChannelKind::PortNetwork ? net_fifo_[i] : fifo_[i]).device_handle());
+  }
+  WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p2p_conns_), table.size() * sizeof(exec::ChannelHandle)));
+  WEFT_CUDA_CHECK(cudaMemcpyAsync(p2p_conns_, table.data(), table.size() * sizeof(exec::ChannelHandle),
+                                  cudaMemcpyHostToDevice, setup_stream_));
+  WEFT_CUDA_CHECK(cudaStreamSynchronize(setup_stream_));
+}
+
+void Communicator::init_memory() {
+  RelaxedCapture relaxed;
+  alloc_device_memory();
   done_ = make_done_flag();
   PeerInfo mine{};
   mine.version = bootstrap_version();
@@ -237,28 +266,8 @@ void Communicator::init_memory() {
     WEFT_LOG(Info, "GEN", "rank " << rank_ << ": WEFT_EXECUTOR=gen with links across nodes: the "
                                   "interpreter runs (generated kernels have no network instantiation)");
   }
-  {
-    CommShape shape;
-    shape.nranks = nranks_;
-    shape.multi_node = net_ != nullptr;
-    shape.connections = layout_.cfg.connections;
-    shape.slot_bytes = layout_.cfg.slot_bytes;
-    shape.ll_slot_bytes = layout_.cfg.ll_slot_bytes;
-    decider_ = std::make_unique<Decider>(table_, shape, decide_env_);
-  }
-  // The table point-to-point launches index: ((peer * 2 + send) * K + connection).
-  make_fifos();
-  std::vector<exec::ChannelHandle> table;
-  table.reserve(fifo_.size());
-  // Point-to-point messages take the layout's channel: the network FIFOs across nodes.
-  for (size_t i = 0; i < fifo_.size(); ++i) {
-    const int p = static_cast<int>(i / (2 * static_cast<size_t>(layout_.cfg.connections)));
-    table.push_back((default_channel(p) == ChannelKind::PortNetwork ? net_fifo_[i] : fifo_[i]).device_handle());
-  }
-  WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p2p_conns_), table.size() * sizeof(exec::ChannelHandle)));
-  WEFT_CUDA_CHECK(cudaMemcpyAsync(p2p_conns_, table.data(), table.size() * sizeof(exec::ChannelHandle),
-                                  cudaMemcpyHostToDevice, setup_stream_));
-  WEFT_CUDA_CHECK(cudaStreamSynchronize(setup_stream_));
+  make_decider();
+  upload_p2p_table();
   boot_->barrier(wait_s);
 
   // Who may write into this rank's arena: every peer of this host. One in this process
@@ -613,8 +622,10 @@ ErrorCode Communicator::async_error(std::string* message) {
 
 void Communicator::check_usable() {
   if (freed_) fail(ErrorCode::InvalidUsage, "rank " + std::to_string(rank_) + ": the communicator was destroyed");
+  // Every call passes here: the message is copied only when there is an error to report.
+  if (async_error(nullptr) == ErrorCode::Success) return;
   std::string m;
-  ErrorCode c = async_error(&m);
+  const ErrorCode c = async_error(&m);
   if (c != ErrorCode::Success) fail(c, m);
 }
 

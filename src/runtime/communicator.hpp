@@ -182,7 +182,15 @@ class Communicator {
     uint64_t bytes = 0;
   };
   Communicator() = default;
+  /// Collective: the arena, the error and abort words, the peers' arenas mapped, the
+  /// network, the decider, the FIFOs and the watchdog.
   void init_memory();
+  /// init_memory's parts: this rank's device memory and mapped words (before any peer is
+  /// met); the per-call Decider, once the nodes are known; the FIFOs and the table of
+  /// point-to-point connections on the GPU.
+  void alloc_device_memory();
+  void make_decider();
+  void upload_p2p_table();
   /// Starts the peer watchdog from what the ranks told each other at initialization.
   void start_watchdog(const std::vector<WatchedPeer>& peers);
   /// The watchdog's report: marks the communicator broken and raises the abort flag.
