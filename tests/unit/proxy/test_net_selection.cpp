@@ -1,4 +1,4 @@
-// The multi-node selection table (selection/multi-node.json, runtime/net_selection.hpp): what a
+// The multi-node selection table (selection/multi-node.json, tune/net_selection.hpp): what a
 // communicator spanning nodes runs per collective, rank count and size; its plans compile for
 // the nodes (HM with GPUPerNode = the node size, links between nodes port-net), and HM takes no
 // more thread blocks per rank than the ring would at the same size.
@@ -11,9 +11,9 @@
 
 #include "exec/plan_check.hpp"
 #include "exec/plan_lowering.hpp"
-#include "runtime/net_selection.hpp"
+#include "tune/net_selection.hpp"
 #include "plan/plan_source.hpp"
-#include "runtime/selection.hpp"
+#include "tune/selection.hpp"
 #include "util/error.hpp"
 
 namespace weft {

@@ -1,4 +1,4 @@
-#include "runtime/net_selection.hpp"
+#include "tune/net_selection.hpp"
 
 #include "util/config.hpp"
 

@@ -9,7 +9,7 @@
 #include <memory>
 #include <string_view>
 
-#include "runtime/selection_table.hpp"
+#include "tune/selection_table.hpp"
 
 namespace weft {
 
