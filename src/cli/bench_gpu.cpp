@@ -12,6 +12,8 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <sstream>
 #include <thread>
 
@@ -22,7 +24,7 @@
 #include "exec/collective_reference.hpp"
 #include "exec/host_reduce.hpp"
 #include "util/launcher.hpp"
-#include "runtime/selection.hpp"
+#include "tune/decide.hpp"
 #include "runtime/trace_api.h"
 #include "sim/measured_trace.hpp"
 #include "sim/svg_plot.hpp"
@@ -127,14 +129,18 @@ uint64_t count_for(Collective c, uint64_t bytes, size_t esz, int R) {
 
 namespace {
 
-/// What weft's communicator runs for `payload` bytes per rank (the larger buffer), chosen as
-/// it chooses: WEFT_SELECTION's table or the default, then WEFT_ALGO / WEFT_PROTO /
-/// WEFT_INSTANCES. "x4" is the selection's instances; a compiled plan the runtime has to
-/// fit within 72 thread blocks takes the compiler's own (the TBs column shows what ran).
+/// What weft's communicator runs for `payload` bytes per rank (the larger buffer), out of
+/// place on one node, by the runtime's decision (tune/decide.hpp: WEFT_SELECTION's table or
+/// the default, then WEFT_ALGO / WEFT_PROTO / WEFT_INSTANCES ...). "x4" is the decision's
+/// instances; a compiled plan the runtime has to fit within 72 thread blocks takes the
+/// compiler's own (the TBs column shows what ran).
 std::string plan_name(Collective c, uint64_t payload, int R) {
   try {
     static const auto table = selection_table_for_environment();
-    return describe_choice(select_algorithm(*table, c, payload, R, static_cast<int>(config::get_int("WEFT_CONNECTIONS"))));
+    static std::map<int, std::unique_ptr<Decider>> deciders;  // by rank count
+    auto& d = deciders[R];
+    if (!d) d = std::make_unique<Decider>(table, CommShape::from_environment(R), DecideEnv::from_environment());
+    return describe(d->decide(Call{c, payload, false}));
   } catch (const Error& e) {
     return std::string("? (") + e.what() + ")";
   }

@@ -6,24 +6,13 @@
 #include <type_traits>
 
 #include "exec/host_reduce.hpp"
+#include "ir/call_buffers.hpp"
 
 namespace weft::host {
 
-size_t send_elems(Collective c, size_t count, int R) {
-  switch (c) {
-    case Collective::ReduceScatter:
-    case Collective::AllToAll: return count * static_cast<size_t>(R);
-    default: return count;
-  }
-}
+size_t send_elems(Collective c, size_t count, int R) { return count * static_cast<size_t>(send_counts(c, R)); }
 
-size_t recv_elems(Collective c, size_t count, int R) {
-  switch (c) {
-    case Collective::AllGather:
-    case Collective::AllToAll: return count * static_cast<size_t>(R);
-    default: return count;
-  }
-}
+size_t recv_elems(Collective c, size_t count, int R) { return count * static_cast<size_t>(recv_counts(c, R)); }
 
 std::vector<std::vector<uint8_t>> reference(Collective c, int dtype, int op, int root, size_t count,
                                             const std::vector<std::vector<uint8_t>>& sends,

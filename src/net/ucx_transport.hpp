@@ -32,6 +32,13 @@ namespace weft::net {
 /// Empty when the transport can run here; else why not (net/ucx_api.hpp).
 std::string ucx_unavailable_reason();
 
+/// One line on what the network path would use here, for `weft env` and logs: UCX's
+/// version and whether its context registers CUDA memory (then the network FIFOs live in
+/// GPU memory and UCX puts from and into it) or not (staged through page-locked host
+/// memory), after WEFT_NET_GPU_MEMORY; or why UCX cannot run. Creates and destroys a UCP
+/// context (reads UCX_* variables); never call it in a process that forks afterwards.
+std::string ucx_describe();
+
 class UcxTransport {
  public:
   /// All-gather of `bytes_per_rank` blocks in `data` (nranks blocks; this rank's filled in),
@@ -79,6 +86,12 @@ class UcxTransport {
 
   /// Closes every endpoint at once, without flushing (abort; tests: a failing endpoint).
   void abort();
+
+  /// UCX's lanes to `peer` as ucp_ep_print_info reports them, "; "-separated ("lane[0]:
+  /// 1:tcp/lo.0 md[0] -> ... am am_bw#0"), for the log; empty where UCX cannot say.
+  std::string describe_peer(int peer) const;
+  /// "1.16.0", or "" where UCX does not say.
+  std::string version() const;
 
   struct Impl;
 

@@ -1,7 +1,7 @@
 // What the one-shot small-message kernel (exec/oneshot.hpp) can carry: its thread blocks,
 // threads and largest payload and rank count. Here, below the simulator and the choice of
-// algorithm, because both need them (sim/call_model.cpp, runtime/selection.cpp); the kernel
-// and the arena layout take them from here too. Host and device code.
+// algorithm, because both need them through the algorithm registry (plan/algorithms.hpp);
+// the kernel and the arena layout take them from here too. Host and device code.
 #pragma once
 
 #include <cstdint>

@@ -7,6 +7,7 @@
 
 #include "ir/topology_detect.hpp"
 #include "ir/topology_io.hpp"
+#include "plan/algorithms.hpp"
 #include "plan/builder.hpp"
 #include "plan/plan_file.hpp"
 #include "plan/hand_built.hpp"
@@ -86,9 +87,7 @@ Topology node_topology(int nranks, const std::vector<int>& node_of_rank = {}) {
 
 }  // namespace
 
-bool is_hand_built_name(const std::string& algorithm) {
-  return algorithm == "ring" || algorithm == "allpairs" || algorithm == "chain";
-}
+bool is_hand_built_name(const std::string& algorithm) { return algo::is_hand_built(algorithm); }
 
 Collective algorithm_collective(const std::string& algorithm, int nranks) {
   static std::mutex mu;

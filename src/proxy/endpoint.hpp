@@ -1,4 +1,4 @@
-// What a proxy moves data over: a Endpoint to one peer, in-process memcpy here
+// What a proxy moves data over: an Endpoint to one peer, in-process memcpy here
 // (HostEndpoint, for the CPU tests and ranks that are threads of one process), the
 // network transport (net/ucx_transport.hpp) between processes and hosts.
 //
@@ -11,6 +11,8 @@
 #include <string>
 
 namespace weft::proxy {
+
+class Trace;
 
 /// A peer's registered memory, as this rank knows it.
 struct RemoteMemory {
@@ -47,6 +49,24 @@ class Endpoint {
     return 0;
   }
   virtual bool landed(uint64_t /*ticket*/) { return true; }
+
+  // For the proxy's pipelined signals (proxy/proxy.hpp, "Signals after landing").
+  /// True where ordering a signal after earlier puts costs the transport a stall (UCX: a
+  /// fence, which UCX 1.15+ implements as a flush before the next operation): the proxy
+  /// then writes the signal with write_u64_landed once mark()/landed() show that the
+  /// channel's puts have landed, and meanwhile keeps posting. Default false: write_u64.
+  virtual bool signals_after_landing() const { return false; }
+  /// Writes `value` at dst.address + dst_offset with no ordering against earlier puts (the
+  /// caller knows they have landed, or that none need to precede it). Default: write_u64.
+  virtual void write_u64_landed(const RemoteMemory& dst, uint64_t dst_offset, uint64_t value) {
+    write_u64(dst, dst_offset, value);
+  }
+  /// False while the endpoint has operations in flight or its last progress() did work
+  /// (the proxy keeps polling without backing off while any endpoint is busy).
+  virtual bool idle() const { return true; }
+  /// The proxy's trace recorder (proxy/trace.hpp), for endpoints with steps of their own
+  /// (staging); called with null or a recorder before the proxy thread starts.
+  virtual void attach_trace(Trace* /*trace*/) {}
 };
 
 /// Both ends in this process: put is a memcpy, write_u64 an atomic release store.

@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -26,6 +27,7 @@
 
 #include "proxy/endpoint.hpp"
 #include "proxy/fifo.hpp"
+#include "proxy/trace.hpp"
 #include "util/error.hpp"
 #include "weft/device/port_channel.hpp"
 
@@ -39,6 +41,10 @@ struct ProxyOptions {
   /// Called once, from the proxy thread, with the first failure recorded (e.g. so that its
   /// owner stops kernels that wait on counters this proxy was to write); may be empty.
   std::function<void(const std::string&)> on_error = nullptr;
+  /// PCI bus id of the proxy's GPU: the thread runs on the CPUs near it (WEFT_PROXY_CPUS).
+  std::string pci_bus_id = "";
+  /// Polling without pause after the last work, microseconds; negative: WEFT_PROXY_SPIN_US.
+  int64_t spin_us = -1;
 };
 
 /// What make_port_channel needs besides the endpoint.
@@ -77,6 +83,15 @@ class Proxy {
   std::optional<std::string> error() const;
   /// Throws the recorded failure.
   void check() const;
+  /// Signals held until their puts land (proxy thread's count; 0 when all have left).
+  uint64_t held_signals() const { return held_total_.load(std::memory_order_acquire); }
+  /// The trace recorder (null unless WEFT_NET_TRACE is set).
+  Trace* trace() { return trace_.get(); }
+  /// Traced runs: record a Watch event labelled `label` whenever *word changes (a counter a
+  /// peer writes into this rank's memory). Nothing without a trace. Only while stopped.
+  void watch(const uint64_t* word, uint32_t label);
+
+  static constexpr uint32_t kBatch = 64;  ///< triggers taken per pass
 
  private:
   struct Memory {
@@ -90,10 +105,29 @@ class Proxy {
     uint32_t signal_mem = 0;
     uint64_t signal_offset = 0;
     uint64_t signalled = 0;
+    size_t conn = 0;             ///< index in endpoints_
+    bool puts_unsignalled = false;  ///< puts since its last signal, not known landed
+    uint64_t held = 0;           ///< its signals held in the endpoint's queue
+  };
+  /// A signal waiting for its channel's puts to land.
+  struct Held {
+    uint32_t channel;
+    uint64_t value;
+    uint64_t ticket;
+    bool marked;
+    uint64_t since_ns;  ///< traced runs only
   };
   void require_stopped(const char* what) const;
+  size_t endpoint_index(const std::shared_ptr<Endpoint>& c);
   void run();
+  enum class Pass { Idle, Busy, Took };  ///< nothing to do; transfers in flight; triggers taken
+  Pass pass();  ///< one pass of the loop
+  void back_off(uint64_t idle_ns);
+  void place_thread();
   void handle(const device::ProxyTrigger& t, uint64_t index);
+  void signal(Channel& ch, uint32_t channel);
+  bool release_held();  ///< marks, writes what landed; true while any signal is held
+  void flush_all(uint64_t index);
   void record(ErrorCode code, const std::string& message);
 
   ProxyOptions options_;
@@ -102,7 +136,11 @@ class Proxy {
   std::vector<Memory> memories_;
   std::vector<Channel> channels_;
   std::vector<std::shared_ptr<Endpoint>> endpoints_;  // each once, for progress
+  std::vector<std::deque<Held>> held_;                     // index: endpoints_
+  std::atomic<uint64_t> held_total_{0};
   std::vector<Endpoint*> dirty_;                         // used since the last flush
+  uint64_t spin_ns_ = 0;
+  std::unique_ptr<Trace> trace_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
   mutable std::mutex error_mutex_;

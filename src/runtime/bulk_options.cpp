@@ -9,8 +9,8 @@
 
 namespace weft {
 
-void Communicator::bulk_options(CachedPlan& cp, const Choice& ch) {
-  if (ch.protocol != "Simple") return;
+void Communicator::bulk_options(CachedPlan& cp, bool simple) {
+  if (!simple) return;
   const std::string what = "rank " + std::to_string(rank_) + ": plan '" + cp.lp.plan.algorithm + "'";
   if (config::get_bool("WEFT_FUSE_COPY")) {
     const FuseReport f = fuse_copies(cp.lp);

@@ -16,7 +16,6 @@
 #include "runtime/communicator.hpp"
 #include "util/cuda_check.hpp"
 #include "bootstrap/env_init.hpp"
-#include "exec/host_reduce.hpp"
 #include "ir/datatype.hpp"
 #include "util/checked.hpp"
 #include "util/handle_registry.hpp"
@@ -109,7 +108,7 @@ void flush_group() {
 
 void enqueue_p2p(weftComm_t comm, bool send, void* buf, size_t count, weftDataType_t type, int peer, cudaStream_t s) {
   impl(comm);
-  size_t esz = weft::host::dtype_size(type);
+  size_t esz = weft::dtype_bytes(type);
   if (esz == 0) weft::fail(weft::ErrorCode::InvalidArgument, "unknown data type " + std::to_string(type));
   weft::P2POp op;
   op.send = send;

@@ -17,6 +17,7 @@
 #include "net/ucx_transport.hpp"
 #include "plan/hand_built.hpp"
 #include "net/net_fifos.hpp"
+#include "tune/net_selection.hpp"
 #include "exec/plan_check.hpp"
 #include "plan/plan_source.hpp"
 #include "util/cuda_check.hpp"
@@ -97,11 +98,12 @@ std::unique_ptr<Communicator> Communicator::create(const UniqueId& id, int nrank
   config::validate_environment();
   sweep_deferred();
   c->timeout_s_ = config::get_seconds("WEFT_TIMEOUT");
+  // The selection table and the environment decide() reads, once (tune/decide.hpp).
   c->table_ = selection_table_for_environment();
-  c->env_overrides_ = !config::get_string("WEFT_ALGO").empty() || !config::get_string("WEFT_PROTO").empty() ||
-                      config::get_int("WEFT_INSTANCES") != 0 || config::get_int("WEFT_MICROBATCH_BYTES") != 0;
+  c->decide_env_ = DecideEnv::from_environment();
   c->gen_ = gen::executor_is_gen();
   if (c->gen_) gen::require_nvrtc();  // says what is missing, and that WEFT_EXECUTOR=interp runs without it
+  c->decide_env_.generated = c->gen_;
   int ndev = 0;
   WEFT_CUDA_CHECK(cudaGetDeviceCount(&ndev));
   if (device < 0 || device >= ndev)
@@ -131,8 +133,7 @@ Communicator::~Communicator() {
   }
 }
 
-void Communicator::init_memory() {
-  RelaxedCapture relaxed;
+void Communicator::alloc_device_memory() {
   layout_.ranks = nranks_;
   layout_.cfg = CommConfig::from_env();
   preload_kernels();  // before any rank of this process can spin in a kernel (exec/executor.hpp)
@@ -150,7 +151,42 @@ void Communicator::init_memory() {
   *abort_host_ = 0;
   WEFT_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&abort_dev_), abort_host_, 0));
   WEFT_CUDA_CHECK(cudaStreamSynchronize(setup_stream_));
+}
 
+void Communicator::make_decider() {
+  // Links between nodes (tune/net_selection.hpp): the multi-node table, unless WEFT_SELECTION.
+  if (net_) {
+    table_ = multi_node_table_for_environment();
+    WEFT_LOG(Info, "INIT", "rank " << rank_ << ": links between nodes go through UCX; selection from " << table_->origin);
+  }
+  CommShape shape;
+  shape.nranks = nranks_;
+  shape.multi_node = net_ != nullptr;
+  shape.connections = layout_.cfg.connections;
+  shape.slot_bytes = layout_.cfg.slot_bytes;
+  shape.ll_slot_bytes = layout_.cfg.ll_slot_bytes;
+  decider_ = std::make_unique<Decider>(table_, shape, decide_env_);
+}
+
+void Communicator::upload_p2p_table() {
+  // The table point-to-point launches index: ((peer * 2 + send) * K + connection).
+  make_fifos();
+  std::vector<exec::ChannelHandle> table;
+  table.reserve(fifo_.size());
+  // Point-to-point messages take the layout's channel: the network FIFOs across nodes.
+  for (size_t i = 0; i < fifo_.size(); ++i) {
+    const int p = static_cast<int>(i / (2 * static_cast<size_t>(layout_.cfg.connections)));
+    table.push_back((default_channel(p) == ChannelKind::PortNetwork ? net_fifo_[i] : fifo_[i]).device_handle());
+  }
+  WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p2p_conns_), table.size() * sizeof(exec::ChannelHandle)));
+  WEFT_CUDA_CHECK(cudaMemcpyAsync(p2p_conns_, table.data(), table.size() * sizeof(exec::ChannelHandle),
+                                  cudaMemcpyHostToDevice, setup_stream_));
+  WEFT_CUDA_CHECK(cudaStreamSynchronize(setup_stream_));
+}
+
+void Communicator::init_memory() {
+  RelaxedCapture relaxed;
+  alloc_device_memory();
   done_ = make_done_flag();
   PeerInfo mine{};
   mine.version = bootstrap_version();
@@ -238,19 +274,8 @@ void Communicator::init_memory() {
     WEFT_LOG(Info, "GEN", "rank " << rank_ << ": WEFT_EXECUTOR=gen with links across nodes: the "
                                   "interpreter runs (generated kernels have no network instantiation)");
   }
-  // The table point-to-point launches index: ((peer * 2 + send) * K + connection).
-  make_fifos();
-  std::vector<exec::ChannelHandle> table;
-  table.reserve(fifo_.size());
-  // Point-to-point messages take the layout's channel: the network FIFOs across nodes.
-  for (size_t i = 0; i < fifo_.size(); ++i) {
-    const int p = static_cast<int>(i / (2 * static_cast<size_t>(layout_.cfg.connections)));
-    table.push_back((default_channel(p) == ChannelKind::PortNetwork ? net_fifo_[i] : fifo_[i]).device_handle());
-  }
-  WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p2p_conns_), table.size() * sizeof(exec::ChannelHandle)));
-  WEFT_CUDA_CHECK(cudaMemcpyAsync(p2p_conns_, table.data(), table.size() * sizeof(exec::ChannelHandle),
-                                  cudaMemcpyHostToDevice, setup_stream_));
-  WEFT_CUDA_CHECK(cudaStreamSynchronize(setup_stream_));
+  make_decider();
+  upload_p2p_table();
   boot_->barrier(wait_s);
 
   // Who may write into this rank's arena: every peer of this host. One in this process
@@ -380,6 +405,25 @@ void Communicator::init_network(int emulate_nodes) {
     cudaFreeHost(p);
     cudaGetLastError();
   };
+  // Where UCX registers CUDA memory (net/net_fifos.hpp, WEFT_NET_GPU_MEMORY): the region in
+  // GPU memory, which UCX puts from and into directly.
+  mem.alloc_device_region = [dev](uint64_t bytes) {
+    DeviceGuard g(dev);
+    char* p = nullptr;
+    WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p), bytes));
+    WEFT_CUDA_CHECK(cudaMemset(p, 0, bytes));
+    WEFT_CUDA_CHECK(cudaDeviceSynchronize());
+    return p;
+  };
+  mem.free_device_region = [](char* p) {
+    cudaFree(p);
+    cudaGetLastError();
+  };
+  {
+    char bus[32] = {};
+    if (cudaDeviceGetPCIBusId(bus, sizeof bus, dev) == cudaSuccess) mem.pci_bus_id = bus;
+    cudaGetLastError();
+  }
   mem.fifo = proxy::cuda_fifo_memory(dev);
   mem.upload = [dev](const void* data, size_t bytes) {
     DeviceGuard g(dev);
@@ -457,51 +501,49 @@ ChannelKind Communicator::default_channel(int peer) const {
   return net_ && net_->crosses(peer) ? ChannelKind::PortNetwork : ChannelKind::Memory;
 }
 
-bool Communicator::uses_gen(const Choice& ch) const {
-  // A selection row's "executor" wins over WEFT_EXECUTOR; links across nodes always run the
-  // interpreter (generated kernels have no network instantiation), and so does LL128.
-  if (net_ != nullptr || ch.protocol == "LL128") return false;
-  return ch.executor.empty() ? gen_ : ch.executor == "gen";
-}
-
-Communicator::CachedPlan& Communicator::plan_for(Collective c, const Choice& ch, bool in_place, int root) {
-  const bool gen = uses_gen(ch);
-  std::string key = std::string(to_string(c)) + "/" + ch.algorithm + "/" + ch.protocol + "/" +
-                    std::to_string(ch.instances) + "/" + (in_place ? "in" : "out") + "/" + std::to_string(root) + "/" +
-                    ch.scheduler + "/" + ch.allocator + (gen ? "/gen" : "");
+Communicator::CachedPlan& Communicator::plan_for(const Call& call, const Launch& l, int root) {
+  const PlanKey key = plan_key(call, l, root);
   auto it = plans_.find(key);
   if (it != plans_.end()) return *it->second;
+  const Collective c = call.collective;
+  const bool gen = l.executor == algo::Executor::Generated;
+  const algo::Algorithm& a = algo::registry().at(l.algorithm);
+  const std::string name = describe(l) + (c == Collective::Broadcast || c == Collective::Reduce
+                                              ? " root " + std::to_string(key.root) : std::string()) +
+                           (call.in_place ? " in place" : "");
   if (gen && !gen_) gen::require_nvrtc();  // a table row asked for gen: say what is missing, if anything
   auto cp = std::make_unique<CachedPlan>();
   cp->gen = gen;
-  cp->lp = lower_plan(make_plan(c, nranks_, ch.algorithm, ch.protocol, ch.instances, in_place, root, layout_.cfg.depth,
-                                ch.scheduler, ch.allocator, placement_.node_of_rank),
+  const std::string protocol(algo::to_string(l.protocol));
+  cp->lp = lower_plan(make_plan(c, nranks_, a.name(), protocol, l.instances, call.in_place, key.root, layout_.cfg.depth,
+                                a.scheduler(), a.allocator(), placement_.node_of_rank),  // hand-built: no scheduler
                       nranks_, layout_.cfg.connections);
   // Each link runs on the channel the plan records (plan/placement.hpp); one the
   // communicator cannot build for these ranks' hosts and nodes refuses the plan, on every
   // rank alike.
   check_plan_channels(cp->lp.plan, placement_);
-  bulk_options(*cp, ch);  // WEFT_FUSE_COPY, WEFT_MB_WINDOW, WEFT_POST_WARP, WEFT_MOVER_WIDE (bulk_options.cpp)
+  // WEFT_FUSE_COPY, WEFT_MB_WINDOW, WEFT_POST_WARP, WEFT_MOVER_WIDE (bulk_options.cpp)
+  bulk_options(*cp, l.protocol == algo::Protocol::Simple);
   // Every plan runs on the CPU emulator once before it reaches the GPU (deadlock, result,
   // stray writes); every rank checks the same plan, so all fail alike.
-  check_plan_on_emulator(cp->lp, layout_.cfg.depth, protocol_code(ch.protocol));
+  check_plan_on_emulator(cp->lp, layout_.cfg.depth, static_cast<exec::Protocol>(l.protocol));
   const LoweredRank& lr = cp->lp.ranks[static_cast<size_t>(rank_)];
   cp->num_tbs = static_cast<int>(lr.tbs.size());
   // Several thread blocks per CUDA block (WEFT_BLOCK_ROLES) for the protocols whose movers
   // take a thread group (Simple, LL): a launch choice, the plan and its wire protocol unchanged.
   RoleGroups groups;
   groups.blocks = cp->num_tbs;
-  if (!gen && (ch.protocol == "Simple" || ch.protocol == "LL"))  // generated kernels: one per CUDA block
+  if (!gen && l.protocol != algo::Protocol::LL128)  // Simple, LL; generated kernels: one per CUDA block
     groups = group_thread_blocks(lr, static_cast<int32_t>(config::get_int("WEFT_BLOCK_ROLES")));
   cp->roles = groups.roles;
   cp->num_blocks = groups.blocks;
   for (const exec::DevTB& tb : lr.tbs) cp->conn_cache = std::max(cp->conn_cache, static_cast<int>(tb.nconns));
   if (cp->conn_cache > exec::kMaxConnsPerTB)
-    fail(ErrorCode::InvalidUsage, "rank " + std::to_string(rank_) + ": plan '" + key + "' has a thread block with " +
+    fail(ErrorCode::InvalidUsage, "rank " + std::to_string(rank_) + ": plan '" + name + "' has a thread block with " +
                                       std::to_string(cp->conn_cache) + " connections, more than the interpreter's " +
                                       std::to_string(exec::kMaxConnsPerTB) + " (lower WEFT_INSTANCES)");
   if (cp->num_blocks > max_blocks_)
-    fail(ErrorCode::InvalidUsage, "rank " + std::to_string(rank_) + ": plan '" + key + "' needs " +
+    fail(ErrorCode::InvalidUsage, "rank " + std::to_string(rank_) + ": plan '" + name + "' needs " +
                                       std::to_string(cp->num_blocks) + " CUDA blocks at once, more than the " +
                                       std::to_string(max_blocks_) + " this GPU holds (lower WEFT_INSTANCES)");
   std::vector<exec::ChannelHandle> conns;
@@ -544,7 +586,7 @@ Communicator::CachedPlan& Communicator::plan_for(Collective c, const Choice& ch,
   cp->conns = reinterpret_cast<const exec::ChannelHandle*>(cp->mem + o_conns);
   cp->counters = reinterpret_cast<uint64_t*>(cp->mem + o_ctr);
   if (cp->roles > 1) cp->block_tbs = reinterpret_cast<const int16_t*>(cp->mem + o_roles);
-  WEFT_LOG(Info, "PLAN", "rank " << rank_ << ": uploaded plan " << key << " (" << cp->num_tbs << " thread blocks in " << cp->num_blocks << " CUDA blocks, "
+  WEFT_LOG(Info, "PLAN", "rank " << rank_ << ": uploaded plan " << name << " (" << cp->num_tbs << " thread blocks in " << cp->num_blocks << " CUDA blocks, "
                                  << lr.slots.size() << " slots)");
   auto& ref = *cp;
   plans_[key] = std::move(cp);
@@ -614,8 +656,10 @@ ErrorCode Communicator::async_error(std::string* message) {
 
 void Communicator::check_usable() {
   if (freed_) fail(ErrorCode::InvalidUsage, "rank " + std::to_string(rank_) + ": the communicator was destroyed");
+  // Every call passes here: the message is copied only when there is an error to report.
+  if (async_error(nullptr) == ErrorCode::Success) return;
   std::string m;
-  ErrorCode c = async_error(&m);
+  const ErrorCode c = async_error(&m);
   if (c != ErrorCode::Success) fail(c, m);
 }
 

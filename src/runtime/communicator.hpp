@@ -32,6 +32,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "exec/exec_plan.hpp"
@@ -43,7 +44,7 @@
 #include "bootstrap/peer_watchdog.hpp"
 #include "plan/placement.hpp"
 #include "exec/plan_lowering.hpp"
-#include "runtime/selection_table.hpp"
+#include "tune/decide.hpp"
 #include "util/error.hpp"
 
 namespace weft {
@@ -178,8 +179,8 @@ class Communicator {
     bool post_warp = false;            ///< ExecArgs::post_warp: WEFT_POST_WARP where it applies
     bool mover_wide = false;           ///< ExecArgs::mover_wide: WEFT_MOVER_WIDE on a Simple plan
     std::vector<exec::ChannelHandle> conns_host;
-    /// WEFT_EXECUTOR=gen: the plan's generated kernels, by [weftDataType_t][op], made at first use.
-    bool gen = false;              ///< generated kernels run this plan (uses_gen)
+    /// Executor::Generated: the plan's generated kernels, by [weftDataType_t][op], made at first use.
+    bool gen = false;              ///< generated kernels run this plan (decide() chose Executor::Generated)
     const void* gen_kernels[10][5] = {};
   };
   struct Registration {
@@ -187,11 +188,20 @@ class Communicator {
     uint64_t bytes = 0;
   };
   Communicator() = default;
+  /// Collective: the arena, the error and abort words, the peers' arenas mapped, the
+  /// network, the decider, the FIFOs and the watchdog.
   void init_memory();
   /// The Simple bulk path's switches for a plan just lowered (WEFT_FUSE_COPY, WEFT_MB_WINDOW,
   /// WEFT_POST_WARP; docs/runtime.md, "Large messages against NCCL"): fuses, checks the window
-  /// on the emulator (a plan that would deadlock keeps windows of 1), sets cp's launch choices.
-  void bulk_options(CachedPlan& cp, const Choice& ch);
+  /// on the emulator (a plan that would deadlock keeps windows of 1), sets cp's launch choices;
+  /// `simple`: the plan runs the Simple protocol (nothing applies to the others).
+  void bulk_options(CachedPlan& cp, bool simple);
+  /// init_memory's parts: this rank's device memory and mapped words (before any peer is
+  /// met); the per-call Decider, once the nodes are known; the FIFOs and the table of
+  /// point-to-point connections on the GPU.
+  void alloc_device_memory();
+  void make_decider();
+  void upload_p2p_table();
   /// Starts the peer watchdog from what the ranks told each other at initialization.
   void start_watchdog(const std::vector<WatchedPeer>& peers);
   /// The watchdog's report: marks the communicator broken and raises the abort flag.
@@ -204,7 +214,9 @@ class Communicator {
   /// Frees everything. `graceful`: meet the other ranks first (destroy); otherwise (abort,
   /// a failed creation) do not. The arena is freed once no peer can write into it.
   void free_all(bool graceful);
-  CachedPlan& plan_for(Collective c, const Choice& ch, bool in_place, int root);
+  /// The plan of launch `l` for `call` (root: Broadcast's and Reduce's), lowered and uploaded
+  /// at its first use; found by a PlanKey of integers after.
+  CachedPlan& plan_for(const Call& call, const Launch& l, int root);
   /// The FIFO end a plan's connection reference names, of the channel kind its link records
   /// (fifo_ or net_fifo_ below).
   const exec::ChannelEnd& fifo(const ConnRef& ref, ChannelKind kind) const;
@@ -218,6 +230,10 @@ class Communicator {
   /// The base of the allocation holding [ptr, ptr + bytes); fails (naming `fn`) if that is
   /// not device memory of this process, or runs past its allocation.
   static uint64_t allocation_base(const void* ptr, uint64_t bytes, const std::string& fn);
+  /// A plan launch `l` of `call` (the interpreter or the plan's generated kernel): its cached
+  /// plan, the geometry of `count` elements of `esz` bytes, the launch.
+  void launch_plan_call(const Call& call, const Launch& l, const char* send, char* recv, uint64_t count, size_t esz,
+                        int dtype, int op, int root, cudaStream_t stream);
   /// The one-shot kernel (exec/oneshot.hpp) for `bytes` per rank and peer.
   void launch_oneshot_call(Collective c, const void* send, void* recv, uint64_t bytes, int dtype, int op, int blocks,
                            cudaStream_t stream);
@@ -238,9 +254,10 @@ class Communicator {
   int max_blocks_ = 0;
   double timeout_s_ = 600;                  ///< WEFT_TIMEOUT; 0: no deadline
   std::shared_ptr<const SelectionTable> table_;  ///< WEFT_SELECTION's table, else the default
-  bool uses_gen(const Choice& ch) const;
   bool gen_ = false;            ///< WEFT_EXECUTOR=gen (and no emulated nodes): generated kernels
-  bool env_overrides_ = false;  ///< WEFT_ALGO, WEFT_PROTO, WEFT_INSTANCES or WEFT_MICROBATCH_BYTES set at creation
+  DecideEnv decide_env_;        ///< WEFT_ALGO, WEFT_PROTO, ... as read at creation
+  /// The one decision per call (tune/decide.hpp), made once the communicator's nodes are known.
+  std::unique_ptr<Decider> decider_;
   std::unique_ptr<Bootstrap> boot_;
   ArenaLayout layout_;
   char* arena_ = nullptr;
@@ -271,7 +288,7 @@ class Communicator {
   std::mutex error_mu_;                     ///< guards broken_, broken_message_ and reading error_host_
   ErrorCode broken_ = ErrorCode::Success;
   std::string broken_message_;
-  std::map<std::string, std::unique_ptr<CachedPlan>> plans_;
+  std::unordered_map<PlanKey, std::unique_ptr<CachedPlan>, PlanKeyHash> plans_;
   std::vector<void*> scratch_;              ///< the last one is current; earlier ones may still be in use
   uint64_t scratch_bytes_ = 0;
   std::map<void*, std::unique_ptr<Registration>> registrations_;

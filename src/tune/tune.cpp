@@ -11,7 +11,7 @@
 #include "plan/builder.hpp"
 #include "plan/hand_built.hpp"
 #include "plan/plan_source.hpp"
-#include "runtime/selection.hpp"
+#include "tune/selection.hpp"
 #include "sim/simulator.hpp"
 #include "util/config.hpp"
 #include "util/error.hpp"

@@ -1,7 +1,7 @@
 // `weft tune`: the candidates a collective can run with (algorithm, scheduler, protocol,
 // instances, micro-batch, executor), their times per size (measured on GPUs by the command,
 // src/cli/tune_gpu.cpp, or simulated here), the winner per size, and the selection table that
-// records the winners in the format the runtime loads (runtime/selection_table.hpp).
+// records the winners in the format the runtime loads (tune/selection_table.hpp).
 // docs/tune.md describes the command.
 #pragma once
 
@@ -13,7 +13,7 @@
 
 #include "ir/algorithm.hpp"
 #include "ir/topology.hpp"
-#include "runtime/selection_table.hpp"
+#include "tune/selection_table.hpp"
 
 namespace weft::tune {
 

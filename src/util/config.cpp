@@ -119,6 +119,26 @@ const std::vector<Variable>& registry() {
        "sm_90) instead of 6 and 3. Read when a plan is first used."},
       {"WEFT_LL_SLOT_BYTES", Type::Int, "65536",
        "Bytes of one LL staging slot (half of them data; a multiple of 16 in 1 KiB..16 MiB).", 1024, 16 << 20},
+      {"WEFT_NET_TRACE", Type::String, "",
+       "File prefix: every proxy records its network path's events (triggers taken, puts, signals held and written, "
+       "landings, flushes, staging copies, peers' signals arriving) and writes PREFIX.<owner>.<pid>.tsv when it stops, "
+       "with a summary line in the log (docs/port-channels.md, 'Tracing the network path'). Empty: no trace, no cost."},
+      {"WEFT_NET_TRACE_EVENTS", Type::Int, "1000000", "The most events one proxy's trace keeps (WEFT_NET_TRACE).", 1,
+       100000000},
+      {"WEFT_NET_ORDER", Type::String, "landed",
+       "How a signal is ordered after its data on the network: landed (the proxy holds it until a non-blocking flush "
+       "shows the channel's puts landed, and keeps posting meanwhile) or fence (a UCX worker fence before each "
+       "signal, which UCX 1.15+ makes a flush before the next operation)."},
+      {"WEFT_NET_GPU_MEMORY", Type::String, "auto",
+       "Where the network FIFOs' slots live: auto (in GPU memory, put directly, where UCX registers CUDA memory; "
+       "else page-locked host memory), host (always page-locked host memory, the staged path) or gpu (GPU memory, "
+       "an error where UCX cannot register it). The log (NET, INFO) says which one runs."},
+      {"WEFT_PROXY_CPUS", Type::String, "auto",
+       "CPUs a proxy thread runs on: auto (the CPUs near its GPU, from the PCI bus id's local_cpulist, within the "
+       "process's own affinity; best effort), none (no pinning) or a list such as 0-7,16."},
+      {"WEFT_PROXY_SPIN_US", Type::Int, "20000",
+       "Microseconds a proxy keeps polling without pause after its last work (a trigger, a transfer in flight, "
+       "network progress) before it yields, then sleeps; 0: back off at once.", 0, 10000000},
       {"WEFT_BOOTSTRAP_ADDR", Type::String, "",
        "host:port of the bootstrap root for weftCommInitFromEnv; rank 0 listens there (default MASTER_ADDR and MASTER_PORT + 1)."},
       {"WEFT_BOOTSTRAP_DIR", Type::String, "/tmp",

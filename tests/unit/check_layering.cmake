@@ -10,12 +10,8 @@
 #
 # Known exceptions, each a file and the header it includes, with why and until when; an
 # exception that no longer occurs is an error too, so that the list only shrinks.
-set(exceptions
-  # The algorithm's choice moves from runtime/ into tune/ (issue 25, items 2 and 3); until
-  # then the tuner reads the selection table where it is.
-  "tune/tune.hpp -> runtime/selection_table.hpp"
-  "tune/tune.cpp -> runtime/selection.hpp"
-)
+# None now: the algorithm's choice moved from runtime/ into tune/ (issue 25).
+set(exceptions)
 
 cmake_minimum_required(VERSION 3.25)  # IN_LIST, list(JOIN)
 if(NOT ROOT)

@@ -567,6 +567,19 @@ TEST(NetFifos, EmulatedNodesCarryEveryMessageIntact) {
   }
 }
 
+/// The same with each signal ordered by a UCX fence (WEFT_NET_ORDER=fence, the path before
+/// signals after landing), over TCP: 2 ranks as 2 nodes.
+TEST(NetFifos, FencedSignalsCarryEveryMessageIntact) {
+  SKIP_WITHOUT_UCX();
+  UniqueId id = start_bootstrap_root(net::resolve("127.0.0.1", 0), 0, 20);
+  auto st = fork_ranks(2, [&](int r) {
+    setenv("WEFT_NET_ORDER", "fence", 1);
+    auto boot = Bootstrap::join(id, r, 2, 10);
+    return exchange_over(*boot, small_layout(2, 2), r, 2, true);
+  });
+  for (int r = 0; r < 2; ++r) EXPECT_TRUE(exited_ok(st[static_cast<size_t>(r)])) << "rank " << r;
+}
+
 /// 4 rank processes on two fake hosts, interleaved (WEFT_HOST_ID a, b, a, b: Slurm's cyclic
 /// layout): what a communicator's creation does on the host side without a GPU. The host
 /// identities travel through the bootstrap, every rank derives the same hosts and nodes

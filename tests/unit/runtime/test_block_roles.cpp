@@ -12,7 +12,7 @@
 #include "exec/plan_lowering.hpp"
 #include "plan/hand_built.hpp"
 #include "plan/plan_source.hpp"
-#include "runtime/selection.hpp"
+#include "tune/selection.hpp"
 
 namespace weft {
 namespace {

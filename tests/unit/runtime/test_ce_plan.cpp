@@ -19,8 +19,8 @@
 #include "plan/ce_plan.hpp"
 #include "exec/collective_reference.hpp"
 #include "exec/host_reduce.hpp"
-#include "runtime/selection.hpp"
-#include "runtime/selection_table.hpp"
+#include "tune/selection.hpp"
+#include "tune/selection_table.hpp"
 #include "util/error.hpp"
 #include "weft/weft.h"
 

@@ -14,7 +14,7 @@
 #include "net/net_layout.hpp"
 #include "exec/plan_check.hpp"
 #include "plan/plan_source.hpp"
-#include "runtime/selection_table.hpp"
+#include "tune/selection_table.hpp"
 #include "util/error.hpp"
 
 namespace weft {

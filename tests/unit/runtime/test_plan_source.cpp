@@ -11,7 +11,7 @@
 #include "exec/plan_lowering.hpp"
 #include "exec/plan_check.hpp"
 #include "plan/plan_source.hpp"
-#include "runtime/selection.hpp"
+#include "tune/selection.hpp"
 #include "ir/plan_json.hpp"
 #include "util/error.hpp"
 

@@ -7,7 +7,7 @@
 #include "exec/oneshot.hpp"
 #include "plan/hand_built.hpp"
 #include "plan/plan_source.hpp"
-#include "runtime/selection.hpp"
+#include "tune/selection.hpp"
 #include "util/error.hpp"
 
 namespace weft {

@@ -18,7 +18,7 @@
 #include "exec/plan_lowering.hpp"
 #include "exec/plan_check.hpp"
 #include "plan/plan_source.hpp"
-#include "runtime/selection.hpp"
+#include "tune/selection.hpp"
 #include "selection_rows.hpp"
 #include "sim/simulator.hpp"
 

@@ -12,8 +12,8 @@
 
 #include "exec/oneshot.hpp"
 #include "plan/plan_source.hpp"
-#include "runtime/selection.hpp"
-#include "runtime/selection_table.hpp"
+#include "tune/selection.hpp"
+#include "tune/selection_table.hpp"
 #include "selection_rows.hpp"
 #include "util/error.hpp"
 

@@ -1,13 +1,10 @@
-#include "runtime/selection_table.hpp"
+#include "tune/selection_table.hpp"
 
 #include <algorithm>
 
 #include "lang/load.hpp"
 #include "plan/builder.hpp"
-#include "plan/hand_built.hpp"
-#include "plan/ce_plan.hpp"
-#include "plan/plan_source.hpp"
-#include "runtime/selection.hpp"
+#include "tune/selection.hpp"
 #include "util/config.hpp"
 #include "util/error.hpp"
 #include "util/json_text.hpp"
@@ -134,6 +131,7 @@ SelectionRow read_row(const json& row, const RowReader& in) {
     if (!c || *c == Collective::Custom)
       in.bad(field, cs[i].dump() + " is not AllReduce, AllGather, ReduceScatter, AllToAll, Broadcast or Reduce");
     r.collectives.push_back(*c);
+    r.collective_mask |= static_cast<uint8_t>(1u << static_cast<unsigned>(*c));
   }
   r.ranks = in.range(row, "ranks", Range{1, UINT64_MAX});
   if (r.ranks.lo < 1) in.bad("ranks", "a communicator has at least 1 rank");
@@ -152,6 +150,7 @@ SelectionRow read_row(const json& row, const RowReader& in) {
   r.protocol = in.string(row, "protocol");
   if (!listed(selection_protocols(), r.protocol))
     in.bad("protocol", "is \"" + r.protocol + "\", expected " + either(selection_protocols()));
+  r.proto = *algo::protocol_from_string(r.protocol);
   if (!row.contains("instances")) in.bad("instances", "missing");
   const json& inst = row.at("instances");
   if (inst.is_string()) {
@@ -186,10 +185,12 @@ SelectionRow read_row(const json& row, const RowReader& in) {
     r.executor = in.string(row, "executor");
     if (!listed(selection_executors(), r.executor))
       in.bad("executor", "is \"" + r.executor + "\", expected " + either(selection_executors()));
+    r.plan_executor = r.executor == "gen" ? algo::Executor::Generated : algo::Executor::Interpreter;
   }
 
   // What the algorithm names must be able to run.
-  if (r.algorithm == kOneShot) {
+  r.algorithm_id = algo::registry().named(r.algorithm);
+  if (r.algorithm_id == algo::kOneShot) {
     for (Collective c : r.collectives)
       if (!is_oneshot_collective(c))
         in.bad("algorithm", "oneshot runs AllReduce, AllGather and ReduceScatter, not " + std::string(to_string(c)));
@@ -200,17 +201,16 @@ SelectionRow read_row(const json& row, const RowReader& in) {
     return r;
   }
   if (r.kernel) in.bad("instances", "\"kernel\" is for oneshot only");
-  if (r.algorithm == ce::kAlgorithm) {  // copy engines (exec/ce_runner.hpp)
+  if (r.algorithm_id == algo::kCopyEngine) {  // copy engines (exec/ce_runner.hpp)
     for (Collective c : r.collectives)
-      if (!ce::supports(c)) in.bad("algorithm", "ce runs AllGather and AllReduce, not " + std::string(to_string(c)));
+      if (!algo::registry().at(algo::kCopyEngine).implements(c)) in.bad("algorithm", "ce runs AllGather and AllReduce, not " + std::string(to_string(c)));
     return r;
   }
   if (r.algorithm == "p2p") in.bad("algorithm", "p2p is weftSend/weftRecv's primitive, not a collective's");
   if (r.algorithm.empty()) in.bad("algorithm", "is empty");
-  if (is_hand_built_name(r.algorithm)) {
+  if (r.algorithm_id != algo::kNone) {  // hand-built
     for (Collective c : r.collectives) {
-      auto names = hand_built_algorithms(c);
-      if (std::find(names.begin(), names.end(), r.algorithm) == names.end())
+      if (!algo::registry().at(r.algorithm_id).implements(c))
         in.bad("algorithm", "the hand-built plans have no " + r.algorithm + " for " + std::string(to_string(c)));
     }
     return r;
@@ -229,6 +229,7 @@ SelectionRow read_row(const json& row, const RowReader& in) {
       in.bad("algorithm", "'" + r.algorithm + "' is neither a named primitive (oneshot, ring, allpairs, chain) nor an algorithm of " +
                               data_dir() + "/algorithms, nor dsl:NAME or a file");
   }
+  r.algorithm_id = algo::registry().compiled(r.algorithm, r.scheduler, r.allocator);
   return r;
 }
 
@@ -322,30 +323,21 @@ std::shared_ptr<const SelectionTable> selection_table_for_environment() {
 }
 
 Choice SelectionTable::choose(Collective c, uint64_t bytes, int nranks, bool in_place, bool plans_only) const {
-  const uint64_t peer = peer_bytes(c, bytes, nranks);
-  const uint64_t sent = static_cast<uint64_t>(std::max(0, nranks - 1)) * peer;
-  for (const SelectionRow& r : rows) {
-    if (std::find(r.collectives.begin(), r.collectives.end(), c) == r.collectives.end()) continue;
-    if (!r.ranks.contains(static_cast<uint64_t>(nranks)) || !r.bytes.contains(bytes) || !r.sent_bytes.contains(sent))
-      continue;
-    if (r.placement >= 0 && r.placement != (in_place ? 1 : 0)) continue;
-    if (r.algorithm == ce::kAlgorithm && plans_only) continue;
-    if (r.algorithm == kOneShot) {
-      if (plans_only || !oneshot_fits(c, bytes, nranks)) continue;
-      return Choice{kOneShot, "LL", oneshot_blocks(peer)};
-    }
-    Choice ch;
-    ch.algorithm = r.algorithm;
-    ch.protocol = r.protocol;
-    ch.instances = r.per_bytes == 0 ? r.min
-                                    : static_cast<int>(std::clamp<uint64_t>(bytes / r.per_bytes, static_cast<uint64_t>(r.min),
-                                                                            static_cast<uint64_t>(r.max)));
-    ch.scheduler = r.scheduler;
-    ch.allocator = r.allocator;
-    ch.microbatch_bytes = r.microbatch_bytes;
-    ch.executor = r.executor;
-    return ch;
-  }
+  const SelectionRow* r = match(c, bytes, nranks, in_place, plans_only);
+  if (r == nullptr) no_row(c, bytes, nranks, in_place, plans_only);
+  if (r->algorithm_id == algo::kOneShot) return Choice{kOneShot, "LL", r->instances_for(c, bytes, nranks)};
+  Choice ch;
+  ch.algorithm = r->algorithm;
+  ch.protocol = r->protocol;
+  ch.instances = r->instances_for(c, bytes, nranks);
+  ch.scheduler = r->scheduler;
+  ch.allocator = r->allocator;
+  ch.microbatch_bytes = r->microbatch_bytes;
+  ch.executor = r->executor;
+  return ch;
+}
+
+void SelectionTable::no_row(Collective c, uint64_t bytes, int nranks, bool in_place, bool plans_only) const {
   fail(ErrorCode::InvalidUsage,
        text::format("the selection table %s has no row for %s of %llu bytes on %d ranks, %s%s", origin.c_str(),
                     std::string(to_string(c)).c_str(), static_cast<unsigned long long>(bytes), nranks,
@@ -354,11 +346,11 @@ Choice SelectionTable::choose(Collective c, uint64_t bytes, int nranks, bool in_
 
 std::string describe_choice(const Choice& ch) {
   if (ch.algorithm == kOneShot) return text::format("oneshot (kernel, %d blocks)", ch.instances);
-  if (ch.algorithm == ce::kAlgorithm) return "ce (copy engines into registered buffers, else the SM path)";
+  if (ch.algorithm == algo::kCopyEngineName) return "ce (copy engines into registered buffers, else the SM path)";
   // A row's micro-batch and executor, where it names them.
   std::string extra = ch.microbatch_bytes > 0 ? ", mb " + text::format_bytes(ch.microbatch_bytes) : "";
   if (!ch.executor.empty()) extra += ", " + ch.executor;
-  if (is_hand_built_name(ch.algorithm))
+  if (algo::is_hand_built(ch.algorithm))
     return text::format("%s (hand-built, %s, x%d%s)", ch.algorithm.c_str(), ch.protocol.c_str(), ch.instances, extra.c_str());
   if (source_kind(ch.algorithm) == SourceKind::PlanFile)
     return text::format("%s (plan file, %s%s)", ch.algorithm.c_str(), ch.protocol.c_str(), extra.c_str());

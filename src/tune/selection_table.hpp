@@ -6,12 +6,14 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "ir/algorithm.hpp"
+#include "plan/algorithms.hpp"
 
 namespace weft {
 
@@ -56,6 +58,24 @@ struct SelectionRow {
   uint64_t microbatch_bytes = 0;  ///< 0: the runtime's micro-batch sizing
   std::string executor;           ///< "": the runtime's default
   int line = 0;  ///< where the row starts in its file (1-based)
+
+  // The same, parsed once into integers for decide() (tune/decide.hpp), which compares no
+  // strings per call.
+  uint8_t collective_mask = 0;                     ///< bit (1 << Collective) of each of `collectives`
+  algo::Id algorithm_id = algo::kNone;             ///< `algorithm` (with scheduler and allocator) in the registry
+  algo::Protocol proto = algo::Protocol::Simple;   ///< `protocol`
+  /// `executor`: Interpreter or Generated; nullopt: the runtime's default.
+  std::optional<algo::Executor> plan_executor;
+
+  bool has(Collective c) const { return (collective_mask >> static_cast<unsigned>(c)) & 1u; }
+  /// The row's instances for a call of `bytes` payload among `nranks` ranks: oneshot's
+  /// blocks (algo::oneshot_blocks), the fixed count, or bytes / per_bytes within [min, max].
+  int instances_for(Collective c, uint64_t bytes, int nranks) const {
+    if (kernel) return algo::oneshot_blocks(algo::peer_bytes(c, bytes, nranks));
+    if (per_bytes == 0) return min;
+    const uint64_t n = bytes / per_bytes;
+    return n < static_cast<uint64_t>(min) ? min : n > static_cast<uint64_t>(max) ? max : static_cast<int>(n);
+  }
 };
 
 struct SelectionTable {
@@ -67,6 +87,28 @@ struct SelectionTable {
   /// skips oneshot rows (what runs when the kernel cannot). Throws InvalidUsage naming the
   /// table when no row matches.
   Choice choose(Collective c, uint64_t bytes, int nranks, bool in_place = false, bool plans_only = false) const;
+
+  /// The row choose() takes, or null where none matches: what decide() reads, on integers only.
+  const SelectionRow* match(Collective c, uint64_t bytes, int nranks, bool in_place, bool plans_only) const {
+    const uint64_t peer = algo::peer_bytes(c, bytes, nranks);
+    const uint64_t sent = static_cast<uint64_t>(nranks > 1 ? nranks - 1 : 0) * peer;
+    for (const SelectionRow& r : rows) {
+      if (!r.has(c) || !r.ranks.contains(static_cast<uint64_t>(nranks)) || !r.bytes.contains(bytes) ||
+          !r.sent_bytes.contains(sent))
+        continue;
+      if (r.placement >= 0 && r.placement != (in_place ? 1 : 0)) continue;
+      if (r.algorithm_id == algo::kCopyEngine && plans_only) continue;
+      // A oneshot row matches only where the kernel fits (one node: decide() sees to links
+      // across nodes).
+      if (r.algorithm_id == algo::kOneShot &&
+          (plans_only || !algo::registry().at(algo::kOneShot).supports(algo::CallShape{c, bytes, nranks, false})))
+        continue;
+      return &r;
+    }
+    return nullptr;
+  }
+  /// The error choose() throws where match() finds no row (InvalidUsage naming the table).
+  [[noreturn]] void no_row(Collective c, uint64_t bytes, int nranks, bool in_place, bool plans_only) const;
 };
 
 /// Parses a table. Throws weft::Error (Parse) naming `origin`, the line and the JSON path of
