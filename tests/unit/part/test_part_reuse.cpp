@@ -139,7 +139,7 @@ struct Pair {
   /// A `lagging` one first waits for the host to wait for its stream (a kernel that is still
   /// running when the host goes on).
   void check(uint64_t e, double poll_s, bool lagging, const Stream& stream) {
-    for (HostDeadline d(1.0); lagging && !stream.host_waits() && !d.passed();) std::this_thread::yield();
+    for (HostDeadline d(10.0); lagging && !stream.host_waits() && !d.passed();) std::this_thread::yield();
     for (uint32_t p = 0; p < partitions; ++p) {
       Poller poll(poll_s);
       bool ok = true;
