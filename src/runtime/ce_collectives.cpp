@@ -11,6 +11,7 @@
 #include "runtime/communicator.hpp"
 #include "runtime/cuda_check.hpp"
 #include "runtime/host_reduce.hpp"
+#include "runtime/window_rules.hpp"
 #include "util/config.hpp"
 #include "util/log.hpp"
 #include "weft/weft.h"
@@ -43,11 +44,13 @@ CeCollectives::CeCollectives(CeContext ctx) : ctx_(std::move(ctx)) {
   RelaxedCapture relaxed;
   DeviceGuard guard(ctx_.device);
   const int R = ctx_.nranks, me = ctx_.rank;
-  WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&sig_), 2 * static_cast<size_t>(R) * sizeof(uint64_t)));
+  // The port channels' inbound[R] and waited[R], the direct path's inbox[2R] and its epoch.
+  const uint64_t sig_bytes = (4 * static_cast<uint64_t>(R) + 1) * sizeof(uint64_t);
+  WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&sig_), sig_bytes));
   {  // on a private stream: the caller's may be capturing a graph
     cudaStream_t s = nullptr;
     WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    cudaError_t e = cudaMemsetAsync(sig_, 0, 2 * static_cast<size_t>(R) * sizeof(uint64_t), s);
+    cudaError_t e = cudaMemsetAsync(sig_, 0, sig_bytes, s);
     if (e == cudaSuccess) e = cudaStreamSynchronize(s);
     cudaStreamDestroy(s);
     WEFT_CUDA_CHECK(e);
@@ -71,11 +74,12 @@ CeCollectives::CeCollectives(CeContext ctx) : ctx_(std::move(ctx)) {
   ++memories_;
   conns_.resize(static_cast<size_t>(R));
   channels_.resize(static_cast<size_t>(R));
+  peer_sig_.resize(static_cast<size_t>(R));
   for (int q = 0; q < R; ++q) {
     if (q == me) continue;
     const SigInfo& si = all[static_cast<size_t>(q)];
-    const uint64_t sig_bytes = 2 * static_cast<uint64_t>(R) * sizeof(uint64_t);
     char* peer_sig = map_peer(q, si.handle, si.address, sig_bytes, sig_bytes);
+    peer_sig_[static_cast<size_t>(q)] = reinterpret_cast<uint64_t*>(peer_sig);
     auto conn = std::make_shared<proxy::CopyEngineConnection>(ctx_.device, "rank " + std::to_string(q), ctx_.timeout_s);
     conns_[static_cast<size_t>(q)] = conn;
     const uint32_t rs = proxy_->add_remote_memory(
@@ -95,8 +99,15 @@ CeCollectives::~CeCollectives() {
   if (proxy_) proxy_->stop();
   proxy_.reset();
   conns_.clear();  // each waits for its stream
+  for (cudaStream_t s : side_) {
+    cudaStreamSynchronize(s);
+    cudaStreamDestroy(s);
+  }
+  for (cudaEvent_t e : join_) cudaEventDestroy(e);
+  if (fork_) cudaEventDestroy(fork_);
   for (const ce::PeerMapping& m : maps_) cudaIpcCloseMemHandle(reinterpret_cast<void*>(m.local));
   for (void* p : scratch_) cudaFree(p);
+  for (void* p : stage_) cudaFree(p);
   if (sig_) cudaFree(sig_);
   cudaGetLastError();
 }
@@ -241,38 +252,79 @@ void CeCollectives::map_call(Collective c, const std::vector<Record>& all, uint6
   }
 }
 
+std::string CeCollectives::make_record(Collective c, const void* recv, uint64_t recv_total, uint64_t scratch_total,
+                                      Record* mine) {
+  const int R = ctx_.nranks;
+  const std::string coll(to_string(c));
+  uint64_t reg = 0, reg_bytes = 0, alloc = 0, alloc_bytes = 0;
+  // Worst case: a local memory for each buffer, the peers' receive buffers and scratch.
+  const uint32_t need = 2 + 2 * static_cast<uint32_t>(R - 1);
+  const bool proxied = !ce::direct(c);  // the proxy's limits bind the AllReduce's program only
+  std::string why;
+  if (!ce::supports(c) || R < 2 || R > ce::kMaxRanks)
+    why = coll + " on " + std::to_string(R) + " ranks has no copy-engine path (AllGather, AllReduce, AllToAll and "
+                 "Broadcast, 2 to " + std::to_string(ce::kMaxRanks) + " ranks)";
+  else if (!ctx_.registered(recv, recv_total, &reg, &reg_bytes))
+    why = coll + "'s receive buffer is not registered (weftCommRegister) nor in a memory window: copy engines write "
+                 "into peers' registered buffers only";
+  else if (proxied && (reg_bytes > kMaxMemory || scratch_total > kMaxMemory))
+    why = coll + ": a registration or scratch of 4 GiB or more is beyond the copy-engine proxy's 32-bit offsets";
+  else if (proxied && memories_ + need > device::ProxyTrigger::kMaxMemIds)
+    why = coll + ": the copy-engine proxy's table of " + std::to_string(device::ProxyTrigger::kMaxMemIds) +
+          " memories is full (too many distinct buffers)";
+  else if (!Communicator::allocation_range(recv, &alloc, &alloc_bytes) ||
+           cudaIpcGetMemHandle(&mine->out_handle, reinterpret_cast<void*>(alloc)) != cudaSuccess) {
+    cudaGetLastError();
+    why = coll + "'s receive buffer cannot be shared through CUDA IPC (not from cudaMalloc?)";
+  }
+  if (why.empty()) {
+    mine->ok = 1;
+    mine->out_alloc = alloc;
+    mine->out_alloc_bytes = alloc_bytes;
+    mine->reg_offset = reg - alloc;
+    mine->reg_bytes = reg_bytes;
+    mine->recv_offset = reinterpret_cast<uint64_t>(recv) - reg;
+  }
+  return why;
+}
+
+bool CeCollectives::agree_mapped(const std::string& records, const std::string& map_error, const std::string& coll) {
+  if (records == agreed_) {  // the same on every rank: all compare the same records
+    if (!map_error.empty()) fail(ErrorCode::Internal, map_error);  // unreachable: these records were all mapped before
+    return true;
+  }
+  const int R = ctx_.nranks;
+  std::vector<uint32_t> oks(static_cast<size_t>(R));
+  oks[static_cast<size_t>(ctx_.rank)] = map_error.empty() ? 1 : 0;
+  ctx_.boot->allgather(oks.data(), sizeof(uint32_t), config::wait_seconds(ctx_.timeout_s));
+  for (int q = 0; q < R; ++q)
+    if (oks[static_cast<size_t>(q)] == 0) {
+      if (!map_error.empty()) WEFT_LOG(Warn, "CE", map_error << "; every rank runs this call on the SM path");
+      note_fallback(coll + ": rank " + std::to_string(q) + " cannot map its peers' buffers (its log says why)");
+      agreed_.clear();  // the failed attempt may have closed stale mappings: agree again next time
+      return false;
+    }
+  agreed_ = records;
+  return true;
+}
+
 bool CeCollectives::run(Collective c, const void* send, void* recv, uint64_t count, int dtype, int op, bool in_place,
-                        cudaStream_t stream) {
+                        cudaStream_t stream, int root) {
   RelaxedCapture relaxed;
   DeviceGuard guard(ctx_.device);
   const int R = ctx_.nranks, me = ctx_.rank;
   const uint64_t esz = host::dtype_size(dtype);
-  const ce::Geometry g = ce::make_geometry(c, R, count, esz);
+  const bool dir = ce::direct(c);
+  const ce::Geometry g = ce::make_geometry(dir ? Collective::AllGather : c, R, count, esz);
+  const uint64_t bytes = count * esz;
+  const uint64_t recv_total = c == Collective::Broadcast ? bytes : g.total[1];
   const std::string coll(to_string(c));
 
   // This rank's part of the record, and why it cannot take part if so.
   Record mine;
-  std::string why;
-  uint64_t reg = 0, reg_bytes = 0, alloc = 0, alloc_bytes = 0;
-  // Worst case: a local memory for each buffer, the peers' receive buffers and scratch.
-  const uint32_t need = 2 + 2 * static_cast<uint32_t>(R - 1);
-  if (!ce::supports(c) || R < 2 || R > ce::kMaxRanks)
-    why = coll + " on " + std::to_string(R) + " ranks has no copy-engine plan (AllGather and AllReduce, 2 to " +
-          std::to_string(ce::kMaxRanks) + " ranks)";
-  else if (!ctx_.registered(recv, g.total[1], &reg, &reg_bytes))
-    why = coll + "'s receive buffer is not registered (weftCommRegister): copy engines write into peers' registered "
-                 "buffers only";
-  else if (reg_bytes > kMaxMemory || g.total[2] > kMaxMemory)
-    why = coll + ": a registration or scratch of 4 GiB or more is beyond the copy-engine proxy's 32-bit offsets";
-  else if (memories_ + need > device::ProxyTrigger::kMaxMemIds)
-    why = coll + ": the copy-engine proxy's table of " + std::to_string(device::ProxyTrigger::kMaxMemIds) +
-          " memories is full (too many distinct buffers)";
-  else if (!Communicator::allocation_range(recv, &alloc, &alloc_bytes) || cudaIpcGetMemHandle(&mine.out_handle, reinterpret_cast<void*>(alloc)) != cudaSuccess) {
-    cudaGetLastError();
-    why = coll + "'s receive buffer cannot be shared through CUDA IPC (not from cudaMalloc?)";
-  }
+  const std::string why = make_record(c, recv, recv_total, dir ? 0 : g.total[2], &mine);
   // Every rank grows its scratch at the same call (the same arguments), registered or not.
-  if (ce::supports(c) && g.total[2] > scratch_bytes_ && g.total[2] <= kMaxMemory) {
+  if (c == Collective::AllReduce && g.total[2] > scratch_bytes_ && g.total[2] <= kMaxMemory) {
     void* p = nullptr;
     WEFT_CUDA_CHECK(cudaMalloc(&p, g.total[2]));
     WEFT_CUDA_CHECK(cudaIpcGetMemHandle(&scratch_handle_, p));
@@ -280,12 +332,6 @@ bool CeCollectives::run(Collective c, const void* send, void* recv, uint64_t cou
     scratch_bytes_ = g.total[2];
   }
   if (why.empty()) {
-    mine.ok = 1;
-    mine.out_alloc = alloc;
-    mine.out_alloc_bytes = alloc_bytes;
-    mine.reg_offset = reg - alloc;
-    mine.reg_bytes = reg_bytes;
-    mine.recv_offset = reinterpret_cast<uint64_t>(recv) - reg;
     mine.scratch_handle = scratch_handle_;
     mine.scratch = scratch_.empty() ? 0 : reinterpret_cast<uint64_t>(scratch_.back());
     mine.scratch_bytes = scratch_bytes_;
@@ -302,6 +348,34 @@ bool CeCollectives::run(Collective c, const void* send, void* recv, uint64_t cou
       note_fallback(coll + ": rank " + std::to_string(q) + " cannot run it by copy engines (its log says why)");
       return false;
     }
+  const std::string records(reinterpret_cast<const char*>(all.data()), all.size() * sizeof(Record));
+  std::string map_error;
+  if (dir) {
+    // Opening a peer's memory may fail on one rank only: the ranks then agree (agree_mapped).
+    Direct d;
+    d.c = c;
+    d.send = static_cast<const char*>(send);
+    d.recv = static_cast<char*>(recv);
+    d.bytes = bytes;
+    d.root = root;
+    d.in_place = in_place;
+    d.peer_recv.assign(static_cast<size_t>(R), nullptr);
+    d.peer_recv[static_cast<size_t>(me)] = d.recv;
+    d.tag = window_call_tag(static_cast<int>(c), 0, 0, bytes, root);
+    try {
+      for (int q = 0; q < R; ++q) {
+        if (q == me) continue;
+        const Record& rq = all[static_cast<size_t>(q)];
+        char* alloc_q = map_peer(q, rq.out_handle, rq.out_alloc, rq.reg_offset + rq.reg_bytes, rq.out_alloc_bytes);
+        d.peer_recv[static_cast<size_t>(q)] = alloc_q + rq.reg_offset + rq.recv_offset;
+      }
+    } catch (const std::exception& e) {
+      map_error = e.what();
+    }
+    if (!agree_mapped(records, map_error, coll)) return false;
+    run_direct(d, stream);
+    return true;
+  }
 
   // Memories: this rank's buffers (sources of puts), the peers' registrations and scratch.
   // Opening a peer's memory may fail on one rank only. Then this rank's tables are rolled
@@ -309,19 +383,17 @@ bool CeCollectives::run(Collective c, const void* send, void* recv, uint64_t cou
   // anything not mapped at an earlier call, the ranks agree: all run the call by copy
   // engines, or all return false (the SM path), so no rank waits for a peer that gave up.
   std::vector<std::function<void()>> adds;
-  const char* in_ptr = static_cast<const char*>(in_place ? recv : send);
-  if (c == Collective::AllGather && in_place) in_ptr = nullptr;  // the plan reads its output chunk
-  LocalMem out_mem, in_mem;
-  std::vector<std::array<uint32_t, 3>> dst_mem(static_cast<size_t>(R));
-  std::vector<uint64_t> dst_base(static_cast<size_t>(R));
-  const std::string records(reinterpret_cast<const char*>(all.data()), all.size() * sizeof(Record));
-  std::string map_error;
+  Mapped m;
+  m.in_ptr = static_cast<const char*>(in_place ? recv : send);
+  m.dst_mem.resize(static_cast<size_t>(R));
+  m.dst_base.resize(static_cast<size_t>(R));
   {
     const auto saved_local = local_;
     const auto saved_remote = remote_;
     const uint32_t saved_memories = memories_;
     try {
-      map_call(c, all, g.total[2], recv, g.total[1], in_ptr, g.total[0], adds, &out_mem, &in_mem, &dst_mem, &dst_base);
+      map_call(c, all, g.total[2], recv, g.total[1], m.in_ptr, g.total[0], adds, &m.out_mem, &m.in_mem, &m.dst_mem,
+               &m.dst_base);
     } catch (const std::exception& e) {
       map_error = e.what();
       local_ = saved_local;
@@ -330,31 +402,25 @@ bool CeCollectives::run(Collective c, const void* send, void* recv, uint64_t cou
       adds.clear();
     }
   }
-  if (records != agreed_) {  // the same on every rank: all compare the same records
-    std::vector<uint32_t> oks(static_cast<size_t>(R));
-    oks[static_cast<size_t>(me)] = map_error.empty() ? 1 : 0;
-    ctx_.boot->allgather(oks.data(), sizeof(uint32_t), config::wait_seconds(ctx_.timeout_s));
-    int bad = -1;
-    for (int q = 0; q < R && bad < 0; ++q)
-      if (oks[static_cast<size_t>(q)] == 0) bad = q;
-    if (bad >= 0) {
-      if (!map_error.empty()) WEFT_LOG(Warn, "CE", map_error << "; every rank runs this call on the SM path");
-      if (!adds.empty()) add_memories([&] {  // ids promised here stay in step with the proxy
-        for (auto& f : adds) f();
-      });
-      note_fallback(coll + ": rank " + std::to_string(bad) + " cannot map its peers' buffers (its log says why)");
-      agreed_.clear();  // the failed attempt may have closed stale mappings: agree again next time
-      return false;
-    }
-    agreed_ = records;
-  } else if (!map_error.empty()) {
-    fail(ErrorCode::Internal, map_error);  // unreachable: these records were all mapped before
-  }
-  if (!adds.empty())
+  const bool agreed = agree_mapped(records, map_error, coll);
+  if (!adds.empty())  // ids promised here stay in step with the proxy, whether the call runs or not
     add_memories([&] {
       for (auto& f : adds) f();
     });
+  if (!agreed) return false;
+  run_program(c, recv, count, dtype, op, in_place, g, m, stream);
+  return true;
+}
 
+void CeCollectives::run_program(Collective c, void* recv, uint64_t count, int dtype, int op, bool in_place,
+                                const ce::Geometry& g, const Mapped& m, cudaStream_t stream) {
+  const int R = ctx_.nranks, me = ctx_.rank;
+  const std::string coll(to_string(c));
+  const char* in_ptr = m.in_ptr;
+  const LocalMem& out_mem = m.out_mem;
+  const LocalMem& in_mem = m.in_mem;
+  const std::vector<std::array<uint32_t, 3>>& dst_mem = m.dst_mem;
+  const std::vector<uint64_t>& dst_base = m.dst_base;
   auto& progs = programs_[{static_cast<int>(c), in_place, g.pieces}];
   if (progs.empty()) progs = ce::lower_ce_plan(ce::ce_plan(c, R, in_place, g.pieces));
   const std::vector<ce::Step>& prog = progs[static_cast<size_t>(me)];
@@ -453,43 +519,51 @@ bool CeCollectives::run(Collective c, const void* send, void* recv, uint64_t cou
                                 << " by copy engines: " << blocks_.trigger_launches
                                 << " trigger launches of one thread, reduce on " << blocks_.reduce_blocks
                                 << " thread blocks, none moving data between GPUs");
-  return true;
+}
+
+CeCollectives& Communicator::ensure_ce() {
+  if (ce_) return *ce_;
+  CeContext x;
+  x.rank = rank_;
+  x.nranks = nranks_;
+  x.device = device_;
+  x.boot = boot_.get();
+  x.timeout_s = timeout_s_;
+  x.peer_device = peer_device_;
+  x.error = error_dev_;
+  x.error_claim = error_claim_;
+  x.abort = abort_dev_;
+  // Registered ranges: weftCommRegister's, and memory windows (any flags).
+  x.registered = [this](const void* ptr, uint64_t len, uint64_t* base, uint64_t* bytes) {
+    const uint64_t p = reinterpret_cast<uint64_t>(ptr);
+    for (const auto& [h, r] : registrations_) {
+      const uint64_t b = reinterpret_cast<uint64_t>(r->ptr);
+      if (p >= b && p - b <= r->bytes && len <= r->bytes - (p - b)) {
+        *base = b;
+        *bytes = r->bytes;
+        return true;
+      }
+    }
+    if (const weftWindow* w = window_of(ptr, len)) {
+      *base = reinterpret_cast<uint64_t>(w->ptr);
+      *bytes = w->bytes;
+      return true;
+    }
+    return false;
+  };
+  x.on_error = [this](const std::string& why) { on_network_error(why); };
+  ce_ = std::make_unique<CeCollectives>(std::move(x));
+  return *ce_;
 }
 
 bool Communicator::run_copy_engine(Collective c, const void* send, void* recv, uint64_t count, int dtype, int op,
-                                   bool in_place, cudaStream_t stream) {
+                                   bool in_place, cudaStream_t stream, int root) {
   if (!ce::supports(c) || nranks_ < 2 || nranks_ > ce::kMaxRanks) {
     WEFT_LOG(Debug, "CE", "rank " << rank_ << ": " << to_string(c) << " on " << nranks_
-                                  << " ranks has no copy-engine plan; SM path");
+                                  << " ranks has no copy-engine path; SM path");
     return false;  // every rank alike, before any collective setup
   }
-  if (!ce_) {
-    CeContext x;
-    x.rank = rank_;
-    x.nranks = nranks_;
-    x.device = device_;
-    x.boot = boot_.get();
-    x.timeout_s = timeout_s_;
-    x.peer_device = peer_device_;
-    x.error = error_dev_;
-    x.error_claim = error_claim_;
-    x.abort = abort_dev_;
-    x.registered = [this](const void* ptr, uint64_t len, uint64_t* base, uint64_t* bytes) {
-      const uint64_t p = reinterpret_cast<uint64_t>(ptr);
-      for (const auto& [h, r] : registrations_) {
-        const uint64_t b = reinterpret_cast<uint64_t>(r->ptr);
-        if (p >= b && p - b <= r->bytes && len <= r->bytes - (p - b)) {
-          *base = b;
-          *bytes = r->bytes;
-          return true;
-        }
-      }
-      return false;
-    };
-    x.on_error = [this](const std::string& why) { on_network_error(why); };
-    ce_ = std::make_unique<CeCollectives>(std::move(x));
-  }
-  return ce_->run(c, send, recv, count, dtype, op, in_place, stream);
+  return ensure_ce().run(c, send, recv, count, dtype, op, in_place, stream, root);
 }
 
 }  // namespace weft

@@ -88,10 +88,14 @@ void allreduce_rank(RankPlan& rp, int R, bool in_place, int K) {
 
 }  // namespace
 
-bool supports(Collective c) { return c == Collective::AllGather || c == Collective::AllReduce; }
+bool supports(Collective c) { return c == Collective::AllReduce || direct(c); }
+
+bool direct(Collective c) {
+  return c == Collective::AllGather || c == Collective::AllToAll || c == Collective::Broadcast;
+}
 
 Plan ce_plan(Collective c, int nranks, bool in_place, int pieces) {
-  if (!supports(c))
+  if (c != Collective::AllGather && c != Collective::AllReduce)
     fail(ErrorCode::InvalidArgument, std::string("copy-engine plans exist for AllGather and AllReduce, not ") +
                                          std::string(to_string(c)));
   if (nranks < 2 || nranks > kMaxRanks)

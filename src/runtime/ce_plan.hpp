@@ -34,8 +34,12 @@ inline constexpr int kMaxReduceBlocks = 8;
 inline constexpr uint64_t kPieceBytes = 8ull << 20;
 inline constexpr int kMaxPieces = 8;
 
-/// Whether the copy-engine path implements collective c (AllGather, AllReduce).
+/// Whether the copy-engine path implements collective c (AllGather, AllReduce, AllToAll,
+/// Broadcast).
 bool supports(Collective c);
+/// Whether c runs on the copy-engine executor's direct path (runtime/ce_collectives.hpp,
+/// run_direct: AllGather, AllToAll, Broadcast) rather than as a plan through the proxy.
+bool direct(Collective c);
 
 /// The all-pairs plan for c among `nranks` ranks, every link port-ce. AllGather: one chunk
 /// of input, R of output; out of place, a local Copy of the input into the rank's own
