@@ -3,6 +3,7 @@
 
 #include "runtime/ce_plan.hpp"
 #include "runtime/collective_reference.hpp"
+#include "runtime/cta_policy.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/cuda_check.hpp"
 #include "exec/executor.hpp"
@@ -56,6 +57,10 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
   if (c == Collective::Reduce && rank_ != root) in_place = false;
 
   DeviceGuard guard(device_);
+  // Memory windows: an event after the call, which weftCommWindowDeregister queries.
+  OnSuccess window_use([&] {
+    if (!windows_.empty()) note_window_use(s, send_bytes, r, recv_bytes, stream);
+  });
   if (nranks_ == 1) {
     // One rank: every collective is its input, whatever the operation (a sum, product,
     // min, max or average of one value is that value), so it is a copy, or nothing in
@@ -72,10 +77,16 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
   const uint64_t payload = std::max(send_bytes, recv_bytes);
   Choice ch = env_overrides_ ? select_algorithm(*table_, c, payload, nranks_, layout_.cfg.connections, in_place)
                              : table_->choose(c, payload, nranks_, in_place);
+  // The CTA policy and memory windows (runtime/zero_copy.cpp): copy engines first where they apply.
+  if ((cta_policy_ == kCtaZero || !windows_.empty()) &&
+      zero_copy_first(c, s, r, count, dtype, root, in_place, payload, stream)) {
+    note_launch(stream);
+    return;
+  }
   if (ch.algorithm == ce::kAlgorithm) {
     // Copy engines into registered buffers (runtime/ce_collectives.hpp); where any rank
     // cannot, every rank runs the table's SM choice instead (logged at INFO).
-    if (!net_ && run_copy_engine(c, s, r, count, dtype, reduces ? op : weftSum, in_place, stream)) {
+    if (!net_ && run_copy_engine(c, s, r, count, dtype, reduces ? op : weftSum, in_place, stream, root)) {
       note_launch(stream);
       return;
     }
@@ -96,6 +107,7 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
     ch.protocol = effective_protocol(ch.protocol, net_ != nullptr, layout_.cfg.slot_bytes, layout_.cfg.ll_slot_bytes, &why);
     if (!why.empty()) WEFT_LOG(Debug, "COLL", what() << ": " << why);
   }
+  if (cta_policy_ == kCtaEfficiency) cap_blocks(c, in_place, root, &ch);  // runtime/zero_copy.cpp
   if (ch.algorithm == kOneShot) {
     if (trace_cap_ > 0) start_trace(nullptr, nullptr, c, ch, payload, "the one-shot kernel records no timestamps", stream);
     launch_oneshot_call(c, s, r, bytes, dtype, reduces ? op : weftSum, ch.instances, stream);
