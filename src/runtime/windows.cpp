@@ -72,6 +72,11 @@ weftWindow* Communicator::register_window(void* ptr, uint64_t bytes, int flags) 
   std::vector<WindowClaim> claims(R);
   for (size_t q = 0; q < R; ++q) {
     const WindowRecord& r = all[q];
+    // Bytes from other processes: a window that claims to run past its allocation is refused
+    // (every rank sees the same records, so every rank fails alike).
+    if (r.refusal == 0 && (r.bytes > r.alloc_bytes || r.offset > r.alloc_bytes - r.bytes))
+      fail(ErrorCode::Remote, "rank " + std::to_string(rank_) + ": rank " + std::to_string(q) +
+                                  " sent a window record that runs past its allocation; no rank registered the window");
     claims[q] = WindowClaim{static_cast<WindowRefusal>(r.refusal), r.flags, r.seq, r.bytes, r.shareable != 0};
   }
   const WindowVerdict v = judge_window(claims, !net_ && nranks_ >= 2 && nranks_ <= ce::kMaxRanks);
