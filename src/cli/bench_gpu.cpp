@@ -507,8 +507,7 @@ int bench_rank(const BenchOptions& o, int rank, int R, const weftUniqueId& id) {
   }
   // Traced rows: every size, or --trace-size only; several get the size in the file name.
   int traced_rows = 0;
-  for (double b = static_cast<double>(o.from); b <= static_cast<double>(o.to) * 1.0000001; b *= o.factor)
-    traced_rows += !o.trace.empty() && (o.trace_size == 0 || o.trace_size == static_cast<uint64_t>(b));
+  for (uint64_t size : o.sizes) traced_rows += !o.trace.empty() && (o.trace_size == 0 || o.trace_size == size);
   traced_rows *= static_cast<int>(o.collectives.size());
   if (R == 1 && traced_rows > 0) {
     if (rank == 0) std::printf("# --trace: one rank runs a copy, no kernel of weft's: nothing to trace\n");
@@ -517,7 +516,8 @@ int bench_rank(const BenchOptions& o, int rank, int R, const weftUniqueId& id) {
   for (const std::string& name : o.collectives) {
     Collective c = parse_coll(name);
     if (rank == 0 && !o.json) print_header(o, c, R, have_nccl ? &nccl : nullptr, prop.name);
-    for (double b = static_cast<double>(o.from); b <= static_cast<double>(o.to) * 1.0000001; b *= o.factor) {
+    for (uint64_t size : o.sizes) {
+      const double b = static_cast<double>(size);
       Row r;
       r.collective = std::string(to_string(c));
       uint64_t count = count_for(c, static_cast<uint64_t>(b), esz, R);

@@ -40,6 +40,7 @@ Prediction BenchPredictor::predict(Collective c, uint64_t bytes, bool trace) {
     p.plan = describe_choice(ch);
     if (ch.algorithm == kOneShot) {
       p.us = sim::oneshot_time_us(c, bytes, ranks_, graph_);
+      p.oneshot_blocks = ch.instances;
       return p;
     }
     const int depth = static_cast<int>(config::get_int("WEFT_FIFO_DEPTH"));
@@ -81,25 +82,26 @@ void run_predicted_bench(const std::vector<Collective>& collectives, const std::
               "runtime would run (its selection table and plans), launch included%s, %d ranks on topology %s "
               "(docs/traces.md)\n",
               graph ? " (CUDA graph)" : "", ranks, pred.topology_name().c_str());
-  if (csv) *csv << "collective,bytes,count,type,sim_us,sim_algbw,sim_busbw,weft_plan\n";
+  if (csv) *csv << "collective,bytes,count,type,sim_us,sim_algbw,sim_busbw,tbs,weft_plan\n";
   for (Collective c : collectives) {
-    text::Table t({"size", "count", "type", "sim(us)", "algbw(GB/s)", "busbw(GB/s)", "weft plan"});
+    text::Table t({"size", "count", "type", "sim(us)", "algbw(GB/s)", "busbw(GB/s)", "TBs", "weft plan"});
     for (uint64_t bytes : sizes) {
       const Prediction p = pred.predict(c, bytes);
       const double algbw = p.us > 0 ? static_cast<double>(bytes) / p.us / 1e3 : 0;
       const double busbw = algbw * sim::bus_factor(c, ranks);
       const std::string plan = p.us >= 0 ? p.plan : "none: " + p.why;
+      const int tbs = p.us < 0 ? 0 : p.report ? p.report->tbs_per_rank_max : p.oneshot_blocks;
       if (csv)
         *csv << to_string(c) << ',' << bytes << ',' << bytes / dtype_bytes << ',' << dtype << ',' << p.us << ',' << algbw << ','
-             << busbw << ',' << nlohmann::json(plan).dump() << '\n';
+             << busbw << ',' << tbs << ',' << nlohmann::json(plan).dump() << '\n';
       if (json) {
-        std::printf("{\"collective\":\"%s\",\"bytes\":%llu,\"sim_us\":%.3f,\"sim_busbw\":%.3f,\"weft_plan\":%s}\n",
-                    std::string(to_string(c)).c_str(), static_cast<unsigned long long>(bytes), p.us, busbw,
+        std::printf("{\"collective\":\"%s\",\"bytes\":%llu,\"sim_us\":%.3f,\"sim_busbw\":%.3f,\"tbs\":%d,\"weft_plan\":%s}\n",
+                    std::string(to_string(c)).c_str(), static_cast<unsigned long long>(bytes), p.us, busbw, tbs,
                     nlohmann::json(plan).dump().c_str());
         continue;
       }
       t.add_row({std::to_string(bytes), std::to_string(bytes / dtype_bytes), dtype, p.us >= 0 ? text::format("%.2f", p.us) : "-",
-                 text::format("%.2f", algbw), text::format("%.2f", busbw), plan});
+                 text::format("%.2f", algbw), text::format("%.2f", busbw), p.us >= 0 ? std::to_string(tbs) : "-", plan});
     }
     if (!json) std::printf("#\n# %s\n%s", std::string(to_string(c)).c_str(), t.str().c_str());
   }

@@ -24,6 +24,7 @@ struct Prediction {
   std::string why;                       ///< why there is none
   std::optional<sim::SimReport> report;  ///< the simulated plan's run (none for the one-shot kernel)
   std::string plan;                      ///< what the selection chose, as `weft bench` names it
+  int oneshot_blocks = 0;                ///< the one-shot kernel's thread blocks (a plan's are in the report)
 };
 
 class BenchPredictor {

@@ -43,9 +43,10 @@ struct CompileOptions {
   /// AllReduce on 1,024 GPUs).
   bool keep_graph = true;
   /// Memory the compilation may take, in bytes (0: default_memory_budget(), three quarters
-  /// of the machine's memory). compile() estimates its need from the algorithm's transfers
-  /// and chunk slots before the analysis and from the plan's slots once the instances are
-  /// known, and refuses with InvalidArgument naming both figures (util/memory_budget.hpp).
+  /// of the machine's memory). compile() estimates its need before the analysis from the
+  /// arrays the value placement and the task graph allocate per chunk slot, per chunk moved
+  /// and per transfer, and from the plan's slots once the instances are known, and refuses
+  /// with InvalidArgument naming both figures (util/memory_budget.hpp).
   uint64_t max_memory_bytes = 0;
 };
 

@@ -22,17 +22,34 @@ ProgressEngine::ProgressEngine(double timeout_s, std::string name)
     : timeout_s_(config::wait_seconds(timeout_s)), name_(std::move(name)) {}
 
 ProgressEngine::~ProgressEngine() {
-  stop_.store(true);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_.store(true);
+  }
+  cv_.notify_all();
   if (thread_.joinable()) thread_.join();
 }
 
 void ProgressEngine::start_thread() {
   if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+  cv_.notify_all();  // under mu_ (every caller holds it): new work for a parked thread
+}
+
+bool ProgressEngine::awaits_device() const {
+  if (progress_) return true;  // a network transport needs its progress whatever the jobs
+  for (const Job& j : jobs_)
+    if (!j.inflight.empty() ||
+        (j.epoch != 0 && j.cursor < transport_partitions(j.desc.partitions, j.desc.threshold)))
+      return true;
+  for (const RecvJob& j : recv_jobs_)
+    if (j.epoch != 0 || !j.inflight.empty()) return true;
+  return false;
 }
 
 ProgressEngine::Job* ProgressEngine::add(const ProgressJobDesc& d, std::shared_ptr<proxy::Connection> connection,
                                          const char* local, proxy::RemoteMemory buf, proxy::RemoteMemory flags,
-                                         const volatile uint64_t* ready, uint64_t* words, Staging staging) {
+                                         const volatile uint64_t* ready, uint64_t* words, Staging staging,
+                                         uint64_t* done_word) {
   check_progress_job(d);
   if (words == nullptr || (d.staged && (!staging.stage || staging.mirror == nullptr)))
     fail(ErrorCode::Internal, d.who + ": progression engine: a job without its signal words or staging mirror");
@@ -47,6 +64,7 @@ ProgressEngine::Job* ProgressEngine::add(const ProgressJobDesc& d, std::shared_p
   j.words = words;
   j.staging = std::move(staging);
   j.done.assign(d.partitions, 0);
+  j.done_word = done_word;
   start_thread();
   return &j;
 }
@@ -65,11 +83,15 @@ void ProgressEngine::set_epoch(Job* job, uint64_t epoch, uint32_t threshold) {
     d.threshold = threshold;
     check_progress_job(d);
     job->desc = d;
-    if (!d.staged) std::fill(job->words, job->words + d.partitions, epoch);
+    if (!d.staged) std::fill(job->words, job->words + transport_partitions(d.partitions, threshold), epoch);
   }
   job->epoch = epoch;
   job->cursor = 0;
   job->signals = 0;
+  cv_.notify_all();
+  // Nothing is in flight (settled above): the epoch is delivered when this many more have landed.
+  job->done_target = job->completed.load(std::memory_order_relaxed) +
+                     (epoch != 0 ? transport_partitions(job->desc.partitions, job->desc.threshold) : 0);
 }
 
 void ProgressEngine::set_progress(std::function<void()> progress) {
@@ -116,6 +138,7 @@ void ProgressEngine::set_recv_epoch(RecvJob* job, uint64_t epoch) {
   job->epoch = epoch;
   job->next = 0;
   job->arrived = 0;
+  cv_.notify_all();
 }
 
 void ProgressEngine::check() const {
@@ -179,7 +202,11 @@ uint64_t ProgressEngine::retire(Job& j) {
     landed += j.inflight.front().run.count;
     j.inflight.pop_front();
   }
-  if (landed > 0) j.completed.fetch_add(landed, std::memory_order_release);
+  if (landed > 0) {
+    const uint64_t now = j.completed.fetch_add(landed, std::memory_order_release) + landed;
+    if (j.done_word != nullptr && j.epoch != 0 && now >= j.done_target)
+      __atomic_store_n(j.done_word, j.epoch, __ATOMIC_RELEASE);
+  }
   check_age(j.inflight, j.desc.who, j.connection->peer());
   return landed;
 }
@@ -319,16 +346,22 @@ void ProgressEngine::run() {
       } catch (const std::exception& err) {
         record(ErrorCode::Internal, err.what());
       }
-      for (const Job& j : jobs_) idle = j.inflight.empty() ? idle : 0;  // in flight: keep polling
-      for (const RecvJob& j : recv_jobs_) idle = j.inflight.empty() ? idle : 0;
     }
     if (moved > 0) {
       idle = 0;
       continue;
     }
-    // Spin (yielding) while work may come soon; sleep once idle for long.
-    if (++idle > 65536) std::this_thread::sleep_for(std::chrono::microseconds(50));
-    else std::this_thread::yield();
+    // Poll (yielding, never sleeping) while a flag, a transfer or the network may bring
+    // work; after kIdlePasses empty passes with nothing of the kind pending, park until a
+    // job, an epoch or the destructor wakes the thread.
+    if (++idle < kIdlePasses) {
+      std::this_thread::yield();
+      continue;
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!stop_.load() && (failed_.load() || !awaits_device()))
+      cv_.wait(lock, [&] { return stop_.load() || (!failed_.load() && awaits_device()); });
+    idle = 0;
   }
 }
 

@@ -39,6 +39,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -90,6 +91,11 @@ class ProgressEngine {
     uint32_t signals = 0;                 ///< staged: ring slots used in this epoch
     std::deque<Op> inflight;
     std::atomic<uint64_t> completed{0};   ///< transport partitions delivered (landed), all epochs
+    /// The request's done word (weft/part/common.hpp kWordDone; null: none): the engine stores
+    /// the epoch there once `completed` reaches done_target (every transport partition of the
+    /// epoch landed), so the hosts learn it without a CUDA call.
+    uint64_t* done_word = nullptr;
+    uint64_t done_target = 0;
   };
 
   /// A staged receive request: the network writes its page-locked mirror and ring; the engine
@@ -117,11 +123,11 @@ class ProgressEngine {
   /// kRecordWords x d.partitions words that live as long as the job. `staging`: for d.staged.
   Job* add(const ProgressJobDesc& d, std::shared_ptr<proxy::Connection> connection, const char* local,
            proxy::RemoteMemory buf, proxy::RemoteMemory flags, const volatile uint64_t* ready, uint64_t* words,
-           Staging staging);
+           Staging staging, uint64_t* done_word = nullptr);
   /// Waits (bounded) for its transfers in flight, then forgets it.
   void remove(Job* job);
   /// The receiver is ready for `epoch`: the engine sends what the device marks ready in it,
-  /// grouped by `threshold`. Epoch 0 pauses the job (when this returns, the engine is not
+  /// grouped by `threshold`, and stores `epoch` into the done word once all of it landed. Epoch 0 pauses the job (when this returns, the engine is not
   /// sending for it). Transfers of the previous epoch still in flight are waited for first.
   void set_epoch(Job* job, uint64_t epoch, uint32_t threshold);
   /// An epoch ended early (a device misuse): delivers, on the calling thread, every transport
@@ -152,7 +158,11 @@ class ProgressEngine {
 
  private:
   void run();
+  /// Under mu_: true while the device, a transfer or the network may bring work (the thread
+  /// polls), false when nothing can arrive until a job or an epoch is added (it parks).
+  bool awaits_device() const;
   void start_thread();
+  static constexpr uint32_t kIdlePasses = 1u << 16;
   void record(ErrorCode code, const std::string& what);
   /// One pass over one job (never waits); returns the transport partitions it moved on.
   uint64_t serve(Job& j);
@@ -180,6 +190,7 @@ class ProgressEngine {
   std::list<RecvJob> recv_jobs_;
   std::function<void()> progress_;
   std::atomic<bool> stop_{false}, failed_{false};
+  std::condition_variable cv_;  ///< wakes a parked thread (with mu_)
   std::thread thread_;
   mutable std::mutex error_mu_;
   std::optional<std::string> error_;

@@ -116,6 +116,9 @@ std::string describe_device_error(const RequestDesc& d, int rank, uint32_t code,
              "; the second call sent nothing";
     case kDevNotStarted:
       return who + " of partition " + std::to_string(partition) + " while the request was not started";
+    case kDevNotPrepared:
+      return who + " of partition " + std::to_string(partition) + " in epoch " + std::to_string(epoch) +
+             " before pbuf_prepare returned (the receiver may not be ready); nothing was sent for it";
     default: return who + ": unknown device error code " + std::to_string(code);
   }
 }

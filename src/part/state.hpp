@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "weft/part/common.hpp"  // DeviceErrorCode
+
 namespace weft::part {
 
 enum class Direction { Send, Recv };
@@ -92,8 +94,6 @@ class RequestState {
   std::vector<uint64_t> readied_;  ///< per partition: the epoch of its last host pready
 };
 
-/// Device-side misuse codes, recorded by the device pready into the request's error word.
-enum DeviceErrorCode : uint32_t { kDevOk = 0, kDevOutOfRange = 1, kDevTwice = 2, kDevNotStarted = 3 };
 /// The message for a device-side error record of `d`'s request.
 std::string describe_device_error(const RequestDesc& d, int rank, uint32_t code, uint64_t partition, uint64_t epoch);
 

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "util/error.hpp"
+#include "util/secure_memory.hpp"
 
 namespace weft::auth {
 
@@ -45,6 +46,45 @@ void random_bytes(void* out, size_t n) {
   }
 }
 
+namespace {
+const uint8_t kZeroSecret[Secret::kBytes] = {};
+}  // namespace
+
+Secret::Secret(const Secret& o) {
+  if (o.slot_ != nullptr) std::memcpy(data(), o.slot_, kBytes);
+}
+
+Secret& Secret::operator=(const Secret& o) {
+  if (this == &o) return *this;
+  if (o.slot_ == nullptr) {
+    secure::give_slot(slot_);
+    slot_ = nullptr;
+  } else {
+    std::memcpy(data(), o.slot_, kBytes);
+  }
+  return *this;
+}
+
+Secret& Secret::operator=(Secret&& o) noexcept {
+  if (this != &o) {
+    secure::give_slot(slot_);
+    slot_ = o.slot_;
+    o.slot_ = nullptr;
+  }
+  return *this;
+}
+
+Secret::~Secret() { secure::give_slot(slot_); }
+
+const uint8_t* Secret::data() const { return slot_ != nullptr ? slot_ : kZeroSecret; }
+
+uint8_t* Secret::data() {
+  if (slot_ == nullptr) slot_ = secure::take_slot();
+  return slot_;
+}
+
+bool Secret::operator==(const Secret& o) const { return equal_ct(data(), o.data(), kBytes); }
+
 Secret random_secret() {
   Secret s;
   random_bytes(s.data(), s.size());
@@ -53,6 +93,11 @@ Secret random_secret() {
 
 Sha256::Sha256()
     : h_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19}, buf_{} {}
+
+Sha256::~Sha256() {
+  secure::wipe(h_, sizeof(h_));
+  secure::wipe(buf_, sizeof(buf_));
+}
 
 void Sha256::block(const uint8_t* p) {
   uint32_t w[64];
@@ -133,7 +178,11 @@ Hmac::Hmac(const void* key, size_t key_bytes) {
     okey_[i] = k[i] ^ 0x5c;
   }
   inner_.update(ikey, sizeof(ikey));
+  secure::wipe(k, sizeof(k));
+  secure::wipe(ikey, sizeof(ikey));
 }
+
+Hmac::~Hmac() { secure::wipe(okey_, sizeof(okey_)); }
 
 Hmac& Hmac::update(const void* data, size_t n) {
   inner_.update(data, n);
@@ -153,19 +202,30 @@ bool equal_ct(const void* a, const void* b, size_t n) {
   return diff == 0;
 }
 
-Secret secret_from_hex(const std::string& hex, const std::string& what) {
+Secret secret_from_hex(std::string_view hex, const std::string& what) {
   if (hex.size() < 32 || hex.size() > 128 || hex.size() % 2 != 0)
     fail(ErrorCode::InvalidArgument, what + " must be 32 to 128 hex digits (128 to 512 bits), an even count; it has " +
                                          std::to_string(hex.size()) + " characters");
-  std::string bytes(hex.size() / 2, '\0');
-  for (size_t i = 0; i < bytes.size(); ++i) {
+  uint8_t bytes[64];
+  const size_t n = hex.size() / 2;
+  for (size_t i = 0; i < n; ++i) {
     int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
-    if (hi < 0 || lo < 0)
+    if (hi < 0 || lo < 0) {
+      secure::wipe(bytes, sizeof(bytes));
       fail(ErrorCode::InvalidArgument,
            what + " has a character that is not a hex digit at position " + std::to_string(hi < 0 ? 2 * i : 2 * i + 1));
-    bytes[i] = static_cast<char>(hi << 4 | lo);
+    }
+    bytes[i] = static_cast<uint8_t>(hi << 4 | lo);
   }
-  return sha256(bytes.data(), bytes.size());
+  Secret s;
+  {
+    Sha256 h;
+    Digest d = h.update(bytes, n).finish();
+    std::memcpy(s.data(), d.data(), d.size());
+    secure::wipe(d.data(), d.size());
+  }
+  secure::wipe(bytes, sizeof(bytes));
+  return s;
 }
 
 }  // namespace weft::auth

@@ -10,11 +10,39 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace weft::auth {
 
 using Digest = std::array<uint8_t, 32>;
-using Secret = std::array<uint8_t, 32>;
+
+/// A communicator's 256-bit key. Its bytes live in secret memory (util/secure_memory.hpp:
+/// left out of core dumps, locked in RAM where allowed) and are wiped when the object dies;
+/// a copy takes a slot of its own. An empty Secret (default, or moved from) reads as all
+/// zero and holds no memory until data() is written through.
+class Secret {
+ public:
+  static constexpr size_t kBytes = 32;
+  Secret() = default;
+  Secret(const Secret& o);
+  Secret(Secret&& o) noexcept : slot_(o.slot_) { o.slot_ = nullptr; }
+  Secret& operator=(const Secret& o);
+  Secret& operator=(Secret&& o) noexcept;
+  ~Secret();
+
+  static constexpr size_t size() { return kBytes; }
+  /// The bytes (all zero while empty).
+  const uint8_t* data() const;
+  /// The bytes to write; takes the secret memory on first use.
+  uint8_t* data();
+  const uint8_t* begin() const { return data(); }
+  const uint8_t* end() const { return data() + kBytes; }
+  /// Compares in constant time.
+  bool operator==(const Secret& o) const;
+
+ private:
+  uint8_t* slot_ = nullptr;
+};
 
 /// Fills `n` bytes from getrandom(2) (the kernel's CSPRNG); throws System if it fails.
 void random_bytes(void* out, size_t n);
@@ -25,6 +53,9 @@ Secret random_secret();
 class Sha256 {
  public:
   Sha256();
+  ~Sha256();  ///< wipes the state (it may hold key bytes)
+  Sha256(const Sha256&) = default;
+  Sha256& operator=(const Sha256&) = default;
   Sha256& update(const void* data, size_t n);
   Digest finish();
 
@@ -42,6 +73,7 @@ Digest sha256(const void* data, size_t n);
 class Hmac {
  public:
   Hmac(const void* key, size_t key_bytes);
+  ~Hmac();  ///< wipes the key-derived pads
   Hmac& update(const void* data, size_t n);
   template <typename T>
   Hmac& add(const T& value) {
@@ -59,6 +91,7 @@ bool equal_ct(const void* a, const void* b, size_t n);
 
 /// Reads a secret given as hex (at least 32 digits, i.e. 128 bits; at most 128 digits) and
 /// returns SHA-256 of its bytes. Throws InvalidArgument naming `what` (never echoing the value).
-Secret secret_from_hex(const std::string& hex, const std::string& what);
+/// Makes no copy of `hex`; the decoded bytes and the hash state are wiped before it returns.
+Secret secret_from_hex(std::string_view hex, const std::string& what);
 
 }  // namespace weft::auth

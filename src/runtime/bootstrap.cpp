@@ -317,7 +317,7 @@ void UniqueId::serialize(char out[kBytes]) const {
   std::memset(out, 0, kBytes);
   std::memcpy(out, &magic, 8);
   std::memcpy(out + 8, &version, 4);
-  static_assert(sizeof(net::Address) <= 32 && 48 + sizeof(auth::Secret) <= kBytes);
+  static_assert(sizeof(net::Address) <= 32 && 48 + auth::Secret::kBytes <= kBytes);
   std::memcpy(out + 16, &root, sizeof(net::Address));
   std::memcpy(out + 48, secret.data(), secret.size());
 }
@@ -333,6 +333,9 @@ UniqueId UniqueId::deserialize(const char in[kBytes]) {
 
 UniqueId start_bootstrap_root(RootOptions o) {
   if (!o.address.valid()) o.address = net::default_interface_address();
+  if (net::is_wildcard(o.address))
+    fail(ErrorCode::InvalidArgument, "the bootstrap root never listens on a wildcard address (" + o.address.str() +
+                                         ", every interface); give an address of this host that the ranks reach");
   while (o.magic == 0) auth::random_bytes(&o.magic, sizeof(o.magic));
   UniqueId id;
   id.secret = o.secret ? *o.secret : auth::random_secret();

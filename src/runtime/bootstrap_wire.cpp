@@ -65,11 +65,20 @@ auth::Digest reply_proof(const auth::Secret& secret, const Nonces& n, const Repl
 }
 
 Acceptor::Acceptor(const net::Socket& listener, uint64_t magic, const auth::Secret& secret, std::string where)
-    : listener_(listener), magic_(magic), secret_(secret), where_(std::move(where)) {}
+    : listener_(listener),
+      magic_(magic),
+      secret_(secret),
+      where_(std::move(where)),
+      log_("BOOT", where_, "connections refused or dropped") {}
 
 void Acceptor::refuse(const Pending& p, const std::string& why) {
   ++refused_;
-  WEFT_LOG(Warn, "BOOT", where_ << " refused the connection from " << p.from << ": " << why);
+  log_.note(log::Level::Warn, where_ + " refused the connection from " + p.from + ": " + why);
+}
+
+void Acceptor::drop(log::Level level, const std::string& line) {
+  ++dropped_;
+  log_.note(level, line);
 }
 
 bool Acceptor::advance(Pending& p, std::optional<Session>& out) {
@@ -77,7 +86,7 @@ bool Acceptor::advance(Pending& p, std::optional<Session>& out) {
   auto* buf = reinterpret_cast<char*>(&p.in);
   long k = p.sock.recv_some(buf + p.got, want - p.got);
   if (k < 0) {
-    WEFT_LOG(Debug, "BOOT", where_ << ": the connection from " << p.from << " closed during the handshake");
+    drop(log::Level::Debug, where_ + ": the connection from " + p.from + " closed during the handshake");
     return true;
   }
   p.got += static_cast<size_t>(k);
@@ -101,7 +110,10 @@ bool Acceptor::advance(Pending& p, std::optional<Session>& out) {
     auth::random_bytes(p.nonces.server.data(), p.nonces.server.size());
     a.nonce = p.nonces.server;
     a.proof = server_proof(secret_, magic_, p.nonces);
-    if (!p.sock.send_now(&a, sizeof(a))) return true;
+    if (!p.sock.send_now(&a, sizeof(a))) {
+      drop(log::Level::Debug, where_ + ": the connection from " + p.from + " did not take the answer at once");
+      return true;
+    }
     p.answered = true;
     return false;
   }
@@ -126,12 +138,12 @@ std::optional<Session> Acceptor::next(net::Deadline deadline, const std::atomic<
     pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
                                   [&](const Pending& p) {
                                     if (p.until > now) return false;
-                                    WEFT_LOG(Debug, "BOOT",
-                                             where_ << ": dropped the connection from " << p.from
-                                                    << ", silent through its handshake");
+                                    drop(log::Level::Debug, where_ + ": dropped the connection from " + p.from +
+                                                                ", silent through its handshake");
                                     return true;
                                   }),
                    pending_.end());
+    log_.tick();
     if (now >= deadline || (cancel && cancel->load())) return std::nullopt;
     std::vector<pollfd> fds;
     fds.reserve(pending_.size() + 1);
@@ -159,9 +171,8 @@ std::optional<Session> Acceptor::next(net::Deadline deadline, const std::atomic<
         net::Socket s = listener_.try_accept(&from);
         if (!s.valid()) break;
         if (pending_.size() >= kMaxPending) {
-          WEFT_LOG(Warn, "BOOT",
-                   where_ << ": " << kMaxPending << " handshakes in progress; dropped the oldest, from "
-                          << pending_.front().from);
+          drop(log::Level::Warn, where_ + ": " + std::to_string(kMaxPending) +
+                                     " handshakes in progress; dropped the oldest, from " + pending_.front().from);
           pending_.erase(pending_.begin());
         }
         Pending p;

@@ -26,6 +26,7 @@
 #include "runtime/auth.hpp"
 #include "runtime/socket.hpp"
 #include "util/error.hpp"
+#include "util/log_limit.hpp"
 
 namespace weft::bootwire {
 
@@ -113,7 +114,9 @@ auth::Digest reply_proof(const auth::Secret& secret, const Nonces& n, const Repl
 /// and all handshakes in progress together, so a silent or slow connection never delays
 /// another; a connection that sends garbage, the wrong magic or a wrong proof is logged
 /// (WARN, with its address and the reason) and closed before anything is sent to it but
-/// the Answer.
+/// the Answer. Those lines are rate-limited (log::Limiter: 5 a second one by one, then a
+/// count per second, and a total when the acceptor is destroyed), so a flood of
+/// connections cannot flood the log.
 class Acceptor {
  public:
   Acceptor(const net::Socket& listener, uint64_t magic, const auth::Secret& secret, std::string where);
@@ -122,6 +125,9 @@ class Acceptor {
   std::optional<Session> next(net::Deadline deadline, const std::atomic<bool>* cancel = nullptr);
   /// Connections refused so far (garbage, wrong magic, wrong proof).
   int refused() const { return refused_; }
+  /// Connections dropped so far: closed or silent through the handshake, or the oldest
+  /// dropped beyond kMaxPending.
+  int dropped() const { return dropped_; }
 
  private:
   struct Pending {
@@ -139,6 +145,7 @@ class Acceptor {
   /// Reads what arrived on `p`; true when it is finished (dropped, or `out` filled).
   bool advance(Pending& p, std::optional<Session>& out);
   void refuse(const Pending& p, const std::string& why);
+  void drop(log::Level level, const std::string& line);
 
   const net::Socket& listener_;
   uint64_t magic_;
@@ -146,6 +153,8 @@ class Acceptor {
   std::string where_;
   std::vector<Pending> pending_;
   int refused_ = 0;
+  int dropped_ = 0;
+  log::Limiter log_;
 };
 
 }  // namespace weft::bootwire

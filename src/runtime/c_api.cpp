@@ -20,6 +20,7 @@
 #include "util/checked.hpp"
 #include "util/handle_registry.hpp"
 #include "util/log.hpp"
+#include "util/secure_memory.hpp"
 #include "weft/weft.h"
 
 struct weftComm {
@@ -147,7 +148,9 @@ weftResult_t weftCommInitRank(weftComm_t* comm, int nranks, weftUniqueId commId,
     *comm = nullptr;
     int device = 0;
     WEFT_CUDA_CHECK(cudaGetDevice(&device));
-    *comm = make_comm(weft::UniqueId::deserialize(commId.internal), nranks, rank, device);
+    const weft::UniqueId id = weft::UniqueId::deserialize(commId.internal);
+    weft::secure::wipe(commId.internal, sizeof(commId.internal));  // this call's copy; `id` wipes its own
+    *comm = make_comm(id, nranks, rank, device);
   });
 }
 

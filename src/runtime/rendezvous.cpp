@@ -16,6 +16,7 @@
 #include "util/config.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
+#include "util/secure_memory.hpp"
 
 namespace weft::rendezvous {
 
@@ -40,10 +41,13 @@ std::string file_name(const std::string& prefix, const std::string& key) {
 }
 
 /// The root's address from WEFT_BOOTSTRAP_ADDR or MASTER_ADDR / MASTER_PORT; empty if none.
-std::string root_address() {
+/// `source` says which variables gave it, for errors.
+std::string root_address(std::string& source) {
   std::string addr = config::get_string("WEFT_BOOTSTRAP_ADDR");
+  source = "WEFT_BOOTSTRAP_ADDR='" + addr + "'";
   if (!addr.empty()) return addr;
   std::string host = env_str("MASTER_ADDR"), port = env_str("MASTER_PORT");
+  source = "MASTER_ADDR='" + host + "' (the bootstrap root listens at MASTER_PORT + 1)";
   if (host.empty() || port.empty()) return "";
   char* end = nullptr;
   long p = std::strtol(port.c_str(), &end, 10);
@@ -51,6 +55,24 @@ std::string root_address() {
     fail(ErrorCode::InvalidArgument,
          "MASTER_PORT='" + port + "' is not a port in 1..65534 (weft's root listens at MASTER_PORT + 1)");
   return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(p + 1);
+}
+
+/// Parses the root's address `given`, naming `source` in errors. A wildcard (0.0.0.0, ::,
+/// or what resolves to them: "0", "[::0]") is refused: the root would listen on every
+/// interface.
+net::Address parse_root_address(const std::string& given, const std::string& source) {
+  net::Address addr;
+  try {
+    addr = net::parse_address(given);
+  } catch (const Error& e) {
+    fail(e.code(), source + ": " + e.what());
+  }
+  if (net::is_wildcard(addr))
+    fail(ErrorCode::InvalidArgument,
+         source + " is a wildcard address (" + addr.str() +
+             "): weft's bootstrap root never listens on every interface; give this host's address on the network "
+             "the ranks share (or 127.0.0.1 when they all run here)");
+  return addr;
 }
 
 /// Starts the root at `addr`, or at WEFT_SOCKET_IFNAME's address with its port when `addr`
@@ -168,6 +190,7 @@ std::function<void()> publish(const std::string& path, const UniqueId& id) {
   bool ok = ::fchmod(fd, 0600) == 0 && ::write(fd, buf, sizeof(buf)) == static_cast<ssize_t>(sizeof(buf)) &&
             ::fstat(fd, &st) == 0;
   int err = errno;
+  secure::wipe(buf, sizeof(buf));
   ::close(fd);
   if (!ok) {
     ::unlink(path.c_str());
@@ -200,17 +223,23 @@ std::optional<UniqueId> read_published(const std::string& path) {
     fail(ErrorCode::InvalidUsage, "weftCommInitFromEnv: " + path +
                                       " is not a regular file of this user closed to "
                                       "group and others; refusing the unique id in it");
-  if (got != static_cast<ssize_t>(sizeof(buf))) return std::nullopt;  // still being written
-  return UniqueId::deserialize(buf);
+  if (got != static_cast<ssize_t>(sizeof(buf))) {
+    secure::wipe(buf, sizeof(buf));
+    return std::nullopt;  // still being written
+  }
+  UniqueId id = UniqueId::deserialize(buf);
+  secure::wipe(buf, sizeof(buf));
+  return id;
 }
 
 UniqueId unique_id_from_env(int rank, int nranks, const std::string& job) {
-  const std::string given = root_address();
+  std::string source;
+  const std::string given = root_address(source);
   std::optional<auth::Secret> secret;
   if (const char* hex = std::getenv("WEFT_BOOTSTRAP_SECRET"); hex != nullptr && *hex != '\0')
     secret = auth::secret_from_hex(hex, "WEFT_BOOTSTRAP_SECRET");
   if (!given.empty()) {
-    net::Address addr = net::parse_address(given);
+    const net::Address addr = parse_root_address(given, source);
     if (secret) {
       // Every rank knows everything: no file. The magic only names the communicator.
       const std::string key = "weft-env|" + given + "|" + std::to_string(nranks) + "|" + job;

@@ -276,8 +276,42 @@ SelectionTable load_selection_table(const std::string& path) {
   return parse_selection_table(*contents, path);
 }
 
+SelectionTable compose_selection_tables(const SelectionTable& fallback,
+                                        const std::vector<std::pair<int, SelectionTable>>& per_count) {
+  if (per_count.empty()) return fallback;
+  SelectionTable t;
+  std::vector<int> seen;
+  std::string origins;
+  for (const auto& [n, table] : per_count) {
+    if (n < 1) fail(ErrorCode::Parse, text::format("%s: a table for %d ranks; a communicator has at least 1", table.origin.c_str(), n));
+    if (std::find(seen.begin(), seen.end(), n) != seen.end())
+      fail(ErrorCode::Parse, text::format("%s: a second table for %d ranks (one table per rank count)", table.origin.c_str(), n));
+    seen.push_back(n);
+    origins += table.origin + ", ";
+    const uint64_t want = static_cast<uint64_t>(n);
+    for (size_t i = 0; i < table.rows.size(); ++i) {
+      SelectionRow r = table.rows[i];
+      if (!r.ranks.contains(want))
+        fail(ErrorCode::Parse, text::format("%s:%d: rows[%zu].ranks: [%llu, %s] leaves out %d, the rank count this table is for",
+                                            table.origin.c_str(), r.line, i, static_cast<unsigned long long>(r.ranks.lo),
+                                            r.ranks.hi == UINT64_MAX ? "null" : std::to_string(r.ranks.hi).c_str(), n));
+      r.ranks = Range{want, want};
+      t.rows.push_back(std::move(r));
+    }
+  }
+  t.origin = origins + fallback.origin;
+  t.rows.insert(t.rows.end(), fallback.rows.begin(), fallback.rows.end());
+  return t;
+}
+
 const SelectionTable& default_selection_table() {
-  static const SelectionTable t = parse_selection_table(default_selection_text(), "(built-in selection/default.json)");
+  static const SelectionTable t = [] {
+    std::vector<std::pair<int, SelectionTable>> per_count;
+    for (const RankTableText& rt : builtin_rank_table_texts())
+      per_count.emplace_back(rt.ranks, parse_selection_table(rt.text, "(built-in selection/" + std::string(rt.file) + ")"));
+    return compose_selection_tables(parse_selection_table(default_selection_text(), "(built-in selection/default.json)"),
+                                    per_count);
+  }();
   return t;
 }
 

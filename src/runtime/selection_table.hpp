@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ir/algorithm.hpp"
@@ -79,11 +80,32 @@ SelectionTable parse_selection_table(std::string_view text, const std::string& o
 /// Reads and parses the file at `path` (System error when it cannot be read).
 SelectionTable load_selection_table(const std::string& path);
 
-/// weft's default table (selection/default.json as built into the library), parsed once.
+/// A table for one rank count: selection/ranks-N.json as built into the library.
+struct RankTableText {
+  int ranks = 0;           ///< N: the communicators it is for
+  std::string_view file;   ///< "ranks-4.json"
+  std::string_view text;
+};
+
+/// `fallback`'s rows preceded, for each (N, table) of `per_count`, by that table's rows
+/// narrowed to N ranks: a communicator of N ranks takes the first row of N's table that
+/// matches, and any call that table does not cover (and every call of a rank count no
+/// table is for) falls through to `fallback`'s rows. A row whose `ranks` leaves out N, or two
+/// tables for one N, is a Parse error naming the table, the row's line and the field. With
+/// no table the result is `fallback` itself, origin included.
+SelectionTable compose_selection_tables(const SelectionTable& fallback,
+                                        const std::vector<std::pair<int, SelectionTable>>& per_count);
+
+/// weft's built-in table: selection/default.json with the tables of selection/ranks-N.json
+/// before it (compose_selection_tables), as built into the library, parsed once.
 const SelectionTable& default_selection_table();
 
 /// The text of selection/default.json as built into the library.
 std::string_view default_selection_text();
+
+/// The tables of selection/ranks-N.json built into the library, by ascending N (none when
+/// the folder has none).
+const std::vector<RankTableText>& builtin_rank_table_texts();
 
 /// The table a communicator uses: WEFT_SELECTION's file when set, else the default.
 std::shared_ptr<const SelectionTable> selection_table_for_environment();

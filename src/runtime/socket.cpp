@@ -149,11 +149,22 @@ Address parse_address(const std::string& host_port) {
     host = host_port.substr(0, colon);
     port = host_port.substr(colon + 1);
   }
+  if (host.empty()) fail(ErrorCode::InvalidArgument, "address '" + host_port + "' has no host");
   char* end = nullptr;
   long p = std::strtol(port.c_str(), &end, 10);
   if (port.empty() || *end != '\0' || p <= 0 || p > 65535)
     fail(ErrorCode::InvalidArgument, "address '" + host_port + "' has no valid port (1..65535)");
   return resolve(host, static_cast<uint16_t>(p));
+}
+
+bool is_wildcard(const Address& a) {
+  static const uint8_t zero[16] = {};
+  static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};  // ::ffff:0.0.0.0
+  if (a.family == AF_INET) return std::memcmp(a.addr, zero, 4) == 0;
+  if (a.family == AF_INET6)
+    return std::memcmp(a.addr, zero, 16) == 0 ||
+           (std::memcmp(a.addr, mapped, 12) == 0 && std::memcmp(a.addr + 12, zero, 4) == 0);
+  return false;
 }
 
 namespace {

@@ -28,8 +28,12 @@ struct Address {
   std::string str() const;
 };
 
-/// Parses "host:port", "[v6]:port" (host may be a name; resolved once). Throws InvalidArgument.
+/// Parses "host:port", "[v6]:port" (host may be a name; resolved once). Throws InvalidArgument,
+/// also for an empty host.
 Address parse_address(const std::string& host_port);
+/// Whether `a` is a wildcard address (0.0.0.0, ::, ::ffff:0.0.0.0): a socket bound there
+/// listens on every interface.
+bool is_wildcard(const Address& a);
 /// Resolves `host` (name or literal) and sets `port`.
 Address resolve(const std::string& host, uint16_t port);
 /// The address the bootstrap root advertises: the interface named (or prefixed) by

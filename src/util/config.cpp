@@ -31,7 +31,8 @@ const std::vector<Variable>& registry() {
       {"WEFT_SOCKET_IFNAME", Type::String, "",
        "Network interface (or prefix) whose address the bootstrap root advertises; empty picks the first non-loopback one, else loopback."},
       {"WEFT_MEMORY_BUDGET", Type::String, "",
-       "Memory the compiler and the simulator may take (e.g. 64G); empty: three quarters of the machine's memory. --memory-budget overrides it."},
+       "Memory the compiler and the simulator may take (e.g. 64G); empty: three quarters of the machine's memory, under "
+       "ulimit -v or -d what is left of the limit. --memory-budget overrides it."},
       {"WEFT_DATA_DIR", Type::String, "",
        "Directory holding algorithms/ and topologies/; empty means next to the binary, then the source tree."},
       {"WEFT_MICROBATCH_BYTES", Type::Int, "0",
@@ -54,6 +55,10 @@ const std::vector<Variable>& registry() {
        "Partitioned progression engine between emulated nodes (WEFT_PART_PATH=proxy, WEFT_EMULATE_NODES): 1 stages "
        "every transfer through page-locked host memory even where UCX registers CUDA memory (it does so anyway where "
        "UCX cannot; docs/partitioned.md), read when a partitioned context is created."},
+      {"WEFT_PART_TRACE", Type::Int, "0",
+       "Partitioned requests print host timestamps of epochs 2 to N+1 on stderr, one line per request and epoch "
+       "(start, pbuf_prepare, the caller's time, wait and its polls; docs/partitioned.md), read when a partitioned "
+       "context is created; 0: off.", 0, 1000000},
       {"WEFT_TOPOLOGY", Type::String, "",
        "Machine the runtime compiles algorithms for: a topology file, a preset name (weft topology --list) or "
        "'detect' (this machine's GPUs, NVLink and NICs, detected once per process: weft topology --detect --summary); "
@@ -101,7 +106,9 @@ const std::vector<Variable>& registry() {
        "in a private folder weft-<uid>/ (0700, file 0600), when WEFT_BOOTSTRAP_SECRET is not set."},
       {"WEFT_BOOTSTRAP_SECRET", Type::String, "",
        "32 to 128 hex digits: the communicator's secret for weftCommInitFromEnv, set alike on every rank by the launcher; "
-       "unset, rank 0 draws one and hands it over through WEFT_BOOTSTRAP_DIR (same host or a shared folder)."},
+       "unset, rank 0 draws one and hands it over through WEFT_BOOTSTRAP_DIR (same host or a shared folder). Never "
+       "printed: weft env shows 'set (hidden)', and no log line carries it.",
+       0, 0, true},
       {"WEFT_EXECUTOR", Type::String, "interp",
        "Which kernels run plans (docs/generated-kernels.md), read when a communicator is created: interp (the "
        "plan interpreter) or gen (a kernel generated per plan and rank, compiled with NVRTC at first use; needs "
@@ -132,6 +139,8 @@ const Variable& lookup(std::string_view name) {
 
 std::string get_string(std::string_view name) {
   const Variable& var = lookup(name);
+  if (var.secret)
+    fail(ErrorCode::Internal, std::string(name) + " is a secret: read it with getenv into auth::Secret, never as a string");
   const char* env = std::getenv(std::string(name).c_str());
   if (env != nullptr) return env;
   return std::string(var.default_value);
@@ -225,8 +234,10 @@ std::string format_table() {
   std::ostringstream out;
   for (const auto& v : registry()) {
     const char* env = std::getenv(std::string(v.name).c_str());
-    out << v.name << "  (" << type_name(v.type) << ", default '" << v.default_value << "'"
-        << (env ? std::string(", set to '") + env + "'" : std::string()) << ")\n    " << v.description << "\n";
+    std::string value;
+    if (env != nullptr) value = v.secret ? std::string(", set (hidden)") : std::string(", set to '") + env + "'";
+    out << v.name << "  (" << type_name(v.type) << ", default '" << v.default_value << "'" << value << ")\n    "
+        << v.description << "\n";
   }
   return out.str();
 }

@@ -9,6 +9,11 @@
 //                      parrived; then host pready with odd sizes
 //   coll   --ranks N   partitioned AllReduce (int32 sum, float32 max, float64 sum) and
 //                      Broadcast from every root, three epochs, uneven chunks
+//   reuse  --ranks N   many epochs back to back on one request each (1,000 at block
+//                      granularity, 300 at warp granularity with threshold 3, 100 at thread
+//                      granularity with threshold 64; 300 of a partitioned AllReduce): new
+//                      random data every epoch, the receive buffer poisoned before each, every
+//                      element checked on the device (after device parrived) and counted
 //   misuse             every misuse is an error with its message: device pready twice and
 //                      out of range (p2p and collective), host pready twice, out of range,
 //                      start while active, partition counts that differ from the peer's
@@ -131,6 +136,54 @@ __host__ __device__ T gen(int rank, uint64_t epoch, uint64_t i) {
   return static_cast<T>(static_cast<int64_t>(value(epoch * 1000 + static_cast<uint64_t>(rank), i) % 2001) - 1000);
 }
 
+/// Reuse check: block x waits (bounded) for partitions, then compares each element of the
+/// receive buffer with value(seed, i); counts the elements checked and those that differ, and
+/// keeps the first bad index.
+__global__ void check_epoch(PrecvDeviceHandle h, const uint64_t* dst, uint64_t seed, uint64_t per,
+                            unsigned long long* counts, int* timed_out) {
+  __shared__ unsigned long long s_bad, s_checked;
+  if (threadIdx.x == 0) s_bad = s_checked = 0;
+  __syncthreads();
+  for (uint32_t p = blockIdx.x; p < h.partitions; p += gridDim.x) {
+    if (threadIdx.x == 0) {
+      const uint64_t t0 = clock64();
+      while (!h.parrived(p))
+        if (clock64() - t0 > 60ull * 2000000000ull) {
+          atomicExch(timed_out, 1);
+          break;
+        }
+    }
+    __syncthreads();
+    for (uint64_t w = threadIdx.x; w < per; w += blockDim.x) {
+      const uint64_t i = p * per + w;
+      if (__ldcg(dst + i) != value(seed, i)) {
+        atomicAdd(&s_bad, 1ull);
+        atomicCAS(&counts[2], ~0ull, i);
+      }
+      atomicAdd(&s_checked, 1ull);
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    atomicAdd(&counts[0], s_checked);
+    atomicAdd(&counts[1], s_bad);
+  }
+}
+
+/// Reuse check of an AllReduce (sum over ranks of gen): counts[0] checked, [1] wrong, [2] first wrong.
+template <typename T>
+__global__ void check_sum(const T* buf, uint64_t n, int nranks, uint64_t epoch, unsigned long long* counts) {
+  for (uint64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    T want = 0;
+    for (int r = 0; r < nranks; ++r) want += gen<T>(r, epoch, i);
+    if (buf[i] != want) {
+      atomicAdd(&counts[1], 1ull);
+      atomicCAS(&counts[2], ~0ull, i);
+    }
+    atomicAdd(&counts[0], 1ull);
+  }
+}
+
 /// Block u writes partition u (unless `write` is 0), then runs the collective for it and
 /// checks that parrived says so.
 template <typename T>
@@ -216,10 +269,10 @@ void explain_send(const PsendDeviceHandle& h, uint64_t e, cudaStream_t producer,
     return;
   }
   uint32_t claimed = 0, complete = 0;
-  for (uint32_t p = 0; p < U; ++p) claimed += stamps[p] == e;
+  for (uint32_t p = 0; p < U; ++p) claimed += stamps[p] >= e;  // a stamp counts a partition's preadies
   for (uint32_t t = 0; t < T; ++t) complete += counters[t] >= weft::part::transport_size(U, h.threshold, t) * e;
   std::printf("rank %d: diagnosis: %u of %u partitions claimed, %u of %u transport partitions counted complete "
-              "(threshold %u), device sent counter %llu, epoch word %llu\n", g_rank, claimed, U, complete, T,
+              "(threshold %u), device sent counter %llu, prepared-epoch cache %llu\n", g_rank, claimed, U, complete, T,
               h.threshold, (unsigned long long)ctl[weft::part::kCtlSent], (unsigned long long)ctl[weft::part::kCtlEpoch]);
   if (h.ready != nullptr) {  // progression-engine path: the flags the engine polls (host-mapped)
     uint32_t marked = 0;
@@ -439,6 +492,132 @@ int coll(int nranks, int rank, const weftUniqueId& id) {
   return close_comm(c, scratch);
 }
 
+/// One send and one receive request (ring neighbours) run `epochs` epochs back to back at
+/// granularity `gran` with `threshold`; every element of every epoch is checked on the device.
+int reuse_p2p(Comm& c, int nranks, int rank, int gran, uint32_t threshold, uint64_t epochs, int tag,
+              unsigned long long* counts, int* timed_out) {
+  const int next = (rank + 1) % nranks, prev = (rank + nranks - 1) % nranks;
+  constexpr uint32_t kBlocks = 48, kThreads = 256;
+  constexpr uint64_t kElems = kBlocks * kThreads;
+  const uint64_t per = gran == 0 ? 1 : gran == 1 ? 32 : kThreads;
+  const uint32_t parts = static_cast<uint32_t>(kElems / per);
+  uint64_t *src = nullptr, *dst = nullptr;
+  CUDA_OK(cudaMalloc(&src, kElems * 8));
+  CUDA_OK(cudaMalloc(&dst, kElems * 8));
+  weftPrequest_t s = nullptr, r = nullptr;
+  WEFT_OK(weftPsendInit(src, static_cast<int>(parts), per, weftUint64, next, tag, c.pc, &s));
+  WEFT_OK(weftPrecvInit(dst, static_cast<int>(parts), per, weftUint64, prev, tag, c.pc, &r));
+  weftPdevRequest_t d = nullptr;
+  const void* dh = nullptr;
+  WEFT_OK(weftPdevRequestCreate(s, static_cast<int>(threshold), &d, &dh));
+  PrecvDeviceHandle rh;
+  WEFT_OK(weftPrecvDeviceHandle(r, &rh, sizeof(rh)));
+  PsendDeviceHandle sh{};
+  const unsigned long long init[3] = {0, 0, ~0ull};
+  CUDA_OK(cudaMemcpy(counts, init, sizeof(init), cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemset(timed_out, 0, sizeof(int)));
+  for (uint64_t e = 1; e <= epochs; ++e) {
+    WEFT_OK(weftPstart(s));
+    WEFT_OK(weftPstart(r));
+    // Poisoned before this side says it is ready (after the last epoch's check read it).
+    CUDA_OK(cudaMemsetAsync(dst, 0xA5, kElems * 8, c.stream2));
+    CHECK(gt::sync_bounded(reinterpret_cast<weftStream_t>(c.stream2), 120), "epoch %llu: the check did not finish",
+          (unsigned long long)e);
+    weftPrequest_t both[2] = {s, r};
+    WEFT_OK(weftPbufPrepareAll(2, both));
+    if (e == 1) CUDA_OK(cudaMemcpy(&sh, dh, sizeof(sh), cudaMemcpyDeviceToHost));
+    const uint64_t seed = (static_cast<uint64_t>(rank) << 40) | (static_cast<uint64_t>(tag) << 24) | e;
+    const uint64_t pseed = (static_cast<uint64_t>(prev) << 40) | (static_cast<uint64_t>(tag) << 24) | e;
+    produce<<<kBlocks, kThreads, 0, c.stream>>>(sh, src, seed, gran);
+    check_epoch<<<16, 256, 0, c.stream2>>>(rh, dst, pseed, per, counts, timed_out);
+    CUDA_OK(cudaGetLastError());
+    WEFT_OK(weftPwait(s));
+    WEFT_OK(weftPwait(r));
+  }
+  CHECK(gt::sync_bounded(reinterpret_cast<weftStream_t>(c.stream), 120), "the producer did not finish");
+  CHECK(gt::sync_bounded(reinterpret_cast<weftStream_t>(c.stream2), 120), "the check did not finish");
+  unsigned long long got[3];
+  int to = 0;
+  CUDA_OK(cudaMemcpy(got, counts, sizeof(got), cudaMemcpyDeviceToHost));
+  CUDA_OK(cudaMemcpy(&to, timed_out, sizeof(int), cudaMemcpyDeviceToHost));
+  CHECK(to == 0, "gran %d threshold %u: device parrived never saw a partition", gran, threshold);
+  CHECK(got[0] == epochs * kElems, "gran %d threshold %u: %llu elements checked, expected %llu", gran, threshold,
+        got[0], (unsigned long long)(epochs * kElems));
+  CHECK(got[1] == 0, "gran %d threshold %u: %llu of %llu elements wrong over %llu epochs (first at index %llu of an "
+        "epoch)", gran, threshold, got[1], got[0], (unsigned long long)epochs, got[2]);
+  WEFT_OK(weftPdevRequestFree(d));
+  WEFT_OK(weftPrequestFree(s));
+  WEFT_OK(weftPrequestFree(r));
+  CUDA_OK(cudaFree(src));
+  CUDA_OK(cudaFree(dst));
+  std::printf("rank %d: reuse (%s path) granularity %d threshold %u: %llu epochs on one request pair, all %llu "
+              "elements right\n", rank, path_name(), gran, threshold, (unsigned long long)epochs, got[0]);
+  return 0;
+}
+
+/// A partitioned AllReduce (int64 sum) run `epochs` epochs back to back, checked on the device.
+int reuse_coll(Comm& c, int nranks, int rank, uint64_t epochs, unsigned long long* counts) {
+  constexpr uint32_t parts = 12;
+  constexpr uint64_t count = 1000 + 3;
+  const uint64_t n = parts * count;
+  int64_t* buf = nullptr;
+  int* flag = nullptr;
+  CUDA_OK(cudaMalloc(&buf, n * sizeof(int64_t)));
+  CUDA_OK(cudaMalloc(&flag, sizeof(int)));
+  CUDA_OK(cudaMemset(flag, 0, sizeof(int)));
+  weftPcoll_t coll = nullptr;
+  WEFT_OK(weftPallreduceInit(buf, parts, count, weftInt64, weftSum, 77, c.pc, &coll));
+  const void* dh = nullptr;
+  WEFT_OK(weftPcollDeviceHandle(coll, &dh));
+  PcollDeviceHandle h{};
+  const unsigned long long init[3] = {0, 0, ~0ull};
+  CUDA_OK(cudaMemcpy(counts, init, sizeof(init), cudaMemcpyHostToDevice));
+  for (uint64_t e = 1; e <= epochs; ++e) {
+    CUDA_OK(cudaMemsetAsync(buf, 0xA5, n * sizeof(int64_t), c.stream));  // poison; ordered before the kernel
+    WEFT_OK(weftPcollStart(coll));
+    WEFT_OK(weftPcollPbufPrepare(coll));
+    if (e == 1) CUDA_OK(cudaMemcpy(&h, dh, sizeof(h), cudaMemcpyDeviceToHost));
+    coll_kernel<int64_t><<<parts, 256, 0, c.stream>>>(h, buf, rank, e, 1, flag);
+    WEFT_OK(weftPcollWait(coll));
+    check_sum<int64_t><<<12, 256, 0, c.stream>>>(buf, n, nranks, e, counts);
+    CUDA_OK(cudaGetLastError());
+  }
+  CHECK(gt::sync_bounded(reinterpret_cast<weftStream_t>(c.stream), 120), "the collective kernels did not finish");
+  unsigned long long got[3];
+  int not_arrived = 0;
+  CUDA_OK(cudaMemcpy(got, counts, sizeof(got), cudaMemcpyDeviceToHost));
+  CUDA_OK(cudaMemcpy(&not_arrived, flag, sizeof(int), cudaMemcpyDeviceToHost));
+  CHECK(got[0] == epochs * n, "pallreduce: %llu elements checked, expected %llu", got[0], (unsigned long long)(epochs * n));
+  CHECK(got[1] == 0, "pallreduce: %llu of %llu elements wrong over %llu epochs (first at index %llu)", got[1], got[0],
+        (unsigned long long)epochs, got[2]);
+  CHECK(not_arrived == 0, "pallreduce: device parrived false after pready_block %d times", not_arrived);
+  WEFT_OK(weftPcollFree(coll));
+  CUDA_OK(cudaFree(buf));
+  CUDA_OK(cudaFree(flag));
+  std::printf("rank %d: reuse pallreduce int64 sum: %llu epochs on one collective, all %llu elements right\n", rank,
+              (unsigned long long)epochs, got[0]);
+  return 0;
+}
+
+int reuse(int nranks, int rank, const weftUniqueId& id) {
+  Comm c;
+  if (int rc = open_comm(nranks, rank, id, c)) return rc;
+  cudaFuncAttributes fa;  // loaded now: see p2p
+  CUDA_OK(cudaFuncGetAttributes(&fa, produce));
+  CUDA_OK(cudaFuncGetAttributes(&fa, check_epoch));
+  int *scratch = nullptr, *timed_out = nullptr;
+  unsigned long long* counts = nullptr;
+  CUDA_OK(cudaMalloc(&scratch, sizeof(int)));
+  CUDA_OK(cudaMalloc(&timed_out, sizeof(int)));
+  CUDA_OK(cudaMalloc(&counts, 3 * sizeof(unsigned long long)));
+  if (reuse_p2p(c, nranks, rank, 2, 1, 1000, 201, counts, timed_out)) return 1;
+  if (reuse_p2p(c, nranks, rank, 1, 3, 300, 202, counts, timed_out)) return 1;
+  if (reuse_p2p(c, nranks, rank, 0, 64, 100, 203, counts, timed_out)) return 1;
+  if (barrier(c, scratch)) return 1;
+  if (!expect_proxy() && reuse_coll(c, nranks, rank, 300, counts)) return 1;
+  return close_comm(c, scratch);
+}
+
 int misuse(int nranks, int rank, const weftUniqueId& id) {
   setenv("WEFT_TIMEOUT", "5", 1);
   Comm c;
@@ -527,7 +706,7 @@ int misuse(int nranks, int rank, const weftUniqueId& id) {
 int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
   if (argc < 2) {
-    std::printf("usage: %s p2p|coll|misuse [--ranks N] [--path kernel|proxy|env]\n", argv[0]);
+    std::printf("usage: %s p2p|coll|reuse|misuse [--ranks N] [--path kernel|proxy|env]\n", argv[0]);
     return 2;
   }
   const std::string cmd = argv[1];
@@ -561,6 +740,8 @@ int main(int argc, char** argv) {
   }
   if (cmd == "p2p") return gt::run_ranks(ranks, [&](int r, const weftUniqueId& id) { return p2p(ranks, r, id); }, 600, cmd);
   if (cmd == "coll") return gt::run_ranks(ranks, [&](int r, const weftUniqueId& id) { return coll(ranks, r, id); }, 600, cmd);
+  if (cmd == "reuse")
+    return gt::run_ranks(ranks, [&](int r, const weftUniqueId& id) { return reuse(ranks, r, id); }, 600, cmd);
   if (cmd == "misuse") return gt::run_ranks(2, [&](int r, const weftUniqueId& id) { return misuse(2, r, id); }, 300, cmd);
   std::printf("unknown subcommand '%s'\n", cmd.c_str());
   return 2;

@@ -169,3 +169,27 @@ TEST(PartEngine, RefusesAReceiverTooSmall) {
     EXPECT_NE(std::string(e.what()).find("psend to rank 1"), std::string::npos) << e.what();
   }
 }
+
+TEST(PartEngine, ParksOnlyWhenNothingCanArriveAndWakesForTheNextEpoch) {
+  ProgressEngine eng(10, "rank 0's engine");
+  Pair p(3, 8);
+  std::iota(p.send.begin(), p.send.end(), 5);
+  ProgressEngine::Job* job = p.add(eng);
+  eng.set_epoch(job, 1, 1);
+  for (uint32_t t = 0; t < 3; ++t) p.mark(t, 1);
+  ASSERT_TRUE(wait_completed(job, 3));
+  // Epoch 1 is delivered: nothing can arrive, the thread parks once idle long enough.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  eng.set_epoch(job, 2, 1);  // wakes it
+  p.mark(1, 2);
+  ASSERT_TRUE(wait_completed(job, 4));
+  // Epoch 2 still has partitions to come: the thread keeps polling however long they take.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  p.mark(0, 2);
+  p.mark(2, 2);
+  ASSERT_TRUE(wait_completed(job, 6));
+  EXPECT_EQ(p.recv, p.send);
+  for (uint32_t t = 0; t < 3; ++t) EXPECT_EQ(p.flag(t), 2u) << t;
+  eng.check();
+  eng.remove(job);
+}

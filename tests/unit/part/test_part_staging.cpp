@@ -142,6 +142,40 @@ TEST(PartEngineFlight, LargeRunsGoInChunksWithOneSignalEachAndCountOnlyWhenLande
   eng.remove(job);
 }
 
+TEST(PartEngineFlight, DoneWordOnlyOnceEveryTransferOfTheEpochLanded) {
+  ProgressEngine eng(10, "rank 0's engine");
+  const uint32_t U = 12;
+  const uint64_t pb = 64;
+  std::vector<char> send(U * pb), recv(U * pb, 0x5a);
+  std::vector<uint64_t> flags(kFlagFirst + U, 0), ready(U, 0), words(kRecordWords * U, 0);
+  uint64_t done = 0;
+  ProgressJobDesc d = describe_job("rank 0: psend to rank 1 (tag 5)", U, pb);
+  d.remote_flag_words = flags.size();
+  auto conn = std::make_shared<DeferredConnection>();
+  ProgressEngine::Job* job =
+      eng.add(d, conn, send.data(), mem(recv.data(), recv.size()), mem(flags.data(), flags.size() * 8), ready.data(),
+              words.data(), ProgressEngine::Staging{}, &done);
+  for (uint64_t e = 1; e <= 3; ++e) {
+    const uint32_t thr = e == 2 ? 5 : 1, T = transport_partitions(U, thr);
+    for (size_t i = 0; i < send.size(); ++i) send[i] = static_cast<char>(i * 7 + e);
+    conn->open = false;  // nothing lands yet
+    eng.set_epoch(job, e, thr);
+    const uint64_t signals = conn->signals.load();
+    eng.exclusive([&] {
+      for (uint32_t t = 0; t < T; ++t) std::atomic_ref<uint64_t>(ready[t]).store(e);
+    });
+    ASSERT_TRUE(eventually([&] { return conn->signals.load() > signals; }));  // posted, not landed
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_EQ(load(done), e - 1) << "epoch " << e << ": done before its transfers landed";
+    conn->open = true;
+    ASSERT_TRUE(eventually([&] { return load(done) == e; })) << "epoch " << e << ": done is " << load(done);
+    for (uint32_t t = 0; t < T; ++t) EXPECT_EQ(load(flags[kFlagFirst + t]), e) << t;
+    EXPECT_EQ(recv, send) << "epoch " << e;
+  }
+  eng.check();
+  eng.remove(job);
+}
+
 TEST(PartEngineFlight, ManyRequestsAndRunsInFlightAtOnce) {
   ProgressEngine eng(10, "rank 0's engine");
   constexpr int kJobs = 3;

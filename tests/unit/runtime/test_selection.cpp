@@ -146,12 +146,16 @@ TEST(Selection, OneShotOverridesAndLimits) {
   unsetenv("WEFT_PROTO");
 }
 
-TEST(Selection, OneShotWhileEachRankSendsAtMostHalfAMebibyte) {
+TEST(Selection, OneShotWhileEachRankSendsAtMostHalfAMebibyteOrOneForAllReduceOnThreeToEight) {
   const uint64_t K = 1024;
   EXPECT_EQ(table_choice(Collective::AllReduce, 512 * K, 2).algorithm, kOneShot);
   EXPECT_NE(table_choice(Collective::AllReduce, 512 * K + 8, 2).algorithm, kOneShot);
-  EXPECT_EQ(table_choice(Collective::AllReduce, 128 * K, 5).algorithm, kOneShot);
-  EXPECT_NE(table_choice(Collective::AllReduce, 128 * K + 8, 5).algorithm, kOneShot);
+  // AllReduce on 3 to 8 ranks: while each rank sends at most 1 MiB (its row's sent_bytes).
+  EXPECT_EQ(table_choice(Collective::AllReduce, 256 * K, 5).algorithm, kOneShot);
+  EXPECT_NE(table_choice(Collective::AllReduce, 256 * K + 8, 5).algorithm, kOneShot);
+  EXPECT_EQ(table_choice(Collective::AllReduce, 256 * K, 4).algorithm, kOneShot);
+  EXPECT_EQ(table_choice(Collective::AllReduce, 128 * K, 8).algorithm, kOneShot);
+  EXPECT_NE(table_choice(Collective::AllReduce, 160 * K, 8).algorithm, kOneShot);
   // AllGather's payload is the whole output: R parts of which R - 1 travel.
   EXPECT_EQ(table_choice(Collective::AllGather, 1024 * K, 2).algorithm, kOneShot);
   EXPECT_NE(table_choice(Collective::AllGather, 1024 * K + 16, 2).algorithm, kOneShot);
