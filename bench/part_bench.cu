@@ -1,5 +1,5 @@
 // Partitioned communication benchmarks (paper 002 §VI), two ranks as processes
-// (src/runtime/launcher.hpp; with one GPU both ranks share it, and every row says so).
+// (src/util/launcher.hpp; with one GPU both ranks share it, and every row says so).
 // Each prints a table and asserts nothing but the data (a wrong byte is reported).
 //
 //   goodput   [--grids 1,2,...]  bytes per second from kernel start to data delivered, for a
@@ -34,7 +34,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/launcher.hpp"
+#include "util/launcher.hpp"
 #include "weft/partitioned.h"
 #include "weft/partitioned.hpp"
 #include "weft/weft.h"

@@ -25,7 +25,7 @@
 # (a folder of prebuilt nccl-tests for run_round4.sh, copied as nccl-carry/ when it holds
 # lib/libweft_nccl.so).
 #
-# Bundle layout: bin/{weft,weft_gpu_tests,part_bench,weft_part_gpu_tests}, lib/libweft.so.0 (the soname the
+# Bundle layout: bin/{weft,weft_gpu_tests,weft_gpu_steady,part_bench,weft_part_gpu_tests}, lib/libweft.so.0 (the soname the
 # binaries load through their RUNPATH $ORIGIN/../lib), lib/libweft_nccl.so (soname
 # libnccl.so.2), include/weft/nccl.h, share/weft/{algorithms,topologies,selection},
 # nccl-tests-src/, torch/ (the PyTorch check), run_round_n.sh, round_nccltests.sh,
@@ -48,7 +48,7 @@ done
 BUILD=${BUILD:-$SRC/build-release}
 die() { echo "make_gpu_bundle.sh: $*" >&2; exit 1; }
 [ -f "$SRC/CMakeLists.txt" ] && [ -d "$SRC/algorithms" ] || die "$SRC is not a weft checkout"
-TARGETS="weft weft_gpu_tests weft_nccl part_bench weft_part_gpu_tests"
+TARGETS="weft weft_gpu_tests weft_gpu_steady weft_nccl part_bench weft_part_gpu_tests"
 [ "$ONLY" = 1 ] && TARGETS=weft
 
 if [ "$NOBUILD" = 0 ] && [ ! -f "$BUILD/CMakeCache.txt" ]; then
@@ -75,6 +75,9 @@ for f in $NEED; do [ -e "$BUILD/$f" ] || die "$BUILD/$f is missing (build the ta
 rm -rf "$OUTDIR"
 mkdir -p "$OUTDIR/bin" "$OUTDIR/lib" "$OUTDIR/share/weft"
 for f in $NEED; do cp -L "$BUILD/$f" "$OUTDIR/$f"; done   # files, not links: links travel as links
+# Steady-state calls allocate nothing (tests/gpu/steady_calls.cpp): bin/weft_gpu_steady, where
+# the build has it.
+[ "$ONLY" = 1 ] || [ ! -e "$BUILD/bin/weft_gpu_steady" ] || cp "$BUILD/bin/weft_gpu_steady" "$OUTDIR/bin/"
 strip --strip-debug "$OUTDIR"/bin/* "$OUTDIR"/lib/*
 for d in algorithms topologies selection; do [ -d "$SRC/$d" ] && cp -r "$SRC/$d" "$OUTDIR/share/weft/"; done
 if [ "$ONLY" = 0 ]; then

@@ -12,7 +12,7 @@
 #include "cli/commands.hpp"
 #include "ir/topology_io.hpp"
 #include "plan/builder.hpp"
-#include "runtime/host_reduce.hpp"
+#include "exec/host_reduce.hpp"
 #include "sim/sweep.hpp"
 #include "weft/weft.h"
 #include "util/error.hpp"

@@ -77,12 +77,12 @@ struct CompileResult {
 CompileResult compile(const Algorithm& algo, const Topology& topo, const CompileOptions& options = {});
 
 /// Most thread blocks per rank a compiled plan takes in the GPU runtime: as many as the
-/// runtime's own largest built-in plan (all-pairs AllGather, 3 x 24).
+/// runtime's own largest hand-built plan (all-pairs AllGather, 3 x 24).
 inline constexpr int32_t kRuntimePlanMaxTbs = 72;
 
 /// The GPU runtime's rule for a compiled plan (and the simulated `weft bench`, which mirrors
 /// it): compile with `options` (whose instances are the selection table's, tuned for the
-/// built-in plans); if the busiest rank then needs more than kRuntimePlanMaxTbs thread
+/// hand-built plans); if the busiest rank then needs more than kRuntimePlanMaxTbs thread
 /// blocks (many peers at once: HM AllReduce on 8 GPUs needs 336 at 24 per link), compile
 /// again with instances derived from the topology and max_tbs = kRuntimePlanMaxTbs.
 CompileResult compile_for_runtime(const Algorithm& algo, const Topology& topo, CompileOptions options);

@@ -7,21 +7,21 @@
 
 #include "exec/executor_kernel.cuh"
 #include "exec/executor.hpp"
-#include "runtime/cuda_check.hpp"
+#include "util/cuda_check.hpp"
 
 namespace weft::detail {
 
 template <typename T>
-void launch_exec_t(const exec::ExecArgs& a, int num_tbs, int threads, cudaStream_t stream) {
+void launch_exec_t(const exec::ExecArgs& a, int num_tbs, int threads, size_t smem, cudaStream_t stream) {
   // The traced interpreter is built for float32 on one node only (the runtime traces no
   // other call: docs/traces.md), so that the build keeps one extra kernel.
   if constexpr (std::is_same_v<T, float>)
     if (a.trace != nullptr && !a.net) {
-      exec::exec_kernel<T, false, true><<<num_tbs, threads, 0, stream>>>(a);
+      exec::exec_kernel<T, false, true><<<num_tbs, threads, smem, stream>>>(a);
       return;
     }
-  if (a.net) exec::exec_kernel<T, true><<<num_tbs, threads, 0, stream>>>(a);
-  else exec::exec_kernel<T, false><<<num_tbs, threads, 0, stream>>>(a);
+  if (a.net) exec::exec_kernel<T, true><<<num_tbs, threads, smem, stream>>>(a);
+  else exec::exec_kernel<T, false><<<num_tbs, threads, smem, stream>>>(a);
 }
 
 template <typename T>
@@ -51,7 +51,7 @@ int blocks_per_sm_t(int threads) {
 
 /// Explicit instantiations of the three helpers for element type T (inside weft::detail).
 #define WEFT_INSTANTIATE_EXEC(T)                                                        \
-  template void launch_exec_t<T>(const exec::ExecArgs&, int, int, cudaStream_t);        \
+  template void launch_exec_t<T>(const exec::ExecArgs&, int, int, size_t, cudaStream_t); \
   template void launch_divide_t<T>(void*, uint64_t, int, cudaStream_t);                 \
   template int blocks_per_sm_t<T>(int);                                                  \
   template void preload_exec_t<T>();

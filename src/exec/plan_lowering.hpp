@@ -89,6 +89,15 @@ struct RoleGroups {
 constexpr int32_t kRoleTargetBlocks = 24;
 RoleGroups group_thread_blocks(const LoweredRank& lr, int32_t max_roles, int32_t target_blocks = kRoleTargetBlocks);
 
+/// Threads per CUDA block of the interpreter for a call of geometry `g` whose plan runs
+/// `roles` plan thread blocks per CUDA block (1: one): exec::kExecBlockThreads, split evenly
+/// into whole warps per role; for LL, only as many warps per role as a micro-batch's packets
+/// need at four packets per thread (move_ll polls four at once), at least one, so that a
+/// small call's block is one or a few warps (its barriers, its start and the index
+/// arithmetic every thread repeats per invocation cost less) while a piece still takes one
+/// pass of the mover. The plan and the wire protocol do not depend on it.
+int exec_threads(const exec::Geometry& g, exec::Protocol protocol, int roles);
+
 /// Bytes of scratch a call with this geometry needs.
 uint64_t scratch_bytes(const LoweredPlan& lp, const exec::Geometry& g);
 

@@ -12,7 +12,7 @@ namespace weft::nccl {
 struct CommOptions {
   bool blocking = true;  ///< weft's calls always complete before returning; kept for the log
   std::string name;      ///< commName, shown in log lines
-  /// CTAPolicy (runtime/cta_policy.hpp), zero winning over efficiency as in NCCL; -1: unset
+  /// CTAPolicy (tune/cta_policy.hpp), zero winning over efficiency as in NCCL; -1: unset
   /// (NCCL_CTA_POLICY, else WEFT_CTA_POLICY, else default).
   int cta_policy = -1;
 };

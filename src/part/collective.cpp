@@ -6,13 +6,15 @@
 #include <thread>
 
 #include "part/resync.hpp"
-#include "runtime/cuda_check.hpp"
+#include "ir/datatype.hpp"
+#include "util/cuda_check.hpp"
 
 namespace weft::part {
 
 namespace {
 
-bool reducible(int dtype) { return dtype == 2 || dtype == 3 || dtype == 4 || dtype == 5 || dtype == 7 || dtype == 8; }
+/// The types the device reduces (weft/part/collective_device.hpp): the 4- and 8-byte ones.
+bool reducible(int dtype) { return dtype_bytes(dtype) >= 4; }
 
 /// Every rank's schedule of one kind, checked together (pairing, chunks, no deadlock).
 void check_all(int nranks, const std::function<Schedule(int)>& make) {
@@ -37,7 +39,7 @@ CollectiveImpl::CollectiveImpl(ContextImpl& ctx, Schedule sched, std::string nam
   if (reduces && !reducible(dtype))
     fail(ErrorCode::InvalidUsage, who() + ": datatype " + std::to_string(dtype) +
                                       " is not reduced on the device yet (float32, float64, int32, uint32, int64, uint64 are)");
-  if (reduces && (op < 0 || op > 3))
+  if (reduces && (!valid_op(op) || op == kOpAvg))
     fail(ErrorCode::InvalidArgument, who() + ": operation " + std::to_string(op) + " (sum, prod, max, min are supported)");
   if (count < sched_.chunks)
     fail(ErrorCode::InvalidArgument, who() + ": count " + std::to_string(count) + " is below the schedule's " +

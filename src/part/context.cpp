@@ -11,8 +11,8 @@
 
 #include "net/node_layout.hpp"
 #include "runtime/communicator.hpp"
-#include "runtime/cuda_check.hpp"
-#include "runtime/placement.hpp"
+#include "util/cuda_check.hpp"
+#include "bootstrap/host_identity.hpp"
 #include "util/config.hpp"
 #include "util/log.hpp"
 
@@ -43,7 +43,7 @@ uint64_t* map_segment(const char* name, bool create, size_t bytes) {
   return p == MAP_FAILED ? nullptr : static_cast<uint64_t*>(p);
 }
 
-/// The host's key as the communicator computes it (runtime/placement.hpp: host name and
+/// The host's key as the communicator computes it (bootstrap/host_identity.hpp: host name and
 /// boot id, or WEFT_HOST_ID), so both agree on which ranks share a host.
 uint64_t host_id() { return local_host_identity().key; }
 

@@ -46,7 +46,7 @@ bool ProgressEngine::awaits_device() const {
   return false;
 }
 
-ProgressEngine::Job* ProgressEngine::add(const ProgressJobDesc& d, std::shared_ptr<proxy::Connection> connection,
+ProgressEngine::Job* ProgressEngine::add(const ProgressJobDesc& d, std::shared_ptr<proxy::Endpoint> endpoint,
                                          const char* local, proxy::RemoteMemory buf, proxy::RemoteMemory flags,
                                          const volatile uint64_t* ready, uint64_t* words, Staging staging,
                                          uint64_t* done_word) {
@@ -56,7 +56,7 @@ ProgressEngine::Job* ProgressEngine::add(const ProgressJobDesc& d, std::shared_p
   std::lock_guard<std::mutex> lock(mu_);
   Job& j = jobs_.emplace_back();
   j.desc = d;
-  j.connection = std::move(connection);
+  j.endpoint = std::move(endpoint);
   j.local = local;
   j.buf = buf;
   j.flags = flags;
@@ -166,10 +166,10 @@ void ProgressEngine::post(Job& j, const TransportRun& r) {
     op.ticket = j.staging.stage->mark(timeout_s_);
     op.staging = true;
   } else {
-    if (r.bytes > 0) j.connection->put(j.buf, r.offset, j.local + r.offset, r.bytes);
+    if (r.bytes > 0) j.endpoint->put(j.buf, r.offset, j.local + r.offset, r.bytes);
     // One signal for the run: its flag words, from the array holding the epoch.
-    j.connection->write_words(j.flags, (kFlagFirst + uint64_t{r.first}) * sizeof(uint64_t), j.words + r.first, r.count);
-    op.ticket = j.connection->mark(timeout_s_);
+    j.endpoint->write_words(j.flags, (kFlagFirst + uint64_t{r.first}) * sizeof(uint64_t), j.words + r.first, r.count);
+    op.ticket = j.endpoint->mark(timeout_s_);
   }
   for (uint32_t t = r.first; t < r.first + r.count; ++t) j.done[t] = j.epoch;
   j.inflight.push_back(op);
@@ -183,9 +183,9 @@ void ProgressEngine::post_network(Job& j, Op& op) {
   const uint32_t slot = j.signals++;
   uint64_t* record = j.words + uint64_t{slot} * kRecordWords;
   encode_arrival(r, j.desc.threshold, record);
-  if (r.bytes > 0) j.connection->put(j.buf, r.offset, j.staging.mirror + r.offset, r.bytes);
-  j.connection->write_words(j.flags, uint64_t{slot} * kRecordWords * sizeof(uint64_t), record, kRecordWords);
-  op.ticket = j.connection->mark(timeout_s_);
+  if (r.bytes > 0) j.endpoint->put(j.buf, r.offset, j.staging.mirror + r.offset, r.bytes);
+  j.endpoint->write_words(j.flags, uint64_t{slot} * kRecordWords * sizeof(uint64_t), record, kRecordWords);
+  op.ticket = j.endpoint->mark(timeout_s_);
   op.staging = false;
   op.since = Clock::now();
 }
@@ -198,7 +198,7 @@ uint64_t ProgressEngine::retire(Job& j) {
       post_network(j, op);
     }
   uint64_t landed = 0;
-  while (!j.inflight.empty() && !j.inflight.front().staging && j.connection->landed(j.inflight.front().ticket)) {
+  while (!j.inflight.empty() && !j.inflight.front().staging && j.endpoint->landed(j.inflight.front().ticket)) {
     landed += j.inflight.front().run.count;
     j.inflight.pop_front();
   }
@@ -207,7 +207,7 @@ uint64_t ProgressEngine::retire(Job& j) {
     if (j.done_word != nullptr && j.epoch != 0 && now >= j.done_target)
       __atomic_store_n(j.done_word, j.epoch, __ATOMIC_RELEASE);
   }
-  check_age(j.inflight, j.desc.who, j.connection->peer());
+  check_age(j.inflight, j.desc.who, j.endpoint->peer());
   return landed;
 }
 
@@ -283,7 +283,7 @@ uint64_t ProgressEngine::serve(RecvJob& j) {
     Op op;
     op.run = r;
     op.since = Clock::now();
-    proxy::Connection& c = *j.staging.stage;
+    proxy::Endpoint& c = *j.staging.stage;
     if (r.bytes > 0) c.put(j.buf, r.offset, j.staging.mirror + r.offset, r.bytes);
     c.write_words(j.flags, (kFlagFirst + uint64_t{r.first}) * sizeof(uint64_t), j.words + r.first, r.count);
     op.ticket = c.mark(timeout_s_);
@@ -298,7 +298,7 @@ void ProgressEngine::drain(J& j, bool take) {
   const auto end = Clock::now() + std::chrono::duration<double>(timeout_s_);
   for (;;) {
     if (progress_) progress_();
-    if constexpr (std::is_same_v<J, Job>) j.connection->progress();
+    if constexpr (std::is_same_v<J, Job>) j.endpoint->progress();
     const uint64_t moved = take ? serve(j) : retire(j);
     if (j.inflight.empty() && moved == 0) return;
     if (Clock::now() > end)
@@ -337,7 +337,7 @@ void ProgressEngine::run() {
       try {
         if (progress_) progress_();
         for (Job& j : jobs_) {
-          j.connection->progress();
+          j.endpoint->progress();
           moved += serve(j);
         }
         for (RecvJob& j : recv_jobs_) moved += serve(j);

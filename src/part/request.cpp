@@ -7,7 +7,7 @@
 
 #include "part/resync.hpp"
 #include "proxy/copy_engine.hpp"
-#include "runtime/cuda_check.hpp"
+#include "util/cuda_check.hpp"
 #include "util/log.hpp"
 
 namespace weft::part {
@@ -344,7 +344,7 @@ uint32_t RequestImpl::publish_keys(bool* staged, MailMessage* reply) {
     jd.send_bytes = jd.remote_bytes = d.total_bytes();
     jd.staged = true;
     ProgressEngine::Staging stg;
-    stg.stage = std::make_shared<proxy::CopyEngineConnection>(
+    stg.stage = std::make_shared<proxy::CopyEngineEndpoint>(
         ctx_.device(), "rank " + std::to_string(ctx_.rank()) + "'s receive buffer (staged from rank " +
                            std::to_string(d.peer) + ")",
         ctx_.timeout_s());
@@ -374,7 +374,7 @@ void RequestImpl::attach_engine(const MailMessage& reply) {
   jd.remote_bytes = d.total_bytes();
   jd.remote_flag_words = kFlagFirst + d.partitions;
   proxy::RemoteMemory buf, flags;
-  std::shared_ptr<proxy::Connection> conn;
+  std::shared_ptr<proxy::Endpoint> conn;
   ProgressEngine::Staging staging;
   {
     // The engine's signal words (flag values, or staged signal records): page-locked, so the
@@ -420,12 +420,12 @@ void RequestImpl::attach_engine(const MailMessage& reply) {
                                   "GPU memory, or WEFT_PART_STAGE=1)");
     jd.remote_bytes = buf.bytes;
     jd.remote_flag_words = flags.bytes / sizeof(uint64_t);
-    conn = ctx_.ucx()->connection(d.peer);
+    conn = ctx_.ucx()->endpoint(d.peer);
     if (jd.staged) {
       DeviceGuard g(ctx_.device());
       WEFT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&mirror_), d.total_bytes(), cudaHostAllocPortable));
       staging.mirror = mirror_;
-      staging.stage = std::make_shared<proxy::CopyEngineConnection>(
+      staging.stage = std::make_shared<proxy::CopyEngineEndpoint>(
           ctx_.device(), "page-locked staging for rank " + std::to_string(d.peer), ctx_.timeout_s());
     }
   } else {
@@ -434,7 +434,7 @@ void RequestImpl::attach_engine(const MailMessage& reply) {
     flags.address = reinterpret_cast<uint64_t>(remote_flags_);
     flags.bytes = jd.remote_flag_words * sizeof(uint64_t);
     // Within a node: the copy engines of this rank's GPU, into the receiver's buffer as mapped here.
-    conn = std::make_shared<proxy::CopyEngineConnection>(ctx_.device(), "rank " + std::to_string(d.peer),
+    conn = std::make_shared<proxy::CopyEngineEndpoint>(ctx_.device(), "rank " + std::to_string(d.peer),
                                                          ctx_.timeout_s());
   }
   job_ = ctx_.engine().add(jd, std::move(conn), buf_, buf, flags, ready_host_, words_, std::move(staging),

@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "runtime/communicator.hpp"
-#include "runtime/cuda_check.hpp"
+#include "util/cuda_check.hpp"
 #include "util/config.hpp"
 #include "util/log.hpp"
 

@@ -49,22 +49,4 @@ WindowVerdict judge_window(const std::vector<WindowClaim>& claims, bool can_map)
   return v;
 }
 
-uint64_t window_call_tag(int collective, uint64_t window_id, uint64_t offset, uint64_t bytes, int root) {
-  // FNV-1a over the fields, then a final mix; never 0 (a zeroed inbox must not match).
-  uint64_t h = 1469598103934665603ull;
-  auto mix = [&](uint64_t x) {
-    for (int i = 0; i < 8; ++i) {
-      h ^= (x >> (8 * i)) & 0xff;
-      h *= 1099511628211ull;
-    }
-  };
-  mix(static_cast<uint64_t>(collective));
-  mix(window_id);
-  mix(offset);
-  mix(bytes);
-  mix(static_cast<uint64_t>(static_cast<int64_t>(root)));
-  h ^= h >> 29;
-  return h == 0 ? 1 : h;
-}
-
 }  // namespace weft

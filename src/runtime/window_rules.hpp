@@ -50,8 +50,4 @@ WindowVerdict judge_window(const std::vector<WindowClaim>& claims, bool can_map)
 /// The sentence for a refusal ("buff is NULL or size is 0", ...).
 std::string refusal_text(WindowRefusal r);
 
-/// A fingerprint of one copy-engine call on windows, the same on every rank that makes the
-/// same call with its buffers at the same offsets: the ranks compare it before any copy.
-uint64_t window_call_tag(int collective, uint64_t window_id, uint64_t offset, uint64_t bytes, int root);
-
 }  // namespace weft

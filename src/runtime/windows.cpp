@@ -4,11 +4,12 @@
 #include <cstdio>
 #include <cstring>
 
-#include "runtime/ce_collectives.hpp"
-#include "runtime/ce_plan.hpp"
+#include "exec/ce_runner.hpp"
+#include "exec/device_memory.hpp"
+#include "plan/ce_plan.hpp"
 #include "runtime/communicator.hpp"
-#include "runtime/cuda_check.hpp"
 #include "runtime/window_rules.hpp"
+#include "util/cuda_check.hpp"
 #include "util/config.hpp"
 #include "util/log.hpp"
 
@@ -38,7 +39,7 @@ WindowRecord local_record(void* ptr, uint64_t bytes, int flags, uint64_t seq) {
   bool device = false;
   if (ptr != nullptr) {
     try {
-      device = Communicator::allocation_range(ptr, &base, &size);
+      device = exec::allocation_range(ptr, &base, &size);
     } catch (const Error&) {
       device = false;
     }
@@ -93,7 +94,7 @@ weftWindow* Communicator::register_window(void* ptr, uint64_t bytes, int flags) 
     std::vector<char*> peer(R, nullptr);
     std::string error;
     try {
-      CeCollectives& ce = ensure_ce();
+      CeRunner& ce = ensure_ce();
       for (size_t q = 0; q < R; ++q) {
         const WindowRecord& r = all[q];
         peer[q] = q == me ? w->ptr

@@ -38,7 +38,7 @@ const std::vector<Variable>& registry() {
       {"WEFT_MICROBATCH_BYTES", Type::Int, "0",
        "Micro-batch size in bytes per chunk slot; 0 lets the selection row choose (its microbatch_bytes, else the staging slots' size).", 0, 1ll << 40},
       {"WEFT_ALGO", Type::String, "",
-       "Algorithms instead of the selection table: comma-separated 'name' or 'Collective:name'; a name is a built-in plan (ring, allpairs, chain), oneshot, ce (copy engines into registered buffers: AllGather, AllReduce), an algorithm of algorithms/ (ring_allreduce, ...) or a file."},
+       "Algorithms instead of the selection table: comma-separated 'name' or 'Collective:name'; a name is a hand-built plan (ring, allpairs, chain), oneshot, ce (copy engines into registered buffers: AllGather, AllReduce), an algorithm of algorithms/ (ring_allreduce, ...) or a file."},
       {"WEFT_SELECTION", Type::String, "",
        "Path of a selection table (JSON, docs/runtime.md) to use instead of weft's default, read when a communicator "
        "is created; a malformed table is an error there naming the file and line."},
@@ -99,6 +99,26 @@ const std::vector<Variable>& registry() {
        4096, 64 << 20},
       {"WEFT_LL_SLOT_BYTES", Type::Int, "65536",
        "Bytes of one LL staging slot (half of them data; a multiple of 16 in 1 KiB..16 MiB).", 1024, 16 << 20},
+      {"WEFT_NET_TRACE", Type::String, "",
+       "File prefix: every proxy records its network path's events (triggers taken, puts, signals held and written, "
+       "landings, flushes, staging copies, peers' signals arriving) and writes PREFIX.<owner>.<pid>.tsv when it stops, "
+       "with a summary line in the log (docs/port-channels.md, 'Tracing the network path'). Empty: no trace, no cost."},
+      {"WEFT_NET_TRACE_EVENTS", Type::Int, "1000000", "The most events one proxy's trace keeps (WEFT_NET_TRACE).", 1,
+       100000000},
+      {"WEFT_NET_ORDER", Type::String, "landed",
+       "How a signal is ordered after its data on the network: landed (the proxy holds it until a non-blocking flush "
+       "shows the channel's puts landed, and keeps posting meanwhile) or fence (a UCX worker fence before each "
+       "signal, which UCX 1.15+ makes a flush before the next operation)."},
+      {"WEFT_NET_GPU_MEMORY", Type::String, "auto",
+       "Where the network FIFOs' slots live: auto (in GPU memory, put directly, where UCX registers CUDA memory; "
+       "else page-locked host memory), host (always page-locked host memory, the staged path) or gpu (GPU memory, "
+       "an error where UCX cannot register it). The log (NET, INFO) says which one runs."},
+      {"WEFT_PROXY_CPUS", Type::String, "auto",
+       "CPUs a proxy thread runs on: auto (the CPUs near its GPU, from the PCI bus id's local_cpulist, within the "
+       "process's own affinity; best effort), none (no pinning) or a list such as 0-7,16."},
+      {"WEFT_PROXY_SPIN_US", Type::Int, "20000",
+       "Microseconds a proxy keeps polling without pause after its last work (a trigger, a transfer in flight, "
+       "network progress) before it yields, then sleeps; 0: back off at once.", 0, 10000000},
       {"WEFT_BOOTSTRAP_ADDR", Type::String, "",
        "host:port of the bootstrap root for weftCommInitFromEnv; rank 0 listens there (default MASTER_ADDR and MASTER_PORT + 1)."},
       {"WEFT_BOOTSTRAP_DIR", Type::String, "/tmp",

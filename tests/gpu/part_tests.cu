@@ -38,7 +38,7 @@
 #include <vector>
 
 #include "net/ucx_transport.hpp"
-#include "runtime/launcher.hpp"
+#include "util/launcher.hpp"
 #include "weft/partitioned.h"
 #include "weft/partitioned.hpp"
 #include "weft/weft.h"

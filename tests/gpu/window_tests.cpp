@@ -24,7 +24,7 @@
 #include <thread>
 
 #include "gpu_check.hpp"
-#include "runtime/launcher.hpp"
+#include "util/launcher.hpp"
 #include "weft/weft.h"
 
 namespace gt = weft::gputest;

@@ -25,6 +25,7 @@
 #include "weft/device/thread_group.hpp"
 #include "weft/device/wait.hpp"
 #include "weft/part/common.hpp"
+#include "weft/weft.h"
 
 namespace weft::part {
 
@@ -78,10 +79,10 @@ struct PcollDeviceHandle {
   template <typename T>
   WEFT_DEVICE_INLINE static T apply(int op, T a, T b) {
     switch (op) {
-      case 1: return a * b;
-      case 2: return a > b ? a : b;
-      case 3: return a < b ? a : b;
-      default: return a + b;
+      case weftProd: return a * b;
+      case weftMax: return a > b ? a : b;
+      case weftMin: return a < b ? a : b;
+      default: return a + b;  // weftSum
     }
   }
   /// The block reduces n elements of src (written by a peer: read through L2) into dst.
@@ -104,12 +105,12 @@ struct PcollDeviceHandle {
   }
   WEFT_DEVICE_INLINE void reduce_chunk(char* dst, const char* src, uint64_t n) const {
     switch (dtype) {
-      case 2: reduce_into<int32_t>(dst, src, n); break;
-      case 3: reduce_into<uint32_t>(dst, src, n); break;
-      case 4: reduce_into<int64_t>(dst, src, n); break;
-      case 5: reduce_into<unsigned long long>(dst, src, n); break;
-      case 8: reduce_into<double>(dst, src, n); break;
-      default: reduce_into<float>(dst, src, n); break;
+      case weftInt32: reduce_into<int32_t>(dst, src, n); break;
+      case weftUint32: reduce_into<uint32_t>(dst, src, n); break;
+      case weftInt64: reduce_into<int64_t>(dst, src, n); break;
+      case weftUint64: reduce_into<unsigned long long>(dst, src, n); break;
+      case weftFloat64: reduce_into<double>(dst, src, n); break;
+      default: reduce_into<float>(dst, src, n); break;  // weftFloat32
     }
   }
 

@@ -12,7 +12,7 @@
 
 #include "gen/codegen.hpp"
 #include "gen_test_util.hpp"
-#include "runtime/selection.hpp"
+#include "tune/selection.hpp"
 
 namespace weft::gen {
 namespace {

@@ -1,4 +1,4 @@
-// The progression engine (part/engine.hpp) on the host, over HostConnection: a "device"
+// The progression engine (part/engine.hpp) on the host, over HostEndpoint: a "device"
 // (this thread) marks transport partitions ready in any order; the engine must put every
 // byte of each into the receiver's buffer and raise its flag with the epoch, count it once,
 // wait for the receiver's readiness (a flag one epoch ahead), deliver what was readied when
@@ -43,7 +43,7 @@ struct Pair {
   ProgressEngine::Job* add(ProgressEngine& eng) {
     weft::proxy::RemoteMemory b{reinterpret_cast<uint64_t>(recv.data()), recv.size(), nullptr};
     weft::proxy::RemoteMemory f{reinterpret_cast<uint64_t>(flags.data()), flags.size() * 8, nullptr};
-    return eng.add(desc, std::make_shared<weft::proxy::HostConnection>("rank 1"), send.data(), b, f, ready.data(),
+    return eng.add(desc, std::make_shared<weft::proxy::HostEndpoint>("rank 1"), send.data(), b, f, ready.data(),
                    words.data(), ProgressEngine::Staging{});
   }
   void mark(uint32_t t, uint64_t e) { std::atomic_ref<uint64_t>(ready[t]).store(e, std::memory_order_release); }

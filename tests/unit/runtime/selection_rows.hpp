@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/selection_table.hpp"
+#include "tune/selection_table.hpp"
 
 namespace weft::test {
 

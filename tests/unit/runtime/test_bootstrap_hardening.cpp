@@ -17,9 +17,9 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/bootstrap.hpp"
-#include "runtime/bootstrap_wire.hpp"
-#include "runtime/rendezvous.hpp"
+#include "bootstrap/bootstrap.hpp"
+#include "bootstrap/bootstrap_wire.hpp"
+#include "bootstrap/rendezvous.hpp"
 #include "util/config.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"

@@ -9,9 +9,10 @@
 #include "compile/compiler.hpp"
 #include "compile/replay.hpp"
 #include "compile/verify.hpp"
+#include "exec/plan_check.hpp"
 #include "exec/plan_lowering.hpp"
 #include "lang/load.hpp"
-#include "runtime/plan_source.hpp"
+#include "plan/plan_source.hpp"
 #include "util/error.hpp"
 
 namespace weft {

@@ -5,9 +5,9 @@
 #include <cstdlib>
 
 #include "exec/oneshot.hpp"
-#include "runtime/builtin_plans.hpp"
-#include "runtime/plan_source.hpp"
-#include "runtime/selection.hpp"
+#include "plan/hand_built.hpp"
+#include "plan/plan_source.hpp"
+#include "tune/selection.hpp"
 #include "util/error.hpp"
 
 namespace weft {
@@ -52,8 +52,8 @@ TEST(Selection, EveryChoiceIsAPrimitiveOrAnAlgorithmOfItsCollective) {
             EXPECT_LE(ch.instances, exec::kOneShotBlocks);
             continue;
           }
-          auto names = builtin_plan_algorithms(c);
-          if (is_builtin_plan_name(ch.algorithm))
+          auto names = hand_built_algorithms(c);
+          if (is_hand_built_name(ch.algorithm))
             EXPECT_NE(std::find(names.begin(), names.end(), ch.algorithm), names.end()) << ch.algorithm;
           else
             EXPECT_EQ(algorithm_collective(ch.algorithm, R), c) << ch.algorithm;  // compiled from algorithms/

@@ -16,8 +16,9 @@
 #include "compile/compiler.hpp"
 #include "ir/topology_io.hpp"
 #include "exec/plan_lowering.hpp"
-#include "runtime/plan_source.hpp"
-#include "runtime/selection.hpp"
+#include "exec/plan_check.hpp"
+#include "plan/plan_source.hpp"
+#include "tune/selection.hpp"
 #include "selection_rows.hpp"
 #include "sim/simulator.hpp"
 
@@ -82,10 +83,10 @@ bool compare(Collective c, int R, uint64_t b, bool in_place, int root, Tally& ta
   SCOPED_TRACE(std::string(to_string(c)) + " " + std::to_string(b) + " B on " + std::to_string(R) + " ranks" +
                (in_place ? " in place" : " out of place") + ", root " + std::to_string(root) + ": " +
                describe_choice(d) + " against " + describe_choice(h));
-  EXPECT_TRUE(is_builtin_plan_name(h.algorithm));
+  EXPECT_TRUE(is_hand_built_name(h.algorithm));
   EXPECT_EQ(d.protocol, h.protocol);
   EXPECT_EQ(d.instances, h.instances);
-  if (is_builtin_plan_name(d.algorithm)) {
+  if (is_hand_built_name(d.algorithm)) {
     EXPECT_EQ(d.algorithm, h.algorithm);
     ++tally.hand_built;
     return false;
@@ -140,7 +141,7 @@ TEST(SelectionCompiled, RootedRowsAgreeAcrossPlacements) {
       for (uint64_t b : sizes())
         for (int root : {0, R - 1}) {
           const Choice d = default_selection_table().choose(c, b, R, true, true);
-          if (is_builtin_plan_name(d.algorithm)) continue;
+          if (is_hand_built_name(d.algorithm)) continue;
           SCOPED_TRACE(std::string(to_string(c)) + " " + std::to_string(b) + " B on " + std::to_string(R) +
                        " ranks, root " + std::to_string(root) + ": " + describe_choice(d));
           ASSERT_EQ(describe_choice(default_selection_table().choose(c, b, R, false, true)), describe_choice(d));
@@ -164,7 +165,7 @@ TEST(SelectionCompiled, HandBuiltRemainsOnlyWhereNoCompiledPlanMatches) {
       for (uint64_t b : sizes())
         for (bool in_place : {false, true}) {
           const Choice d = default_selection_table().choose(c, b, R, in_place, true);
-          if (!is_builtin_plan_name(d.algorithm)) continue;
+          if (!is_hand_built_name(d.algorithm)) continue;
           SCOPED_TRACE(std::string(to_string(c)) + " " + std::to_string(b) + " B on " + std::to_string(R) + " ranks" +
                        (in_place ? " in place: " : " out of place: ") + describe_choice(d));
           EXPECT_EQ(d.algorithm, "allpairs");

@@ -9,8 +9,9 @@
 #include <sstream>
 #include <string>
 
-#include "runtime/selection.hpp"
-#include "runtime/selection_table.hpp"
+#include "tune/decide.hpp"
+#include "tune/selection.hpp"
+#include "tune/selection_table.hpp"
 #include "util/error.hpp"
 
 namespace weft {
@@ -61,6 +62,23 @@ TEST(SelectionRanks, ATableForOneRankCountWinsThere) {
   // The rows keep their lines in their own file.
   EXPECT_EQ(t.rows[1].line, 2);
   EXPECT_EQ(t.rows[2].line, 4);
+}
+
+TEST(SelectionRanks, TheDecisionTakesTheComposedRowsIds) {
+  // The rows were parsed once into registry ids; composing keeps them, and decide() reads them.
+  const auto t = std::make_shared<const SelectionTable>(composed());
+  CommShape four;
+  four.nranks = 4;
+  const Decision d = Decider(t, four, DecideEnv{}).decide(Call{Collective::AllReduce, 1 << 20, false});
+  EXPECT_EQ(d.algorithm, algo::registry().compiled("ring_allreduce", "hpds", "state"));
+  EXPECT_EQ(d.protocol, algo::Protocol::LL);
+  EXPECT_EQ(d.instances, 7);
+  CommShape two;
+  two.nranks = 2;
+  const Decision d2 = Decider(t, two, DecideEnv{}).decide(Call{Collective::Reduce, 1 << 30, true});
+  EXPECT_EQ(d2.algorithm, algo::kAllPairs);
+  EXPECT_EQ(d2.executor, algo::Executor::Interpreter);
+  EXPECT_EQ(d2.instances, 5);
 }
 
 TEST(SelectionRanks, EveryCallTheTableLeavesOutFallsBackToTheDefaultRows) {

@@ -11,9 +11,9 @@
 #include <string>
 
 #include "exec/oneshot.hpp"
-#include "runtime/plan_source.hpp"
-#include "runtime/selection.hpp"
-#include "runtime/selection_table.hpp"
+#include "plan/plan_source.hpp"
+#include "tune/selection.hpp"
+#include "tune/selection_table.hpp"
 #include "selection_rows.hpp"
 #include "util/error.hpp"
 
@@ -112,12 +112,12 @@ TEST(SelectionTable, DefaultDiffersFromHandBuiltOnlyByCompiledAlgorithmsOfTheSam
                          (in_place ? " in place" : "") + (plans_only ? " (plans only)" : ""));
             Choice h = hand_built_table().choose(c, b, R, in_place, plans_only);
             Choice d = test::default_without_mid_size_rows().choose(c, b, R, in_place, plans_only);
-            if (d.algorithm == kOneShot || is_builtin_plan_name(d.algorithm)) {
+            if (d.algorithm == kOneShot || is_hand_built_name(d.algorithm)) {
               ASSERT_EQ(describe(d), describe(h));
               ++kept;
               continue;
             }
-            EXPECT_TRUE(is_builtin_plan_name(h.algorithm)) << h.algorithm;
+            EXPECT_TRUE(is_hand_built_name(h.algorithm)) << h.algorithm;
             EXPECT_EQ(algorithm_collective(d.algorithm, R), c) << d.algorithm;
             EXPECT_EQ(d.protocol, h.protocol);
             EXPECT_EQ(d.instances, h.instances);

@@ -1,12 +1,14 @@
-// Memory-window registration's verdict (runtime/window_rules.hpp) and the CTA policies'
-// rules (runtime/cta_policy.hpp), without a GPU: what every rank decides from the same
-// records, and the policy syntax of NCCL_CTA_POLICY / WEFT_CTA_POLICY.
+// Memory-window registration's verdict (runtime/window_rules.hpp), the direct copy-engine
+// call's tag (plan/ce_plan.hpp) and the CTA policies' rules (tune/cta_policy.hpp), without a
+// GPU: what every rank decides from the same records, and the policy syntax of
+// NCCL_CTA_POLICY / WEFT_CTA_POLICY. decide()'s window and policy rules: tests/unit/tune.
 #include <gtest/gtest.h>
 
 #include <set>
 
-#include "runtime/cta_policy.hpp"
+#include "plan/ce_plan.hpp"
 #include "runtime/window_rules.hpp"
+#include "tune/cta_policy.hpp"
 #include "util/error.hpp"
 
 using namespace weft;
@@ -73,13 +75,13 @@ TEST(WindowRules, CallTagsTellCallsApart) {
     for (uint64_t off : {0ull, 4096ull})
       for (uint64_t bytes : {64ull, 128ull})
         for (int root : {0, 1}) {
-          const uint64_t t = window_call_tag(c, 7, off, bytes, root);
+          const uint64_t t = ce::call_tag(c, 7, off, bytes, root);
           EXPECT_NE(t, 0u);
           tags.insert(t);
         }
   EXPECT_EQ(tags.size(), 5u * 2 * 2 * 2);
-  EXPECT_EQ(window_call_tag(0, 1, 2, 3, 0), window_call_tag(0, 1, 2, 3, 0));
-  EXPECT_NE(window_call_tag(0, 1, 2, 3, 0), window_call_tag(0, 2, 2, 3, 0));
+  EXPECT_EQ(ce::call_tag(0, 1, 2, 3, 0), ce::call_tag(0, 1, 2, 3, 0));
+  EXPECT_NE(ce::call_tag(0, 1, 2, 3, 0), ce::call_tag(0, 2, 2, 3, 0));
 }
 
 TEST(CtaPolicy, ParsesNcclSyntax) {

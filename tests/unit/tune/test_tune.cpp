@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "cli_run.hpp"
-#include "runtime/selection.hpp"
-#include "runtime/selection_table.hpp"
+#include "tune/selection.hpp"
+#include "tune/selection_table.hpp"
 #include "tune/tune.hpp"
 #include "util/error.hpp"
 #include "util/text.hpp"
