@@ -6,15 +6,19 @@
 # everything, and the summary tables (the issue's) come last. Two ranks, one per GPU (with one
 # GPU both share it and every table says so: correctness, not speed).
 #
-# Steps, each bounded by `timeout` (PART_STEP_TIMEOUT seconds, default 120); about 120-200 s
-# on two H200s:
-#   1. when DIR/bin/weft_part_gpu_tests exists and PART_ROUND_TESTS is not 0: the GPU tests
-#      p2p, coll, reuse (1,000 epochs on one request) and misuse on the kernel-copy path,
-#      reuse and misuse on the progression-engine path
-#   2. part_bench overheads (Table I), pready (Figure 3), trace (where an epoch's time goes:
+# Steps, each bounded by `timeout`, the whole round by PART_ROUND_BUDGET seconds (default
+# 190; a step gets what is left of it, and one with less than 5 s left does not run):
+#   1. part_bench overheads (Table I), pready (Figure 3), trace (where an epoch's time goes:
 #      WEFT_PART_TRACE host lines and per-block device times), goodput within the host
 #      (Figure 4), goodput across 2 emulated nodes (WEFT_EMULATE_NODES=2, Figure 5's case;
-#      UCX), allreduce against NCCL (Figures 6-7, 1K to 32K blocks)
+#      UCX), allreduce against NCCL (Figures 6-7, 1K to 32K blocks): each at most
+#      PART_STEP_TIMEOUT seconds (default 120), all of them ending PART_TESTS_BUDGET seconds
+#      before the round's end
+#   2. when DIR/bin/weft_part_gpu_tests exists and PART_ROUND_TESTS is not 0, within
+#      PART_TESTS_BUDGET seconds (default 60), each test at most PART_TEST_TIMEOUT (default
+#      30) with WEFT_TIMEOUT=20: p2p, coll, reuse (PART_REUSE_EPOCHS epochs per case,
+#      default 200) and misuse on the kernel-copy path, reuse and misuse on the
+#      progression-engine path
 #   3. the summary: goodput table (blocks, traditional, kernel-copy and engine µs, ratios),
 #      pbuf_prepare mean ± sd, allreduce against NCCL
 set -uo pipefail
@@ -25,36 +29,55 @@ tests="$dir/bin/weft_part_gpu_tests"
 [[ -x "$bin" ]] || { echo "no $bin: build part_bench (-DWEFT_BUILD_BENCH=ON) or make a bundle" >&2; exit 2; }
 export NCCL_NVLS_ENABLE=0
 step_s=${PART_STEP_TIMEOUT:-120}
+budget_s=${PART_ROUND_BUDGET:-190}
+tests_budget_s=${PART_TESTS_BUDGET:-60}
+test_s=${PART_TEST_TIMEOUT:-30}
+reuse_epochs=${PART_REUSE_EPOCHS:-200}
 t_start=$(date +%s)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-step() {  # step NAME FILE COMMAND...: runs it bounded, its output into FILE and the log
-  local name=$1 file=$2
-  shift 2
+step() {  # step NAME FILE LIMIT END COMMAND...: runs it for at most LIMIT s and not past END
+  local name=$1 file=$2 limit=$3 end=$4
+  shift 4
   local t0=$(date +%s)
+  local left=$(( end - t0 - 5 ))  # timeout -k 5: a step that ignores TERM ends 5 s later
+  (( left < limit )) && limit=$left
   echo "## $name"
-  timeout -k 10 "$step_s" "$@" > "$file" 2>&1
+  if (( limit < 5 )); then
+    echo "## $name: not run ($(( end - t0 )) s left of the round's budget)"
+    : > "$file"
+    return 0
+  fi
+  timeout -k 5 "$limit" "$@" > "$file" 2>&1
   local rc=$?
   cat "$file"
-  echo "## $name: rc=$rc, $(( $(date +%s) - t0 )) s"
+  echo "## $name: rc=$rc$( (( rc == 124 || rc == 137 )) && echo " (timeout ${limit} s)"), $(( $(date +%s) - t0 )) s"
   return 0
 }
 
 {
   echo "# weft partitioned round, $(date -u +%FT%TZ), $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sort | uniq -c | tr '\n' ' ')"
-  if [[ -x "$tests" && "${PART_ROUND_TESTS:-1}" != 0 ]]; then
-    for t in "p2p --ranks 2" "coll --ranks 2" "reuse --ranks 2" "misuse" "reuse --ranks 2 --path proxy" "misuse --path proxy"; do
-      step "test $t" "$tmp/test.txt" "$tests" $t
+  run_tests=0
+  [[ -x "$tests" && "${PART_ROUND_TESTS:-1}" != 0 ]] && run_tests=1
+  round_end=$(( t_start + budget_s ))
+  bench_end=$(( round_end - run_tests * tests_budget_s ))
+  step "overheads" "$tmp/overheads.txt" "$step_s" "$bench_end" "$bin" overheads
+  step "pready" "$tmp/pready.txt" "$step_s" "$bench_end" "$bin" pready
+  step "trace" "$tmp/trace.txt" "$step_s" "$bench_end" "$bin" trace --grids 1,8,256,4096,32768
+  step "goodput within the host" "$tmp/goodput.txt" "$step_s" "$bench_end" "$bin" goodput
+  step "goodput across 2 emulated nodes (WEFT_EMULATE_NODES=2: prox over UCX; part stays within the host)" \
+    "$tmp/goodput_nodes.txt" "$step_s" "$bench_end" env WEFT_EMULATE_NODES=2 "$bin" goodput --grids 1,8,64,256,4096,32768
+  step "allreduce" "$tmp/allreduce.txt" "$step_s" "$bench_end" "$bin" allreduce --grids 1024,2048,4096,8192,16384,32768
+  if (( run_tests )); then
+    # The tests after the benchmarks: a test that hangs costs its own limit, not the tables.
+    tests_end=$(( $(date +%s) + tests_budget_s ))
+    (( tests_end > round_end )) && tests_end=$round_end
+    for t in "p2p --ranks 2" "coll --ranks 2" "reuse --ranks 2 --epochs $reuse_epochs" "misuse" \
+             "reuse --ranks 2 --path proxy --epochs $reuse_epochs" "misuse --path proxy"; do
+      step "test $t" "$tmp/test.txt" "$test_s" "$tests_end" env WEFT_TIMEOUT=20 "$tests" $t
     done
   fi
-  step "overheads" "$tmp/overheads.txt" "$bin" overheads
-  step "pready" "$tmp/pready.txt" "$bin" pready
-  step "trace" "$tmp/trace.txt" "$bin" trace --grids 1,8,256,4096,32768
-  step "goodput within the host" "$tmp/goodput.txt" "$bin" goodput
-  step "goodput across 2 emulated nodes (WEFT_EMULATE_NODES=2: prox over UCX; part stays within the host)" \
-    "$tmp/goodput_nodes.txt" env WEFT_EMULATE_NODES=2 "$bin" goodput --grids 1,8,64,256,4096,32768
-  step "allreduce" "$tmp/allreduce.txt" "$bin" allreduce --grids 1024,2048,4096,8192,16384,32768
   echo
   echo "# Summary ($(( $(date +%s) - t_start )) s in all)"
   echo

@@ -11,6 +11,8 @@
 
 namespace weft::detail {
 
+/// `threads`: the movers; a.post_warp launches 32 more (the posting warp, exec_kernel), and
+/// wins over a.mover_wide (the 8 / 8 movers: another instantiation).
 template <typename T>
 void launch_exec_t(const exec::ExecArgs& a, int num_tbs, int threads, size_t smem, cudaStream_t stream) {
   // The traced interpreter is built for float32 on one node only (the runtime traces no
@@ -21,6 +23,8 @@ void launch_exec_t(const exec::ExecArgs& a, int num_tbs, int threads, size_t sme
       return;
     }
   if (a.net) exec::exec_kernel<T, true><<<num_tbs, threads, smem, stream>>>(a);
+  else if (a.post_warp) exec::exec_kernel<T, false, false, true><<<num_tbs, threads + 32, smem, stream>>>(a);
+  else if (a.mover_wide) exec::exec_kernel<T, false, false, false, true><<<num_tbs, threads, smem, stream>>>(a);
   else exec::exec_kernel<T, false><<<num_tbs, threads, smem, stream>>>(a);
 }
 
@@ -36,6 +40,8 @@ template <typename T>
 void preload_exec_t() {
   cudaFuncAttributes attr;
   WEFT_CUDA_CHECK(cudaFuncGetAttributes(&attr, exec::exec_kernel<T>));
+  WEFT_CUDA_CHECK(cudaFuncGetAttributes(&attr, exec::exec_kernel<T, false, false, true>));
+  WEFT_CUDA_CHECK(cudaFuncGetAttributes(&attr, exec::exec_kernel<T, false, false, false, true>));
   if constexpr (std::is_same_v<T, float>) WEFT_CUDA_CHECK(cudaFuncGetAttributes(&attr, exec::exec_kernel<T, false, true>));
   WEFT_CUDA_CHECK(cudaFuncGetAttributes(&attr, exec::divide_kernel<T>));
 }

@@ -34,6 +34,9 @@ enum Protocol : uint8_t { kSimple = 0, kLL = 1, kLL128 = 2 };
 enum Model : uint8_t { kTaskModel = 0, kAlgorithmModel = 1 };
 
 constexpr uint8_t kHasDependents = 1;
+/// On a kSend slot: the slot also copies its source pieces to `dst_buf` / `dst_index` (which a
+/// send does not use otherwise) in the same pass; set by fuse_copies (exec/plan_fuse.hpp).
+constexpr uint8_t kFusedCopy = 2;
 
 /// One pipeline slot, as the interpreter reads it (32 bytes).
 struct DevSlot {
@@ -148,6 +151,11 @@ WEFT_HOST_DEVICE_INLINE bool prim_writes_dst(int p) {
          p == kReduce;
 }
 
+/// Whether the slot writes its `dst` operand: its primitive does, or it is a send with a fused copy.
+WEFT_HOST_DEVICE_INLINE bool slot_writes_dst(const DevSlot& s) {
+  return prim_writes_dst(s.prim) || (s.prim == kSend && (s.flags & kFusedCopy) != 0);
+}
+
 /// For piece (chunk c of a slot, range r), the number of elements the primitive touches:
 /// the range clipped to the valid part of every user buffer it reads or writes.
 WEFT_HOST_DEVICE_INLINE uint64_t piece_valid(const Geometry& g, const DevSlot& s, int c, Range r) {
@@ -157,11 +165,39 @@ WEFT_HOST_DEVICE_INLINE uint64_t piece_valid(const Geometry& g, const DevSlot& s
     uint64_t v = chunk_valid(g, s.src_buf, s.src_index + c);
     if (v < valid) valid = v;
   }
-  if (prim_writes_dst(s.prim)) {
+  if (slot_writes_dst(s)) {
     uint64_t v = chunk_valid(g, s.dst_buf, s.dst_index + c);
     if (v < valid) valid = v;
   }
   return valid > r.lo ? valid - r.lo : 0;
+}
+
+/// The order in which a thread block runs its invocations (slot, micro-batch), shared by the
+/// interpreter, the generated kernels and the CPU emulator. Micro-batches go in windows of
+/// `win`: every slot of the block runs over the window's micro-batches [k0, k1) before the
+/// next slot, then the next window. The task model is one window of all nmb micro-batches
+/// (each slot over every micro-batch), the algorithm model a window of ExecArgs::mb_window
+/// (1: each micro-batch over every slot). Both ends of a connection run their slots in
+/// this order with the same window, so the j-th message a sender posts is the j-th its
+/// receiver takes.
+struct InvocationOrder {
+  int32_t slot = 0;
+  uint32_t k = 0, k0 = 0;  ///< the micro-batch, and the first of its window
+};
+WEFT_HOST_DEVICE_INLINE uint32_t order_window(bool task, uint32_t nmb, uint32_t mb_window) {
+  return task ? nmb : (mb_window > 1 ? mb_window : 1u);
+}
+WEFT_HOST_DEVICE_INLINE InvocationOrder order_begin(uint32_t, uint32_t) { return InvocationOrder{}; }
+/// Moves to the next invocation; false once the block has run all of them.
+WEFT_HOST_DEVICE_INLINE bool order_next(InvocationOrder& o, int32_t nslots, uint32_t nmb, uint32_t win) {
+  const uint32_t k1 = nmb - o.k0 > win ? o.k0 + win : nmb;  // the window's end
+  if (++o.k < k1) return true;
+  o.k = o.k0;
+  if (++o.slot < nslots) return true;
+  if (k1 >= nmb) return false;
+  o.slot = 0;
+  o.k0 = o.k = k1;
+  return true;
 }
 
 /// What a device wait was waiting for, recorded on timeout.
@@ -233,6 +269,9 @@ struct ExecArgs {
   const int16_t* block_tbs;  ///< roles > 1: the thread block of role r of CUDA block b at [b * roles + r], -1 none
   char* trace;               ///< null: untraced; else per-block timestamp regions (ir/trace_record.hpp)
   uint32_t trace_cap;        ///< records per block region
+  uint32_t mb_window;        ///< algorithm-level plans: micro-batches per window (InvocationOrder); 0 or 1: one
+  uint8_t post_warp;         ///< 1: launched with a posting warp after the 512 movers (exec_kernel<..., true>)
+  uint8_t mover_wide;        ///< 1: Simple moves keep 8 loads in flight per input (WEFT_MOVER_WIDE)
   DevTB itbs[kInlineTBs];
   DevSlot islots[kInlineSlots];
   ChannelHandle iconns[kInlineConns];

@@ -11,7 +11,7 @@
 
 namespace weft {
 
-void check_plan_on_emulator(const LoweredPlan& lp, int depth, exec::Protocol protocol) {
+void check_plan_on_emulator(const LoweredPlan& lp, int depth, exec::Protocol protocol, uint32_t mb_window) {
   const Plan& p = lp.plan;
   const int R = p.num_ranks;
   if (p.collective == Collective::Custom) return;
@@ -23,7 +23,9 @@ void check_plan_on_emulator(const LoweredPlan& lp, int depth, exec::Protocol pro
   int32_t max_count = 1;
   for (const auto& [cnt, inst] : lp.comm_shapes) max_count = std::max(max_count, cnt);
   const uint64_t per_piece = protocol == exec::kLL128 ? 2 * device::kLL128LineBytes : 64;
-  exec::Geometry g = make_geometry(lp, count, esz, per_piece * static_cast<uint64_t>(max_count), 0, protocol);
+  // A window of micro-batches (WEFT_MB_WINDOW) is checked over two whole windows and a part of one.
+  const uint32_t min_nmb = mb_window > 1 ? 2 * mb_window + 1 : 1;
+  exec::Geometry g = make_geometry(lp, count, esz, per_piece * static_cast<uint64_t>(max_count), 0, protocol, min_nmb);
   const Collective c = p.collective;
   const size_t ns = host::send_elems(c, count, R), nr = host::recv_elems(c, count, R);
   // Guard bands around every buffer catch writes out of bounds.
@@ -60,7 +62,7 @@ void check_plan_on_emulator(const LoweredPlan& lp, int depth, exec::Protocol pro
       untouched[static_cast<size_t>(r)] = s;
     }
   }
-  EmuResult res = emulate(lp, g, depth, bufs, dtype, op, protocol);
+  EmuResult res = emulate(lp, g, depth, bufs, dtype, op, protocol, mb_window);
   if (!res.ok) fail(ErrorCode::Verify, res.error);
   auto want = host::reference(c, dtype, op, p.root, count, sends, untouched);
   for (int r = 0; r < R; ++r) {

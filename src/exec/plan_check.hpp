@@ -10,8 +10,10 @@
 namespace weft {
 
 /// Runs the lowered plan on the emulator (FIFO depth `depth`, messages as `protocol` sends
-/// them) and compares with the host reference; throws Verify describing a deadlock, a wrong
+/// them, algorithm-level blocks in windows of `mb_window` micro-batches: exec::InvocationOrder)
+/// and compares with the host reference; throws Verify describing a deadlock, a wrong
 /// element or a stray write.
-void check_plan_on_emulator(const LoweredPlan& lp, int depth, exec::Protocol protocol = exec::kSimple);
+void check_plan_on_emulator(const LoweredPlan& lp, int depth, exec::Protocol protocol = exec::kSimple,
+                            uint32_t mb_window = 1);
 
 }  // namespace weft

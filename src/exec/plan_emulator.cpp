@@ -15,8 +15,7 @@ namespace {
 using Message = std::vector<uint8_t>;
 
 struct TBState {
-  int32_t slot = 0;  ///< index within the thread block
-  uint32_t mb = 0;
+  exec::InvocationOrder at;  ///< the next invocation (slot within the thread block, micro-batch)
   bool done = false;
 };
 
@@ -77,16 +76,19 @@ using FifoKey = std::tuple<int, int, int>;  ///< (src, dst, pool index)
 class Emulator {
  public:
   Emulator(const LoweredPlan& lp, const exec::Geometry& g, int depth, std::vector<EmuBuffers>& bufs, int dtype, int op,
-           exec::Protocol protocol)
+           exec::Protocol protocol, uint32_t mb_window)
       : lp_(lp), g_(g), depth_(depth), bufs_(bufs), dtype_(dtype), op_(op), esz_(g.elem_size),
-        ll128_(protocol == exec::kLL128), R_(static_cast<int>(lp.ranks.size())) {
+        ll128_(protocol == exec::kLL128), R_(static_cast<int>(lp.ranks.size())),
+        win_(exec::order_window(lp.plan.execution != ExecutionModel::Algorithm, g.nmb, mb_window)) {
     counters_.resize(static_cast<size_t>(R_));
     state_.resize(static_cast<size_t>(R_));
     for (int r = 0; r < R_; ++r) {
       counters_[static_cast<size_t>(r)].assign(lp.ranks[static_cast<size_t>(r)].slots.size(), 0);
       state_[static_cast<size_t>(r)].resize(lp.ranks[static_cast<size_t>(r)].tbs.size());
-      for (size_t t = 0; t < state_[static_cast<size_t>(r)].size(); ++t)
+      for (size_t t = 0; t < state_[static_cast<size_t>(r)].size(); ++t) {
+        state_[static_cast<size_t>(r)][t].at = exec::order_begin(g.nmb, win_);
         state_[static_cast<size_t>(r)][t].done = lp.ranks[static_cast<size_t>(r)].tbs[t].nslots == 0 || g.nmb == 0;
+      }
     }
   }
 
@@ -112,28 +114,18 @@ class Emulator {
   }
   std::deque<Message>& fifo_of(int r, const exec::DevSlot& s, bool send) { return fifos_[fifo_key(r, s, send)]; }
 
-  /// Runs every thread block as far as it can go; true when all are done.
+  /// Runs every thread block as far as it can go, in the kernel's order (exec::InvocationOrder);
+  /// true when all are done.
   bool sweep(bool* progress) {
-    const bool algo_model = lp_.plan.execution == ExecutionModel::Algorithm;
     bool all_done = true;
     for (int r = 0; r < R_; ++r) {
       const LoweredRank& lr = lp_.ranks[static_cast<size_t>(r)];
       for (size_t t = 0; t < lr.tbs.size(); ++t) {
         TBState& st = state_[static_cast<size_t>(r)][t];
         // Run as far as this thread block can go before looking at the next one.
-        while (!st.done && try_run(r, lr.tbs[t].slot_begin + st.slot, st.mb)) {
+        while (!st.done && try_run(r, lr.tbs[t].slot_begin + st.at.slot, st.at.k)) {
           *progress = true;
-          if (algo_model) {
-            if (++st.slot == lr.tbs[t].nslots) {
-              st.slot = 0;
-              if (++st.mb == g_.nmb) st.done = true;
-            }
-          } else {
-            if (++st.mb == g_.nmb) {
-              st.mb = 0;
-              if (++st.slot == lr.tbs[t].nslots) st.done = true;
-            }
-          }
+          st.done = !exec::order_next(st.at, lr.tbs[t].nslots, g_.nmb, win_);
         }
         all_done &= st.done;
       }
@@ -188,14 +180,17 @@ class Emulator {
     uint8_t* src = exec::prim_reads_src(s.prim)
                        ? b[s.src_buf] + (exec::chunk_offset(g_, s.src_buf, s.src_index + c) + rg.lo) * esz_
                        : nullptr;
-    uint8_t* dst = exec::prim_writes_dst(s.prim)
+    uint8_t* dst = exec::slot_writes_dst(s)
                        ? b[s.dst_buf] + (exec::chunk_offset(g_, s.dst_buf, s.dst_index + c) + rg.lo) * esz_
                        : nullptr;
-    if ((src == nullptr && exec::prim_reads_src(s.prim)) || (dst == nullptr && exec::prim_writes_dst(s.prim)))
+    if ((src == nullptr && exec::prim_reads_src(s.prim)) || (dst == nullptr && exec::slot_writes_dst(s)))
       fail(ErrorCode::Internal, "emulate: a buffer the plan uses is missing");
     tmp_.resize(bytes);
     switch (s.prim) {
-      case exec::kSend: std::memcpy(outp, src, bytes); break;
+      case exec::kSend:
+        std::memcpy(outp, src, bytes);
+        if (dst != nullptr) std::memmove(dst, src, bytes);  // kFusedCopy
+        break;
       case exec::kRecv: std::memcpy(dst, inp, bytes); break;
       case exec::kRecvReduceCopy: host::combine(dtype_, op_, dst, src, inp, n); break;
       case exec::kRecvCopySend:
@@ -224,18 +219,20 @@ class Emulator {
         const TBState& st = state_[static_cast<size_t>(r)][t];
         if (st.done) continue;
         blocked += (blocked.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) + " thread block " +
-                   std::to_string(t) + " at slot " + std::to_string(st.slot) + ", micro-batch " + std::to_string(st.mb);
+                   std::to_string(t) + " at slot " + std::to_string(st.at.slot) + ", micro-batch " +
+                   std::to_string(st.at.k);
         ++shown;
       }
     res_.error = "plan '" + lp_.plan.algorithm + "' deadlocks with FIFOs of " + std::to_string(depth_) +
-                 " messages and " + std::to_string(g_.nmb) + " micro-batches: " + blocked;
+                 " messages and " + std::to_string(g_.nmb) + " micro-batches" +
+                 (win_ > 1 && win_ < g_.nmb ? " in windows of " + std::to_string(win_) : std::string()) + ": " + blocked;
     res_.deadlock.ok = false;
     res_.deadlock.message = res_.error;
     const PlanIndex ix(lp_.plan);
     for (int r = 0; r < R_; ++r)
       for (size_t t = 0; t < state_[static_cast<size_t>(r)].size(); ++t)
         if (!state_[static_cast<size_t>(r)][t].done)
-          res_.deadlock.cycle.push_back(slot_ref(ix, ix.id(r, static_cast<int32_t>(t), state_[static_cast<size_t>(r)][t].slot)));
+          res_.deadlock.cycle.push_back(slot_ref(ix, ix.id(r, static_cast<int32_t>(t), state_[static_cast<size_t>(r)][t].at.slot)));
     return res_;
   }
 
@@ -247,6 +244,7 @@ class Emulator {
   const uint32_t esz_;
   const bool ll128_;
   const int R_;
+  const uint32_t win_;  ///< micro-batches per window (exec::order_window)
   std::map<FifoKey, std::deque<Message>> fifos_;
   /// LL128: messages sent and received so far per FIFO (the flag's count, as in the kernel).
   std::map<std::pair<FifoKey, bool>, uint64_t> positions_;
@@ -259,9 +257,9 @@ class Emulator {
 }  // namespace
 
 EmuResult emulate(const LoweredPlan& lp, const exec::Geometry& g, int depth, std::vector<EmuBuffers>& bufs,
-                  int dtype, int op, exec::Protocol protocol) {
+                  int dtype, int op, exec::Protocol protocol, uint32_t mb_window) {
   if (bufs.size() != lp.ranks.size()) fail(ErrorCode::InvalidArgument, "emulate: one EmuBuffers per rank needed");
-  return Emulator(lp, g, depth, bufs, dtype, op, protocol).run();
+  return Emulator(lp, g, depth, bufs, dtype, op, protocol, mb_window).run();
 }
 
 }  // namespace weft

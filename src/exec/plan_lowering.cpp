@@ -181,7 +181,8 @@ LoweredPlan lower_plan(const Plan& plan, int32_t nranks, int32_t max_pool) {
 }
 
 exec::Geometry make_geometry(const LoweredPlan& lp, uint64_t n, uint32_t elem_size, uint64_t cap_bytes,
-                             uint64_t target_mb_bytes, exec::Protocol protocol) {
+                             uint64_t target_mb_bytes, exec::Protocol protocol, uint32_t min_nmb,
+                             uint64_t min_cut_piece_bytes) {
   if (elem_size == 0 || elem_size > 16 || (elem_size & (elem_size - 1)) != 0)
     fail(ErrorCode::InvalidArgument, "element size " + std::to_string(elem_size) + " is not 1, 2, 4, 8 or 16 bytes");
   exec::Geometry g;
@@ -203,6 +204,14 @@ exec::Geometry make_geometry(const LoweredPlan& lp, uint64_t n, uint32_t elem_si
       fail(ErrorCode::InvalidUsage, "a staging slot of " + std::to_string(cap_bytes) + " bytes cannot hold one 16-byte "
                                     "piece of each of " + std::to_string(count) + " chunks (raise WEFT_SLOT_BYTES)");
     mb = std::min(mb, per_chunk * static_cast<uint64_t>(instances));
+  }
+  // At least min_nmb micro-batches per chunk slot (a window of them, WEFT_MB_WINDOW) where the
+  // chunk allows, and where every thread block's piece keeps min_cut_piece_bytes.
+  if (min_nmb > 1) {
+    const uint64_t cut = (stride + min_nmb - 1) / min_nmb + align - 1;
+    int32_t most = 1;
+    for (const auto& [count, instances] : lp.comm_shapes) most = std::max(most, instances);
+    if (cut / static_cast<uint64_t>(most) * elem_size >= min_cut_piece_bytes) mb = std::min(mb, cut);
   }
   mb = std::max<uint64_t>(align, mb / align * align);
   g.mb = mb;

@@ -104,9 +104,12 @@ std::string generate_source(const LoweredPlan& lp, const KernelSpec& spec) {
       for (int32_t i = 0; i < tb.nslots; ++i)
         emit_slot(o, lr.slots[static_cast<size_t>(tb.slot_begin + i)], tb.slot_begin + i, "0", "nmb", "      ");
     } else {
-      o << "      for (uint32_t k = 0; k < nmb; ++k) {\n";
+      // exec::InvocationOrder: every slot over a window of a.mb_window micro-batches, then the next window.
+      o << "      const uint32_t win = weft::exec::order_window(false, nmb, a.mb_window);\n"
+        << "      for (uint32_t k = 0; k < nmb; k += win) {\n"
+        << "        const uint32_t k1 = nmb - k > win ? k + win : nmb;\n";
       for (int32_t i = 0; i < tb.nslots; ++i)
-        emit_slot(o, lr.slots[static_cast<size_t>(tb.slot_begin + i)], tb.slot_begin + i, "k", "k + 1", "        ");
+        emit_slot(o, lr.slots[static_cast<size_t>(tb.slot_begin + i)], tb.slot_begin + i, "k", "k1", "        ");
       o << "      }\n";
     }
     o << "      return;\n    }\n";

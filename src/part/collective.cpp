@@ -274,7 +274,7 @@ bool CollectiveImpl::parrived(uint32_t u) {
   if (!active_) return true;
   uint64_t f = 0;
   ctx_.read(&f, handle_.finished + u, sizeof(f));
-  return f >= epoch_;
+  return arrived_in(f, epoch_);
 }
 
 std::unique_ptr<Request> ContextImpl::psend_init(const void* buf, uint32_t partitions, uint64_t count, int dtype,

@@ -235,7 +235,7 @@ bool RequestImpl::parrived(uint32_t p) {
   ctx_.read(&thr, flags_ + kFlagThreshold, sizeof(thr));
   if (thr == 0) return false;
   ctx_.read(&flag, flags_ + kFlagFirst + transport_of(p, static_cast<uint32_t>(thr)), sizeof(flag));
-  return flag >= st_.epoch();
+  return arrived_in(flag, st_.epoch());
 }
 
 bool RequestImpl::test() {

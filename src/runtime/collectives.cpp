@@ -18,6 +18,10 @@
 
 namespace weft {
 
+namespace {
+constexpr uint64_t kWindowPieceBytes = 64 << 10;
+}  // namespace
+
 // A decision's protocol is the executor's code (exec/exec_plan.hpp).
 static_assert(static_cast<int>(algo::Protocol::Simple) == exec::kSimple && static_cast<int>(algo::Protocol::LL) == exec::kLL &&
               static_cast<int>(algo::Protocol::LL128) == exec::kLL128);
@@ -133,7 +137,10 @@ void Communicator::launch_plan_call(const Call& call, const Launch& l, const cha
   // The most bytes per chunk slot and micro-batch (WEFT_MICROBATCH_BYTES, else the row's;
   // 0: sized by the slots).
   const uint64_t target = l.microbatch_bytes;
-  exec::Geometry g = make_geometry(cp.lp, count, static_cast<uint32_t>(esz), cap, target, proto);
+  // A window of micro-batches (WEFT_MB_WINDOW) needs chunks cut into at least that many,
+  // where each block's piece keeps 64 KiB (smaller ones cost more per message than they hide).
+  exec::Geometry g = make_geometry(cp.lp, count, static_cast<uint32_t>(esz), cap, target, proto, cp.mb_window,
+                                   kWindowPieceBytes);
 
   exec::ExecArgs a{};
   a.tbs = cp.tbs;
@@ -158,6 +165,8 @@ void Communicator::launch_plan_call(const Call& call, const Launch& l, const cha
   a.abort = abort_dev_;
   a.net = net_ ? 1 : 0;  // the interpreter's instantiation that pushes network triggers
   a.conn_cache = cp.conn_cache;
+  a.mb_window = cp.mb_window;
+  a.mover_wide = cp.mover_wide ? 1 : 0;
   if (cp.fits_inline) {
     const LoweredRank& lr = cp.lp.ranks[static_cast<size_t>(rank_)];
     a.inline_plan = 1;
@@ -171,6 +180,8 @@ void Communicator::launch_plan_call(const Call& call, const Launch& l, const cha
   }
   const int threads = exec_threads(g, proto, cp.roles);
   if (trace_cap_ > 0) start_trace(&a, &cp, c, to_choice(l), payload, "", stream);
+  // The posting warp (WEFT_POST_WARP): untraced, one plan thread block per CUDA block, the interpreter.
+  a.post_warp = cp.post_warp && cp.roles == 1 && a.trace == nullptr && !cp.gen ? 1 : 0;
   // Generated kernels: one plan thread block per CUDA block (plans never group under gen);
   // traced calls run the interpreter's traced instantiation (as LL128 and links across nodes
   // do: decide() gives them Executor::Interpreter).

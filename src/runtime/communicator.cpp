@@ -85,6 +85,7 @@ CommConfig CommConfig::from_env() {
     fail(ErrorCode::InvalidArgument, "WEFT_LL_SLOT_BYTES='" + std::to_string(ll) + "' is not a multiple of 16");
   c.slot_bytes = static_cast<uint32_t>(slot);
   c.ll_slot_bytes = static_cast<uint32_t>(ll);
+  c.mb_window = static_cast<uint32_t>(config::get_int("WEFT_MB_WINDOW"));
   return c;
 }
 
@@ -245,9 +246,10 @@ void Communicator::init_memory() {
     const std::string who = "rank " + std::to_string(rank_) + ": rank " + std::to_string(p);
     if (pi.version != mine.version) fail(ErrorCode::Remote, who + " runs another weft version");
     if (pi.cfg.connections != mine.cfg.connections || pi.cfg.depth != mine.cfg.depth ||
-        pi.cfg.slot_bytes != mine.cfg.slot_bytes || pi.cfg.ll_slot_bytes != mine.cfg.ll_slot_bytes)
+        pi.cfg.slot_bytes != mine.cfg.slot_bytes || pi.cfg.ll_slot_bytes != mine.cfg.ll_slot_bytes ||
+        pi.cfg.mb_window != mine.cfg.mb_window)
       fail(ErrorCode::InvalidUsage, who + " has other WEFT_CONNECTIONS / WEFT_FIFO_DEPTH / WEFT_SLOT_BYTES / "
-                                          "WEFT_LL_SLOT_BYTES values; every rank must use the same");
+                                          "WEFT_LL_SLOT_BYTES / WEFT_MB_WINDOW values; every rank must use the same");
     if (pi.cta_policy != mine.cta_policy)
       fail(ErrorCode::InvalidUsage, who + " has WEFT_CTA_POLICY " + cta_policy_name(pi.cta_policy) + ", this rank " +
                                           cta_policy_name(mine.cta_policy) + "; every rank must use the same");
@@ -536,6 +538,8 @@ Communicator::CachedPlan& Communicator::plan_for(const Call& call, const Launch&
   // communicator cannot build for these ranks' hosts and nodes refuses the plan, on every
   // rank alike.
   check_plan_channels(cp->lp.plan, placement_);
+  // WEFT_FUSE_COPY, WEFT_MB_WINDOW, WEFT_POST_WARP, WEFT_MOVER_WIDE (bulk_options.cpp)
+  bulk_options(*cp, l.protocol == algo::Protocol::Simple);
   // Every plan runs on the CPU emulator once before it reaches the GPU (deadlock, result,
   // stray writes); every rank checks the same plan, so all fail alike.
   check_plan_on_emulator(cp->lp, layout_.cfg.depth, static_cast<exec::Protocol>(l.protocol));

@@ -56,12 +56,14 @@ class NetFifos;
 class CeRunner;
 
 /// Sizes every rank of a communicator must agree on (from WEFT_CONNECTIONS,
-/// WEFT_FIFO_DEPTH, WEFT_SLOT_BYTES, WEFT_LL_SLOT_BYTES).
+/// WEFT_FIFO_DEPTH, WEFT_SLOT_BYTES, WEFT_LL_SLOT_BYTES, WEFT_MB_WINDOW: the order of a
+/// connection's messages depends on the window).
 struct CommConfig {
   int32_t connections = 32;
   int32_t depth = 4;
   uint32_t slot_bytes = 512 << 10;
   uint32_t ll_slot_bytes = 64 << 10;
+  uint32_t mb_window = 1;
   static CommConfig from_env();
 };
 
@@ -207,6 +209,9 @@ class Communicator {
     const int16_t* block_tbs = nullptr;  ///< roles > 1: RoleGroups::tb_of, in mem
     bool fits_inline = false;          ///< small enough for ExecArgs' inline arrays
     int conn_cache = 0;                ///< ExecArgs::conn_cache: the most connections of one thread block
+    uint32_t mb_window = 1;            ///< ExecArgs::mb_window: WEFT_MB_WINDOW, or 1 (bulk_options)
+    bool post_warp = false;            ///< ExecArgs::post_warp: WEFT_POST_WARP where it applies
+    bool mover_wide = false;           ///< ExecArgs::mover_wide: WEFT_MOVER_WIDE on a Simple plan
     std::vector<exec::ChannelHandle> conns_host;
     /// Executor::Generated: the plan's generated kernels, by [weftDataType_t][op], made at first use.
     bool gen = false;              ///< generated kernels run this plan (decide() chose Executor::Generated)
@@ -220,6 +225,11 @@ class Communicator {
   /// Collective: the arena, the error and abort words, the peers' arenas mapped, the
   /// network, the decider, the FIFOs and the watchdog.
   void init_memory();
+  /// The Simple bulk path's switches for a plan just lowered (WEFT_FUSE_COPY, WEFT_MB_WINDOW,
+  /// WEFT_POST_WARP; docs/runtime.md, "Large messages against NCCL"): fuses, checks the window
+  /// on the emulator (a plan that would deadlock keeps windows of 1), sets cp's launch choices;
+  /// `simple`: the plan runs the Simple protocol (nothing applies to the others).
+  void bulk_options(CachedPlan& cp, bool simple);
   /// init_memory's parts: this rank's device memory and mapped words (before any peer is
   /// met); the per-call Decider, once the nodes are known; the FIFOs and the table of
   /// point-to-point connections on the GPU.

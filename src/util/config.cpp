@@ -97,6 +97,26 @@ const std::vector<Variable>& registry() {
        "micro-batch part of one thread block. LL128 messages use these slots too (120 data bytes per 128; it needs a "
        "multiple of 128).",
        4096, 64 << 20},
+      {"WEFT_MB_WINDOW", Type::Int, "1",
+       "Simple plans of algorithm-level execution (rings): each thread block runs every slot over a window of this "
+       "many micro-batches before the next slot, and chunks are cut into at least this many micro-batches (where each "
+       "block's piece keeps 64 KiB), so that a ring step's message was posted a micro-batch before it is needed "
+       "(NCCL's two slices per chunk); 1: every slot once per micro-batch. A plan that would deadlock so (a ring "
+       "with a window as deep as WEFT_FIFO_DEPTH) runs with 1. Every rank must use the same; read at creation "
+       "(docs/runtime.md, 'Large messages against NCCL').",
+       1, 64},
+      {"WEFT_POST_WARP", Type::Bool, "0",
+       "Simple plans in the interpreter, one thread block per CUDA block, within a node: one more warp per block "
+       "publishes each message (the system fence and the posted count), acks and bumps counters while the block's "
+       "512 threads move the next one (NCCL's extra warp for Simple). Read when a plan is first used."},
+      {"WEFT_FUSE_COPY", Type::Bool, "1",
+       "Simple plans: a send followed in its thread block by a local copy of the same chunks moves both in one pass "
+       "(the Broadcast root), a thread block that only copies the chunks another block sends is folded into that "
+       "send (out-of-place AllGather), and a receive-reduce-copy-send into scratch nothing reads becomes "
+       "receive-reduce-send (ReduceScatter rings); 0: plans as compiled. Read when a plan is first used."},
+      {"WEFT_MOVER_WIDE", Type::Bool, "0",
+       "Simple moves keep 8 loads in flight per thread on copies and 8 of each input on reductions (NCCL's unroll on "
+       "sm_90) instead of 6 and 3. Read when a plan is first used."},
       {"WEFT_LL_SLOT_BYTES", Type::Int, "65536",
        "Bytes of one LL staging slot (half of them data; a multiple of 16 in 1 KiB..16 MiB).", 1024, 16 << 20},
       {"WEFT_NET_TRACE", Type::String, "",

@@ -9,11 +9,14 @@
 //                      parrived; then host pready with odd sizes
 //   coll   --ranks N   partitioned AllReduce (int32 sum, float32 max, float64 sum) and
 //                      Broadcast from every root, three epochs, uneven chunks
-//   reuse  --ranks N   many epochs back to back on one request each (1,000 at block
-//                      granularity, 300 at warp granularity with threshold 3, 100 at thread
-//                      granularity with threshold 64; 300 of a partitioned AllReduce): new
-//                      random data every epoch, the receive buffer poisoned before each, every
-//                      element checked on the device (after device parrived) and counted
+//   reuse  --ranks N [--epochs E]   many epochs back to back on one request each (part_reuse.cu:
+//                      E at block granularity, E at warp granularity with threshold 3, E/2
+//                      at thread granularity with threshold 64, E of a partitioned
+//                      AllReduce; E defaults to 200): new random data every epoch, the
+//                      receive buffer poisoned before each, every element checked on the
+//                      device (after device parrived) and counted; a line per case and
+//                      progress at each quarter; an epoch that takes longer than 10 s (or a
+//                      host wait longer than WEFT_TIMEOUT, 20 s unless set) fails naming it
 //   misuse             every misuse is an error with its message: device pready twice and
 //                      out of range (p2p and collective), host pready twice, out of range,
 //                      start while active, partition counts that differ from the peer's
@@ -38,72 +41,11 @@
 #include <vector>
 
 #include "net/ucx_transport.hpp"
-#include "util/launcher.hpp"
-#include "weft/partitioned.h"
-#include "weft/partitioned.hpp"
-#include "weft/weft.h"
+#include "part_common.cuh"
 
-namespace gt = weft::gputest;
-using weft::part::PcollDeviceHandle;
-using weft::part::PrecvDeviceHandle;
-using weft::part::PsendDeviceHandle;
+using namespace parttest;
 
 namespace {
-
-#define CHECK(cond, ...)                                   \
-  do {                                                     \
-    if (!(cond)) {                                         \
-      std::printf("rank %d: %s:%d: ", g_rank, __FILE__, __LINE__); \
-      std::printf(__VA_ARGS__);                            \
-      std::printf("\n");                                   \
-      return 1;                                            \
-    }                                                      \
-  } while (0)
-#define CUDA_OK(call) CHECK((call) == cudaSuccess, "%s: %s", #call, cudaGetErrorString(cudaGetLastError()))
-#define WEFT_OK(call)                                                                   \
-  do {                                                                                  \
-    weftResult_t r_ = (call);                                                           \
-    CHECK(r_ == weftSuccess, "%s: %s: %s", #call, weftGetErrorString(r_), weftGetLastError(nullptr)); \
-  } while (0)
-/// Expects `call` to fail with `code` and a message containing `part`.
-#define WEFT_FAILS(call, code, part)                                                    \
-  do {                                                                                  \
-    weftResult_t r_ = (call);                                                           \
-    const char* m_ = weftGetLastError(nullptr);                                         \
-    CHECK(r_ == (code) && std::strstr(m_, part) != nullptr, "%s: got %s (%s), expected %s with '%s'", #call, \
-          weftGetErrorString(r_), m_, weftGetErrorString(code), part);                  \
-    std::printf("rank %d: as expected: %s\n", g_rank, m_);                              \
-  } while (0)
-
-int g_rank = 0;
-weftPartPath_t g_path = weftPartPathKernel;
-/// Whether send handles must be on the progression-engine path.
-bool expect_proxy() {
-  if (g_path != weftPartPathDefault) return g_path == weftPartPathProxy;
-  const char* v = std::getenv("WEFT_PART_PATH");
-  return v != nullptr && std::string(v) == "proxy";
-}
-const char* path_name() {
-  return g_path == weftPartPathProxy ? "proxy" : g_path == weftPartPathKernel ? "kernel" : "WEFT_PART_PATH";
-}
-
-__host__ __device__ inline uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-__host__ __device__ inline uint64_t value(uint64_t seed, uint64_t i) { return mix(seed * 0x100000001b3ull + i); }
-
-/// Each thread writes its 8-byte element, then readies at `gran` (0 thread, 1 warp, 2 block):
-/// partitions of 1 element, 32, or blockDim elements.
-__global__ void produce(PsendDeviceHandle h, uint64_t* buf, uint64_t seed, int gran) {
-  const uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  buf[i] = value(seed, i);
-  if (gran == 0) h.pready_thread(static_cast<uint32_t>(i));
-  else if (gran == 1) h.pready_warp(static_cast<uint32_t>(i / 32));
-  else h.pready_block(blockIdx.x);
-}
 
 /// One thread per partition: waits (bounded) for parrived, then copies the partition out.
 __global__ void consume(PrecvDeviceHandle h, uint64_t* out, int* timed_out) {
@@ -129,158 +71,6 @@ __global__ void misuse_kernel(PsendDeviceHandle h, int what) {
   } else {          // out of range, after every valid one
     for (uint32_t p = 0; p <= h.partitions; ++p) h.pready_block(p);
   }
-}
-
-template <typename T>
-__host__ __device__ T gen(int rank, uint64_t epoch, uint64_t i) {
-  return static_cast<T>(static_cast<int64_t>(value(epoch * 1000 + static_cast<uint64_t>(rank), i) % 2001) - 1000);
-}
-
-/// Reuse check: block x waits (bounded) for partitions, then compares each element of the
-/// receive buffer with value(seed, i); counts the elements checked and those that differ, and
-/// keeps the first bad index.
-__global__ void check_epoch(PrecvDeviceHandle h, const uint64_t* dst, uint64_t seed, uint64_t per,
-                            unsigned long long* counts, int* timed_out) {
-  __shared__ unsigned long long s_bad, s_checked;
-  if (threadIdx.x == 0) s_bad = s_checked = 0;
-  __syncthreads();
-  for (uint32_t p = blockIdx.x; p < h.partitions; p += gridDim.x) {
-    if (threadIdx.x == 0) {
-      const uint64_t t0 = clock64();
-      while (!h.parrived(p))
-        if (clock64() - t0 > 60ull * 2000000000ull) {
-          atomicExch(timed_out, 1);
-          break;
-        }
-    }
-    __syncthreads();
-    for (uint64_t w = threadIdx.x; w < per; w += blockDim.x) {
-      const uint64_t i = p * per + w;
-      if (__ldcg(dst + i) != value(seed, i)) {
-        atomicAdd(&s_bad, 1ull);
-        atomicCAS(&counts[2], ~0ull, i);
-      }
-      atomicAdd(&s_checked, 1ull);
-    }
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) {
-    atomicAdd(&counts[0], s_checked);
-    atomicAdd(&counts[1], s_bad);
-  }
-}
-
-/// Reuse check of an AllReduce (sum over ranks of gen): counts[0] checked, [1] wrong, [2] first wrong.
-template <typename T>
-__global__ void check_sum(const T* buf, uint64_t n, int nranks, uint64_t epoch, unsigned long long* counts) {
-  for (uint64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-    T want = 0;
-    for (int r = 0; r < nranks; ++r) want += gen<T>(r, epoch, i);
-    if (buf[i] != want) {
-      atomicAdd(&counts[1], 1ull);
-      atomicCAS(&counts[2], ~0ull, i);
-    }
-    atomicAdd(&counts[0], 1ull);
-  }
-}
-
-/// Block u writes partition u (unless `write` is 0), then runs the collective for it and
-/// checks that parrived says so.
-template <typename T>
-__global__ void coll_kernel(PcollDeviceHandle h, T* buf, int rank, uint64_t epoch, int write, int* not_arrived) {
-  const uint32_t u = blockIdx.x;
-  if (write)
-    for (uint64_t i = threadIdx.x; i < h.partition_elems; i += blockDim.x) {
-      const uint64_t g = u * h.partition_elems + i;
-      buf[g] = gen<T>(rank, epoch, g);
-    }
-  h.pready_block(u);
-  if (threadIdx.x == 0 && !h.parrived(u)) atomicAdd(not_arrived, 1);
-}
-
-struct Comm {
-  weftComm_t comm = nullptr;
-  weftPartComm_t pc = nullptr;
-  cudaStream_t stream = nullptr;
-  cudaStream_t stream2 = nullptr;  ///< for a consumer kernel that runs alongside the producer
-};
-
-int open_comm(int nranks, int rank, const weftUniqueId& id, Comm& c) {
-  g_rank = rank;
-  WEFT_OK(weftCommInitRank(&c.comm, nranks, id, rank));
-  // Across emulated nodes a UCX without CUDA support is no reason to skip: the engines stage
-  // through page-locked memory (WEFT_PART_STAGE=1 forces it).
-  WEFT_OK(weftPartCommCreateWithPath(c.comm, g_path, &c.pc));
-  CUDA_OK(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking));
-  CUDA_OK(cudaStreamCreateWithFlags(&c.stream2, cudaStreamNonBlocking));
-  return 0;
-}
-
-/// Every rank reaches this point (an AllReduce of one int, synchronized).
-int barrier(Comm& c, int* scratch) {
-  WEFT_OK(weftAllReduce(scratch, scratch, 1, weftInt32, weftSum, c.comm, reinterpret_cast<weftStream_t>(c.stream)));
-  CHECK(gt::sync_bounded(reinterpret_cast<weftStream_t>(c.stream), 60), "barrier did not finish");
-  return 0;
-}
-
-int close_comm(Comm& c, int* scratch) {
-  if (barrier(c, scratch)) return 1;
-  WEFT_OK(weftPartCommDestroy(c.pc));
-  WEFT_OK(weftCommDestroy(c.comm));
-  return 0;
-}
-
-/// WEFT_PART_TEST_TRACE=1: a line per case and epoch (launch, each wait with its time).
-bool trace() {
-  static const bool on = [] {
-    const char* v = std::getenv("WEFT_PART_TEST_TRACE");
-    return v != nullptr && v[0] != '\0' && v[0] != '0';
-  }();
-  return on;
-}
-
-double seconds_since(const timespec& t0) {
-  timespec t1;
-  clock_gettime(CLOCK_MONOTONIC, &t1);
-  return static_cast<double>(t1.tv_sec - t0.tv_sec) + 1e-9 * static_cast<double>(t1.tv_nsec - t0.tv_nsec);
-}
-
-/// After a send wait failed: what the sender's device state says about epoch e, read on a
-/// stream of its own into pinned memory allocated beforehand (`pinned`, at least
-/// partitions + transports + kCtlWords words), so that a producer that never ran (0 claimed)
-/// and a counting fault (all claimed, counters short) read differently.
-void explain_send(const PsendDeviceHandle& h, uint64_t e, cudaStream_t producer, cudaStream_t consumer,
-                  uint64_t* pinned) {
-  auto state = [](cudaStream_t s) {
-    const cudaError_t q = cudaStreamQuery(s);
-    return q == cudaSuccess ? "finished" : q == cudaErrorNotReady ? "still queued or running" : cudaGetErrorString(q);
-  };
-  std::printf("rank %d: diagnosis, epoch %llu: producer kernel %s, consumer kernel %s\n", g_rank,
-              (unsigned long long)e, state(producer), state(consumer));
-  const uint32_t U = h.partitions, T = (U + h.threshold - 1) / h.threshold;
-  uint64_t *stamps = pinned, *counters = pinned + U, *ctl = pinned + U + T;
-  cudaStream_t s = nullptr;
-  if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) return;
-  cudaMemcpyAsync(stamps, h.stamps, U * 8, cudaMemcpyDeviceToHost, s);
-  cudaMemcpyAsync(counters, h.counters, T * 8, cudaMemcpyDeviceToHost, s);
-  cudaMemcpyAsync(ctl, h.ctl, weft::part::kCtlWords * 8, cudaMemcpyDeviceToHost, s);
-  if (!gt::sync_bounded(reinterpret_cast<weftStream_t>(s), 10)) {
-    std::printf("rank %d: diagnosis: reading the device state did not finish in 10 s\n", g_rank);
-    return;
-  }
-  uint32_t claimed = 0, complete = 0;
-  for (uint32_t p = 0; p < U; ++p) claimed += stamps[p] >= e;  // a stamp counts a partition's preadies
-  for (uint32_t t = 0; t < T; ++t) complete += counters[t] >= weft::part::transport_size(U, h.threshold, t) * e;
-  std::printf("rank %d: diagnosis: %u of %u partitions claimed, %u of %u transport partitions counted complete "
-              "(threshold %u), device sent counter %llu, prepared-epoch cache %llu\n", g_rank, claimed, U, complete, T,
-              h.threshold, (unsigned long long)ctl[weft::part::kCtlSent], (unsigned long long)ctl[weft::part::kCtlEpoch]);
-  if (h.ready != nullptr) {  // progression-engine path: the flags the engine polls (host-mapped)
-    uint32_t marked = 0;
-    for (uint32_t t = 0; t < T; ++t) marked += reinterpret_cast<const volatile uint64_t*>(h.ready)[t] == e;
-    std::printf("rank %d: diagnosis: %u of %u transport partitions marked ready for the progression engine\n",
-                g_rank, marked, T);
-  }
-  cudaStreamDestroy(s);
 }
 
 int p2p(int nranks, int rank, const weftUniqueId& id) {
@@ -492,132 +282,6 @@ int coll(int nranks, int rank, const weftUniqueId& id) {
   return close_comm(c, scratch);
 }
 
-/// One send and one receive request (ring neighbours) run `epochs` epochs back to back at
-/// granularity `gran` with `threshold`; every element of every epoch is checked on the device.
-int reuse_p2p(Comm& c, int nranks, int rank, int gran, uint32_t threshold, uint64_t epochs, int tag,
-              unsigned long long* counts, int* timed_out) {
-  const int next = (rank + 1) % nranks, prev = (rank + nranks - 1) % nranks;
-  constexpr uint32_t kBlocks = 48, kThreads = 256;
-  constexpr uint64_t kElems = kBlocks * kThreads;
-  const uint64_t per = gran == 0 ? 1 : gran == 1 ? 32 : kThreads;
-  const uint32_t parts = static_cast<uint32_t>(kElems / per);
-  uint64_t *src = nullptr, *dst = nullptr;
-  CUDA_OK(cudaMalloc(&src, kElems * 8));
-  CUDA_OK(cudaMalloc(&dst, kElems * 8));
-  weftPrequest_t s = nullptr, r = nullptr;
-  WEFT_OK(weftPsendInit(src, static_cast<int>(parts), per, weftUint64, next, tag, c.pc, &s));
-  WEFT_OK(weftPrecvInit(dst, static_cast<int>(parts), per, weftUint64, prev, tag, c.pc, &r));
-  weftPdevRequest_t d = nullptr;
-  const void* dh = nullptr;
-  WEFT_OK(weftPdevRequestCreate(s, static_cast<int>(threshold), &d, &dh));
-  PrecvDeviceHandle rh;
-  WEFT_OK(weftPrecvDeviceHandle(r, &rh, sizeof(rh)));
-  PsendDeviceHandle sh{};
-  const unsigned long long init[3] = {0, 0, ~0ull};
-  CUDA_OK(cudaMemcpy(counts, init, sizeof(init), cudaMemcpyHostToDevice));
-  CUDA_OK(cudaMemset(timed_out, 0, sizeof(int)));
-  for (uint64_t e = 1; e <= epochs; ++e) {
-    WEFT_OK(weftPstart(s));
-    WEFT_OK(weftPstart(r));
-    // Poisoned before this side says it is ready (after the last epoch's check read it).
-    CUDA_OK(cudaMemsetAsync(dst, 0xA5, kElems * 8, c.stream2));
-    CHECK(gt::sync_bounded(reinterpret_cast<weftStream_t>(c.stream2), 120), "epoch %llu: the check did not finish",
-          (unsigned long long)e);
-    weftPrequest_t both[2] = {s, r};
-    WEFT_OK(weftPbufPrepareAll(2, both));
-    if (e == 1) CUDA_OK(cudaMemcpy(&sh, dh, sizeof(sh), cudaMemcpyDeviceToHost));
-    const uint64_t seed = (static_cast<uint64_t>(rank) << 40) | (static_cast<uint64_t>(tag) << 24) | e;
-    const uint64_t pseed = (static_cast<uint64_t>(prev) << 40) | (static_cast<uint64_t>(tag) << 24) | e;
-    produce<<<kBlocks, kThreads, 0, c.stream>>>(sh, src, seed, gran);
-    check_epoch<<<16, 256, 0, c.stream2>>>(rh, dst, pseed, per, counts, timed_out);
-    CUDA_OK(cudaGetLastError());
-    WEFT_OK(weftPwait(s));
-    WEFT_OK(weftPwait(r));
-  }
-  CHECK(gt::sync_bounded(reinterpret_cast<weftStream_t>(c.stream), 120), "the producer did not finish");
-  CHECK(gt::sync_bounded(reinterpret_cast<weftStream_t>(c.stream2), 120), "the check did not finish");
-  unsigned long long got[3];
-  int to = 0;
-  CUDA_OK(cudaMemcpy(got, counts, sizeof(got), cudaMemcpyDeviceToHost));
-  CUDA_OK(cudaMemcpy(&to, timed_out, sizeof(int), cudaMemcpyDeviceToHost));
-  CHECK(to == 0, "gran %d threshold %u: device parrived never saw a partition", gran, threshold);
-  CHECK(got[0] == epochs * kElems, "gran %d threshold %u: %llu elements checked, expected %llu", gran, threshold,
-        got[0], (unsigned long long)(epochs * kElems));
-  CHECK(got[1] == 0, "gran %d threshold %u: %llu of %llu elements wrong over %llu epochs (first at index %llu of an "
-        "epoch)", gran, threshold, got[1], got[0], (unsigned long long)epochs, got[2]);
-  WEFT_OK(weftPdevRequestFree(d));
-  WEFT_OK(weftPrequestFree(s));
-  WEFT_OK(weftPrequestFree(r));
-  CUDA_OK(cudaFree(src));
-  CUDA_OK(cudaFree(dst));
-  std::printf("rank %d: reuse (%s path) granularity %d threshold %u: %llu epochs on one request pair, all %llu "
-              "elements right\n", rank, path_name(), gran, threshold, (unsigned long long)epochs, got[0]);
-  return 0;
-}
-
-/// A partitioned AllReduce (int64 sum) run `epochs` epochs back to back, checked on the device.
-int reuse_coll(Comm& c, int nranks, int rank, uint64_t epochs, unsigned long long* counts) {
-  constexpr uint32_t parts = 12;
-  constexpr uint64_t count = 1000 + 3;
-  const uint64_t n = parts * count;
-  int64_t* buf = nullptr;
-  int* flag = nullptr;
-  CUDA_OK(cudaMalloc(&buf, n * sizeof(int64_t)));
-  CUDA_OK(cudaMalloc(&flag, sizeof(int)));
-  CUDA_OK(cudaMemset(flag, 0, sizeof(int)));
-  weftPcoll_t coll = nullptr;
-  WEFT_OK(weftPallreduceInit(buf, parts, count, weftInt64, weftSum, 77, c.pc, &coll));
-  const void* dh = nullptr;
-  WEFT_OK(weftPcollDeviceHandle(coll, &dh));
-  PcollDeviceHandle h{};
-  const unsigned long long init[3] = {0, 0, ~0ull};
-  CUDA_OK(cudaMemcpy(counts, init, sizeof(init), cudaMemcpyHostToDevice));
-  for (uint64_t e = 1; e <= epochs; ++e) {
-    CUDA_OK(cudaMemsetAsync(buf, 0xA5, n * sizeof(int64_t), c.stream));  // poison; ordered before the kernel
-    WEFT_OK(weftPcollStart(coll));
-    WEFT_OK(weftPcollPbufPrepare(coll));
-    if (e == 1) CUDA_OK(cudaMemcpy(&h, dh, sizeof(h), cudaMemcpyDeviceToHost));
-    coll_kernel<int64_t><<<parts, 256, 0, c.stream>>>(h, buf, rank, e, 1, flag);
-    WEFT_OK(weftPcollWait(coll));
-    check_sum<int64_t><<<12, 256, 0, c.stream>>>(buf, n, nranks, e, counts);
-    CUDA_OK(cudaGetLastError());
-  }
-  CHECK(gt::sync_bounded(reinterpret_cast<weftStream_t>(c.stream), 120), "the collective kernels did not finish");
-  unsigned long long got[3];
-  int not_arrived = 0;
-  CUDA_OK(cudaMemcpy(got, counts, sizeof(got), cudaMemcpyDeviceToHost));
-  CUDA_OK(cudaMemcpy(&not_arrived, flag, sizeof(int), cudaMemcpyDeviceToHost));
-  CHECK(got[0] == epochs * n, "pallreduce: %llu elements checked, expected %llu", got[0], (unsigned long long)(epochs * n));
-  CHECK(got[1] == 0, "pallreduce: %llu of %llu elements wrong over %llu epochs (first at index %llu)", got[1], got[0],
-        (unsigned long long)epochs, got[2]);
-  CHECK(not_arrived == 0, "pallreduce: device parrived false after pready_block %d times", not_arrived);
-  WEFT_OK(weftPcollFree(coll));
-  CUDA_OK(cudaFree(buf));
-  CUDA_OK(cudaFree(flag));
-  std::printf("rank %d: reuse pallreduce int64 sum: %llu epochs on one collective, all %llu elements right\n", rank,
-              (unsigned long long)epochs, got[0]);
-  return 0;
-}
-
-int reuse(int nranks, int rank, const weftUniqueId& id) {
-  Comm c;
-  if (int rc = open_comm(nranks, rank, id, c)) return rc;
-  cudaFuncAttributes fa;  // loaded now: see p2p
-  CUDA_OK(cudaFuncGetAttributes(&fa, produce));
-  CUDA_OK(cudaFuncGetAttributes(&fa, check_epoch));
-  int *scratch = nullptr, *timed_out = nullptr;
-  unsigned long long* counts = nullptr;
-  CUDA_OK(cudaMalloc(&scratch, sizeof(int)));
-  CUDA_OK(cudaMalloc(&timed_out, sizeof(int)));
-  CUDA_OK(cudaMalloc(&counts, 3 * sizeof(unsigned long long)));
-  if (reuse_p2p(c, nranks, rank, 2, 1, 1000, 201, counts, timed_out)) return 1;
-  if (reuse_p2p(c, nranks, rank, 1, 3, 300, 202, counts, timed_out)) return 1;
-  if (reuse_p2p(c, nranks, rank, 0, 64, 100, 203, counts, timed_out)) return 1;
-  if (barrier(c, scratch)) return 1;
-  if (!expect_proxy() && reuse_coll(c, nranks, rank, 300, counts)) return 1;
-  return close_comm(c, scratch);
-}
-
 int misuse(int nranks, int rank, const weftUniqueId& id) {
   setenv("WEFT_TIMEOUT", "5", 1);
   Comm c;
@@ -706,14 +370,18 @@ int misuse(int nranks, int rank, const weftUniqueId& id) {
 int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
   if (argc < 2) {
-    std::printf("usage: %s p2p|coll|reuse|misuse [--ranks N] [--path kernel|proxy|env]\n", argv[0]);
+    std::printf("usage: %s p2p|coll|reuse|misuse [--ranks N] [--path kernel|proxy|env] [--epochs E (reuse)]\n",
+                argv[0]);
     return 2;
   }
   const std::string cmd = argv[1];
   int ranks = 2;
+  long long epochs = 200;
   for (int i = 2; i + 1 < argc; ++i)
     if (std::string(argv[i]) == "--ranks") {
       ranks = std::atoi(argv[++i]);
+    } else if (std::string(argv[i]) == "--epochs") {
+      epochs = std::atoll(argv[++i]);
     } else if (std::string(argv[i]) == "--path") {
       const std::string p = argv[++i];
       if (p == "kernel") g_path = weftPartPathKernel;
@@ -726,6 +394,10 @@ int main(int argc, char** argv) {
     }
   if (ranks < 2 || ranks > 16) {
     std::printf("--ranks: need 2 to 16\n");
+    return 2;
+  }
+  if (epochs < 2 || epochs > 100000) {
+    std::printf("--epochs: need 2 to 100000\n");
     return 2;
   }
   const char* nodes = std::getenv("WEFT_EMULATE_NODES");
@@ -741,7 +413,9 @@ int main(int argc, char** argv) {
   if (cmd == "p2p") return gt::run_ranks(ranks, [&](int r, const weftUniqueId& id) { return p2p(ranks, r, id); }, 600, cmd);
   if (cmd == "coll") return gt::run_ranks(ranks, [&](int r, const weftUniqueId& id) { return coll(ranks, r, id); }, 600, cmd);
   if (cmd == "reuse")
-    return gt::run_ranks(ranks, [&](int r, const weftUniqueId& id) { return reuse(ranks, r, id); }, 600, cmd);
+    return gt::run_ranks(
+        ranks, [&](int r, const weftUniqueId& id) { return reuse(ranks, r, id, static_cast<uint64_t>(epochs)); },
+        60.0 + static_cast<double>(epochs) / 5, cmd);
   if (cmd == "misuse") return gt::run_ranks(2, [&](int r, const weftUniqueId& id) { return misuse(2, r, id); }, 300, cmd);
   std::printf("unknown subcommand '%s'\n", cmd.c_str());
   return 2;

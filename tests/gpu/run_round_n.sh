@@ -228,7 +228,9 @@ fi
 # ---- f. if time is left: the partitioned round, HM against ring, the PyTorch check --------------
 if [ "$PART" != 1 ]; then
   PR=""; for p in "$B/part_round.sh" "$PWD/bench/part_round.sh"; do [ -f "$p" ] && PR=$p && break; done
-  if [ -n "$PR" ] && [ -x "$B/bin/part_bench" ]; then step part_round 120 bash "$PR" "$B" "$OUT/part.txt"
+  if [ -n "$PR" ] && [ -x "$B/bin/part_bench" ]; then
+    PRB=$(left); [ "$PRB" -gt 200 ] && PRB=200  # part_round.sh fits its steps into PART_ROUND_BUDGET
+    step part_round 200 env PART_ROUND_BUDGET=$((PRB - 10)) bash "$PR" "$B" "$OUT/part.txt"
   else note "part_round: not run (no part_round.sh or bin/part_bench in the bundle)"; fi
   SHAPES="$N"; for g in $(seq $((N - 1)) -1 2); do [ $((N % g)) = 0 ] && SHAPES="$SHAPES $g"; done
   for g in $SHAPES; do

@@ -216,6 +216,16 @@ struct MemoryChannelDeviceHandle {
     *reinterpret_cast<volatile uint64_t*>(semaphore.outbound) = pos + 1;
     *semaphore.waited = pos + 1;
   }
+  // ---- FIFO, split publishing (the interpreter's posting warp, WEFT_POST_WARP) ----
+  // The thread that takes a position moves this end's own count at once (*signalled or
+  // *waited = pos + 1, so that its next message takes the next position), and another warp
+  // publishes to the peer later, in order, after a barrier with the block's movers:
+  /// post(pos)'s peer-visible half: the release store of the posted count.
+  WEFT_DEVICE_INLINE void publish_posted(uint64_t pos) const { st_release_sys(semaphore.outbound, pos + 1); }
+  /// ack_packets(pos)'s peer-visible half: the acked count, without a fence (see ack_packets).
+  WEFT_DEVICE_INLINE void publish_ack(uint64_t pos) const {
+    *reinterpret_cast<volatile uint64_t*>(semaphore.outbound) = pos + 1;
+  }
   /// What the peer has signalled so far (send end: acks; receive end: posts), for error reports.
   WEFT_DEVICE_INLINE uint64_t peer_count() const { return ld_acquire_sys(semaphore.inbound); }
 #endif

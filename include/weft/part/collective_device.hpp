@@ -178,9 +178,11 @@ struct PcollDeviceHandle {
       }
     }
   }
-  /// Any thread: true once partition u of the current epoch has finished on this rank.
+  /// Any thread: true once partition u of the current epoch (the host's last start, as for
+  /// PrecvDeviceHandle::parrived: a kernel that calls it must finish before the next start)
+  /// has finished on this rank.
   WEFT_DEVICE_INLINE bool parrived(uint32_t u) const {
-    return u < partitions && device::ld_acquire_gpu(finished + u) >= device::ld_acquire_sys(host + kWordStarted);
+    return u < partitions && arrived_in(device::ld_acquire_gpu(finished + u), device::ld_acquire_sys(host + kWordStarted));
   }
 #endif
 };

@@ -78,6 +78,14 @@ WEFT_HOST_DEVICE_INLINE bool completes_epoch(unsigned long long before, uint32_t
   return before + 1 == static_cast<uint64_t>(transports) * e;
 }
 
+/// parrived's rule, host and device, receive requests and collectives: a partition whose
+/// flag holds the epoch it last arrived (or finished) in has arrived in the current epoch
+/// once that flag reaches `started`, the epoch of the request's last start. `started` is read
+/// at each call, so a call of epoch e that is still polling when the host starts epoch e + 1
+/// waits for e + 1's data: every device parrived of an epoch must have returned (its kernel
+/// finished) before the next start (docs/partitioned.md, "Epochs back to back").
+WEFT_HOST_DEVICE_INLINE bool arrived_in(uint64_t flag, uint64_t started) { return started != 0 && flag >= started; }
+
 /// A partition's stamp counts its preadies over every epoch (resynced to the completed epochs
 /// after a misuse), so the pready that finds it at `stamp` belongs to epoch stamp + 1. That
 /// pready may send when its epoch is at most the prepared one; else it is a misuse:

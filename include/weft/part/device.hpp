@@ -151,13 +151,15 @@ struct PrecvDeviceHandle {
 #if WEFT_DEVICE_CODE
   /// Any thread: true once partition p of the current epoch has arrived (false when p is
   /// out of range). A true result orders the partition's data before the caller's later reads
-  /// (read them with ld.cg / volatile loads, or after a __syncthreads for the block).
+  /// (read them with ld.cg / volatile loads, or after a __syncthreads for the block). The
+  /// current epoch is the one the host's last start began (arrived_in): the kernel that calls
+  /// parrived for epoch e must finish before the host starts epoch e + 1.
   WEFT_DEVICE_INLINE bool parrived(uint32_t p) const {
     if (p >= partitions) return false;
     const uint64_t thr = device::ld_acquire_sys(flags + kFlagThreshold);
     const uint64_t e = device::ld_acquire_sys(host + kWordStarted);
     if (thr == 0 || e == 0) return false;
-    return device::ld_acquire_sys(flags + kFlagFirst + transport_of(p, static_cast<uint32_t>(thr))) >= e;
+    return arrived_in(device::ld_acquire_sys(flags + kFlagFirst + transport_of(p, static_cast<uint32_t>(thr))), e);
   }
 #endif
 };
