@@ -25,9 +25,11 @@
 # (a folder of prebuilt nccl-tests for run_round4.sh, copied as nccl-carry/ when it holds
 # lib/libweft_nccl.so).
 #
-# Bundle layout: bin/{weft,weft_gpu_tests,weft_gpu_steady,part_bench,weft_part_gpu_tests}, lib/libweft.so.0 (the soname the
+# Bundle layout: bin/{weft,weft_gpu_tests,weft_gpu_steady,part_bench,weft_part_gpu_tests,
+# weft_window_gpu_tests,weft_ce_gpu_tests,nccl_api_gpu_tests}, lib/libweft.so.0 (the soname the
 # binaries load through their RUNPATH $ORIGIN/../lib), lib/libweft_nccl.so (soname
-# libnccl.so.2), include/weft/nccl.h, share/weft/{algorithms,topologies,selection},
+# libnccl.so.2; lib/weft-nccl/libnccl.so.2 links to it for nccl_api_gpu_tests, whose RUNPATH
+# holds $ORIGIN/../lib/weft-nccl), include/weft/nccl.h, share/weft/{algorithms,topologies,selection},
 # nccl-tests-src/, torch/ (the PyTorch check), run_round_n.sh, round_nccltests.sh,
 # round_n_tables.py, run_round4.sh, round_tables.py, part_round.sh, BUNDLE_INFO.
 # shellcheck disable=SC2015  # "[ a ] && [ b ] || die" is meant
@@ -39,7 +41,7 @@ while [ $# -gt 0 ]; do
     --no-build) NOBUILD=1 ;;
     --weft-only) ONLY=1 ;;
     --source) SRC=$(cd "${2:?--source needs a checkout}" && pwd -P); shift ;;
-    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     *) if [ -z "$OUTDIR" ]; then OUTDIR=$1; elif [ -z "$BUILD" ]; then BUILD=$1; else echo "make_gpu_bundle.sh: unexpected argument '$1'" >&2; exit 2; fi ;;
   esac
   shift
@@ -49,6 +51,8 @@ BUILD=${BUILD:-$SRC/build-release}
 die() { echo "make_gpu_bundle.sh: $*" >&2; exit 1; }
 [ -f "$SRC/CMakeLists.txt" ] && [ -d "$SRC/algorithms" ] || die "$SRC is not a weft checkout"
 TARGETS="weft weft_gpu_tests weft_gpu_steady weft_nccl part_bench weft_part_gpu_tests"
+# GPU tests of windows, CTA policies and copy engines (tests/gpu/README.md), where the build has them.
+EXTRA="weft_window_gpu_tests weft_ce_gpu_tests nccl_api_gpu_tests"
 [ "$ONLY" = 1 ] && TARGETS=weft
 
 if [ "$NOBUILD" = 0 ] && [ ! -f "$BUILD/CMakeCache.txt" ]; then
@@ -66,6 +70,10 @@ if [ "$NOBUILD" = 0 ] && [ "$ONLY" = 0 ] && [ "$(cache WEFT_BUILD_BENCH)" != ON 
   cmake "$BUILD" -DWEFT_BUILD_BENCH=ON >/dev/null   # part_bench is a benchmark
 fi
 NVCC=$(sed -n 's/^set(CMAKE_CUDA_COMPILER "\(.*\)")$/\1/p' "$BUILD"/CMakeFiles/*/CMakeCUDACompiler.cmake 2>/dev/null | head -n 1 || true)
+if [ "$ONLY" = 0 ]; then  # the extra tests exist where the tree builds tests (nccl_api_gpu_tests: with GTest)
+  known=$(cmake --build "$BUILD" --target help 2>/dev/null || true)
+  for t in $EXTRA; do grep -q "^$t[: ]" <<<"$known" && TARGETS="$TARGETS $t"; done
+fi
 # shellcheck disable=SC2086  # the target list is split on purpose
 [ "$NOBUILD" = 1 ] || cmake --build "$BUILD" -j "${WEFT_BUILD_JOBS:-2}" --target $TARGETS
 NEED="bin/weft lib/libweft.so.0"
@@ -78,7 +86,15 @@ for f in $NEED; do cp -L "$BUILD/$f" "$OUTDIR/$f"; done   # files, not links: li
 # Steady-state calls allocate nothing (tests/gpu/steady_calls.cpp): bin/weft_gpu_steady, where
 # the build has it.
 [ "$ONLY" = 1 ] || [ ! -e "$BUILD/bin/weft_gpu_steady" ] || cp "$BUILD/bin/weft_gpu_steady" "$OUTDIR/bin/"
-strip --strip-debug "$OUTDIR"/bin/* "$OUTDIR"/lib/*
+if [ "$ONLY" = 0 ]; then
+  for t in $EXTRA; do [ ! -e "$BUILD/bin/$t" ] || { cp "$BUILD/bin/$t" "$OUTDIR/bin/"; NEED="$NEED bin/$t"; }; done
+fi
+# The symbol tables go too (the dynamic ones stay): the bundle must stay small.
+strip --strip-all "$OUTDIR"/bin/* "$OUTDIR"/lib/*
+if [ -e "$OUTDIR/bin/nccl_api_gpu_tests" ]; then  # NCCL's soname, through a link inside the bundle
+  mkdir -p "$OUTDIR/lib/weft-nccl"
+  ln -s ../libweft_nccl.so "$OUTDIR/lib/weft-nccl/libnccl.so.2"
+fi
 for d in algorithms topologies selection; do [ -d "$SRC/$d" ] && cp -r "$SRC/$d" "$OUTDIR/share/weft/"; done
 if [ "$ONLY" = 0 ]; then
   mkdir -p "$OUTDIR/include/weft" "$OUTDIR/torch"

@@ -6,9 +6,9 @@
  * Types, enum values and struct layouts are NCCL's, so both directions work. Every
  * function also exists as pnccl<Name> (the profiling alias, as MPI's PMPI).
  *
- * What weft does not do (the device API of nccl_device.h, window registration, shrink,
- * reductions of fp8 types) returns ncclInvalidUsage and a sentence in ncclGetLastError,
- * or goes to a real NCCL named by WEFT_NCCL_FALLBACK. docs/nccl-compat.md has the details.
+ * What weft does not do (the device API of nccl_device.h, ncclGroupSimulateEnd, reductions
+ * of fp8 types) returns ncclInvalidUsage and a sentence in ncclGetLastError, or goes to a
+ * real NCCL named by WEFT_NCCL_FALLBACK. docs/nccl-compat.md has the details.
  */
 #ifndef NCCL_H_
 #define NCCL_H_
@@ -45,7 +45,7 @@ extern "C" {
 
 /** A communicator: one rank of a group of GPUs. */
 typedef struct ncclComm* ncclComm_t;
-/** A registered memory window (ncclCommWindowRegister; not supported by weft). */
+/** A registered memory window (ncclCommWindowRegister). */
 typedef struct ncclWindow_vidmem* ncclWindow_t;
 #define NCCL_COMM_NULL NULL
 
@@ -86,8 +86,9 @@ typedef enum {
 #define NCCL_REVOKE_DEFAULT 0x00
 
 /** Communicator options (layout of NCCL 2.28, version 22800). Initialize with
- *  NCCL_CONFIG_INITIALIZER; weft reads `blocking` and `commName`, accepts every other
- *  field and ignores it (thread blocks are chosen by weft's selection table). */
+ *  NCCL_CONFIG_INITIALIZER; weft reads `blocking`, `commName` and `CTAPolicy` (NCCL_CTA_POLICY
+ *  overrides it, as in NCCL), accepts every other field and ignores it (thread blocks are
+ *  chosen by weft's selection table). */
 typedef struct ncclConfig_v22800 {
   size_t size;          /**< sizeof(ncclConfig_t) of the caller's header */
   unsigned int magic;   /**< 0xcafebeef */
@@ -208,7 +209,10 @@ ncclResult_t pncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist);
  *  by key then by rank; NCCL_SPLIT_NOCOLOR gives NULL. */
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config);
 ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config);
-/** Not supported by weft (ncclInvalidUsage). */
+/** The ranks not in excludeRanksList (which do not call it) form a new communicator, in
+ *  parent rank order; config NULL inherits the parent's. Every surviving rank must run on
+ *  this host (else ncclInvalidUsage). NCCL_SHRINK_ABORT first stops the parent's work and
+ *  leaves it unusable (destroy it). */
 ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm,
                             ncclConfig_t* config, int shrinkFlags);
 ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm,
@@ -241,7 +245,11 @@ ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, vo
 ncclResult_t pncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle);
 ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle);
 ncclResult_t pncclCommDeregister(const ncclComm_t comm, void* handle);
-/** Not supported by weft (ncclInvalidUsage). */
+/** Collective: every rank registers a window (same flags, same order; NCCL_WIN_COLL_SYMMETRIC:
+ *  same size). Inside a group it is registered at ncclGroupEnd and *win written then.
+ *  AllGather, AlltoAll and Broadcast whose receive buffers lie in windows run by copy engines
+ *  into the peers' windows (docs/nccl-compat.md). Deregistration is local, and refused
+ *  (ncclInvalidUsage) while a collective that used the window is in flight. */
 ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win, int winFlags);
 ncclResult_t pncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win, int winFlags);
 ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win);

@@ -172,6 +172,36 @@ weftResult_t weftGroupEnd(void);
 weftResult_t weftCommRegister(const weftComm_t comm, void* buff, size_t size, void** handle);
 weftResult_t weftCommDeregister(const weftComm_t comm, void* handle);
 
+/** Memory windows (NCCL 2.28's ncclCommWindowRegister). Flags, NCCL's values: with
+ *  WEFT_WIN_COLL_SYMMETRIC every rank registers the same size and passes its collectives'
+ *  buffers at the same offset in its window; WEFT_WIN_DEFAULT allows any offset. */
+#define WEFT_WIN_DEFAULT 0x00
+#define WEFT_WIN_COLL_SYMMETRIC 0x01
+typedef struct weftWindow* weftWindow_t;
+
+/** Collective: every rank of `comm` registers its buffer [buff, buff + size) (device memory
+ *  of this process: weftMemAlloc or cudaMalloc), in the same order as the others and with
+ *  the same flags. The peers map it through CUDA IPC where they can; then AllGather,
+ *  AllToAll and Broadcast whose receive buffers lie in windows on every rank run by copy
+ *  engines straight into the peers' windows (docs/c-api.md). One rank's bad arguments, or
+ *  ranks that disagree, fail every rank with an error naming the rank; nothing is
+ *  registered then. */
+weftResult_t weftCommWindowRegister(weftComm_t comm, void* buff, size_t size, weftWindow_t* win, int winFlags);
+/** Local: forgets the window. weftInvalidUsage while a collective that used it (on any
+ *  stream) has not completed; wait for the stream, then deregister. NULL: nothing. */
+weftResult_t weftCommWindowDeregister(weftComm_t comm, weftWindow_t win);
+
+/** CTA (thread block) policies, NCCL's values: DEFAULT the fastest choice; EFFICIENCY at most
+ *  16 thread blocks per rank; ZERO AllGather, AllToAll and Broadcast by copy engines (no
+ *  thread block moves data) where their buffers are windows or registered. */
+#define WEFT_CTA_POLICY_DEFAULT 0x00
+#define WEFT_CTA_POLICY_EFFICIENCY 0x01
+#define WEFT_CTA_POLICY_ZERO 0x02
+/** Collective: every rank passes the same policy (flags 0 to 3; ZERO wins over EFFICIENCY),
+ *  else every rank fails naming the ranks. The initial policy is WEFT_CTA_POLICY's. */
+weftResult_t weftCommSetCtaPolicy(weftComm_t comm, int policy);
+weftResult_t weftCommGetCtaPolicy(weftComm_t comm, int* policy);
+
 /** A memory channel between this rank and one peer, for users' own kernels: the host half
  *  of weft::device::MemoryChannelDeviceHandle (include/weft/device/memory_channel.hpp;
  *  include/weft/channel.hpp wraps these calls for C++; docs/device-api.md). */

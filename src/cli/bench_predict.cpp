@@ -57,7 +57,7 @@ Prediction BenchPredictor::predict(Collective c, uint64_t bytes, bool trace) {
       p.oneshot_blocks = d.instances;
       return p;
     }
-    if (d.executor == algo::Executor::CopyEngine) {
+    if (d.executor == algo::Executor::CopyEngineExchange || d.executor == algo::Executor::CopyEngineDirect) {
       p.why = "the copy engines are not simulated";
       return p;
     }

@@ -61,6 +61,56 @@ __global__ void __launch_bounds__(1) ce_trigger_kernel(const __grid_constant__ C
   }
 }
 
+__device__ void ce_sync_record(const CeSyncArgs& a, int32_t what, int peer, uint64_t expected, uint64_t seen,
+                               uint64_t start_ns) {
+  if (atomicCAS(a.error_claim, 0u, 1u) != 0u) return;
+  ErrorRecord* e = a.error;
+  e->rank = a.rank;
+  e->tb = 0;
+  e->slot = 0;
+  e->prim = kRecv;
+  e->what = what;
+  e->peer = peer;
+  e->mb = 0;
+  e->dep_tb = -1;
+  e->expected = expected;
+  e->seen = seen;
+  e->waited_s = static_cast<double>(device::globaltimer() - start_ns) * 1e-9;
+  __threadfence_system();
+  e->valid = 1;
+  __threadfence_system();
+}
+
+__global__ void __launch_bounds__(1) ce_sync_kernel(const __grid_constant__ CeSyncArgs a) {
+  const uint64_t start = device::globaltimer();
+  const device::Deadline d = device::deadline_after(a.timeout_ns, a.abort, a.error_claim);
+  const uint64_t e = *a.epoch + 1;
+  *a.epoch = e;
+  // Everything this rank's stream did before (its copies into the peers included) is done
+  // when this kernel runs; the release store orders the tag before the epoch.
+  __threadfence_system();
+  for (int q = 0; q < a.nranks; ++q) {
+    if (q == a.rank) continue;
+    *reinterpret_cast<volatile uint64_t*>(a.remote[q] + 1) = a.tag;
+    device::st_release_sys(a.remote[q], e);
+  }
+  for (int q = 0; q < a.nranks; ++q) {
+    if (q == a.rank) continue;
+    const uint64_t* slot = a.inbox + 2 * q;
+    const device::WaitResult r = device::spin_until([&] { return device::ld_acquire_sys(slot) >= e; }, d);
+    if (r != device::WaitResult::Ok) {
+      if (r == device::WaitResult::Timeout) ce_sync_record(a, kWaitCeSync, q, e, device::ld_acquire_sys(slot), start);
+      return;
+    }
+    // A peer runs at most one phase ahead: in a call's first phase it is in the same call.
+    const uint64_t tag = a.check_tag ? *reinterpret_cast<const volatile uint64_t*>(slot + 1) : a.tag;
+    if (tag != a.tag) {
+      ce_sync_record(a, kCeCallMismatch, q, a.tag, tag, start);
+      return;
+    }
+  }
+}
+
 template <typename T, int Op>
 __global__ void __launch_bounds__(kCeReduceThreads) ce_reduce_kernel(const __grid_constant__ CeReduceArgs a) {
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
@@ -107,6 +157,11 @@ void launch_ce_triggers(const CeTriggerArgs& args, cudaStream_t stream) {
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
 
+void launch_ce_sync(const CeSyncArgs& args, cudaStream_t stream) {
+  ce_sync_kernel<<<1, 1, 0, stream>>>(args);
+  WEFT_CUDA_CHECK(cudaGetLastError());
+}
+
 void launch_ce_reduce(const CeReduceArgs& args, int blocks, cudaStream_t stream) {
   with_dtype(args.dtype, [&](auto* tag) { launch_reduce_t<std::remove_pointer_t<decltype(tag)>>(args, blocks, stream); });
   WEFT_CUDA_CHECK(cudaGetLastError());
@@ -115,6 +170,7 @@ void launch_ce_reduce(const CeReduceArgs& args, int blocks, cudaStream_t stream)
 void preload_ce_kernels() {
   cudaFuncAttributes attr;
   WEFT_CUDA_CHECK(cudaFuncGetAttributes(&attr, ce_trigger_kernel));
+  WEFT_CUDA_CHECK(cudaFuncGetAttributes(&attr, ce_sync_kernel));
   for_each_dtype([](auto* tag) { preload_reduce_t<std::remove_pointer_t<decltype(tag)>>(); });
 }
 

@@ -54,6 +54,27 @@ struct CeReduceArgs {
   uint8_t dtype = 0, op = 0;               ///< weftDataType_t, weftRedOp_t (Avg runs as Sum)
 };
 
+/// The direct path's rendezvous (exec/ce_direct.cpp): one thread tells every peer that
+/// this rank reached phase `epoch` of its calls, with the call's tag, and waits (bounded)
+/// until every peer has told it the same. Each rank's inbox holds two words per peer,
+/// written by that peer only: [2q] the last epoch rank q reached, [2q + 1] its call's tag.
+struct CeSyncArgs {
+  uint64_t* remote[kCeMaxPeers + 1] = {};  ///< by rank: rank q's inbox words for this rank (mapped); null for this rank
+  const uint64_t* inbox = nullptr;          ///< this rank's inbox (2 words per rank)
+  uint64_t* epoch = nullptr;                ///< device: this rank's phase counter, +1 per launch
+  uint64_t tag = 0;                         ///< the call's fingerprint (plan/ce_plan.hpp, ce::call_tag)
+  /// Compare the peers' tags with `tag` (a call's first phase: a peer is then in this call
+  /// or its second phase; in the second, it may already be in its next call's first).
+  int32_t check_tag = 0;
+  int32_t nranks = 0, rank = 0;
+  uint64_t timeout_ns = 0;
+  uint32_t* error_claim = nullptr;
+  ErrorRecord* error = nullptr;
+  uint32_t* abort = nullptr;
+};
+
+/// One thread; throws UnhandledCuda if the launch fails.
+void launch_ce_sync(const CeSyncArgs& args, cudaStream_t stream);
 /// One thread; throws UnhandledCuda if the launch fails.
 void launch_ce_triggers(const CeTriggerArgs& args, cudaStream_t stream);
 /// `blocks` thread blocks (1 to ce::kMaxReduceBlocks) of kCeReduceThreads.

@@ -11,6 +11,7 @@
 #include "bootstrap/bootstrap.hpp"
 #include "util/cuda_check.hpp"
 #include "exec/host_reduce.hpp"
+#include "plan/ce_plan.hpp"
 #include "util/config.hpp"
 #include "util/log.hpp"
 #include "weft/weft.h"
@@ -43,11 +44,13 @@ CeRunner::CeRunner(CeContext ctx) : ctx_(std::move(ctx)) {
   RelaxedCapture relaxed;
   DeviceGuard guard(ctx_.device);
   const int R = ctx_.nranks, me = ctx_.rank;
-  WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&sig_), 2 * static_cast<size_t>(R) * sizeof(uint64_t)));
+  // The port channels' inbound[R] and waited[R], the direct path's inbox[2R] and its epoch.
+  const uint64_t sig_bytes = (4 * static_cast<uint64_t>(R) + 1) * sizeof(uint64_t);
+  WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&sig_), sig_bytes));
   {  // on a private stream: the caller's may be capturing a graph
     cudaStream_t s = nullptr;
     WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    cudaError_t e = cudaMemsetAsync(sig_, 0, 2 * static_cast<size_t>(R) * sizeof(uint64_t), s);
+    cudaError_t e = cudaMemsetAsync(sig_, 0, sig_bytes, s);
     if (e == cudaSuccess) e = cudaStreamSynchronize(s);
     cudaStreamDestroy(s);
     WEFT_CUDA_CHECK(e);
@@ -71,11 +74,12 @@ CeRunner::CeRunner(CeContext ctx) : ctx_(std::move(ctx)) {
   ++memories_;
   conns_.resize(static_cast<size_t>(R));
   channels_.resize(static_cast<size_t>(R));
+  peer_sig_.resize(static_cast<size_t>(R));
   for (int q = 0; q < R; ++q) {
     if (q == me) continue;
     const SigInfo& si = all[static_cast<size_t>(q)];
-    const uint64_t sig_bytes = 2 * static_cast<uint64_t>(R) * sizeof(uint64_t);
     char* peer_sig = map_peer(q, si.handle, si.address, sig_bytes, sig_bytes);
+    peer_sig_[static_cast<size_t>(q)] = reinterpret_cast<uint64_t*>(peer_sig);
     auto conn = std::make_shared<proxy::CopyEngineEndpoint>(ctx_.device, "rank " + std::to_string(q), ctx_.timeout_s);
     conns_[static_cast<size_t>(q)] = conn;
     const uint32_t rs = proxy_->add_remote_memory(
@@ -95,8 +99,15 @@ CeRunner::~CeRunner() {
   if (proxy_) proxy_->stop();
   proxy_.reset();
   conns_.clear();  // each waits for its stream
+  for (cudaStream_t s : side_) {
+    cudaStreamSynchronize(s);
+    cudaStreamDestroy(s);
+  }
+  for (cudaEvent_t e : join_) cudaEventDestroy(e);
+  if (fork_) cudaEventDestroy(fork_);
   for (const ce::PeerMapping& m : maps_) cudaIpcCloseMemHandle(reinterpret_cast<void*>(m.local));
   for (void* p : scratch_) cudaFree(p);
+  for (void* p : stage_) cudaFree(p);
   if (sig_) cudaFree(sig_);
   cudaGetLastError();
 }
@@ -241,22 +252,25 @@ void CeRunner::map_call(Collective c, const std::vector<Record>& all, uint64_t s
   }
 }
 
-std::string CeRunner::local_record(Collective c, const void* recv, const ce::Geometry& g, Record* mine) {
+std::string CeRunner::local_record(Collective c, const void* recv, uint64_t recv_total, const ce::Geometry& g,
+                                   Record* mine) {
   const int R = ctx_.nranks;
   const std::string coll(to_string(c));
   std::string why;
   uint64_t reg = 0, reg_bytes = 0, alloc = 0, alloc_bytes = 0;
   // Worst case: a local memory for each buffer, the peers' receive buffers and scratch.
   const uint32_t need = 2 + 2 * static_cast<uint32_t>(R - 1);
+  const bool proxied = !ce::direct(c);  // the proxy's limits bind the AllReduce's program only
+  const uint64_t scratch_total = proxied ? g.total[2] : 0;
   if (!ce::supports(c) || R < 2 || R > ce::kMaxRanks)
-    why = coll + " on " + std::to_string(R) + " ranks has no copy-engine plan (AllGather and AllReduce, 2 to " +
-          std::to_string(ce::kMaxRanks) + " ranks)";
-  else if (!ctx_.registered(recv, g.total[1], &reg, &reg_bytes))
-    why = coll + "'s receive buffer is not registered (weftCommRegister): copy engines write into peers' registered "
-                 "buffers only";
-  else if (reg_bytes > kMaxMemory || g.total[2] > kMaxMemory)
+    why = coll + " on " + std::to_string(R) + " ranks has no copy-engine path (AllGather, AllReduce, AllToAll and "
+                 "Broadcast, 2 to " + std::to_string(ce::kMaxRanks) + " ranks)";
+  else if (!ctx_.registered(recv, recv_total, &reg, &reg_bytes))
+    why = coll + "'s receive buffer is not registered (weftCommRegister) nor in a memory window: copy engines write "
+                 "into peers' registered buffers only";
+  else if (proxied && (reg_bytes > kMaxMemory || scratch_total > kMaxMemory))
     why = coll + ": a registration or scratch of 4 GiB or more is beyond the copy-engine proxy's 32-bit offsets";
-  else if (memories_ + need > device::ProxyTrigger::kMaxMemIds)
+  else if (proxied && memories_ + need > device::ProxyTrigger::kMaxMemIds)
     why = coll + ": the copy-engine proxy's table of " + std::to_string(device::ProxyTrigger::kMaxMemIds) +
           " memories is full (too many distinct buffers)";
   else if (!exec::allocation_range(recv, &alloc, &alloc_bytes) || cudaIpcGetMemHandle(&mine->out_handle, reinterpret_cast<void*>(alloc)) != cudaSuccess) {
@@ -264,7 +278,7 @@ std::string CeRunner::local_record(Collective c, const void* recv, const ce::Geo
     why = coll + "'s receive buffer cannot be shared through CUDA IPC (not from cudaMalloc?)";
   }
   // Every rank grows its scratch at the same call (the same arguments), registered or not.
-  if (ce::supports(c) && g.total[2] > scratch_bytes_ && g.total[2] <= kMaxMemory) {
+  if (c == Collective::AllReduce && g.total[2] > scratch_bytes_ && g.total[2] <= kMaxMemory) {
     void* p = nullptr;
     WEFT_CUDA_CHECK(cudaMalloc(&p, g.total[2]));
     WEFT_CUDA_CHECK(cudaIpcGetMemHandle(&scratch_handle_, p));
@@ -292,11 +306,10 @@ bool CeRunner::map_agreed(Collective c, const std::vector<Record>& all, const ce
   // back (no memory id is left promised to the proxy) and, whenever the records hold
   // anything not mapped at an earlier call, the ranks agree: all run the call by copy
   // engines, or all return false (the SM path), so no rank waits for a peer that gave up.
-  const int R = ctx_.nranks, me = ctx_.rank;
+  const int R = ctx_.nranks;
   std::vector<std::function<void()>> adds;
   mem->dst.assign(static_cast<size_t>(R), {});
   mem->dst_base.assign(static_cast<size_t>(R), 0);
-  const std::string records(reinterpret_cast<const char*>(all.data()), all.size() * sizeof(Record));
   std::string map_error;
   {
     const auto saved_local = local_;
@@ -313,31 +326,62 @@ bool CeRunner::map_agreed(Collective c, const std::vector<Record>& all, const ce
       adds.clear();
     }
   }
-  if (records != agreed_) {  // the same on every rank: all compare the same records
-    std::vector<uint32_t> oks(static_cast<size_t>(R));
-    oks[static_cast<size_t>(me)] = map_error.empty() ? 1 : 0;
-    ctx_.boot->allgather(oks.data(), sizeof(uint32_t), config::wait_seconds(ctx_.timeout_s));
-    int bad = -1;
-    for (int q = 0; q < R && bad < 0; ++q)
-      if (oks[static_cast<size_t>(q)] == 0) bad = q;
-    if (bad >= 0) {
+  const bool agreed = agree_mapped(all, map_error, c);
+  if (!adds.empty())  // ids promised here stay in step with the proxy, whether the call runs or not
+    add_memories([&] {
+      for (auto& f : adds) f();
+    });
+  return agreed;
+}
+
+bool CeRunner::agree_mapped(const std::vector<Record>& all, const std::string& map_error, Collective c) {
+  const std::string records(reinterpret_cast<const char*>(all.data()), all.size() * sizeof(Record));
+  if (records == agreed_) {  // the same on every rank: all compare the same records
+    if (!map_error.empty()) fail(ErrorCode::Internal, map_error);  // unreachable: these records were all mapped before
+    return true;
+  }
+  const int R = ctx_.nranks;
+  std::vector<uint32_t> oks(static_cast<size_t>(R));
+  oks[static_cast<size_t>(ctx_.rank)] = map_error.empty() ? 1 : 0;
+  ctx_.boot->allgather(oks.data(), sizeof(uint32_t), config::wait_seconds(ctx_.timeout_s));
+  for (int q = 0; q < R; ++q)
+    if (oks[static_cast<size_t>(q)] == 0) {
       if (!map_error.empty()) WEFT_LOG(Warn, "CE", map_error << "; every rank runs this call on the SM path");
-      if (!adds.empty()) add_memories([&] {  // ids promised here stay in step with the proxy
-        for (auto& f : adds) f();
-      });
-      note_fallback(std::string(to_string(c)) + ": rank " + std::to_string(bad) +
+      note_fallback(std::string(to_string(c)) + ": rank " + std::to_string(q) +
                     " cannot map its peers' buffers (its log says why)");
       agreed_.clear();  // the failed attempt may have closed stale mappings: agree again next time
       return false;
     }
-    agreed_ = records;
-  } else if (!map_error.empty()) {
-    fail(ErrorCode::Internal, map_error);  // unreachable: these records were all mapped before
+  agreed_ = records;
+  return true;
+}
+
+bool CeRunner::run_direct_exchanged(Collective c, const std::vector<Record>& all, const void* send, void* recv,
+                                    uint64_t bytes, bool in_place, int root, cudaStream_t stream) {
+  // Opening a peer's memory may fail on one rank only: the ranks then agree (agree_mapped).
+  const int R = ctx_.nranks, me = ctx_.rank;
+  Direct d;
+  d.c = c;
+  d.send = static_cast<const char*>(send);
+  d.recv = static_cast<char*>(recv);
+  d.bytes = bytes;
+  d.root = root;
+  d.in_place = in_place;
+  d.peer_recv[static_cast<size_t>(me)] = d.recv;
+  d.tag = ce::call_tag(static_cast<int>(c), 0, 0, bytes, root);
+  std::string map_error;
+  try {
+    for (int q = 0; q < R; ++q) {
+      if (q == me) continue;
+      const Record& rq = all[static_cast<size_t>(q)];
+      char* alloc_q = map_peer(q, rq.out_handle, rq.out_alloc, rq.reg_offset + rq.reg_bytes, rq.out_alloc_bytes);
+      d.peer_recv[static_cast<size_t>(q)] = alloc_q + rq.reg_offset + rq.recv_offset;
+    }
+  } catch (const std::exception& e) {
+    map_error = e.what();
   }
-  if (!adds.empty())
-    add_memories([&] {
-      for (auto& f : adds) f();
-    });
+  if (!agree_mapped(all, map_error, c)) return false;
+  run_direct(d, stream);
   return true;
 }
 
@@ -435,16 +479,20 @@ void CeRunner::finish_local(LocalRun* run, int dtype, int op, cudaStream_t strea
 }
 
 bool CeRunner::run(Collective c, const void* send, void* recv, uint64_t count, int dtype, int op, bool in_place,
-                        cudaStream_t stream) {
+                   cudaStream_t stream, int root) {
   RelaxedCapture relaxed;
   DeviceGuard guard(ctx_.device);
   const int R = ctx_.nranks, me = ctx_.rank;
-  const ce::Geometry g = ce::make_geometry(c, R, count, host::dtype_size(dtype));
+  const bool dir = ce::direct(c);
+  const uint64_t bytes = count * host::dtype_size(dtype);
+  // The direct collectives' buffers are AllGather's (AllToAll's are as large; Broadcast's one block).
+  const ce::Geometry g = ce::make_geometry(dir ? Collective::AllGather : c, R, count, host::dtype_size(dtype));
+  const uint64_t recv_total = c == Collective::Broadcast ? bytes : g.total[1];
   const std::string coll(to_string(c));
 
   // This rank's part of the record, and why it cannot take part if so; every rank's.
   Record mine;
-  const std::string why = local_record(c, recv, g, &mine);
+  const std::string why = local_record(c, recv, recv_total, g, &mine);
   std::vector<Record> all(static_cast<size_t>(R));
   all[static_cast<size_t>(me)] = mine;
   ctx_.boot->allgather(all.data(), sizeof(Record), config::wait_seconds(ctx_.timeout_s));
@@ -457,6 +505,7 @@ bool CeRunner::run(Collective c, const void* send, void* recv, uint64_t count, i
       note_fallback(coll + ": rank " + std::to_string(q) + " cannot run it by copy engines (its log says why)");
       return false;
     }
+  if (dir) return run_direct_exchanged(c, all, send, recv, bytes, in_place, root, stream);
 
   const char* in_ptr = static_cast<const char*>(in_place ? recv : send);
   if (c == Collective::AllGather && in_place) in_ptr = nullptr;  // the plan reads its output chunk

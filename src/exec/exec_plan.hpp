@@ -204,7 +204,9 @@ WEFT_HOST_DEVICE_INLINE bool order_next(InvocationOrder& o, int32_t nslots, uint
 enum WaitKind : int32_t {
   kWaitNone = 0, kWaitDependency = 1, kWaitData = 2, kWaitCredit = 3, kWaitPacket = 4,
   kWaitProxy = 5,  ///< a network FIFO's trigger push: the proxy's FIFO stayed full
-  kWaitCopyEngine = 6  ///< the copy-engine runner (exec/ce.hpp): a peer's signal, the FIFO or a flush
+  kWaitCopyEngine = 6,  ///< the copy-engine runner (exec/ce.hpp): a peer's signal, the FIFO or a flush
+  kWaitCeSync = 7,      ///< the direct copy-engine path's rendezvous: a peer's epoch (exec/ce.hpp, CeSyncArgs)
+  kCeCallMismatch = 8   ///< that rendezvous found the peer in another call (tags differ: expected = this rank's, seen = the peer's)
 };
 
 /// The record a timed-out kernel leaves in host-mapped memory (written once, `valid` last).

@@ -137,11 +137,16 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
   });
 }
 
-ncclResult_t ncclCommShrink(ncclComm_t comm, int*, int, ncclComm_t* newcomm, ncclConfig_t*, int) {
+ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm,
+                            ncclConfig_t* config, int shrinkFlags) {
   return guard("ncclCommShrink", [&] {
-    if (newcomm) *newcomm = nullptr;
-    usable(comm, "ncclCommShrink");
-    unsupported("weft does not shrink communicators; use ncclCommSplit with NCCL_SPLIT_NOCOLOR on the excluded ranks");
+    need(newcomm, "newcomm");
+    *newcomm = nullptr;
+    // A revoked or finalized parent may be shrunk (NCCL: management calls proceed after revoke).
+    ncclComm& parent = known(comm, "ncclCommShrink");
+    CommOptions options = config ? parse_config(config, "ncclCommShrink") : parent.options;
+    std::lock_guard<std::recursive_mutex> lock(parent.mu);
+    shrink(parent, excludeRanksList, excludeRanksCount, newcomm, options, shrinkFlags);
   });
 }
 
@@ -263,18 +268,27 @@ ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
   });
 }
 
-ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void*, size_t, ncclWindow_t* win, int) {
+ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win, int winFlags) {
   return guard("ncclCommWindowRegister", [&] {
-    if (win) *win = nullptr;
-    usable(comm, "ncclCommWindowRegister");
-    unsupported("weft has no symmetric memory windows; register buffers with ncclCommRegister instead");
+    need(win, "win");
+    *win = nullptr;
+    if (in_group()) {
+      // As NCCL: registered at ncclGroupEnd (after the group's initializations), *win written then.
+      ncclComm& c = handle(comm, "ncclCommWindowRegister");
+      if (c.state != ncclComm::State::Pending) usable(comm, "ncclCommWindowRegister");
+      defer_window(&c, buff, size, win, winFlags);
+      return;
+    }
+    register_window(usable(comm, "ncclCommWindowRegister"), buff, size, win, winFlags);
   });
 }
 
-ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t) {
+ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
   return guard("ncclCommWindowDeregister", [&] {
-    known(comm, "ncclCommWindowDeregister");
-    unsupported("weft has no symmetric memory windows (nothing was registered by ncclCommWindowRegister)");
+    ncclComm& c = known(comm, "ncclCommWindowDeregister");
+    if (win == nullptr) return;
+    std::lock_guard<std::recursive_mutex> lock(c.mu);
+    check_weft(weftCommWindowDeregister(c.weft, reinterpret_cast<weftWindow_t>(win)));
   });
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <thread>
@@ -9,6 +10,7 @@
 #include "nccl/fallback.hpp"
 #include "nccl/group.hpp"
 #include "nccl/premul.hpp"
+#include "tune/cta_policy.hpp"
 #include "util/cuda_check.hpp"
 #include "bootstrap/socket.hpp"
 #include "util/config.hpp"
@@ -102,7 +104,35 @@ void share_fallback_id(ncclComm& c) {
   if (c.fallback_id_valid) std::memcpy(c.fallback_id.internal, msg + 1, NCCL_UNIQUE_ID_BYTES);
 }
 
+// The CTA policy, in NCCL's order: NCCL_CTA_POLICY (a value NCCL would not know is ignored
+// with a warning, as NCCL ignores it), else the config's CTAPolicy, else weft's own
+// (WEFT_CTA_POLICY). Collective: every rank sets it, so ranks that disagree all fail.
+void apply_cta_policy(ncclComm& c) {
+  int policy = -1;
+  const char* env_value = std::getenv("NCCL_CTA_POLICY");  // NCCL's variable, not in weft's registry
+  const std::string env = env_value != nullptr ? env_value : "";
+  if (!env.empty()) {
+    try {
+      policy = parse_cta_policy(env, "NCCL_CTA_POLICY");
+    } catch (const Error& e) {
+      WEFT_LOG(Warn, "NCCL", e.what() << "; ignored");
+    }
+  }
+  if (policy < 0) policy = c.options.cta_policy;
+  if (policy < 0) check_weft(weftCommGetCtaPolicy(c.weft, &policy));
+  check_weft(weftCommSetCtaPolicy(c.weft, policy));
+}
+
 }  // namespace
+
+void register_window(ncclComm& comm, void* buff, size_t size, ncclWindow_t* win, int flags) {
+  ncclComm& c = usable(&comm, "ncclCommWindowRegister");
+  std::lock_guard<std::recursive_mutex> lock(c.mu);
+  DeviceGuard g(c.device);
+  weftWindow_t w = nullptr;
+  check_weft(weftCommWindowRegister(c.weft, buff, size, &w, flags));
+  *win = reinterpret_cast<ncclWindow_t>(w);
+}
 
 void check_weft(weftResult_t r) {
   if (r == weftSuccess) return;
@@ -150,6 +180,7 @@ void init_comm(ncclComm* c, int nranks, const ncclUniqueId& id, int rank, int de
     c->rank = rank;
     c->nranks = nranks;
     c->device = device;
+    apply_cta_policy(*c);
     share_fallback_id(*c);
     if (eager_fallback && c->fallback_id_valid) ensure_real_comm(*c, "calls the fallback NCCL runs");
     // Last: another thread polling ncclCommGetAsyncError may use the communicator from here on.

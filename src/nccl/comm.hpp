@@ -60,6 +60,7 @@ struct ncclComm {
 
   std::map<int, weft::nccl::PreMulOp> ops;
   int next_op = 5;
+  uint64_t shrinks = 0;  ///< ncclCommShrink calls made on it (numbers the leader's messages)
 
   cudaStream_t last_stream = nullptr;  ///< the stream of the last call, which internal work follows
   bool used = false;
@@ -98,6 +99,22 @@ std::vector<unsigned char> all_gather_bytes(ncclComm& c, const void* mine, size_
 
 /// ncclCommSplit (see nccl.h).
 void split(ncclComm& parent, int color, int key, ncclComm_t* newcomm, const CommOptions& options);
+
+/// ncclCommShrink (nccl/shrink.cpp): the ranks not in `exclude` (which do not call it) form a
+/// new communicator, in parent rank order. The first of them makes its unique id and posts
+/// it to the others' mailboxes (runtime/mailbox.cpp), so no excluded rank takes part; every
+/// one must run on this host. NCCL_SHRINK_ABORT first stops the parent's kernels and leaves
+/// it unusable (destroy it).
+void shrink(ncclComm& parent, const int* exclude, int count, ncclComm_t* newcomm, const CommOptions& options,
+            int flags);
+
+/// The ranks that stay after excluding `exclude` (NCCL's checks: count > 0, every entry a rank
+/// of the parent, none twice, `me` not among them); InvalidArgument otherwise.
+std::vector<int> shrink_survivors(int nranks, int me, const int* exclude, int count);
+
+/// ncclCommWindowRegister's work, now or at ncclGroupEnd: registers the window with weft
+/// (collective) and writes its handle to *win.
+void register_window(ncclComm& c, void* buff, size_t size, ncclWindow_t* win, int flags);
 
 /// Waits for the communicator's work on its last stream (bounded by WEFT_TIMEOUT through
 /// weft's kernels) and marks it finalized.

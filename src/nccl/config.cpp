@@ -52,6 +52,8 @@ CommOptions parse_config(const ncclConfig_t* c, const char* where) {
   if (WEFT_HAS(c, CTAPolicy) && c->CTAPolicy != NCCL_CONFIG_UNDEF_INT &&
       (c->CTAPolicy < 0 || c->CTAPolicy > (NCCL_CTA_POLICY_EFFICIENCY | NCCL_CTA_POLICY_ZERO)))
     bad(where, "CTAPolicy " + std::to_string(c->CTAPolicy) + " is not a known policy");
+  if (WEFT_HAS(c, CTAPolicy) && c->CTAPolicy != NCCL_CONFIG_UNDEF_INT)
+    o.cta_policy = (c->CTAPolicy & NCCL_CTA_POLICY_ZERO) ? NCCL_CTA_POLICY_ZERO : c->CTAPolicy;
   if (WEFT_HAS(c, shrinkShare)) check_flag(c, true, c->shrinkShare, where, "shrinkShare");
   if (WEFT_HAS(c, nvlsCTAs)) check_count(true, c->nvlsCTAs, where, "nvlsCTAs");
   if (WEFT_HAS(c, nChannelsPerNetPeer)) check_count(true, c->nChannelsPerNetPeer, where, "nChannelsPerNetPeer");

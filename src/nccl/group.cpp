@@ -20,8 +20,17 @@ struct PendingInit {
   int device;
 };
 
+struct PendingWindow {
+  ncclComm* comm;
+  void* buff;
+  size_t size;
+  ncclWindow_t* win;
+  int flags;
+};
+
 thread_local int t_depth = 0;
 thread_local std::vector<PendingInit> t_inits;
+thread_local std::vector<PendingWindow> t_windows;
 thread_local const RealNccl* t_real_group = nullptr;
 thread_local std::vector<void*> t_real_comms;  // fallback communicators used in the open group
 
@@ -73,6 +82,48 @@ void run_inits(std::vector<PendingInit> inits, ErrorCode* code, std::string* mes
     }
 }
 
+// Runs the deferred window registrations: each communicator's in order on a thread of its
+// own (registration is collective: one thread holding several ranks must register them at
+// the same time).
+void run_windows(std::vector<PendingWindow> all, ErrorCode* code, std::string* message) {
+  if (all.empty()) return;
+  std::vector<ncclComm*> comms;
+  for (const PendingWindow& w : all)
+    if (std::find(comms.begin(), comms.end(), w.comm) == comms.end()) comms.push_back(w.comm);
+  std::vector<ErrorCode> codes(comms.size(), ErrorCode::Success);
+  std::vector<std::string> messages(comms.size());
+  auto one = [&](size_t i) {
+    for (const PendingWindow& w : all) {
+      if (w.comm != comms[i]) continue;
+      try {
+        register_window(*w.comm, w.buff, w.size, w.win, w.flags);
+      } catch (const Error& e) {
+        if (codes[i] == ErrorCode::Success) {
+          codes[i] = e.code();
+          messages[i] = e.what();
+        }
+      } catch (const std::exception& e) {
+        if (codes[i] == ErrorCode::Success) {
+          codes[i] = ErrorCode::Internal;
+          messages[i] = e.what();
+        }
+      }
+    }
+  };
+  if (comms.size() == 1) {
+    one(0);
+  } else {
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < comms.size(); ++i) threads.emplace_back(one, i);
+    for (auto& t : threads) t.join();
+  }
+  for (size_t i = 0; i < comms.size(); ++i)
+    if (codes[i] != ErrorCode::Success && *code == ErrorCode::Success) {
+      *code = codes[i];
+      *message = "ncclCommWindowRegister (at ncclGroupEnd): " + messages[i];
+    }
+}
+
 }  // namespace
 
 bool in_group() { return t_depth > 0; }
@@ -91,6 +142,11 @@ void group_end() {
     std::vector<PendingInit> inits;
     inits.swap(t_inits);
     run_inits(std::move(inits), &code, &message);
+  }
+  if (t_depth == 0 && !t_windows.empty()) {
+    std::vector<PendingWindow> windows;
+    windows.swap(t_windows);
+    run_windows(std::move(windows), &code, &message);
   }
   // weft's own group level (the outermost issues its sends and receives).
   weftResult_t r = weftGroupEnd();
@@ -122,6 +178,10 @@ void defer_init(ncclComm* c, int nranks, const ncclUniqueId& id, int rank, int d
     g_pending.insert(c);
   }
   t_inits.push_back(PendingInit{c, nranks, id, rank, device});
+}
+
+void defer_window(ncclComm* c, void* buff, size_t size, ncclWindow_t* win, int flags) {
+  t_windows.push_back(PendingWindow{c, buff, size, win, flags});
 }
 
 void forget_deferred(ncclComm* c) {

@@ -13,12 +13,18 @@ namespace weft::nccl {
 bool in_group();
 void group_start();
 /// Ends one level; the outermost runs the deferred initializations (in parallel, one thread
-/// per communicator), then weft's sends and receives, then the fallback's group. The first
-/// error is thrown after every part has run.
+/// per communicator), then the deferred window registrations, then weft's sends and
+/// receives, then the fallback's group. The first error is thrown after every part has run.
 void group_end();
 
 /// Records an initialization for the outermost ncclGroupEnd.
 void defer_init(ncclComm* c, int nranks, const ncclUniqueId& id, int rank, int device);
+
+/// Records a window registration (ncclCommWindowRegister inside a group) for the outermost
+/// ncclGroupEnd, which runs them after the deferred initializations: each communicator's in
+/// call order, different communicators at the same time (one thread each), so that one
+/// thread can register the windows of several ranks, as nccl-tests does. *win is written then.
+void defer_window(ncclComm* c, void* buff, size_t size, ncclWindow_t* win, int flags);
 
 /// Cancels `c`'s deferred initialization, if any (it is being freed); safe from any thread.
 void forget_deferred(ncclComm* c);

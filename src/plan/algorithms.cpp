@@ -39,7 +39,8 @@ static_assert(std::string_view(kCopyEngineName) == ce::kAlgorithm, "the copy-eng
 std::string_view to_string(Executor e) {
   switch (e) {
     case Executor::OneShot: return "oneshot";
-    case Executor::CopyEngine: return "copy engines";
+    case Executor::CopyEngineExchange: return "copy engines";
+    case Executor::CopyEngineDirect: return "copy engines, direct";
     case Executor::Interpreter: return "interp";
     case Executor::Generated: return "gen";
   }
@@ -85,7 +86,7 @@ Registry::Registry() {
   ce_limits.min_ranks = 2;
   ce_limits.max_ranks = ce::kMaxRanks;
   ce_limits.across_nodes = false;
-  add(make(kCopyEngineName, Executor::CopyEngine, PlanOrigin::None, ce_limits));
+  add(make(kCopyEngineName, Executor::CopyEngineExchange, PlanOrigin::None, ce_limits));
   // The hand-built plans, for the collectives plan/hand_built.cpp builds each for.
   for (const char* name : {"ring", "allpairs", "chain"}) {
     Limits l;

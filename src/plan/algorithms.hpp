@@ -3,15 +3,16 @@
 // protocols) and how it runs a call (an executor; for plans, whether the plan is hand-built
 // or compiled).
 //
-//   id  name      executor      plan
-//   0   oneshot   OneShot       none: the one-shot kernel (exec/oneshot.hpp)
-//   1   ce        CopyEngine    none here: copy engines into registered buffers
-//                               (plan/ce_plan.hpp, run by exec/ce_runner.hpp)
-//   2   ring      Interpreter   hand-built (plan/hand_built.hpp)
-//   3   allpairs  Interpreter   hand-built
-//   4   chain     Interpreter   hand-built
-//   5.. a source  Interpreter   compiled by the plan builder (plan/builder.hpp): an algorithm of
-//                               algorithms/, dsl:NAME or a file, with a scheduler and allocator
+//   id  name      executor            plan
+//   0   oneshot   OneShot             none: the one-shot kernel (exec/oneshot.hpp)
+//   1   ce        CopyEngineExchange  none here: copy engines into registered buffers
+//                                     (plan/ce_plan.hpp, run by exec/ce_runner.hpp)
+//   2   ring      Interpreter         hand-built (plan/hand_built.hpp)
+//   3   allpairs  Interpreter         hand-built
+//   4   chain     Interpreter         hand-built
+//   5.. a source  Interpreter         compiled by the plan builder (plan/builder.hpp): an
+//                                     algorithm of algorithms/, dsl:NAME or a file, with a
+//                                     scheduler and allocator
 //
 // A plan algorithm runs on the interpreter or on a kernel generated for the plan
 // (Executor::Generated): decide() (tune/decide.hpp) chooses per call. Compiled sources are
@@ -47,7 +48,8 @@ namespace weft::algo {
 /// How a call runs.
 enum class Executor : uint8_t {
   OneShot,      ///< the one-shot kernel: LL packets into every peer's memory, no plan
-  CopyEngine,   ///< copy engines into the peers' registered buffers
+  CopyEngineExchange,  ///< copy engines into the peers' registered buffers or windows, after a per-call exchange
+  CopyEngineDirect,    ///< copy engines into the peers' symmetric windows, mapped at registration: no exchange
   Interpreter,  ///< a plan, run by the plan interpreter (exec/executor.hpp)
   Generated,    ///< a plan, run by a kernel generated for it (gen/kernels.hpp)
 };
@@ -124,7 +126,8 @@ class Algorithm {
   Id id() const { return id_; }
   /// As selection tables and WEFT_ALGO name it ("oneshot", "ring", "ring_allreduce", "dsl:x", a path).
   const std::string& name() const { return name_; }
-  /// How it runs a call: OneShot, CopyEngine, or Interpreter for a plan (which decide() may
+  /// How it runs a call: OneShot, CopyEngineExchange (decide() runs it as CopyEngineDirect
+  /// on symmetric windows), or Interpreter for a plan (which decide() may
   /// run on a generated kernel instead).
   Executor executor() const { return executor_; }
   PlanOrigin plan_origin() const { return origin_; }

@@ -88,10 +88,32 @@ void allreduce_rank(RankPlan& rp, int R, bool in_place, int K) {
 
 }  // namespace
 
-bool supports(Collective c) { return c == Collective::AllGather || c == Collective::AllReduce; }
+bool supports(Collective c) { return c == Collective::AllReduce || direct(c); }
+
+bool direct(Collective c) {
+  return c == Collective::AllGather || c == Collective::AllToAll || c == Collective::Broadcast;
+}
+
+uint64_t call_tag(int collective, uint64_t window_id, uint64_t offset, uint64_t bytes, int root) {
+  // FNV-1a over the fields, then a final mix.
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](uint64_t x) {
+    for (int i = 0; i < 8; ++i) {
+      h ^= (x >> (8 * i)) & 0xff;
+      h *= 1099511628211ull;
+    }
+  };
+  mix(static_cast<uint64_t>(collective));
+  mix(window_id);
+  mix(offset);
+  mix(bytes);
+  mix(static_cast<uint64_t>(static_cast<int64_t>(root)));
+  h ^= h >> 29;
+  return h == 0 ? 1 : h;
+}
 
 Plan ce_plan(Collective c, int nranks, bool in_place, int pieces) {
-  if (!supports(c))
+  if (c != Collective::AllGather && c != Collective::AllReduce)
     fail(ErrorCode::InvalidArgument, std::string("copy-engine plans exist for AllGather and AllReduce, not ") +
                                          std::string(to_string(c)));
   if (nranks < 2 || nranks > kMaxRanks)

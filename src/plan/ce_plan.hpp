@@ -34,8 +34,18 @@ inline constexpr int kMaxReduceBlocks = 8;
 inline constexpr uint64_t kPieceBytes = 8ull << 20;
 inline constexpr int kMaxPieces = 8;
 
-/// Whether the copy-engine path implements collective c (AllGather, AllReduce).
+/// Whether the copy-engine path implements collective c (AllGather, AllReduce, AllToAll,
+/// Broadcast).
 bool supports(Collective c);
+/// Whether c runs on the copy-engine runner's direct path (exec/ce_runner.hpp, run_direct:
+/// AllGather, AllToAll, Broadcast) rather than as a plan through the proxy.
+bool direct(Collective c);
+
+/// A fingerprint of one direct copy-engine call, the same on every rank that makes the same
+/// call (collective, memory window id, the receive buffer's offset in it, bytes per block,
+/// root; window 0 and offset 0 for registered buffers): the ranks compare it in the direct
+/// path's rendezvous before any copy. Never 0 (a zeroed inbox must not match).
+uint64_t call_tag(int collective, uint64_t window_id, uint64_t offset, uint64_t bytes, int root);
 
 /// The all-pairs plan for c among `nranks` ranks, every link port-ce. AllGather: one chunk
 /// of input, R of output; out of place, a local Copy of the input into the rank's own

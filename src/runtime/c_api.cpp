@@ -345,6 +345,32 @@ weftResult_t weftCommDeregister(const weftComm_t comm, void* handle) {
   return guard("weftCommDeregister", [&] { impl(comm).deregister_buffer(handle); });
 }
 
+weftResult_t weftCommWindowRegister(weftComm_t comm, void* buff, size_t size, weftWindow_t* win, int winFlags) {
+  return guard("weftCommWindowRegister", [&] {
+    need(win, "win");
+    *win = nullptr;
+    *win = impl(comm).register_window(buff, size, winFlags);
+  });
+}
+
+weftResult_t weftCommWindowDeregister(weftComm_t comm, weftWindow_t win) {
+  return guard("weftCommWindowDeregister", [&] {
+    weft::Communicator& c = impl(comm);
+    if (win != nullptr) c.deregister_window(win);
+  });
+}
+
+weftResult_t weftCommSetCtaPolicy(weftComm_t comm, int policy) {
+  return guard("weftCommSetCtaPolicy", [&] { impl(comm).set_cta_policy(policy); });
+}
+
+weftResult_t weftCommGetCtaPolicy(weftComm_t comm, int* policy) {
+  return guard("weftCommGetCtaPolicy", [&] {
+    need(policy, "policy");
+    *policy = impl(comm).cta_policy();
+  });
+}
+
 weftResult_t weftCommConnectMemoryChannels(weftComm_t comm, const int* peers, int npeers, void* buff, size_t size,
                                            size_t packetBytes, weftMemoryChannel_t* channels) {
   return guard("weftCommConnectMemoryChannels", [&] {

@@ -4,6 +4,8 @@
 #include <algorithm>
 
 #include "runtime/communicator.hpp"
+#include "runtime/window_rules.hpp"
+#include "tune/cta_policy.hpp"
 #include "util/cuda_check.hpp"
 #include "exec/executor.hpp"
 #include "gen/kernels.hpp"
@@ -63,6 +65,10 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
   if (c == Collective::Reduce && rank_ != root) in_place = false;
 
   DeviceGuard guard(device_);
+  // Memory windows: an event after the call, which weftCommWindowDeregister queries.
+  OnSuccess window_use([&] {
+    if (!windows_.empty()) note_window_use(s, send_bytes, r, recv_bytes, stream);
+  });
   if (nranks_ == 1) {
     // One rank: every collective is its input, whatever the operation (a sum, product,
     // min, max or average of one value is that value), so it is a copy, or nothing in
@@ -77,13 +83,26 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
   // The one decision (tune/decide.hpp): algorithm, executor, protocol, instances and
   // micro-batch, in integers; the environment was read at creation.
   const uint64_t payload = std::max(send_bytes, recv_bytes);
-  const Call call{c, payload, in_place};
+  // The receive buffer's memory window (runtime/windows.cpp): looked up only while windows
+  // are registered, and only for the collectives windows take to the copy engines.
+  const weftWindow* w = windows_.empty() || !zero_cta_collective(c) ? nullptr : window_of(r, recv_bytes);
+  const WindowKind wk = w == nullptr                                       ? WindowKind::None
+                        : w->mapped && (w->flags & kWinSymmetric) != 0 ? WindowKind::Symmetric
+                                                                         : WindowKind::Default;
+  const bool rooted = c == Collective::Broadcast || c == Collective::Reduce;
+  const Call call{c, payload, in_place, wk, rooted ? root : 0};
   const Decision d = decider_->decide(call);
   const Launch* l = &d;
-  if (d.executor == algo::Executor::CopyEngine) {
-    // Copy engines into registered buffers (exec/ce_runner.hpp); where any rank
+  if (d.executor == algo::Executor::CopyEngineDirect) {
+    // Copy engines straight into the peers' symmetric windows (runtime/zero_copy.cpp).
+    run_window_direct(c, *w, s, r, bytes, root, in_place, stream);
+    note_launch(stream);
+    return;
+  }
+  if (d.executor == algo::Executor::CopyEngineExchange) {
+    // Copy engines into registered buffers or windows (exec/ce_runner.hpp); where any rank
     // cannot, every rank runs the decision's fallback instead (logged at INFO).
-    if (run_copy_engine(c, s, r, count, dtype, reduces ? op : weftSum, in_place, stream)) {
+    if (run_copy_engine(c, s, r, count, dtype, reduces ? op : weftSum, in_place, stream, root)) {
       note_launch(stream);
       return;
     }

@@ -13,6 +13,7 @@
 #include "exec/device_memory.hpp"
 #include "net/node_layout.hpp"
 #include "exec/ce_runner.hpp"
+#include "tune/cta_policy.hpp"
 #include "proxy/copy_engine.hpp"
 #include "net/ucx_transport.hpp"
 #include "plan/hand_built.hpp"
@@ -59,6 +60,7 @@ struct PeerInfo {
   uint64_t start_time;  ///< of its process (peer_watchdog.hpp): tells a reused pid from it
   uint64_t done_flag;   ///< id of its DoneFlag, for ranks in the same process
   int32_t emulate_nodes;  ///< WEFT_EMULATE_NODES: every rank must use the same
+  int32_t cta_policy;     ///< WEFT_CTA_POLICY (tune/cta_policy.hpp): every rank must use the same
 };
 
 /// The longest destroy waits for the other ranks to reach it (each of its two meetings).
@@ -165,7 +167,16 @@ void Communicator::make_decider() {
   shape.connections = layout_.cfg.connections;
   shape.slot_bytes = layout_.cfg.slot_bytes;
   shape.ll_slot_bytes = layout_.cfg.ll_slot_bytes;
+  shape.cta_policy = cta_policy_;
   decider_ = std::make_unique<Decider>(table_, shape, decide_env_);
+  // The efficiency policy's block count: the plan, lowered (and cached) as it would run;
+  // the most thread blocks of any rank, so that every rank derives the same instances.
+  decider_->set_plan_blocks([this](const Call& call, const Launch& l) {
+    const CachedPlan& cp = plan_for(call, l, call.root);
+    size_t blocks = 0;
+    for (const LoweredRank& lr : cp.lp.ranks) blocks = std::max(blocks, lr.tbs.size());
+    return static_cast<int>(blocks);
+  });
 }
 
 void Communicator::upload_p2p_table() {
@@ -201,6 +212,8 @@ void Communicator::init_memory() {
   mine.start_time = process_start_time(mine.pid);
   mine.done_flag = done_->id;
   mine.emulate_nodes = static_cast<int32_t>(config::get_int("WEFT_EMULATE_NODES"));
+  mine.cta_policy = std::max(0, parse_cta_policy(config::get_string("WEFT_CTA_POLICY"), "WEFT_CTA_POLICY"));
+  cta_policy_ = mine.cta_policy;
   std::vector<PeerInfo> all(static_cast<size_t>(nranks_));
   all[static_cast<size_t>(rank_)] = mine;
   const double wait_s = config::wait_seconds(timeout_s_);
@@ -237,6 +250,9 @@ void Communicator::init_memory() {
         pi.cfg.mb_window != mine.cfg.mb_window)
       fail(ErrorCode::InvalidUsage, who + " has other WEFT_CONNECTIONS / WEFT_FIFO_DEPTH / WEFT_SLOT_BYTES / "
                                           "WEFT_LL_SLOT_BYTES / WEFT_MB_WINDOW values; every rank must use the same");
+    if (pi.cta_policy != mine.cta_policy)
+      fail(ErrorCode::InvalidUsage, who + " has WEFT_CTA_POLICY " + cta_policy_name(pi.cta_policy) + ", this rank " +
+                                          cta_policy_name(mine.cta_policy) + "; every rank must use the same");
     if (pi.emulate_nodes != mine.emulate_nodes)
       fail(ErrorCode::InvalidUsage, who + " has WEFT_EMULATE_NODES=" + std::to_string(pi.emulate_nodes) + ", this rank " +
                                           std::to_string(mine.emulate_nodes) + "; every rank must use the same");
@@ -608,6 +624,12 @@ void* Communicator::scratch(uint64_t bytes) {
 void Communicator::note_launch(cudaStream_t) { launched_ = true; }
 
 std::string Communicator::format_device_error(const exec::ErrorRecord& e) const {
+  if (e.what == exec::kCeCallMismatch)
+    return "rank " + std::to_string(e.rank) + ": rank " + std::to_string(e.peer) +
+           " is in another copy-engine call than this rank (another collective, size or root, or its receive buffer "
+           "at another offset of its symmetric window; call tags " + std::to_string(e.expected) + " here, " +
+           std::to_string(e.seen) + " there). Every rank makes the same calls with its buffers at the same offsets "
+           "of its windows. Destroy or abort this communicator.";
   std::string what;
   switch (e.what) {
     case exec::kWaitDependency:
@@ -626,6 +648,10 @@ std::string Communicator::format_device_error(const exec::ErrorRecord& e) const 
     case exec::kWaitProxy:
       what = "for the network proxy to take message " + std::to_string(e.expected) + " of the connection with rank " +
              std::to_string(e.peer) + " (its FIFO stayed full: the proxy is stuck or the network is slow)";
+      break;
+    case exec::kWaitCeSync:
+      what = "for rank " + std::to_string(e.peer) + " to reach the same copy-engine call (phase " +
+             std::to_string(e.expected) + "; it reached " + std::to_string(e.seen) + ")";
       break;
     case exec::kWaitCopyEngine:
       what = e.peer >= 0 ? "for the copy-engine proxy to take a trigger or for signal " + std::to_string(e.expected) +
@@ -647,7 +673,7 @@ ErrorCode Communicator::async_error(std::string* message) {
   // another may be inside a collective: the error state has its own lock, never mu_.
   std::lock_guard<std::mutex> lock(error_mu_);
   if (broken_ == ErrorCode::Success && error_host_ != nullptr && error_host_->valid != 0) {
-    broken_ = ErrorCode::Timeout;
+    broken_ = error_host_->what == exec::kCeCallMismatch ? ErrorCode::InvalidUsage : ErrorCode::Timeout;
     broken_message_ = format_device_error(*error_host_);
   }
   if (message != nullptr) *message = broken_message_;

@@ -20,8 +20,10 @@
 //                  network FIFO's positions 8 bytes after the memory FIFO's);
 //   staging[p][c]  after the control area: D Simple slots, then D LL slots, for messages
 //                  from rank p on connection c;
-//   one-shot area  last: the small-message path's packet regions and epoch counters
-//                  (exec/oneshot.hpp), 2 MiB per rank.
+//   one-shot area  the small-message path's packet regions and epoch counters
+//                  (exec/oneshot.hpp), 2 MiB per rank;
+//   mailboxes      last: 256 bytes per sending rank (mailbox_post: a message that needs no
+//                  other rank, as ncclCommShrink's new id from its first surviving rank).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -45,6 +47,7 @@
 #include "plan/placement.hpp"
 #include "exec/plan_lowering.hpp"
 #include "tune/decide.hpp"
+#include "runtime/windows.hpp"
 #include "util/error.hpp"
 
 namespace weft {
@@ -78,7 +81,10 @@ struct ArenaLayout {
   }
   /// Start of the one-shot area (exec/oneshot.hpp gives its layout).
   uint64_t oneshot() const { return staging(ranks, 0); }
-  uint64_t total() const { return oneshot() + exec::oneshot_area_bytes(ranks); }
+  /// Start of the mailboxes (Communicator::mailbox_post): one slot per sending rank.
+  uint64_t mailbox() const { return oneshot() + exec::oneshot_area_bytes(ranks); }
+  uint64_t total() const { return mailbox() + static_cast<uint64_t>(ranks) * kMailboxSlot; }
+  static constexpr uint64_t kMailboxSlot = 256;
   static constexpr uint64_t kPosted = 0, kAcked = 64, kSendPos = 128, kRecvPos = 192;
   /// The positions of the network FIFO's ends for the same pair and connection (across
   /// nodes), beside the memory FIFO's on their lines.
@@ -133,6 +139,34 @@ class Communicator {
   /// copy-engine ones (WEFT_ALGO=ce), which run only where every receive buffer is.
   void* register_buffer(void* ptr, uint64_t bytes);
   void deregister_buffer(void* handle);
+
+  /// Memory windows (runtime/windows.hpp, weftCommWindowRegister). Collective: every rank
+  /// registers [ptr, ptr + bytes) with the same flags, in the same order; the verdict is the
+  /// same on every rank (runtime/window_rules.hpp) and one failure fails every rank.
+  weftWindow* register_window(void* ptr, uint64_t bytes, int flags);
+  /// Local; InvalidArgument for a window not registered here, InvalidUsage while a
+  /// collective that used it has not completed.
+  void deregister_window(weftWindow* w);
+  /// The CTA policy (tune/cta_policy.hpp), which decide() reads. Collective: every rank
+  /// passes the same policy (flags 0 to 3), else every rank fails naming the ranks.
+  void set_cta_policy(int policy);
+  int cta_policy() const { return cta_policy_; }
+
+  /// Mailboxes (runtime/mailbox.cpp): a message from this rank to one peer of this host that
+  /// needs no other rank and works on a broken communicator (ncclCommShrink). Writes `bytes`
+  /// (at most kMailboxPayload) of `data` as message `seq` (> 0, rising) into `peer`'s slot
+  /// for this rank through its arena mapped here; InvalidUsage when the peer's memory is not
+  /// mapped (another host).
+  void mailbox_post(int peer, uint64_t seq, const void* data, size_t bytes);
+  /// Waits, bounded by WEFT_TIMEOUT (0: WEFT_BOOTSTRAP_TIMEOUT), for message `seq` from
+  /// `from` in this rank's mailbox and copies its `bytes` to `data`; Timeout naming `from`.
+  void mailbox_wait(int from, uint64_t seq, void* data, size_t bytes);
+  static constexpr size_t kMailboxPayload = 192;
+  /// Whether `peer`'s memory is mapped here (same host), so that mailbox_post reaches it.
+  bool reaches(int peer) const;
+  /// Stops this communicator's kernels at their next wait (the abort flag) and marks it
+  /// unusable with `why` (ncclCommShrink with NCCL_SHRINK_ABORT); destroy or abort it next.
+  void revoke(const std::string& why);
 
   /// Users' memory channels (weftCommConnectMemoryChannels, runtime/user_channel.cpp).
   /// Collective: every rank calls it together, each with its own list of peers (possibly
@@ -246,7 +280,20 @@ class Communicator {
   /// runtime/communicator_ce.cpp); false on every rank when the call cannot run by copy
   /// engines.
   bool run_copy_engine(Collective c, const void* send, void* recv, uint64_t count, int dtype, int op, bool in_place,
-                       cudaStream_t stream);
+                       cudaStream_t stream, int root = 0);
+  /// The copy-engine runner, made at its first use (collective: every rank gets here together).
+  CeRunner& ensure_ce();
+  /// The window holding [ptr, ptr + bytes) (the first registered, if several), or null.
+  const weftWindow* window_of(const void* ptr, uint64_t bytes) const;
+  /// After a collective whose buffers overlap windows: records an event on `stream` that
+  /// deregistration queries (nothing while the stream is being captured). Never throws.
+  void note_window_use(const void* send, uint64_t send_bytes, const void* recv, uint64_t recv_bytes,
+                       cudaStream_t stream) noexcept;
+  /// decide()'s CopyEngineDirect (runtime/zero_copy.cpp): c (AllGather, AllToAll or
+  /// Broadcast, `bytes` per block) by copy engines straight into the peers' symmetric window
+  /// `w`, which holds this rank's receive buffer `recv` (every rank's at the same offset).
+  void run_window_direct(Collective c, const weftWindow& w, const char* send, char* recv, uint64_t bytes, int root,
+                         bool in_place, cudaStream_t stream);
   std::string format_device_error(const exec::ErrorRecord& e) const;
 
   int rank_ = 0, nranks_ = 0, device_ = 0;
@@ -292,6 +339,9 @@ class Communicator {
   std::vector<void*> scratch_;              ///< the last one is current; earlier ones may still be in use
   uint64_t scratch_bytes_ = 0;
   std::map<void*, std::unique_ptr<Registration>> registrations_;
+  std::map<weftWindow*, std::unique_ptr<weftWindow>> windows_;
+  uint64_t windows_registered_ = 0;         ///< windows registered so far (ids)
+  int cta_policy_ = 0;                      ///< tune/cta_policy.hpp; WEFT_CTA_POLICY at creation
   std::unique_ptr<PeerWatchdog> watchdog_;
   std::shared_ptr<DoneFlag> done_;          ///< set once this rank's kernels have ended for good
   Writers arena_writers_;                   ///< who may write into arena_: every peer

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "plan/plan_source.hpp"
+#include "tune/cta_policy.hpp"
 #include "util/config.hpp"
 #include "util/error.hpp"
 #include "util/text.hpp"
@@ -32,6 +33,7 @@ DecideEnv DecideEnv::from_environment() {
 CommShape CommShape::from_environment(int nranks) {
   CommShape s;
   s.nranks = nranks;
+  s.cta_policy = std::max(0, parse_cta_policy(config::get_string("WEFT_CTA_POLICY"), "WEFT_CTA_POLICY"));
   s.connections = static_cast<int>(config::get_int("WEFT_CONNECTIONS"));
   s.slot_bytes = static_cast<uint64_t>(config::get_int("WEFT_SLOT_BYTES"));
   s.ll_slot_bytes = static_cast<uint64_t>(config::get_int("WEFT_LL_SLOT_BYTES"));
@@ -160,6 +162,58 @@ Launch Decider::plan_launch(const Chosen& ch) const {
 }
 
 Decision Decider::decide(const Call& call) const {
+  Decision d = decide_launch(call);
+  window_engines(call, &d);
+  if (shape_.cta_policy == kCtaEfficiency) {
+    cap_for_efficiency(call, &d);
+    if (d.executor == algo::Executor::CopyEngineExchange) cap_for_efficiency(call, &d.fallback);
+  }
+  return d;
+}
+
+bool Decider::window_engines(const Call& call, Decision* d) const {
+  // Every input is the same on every rank (the policy, agreed; the payload; the window kind,
+  // agreed at registration, the buffers at the same offsets by NCCL's contract), so every
+  // rank decides alike.
+  const bool zero = shape_.cta_policy == kCtaZero;
+  if (!zero && call.window == WindowKind::None) return false;
+  if (!zero_cta_collective(call.collective) || (!zero && call.bytes < kWindowCopyEngineBytes)) return false;
+  if (!algo::registry().at(algo::kCopyEngine).supports(
+          algo::CallShape{call.collective, call.bytes, shape_.nranks, shape_.multi_node}))
+    return false;
+  Decision ce;
+  ce.algorithm = algo::kCopyEngine;
+  ce.protocol = ce.chosen = algo::Protocol::Simple;
+  ce.instances = 1;
+  if (call.window == WindowKind::Symmetric) {
+    ce.executor = algo::Executor::CopyEngineDirect;  // the peers' windows are mapped: nothing to agree on
+  } else {
+    // Default windows, or registered buffers under the zero policy: the exchange tells, and
+    // where some rank cannot, every rank runs what the rules above chose.
+    ce.executor = algo::Executor::CopyEngineExchange;
+    ce.fallback = d->executor == algo::Executor::CopyEngineExchange ? d->fallback : static_cast<const Launch&>(*d);
+  }
+  *d = ce;
+  return true;
+}
+
+void Decider::cap_for_efficiency(const Call& call, Launch* l) const {
+  if (l->executor == algo::Executor::OneShot) {  // its instances are its thread blocks
+    l->instances = std::min(l->instances, kEfficiencyBlocks);
+    return;
+  }
+  if (l->executor != algo::Executor::Interpreter && l->executor != algo::Executor::Generated) return;
+  // Blocks grow about in proportion to instances: a few rounds settle (each round counts the
+  // plan at the new instances; every rank counts the same plans).
+  for (int round = 0; round < 8 && l->instances > 1; ++round) {
+    const int blocks = plan_blocks_ ? plan_blocks_(call, *l) : l->instances;
+    const int next = efficiency_instances(l->instances, blocks);
+    if (next == l->instances) return;
+    l->instances = next;
+  }
+}
+
+Decision Decider::decide_launch(const Call& call) const {
   Chosen ch = choose(call, env_.overrides());
   Decision d;
   const algo::Registry& reg = algo::registry();
@@ -172,7 +226,7 @@ Decision Decider::decide(const Call& call) const {
       return d;
     }
     d.algorithm = algo::kCopyEngine;
-    d.executor = algo::Executor::CopyEngine;
+    d.executor = algo::Executor::CopyEngineExchange;
     d.protocol = d.chosen = ch.protocol;
     d.instances = ch.instances;
     d.fallback = plans;
@@ -252,7 +306,9 @@ Choice to_choice(const Chosen& ch) {
 
 Choice to_choice(const Launch& l) {
   Choice c = named_choice(l.algorithm, l.protocol, l.instances, nullptr);
-  if (l.executor == algo::Executor::OneShot || l.executor == algo::Executor::CopyEngine) return c;
+  if (l.executor == algo::Executor::OneShot || l.executor == algo::Executor::CopyEngineExchange ||
+      l.executor == algo::Executor::CopyEngineDirect)
+    return c;
   c.microbatch_bytes = l.microbatch_bytes;
   if (l.executor == algo::Executor::Generated) c.executor = "gen";  // the interpreter goes unsaid
   return c;

@@ -17,14 +17,25 @@
 //   5. LL128 runs as Simple where the staging slots are not multiples of 128 bytes;
 //   6. the executor of a plan: a generated kernel where the row says "gen", or it says
 //      nothing and WEFT_EXECUTOR=gen; never for LL128 or across nodes;
-//   7. the micro-batch: WEFT_MICROBATCH_BYTES when set, else the row's.
+//   7. the micro-batch: WEFT_MICROBATCH_BYTES when set, else the row's;
+//   8. the efficiency CTA policy: a plan's instances cut so that its thread blocks stay
+//      within kEfficiencyBlocks (tune/cta_policy.hpp), the one-shot kernel's blocks capped;
+//   9. memory windows and the zero CTA policy, before all of the above (which then give the
+//      fallback): AllGather, AllToAll and Broadcast on one node of 2 to ce::kMaxRanks ranks
+//      whose receive buffer lies in a symmetric window every rank mapped run by copy engines
+//      with no exchange (CopyEngineDirect); in another window, or in none under the zero
+//      policy, by copy engines after the per-call exchange, with a fallback
+//      (CopyEngineExchange). Under the zero policy at every size, else from
+//      kWindowCopyEngineBytes.
 // A Decision holds enums and integers only: deciding a call builds and compares no string
-// and allocates nothing.
+// and allocates nothing (the efficiency policy's block count asks the communicator's plan
+// cache, which allocates only when it lowers a plan for the first time).
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -37,11 +48,26 @@
 
 namespace weft {
 
+/// Where a call's receive buffer lies among the communicator's memory windows
+/// (runtime/windows.hpp, weftCommWindowRegister / ncclCommWindowRegister).
+enum class WindowKind : uint8_t {
+  None,       ///< in no window
+  Default,    ///< in a window that is not a symmetric one mapped by every rank
+  Symmetric,  ///< in a symmetric window (NCCL_WIN_COLL_SYMMETRIC) every rank has mapped
+};
+
+/// Payload (one rank's larger buffer) from which calls on windows take the copy engines
+/// under the default and efficiency policies: below it, the rendezvous kernels and copy
+/// launches cost more than the SM path's whole call.
+inline constexpr uint64_t kWindowCopyEngineBytes = 4ull << 20;
+
 /// One collective call as decide() sees it.
 struct Call {
   Collective collective = Collective::AllReduce;
   uint64_t bytes = 0;     ///< payload of one rank: the larger of its send and receive buffers
   bool in_place = false;
+  WindowKind window = WindowKind::None;  ///< where the receive buffer lies (the same on every rank)
+  int32_t root = 0;       ///< Broadcast's and Reduce's (the efficiency policy counts its plan's blocks)
 };
 
 /// Why a plan's protocol is not the one chosen.
@@ -63,11 +89,11 @@ struct Launch {
   bool operator==(const Launch&) const = default;
 };
 
-/// decide()'s answer: the launch, and for the copy engines (executor CopyEngine) the launch
-/// every rank runs instead when some rank cannot use them (exec/ce_runner.hpp says
-/// when): the runtime never chooses by itself.
+/// decide()'s answer: the launch, and for the copy engines after an exchange (executor
+/// CopyEngineExchange) the launch every rank runs instead when some rank cannot use them
+/// (exec/ce_runner.hpp says when): the runtime never chooses by itself.
 struct Decision : Launch {
-  Launch fallback;  ///< meaningful where executor == CopyEngine
+  Launch fallback;  ///< meaningful where executor == CopyEngineExchange
   bool operator==(const Decision&) const = default;
 };
 
@@ -95,14 +121,17 @@ struct DecideEnv {
   static DecideEnv from_environment();
 };
 
-/// What a communicator is, for the whole of its life.
+/// What a communicator is, for the whole of its life (its CTA policy: until
+/// weftCommSetCtaPolicy changes it, Decider::set_cta_policy).
 struct CommShape {
   int nranks = 1;
+  int cta_policy = 0;            ///< tune/cta_policy.hpp: kCtaDefault, kCtaEfficiency or kCtaZero
   bool multi_node = false;       ///< links across nodes (hosts, or WEFT_EMULATE_NODES)
   int connections = 32;          ///< WEFT_CONNECTIONS: the most instances
   uint64_t slot_bytes = 512 << 10;     ///< WEFT_SLOT_BYTES
   uint64_t ll_slot_bytes = 64 << 10;   ///< WEFT_LL_SLOT_BYTES
-  /// WEFT_CONNECTIONS, WEFT_SLOT_BYTES and WEFT_LL_SLOT_BYTES from the environment, one node.
+  /// WEFT_CTA_POLICY, WEFT_CONNECTIONS, WEFT_SLOT_BYTES and WEFT_LL_SLOT_BYTES from the
+  /// environment, one node.
   static CommShape from_environment(int nranks);
 };
 
@@ -113,7 +142,7 @@ class Decider {
   /// every call before), not here.
   Decider(std::shared_ptr<const SelectionTable> table, const CommShape& shape, DecideEnv env);
 
-  /// The one decision for `call` (rules 1 to 7 above). Throws InvalidUsage when the table has
+  /// The one decision for `call` (rules 1 to 9 above). Throws InvalidUsage when the table has
   /// no row for it, InvalidArgument for a WEFT_PROTO other than Simple, LL and LL128 or a
   /// WEFT_ALGO entry naming no collective, and what loading a WEFT_ALGO source threw.
   Decision decide(const Call& call) const;
@@ -124,6 +153,14 @@ class Decider {
   const SelectionTable& table() const { return *table_; }
   const CommShape& shape() const { return shape_; }
   const DecideEnv& env() const { return env_; }
+
+  /// The CTA policy from now on (the communicator's, agreed by every rank).
+  void set_cta_policy(int policy) { shape_.cta_policy = policy; }
+  /// The most plan thread blocks of any rank for plan launch `l` of `call` (the same on
+  /// every rank), for the efficiency policy (rule 8): the communicator lowers the plan (and
+  /// caches it) to count them. Unset, a plan's blocks are taken to be its instances.
+  using PlanBlocks = std::function<int(const Call& call, const Launch& l)>;
+  void set_plan_blocks(PlanBlocks f) { plan_blocks_ = std::move(f); }
 
  private:
   /// WEFT_ALGO's last entry for one collective.
@@ -141,6 +178,12 @@ class Decider {
   Chosen choose(const Call& call, bool overrides) const;
   /// Rules 5 to 7 for a plan launch (protocol, executor, micro-batch).
   Launch plan_launch(const Chosen& ch) const;
+  /// Rules 1 to 7.
+  Decision decide_launch(const Call& call) const;
+  /// Rule 8 on one launch.
+  void cap_for_efficiency(const Call& call, Launch* l) const;
+  /// Rule 9: whether the copy engines take the call by the windows or the policy.
+  bool window_engines(const Call& call, Decision* d) const;
 
   std::shared_ptr<const SelectionTable> table_;
   CommShape shape_;
@@ -149,6 +192,7 @@ class Decider {
   std::array<Named, kCollectives> named_;         ///< by Collective
   std::array<std::string, kCollectives> algo_error_;  ///< WEFT_ALGO's error for a collective, if any
   std::array<ErrorCode, kCollectives> algo_error_code_{};
+  PlanBlocks plan_blocks_;
 };
 
 /// The protocol a plan runs with when `chosen` was chosen (rules 4 and 5): Simple across the

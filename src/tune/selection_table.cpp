@@ -203,7 +203,8 @@ SelectionRow read_row(const json& row, const RowReader& in) {
   if (r.kernel) in.bad("instances", "\"kernel\" is for oneshot only");
   if (r.algorithm_id == algo::kCopyEngine) {  // copy engines (exec/ce_runner.hpp)
     for (Collective c : r.collectives)
-      if (!algo::registry().at(algo::kCopyEngine).implements(c)) in.bad("algorithm", "ce runs AllGather and AllReduce, not " + std::string(to_string(c)));
+      if (!algo::registry().at(algo::kCopyEngine).implements(c))
+        in.bad("algorithm", "ce runs AllGather, AllReduce, AllToAll and Broadcast, not " + std::string(to_string(c)));
     return r;
   }
   if (r.algorithm == "p2p") in.bad("algorithm", "p2p is weftSend/weftRecv's primitive, not a collective's");

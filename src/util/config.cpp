@@ -156,6 +156,15 @@ const std::vector<Variable>& registry() {
       {"WEFT_CACHE_DIR", Type::String, "",
        "Folder of the generated kernels' disk cache; empty: $XDG_CACHE_HOME/weft, else ~/.cache/weft. An "
        "unwritable folder is a warning: kernels are then compiled in memory, once per process."},
+      {"WEFT_CTA_POLICY", Type::String, "",
+       "A new communicator's CTA policy (docs/runtime.md, \"CTA policies\"): 0 or DEFAULT, 1 or EFFICIENCY (at most 16 "
+       "thread blocks per rank), 2 or ZERO (AllGather, AllToAll and Broadcast by copy engines where their buffers are "
+       "windows or registered); names may be joined by '|'. Every rank must use the same. Empty: default. The NCCL "
+       "library's NCCL_CTA_POLICY and ncclConfig_t.CTAPolicy take precedence."},
+      {"WEFT_CE_STREAMS", Type::Int, "1",
+       "Streams the copy-engine collectives spread one call's copies over (1 to 8): 1 issues them as one batch on "
+       "the caller's stream; more forks the caller's stream into that many, copies of 4 MiB or more cut into as many "
+       "pieces, each stream one batch. Read when a communicator's first copy-engine call runs.", 1, 8},
       {"WEFT_NCCL_FALLBACK", Type::String, "",
        "Path of a real libnccl.so.2 to which the NCCL-compatible library forwards what weft does not handle."},
   };

@@ -3,8 +3,11 @@
 // reference computed on the host. Subcommands (one CTest test each, label gpu):
 //
 //   collectives --ranks N [--full] [--counts a,b,...] [--only COLL] [--type T] [--register]
+//               [--window sym|default]
 //                                  the collective matrix (--register: both buffers registered
-//                                  with weftCommRegister, as copy-engine collectives need)
+//                                  with weftCommRegister, as copy-engine collectives need;
+//                                  --window: both registered as memory windows instead, and
+//                                  deregistered after the matrix, which must then succeed)
 //   p2p         --ranks N          grouped sends and receives, sizes 0 to 8 MiB
 //   graph       --ranks N          AllReduce captured in a CUDA graph, replayed; small
 //                                  Broadcast and Reduce, three calls a graph (graph_small.cpp)
@@ -64,6 +67,7 @@ struct Options {
   std::string type;  ///< one element type by name (host::dtype_name), or all
   int hosts = 0;     ///< --hosts: host identities given to the ranks (0: the real host)
   bool reg = false;  ///< register the buffers (weftCommRegister)
+  int window = -1;   ///< --window: WEFT_WIN_COLL_SYMMETRIC or WEFT_WIN_DEFAULT windows on both buffers
 };
 
 const int kThreads = std::max(1u, std::min(16u, std::thread::hardware_concurrency() / 2));
@@ -175,6 +179,11 @@ int collectives(const Options& o, int rank, const weftUniqueId& id) {
     WEFT_OK(weftCommRegister(comm, d_send, max_bytes, &h_send));
     WEFT_OK(weftCommRegister(comm, d_recv, max_bytes, &h_recv));
   }
+  weftWindow_t w_send = nullptr, w_recv = nullptr;
+  if (o.window >= 0) {
+    WEFT_OK(weftCommWindowRegister(comm, d_send, max_bytes, &w_send, o.window));
+    WEFT_OK(weftCommWindowRegister(comm, d_recv, max_bytes, &w_recv, o.window));
+  }
   const Collective all[] = {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter,
                             Collective::AllToAll, Collective::Broadcast, Collective::Reduce};
   int cases = 0, failures = 0;
@@ -221,6 +230,10 @@ int collectives(const Options& o, int rank, const weftUniqueId& id) {
   if (o.reg) {
     WEFT_OK(weftCommDeregister(comm, h_send));
     WEFT_OK(weftCommDeregister(comm, h_recv));
+  }
+  if (o.window >= 0) {  // every case synchronized its stream: the windows are idle
+    WEFT_OK(weftCommWindowDeregister(comm, w_send));
+    WEFT_OK(weftCommWindowDeregister(comm, w_recv));
   }
   cudaFree(d_send);
   cudaFree(d_recv);
@@ -629,7 +642,7 @@ std::vector<size_t> parse_counts(const std::string& s) {
 int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
   if (argc < 2) {
-    std::printf("usage: %s collectives|p2p|graph|initall|never_joins|peer_stops|peer_dies|handles|hosts_refuse [--ranks N] [--full] [--counts a,b] [--only COLL] [--type T] [--hosts H] [--register]\n", argv[0]);
+    std::printf("usage: %s collectives|p2p|graph|initall|never_joins|peer_stops|peer_dies|handles|hosts_refuse [--ranks N] [--full] [--counts a,b] [--only COLL] [--type T] [--hosts H] [--register] [--window sym|default]\n", argv[0]);
     return 2;
   }
   std::string cmd = argv[1];
@@ -656,6 +669,14 @@ int main(int argc, char** argv) {
       }
     }
     else if (a == "--register") o.reg = true;
+    else if (a == "--window" && i + 1 < argc) {
+      const std::string w = argv[++i];
+      if (w != "sym" && w != "default") {
+        std::printf("--window %s: sym or default\n", w.c_str());
+        return 2;
+      }
+      o.window = w == "sym" ? WEFT_WIN_COLL_SYMMETRIC : WEFT_WIN_DEFAULT;
+    }
   }
   // --hosts: each rank process takes its host identity before it joins (plan/placement.hpp).
   auto on_host = [&](auto body) {

@@ -1,7 +1,8 @@
 // The NCCL-compatible library on 2 GPUs, for what nccl-tests and PyTorch do not reach:
 // initialization deferred to ncclGroupEnd, ncclCommInitAll, ncclCommSplit, PreMulSum with
 // host and device scalars, Gather/Scatter, fp8 (moved natively, reduced through
-// WEFT_NCCL_FALLBACK when set), and the calls weft refuses. One process, one thread per rank
+// WEFT_NCCL_FALLBACK when set), and the calls weft refuses; memory windows, CTA policies and
+// ncclCommShrink in nccl_window_gpu_tests.cpp (the same program). One process, one thread per rank
 // where a call blocks on the host, and every collective call made on every rank (so each test
 // is a correct NCCL program, and with NCCL's library it would fail, not hang). Built against
 // weft's nccl.h and linked to libweft_nccl.so (soname libnccl.so.2).
@@ -26,67 +27,9 @@
 
 #include "weft/nccl.h"
 
-namespace {
+#include "nccl_gpu_helpers.hpp"
 
-constexpr int kRanks = 2;
-
-// Rank r runs on device r % (devices present): on one GPU both ranks share it, which checks
-// correctness only (docs/testing.md).
-int g_ndev = 1;
-int dev_of(int rank) { return rank % g_ndev; }
-
-#define CUDA_OK(x) ASSERT_EQ((x), cudaSuccess) << #x
-#define NCCL_OK(x) ASSERT_EQ((x), ncclSuccess) << #x << ": " << ncclGetLastError(nullptr)
-
-struct Comms {
-  ncclComm_t c[kRanks] = {};
-  cudaStream_t s[kRanks] = {};
-  void init_all() {
-    int devs[kRanks];
-    for (int r = 0; r < kRanks; ++r) devs[r] = dev_of(r);
-    ASSERT_EQ(ncclCommInitAll(c, kRanks, devs), ncclSuccess) << ncclGetLastError(nullptr);
-    for (int r = 0; r < kRanks; ++r) {
-      ASSERT_EQ(cudaSetDevice(dev_of(r)), cudaSuccess);
-      ASSERT_EQ(cudaStreamCreate(&s[r]), cudaSuccess);
-    }
-  }
-  void sync() {
-    for (int r = 0; r < kRanks; ++r) {
-      cudaSetDevice(dev_of(r));
-      ASSERT_EQ(cudaStreamSynchronize(s[r]), cudaSuccess);
-    }
-  }
-  ~Comms() {
-    for (int r = 0; r < kRanks; ++r) {
-      if (s[r]) cudaStreamDestroy(s[r]);
-      if (c[r]) ncclCommDestroy(c[r]);
-    }
-  }
-};
-
-std::vector<float> pattern(int rank, size_t n) {
-  std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>((i % 13) + rank + 1);
-  return v;
-}
-
-void* to_device(int dev, const void* host, size_t bytes) {
-  cudaSetDevice(dev_of(dev));
-  void* p = nullptr;
-  if (cudaMalloc(&p, bytes ? bytes : 1) != cudaSuccess) return nullptr;
-  cudaMemcpy(p, host, bytes, cudaMemcpyHostToDevice);
-  return p;
-}
-
-template <typename T>
-std::vector<T> to_host(int dev, const void* p, size_t n) {
-  std::vector<T> v(n);
-  cudaSetDevice(dev_of(dev));
-  cudaMemcpy(v.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost);
-  return v;
-}
-
-}  // namespace
+using namespace nccl_gpu;
 
 TEST(NcclApiGpu, InitAllAndAllReduce) {
   Comms k;
@@ -365,25 +308,30 @@ TEST(NcclApiGpu, Fp8MovesNativelyAndReducesThroughTheFallback) {
   }
 }
 
-// Window registration and shrinking are collective in NCCL, so every rank makes the call (one
-// thread per rank), as a correct program would; weft refuses both on every rank at once.
+// What weft refuses, on every rank of a correct program (one thread per rank where a call is
+// collective): a group simulation, the device API, symmetric windows of different sizes
+// (every rank fails, naming both sizes), a rank that excludes itself from a shrink, an
+// unknown type.
 TEST(NcclApiGpu, RefusedCallsSayWhy) {
   Comms k;
   k.init_all();
+  ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
+  EXPECT_EQ(ncclGroupSimulateEnd(&info), ncclInvalidUsage);
   ncclResult_t win_res[kRanks], shrink_res[kRanks], type_res[kRanks];
-  std::string win_msg[kRanks];
+  std::string win_msg[kRanks], shrink_msg[kRanks];
   ncclComm_t shrunk[kRanks] = {};
+  ncclWindow_t win[kRanks] = {};
   void* buf[kRanks] = {};
   std::vector<std::thread> th;
   for (int r = 0; r < kRanks; ++r)
     th.emplace_back([&, r] {
       cudaSetDevice(dev_of(r));
-      if (ncclMemAlloc(&buf[r], 1 << 20) != ncclSuccess) return;
-      ncclWindow_t win = nullptr;
-      win_res[r] = ncclCommWindowRegister(k.c[r], buf[r], 1 << 20, &win, NCCL_WIN_COLL_SYMMETRIC);
+      if (ncclMemAlloc(&buf[r], 2 << 20) != ncclSuccess) return;
+      win_res[r] = ncclCommWindowRegister(k.c[r], buf[r], (r + 1) << 20, &win[r], NCCL_WIN_COLL_SYMMETRIC);
       win_msg[r] = ncclGetLastError(nullptr);  // per thread
-      int exclude = 1;
+      int exclude = r;
       shrink_res[r] = ncclCommShrink(k.c[r], &exclude, 1, &shrunk[r], nullptr, NCCL_SHRINK_DEFAULT);
+      shrink_msg[r] = ncclGetLastError(nullptr);
       // One past the last type: refused by argument checking, before any communication.
       type_res[r] = ncclAllReduce(buf[r], buf[r], 4, static_cast<ncclDataType_t>(ncclNumTypes), ncclSum, k.c[r], k.s[r]);
     });
@@ -391,8 +339,10 @@ TEST(NcclApiGpu, RefusedCallsSayWhy) {
   for (int r = 0; r < kRanks; ++r) {
     ASSERT_NE(buf[r], nullptr) << "ncclMemAlloc, rank " << r;
     EXPECT_EQ(win_res[r], ncclInvalidUsage) << "rank " << r;
-    EXPECT_NE(win_msg[r].find("ncclCommRegister"), std::string::npos) << win_msg[r];
-    EXPECT_EQ(shrink_res[r], ncclInvalidUsage) << "rank " << r;
+    EXPECT_EQ(win[r], nullptr);
+    EXPECT_NE(win_msg[r].find("rank 0 passed 1048576 bytes, rank 1 2097152"), std::string::npos) << win_msg[r];
+    EXPECT_EQ(shrink_res[r], ncclInvalidArgument) << "rank " << r;
+    EXPECT_NE(shrink_msg[r].find("is in excludeRanksList"), std::string::npos) << shrink_msg[r];
     EXPECT_EQ(shrunk[r], nullptr);
     EXPECT_EQ(type_res[r], ncclInvalidArgument) << "rank " << r;
     cudaSetDevice(dev_of(r));

@@ -119,6 +119,35 @@ TEST_F(NcclAbi, UnsupportedCallsSayWhy) {
   EXPECT_EQ(fn<int (*)(int, int)>("ncclLLA2ACalcSlots")(1024, 8), 0);
 }
 
+TEST_F(NcclAbi, WindowsShrinkAndPolicyCallsCheckTheirArguments) {
+  auto reg = fn<ncclResult_t (*)(ncclComm_t, void*, size_t, ncclWindow_t*, int)>("ncclCommWindowRegister");
+  auto dereg = fn<ncclResult_t (*)(ncclComm_t, ncclWindow_t)>("ncclCommWindowDeregister");
+  ncclWindow_t win = reinterpret_cast<ncclWindow_t>(0x1);
+  int buf = 0;
+  EXPECT_EQ(reg(nullptr, &buf, 4, &win, NCCL_WIN_COLL_SYMMETRIC), ncclInvalidArgument);
+  EXPECT_EQ(win, nullptr);  // cleared before anything else
+  EXPECT_NE(last_error().find("ncclCommWindowRegister: the communicator is NULL"), std::string::npos) << last_error();
+  EXPECT_EQ(reg(nullptr, &buf, 4, nullptr, 0), ncclInvalidArgument);
+  EXPECT_NE(last_error().find("win is NULL"), std::string::npos) << last_error();
+  EXPECT_EQ(dereg(nullptr, nullptr), ncclInvalidArgument);
+  EXPECT_NE(last_error().find("ncclCommWindowDeregister: the communicator is NULL"), std::string::npos) << last_error();
+  auto shrink = fn<ncclResult_t (*)(ncclComm_t, int*, int, ncclComm_t*, ncclConfig_t*, int)>("ncclCommShrink");
+  int ex[] = {1};
+  ncclComm_t out = reinterpret_cast<ncclComm_t>(0x1);
+  EXPECT_EQ(shrink(nullptr, ex, 1, &out, nullptr, NCCL_SHRINK_DEFAULT), ncclInvalidArgument);
+  EXPECT_EQ(out, nullptr);
+  EXPECT_NE(last_error().find("ncclCommShrink: the communicator is NULL"), std::string::npos) << last_error();
+  EXPECT_EQ(shrink(nullptr, ex, 1, nullptr, nullptr, NCCL_SHRINK_DEFAULT), ncclInvalidArgument);
+  EXPECT_NE(last_error().find("newcomm is NULL"), std::string::npos) << last_error();
+  // A config with an unknown CTA policy is refused before any rendezvous.
+  auto init_cfg = fn<ncclResult_t (*)(ncclComm_t*, int, ncclUniqueId, int, ncclConfig_t*)>("ncclCommInitRankConfig");
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  cfg.CTAPolicy = 4;
+  ncclUniqueId id{};
+  EXPECT_EQ(init_cfg(&out, 2, id, 0, &cfg), ncclInvalidArgument);
+  EXPECT_NE(last_error().find("CTAPolicy 4 is not a known policy"), std::string::npos) << last_error();
+}
+
 TEST_F(NcclAbi, GroupsMustBalance) {
   auto start = fn<ncclResult_t (*)()>("ncclGroupStart");
   auto end = fn<ncclResult_t (*)()>("ncclGroupEnd");

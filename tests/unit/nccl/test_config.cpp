@@ -41,6 +41,20 @@ TEST(NcclConfig, ReadsBlockingAndName) {
   CommOptions o = parse_config(&c, "x");
   EXPECT_FALSE(o.blocking);
   EXPECT_EQ(o.name, "pg0");
+  EXPECT_EQ(o.cta_policy, NCCL_CTA_POLICY_EFFICIENCY);
+}
+
+TEST(NcclConfig, CtaPolicyUnsetOrNormalized) {
+  ncclConfig_t c = NCCL_CONFIG_INITIALIZER;
+  EXPECT_EQ(parse_config(&c, "x").cta_policy, -1);
+  EXPECT_EQ(parse_config(nullptr, "x").cta_policy, -1);
+  c.CTAPolicy = NCCL_CTA_POLICY_ZERO;
+  EXPECT_EQ(parse_config(&c, "x").cta_policy, NCCL_CTA_POLICY_ZERO);
+  // Both flags: zero wins, as in NCCL.
+  c.CTAPolicy = NCCL_CTA_POLICY_ZERO | NCCL_CTA_POLICY_EFFICIENCY;
+  EXPECT_EQ(parse_config(&c, "x").cta_policy, NCCL_CTA_POLICY_ZERO);
+  c.CTAPolicy = NCCL_CTA_POLICY_DEFAULT;
+  EXPECT_EQ(parse_config(&c, "x").cta_policy, NCCL_CTA_POLICY_DEFAULT);
 }
 
 TEST(NcclConfig, RejectsBadValuesWithTheField) {
@@ -75,4 +89,5 @@ TEST(NcclConfig, AnOlderStructIsReadOnlyAsFarAsItGoes) {
   c.CTAPolicy = 99;
   CommOptions o = parse_config(&c, "x");
   EXPECT_EQ(o.name, "");
+  EXPECT_EQ(o.cta_policy, -1);
 }

@@ -67,3 +67,27 @@ TEST(WeftHandles, AStrayPointerIsNoCommunicator) {
 }
 
 }  // namespace
+
+// ncclCommShrink's argument checks (NCCL's): a positive count, ranks of the parent, none
+// twice, the caller not among them; the survivors keep the parent's order.
+TEST(NcclShrink, SurvivorsAndRefusedLists) {
+  const int ex[] = {3, 1};
+  EXPECT_EQ(shrink_survivors(5, 0, ex, 2), (std::vector<int>{0, 2, 4}));
+  EXPECT_EQ(shrink_survivors(5, 4, ex, 2), (std::vector<int>{0, 2, 4}));
+  auto message = [](int nranks, int me, const int* list, int count) -> std::string {
+    try {
+      shrink_survivors(nranks, me, list, count);
+    } catch (const weft::Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+      return e.what();
+    }
+    return "accepted";
+  };
+  EXPECT_NE(message(5, 0, ex, 0).find("excludeRanksCount 0 is not positive"), std::string::npos);
+  EXPECT_NE(message(5, 0, nullptr, 1).find("excludeRanksList is NULL"), std::string::npos);
+  const int out_of_range[] = {5};
+  EXPECT_NE(message(5, 0, out_of_range, 1).find("excludeRanksList[0] = 5 is not a rank"), std::string::npos);
+  const int twice[] = {2, 2};
+  EXPECT_NE(message(5, 0, twice, 2).find("names rank 2 twice"), std::string::npos);
+  EXPECT_NE(message(5, 1, ex, 2).find("rank 1 is in excludeRanksList"), std::string::npos);
+}

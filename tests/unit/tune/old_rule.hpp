@@ -62,7 +62,12 @@ inline int oneshot_blocks(uint64_t peer) {
   return static_cast<int>(std::clamp<uint64_t>(b, 1, 32));
 }
 inline bool is_hand_built(const std::string& a) { return a == "ring" || a == "allpairs" || a == "chain"; }
-inline bool ce_supports(Collective c) { return c == Collective::AllGather || c == Collective::AllReduce; }
+// The copy engines' collectives: AllGather and AllReduce when this rule was frozen; memory
+// windows (h/windows, whose selection.cpp asked ce::supports) added AllToAll and Broadcast.
+inline bool ce_supports(Collective c) {
+  return c == Collective::AllGather || c == Collective::AllReduce || c == Collective::AllToAll ||
+         c == Collective::Broadcast;
+}
 
 inline Choice choose(const SelectionTable& t, Collective c, uint64_t bytes, int nranks, bool in_place, bool plans_only) {
   const uint64_t peer = peer_bytes(c, bytes, nranks);

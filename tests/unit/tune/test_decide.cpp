@@ -1,6 +1,6 @@
 // decide() (tune/decide.hpp) over the shipped selection table against the rules
 // docs/runtime.md states ("Algorithms and the selection table", "Mid sizes on 3 to 8 ranks",
-// "The one decision"), written
+// "The one decision", "Memory windows and CTA policies"), written
 // out here as this test's own expectations; the overrides; the algorithm registry; the
 // simulator's call model and `weft bench --predict` asking the same objects as the runtime.
 #include <gtest/gtest.h>
@@ -21,6 +21,7 @@
 #include "plan/hand_built.hpp"
 #include "plan/ce_plan.hpp"
 #include "sim/call_model.hpp"
+#include "tune/cta_policy.hpp"
 #include "tune/decide.hpp"
 #include "util/error.hpp"
 
@@ -382,7 +383,7 @@ TEST(Decide, CopyEnginesComeWithTheirFallback) {
   DecideEnv env;
   env.generated = true;
   const Decision d = Decider(shared, one_node(4), env).decide(Call{Collective::AllGather, 4 * MiB, false});
-  EXPECT_EQ(d.executor, Executor::CopyEngine);
+  EXPECT_EQ(d.executor, Executor::CopyEngineExchange);
   EXPECT_EQ(d.algorithm, algo::kCopyEngine);
   // The fallback: the table's first other row, overrides left out, as a plan launch.
   EXPECT_EQ(d.fallback.algorithm, algo::kRing);
@@ -401,18 +402,174 @@ TEST(Decide, CopyEnginesComeWithTheirFallback) {
   EXPECT_EQ(across.executor, Executor::Interpreter);
 }
 
+/// docs/runtime.md, "Memory windows and CTA policies": AllGather, AllToAll and Broadcast on
+/// one node of 2 to 8 ranks run by copy engines when the receive buffer lies in a window
+/// (from 4 MiB) or under the zero policy (at every size, in a window or not): straight into
+/// a symmetric window every rank mapped, else after the per-call exchange, with what would
+/// have run otherwise as the fallback.
+std::optional<Executor> window_rule(const Call& call, int R, bool multi_node, int policy) {
+  const bool moving = call.collective == Collective::AllGather || call.collective == Collective::AllToAll ||
+                      call.collective == Collective::Broadcast;
+  const bool zero = policy == kCtaZero;
+  if (!moving || multi_node || R < 2 || R > 8) return std::nullopt;
+  if (!zero && (call.window == WindowKind::None || call.bytes < 4 * MiB)) return std::nullopt;
+  return call.window == WindowKind::Symmetric ? Executor::CopyEngineDirect : Executor::CopyEngineExchange;
+}
+
+/// The efficiency policy without a block count: a plan's or the kernel's thread blocks are
+/// its instances, at most 16.
+Launch capped(Launch l, int policy) {
+  const bool runs_blocks = l.executor == Executor::OneShot || l.executor == Executor::Interpreter ||
+                           l.executor == Executor::Generated;
+  if (policy == kCtaEfficiency && runs_blocks) l.instances = std::min(l.instances, 16);
+  return l;
+}
+
+TEST(Decide, WindowsAndCtaPoliciesFollowTheDocumentedRules) {
+  size_t engines = 0, checked = 0;
+  std::vector<uint64_t> sz = sizes();
+  for (uint64_t b : {4 * MiB - 1, 4 * MiB}) sz.push_back(b);
+  for (int R = 1; R <= 10; ++R)
+    for (bool multi_node : {false, true}) {
+      CommShape shape = one_node(R);
+      shape.multi_node = multi_node;
+      const Decider plain(default_table(), shape, DecideEnv{});
+      for (int policy : {kCtaDefault, kCtaEfficiency, kCtaZero}) {
+        CommShape ps = shape;
+        ps.cta_policy = policy;
+        const Decider d(default_table(), ps, DecideEnv{});
+        for (Collective c : kCollectives)
+          for (uint64_t b : sz)
+            for (bool in_place : {false, true})
+              for (WindowKind w : {WindowKind::None, WindowKind::Default, WindowKind::Symmetric}) {
+                const Call call{c, b, in_place, w, 0};
+                const Decision got = d.decide(call);
+                const Decision base = plain.decide(Call{c, b, in_place});
+                const std::string at = where(c, b, R, in_place, multi_node) + ", policy " + cta_policy_name(policy) +
+                                       ", window " + std::to_string(static_cast<int>(w));
+                ++checked;
+                if (const std::optional<Executor> e = window_rule(call, R, multi_node, policy)) {
+                  ++engines;
+                  ASSERT_EQ(got.executor, *e) << at;
+                  EXPECT_EQ(got.algorithm, algo::kCopyEngine) << at;
+                  EXPECT_EQ(got.protocol, Protocol::Simple) << at;
+                  EXPECT_EQ(got.instances, 1) << at;
+                  if (*e == Executor::CopyEngineExchange) EXPECT_EQ(got.fallback, capped(base, policy)) << at;
+                  continue;
+                }
+                Decision want = base;
+                static_cast<Launch&>(want) = capped(base, policy);
+                if (want.executor == Executor::CopyEngineExchange) want.fallback = capped(base.fallback, policy);
+                ASSERT_EQ(got, want) << at;
+              }
+      }
+    }
+  EXPECT_GT(engines, 1000u);
+  EXPECT_GT(checked, engines * 4);
+}
+
+TEST(Decide, ZeroPolicyKeepsATableCopyEngineRowsFallback) {
+  const SelectionTable t = parse_selection_table(R"({"format": "weft-selection", "version": 1, "rows": [
+    {"collectives": ["AllGather"], "bytes": [1048576, null], "algorithm": "ce", "protocol": "Simple", "instances": 1},
+    {"collectives": ["AllGather"], "algorithm": "ring", "protocol": "LL", "instances": 40}
+  ]})", "ce.json");
+  const auto shared = std::shared_ptr<const SelectionTable>(std::shared_ptr<void>(), &t);
+  CommShape s = one_node(4);
+  s.cta_policy = kCtaZero;
+  const Decision d = Decider(shared, s, DecideEnv{}).decide(Call{Collective::AllGather, 4 * MiB, false});
+  EXPECT_EQ(d.executor, Executor::CopyEngineExchange);
+  EXPECT_EQ(d.fallback.algorithm, algo::kRing);  // the row's fallback, not a copy engine again
+  EXPECT_EQ(d.fallback.instances, 40);
+  // WEFT_ALGO does not keep a window's call off the copy engines.
+  DecideEnv env;
+  env.algo = "ring";
+  s.cta_policy = kCtaDefault;
+  const Decider forced(shared, s, env);
+  ASSERT_EQ(forced.decide(Call{Collective::AllGather, 8 * MiB, false}).algorithm, algo::kRing);
+  const Decision w = forced.decide(Call{Collective::AllGather, 8 * MiB, false, WindowKind::Symmetric});
+  EXPECT_EQ(w.executor, Executor::CopyEngineDirect);
+}
+
+TEST(Decide, EfficiencyCutsInstancesByTheCommunicatorsBlockCount) {
+  CommShape s = one_node(4);
+  s.cta_policy = kCtaEfficiency;
+  Decider d(default_table(), s, DecideEnv{});
+  // Three thread blocks per instance: 24 instances (72 blocks) become 5 (15 blocks).
+  std::vector<std::pair<int, int32_t>> asked;  // (instances, root)
+  d.set_plan_blocks([&](const Call& call, const Launch& l) {
+    asked.emplace_back(l.instances, call.root);
+    return 3 * l.instances;
+  });
+  const Call big{Collective::Broadcast, 64 * MiB, false, WindowKind::None, 2};
+  const Decision base = Decider(default_table(), one_node(4), DecideEnv{}).decide(big);
+  ASSERT_EQ(base.instances, 24);
+  const Decision got = d.decide(big);
+  EXPECT_EQ(got.instances, 5);
+  EXPECT_EQ(got.algorithm, base.algorithm);
+  EXPECT_EQ(got.protocol, base.protocol);
+  ASSERT_EQ(asked.size(), 2u);  // 24, then 5 (within the cap: done)
+  EXPECT_EQ(asked[0], std::make_pair(24, 2));
+  EXPECT_EQ(asked[1], std::make_pair(5, 2));
+  // Within the cap: unchanged, one count.
+  asked.clear();
+  d.set_plan_blocks([&](const Call&, const Launch& l) {
+    asked.emplace_back(l.instances, 0);
+    return 16;
+  });
+  EXPECT_EQ(d.decide(big).instances, 24);
+  EXPECT_EQ(asked.size(), 1u);
+  // The one-shot kernel: its blocks are its instances, at most 16 (32 under the default policy).
+  const Call small{Collective::AllReduce, 512 * KiB, false};
+  ASSERT_EQ(Decider(default_table(), one_node(2), DecideEnv{}).decide(small).instances, 32);
+  CommShape two = one_node(2);
+  two.cta_policy = kCtaEfficiency;
+  const Decision k = Decider(default_table(), two, DecideEnv{}).decide(small);
+  EXPECT_EQ(k.executor, Executor::OneShot);
+  EXPECT_EQ(k.instances, 16);
+  // The default policy never asks for a count; set_cta_policy changes the policy in place.
+  Decider plain(default_table(), one_node(4), DecideEnv{});
+  int counts = 0;
+  plain.set_plan_blocks([&](const Call&, const Launch&) { return ++counts, 1000; });
+  EXPECT_EQ(plain.decide(big).instances, 24);
+  EXPECT_EQ(counts, 0);
+  plain.set_cta_policy(kCtaEfficiency);
+  EXPECT_EQ(plain.decide(big).instances, 1);
+  EXPECT_GT(counts, 0);
+}
+
+TEST(Decide, CtaPolicyIsReadFromTheEnvironment) {
+  setenv("WEFT_CTA_POLICY", "EFFICIENCY|ZERO", 1);
+  EXPECT_EQ(CommShape::from_environment(4).cta_policy, kCtaZero);
+  setenv("WEFT_CTA_POLICY", "fast", 1);
+  EXPECT_THROW(CommShape::from_environment(4), Error);
+  unsetenv("WEFT_CTA_POLICY");
+  EXPECT_EQ(CommShape::from_environment(4).cta_policy, kCtaDefault);
+}
+
 TEST(Decide, DecisionIsPlainIntegersAndDecidingAllocatesNothing) {
   static_assert(std::is_trivially_copyable_v<Decision>);
   static_assert(std::is_trivially_copyable_v<PlanKey>);
   const Decider d(default_table(), one_node(2), DecideEnv{});
   Decision warm = d.decide(Call{Collective::AllReduce, 4096, false});
   ASSERT_EQ(warm.executor, Executor::OneShot);
+  Decider pd(default_table(), one_node(4), DecideEnv{});
+  pd.set_plan_blocks([](const Call&, const Launch& l) { return 2 * l.instances; });
   size_t sum = 0;
   g_allocations = 0;
   g_counting = true;
   for (int i = 0; i < 1000; ++i) {
     const Decision x = d.decide(Call{Collective::AllReduce, 8ull << (i % 20), (i & 1) != 0});
     sum += static_cast<size_t>(x.instances) + static_cast<size_t>(PlanKeyHash{}(plan_key(Call{}, x, 0)) & 1);
+  }
+  // Windows and the policies: the window kind and the policy are integers too.
+  const WindowKind kinds[] = {WindowKind::None, WindowKind::Default, WindowKind::Symmetric};
+  for (int policy : {kCtaDefault, kCtaEfficiency, kCtaZero}) {
+    pd.set_cta_policy(policy);
+    for (int i = 0; i < 300; ++i) {
+      const Collective c = kCollectives[i % 6];
+      const Decision x = pd.decide(Call{c, 8ull << (i % 24), false, kinds[i % 3], 1});
+      sum += static_cast<size_t>(x.executor) + static_cast<size_t>(x.fallback.instances);
+    }
   }
   g_counting = false;
   EXPECT_EQ(g_allocations, 0u);

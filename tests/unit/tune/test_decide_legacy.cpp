@@ -91,7 +91,7 @@ old_rule::Launch as_old(const Launch& l) {
   old_rule::Launch o;
   o.ch = to_choice(l);
   o.gen = l.executor == algo::Executor::Generated;
-  o.mb = l.executor == algo::Executor::OneShot || l.executor == algo::Executor::CopyEngine ? 0 : l.microbatch_bytes;
+  o.mb = l.executor == algo::Executor::OneShot || l.executor == algo::Executor::CopyEngineExchange ? 0 : l.microbatch_bytes;
   return o;
 }
 
@@ -114,7 +114,7 @@ std::string old_text(const old_rule::Result& r) {
 std::string new_text(const Decision& d) {
   const bool plan = d.executor == algo::Executor::Interpreter || d.executor == algo::Executor::Generated;
   std::string s = text_of(as_old(d), plan);
-  if (d.executor == algo::Executor::CopyEngine) s += " | else " + text_of(as_old(d.fallback), true);
+  if (d.executor == algo::Executor::CopyEngineExchange) s += " | else " + text_of(as_old(d.fallback), true);
   return s;
 }
 
