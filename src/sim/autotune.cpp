@@ -1,0 +1,287 @@
+#include "sim/autotune.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+#include "compile/deadlock.hpp"
+#include "compile/lower.hpp"
+#include "compile/merge_blocks.hpp"
+#include "util/error.hpp"
+#include "sim/program.hpp"
+#include "util/error.hpp"
+#include "util/text.hpp"
+
+namespace weft::sim {
+namespace {
+
+struct Classes {
+  bool intra = false, inter = false, local = false;
+};
+
+Classes classes_of(const Algorithm& algo, const Topology& topo) {
+  Classes c;
+  for (const Transfer& t : algo.transfers) {
+    if (t.src_rank == t.dst_rank) c.local = true;
+    else if (topo.same_node(t.src_rank, t.dst_rank)) c.intra = true;
+    else c.inter = true;
+  }
+  return c;
+}
+
+/// Whether trial a beats trial b: faster beyond the tolerance, or as fast with fewer blocks.
+bool better(const TuneTrial& a, const TuneTrial& b, double tolerance) {
+  if (!a.error.empty()) return false;
+  if (!b.error.empty()) return true;
+  if (a.time_us < b.time_us * (1 - tolerance) - 1e-9) return true;
+  if (a.time_us > b.time_us * (1 + tolerance) + 1e-9) return false;
+  if (a.tbs != b.tbs) return a.tbs < b.tbs;
+  return a.time_us < b.time_us - 1e-9;
+}
+
+/// A merged plan may run this much longer than the plan it came from and still be taken.
+constexpr double kMergeSlack = 1e-3;
+
+class Search {
+ public:
+  Search(const Algorithm& algo, const Topology& topo, const CompileOptions& base, const TuneOptions& o)
+      : algo_(algo), topo_(topo), base_(base), o_(o) {}
+
+  CompileOptions options_for(const TuneTrial& t, int32_t max_tbs) const {
+    CompileOptions c = base_;
+    c.execution = t.execution;
+    if (t.execution == "algorithm") c.step_order = true;
+    c.channels = t.channels;
+    c.aggregate = t.aggregate;
+    c.allocator = t.allocator;
+    c.scale_intra = t.scale_intra, c.scale_inter = t.scale_inter, c.scale_local = t.scale_local;
+    c.max_tbs = max_tbs;
+    return c;
+  }
+
+  SimReport run(const Plan& plan, bool per_block) const {
+    SimOptions so = o_.sim;
+    so.bytes = o_.bytes;
+    so.trace = false;
+    return Simulator(plan, topo_, !per_block, base_.max_memory_bytes).run(so);
+  }
+
+  /// The plan with the blocks the simulator saw work apart merged, when that is no slower.
+  bool merge_on_timeline(CompileResult& r, SimReport& rep, double overlap = 0, bool must_fit = false) const {
+    if (r.plan.execution != ExecutionModel::Task) return false;
+    SimOptions so = o_.sim;
+    so.bytes = o_.bytes;
+    so.trace = false;
+    so.slot_times = true;
+    const Simulator per_block(r.plan, topo_, false, base_.max_memory_bytes);
+    const SimReport times = per_block.run(so);
+    const Program& prog = per_block.program();
+    std::vector<std::vector<std::vector<SlotActivity>>> activity(r.plan.ranks.size());
+    for (size_t k = 0; k < r.plan.ranks.size(); ++k) {
+      activity[k].resize(r.plan.ranks[k].tbs.size());
+      for (size_t tb = 0; tb < r.plan.ranks[k].tbs.size(); ++tb) activity[k][tb].resize(r.plan.ranks[k].tbs[tb].slots.size());
+    }
+    for (const ProgTb& t : prog.tbs) {
+      double prev = 0;  // a slot that never worked (a nop) sits where the one before it ended
+      for (int32_t g = t.slot_begin; g < t.slot_end; ++g) {
+        const bool worked = times.slot_first_us[g] >= 0;
+        const SlotActivity a = worked ? SlotActivity{times.slot_first_us[g], times.slot_last_us[g]} : SlotActivity{prev, prev};
+        activity[t.rank][t.local][g - t.slot_begin] = a;
+        prev = a.last_us;
+      }
+    }
+    const BlockMerge m = merge_by_activity(activity, -overlap * rep.time_us);
+    bool fewer = false;
+    for (size_t k = 0; k < m.size(); ++k) fewer = fewer || m[k].size() < r.plan.ranks[k].tbs.size();
+    if (!fewer) return false;
+    Plan merged = r.plan;
+    if (!merge_thread_blocks(merged, m) || !check_deadlock(merged, base_.fifo_depth).ok) return false;
+    const SimReport mr = run(merged, false);
+    if (must_fit ? merged.max_tbs_per_rank() > o_.max_tbs : mr.time_us > rep.time_us * (1 + kMergeSlack)) return false;
+    merged.allocator += "+timeline";
+    r.plan = std::move(merged);
+    rep = mr;
+    return true;
+  }
+
+  /// Compiles, merges and simulates one variant: its plan within the budget, or an error.
+  CompileResult build(TuneTrial& t) const {
+    CompileOptions c = options_for(t, 0);
+    c.keep_graph = false;
+    CompileResult r = compile(algo_, topo_, c);
+    if (r.slots > o_.max_slots) {  // too large to tune: taken as compiled, not simulated
+      t.tbs = t.tbs_unmerged = r.plan.max_tbs_per_rank();
+      t.instances_intra = r.instances_intra, t.instances_inter = r.instances_inter, t.instances_local = r.instances_local;
+      return r;
+    }
+    SimReport rep = run(r.plan, false);
+    t.tbs_unmerged = r.plan.max_tbs_per_rank();
+    merge_on_timeline(r, rep);
+    if (o_.max_tbs > 0 && r.plan.max_tbs_per_rank() > o_.max_tbs) {
+      // Fewer instances until it fits; where even one per link does not, one per link,
+      // merged on the timeline below.
+      c.max_tbs = o_.max_tbs;
+      try {
+        r = compile(algo_, topo_, c);
+      } catch (const Error& e) {
+        if (e.code() != ErrorCode::InvalidArgument) throw;
+        c.max_tbs = 0;
+        c.scale_intra = c.scale_inter = c.scale_local = 1.0 / 64;
+        r = compile(algo_, topo_, c);
+      }
+      rep = run(r.plan, false);
+      t.tbs_unmerged = r.plan.max_tbs_per_rank();
+      merge_on_timeline(r, rep);
+      // Still over: blocks whose work overlaps a little are merged too (the merged plan may
+      // run longer; the search compares it with the others).
+      for (double overlap : {0.01, 0.03, 0.1, 0.3})
+        if (r.plan.max_tbs_per_rank() > o_.max_tbs) merge_on_timeline(r, rep, overlap, true);
+      if (r.plan.max_tbs_per_rank() > o_.max_tbs)
+        fail(ErrorCode::InvalidArgument, text::format("%d thread blocks per rank, more than the budget of %d",
+                                                      r.plan.max_tbs_per_rank(), o_.max_tbs));
+    }
+    t.instances_intra = r.instances_intra, t.instances_inter = r.instances_inter, t.instances_local = r.instances_local;
+    t.tbs = r.plan.max_tbs_per_rank();
+    t.time_us = rep.time_us;
+    t.busbw_GBps = rep.busbw_GBps;
+    t.tb_idle_mean = rep.tb_idle_mean;
+    return r;
+  }
+
+  /// Compiles and simulates one variant (once per distinct variant); returns its index.
+  int32_t trial(TuneTrial t) {
+    const auto key = std::make_tuple(t.execution, t.channels, t.aggregate, t.allocator, t.scale_intra, t.scale_inter,
+                                     t.scale_local);
+    if (auto it = seen_.find(key); it != seen_.end()) return it->second;
+    t.label = text::format("%s, %s channels%s, %s, instances x%g/x%g/x%g", t.execution.c_str(), t.channels.c_str(),
+                           t.aggregate ? "" : ", not aggregated", t.allocator.c_str(), t.scale_intra, t.scale_inter,
+                           t.scale_local);
+    try {
+      const CompileResult r = build(t);
+      last_slots_ = r.slots;
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::InvalidArgument && e.code() != ErrorCode::Verify) throw;
+      t.error = e.what();
+    }
+    trials_.push_back(t);
+    const int32_t i = static_cast<int32_t>(trials_.size()) - 1;
+    seen_[key] = i;
+    return i;
+  }
+
+  bool room() const { return static_cast<int32_t>(trials_.size()) < o_.max_trials; }
+  const TuneTrial& at(int32_t i) const { return trials_[i]; }
+  std::vector<TuneTrial>& trials() { return trials_; }
+  int64_t last_slots() const { return last_slots_; }
+
+ private:
+  const Algorithm& algo_;
+  const Topology& topo_;
+  const CompileOptions& base_;
+  const TuneOptions& o_;
+  std::vector<TuneTrial> trials_;
+  std::map<std::tuple<std::string, std::string, bool, std::string, double, double, double>, int32_t> seen_;
+  int64_t last_slots_ = 0;
+};
+
+/// Coordinate descent from trial `start` over the classes the algorithm uses.
+int32_t descend(Search& s, int32_t start, const Classes& classes, double tolerance) {
+  int32_t cur = start;
+  for (double step : {2.0, 1.5}) {
+    for (bool improved = true; improved && s.room();) {
+      improved = false;
+      for (int32_t cls = 0; cls < 3 && s.room(); ++cls) {
+        if ((cls == 0 && !classes.intra) || (cls == 1 && !classes.inter) || (cls == 2 && !classes.local)) continue;
+        for (double f : {step, 1 / step}) {
+          if (!s.room()) break;
+          TuneTrial c = s.at(cur);
+          double* sc[3] = {&c.scale_intra, &c.scale_inter, &c.scale_local};
+          *sc[cls] = std::clamp(*sc[cls] * f, 1.0 / 64, 64.0);
+          c.error.clear();
+          const int32_t t = s.trial(c);
+          if (better(s.at(t), s.at(cur), tolerance)) {
+            cur = t;
+            improved = true;
+          }
+        }
+      }
+    }
+  }
+  return cur;
+}
+
+std::string describe(const TuneResult& out, const std::vector<TuneTrial>& ts, int32_t first, const TuneOptions& o) {
+  const TuneTrial& c = ts[out.chosen];
+  std::string budget = o.max_tbs > 0 ? text::format(", at most %d thread blocks per rank", o.max_tbs) : "";
+  std::string merged = c.tbs < c.tbs_unmerged ? text::format("; %d blocks per rank merged into %d on the simulated timeline",
+                                                              c.tbs_unmerged, c.tbs)
+                                              : "";
+  if (out.chosen == first)
+    return text::format("the scheduler's own shape with derived instances ran fastest of %zu variants (%.1f us, %d thread "
+                        "blocks per rank%s)%s",
+                        ts.size(), c.time_us, c.tbs, budget.c_str(), merged.c_str());
+  std::string against = ts[first].error.empty()
+                            ? text::format("%.1f us and %d blocks per rank for the scheduler's own shape", ts[first].time_us,
+                                           ts[first].tbs)
+                            : "the scheduler's own shape, which did not fit (" + ts[first].error + ")";
+  return text::format("%s ran %.1f us with %d thread blocks per rank, against %s (best of %zu variants%s)%s", c.label.c_str(),
+                      c.time_us, c.tbs, against.c_str(), ts.size(), budget.c_str(), merged.c_str());
+}
+
+}  // namespace
+
+TuneResult autotune(const Algorithm& algo, const Topology& topo, const CompileOptions& base, const TuneOptions& o) {
+  if (o.bytes == 0) fail(ErrorCode::InvalidArgument, "automatic instances need the call's size in bytes");
+  if (base.instances != 0)
+    fail(ErrorCode::InvalidArgument, "automatic instances start from derived instances; instances are given (" +
+                                         std::to_string(base.instances) + ")");
+  if (!(o.tolerance >= 0 && o.tolerance < 1)) fail(ErrorCode::InvalidArgument, "the tuning tolerance must be in [0, 1)");
+  Search s(algo, topo, base, o);
+  TuneTrial own;
+  own.execution = std::string(to_string(execution_model_of(base)));
+  own.channels = base.channels;
+  own.aggregate = base.aggregate;
+  own.allocator = base.allocator;
+  const int32_t first = s.trial(own);
+  TuneResult out;
+  if (s.last_slots() <= o.max_slots) {
+    out.tuned = true;
+    std::vector<TuneTrial> seeds = {own};
+    if (own.execution == "task") {
+      TuneTrial alg = own;
+      alg.execution = "algorithm";
+      seeds.push_back(alg);
+      TuneTrial chunks = own;
+      chunks.channels = "chunk";
+      chunks.aggregate = false;
+      chunks.allocator = "conn";
+      seeds.push_back(chunks);
+    }
+    const Classes classes = classes_of(algo, topo);
+    for (const TuneTrial& seed : seeds) descend(s, s.trial(seed), classes, o.tolerance);
+  }
+  // The fastest variant, then the fewest blocks among those within the tolerance of it.
+  const std::vector<TuneTrial>& ts = s.trials();
+  int32_t fastest = -1;
+  for (int32_t i = 0; i < static_cast<int32_t>(ts.size()); ++i)
+    if (ts[i].error.empty() && (fastest < 0 || ts[i].time_us < ts[fastest].time_us)) fastest = i;
+  if (fastest < 0)
+    fail(ErrorCode::InvalidArgument, text::format("no variant of %s on %s fits: %s", algo.name.c_str(), topo.name.c_str(),
+                                                  ts[first].error.c_str()));
+  int32_t chosen = fastest;
+  for (int32_t i = 0; i < static_cast<int32_t>(ts.size()); ++i)
+    if (ts[i].error.empty() && ts[i].time_us <= ts[fastest].time_us * (1 + o.tolerance) + 1e-9 &&
+        (ts[i].tbs < ts[chosen].tbs || (ts[i].tbs == ts[chosen].tbs && ts[i].time_us < ts[chosen].time_us)))
+      chosen = i;
+  TuneTrial again = ts[chosen];
+  out.result = s.build(again);  // deterministic: the same plan the trial simulated
+  out.chosen = chosen;
+  out.trials = s.trials();
+  out.reason = out.tuned ? describe(out, out.trials, first, o)
+                         : text::format("the plan has %lld slots, more than the %lld tuned; derived instances as they are",
+                                        static_cast<long long>(s.last_slots()), static_cast<long long>(o.max_slots));
+  return out;
+}
+
+}  // namespace weft::sim
