@@ -36,6 +36,7 @@ struct SimulateArgs {
   std::string trace;
   std::string plot;
   bool json = false;
+  bool no_tune = false;
   std::string memory_budget;
 };
 
@@ -59,6 +60,7 @@ void run(const SimulateArgs& a) {
   spec.instances = a.instances;
   spec.max_tbs = a.max_tbs;
   spec.in_place = !a.out_of_place;
+  spec.tune = !a.no_tune;
   if (a.size.empty() == a.sizes.empty()) fail(ErrorCode::InvalidArgument, "give exactly one of --size BYTES and --sizes FROM:TO");
   spec.sizes = a.size.empty() ? parse_option("--sizes", [&] { return sim::parse_size_range(a.sizes); })
                               : std::vector<uint64_t>{parse_option("--size", [&] { return text::parse_bytes(a.size); })};
@@ -80,6 +82,8 @@ void run(const SimulateArgs& a) {
     table.reset();
   };
   sim::run_sweep(spec, [&](const sim::Simulator& simulator, const sim::SimReport& r, double compile_s) {
+    if (!r.variant.empty() && !a.json)
+      std::printf("# %s at %s, tuned: %s\n", r.scheduler.c_str(), text::format_bytes(r.bytes).c_str(), r.variant_reason.c_str());
     if (r.scheduler != current || series.empty()) {
       current = r.scheduler;
       series.push_back({r.scheduler, {}});
@@ -152,6 +156,10 @@ void register_simulate(CLI::App& app) {
   cmd->add_option("--trace", a->trace, "Write a Chrome trace (chrome://tracing, Perfetto) of the run to this file");
   cmd->add_option("--plot", a->plot, "Write an SVG plot of busbw against size, one line per scheduler, to this file");
   cmd->add_flag("--json", a->json, "Print one JSON object per size instead of a table");
+  cmd->add_flag("--no-tune", a->no_tune,
+                "Take the compiler's derived instances as they are; by default a compiler scheduler without --instances is "
+                "tuned for each size by the simulator (docs/compile.md, \"Automatic instances\"), within --max-tbs, an .xml "
+                "file's own thread blocks, or the scheduler's own plan's");
   add_memory_budget_option(cmd, a->memory_budget);
   cmd->callback([a] {
     try {

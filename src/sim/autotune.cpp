@@ -98,7 +98,7 @@ class Search {
     Plan merged = r.plan;
     if (!merge_thread_blocks(merged, m) || !check_deadlock(merged, base_.fifo_depth).ok) return false;
     const SimReport mr = run(merged, false);
-    if (must_fit ? merged.max_tbs_per_rank() > o_.max_tbs : mr.time_us > rep.time_us * (1 + kMergeSlack)) return false;
+    if (must_fit ? merged.max_tbs_per_rank() > budget_ : mr.time_us > rep.time_us * (1 + kMergeSlack)) return false;
     merged.allocator += "+timeline";
     r.plan = std::move(merged);
     rep = mr;
@@ -106,7 +106,7 @@ class Search {
   }
 
   /// Compiles, merges and simulates one variant: its plan within the budget, or an error.
-  CompileResult build(TuneTrial& t) const {
+  CompileResult build(TuneTrial& t, bool merge = false) const {
     CompileOptions c = options_for(t, 0);
     c.keep_graph = false;
     CompileResult r = compile(algo_, topo_, c);
@@ -117,11 +117,11 @@ class Search {
     }
     SimReport rep = run(r.plan, false);
     t.tbs_unmerged = r.plan.max_tbs_per_rank();
-    merge_on_timeline(r, rep);
-    if (o_.max_tbs > 0 && r.plan.max_tbs_per_rank() > o_.max_tbs) {
+    if (merge || (budget_ > 0 && t.tbs_unmerged > budget_)) merge_on_timeline(r, rep);
+    if (budget_ > 0 && r.plan.max_tbs_per_rank() > budget_) {
       // Fewer instances until it fits; where even one per link does not, one per link,
       // merged on the timeline below.
-      c.max_tbs = o_.max_tbs;
+      c.max_tbs = budget_;
       try {
         r = compile(algo_, topo_, c);
       } catch (const Error& e) {
@@ -135,11 +135,11 @@ class Search {
       merge_on_timeline(r, rep);
       // Still over: blocks whose work overlaps a little are merged too (the merged plan may
       // run longer; the search compares it with the others).
-      for (double overlap : {0.01, 0.03, 0.1, 0.3})
-        if (r.plan.max_tbs_per_rank() > o_.max_tbs) merge_on_timeline(r, rep, overlap, true);
-      if (r.plan.max_tbs_per_rank() > o_.max_tbs)
+      for (double overlap : {0.01, 0.03, 0.1, 0.3, 1.0})
+        if (r.plan.max_tbs_per_rank() > budget_) merge_on_timeline(r, rep, overlap, true);
+      if (r.plan.max_tbs_per_rank() > budget_)
         fail(ErrorCode::InvalidArgument, text::format("%d thread blocks per rank, more than the budget of %d",
-                                                      r.plan.max_tbs_per_rank(), o_.max_tbs));
+                                                      r.plan.max_tbs_per_rank(), budget_));
     }
     t.instances_intra = r.instances_intra, t.instances_inter = r.instances_inter, t.instances_local = r.instances_local;
     t.tbs = r.plan.max_tbs_per_rank();
@@ -174,6 +174,8 @@ class Search {
   const TuneTrial& at(int32_t i) const { return trials_[i]; }
   std::vector<TuneTrial>& trials() { return trials_; }
   int64_t last_slots() const { return last_slots_; }
+  int32_t budget() const { return budget_; }
+  void set_budget(int32_t b) { budget_ = b; }
 
  private:
   const Algorithm& algo_;
@@ -183,6 +185,7 @@ class Search {
   std::vector<TuneTrial> trials_;
   std::map<std::tuple<std::string, std::string, bool, std::string, double, double, double>, int32_t> seen_;
   int64_t last_slots_ = 0;
+  int32_t budget_ = 0;  ///< thread blocks per rank a variant may take (0: no limit)
 };
 
 /// Coordinate descent from trial `start` over the classes the algorithm uses.
@@ -211,9 +214,9 @@ int32_t descend(Search& s, int32_t start, const Classes& classes, double toleran
   return cur;
 }
 
-std::string describe(const TuneResult& out, const std::vector<TuneTrial>& ts, int32_t first, const TuneOptions& o) {
+std::string describe(const TuneResult& out, const std::vector<TuneTrial>& ts, int32_t first) {
   const TuneTrial& c = ts[out.chosen];
-  std::string budget = o.max_tbs > 0 ? text::format(", at most %d thread blocks per rank", o.max_tbs) : "";
+  std::string budget = out.max_tbs > 0 ? text::format(", at most %d thread blocks per rank", out.max_tbs) : "";
   std::string merged = c.tbs < c.tbs_unmerged ? text::format("; %d blocks per rank merged into %d on the simulated timeline",
                                                               c.tbs_unmerged, c.tbs)
                                               : "";
@@ -238,13 +241,17 @@ TuneResult autotune(const Algorithm& algo, const Topology& topo, const CompileOp
                                          std::to_string(base.instances) + ")");
   if (!(o.tolerance >= 0 && o.tolerance < 1)) fail(ErrorCode::InvalidArgument, "the tuning tolerance must be in [0, 1)");
   Search s(algo, topo, base, o);
+  s.set_budget(std::max(o.max_tbs, 0));
   TuneTrial own;
   own.execution = std::string(to_string(execution_model_of(base)));
   own.channels = base.channels;
   own.aggregate = base.aggregate;
   own.allocator = base.allocator;
   const int32_t first = s.trial(own);
+  // By default no variant takes more blocks than the scheduler's own plan.
+  if (o.max_tbs == 0 && s.at(first).error.empty()) s.set_budget(s.at(first).tbs_unmerged);
   TuneResult out;
+  out.max_tbs = s.budget();
   if (s.last_slots() <= o.max_slots) {
     out.tuned = true;
     std::vector<TuneTrial> seeds = {own};
@@ -256,7 +263,16 @@ TuneResult autotune(const Algorithm& algo, const Topology& topo, const CompileOp
       chunks.channels = "chunk";
       chunks.aggregate = false;
       chunks.allocator = "conn";
+      // A block per chunk and link carries the parallelism already: one instance each, as
+      // an MSCCL file's channels have (the search may raise them).
+      chunks.scale_intra = chunks.scale_inter = chunks.scale_local = 1.0 / 64;
       seeds.push_back(chunks);
+      for (const char* e : {"task", "algorithm"}) {
+        TuneTrial peer = own;
+        peer.execution = e;
+        peer.allocator = "peer";
+        seeds.push_back(peer);
+      }
     }
     const Classes classes = classes_of(algo, topo);
     for (const TuneTrial& seed : seeds) descend(s, s.trial(seed), classes, o.tolerance);
@@ -274,11 +290,14 @@ TuneResult autotune(const Algorithm& algo, const Topology& topo, const CompileOp
     if (ts[i].error.empty() && ts[i].time_us <= ts[fastest].time_us * (1 + o.tolerance) + 1e-9 &&
         (ts[i].tbs < ts[chosen].tbs || (ts[i].tbs == ts[chosen].tbs && ts[i].time_us < ts[chosen].time_us)))
       chosen = i;
+  // The chosen variant once more (compilation is deterministic), its blocks merged on the
+  // simulated timeline where that is no slower.
   TuneTrial again = ts[chosen];
-  out.result = s.build(again);  // deterministic: the same plan the trial simulated
+  out.result = s.build(again, true);
   out.chosen = chosen;
   out.trials = s.trials();
-  out.reason = out.tuned ? describe(out, out.trials, first, o)
+  out.trials[chosen] = again;
+  out.reason = out.tuned ? describe(out, out.trials, first)
                          : text::format("the plan has %lld slots, more than the %lld tuned; derived instances as they are",
                                         static_cast<long long>(s.last_slots()), static_cast<long long>(o.max_slots));
   return out;

@@ -40,10 +40,12 @@ namespace weft::sim {
 
 struct TuneOptions {
   uint64_t bytes = 0;      ///< the call's size (SimOptions::bytes convention); required
-  int32_t max_tbs = 0;     ///< thread blocks per rank a variant may take (0: no limit)
+  /// Thread blocks per rank a variant may take: > 0 that many; 0 (default) no more than the
+  /// scheduler's own plan with derived instances; < 0 no limit.
+  int32_t max_tbs = 0;
   SimOptions sim;          ///< how variants are simulated (bytes is set from `bytes`)
   double tolerance = 0.0;  ///< variants this close to the fastest (a fraction) count as as fast
-  int32_t max_trials = 48; ///< variants compiled at most
+  int32_t max_trials = 120; ///< variants compiled at most
   /// Largest plan tuned: past this many slots (all ranks) the derived plan is taken as it
   /// is (1,024-GPU HM AllReduce has 4.6 million; simulating it takes a minute).
   int64_t max_slots = 200'000;
@@ -71,6 +73,7 @@ struct TuneResult {
   std::vector<TuneTrial> trials;   ///< every variant, in the order tried
   int32_t chosen = -1;             ///< index into trials
   bool tuned = false;              ///< false: the plan was too large, the derived plan is taken
+  int32_t max_tbs = 0;             ///< the budget the variants kept to (0: none)
   std::string reason;              ///< one sentence: why this variant
 };
 

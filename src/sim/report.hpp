@@ -60,6 +60,8 @@ struct TraceSpan {
 struct SimReport {
   // What was simulated.
   std::string algorithm, scheduler, allocator, topology, execution;
+  /// When the plan was tuned for this size (sim/autotune.hpp): the variant taken and why.
+  std::string variant, variant_reason;
   Collective collective = Collective::Custom;
   int32_t ranks = 0;
   uint64_t bytes = 0;             ///< nccl-tests size of the call
