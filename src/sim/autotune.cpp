@@ -1,6 +1,8 @@
 #include "sim/autotune.hpp"
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <cmath>
 #include <map>
 #include <tuple>
@@ -118,35 +120,41 @@ class Search {
     SimReport rep = run(r.plan, false);
     t.tbs_unmerged = r.plan.max_tbs_per_rank();
     if (merge || (budget_ > 0 && t.tbs_unmerged > budget_)) merge_on_timeline(r, rep);
-    if (budget_ > 0 && r.plan.max_tbs_per_rank() > budget_) {
-      // Fewer instances until it fits; where even one per link does not, one per link,
-      // merged on the timeline below.
-      c.max_tbs = budget_;
-      try {
-        r = compile(algo_, topo_, c);
-      } catch (const Error& e) {
-        if (e.code() != ErrorCode::InvalidArgument) throw;
-        c.max_tbs = 0;
-        c.scale_intra = c.scale_inter = c.scale_local = 1.0 / 64;
-        r = compile(algo_, topo_, c);
-      }
-      rep = run(r.plan, false);
-      t.tbs_unmerged = r.plan.max_tbs_per_rank();
-      merge_on_timeline(r, rep);
-      // Still over: blocks whose work overlaps a little are merged too (the merged plan may
-      // run longer; the search compares it with the others).
-      for (double overlap : {0.01, 0.03, 0.1, 0.3, 1.0})
-        if (r.plan.max_tbs_per_rank() > budget_) merge_on_timeline(r, rep, overlap, true);
-      if (r.plan.max_tbs_per_rank() > budget_)
-        fail(ErrorCode::InvalidArgument, text::format("%d thread blocks per rank, more than the budget of %d",
-                                                      r.plan.max_tbs_per_rank(), budget_));
-    }
+    // Still over: blocks whose work overlaps a little are merged too (the merged plan may run
+    // longer; the search compares it with the others).
+    for (double overlap : {0.01, 0.03, 0.1, 0.3, 1.0})
+      if (budget_ > 0 && r.plan.max_tbs_per_rank() > budget_) merge_on_timeline(r, rep, overlap, true);
+    if (budget_ > 0 && r.plan.max_tbs_per_rank() > budget_)
+      fail(ErrorCode::InvalidArgument,
+           text::format("%d thread blocks per rank, more than the budget of %d", r.plan.max_tbs_per_rank(), budget_));
     t.instances_intra = r.instances_intra, t.instances_inter = r.instances_inter, t.instances_local = r.instances_local;
     t.tbs = r.plan.max_tbs_per_rank();
     t.time_us = rep.time_us;
     t.busbw_GBps = rep.busbw_GBps;
     t.tb_idle_mean = rep.tb_idle_mean;
     return r;
+  }
+
+  /// The seed with every instance scale divided by the smallest power of sqrt(2) (down to
+  /// 1/64) that brings its plan within the budget, before any merging; the seed itself when it
+  /// fits, or at 1/64 when nothing does (merging may still fit it).
+  TuneTrial fit(TuneTrial t) const {
+    if (budget_ <= 0) return t;
+    const TuneTrial seed = t;
+    for (int32_t j = 0; j <= 12; ++j) {
+      const double m = std::pow(2.0, -0.5 * j);
+      t.scale_intra = std::max(seed.scale_intra * m, 1.0 / 64);
+      t.scale_inter = std::max(seed.scale_inter * m, 1.0 / 64);
+      t.scale_local = std::max(seed.scale_local * m, 1.0 / 64);
+      CompileOptions c = options_for(t, 0);
+      c.keep_graph = false;
+      try {
+        if (compile(algo_, topo_, c).plan.max_tbs_per_rank() <= budget_) return t;
+      } catch (const Error& e) {
+        if (e.code() != ErrorCode::InvalidArgument && e.code() != ErrorCode::Verify) throw;
+      }
+    }
+    return t;
   }
 
   /// Compiles and simulates one variant (once per distinct variant); returns its index.
@@ -170,7 +178,10 @@ class Search {
     return i;
   }
 
-  bool room() const { return static_cast<int32_t>(trials_.size()) < o_.max_trials; }
+  bool room() const { return static_cast<int32_t>(trials_.size()) < std::min(o_.max_trials, limit_); }
+  /// Trials the current descent may reach (a share of max_trials per seed).
+  void set_limit(int32_t n) { limit_ = n; }
+  int32_t count() const { return static_cast<int32_t>(trials_.size()); }
   const TuneTrial& at(int32_t i) const { return trials_[i]; }
   std::vector<TuneTrial>& trials() { return trials_; }
   int64_t last_slots() const { return last_slots_; }
@@ -186,18 +197,25 @@ class Search {
   std::map<std::tuple<std::string, std::string, bool, std::string, double, double, double>, int32_t> seen_;
   int64_t last_slots_ = 0;
   int32_t budget_ = 0;  ///< thread blocks per rank a variant may take (0: no limit)
+  int32_t limit_ = INT32_MAX;
 };
 
 /// Coordinate descent from trial `start` over the classes the algorithm uses.
 int32_t descend(Search& s, int32_t start, const Classes& classes, double tolerance) {
   int32_t cur = start;
-  for (double step : {2.0, 1.5}) {
+  // Multiplicative steps (x2, x1.5, x4/3 and back), then one block more or fewer on a class's
+  // largest count (step 0), each as long as it improves.
+  for (double step : {2.0, 1.5, 4.0 / 3, 0.0}) {
     for (bool improved = true; improved && s.room();) {
       improved = false;
       for (int32_t cls = 0; cls < 3 && s.room(); ++cls) {
         if ((cls == 0 && !classes.intra) || (cls == 1 && !classes.inter) || (cls == 2 && !classes.local)) continue;
-        for (double f : {step, 1 / step}) {
-          if (!s.room()) break;
+        const TuneTrial& at = s.at(cur);
+        const int32_t k = cls == 0 ? at.instances_intra : cls == 1 ? at.instances_inter : at.instances_local;
+        if (step == 0 && k < 1) continue;
+        const double up = step > 0 ? step : (k + 1.0) / k, down = step > 0 ? 1 / step : (k - 1.0) / k;
+        for (double f : {up, down}) {
+          if (!s.room() || f <= 0) break;
           TuneTrial c = s.at(cur);
           double* sc[3] = {&c.scale_intra, &c.scale_inter, &c.scale_local};
           *sc[cls] = std::clamp(*sc[cls] * f, 1.0 / 64, 64.0);
@@ -275,7 +293,17 @@ TuneResult autotune(const Algorithm& algo, const Topology& topo, const CompileOp
       }
     }
     const Classes classes = classes_of(algo, topo);
-    for (const TuneTrial& seed : seeds) descend(s, s.trial(seed), classes, o.tolerance);
+    // Each seed as it is and, when that is over the budget, scaled down until it fits.
+    // Every seed gets an equal share of the trials, so that a long descent from one does not
+    // leave the others unexplored.
+    const int32_t share = std::max<int32_t>(2, (o.max_trials - s.count()) / static_cast<int32_t>(seeds.size()));
+    for (const TuneTrial& seed : seeds) {
+      s.set_limit(s.count() + share);
+      const int32_t at = s.trial(seed);
+      descend(s, at, classes, o.tolerance);
+      if (!s.at(at).error.empty()) descend(s, s.trial(s.fit(seed)), classes, o.tolerance);
+    }
+    s.set_limit(INT32_MAX);
   }
   // The fastest variant, then the fewest blocks among those within the tolerance of it.
   const std::vector<TuneTrial>& ts = s.trials();
