@@ -189,6 +189,10 @@ void register_compile(CLI::App& app) {
                   "Compile for calls of this size (e.g. 64M): instances tuned by the simulator (docs/compile.md, \"Automatic "
                   "instances\"); with --scheduler auto, the schedule too");
   cmd->add_option("--microbatch", args->microbatch, "Micro-batch size the simulator runs with --size (default 1M), or 'runtime'");
+  cmd->add_option("--tolerance", args->tolerance,
+                  "With --size: variants this much slower than the fastest (a fraction) count as fast, the fewest thread "
+                  "blocks per rank wins (default 0)")
+      ->check(CLI::Range(0.0, 0.99));
   cmd->add_flag("--no-tune", args->no_tune, "With --size: keep derived instances (the simulator only compares schedulers)");
   add_memory_budget_option(cmd, args->memory_budget);
   cmd->callback([args] {

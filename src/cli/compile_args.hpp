@@ -18,6 +18,7 @@ struct CompileArgs {
   int fifo_depth = kDefaultFifoDepth;
   bool out_of_place = false, no_fuse = false, no_aggregate = false, no_verify = false, json = false;
   bool no_tune = false;
+  double tolerance = 0;           ///< --tolerance: TuneOptions::tolerance
 };
 
 /// `weft compile --size S` (and `--scheduler auto`, which needs it): instances tuned for the

@@ -44,6 +44,7 @@ void run_compile_sized(const CompileArgs& a) {
   else to.sim.microbatch_bytes = parse_option("--microbatch", [&] { return text::parse_bytes(a.microbatch); });
   to.sim.fifo_depth = a.fifo_depth > 0 ? a.fifo_depth : 1;
   to.max_tbs = a.max_tbs;
+  to.tolerance = a.tolerance;
   BuildOptions bo;
   CompileOptions& o = bo.compile;
   o.scheduler = a.scheduler == "auto" ? "hpds" : a.scheduler;

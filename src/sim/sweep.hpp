@@ -38,6 +38,7 @@ struct SweepSpec {
   /// else within an MSCCL file's own schedule's (when the source has one), else within the
   /// scheduler's own plan's.
   bool tune = false;
+  double tolerance = 0;  ///< TuneOptions::tolerance
   bool in_place = true;                       ///< CompileOptions::in_place
   std::vector<uint64_t> sizes;
   SimOptions options;                         ///< per-run options; `bytes` is set per size

@@ -54,9 +54,9 @@ Topology preset_for(int32_t ranks) {
 /// by size. docs/scheduling.md gives the cause of each.
 const std::map<std::string, std::map<uint64_t, double>>& known_slower() {
   static const std::map<std::string, std::map<uint64_t, double>> m = {
-      {"ap2ll.xml", {{1u << 20, 1.37}, {64u << 20, 1.08}, {1u << 30, 1.07}}},
-      {"ap4ll.xml", {{1u << 20, 1.93}, {64u << 20, 1.13}, {1u << 30, 1.08}}},
-      {"ndv5-ar-4m.xml", {{1u << 20, 1.71}, {64u << 20, 1.08}, {1u << 30, 2.30}}},
+      {"ap2ll.xml", {{1u << 20, 1.41}, {64u << 20, 1.09}, {1u << 30, 1.09}}},
+      {"ap4ll.xml", {{1u << 20, 1.90}, {64u << 20, 1.10}, {1u << 30, 1.06}}},
+      {"ndv5-ar-4m.xml", {{1u << 20, 1.62}, {64u << 20, 1.09}, {1u << 30, 2.36}}},
   };
   return m;
 }
@@ -157,6 +157,34 @@ TEST(Autotune, NeverSlowerNorLargerThanTheDerivedPlan) {
       EXPECT_LE(x.tb_idle_mean, d.tb_idle_mean + 1e-9);
       EXPECT_FALSE(r.reason.empty());
     }
+}
+
+TEST(Autotune, IdleOnThePapersTopologiesWhenFewerBlocksMayCostTenPercent) {
+  // Paper 001 Table 3 reports 1.7-15% mean idle. Fastest first (tolerance 0) the tuner keeps
+  // the blocks that NIC-paced NVLink connections leave waiting (docs/scheduling.md, "Idle");
+  // allowed 10% (--tolerance 0.1) it takes the fewest blocks within that, and the waiting
+  // blocks go: the figures measured when this was written, kept from getting worse.
+  struct Case {
+    const char* algo;
+    const char* topo;
+    double idle;  ///< mean idle at most
+  };
+  for (const Case& c : {Case{"hm_allreduce", "a100-2x4", 0.18}, Case{"hm_allgather", "a100-2x4", 0.12},
+                        Case{"hm_allreduce", "a100-4x8", 0.16}, Case{"hm_allgather", "a100-4x8", 0.01}}) {
+    SCOPED_TRACE(std::string(c.algo) + " on " + c.topo);
+    const Topology t = topology_preset(c.topo);
+    const Algorithm a = load_algorithm(c.algo, params_for_topology(t, {}));
+    TuneOptions o;
+    o.bytes = 256u << 20;
+    o.tolerance = 0.1;
+    const TuneResult r = autotune(a, t, CompileOptions{}, o);
+    const SimReport x = run(r.result.plan, t, o.bytes);
+    EXPECT_LE(x.tb_idle_mean, c.idle + 5e-3);
+    double fastest = 1e300;
+    for (const TuneTrial& tr : r.trials)
+      if (tr.error.empty()) fastest = std::min(fastest, tr.time_us);
+    EXPECT_LE(x.time_us, fastest * 1.1 * (1 + 1e-9));
+  }
 }
 
 TEST(Autotune, RefusesGivenInstancesAndAMissingSize) {
