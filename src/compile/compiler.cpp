@@ -113,7 +113,9 @@ CompileResult compile(const Algorithm& algo, const Topology& topo, const Compile
   // busiest rank needs more blocks than the limit allows.
   const bool may_relower = options.max_tbs > 0;
   Instances k = derive_instances(res.graph, res.pipeline, topo, options.instances);
-  if (options.instances == 0) k = scale_instances(k, options.scale_intra, options.scale_inter, options.scale_local, topo);
+  if (options.instances == 0)
+    k = within_parts(scale_instances(k, options.scale_intra, options.scale_inter, options.scale_local, topo),
+                     kMaxInstanceParts);
   {
     // Every transfer becomes a send and a receive slot per instance of its link (at most).
     const int32_t most = std::max({k.intra, k.inter, k.local});
@@ -143,6 +145,7 @@ CompileResult compile(const Algorithm& algo, const Topology& topo, const Compile
     const int32_t tbs = p.max_tbs_per_rank();
     if (!may_relower || tbs <= options.max_tbs) break;
     Instances fewer = fewer_instances(k, tbs, options.max_tbs);
+    if (options.instances == 0) fewer = within_parts(fewer, kMaxInstanceParts);
     if (fewer == k)
       fail(ErrorCode::InvalidArgument,
            text::format("%s on %s needs %d thread blocks on one rank even with one instance per link, more than "

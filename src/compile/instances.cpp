@@ -2,6 +2,7 @@
 // (lower.hpp, derive_instances; docs/compile.md, "Instances").
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "compile/lower.hpp"
 #include "util/error.hpp"
@@ -187,6 +188,25 @@ Instances derive_instances(const TaskGraph& g, const Pipeline& p, const Topology
   bool crosses = false;
   for (const Task& t : g.tasks) crosses = crosses || t.link == LinkClass::Inter;
   return crosses ? paced_instances(g, p, topo) : phase_paced(g, p, topo);
+}
+
+int64_t parts_needed(const Instances& k) {
+  int64_t l = std::lcm(std::lcm<int64_t>(k.intra, k.inter), int64_t{k.local});
+  for (const auto& [key, n] : k.per_link) l = std::lcm(l, int64_t{n});
+  return l;
+}
+
+Instances within_parts(Instances k, int64_t max_parts) {
+  if (parts_needed(k) <= max_parts) return k;
+  k.per_link.clear();  // every connection of a class at the class's count
+  while (parts_needed(k) > max_parts) {
+    int32_t* largest = &k.intra;
+    if (k.inter > *largest) largest = &k.inter;
+    if (k.local > *largest) largest = &k.local;
+    if (*largest <= 1) break;
+    --*largest;
+  }
+  return k;
 }
 
 Instances scale_instances(const Instances& k, double intra, double inter, double local, const Topology& topo) {

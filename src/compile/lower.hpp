@@ -136,6 +136,15 @@ bool uses_stage_channels(const CompileOptions& options);
 LoweredProgram lower(const TaskGraph& graph, const Pipeline& pipeline, const Topology& topo,
                      const CompileOptions& options, Instances instances, bool step_order = false);
 
+/// The parts every chunk is cut into so that each count divides it (their least common
+/// multiple); an MSCCL XML export needs at most kMaxInstanceParts (lang/msccl_export.cpp).
+int64_t parts_needed(const Instances& k);
+inline constexpr int64_t kMaxInstanceParts = 64;
+/// `k` where its parts stay within `max_parts`; else every connection at its class's count,
+/// the largest class count lowered by one until they do. compile() applies it to derived
+/// instances, so that every plan it derives can be exported.
+Instances within_parts(Instances k, int64_t max_parts);
+
 /// Every derived count multiplied by its class's factor (CompileOptions::scale_intra, ...),
 /// rounded, between 1 and 64.
 Instances scale_instances(const Instances& k, double intra, double inter, double local, const Topology& topo);
