@@ -115,7 +115,7 @@ CompileResult compile(const Algorithm& algo, const Topology& topo, const Compile
   Instances k = derive_instances(res.graph, res.pipeline, topo, options.instances);
   if (options.instances == 0)
     k = within_parts(scale_instances(k, options.scale_intra, options.scale_inter, options.scale_local, topo),
-                     kMaxInstanceParts);
+                     kMaxInstanceParts, topo);
   {
     // Every transfer becomes a send and a receive slot per instance of its link (at most).
     const int32_t most = std::max({k.intra, k.inter, k.local});
@@ -145,7 +145,7 @@ CompileResult compile(const Algorithm& algo, const Topology& topo, const Compile
     const int32_t tbs = p.max_tbs_per_rank();
     if (!may_relower || tbs <= options.max_tbs) break;
     Instances fewer = fewer_instances(k, tbs, options.max_tbs);
-    if (options.instances == 0) fewer = within_parts(fewer, kMaxInstanceParts);
+    if (options.instances == 0) fewer = within_parts(fewer, kMaxInstanceParts, topo);
     if (fewer == k)
       fail(ErrorCode::InvalidArgument,
            text::format("%s on %s needs %d thread blocks on one rank even with one instance per link, more than "

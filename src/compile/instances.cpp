@@ -196,17 +196,28 @@ int64_t parts_needed(const Instances& k) {
   return l;
 }
 
-Instances within_parts(Instances k, int64_t max_parts) {
+Instances within_parts(Instances k, int64_t max_parts, const Topology& topo) {
   if (parts_needed(k) <= max_parts) return k;
-  k.per_link.clear();  // every connection of a class at the class's count
-  while (parts_needed(k) > max_parts) {
+  const int32_t ranks = topo.num_gpus();
+  auto class_of = [&](int64_t key) -> int32_t* {
+    const int32_t src = static_cast<int32_t>(key / ranks), dst = static_cast<int32_t>(key % ranks);
+    return src == dst ? &k.local : topo.same_node(src, dst) ? &k.intra : &k.inter;
+  };
+  for (;;) {
+    // Each connection's count up to the next divisor of its class's count: the parts are
+    // then the least common multiple of the three class counts.
+    for (auto& [key, n] : k.per_link) {
+      const int32_t most = *class_of(key);
+      n = std::min(n, most);
+      while (most % n != 0) ++n;
+    }
+    if (parts_needed(k) <= max_parts) return k;
     int32_t* largest = &k.intra;
     if (k.inter > *largest) largest = &k.inter;
     if (k.local > *largest) largest = &k.local;
-    if (*largest <= 1) break;
+    if (*largest <= 1) return k;
     --*largest;
   }
-  return k;
 }
 
 Instances scale_instances(const Instances& k, double intra, double inter, double local, const Topology& topo) {

@@ -140,10 +140,11 @@ LoweredProgram lower(const TaskGraph& graph, const Pipeline& pipeline, const Top
 /// multiple); an MSCCL XML export needs at most kMaxInstanceParts (lang/msccl_export.cpp).
 int64_t parts_needed(const Instances& k);
 inline constexpr int64_t kMaxInstanceParts = 64;
-/// `k` where its parts stay within `max_parts`; else every connection at its class's count,
-/// the largest class count lowered by one until they do. compile() applies it to derived
-/// instances, so that every plan it derives can be exported.
-Instances within_parts(Instances k, int64_t max_parts);
+/// `k` where its parts stay within `max_parts`; else each connection's count raised to the
+/// next divisor of its class's count, and the largest class count lowered by one until the
+/// three class counts' multiple fits. compile() applies it to derived instances, so that
+/// every plan it derives can be exported.
+Instances within_parts(Instances k, int64_t max_parts, const Topology& topo);
 
 /// Every derived count multiplied by its class's factor (CompileOptions::scale_intra, ...),
 /// rounded, between 1 and 64.

@@ -67,9 +67,18 @@ TEST(Shapes, OneNodeInstancesFollowEachConnectionsShareOfItsPhase) {
   t.name = "h200-1x3";
   const Plan p = compile(a, t, o).plan;
   const auto k = send_instances(p);
-  // 370 GB/s x 3/4 over 20 per block: 14; x 1/4: 5.
+  // 370 GB/s x 3/4 over 20 per block: 14; x 1/4: 5, raised to 7, a divisor of 14, so that
+  // every chunk is cut into 14 parts at most (an MSCCL export takes 64; within_parts).
   EXPECT_EQ(k.at({0, 1}), 14);
-  EXPECT_EQ(k.at({0, 2}), 5);
+  EXPECT_EQ(k.at({0, 2}), 7);
+  // Unconstrained, the counts are 14 and 5.
+  Instances raw;
+  raw.intra = 14;
+  raw.per_link = {{1, 14}, {2, 5}};
+  EXPECT_EQ(parts_needed(raw), 70);
+  const Instances fit = within_parts(raw, kMaxInstanceParts, t);
+  EXPECT_EQ(fit.per_link.at(2), 7);
+  EXPECT_LE(parts_needed(fit), kMaxInstanceParts);
 }
 
 TEST(Shapes, HpdsAtAlgorithmLevelRunsARingAsOneChainPerBlock) {
