@@ -196,7 +196,7 @@ Allocation allocate_state(const LoweredProgram& p) {
   return a;
 }
 
-Allocation allocate_peer(const LoweredProgram& p) {
+Allocation allocate_peer(const LoweredProgram& p, int32_t spare) {
   Allocation a = start(p);
   Grouping g = group_slots(p, true, true);
   for (int32_t r = 0; r < p.num_ranks; ++r) {
@@ -225,7 +225,7 @@ Allocation allocate_peer(const LoweredProgram& p) {
       comm.slots.push_back(rg.slots[i]);
       comm.group_of.push_back(d);
     }
-    int32_t tbs = assign_per_group(p, comm, a);
+    int32_t tbs = assign_per_group(p, comm, a) + std::max(spare, 0);
     int32_t most = 1;
     for (int32_t s : local) most = std::max(most, p.slots[s].instances);
     if (tbs < most) {  // too few blocks to spread over: the locals keep blocks of their own
@@ -245,9 +245,9 @@ void check_allocator_name(std::string_view allocator) {
     fail(ErrorCode::InvalidArgument, "unknown allocator '" + std::string(allocator) + "' (known: state, conn, peer)");
 }
 
-Allocation allocate(const LoweredProgram& p, std::string_view allocator) {
+Allocation allocate(const LoweredProgram& p, std::string_view allocator, int32_t spare_blocks) {
   check_allocator_name(allocator);
-  if (allocator == "peer") return allocate_peer(p);
+  if (allocator == "peer") return allocate_peer(p, spare_blocks);
   return allocator == "state" ? allocate_state(p) : allocate_conn(p);
 }
 

@@ -130,7 +130,7 @@ CompileResult compile(const Algorithm& algo, const Topology& topo, const Compile
   for (;;) {
     LoweredProgram program = lower(res.graph, res.pipeline, topo, options, k, step_order);
     if (!options.keep_graph && !may_relower && !program.step_order) res.graph = TaskGraph{};
-    Allocation allocation = allocate(program, options.allocator);
+    Allocation allocation = allocate(program, options.allocator, options.spare_blocks);
     p.execution = program.execution;
     assemble_plan(program, allocation, p);  // replaces p.ranks
     if (program.step_order && !check_deadlock(p, options.fifo_depth).ok) {

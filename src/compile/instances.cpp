@@ -1,6 +1,7 @@
 // Thread blocks per connection (instances), derived from the topology and the schedule
 // (lower.hpp, derive_instances; docs/compile.md, "Instances").
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <numeric>
 
@@ -196,6 +197,31 @@ int64_t parts_needed(const Instances& k) {
   return l;
 }
 
+namespace {
+
+/// The smallest divisor of m at least n (m when n > m).
+int32_t divisor_at_least(int32_t m, int32_t n) {
+  if (n >= m) return m;
+  while (m % n != 0) ++n;
+  return n;
+}
+
+/// For one class, the count m in [most/2, most] whose divisors fit its connections' needs
+/// best: blocks added by rounding up, plus four times the blocks a connection loses where m
+/// is below its need.
+int32_t best_class_count(int32_t most, const std::vector<int32_t>& needs) {
+  int32_t best = most;
+  int64_t best_cost = INT64_MAX;
+  for (int32_t m = most; m >= std::max(1, (most + 1) / 2); --m) {
+    int64_t cost = 0;
+    for (int32_t n : needs) cost += n > m ? 4 * (n - m) : divisor_at_least(m, n) - n;
+    if (cost < best_cost) best = m, best_cost = cost;
+  }
+  return best;
+}
+
+}  // namespace
+
 Instances within_parts(Instances k, int64_t max_parts, const Topology& topo) {
   if (parts_needed(k) <= max_parts) return k;
   const int32_t ranks = topo.num_gpus();
@@ -203,14 +229,16 @@ Instances within_parts(Instances k, int64_t max_parts, const Topology& topo) {
     const int32_t src = static_cast<int32_t>(key / ranks), dst = static_cast<int32_t>(key % ranks);
     return src == dst ? &k.local : topo.same_node(src, dst) ? &k.intra : &k.inter;
   };
+  // Each class's count chosen for its connections, then each connection's count raised to
+  // the next divisor of it: the parts are the three class counts' least common multiple.
+  for (int32_t* cls : {&k.intra, &k.inter, &k.local}) {
+    std::vector<int32_t> needs;
+    for (const auto& [key, n] : k.per_link)
+      if (class_of(key) == cls) needs.push_back(n);
+    if (!needs.empty()) *cls = best_class_count(*cls, needs);
+  }
   for (;;) {
-    // Each connection's count up to the next divisor of its class's count: the parts are
-    // then the least common multiple of the three class counts.
-    for (auto& [key, n] : k.per_link) {
-      const int32_t most = *class_of(key);
-      n = std::min(n, most);
-      while (most % n != 0) ++n;
-    }
+    for (auto& [key, n] : k.per_link) n = divisor_at_least(*class_of(key), n);
     if (parts_needed(k) <= max_parts) return k;
     int32_t* largest = &k.intra;
     if (k.inter > *largest) largest = &k.inter;

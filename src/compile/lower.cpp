@@ -173,6 +173,13 @@ class Lowering {
       const bool head = slot_ops_[s].first < 0;
       const Op& first = ops_[head ? slot_ops_[s].second : slot_ops_[s].first];
       own[s] = (2 * static_cast<int64_t>(first.sp) + (head ? 0 : 1)) * n + first.key;
+      // At task level (chunk channels): the pipeline's order, a fused slot at its later op,
+      // whose dependencies on this rank must come first (HPDS may put a task and the one it
+      // feeds in one sub-pipeline, so sends-before-receives would break them).
+      if (out_.execution == ExecutionModel::Task) {
+        own[s] = first.key;
+        if (!head && slot_ops_[s].second >= 0) own[s] = std::max(own[s], ops_[slot_ops_[s].second].key);
+      }
     }
     // Per connection, the ops in the sender's order and in the receiver's.
     std::vector<std::vector<std::pair<int64_t, int32_t>>> sent(out_.connections.size()), received(sent.size());
@@ -245,7 +252,9 @@ class Lowering {
     if (!step_order_)
       for (int32_t o = a; o >= 0; o = ops_[o].chain_prev)
         if (ops_[o].src == ob.dst || ops_[o].dst == ob.dst) return -1;
-    // Predecessors outside the unit must come before the unit's key.
+    // Predecessors outside the unit must come before the unit's key. In step order every
+    // slot has a key of its own and assign_keys checks each dependency against it instead.
+    if (step_order_) return a;
     int64_t key = unit_key_[oa.unit];
     for (int32_t i = ob.tasks_begin; i < ob.tasks_end; ++i)
       for (int32_t q : g_.preds_of(op_tasks_[i]))
@@ -370,7 +379,9 @@ LoweredProgram lower(const TaskGraph& graph, const Pipeline& pipeline, const Top
     fail(ErrorCode::Internal, "lower: instances must be at least 1");
   // Step order first lets a unit revisit ranks; where that gives no program order, it lowers
   // with unit keys as task level does.
-  if (step_order && execution_model_of(options) == ExecutionModel::Algorithm)
+  // At task level only with a channel per chunk: a block then holds one chunk's slots of a
+  // connection, so no receive waits there behind another connection's sends.
+  if (step_order && (execution_model_of(options) == ExecutionModel::Algorithm || options.channels == "chunk"))
     if (auto p = Lowering(graph, pipeline, topo, options, instances, true).run()) return std::move(*p);
   return std::move(*Lowering(graph, pipeline, topo, options, instances, false).run());
 }

@@ -53,10 +53,13 @@ class Search {
   CompileOptions options_for(const TuneTrial& t, int32_t max_tbs) const {
     CompileOptions c = base_;
     c.execution = t.execution;
-    if (t.execution == "algorithm") c.step_order = true;
+    // Step order: at algorithm level a ring runs as one chain per block; with a channel per
+    // chunk a fused chain may wait for work that comes later on its ranks.
+    if (t.execution == "algorithm" || t.channels == "chunk") c.step_order = true;
     c.channels = t.channels;
     c.aggregate = t.aggregate;
     c.allocator = t.allocator;
+    c.spare_blocks = t.spare_blocks;
     c.scale_intra = t.scale_intra, c.scale_inter = t.scale_inter, c.scale_local = t.scale_local;
     c.max_tbs = max_tbs;
     return c;
@@ -159,12 +162,13 @@ class Search {
 
   /// Compiles and simulates one variant (once per distinct variant); returns its index.
   int32_t trial(TuneTrial t) {
-    const auto key = std::make_tuple(t.execution, t.channels, t.aggregate, t.allocator, t.scale_intra, t.scale_inter,
-                                     t.scale_local);
+    const auto key = std::make_tuple(t.execution, t.channels, t.aggregate, t.allocator + "/" + std::to_string(t.spare_blocks),
+                                     t.scale_intra, t.scale_inter, t.scale_local);
     if (auto it = seen_.find(key); it != seen_.end()) return it->second;
-    t.label = text::format("%s, %s channels%s, %s, instances x%g/x%g/x%g", t.execution.c_str(), t.channels.c_str(),
-                           t.aggregate ? "" : ", not aggregated", t.allocator.c_str(), t.scale_intra, t.scale_inter,
-                           t.scale_local);
+    t.label = text::format("%s, %s channels%s, %s%s, instances x%g/x%g/x%g", t.execution.c_str(), t.channels.c_str(),
+                           t.aggregate ? "" : ", not aggregated", t.allocator.c_str(),
+                           t.spare_blocks > 0 ? text::format(" + %d blocks for local work", t.spare_blocks).c_str() : "",
+                           t.scale_intra, t.scale_inter, t.scale_local);
     try {
       const CompileResult r = build(t);
       last_slots_ = r.slots;
@@ -300,8 +304,17 @@ TuneResult autotune(const Algorithm& algo, const Topology& topo, const CompileOp
     for (const TuneTrial& seed : seeds) {
       s.set_limit(s.count() + share);
       const int32_t at = s.trial(seed);
-      descend(s, at, classes, o.tolerance);
-      if (!s.at(at).error.empty()) descend(s, s.trial(s.fit(seed)), classes, o.tolerance);
+      int32_t best = descend(s, at, classes, o.tolerance);
+      if (!s.at(at).error.empty()) best = descend(s, s.trial(s.fit(seed)), classes, o.tolerance);
+      // The peer allocator deals local work over its blocks; blocks left in the budget can
+      // take a share of it.
+      if (seed.allocator == "peer" && s.budget() > 0 && s.at(best).error.empty() && s.at(best).tbs < s.budget()) {
+        TuneTrial spare = s.at(best);
+        spare.spare_blocks = s.budget() - spare.tbs;
+        spare.error.clear();
+        s.set_limit(s.count() + 12);
+        descend(s, s.trial(spare), classes, o.tolerance);
+      }
     }
     s.set_limit(INT32_MAX);
   }

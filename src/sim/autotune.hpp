@@ -58,6 +58,7 @@ struct TuneTrial {
   std::string channels = "link";
   bool aggregate = true;
   std::string allocator = "state";
+  int32_t spare_blocks = 0;  ///< peer: blocks added for local work
   double scale_intra = 1, scale_inter = 1, scale_local = 1;
   int32_t instances_intra = 0, instances_inter = 0, instances_local = 0;  ///< the largest per class
   int32_t tbs = 0;       ///< thread blocks per rank, max

@@ -124,6 +124,26 @@ TEST(Shapes, ChunkChannelsGiveEachChunkOfALinkItsOwnBlocks) {
   EXPECT_THROW(compile(test::allpairs_allreduce(4), test::a100(1, 4), o), Error);
 }
 
+TEST(Shapes, ChunkChannelsInStepOrderFuseChainsThatWaitForLaterWork) {
+  // With a channel per chunk each slot keeps its own place in the pipeline's order (a fused
+  // slot at its later op), so a receive-reduce may forward to a rank whose own work on the
+  // chunk comes later, as MSCCL's rrs steps do; the plan stays deadlock-free.
+  CompileOptions o = opts("hpds");
+  o.channels = "chunk";
+  o.aggregate = false;
+  o.allocator = "conn";
+  o.instances = 1;
+  const Algorithm a = test::hm_allreduce(1, 8);
+  const Topology t = topology_preset("h200-1x8");
+  const CompileResult unit = compile(a, t, o);
+  o.step_order = true;
+  const CompileResult step = compile(a, t, o);
+  EXPECT_GE(step.fused_primitives, unit.fused_primitives);
+  EXPECT_LE(step.plan.max_tbs_per_rank(), unit.plan.max_tbs_per_rank());
+  EXPECT_EQ(step.plan.execution, ExecutionModel::Task);
+  EXPECT_TRUE(check_deadlock(step.plan, 4).ok);
+}
+
 TEST(Shapes, PeerAllocationPutsBothDirectionsOfAPeerOnOneBlock) {
   for (const char* exec : {"task", "algorithm"}) {
     SCOPED_TRACE(exec);
@@ -145,6 +165,14 @@ TEST(Shapes, PeerAllocationPutsBothDirectionsOfAPeerOnOneBlock) {
     }
     // At most one block per peer; the local reductions ride on them.
     EXPECT_LE(p.max_tbs_per_rank(), 3);
+    // Spare blocks take a share of the local work only.
+    o.spare_blocks = 2;
+    const Plan spare = compile(test::allpairs_allreduce(4), test::a100(1, 4), o).plan;
+    EXPECT_LE(spare.max_tbs_per_rank(), p.max_tbs_per_rank() + 2);
+    for (const RankPlan& rp : spare.ranks)
+      for (size_t tb = static_cast<size_t>(p.max_tbs_per_rank()); tb < rp.tbs.size(); ++tb)
+        for (const Slot& s : rp.tbs[tb].slots) EXPECT_TRUE(s.send_peer < 0 && s.recv_peer < 0);
+    expect_replays(spare);
     EXPECT_TRUE(check_deadlock(p).ok);
     expect_replays(p);
   }

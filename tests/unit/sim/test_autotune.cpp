@@ -56,7 +56,7 @@ const std::map<std::string, std::map<uint64_t, double>>& known_slower() {
   static const std::map<std::string, std::map<uint64_t, double>> m = {
       {"ap2ll.xml", {{1u << 20, 1.41}, {64u << 20, 1.09}, {1u << 30, 1.09}}},
       {"ap4ll.xml", {{1u << 20, 1.90}, {64u << 20, 1.10}, {1u << 30, 1.06}}},
-      {"ndv5-ar-4m.xml", {{1u << 20, 1.74}, {64u << 20, 1.09}, {1u << 30, 2.30}}},
+      {"ndv5-ar-4m.xml", {{1u << 20, 1.05}, {64u << 20, 1.07}, {1u << 30, 1.03}}},
   };
   return m;
 }
