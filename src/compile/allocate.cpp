@@ -201,18 +201,24 @@ Allocation allocate_peer(const LoweredProgram& p, int32_t spare) {
   Grouping g = group_slots(p, true, true);
   for (int32_t r = 0; r < p.num_ranks; ++r) {
     RankGroups rg = rank_groups(p, g, r);
-    // Communication groups get blocks of their own; local copies and reductions are dealt
-    // round robin over those blocks (each instance of a slot on a different one), in order.
-    RankGroups comm;
+    // Communication groups get blocks of their own. Local copies and reductions never share
+    // a block with communication (the CPU emulator, which runs plans as the GPU executor
+    // does, computes wrong data for plans that mix them; docs/scheduling.md): they keep their
+    // own blocks, or are dealt round robin over `spare` blocks for local work only.
     std::vector<int32_t> local;
-    for (size_t i = 0; i < rg.slots.size(); ++i) {
-      const LoweredSlot& s = p.slots[rg.slots[i]];
-      if (s.send_conn < 0 && s.recv_conn < 0) local.push_back(rg.slots[i]);
+    for (int32_t s : rg.slots)
+      if (p.slots[s].send_conn < 0 && p.slots[s].recv_conn < 0) local.push_back(s);
+    int32_t most = 1, total = 0;
+    for (int32_t s : local) {
+      most = std::max(most, p.slots[s].instances);
+      total += p.slots[s].instances;
     }
-    if (local.empty()) {
+    spare = std::min(spare, total);  // no block left without work
+    if (local.empty() || spare < most) {
       a.tbs_per_rank[r] = assign_per_group(p, rg, a);
       continue;
     }
+    RankGroups comm;
     std::vector<int32_t> dense(rg.count, -1);
     for (size_t i = 0; i < rg.slots.size(); ++i) {
       const LoweredSlot& s = p.slots[rg.slots[i]];
@@ -225,17 +231,11 @@ Allocation allocate_peer(const LoweredProgram& p, int32_t spare) {
       comm.slots.push_back(rg.slots[i]);
       comm.group_of.push_back(d);
     }
-    int32_t tbs = assign_per_group(p, comm, a) + std::max(spare, 0);
-    int32_t most = 1;
-    for (int32_t s : local) most = std::max(most, p.slots[s].instances);
-    if (tbs < most) {  // too few blocks to spread over: the locals keep blocks of their own
-      a.tbs_per_rank[r] = assign_per_group(p, rg, a);
-      continue;
-    }
+    const int32_t tbs = assign_per_group(p, comm, a);
     int32_t cursor = 0;
     for (int32_t s : local)
-      for (int32_t k = 0; k < p.slots[s].instances; ++k) a.tb[a.inst_base[s] + k] = cursor++ % tbs;
-    a.tbs_per_rank[r] = tbs;
+      for (int32_t k = 0; k < p.slots[s].instances; ++k) a.tb[a.inst_base[s] + k] = tbs + cursor++ % spare;
+    a.tbs_per_rank[r] = tbs + spare;
   }
   return a;
 }

@@ -96,7 +96,16 @@ class Search {
         prev = a.last_us;
       }
     }
-    const BlockMerge m = merge_by_activity(activity, -overlap * rep.time_us);
+    // Blocks of local copies and reductions stay apart from communication (the CPU emulator
+    // computes wrong data for some plans that mix them; docs/scheduling.md).
+    std::vector<std::vector<int32_t>> kinds(r.plan.ranks.size());
+    for (size_t k = 0; k < r.plan.ranks.size(); ++k)
+      for (const ThreadBlock& tb : r.plan.ranks[k].tbs) {
+        bool comm = false;
+        for (const Slot& sl : tb.slots) comm = comm || sl.send_peer >= 0 || sl.recv_peer >= 0;
+        kinds[k].push_back(comm ? 1 : 0);
+      }
+    const BlockMerge m = merge_by_activity(activity, -overlap * rep.time_us, &kinds);
     bool fewer = false;
     for (size_t k = 0; k < m.size(); ++k) fewer = fewer || m[k].size() < r.plan.ranks[k].tbs.size();
     if (!fewer) return false;
