@@ -1,5 +1,5 @@
 // Partitioned communication benchmarks (paper 002 §VI), two ranks as processes
-// (src/runtime/launcher.hpp; with one GPU both ranks share it, and every row says so).
+// (src/util/launcher.hpp; with one GPU both ranks share it, and every row says so).
 // Each prints a table and asserts nothing but the data (a wrong byte is reported).
 //
 //   goodput   [--grids 1,2,...]  bytes per second from kernel start to data delivered, for a
@@ -10,6 +10,10 @@
 //   pready    time of one kernel whose block of T threads readies its data at thread, warp
 //             or block granularity, T = 1..1,024 (Figure 3)
 //   overheads psend_init, device request create, pbuf_prepare first and average (Table I)
+//   trace     [--grids ...]  where an iteration's time goes (kernel-copy path, rank 0 -> 1):
+//             host timestamps of both ranks (WEFT_PART_TRACE, set here: one line per request
+//             for epochs 2 to 4) and device timestamps (%globaltimer) of the last epoch's
+//             producer kernel, per block: entry, after the vector add, after pready_block
 //   allreduce [--grids ...]  vector-add + partitioned AllReduce inside the kernel, against
 //             vector-add + ncclAllReduce (libnccl.so.2 loaded with dlopen) + stream synchronize
 //             (Figures 6 and 7); the NCCL column is skipped, with the reason, where NCCL is
@@ -30,7 +34,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/launcher.hpp"
+#include "util/launcher.hpp"
 #include "weft/partitioned.h"
 #include "weft/partitioned.hpp"
 #include "weft/weft.h"
@@ -62,15 +66,33 @@ __global__ void vadd(const double* a, const double* b, double* c) {
   const uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   c[i] = a[i] + b[i];
 }
-__global__ void vadd_pready(const double* a, const double* b, double* c, PsendDeviceHandle h) {
+__global__ void __launch_bounds__(1024, 2) vadd_pready(const double* a, const double* b, double* c, PsendDeviceHandle h) {
   const uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   c[i] = a[i] + b[i];
   h.pready_block(blockIdx.x);
 }
-__global__ void vadd_allreduce(const double* a, const double* b, double* c, PcollDeviceHandle h) {
+__global__ void __launch_bounds__(1024, 2) vadd_allreduce(const double* a, const double* b, double* c, PcollDeviceHandle h) {
   const uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   c[i] = a[i] + b[i];
   h.pready_block(blockIdx.x);
+}
+/// vadd_pready that stamps each block's entry, its vector add's end and its pready's end.
+__global__ void __launch_bounds__(1024, 2) vadd_pready_traced(const double* a, const double* b, double* c,
+                                                              PsendDeviceHandle h, uint64_t* stamps) {
+  uint64_t t0 = 0;
+  if (threadIdx.x == 0) t0 = weft::device::globaltimer();
+  const uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  c[i] = a[i] + b[i];
+  __syncthreads();
+  uint64_t t1 = 0;
+  if (threadIdx.x == 0) t1 = weft::device::globaltimer();
+  h.pready_block(blockIdx.x);
+  if (threadIdx.x == 0) {
+    uint64_t* s = stamps + 3ull * blockIdx.x;
+    s[0] = t0;
+    s[1] = t1;
+    s[2] = weft::device::globaltimer();
+  }
 }
 __global__ void fill(double* x, uint64_t n, double base) {
   for (uint64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) x[i] = base + (i % 97);
@@ -128,17 +150,19 @@ std::vector<int> parse_list(const char* s) {
 std::vector<int> g_grids = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768};
 
 /// Mean microseconds per iteration of start, pbuf_prepare, vadd_pready on G blocks, wait,
-/// over context `pc` (its transfer path), into `us`; rank 1 checks every element it received.
-int partitioned_us(Rank& k, weftPartComm_t pc, int G, const double* a, const double* b, double* c, double* us) {
+/// over context `pc` (its transfer path) with `threshold` partitions per transport partition,
+/// into `us`; rank 1 checks every element it received.
+int partitioned_us(Rank& k, weftPartComm_t pc, int G, int threshold, int tag, const double* a, const double* b,
+                   double* c, double* us) {
   const int r = k.rank;
   const uint64_t n = static_cast<uint64_t>(G) * kThreads, bytes = n * 8;
   if (r == 1) OK(cudaMemset(c, 0xA5, bytes));  // poison: only a delivery writes it
   weftPrequest_t q = nullptr;
-  if (r == 0) OK(weftPsendInit(c, G, kThreads, weftFloat64, 1, G, pc, &q));
-  else OK(weftPrecvInit(c, G, kThreads, weftFloat64, 0, G, pc, &q));
+  if (r == 0) OK(weftPsendInit(c, G, kThreads, weftFloat64, 1, tag, pc, &q));
+  else OK(weftPrecvInit(c, G, kThreads, weftFloat64, 0, tag, pc, &q));
   weftPdevRequest_t d = nullptr;
   const void* dh = nullptr;
-  if (r == 0) OK(weftPdevRequestCreate(q, 1, &d, &dh));
+  if (r == 0) OK(weftPdevRequestCreate(q, threshold, &d, &dh));
   OK(weftPstart(q));
   OK(weftPbufPrepare(q));  // the first call sets up; not timed
   PsendDeviceHandle h{};
@@ -187,15 +211,19 @@ int goodput(int r, const weftUniqueId& id) {
   const char* st = std::getenv("WEFT_PART_STAGE");
   const bool forced = st != nullptr && st[0] == '1';
   if (r == 0)
-    std::printf("# goodput, rank 0 -> rank 1%s; %d iterations each, per-iteration mean\n"
-                "# part: kernel-copy path; prox: progression-engine path (flags to a host thread, %s)\n"
-                "%8s %12s %14s %14s %14s %14s %14s %8s %8s\n",
+    std::printf("# goodput, rank 0 -> rank 1%s; %d iterations each, per-iteration mean of start, pbuf_prepare, "
+                "kernel, wait\n"
+                "# trad: kernel, synchronize, weftSend; part: kernel-copy path, one transport partition (threshold = "
+                "blocks: paper 002's best within a node); part1: kernel-copy path, threshold 1 (a flag per block); "
+                "prox: progression-engine path, threshold ceil(blocks / 32) (flags to a host thread, %s); sp_*: "
+                "trad_us / *_us\n"
+                "%8s %12s %12s %12s %12s %12s %10s %8s %8s %8s\n",
                 k.shared_gpu ? " (both ranks share one GPU: correctness, not speed)" : "", kIters,
                 !nodes ? "copy-engine puts within the host"
                 : forced ? "2 emulated nodes: UCX puts staged through page-locked memory (WEFT_PART_STAGE=1)"
                          : "2 emulated nodes: UCX puts, staged through page-locked memory unless UCX registers GPU memory",
-                "blocks", "bytes",
-                "trad_us", "part_us", "prox_us", "part_GB/s", "prox_GB/s", "speedup", "sp_prox");
+                "blocks", "bytes", "trad_us", "part_us", "part1_us", "prox_us", "part_GB/s", "sp_part", "sp_part1",
+                "sp_prox");
   for (int G : g_grids) {
     const uint64_t n = static_cast<uint64_t>(G) * kThreads, bytes = n * 8;
     // Traditional: kernel, synchronize, send.
@@ -212,13 +240,15 @@ int goodput(int r, const weftUniqueId& id) {
       OK(cudaStreamSynchronize(k.stream));
     }
     const double trad = (now_us() - t0) / kIters;
-    // Partitioned kernel copy, then the progression engine: one partition per block,
-    // block-granularity pready.
-    double part = 0, prox = 0;
-    if (partitioned_us(k, k.pc, G, a, b, c, &part) || partitioned_us(k, pc_proxy, G, a, b, c, &prox)) return 1;
+    // Partitioned: one partition per block, block-granularity pready; the kernel copy with
+    // one transport partition and with one per block, then the progression engine.
+    double part = 0, part1 = 0, prox = 0;
+    if (partitioned_us(k, k.pc, G, G, G, a, b, c, &part) || partitioned_us(k, k.pc, G, 1, 1000000 + G, a, b, c, &part1) ||
+        partitioned_us(k, pc_proxy, G, (G + 31) / 32, G, a, b, c, &prox))
+      return 1;
     if (r == 0)
-      std::printf("%8d %12llu %14.1f %14.1f %14.1f %14.2f %14.2f %8.2f %8.2f\n", G, (unsigned long long)bytes, trad,
-                  part, prox, bytes / part / 1e3, bytes / prox / 1e3, trad / part, trad / prox);
+      std::printf("%8d %12llu %12.1f %12.1f %12.1f %12.1f %10.2f %8.2f %8.2f %8.2f\n", G, (unsigned long long)bytes,
+                  trad, part, part1, prox, bytes / part / 1e3, trad / part, trad / part1, trad / prox);
   }
   if (barrier(k)) return 1;  // every rank has freed its requests
   OK(weftPartCommDestroy(pc_proxy));
@@ -326,17 +356,97 @@ int overheads(int r, const weftUniqueId& id) {
   return close_rank(k);
 }
 
+/// Per-block device times of one epoch: stamps[3b..3b+2] = entry, vector add done, pready done.
+void print_block_times(int G, int threshold, const std::vector<uint64_t>& st) {
+  uint64_t first = ~0ull, last = 0;
+  double add = 0, pr = 0, pr_max = 0;
+  for (int b = 0; b < G; ++b) {
+    const uint64_t* s = &st[3ull * b];
+    first = std::min(first, s[0]);
+    last = std::max(last, s[2]);
+    add += static_cast<double>(s[1] - s[0]);
+    pr += static_cast<double>(s[2] - s[1]);
+    pr_max = std::max(pr_max, static_cast<double>(s[2] - s[1]));
+  }
+  const double bytes = static_cast<double>(G) * kThreads * 8;
+  std::printf("%8d %9d %12.1f %12.2f %12.2f %12.2f %12.1f\n", G, threshold, (last - first) / 1e3, add / G / 1e3,
+              pr / G / 1e3, pr_max / 1e3, bytes / static_cast<double>(last - first));
+}
+
+/// WEFT_PART_TRACE's host lines (stderr) and the producer's per-block device times.
+int trace(int r, const weftUniqueId& id) {
+  Rank k;
+  if (open_rank(r, id, k)) return 1;
+  const uint64_t max_n = static_cast<uint64_t>(*std::max_element(g_grids.begin(), g_grids.end())) * kThreads;
+  double *a, *b, *c;
+  uint64_t* stamps;
+  OK(cudaMalloc(&a, max_n * 8));
+  OK(cudaMalloc(&b, max_n * 8));
+  OK(cudaMalloc(&c, max_n * 8));
+  OK(cudaMalloc(&stamps, max_n / kThreads * 3 * 8));
+  fill<<<256, 256, 0, k.stream>>>(a, max_n, 1);
+  fill<<<256, 256, 0, k.stream>>>(b, max_n, 2);
+  OK(cudaStreamSynchronize(k.stream));
+  if (r == 0)
+    std::printf("# trace: rank 0 -> rank 1, kernel-copy path, %d epochs per grid; device times of the last epoch's "
+                "producer (%%globaltimer)%s\n%8s %9s %12s %12s %12s %12s %12s\n", kIters,
+                k.shared_gpu ? " (both ranks share one GPU)" : "", "blocks", "threshold", "kernel_us", "add_us/blk",
+                "pready_us/blk", "pready_max", "GB/s");
+  int tag = 500000;
+  for (int G : g_grids)
+    for (int thr : {1, G}) {
+      if (thr == G && G == 1) continue;
+    const uint64_t n = static_cast<uint64_t>(G) * kThreads, bytes = n * 8;
+    if (barrier(k)) return 1;
+    weftPrequest_t q = nullptr;
+    ++tag;
+    if (r == 0) OK(weftPsendInit(c, G, kThreads, weftFloat64, 1, tag, k.pc, &q));
+    else OK(weftPrecvInit(c, G, kThreads, weftFloat64, 0, tag, k.pc, &q));
+    if (r == 1) OK(cudaMemset(c, 0xA5, bytes));
+    weftPdevRequest_t d = nullptr;
+    const void* dh = nullptr;
+    PsendDeviceHandle h{};
+    if (r == 0) OK(weftPdevRequestCreate(q, thr, &d, &dh));
+    for (int it = 0; it < kIters; ++it) {
+      OK(weftPstart(q));
+      OK(weftPbufPrepare(q));
+      if (r == 0 && it == 0) OK(cudaMemcpy(&h, dh, sizeof(h), cudaMemcpyDeviceToHost));
+      if (r == 0) vadd_pready_traced<<<G, kThreads, 0, k.stream>>>(a, b, c, h, stamps);
+      OK(weftPwait(q));
+    }
+    OK(cudaStreamSynchronize(k.stream));
+    if (r == 0) {
+      std::vector<uint64_t> st(3ull * G);
+      OK(cudaMemcpy(st.data(), stamps, st.size() * 8, cudaMemcpyDeviceToHost));
+      print_block_times(G, thr, st);
+    } else {
+      std::vector<double> got(n);
+      OK(cudaMemcpy(got.data(), c, bytes, cudaMemcpyDeviceToHost));
+      long wrong = 0;
+      for (uint64_t i = 0; i < n; ++i) wrong += got[i] != 3.0 + 2.0 * static_cast<double>(i % 97);
+      if (wrong) std::printf("# grid %d: %ld wrong elements received\n", G, wrong);
+    }
+    if (d) OK(weftPdevRequestFree(d));
+    OK(weftPrequestFree(q));
+  }
+  return close_rank(k);
+}
+
 // NCCL through dlopen (as `weft bench` does): the entry points this bench needs.
+/// ncclUniqueId: NCCL takes it by value (a 128-byte struct, passed in memory), not as a pointer.
+struct NcclId {
+  char internal[128];
+};
 struct Nccl {
-  int (*GetUniqueId)(void*) = nullptr;
-  int (*CommInitRank)(void**, int, char[128], int) = nullptr;
+  int (*GetUniqueId)(NcclId*) = nullptr;
+  int (*CommInitRank)(void**, int, NcclId, int) = nullptr;
   int (*AllReduce)(const void*, void*, size_t, int, int, void*, cudaStream_t) = nullptr;
   int (*CommDestroy)(void*) = nullptr;
   bool load() {
     void* lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
     if (!lib) return false;
-    GetUniqueId = reinterpret_cast<int (*)(void*)>(dlsym(lib, "ncclGetUniqueId"));
-    CommInitRank = reinterpret_cast<int (*)(void**, int, char[128], int)>(dlsym(lib, "ncclCommInitRank"));
+    GetUniqueId = reinterpret_cast<int (*)(NcclId*)>(dlsym(lib, "ncclGetUniqueId"));
+    CommInitRank = reinterpret_cast<int (*)(void**, int, NcclId, int)>(dlsym(lib, "ncclCommInitRank"));
     AllReduce = reinterpret_cast<int (*)(const void*, void*, size_t, int, int, void*, cudaStream_t)>(
         dlsym(lib, "ncclAllReduce"));
     CommDestroy = reinterpret_cast<int (*)(void*)>(dlsym(lib, "ncclCommDestroy"));
@@ -361,12 +471,12 @@ int allreduce(int r, const weftUniqueId& id) {
     // The NCCL id travels from rank 0 over weft.
     char* did = nullptr;
     OK(cudaMalloc(&did, 128));
-    char hid[128] = {};
-    if (r == 0) OK(nccl.GetUniqueId(hid));
-    OK(cudaMemcpy(did, hid, 128, cudaMemcpyHostToDevice));
-    OK(weftBroadcast(did, did, 128, weftUint8, 0, k.comm, reinterpret_cast<weftStream_t>(k.stream)));
+    NcclId hid{};
+    if (r == 0) OK(nccl.GetUniqueId(&hid));
+    OK(cudaMemcpy(did, &hid, sizeof(hid), cudaMemcpyHostToDevice));
+    OK(weftBroadcast(did, did, sizeof(hid), weftUint8, 0, k.comm, reinterpret_cast<weftStream_t>(k.stream)));
     OK(cudaStreamSynchronize(k.stream));
-    OK(cudaMemcpy(hid, did, 128, cudaMemcpyDeviceToHost));
+    OK(cudaMemcpy(&hid, did, sizeof(hid), cudaMemcpyDeviceToHost));
     OK(nccl.CommInitRank(&ncomm, 2, hid, r));
   }
   const uint64_t max_n = static_cast<uint64_t>(*std::max_element(g_grids.begin(), g_grids.end())) * kThreads;
@@ -438,7 +548,7 @@ int allreduce(int r, const weftUniqueId& id) {
 int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
   if (argc < 2) {
-    std::printf("usage: %s goodput|pready|overheads|allreduce [--grids a,b,...]\n", argv[0]);
+    std::printf("usage: %s goodput|pready|overheads|allreduce|trace [--grids a,b,...]\n", argv[0]);
     return 2;
   }
   const std::string cmd = argv[1];
@@ -448,6 +558,10 @@ int main(int argc, char** argv) {
   if (cmd == "pready") return gt::run_ranks(2, pready_cost, 600, cmd);
   if (cmd == "overheads") return gt::run_ranks(2, overheads, 300, cmd);
   if (cmd == "allreduce") return gt::run_ranks(2, allreduce, 1200, cmd);
+  if (cmd == "trace") {
+    setenv("WEFT_PART_TRACE", "3", 0);  // the host half: epochs 2 to 4 of every request
+    return gt::run_ranks(2, trace, 600, cmd);
+  }
   std::printf("unknown benchmark '%s'\n", cmd.c_str());
   return 2;
 }

@@ -1,29 +1,103 @@
 #!/usr/bin/env bash
 # The partitioned-communication round (paper 002 §VI) in one go, on a machine with GPUs:
-#   bench/part_round.sh [build dir] [output file]
-# Runs part_bench's four tables with two ranks (one per GPU; with one GPU both ranks share
-# it and every table says so). Needs a build with CUDA and -DWEFT_BUILD_BENCH=ON. goodput
-# runs three times: within the host, then with WEFT_EMULATE_NODES=2 (its progression-engine
-# column over UCX between the two emulated nodes: paper 002 Figure 5's inter-node case), then
-# the same with staging through page-locked memory forced (WEFT_PART_STAGE=1).
-set -euo pipefail
-build=${1:-build}
+#   bench/part_round.sh [DIR] [OUTPUT]
+# DIR holds bin/part_bench (a build dir configured with -DWEFT_BUILD_BENCH=ON, or a folder
+# made by scripts/make_part_bundle.sh; default build); OUTPUT (default part_round.txt) gets
+# everything, and the summary tables (the issue's) come last. Two ranks, one per GPU (with one
+# GPU both share it and every table says so: correctness, not speed).
+#
+# Steps, each bounded by `timeout`, the whole round by PART_ROUND_BUDGET seconds (default
+# 190; a step gets what is left of it, and one with less than 5 s left does not run):
+#   1. part_bench overheads (Table I), pready (Figure 3), trace (where an epoch's time goes:
+#      WEFT_PART_TRACE host lines and per-block device times), goodput within the host
+#      (Figure 4), goodput across 2 emulated nodes (WEFT_EMULATE_NODES=2, Figure 5's case;
+#      UCX), allreduce against NCCL (Figures 6-7, 1K to 32K blocks): each at most
+#      PART_STEP_TIMEOUT seconds (default 120), all of them ending PART_TESTS_BUDGET seconds
+#      before the round's end
+#   2. when DIR/bin/weft_part_gpu_tests exists and PART_ROUND_TESTS is not 0, within
+#      PART_TESTS_BUDGET seconds (default 60), each test at most PART_TEST_TIMEOUT (default
+#      30) with WEFT_TIMEOUT=20: p2p, coll, reuse (PART_REUSE_EPOCHS epochs per case,
+#      default 200) and misuse on the kernel-copy path, reuse and misuse on the
+#      progression-engine path
+#   3. the summary: goodput table (blocks, traditional, kernel-copy and engine µs, ratios),
+#      pbuf_prepare mean ± sd, allreduce against NCCL
+set -uo pipefail
+dir=${1:-build}
 out=${2:-part_round.txt}
-bin="$build/bin/part_bench"
-[[ -x "$bin" ]] || { echo "no $bin: configure with -DWEFT_BUILD_BENCH=ON and build part_bench" >&2; exit 2; }
+bin="$dir/bin/part_bench"
+tests="$dir/bin/weft_part_gpu_tests"
+[[ -x "$bin" ]] || { echo "no $bin: build part_bench (-DWEFT_BUILD_BENCH=ON) or make a bundle" >&2; exit 2; }
 export NCCL_NVLS_ENABLE=0
+step_s=${PART_STEP_TIMEOUT:-120}
+budget_s=${PART_ROUND_BUDGET:-190}
+tests_budget_s=${PART_TESTS_BUDGET:-60}
+test_s=${PART_TEST_TIMEOUT:-30}
+reuse_epochs=${PART_REUSE_EPOCHS:-200}
+t_start=$(date +%s)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+step() {  # step NAME FILE LIMIT END COMMAND...: runs it for at most LIMIT s and not past END
+  local name=$1 file=$2 limit=$3 end=$4
+  shift 4
+  local t0=$(date +%s)
+  local left=$(( end - t0 - 5 ))  # timeout -k 5: a step that ignores TERM ends 5 s later
+  (( left < limit )) && limit=$left
+  echo "## $name"
+  if (( limit < 5 )); then
+    echo "## $name: not run ($(( end - t0 )) s left of the round's budget)"
+    : > "$file"
+    return 0
+  fi
+  timeout -k 5 "$limit" "$@" > "$file" 2>&1
+  local rc=$?
+  cat "$file"
+  echo "## $name: rc=$rc$( (( rc == 124 || rc == 137 )) && echo " (timeout ${limit} s)"), $(( $(date +%s) - t0 )) s"
+  return 0
+}
+
 {
-  echo "# weft partitioned round, $(date -u +%FT%TZ), $(nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c | tr '\n' ' ')"
-  "$bin" overheads
-  "$bin" pready
-  "$bin" goodput
-  shared=""
-  [[ $(nvidia-smi -L | wc -l) -lt 2 ]] && shared=", both ranks on one GPU (correctness, not speed)"
-  echo "# goodput across 2 emulated nodes (WEFT_EMULATE_NODES=2$shared): prox_* over UCX between the nodes, staged"
-  echo "# through page-locked memory where UCX cannot register GPU memory; trad crosses the nodes too, part stays within the host"
-  WEFT_EMULATE_NODES=2 "$bin" goodput || echo "# (goodput across emulated nodes failed; see above)"
-  echo "# goodput across 2 emulated nodes, staging forced (WEFT_PART_STAGE=1$shared)"
-  WEFT_EMULATE_NODES=2 WEFT_PART_STAGE=1 "$bin" goodput --grids 1,64,256,1024,4096,32768 ||
-    echo "# (staged goodput across emulated nodes failed; see above)"
-  "$bin" allreduce --grids 1024,2048,4096,8192,16384,32768
+  echo "# weft partitioned round, $(date -u +%FT%TZ), $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sort | uniq -c | tr '\n' ' ')"
+  run_tests=0
+  [[ -x "$tests" && "${PART_ROUND_TESTS:-1}" != 0 ]] && run_tests=1
+  round_end=$(( t_start + budget_s ))
+  bench_end=$(( round_end - run_tests * tests_budget_s ))
+  step "overheads" "$tmp/overheads.txt" "$step_s" "$bench_end" "$bin" overheads
+  step "pready" "$tmp/pready.txt" "$step_s" "$bench_end" "$bin" pready
+  step "trace" "$tmp/trace.txt" "$step_s" "$bench_end" "$bin" trace --grids 1,8,256,4096,32768
+  step "goodput within the host" "$tmp/goodput.txt" "$step_s" "$bench_end" "$bin" goodput
+  step "goodput across 2 emulated nodes (WEFT_EMULATE_NODES=2: prox over UCX; part stays within the host)" \
+    "$tmp/goodput_nodes.txt" "$step_s" "$bench_end" env WEFT_EMULATE_NODES=2 "$bin" goodput --grids 1,8,64,256,4096,32768
+  step "allreduce" "$tmp/allreduce.txt" "$step_s" "$bench_end" "$bin" allreduce --grids 1024,2048,4096,8192,16384,32768
+  if (( run_tests )); then
+    # The tests after the benchmarks: a test that hangs costs its own limit, not the tables.
+    tests_end=$(( $(date +%s) + tests_budget_s ))
+    (( tests_end > round_end )) && tests_end=$round_end
+    for t in "p2p --ranks 2" "coll --ranks 2" "reuse --ranks 2 --epochs $reuse_epochs" "misuse" \
+             "reuse --ranks 2 --path proxy --epochs $reuse_epochs" "misuse --path proxy"; do
+      step "test $t" "$tmp/test.txt" "$test_s" "$tests_end" env WEFT_TIMEOUT=20 "$tests" $t
+    done
+  fi
+  echo
+  echo "# Summary ($(( $(date +%s) - t_start )) s in all)"
+  echo
+  summary() {  # summary FILE TITLE: the goodput table in the issue's columns
+    echo "$2"
+    echo
+    echo "| blocks | traditional us | kernel-copy us | kernel-copy, threshold 1, us | engine us | kernel copy / traditional | threshold 1 / traditional | engine / traditional |"
+    echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    awk '$1 ~ /^[0-9]+$/ && NF == 10 { printf "| %s | %.1f | %.1f | %.1f | %.1f | %.2fx | %.2fx | %.2fx |\n", $1, $3, $4, $5, $6, $8, $9, $10 }' "$1"
+    grep -h "wrong elements\|failed" "$1" | sed 's/^/    /'
+    echo
+  }
+  summary "$tmp/goodput.txt" "Goodput within the host (rank 0 -> rank 1, 1,024 threads x 8 B per block; mean of 20 iterations)"
+  summary "$tmp/goodput_nodes.txt" "Goodput across 2 emulated nodes (engine over UCX)"
+  echo "pbuf_prepare after the first call (sender, 100 calls): $(sed -n 's/^pbuf_prepare, average *//p' "$tmp/overheads.txt")"
+  echo
+  echo "AllReduce (float64 sum, 2 ranks): vector add + partitioned AllReduce against vector add + NCCL + synchronize"
+  echo
+  echo "| blocks | bytes | NCCL + sync us | partitioned us | NCCL / partitioned |"
+  echo "| ---: | ---: | ---: | ---: | ---: |"
+  awk '$1 ~ /^[0-9]+$/ && NF == 5 { printf "| %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5 }' "$tmp/allreduce.txt"
+  grep -h "skipped\|wrong\|failed" "$tmp/allreduce.txt" | sed 's/^/    /'
 } 2>&1 | tee "$out"

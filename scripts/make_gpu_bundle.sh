@@ -1,94 +1,129 @@
 #!/usr/bin/env bash
-# Makes the folder a GPU round carries to the device machine: exactly what
-# tests/gpu/run_round4.sh needs, from a Release build for sm_90, debug info stripped, under
-# 64 MiB (the device tool's limit for everything that travels).
+# Makes the folder a GPU round carries to the device machine: what tests/gpu/run_round_n.sh
+# (issue 32: nccl-tests on N GPUs) and tests/gpu/run_round4.sh need, from a Release build for
+# sm_90, debug info stripped, small enough that two bundles (a baseline and the new one)
+# travel in one call (the device tool carries 64 MiB with the checkout).
 #
-# The lead's commands, from the root of the checkout that the device tool sends:
+# The lead's commands are in docs/gpu-rounds.md; in short, from the checkout `run` sends:
 #   scripts/make_gpu_bundle.sh gpu-bundle
-#   run  kind=nvidia-h200-x4  timeout_s=600  carry=["gpu-bundle"]
-#        command="bash gpu-bundle/run_round4.sh gpu-bundle"
-#   python3 scripts/round_tables.py /work/.device/<N> > /tmp/tables.md   (or read tables.md there)
-# (docs/results-h200x4.md says the same, and what the round measures.)
+#   git worktree add --detach /tmp/weft-base BASE_COMMIT
+#   scripts/make_gpu_bundle.sh gpu-bundle-base /tmp/weft-base/build-release --source /tmp/weft-base --weft-only
+#   run kind=nvidia-h200-x4 timeout_s=600 carry=["gpu-bundle","gpu-bundle-base"]
+#       command="bash gpu-bundle/run_round_n.sh gpu-bundle gpu-bundle-base"
 #
-# Usage: scripts/make_gpu_bundle.sh OUTDIR [BUILD_DIR] [--no-build]
-#   BUILD_DIR  a build tree configured Release with WEFT_GPU_ARCHS holding 90 (default:
-#              build-release/ in this checkout, configured here if it does not exist)
-#   --no-build copy from BUILD_DIR as it is (it must hold bin/weft and bin/weft_gpu_tests)
-# Environment: WEFT_BUILD_JOBS (default 2), NCCL_CARRY (default nccl-carry/ of this checkout,
-# then .wt/nccl/nccl-carry): when it holds lib/libweft_nccl.so it is copied into the bundle
-# as nccl-carry/ and the round also runs nccl-tests.
+# Usage: scripts/make_gpu_bundle.sh OUTDIR [BUILD_DIR] [--no-build] [--source CHECKOUT] [--weft-only]
+#   BUILD_DIR   a build tree configured Release with WEFT_GPU_ARCHS holding 90 (default:
+#               build-release/ in the source checkout, configured there if it does not exist)
+#   --no-build  copy from BUILD_DIR as it is
+#   --source    the checkout whose sources BUILD_DIR builds and whose algorithms/ and
+#               topologies/ the bundle takes (default: this one); the round's scripts always
+#               come from this checkout. A worktree at an older commit makes a base bundle.
+#   --weft-only bin/weft and lib/libweft.so.0 alone (all a base bundle needs: the round runs
+#               only its `weft bench`)
+# Environment: WEFT_BUILD_JOBS (default 2); NT_SRC (nccl-tests' source; default
+# nccl-carry/nccl-tests-src of this checkout or of the main checkout above .wt/); NCCL_CARRY
+# (a folder of prebuilt nccl-tests for run_round4.sh, copied as nccl-carry/ when it holds
+# lib/libweft_nccl.so).
 #
-# Bundle layout: bin/{weft,weft_gpu_tests}, lib/libweft.so.0 (the soname both binaries load
-# through their RUNPATH $ORIGIN/../lib), share/weft/{algorithms,topologies} (found next to
-# the binary), run_round4.sh, round_tables.py, nccl-carry/ (optional), BUNDLE_INFO.
+# Bundle layout: bin/{weft,weft_gpu_tests,weft_gpu_steady,part_bench,weft_part_gpu_tests}, lib/libweft.so.0 (the soname the
+# binaries load through their RUNPATH $ORIGIN/../lib), lib/libweft_nccl.so (soname
+# libnccl.so.2), include/weft/nccl.h, share/weft/{algorithms,topologies,selection},
+# nccl-tests-src/, torch/ (the PyTorch check), run_round_n.sh, round_nccltests.sh,
+# round_n_tables.py, run_round4.sh, round_tables.py, part_round.sh, BUNDLE_INFO.
+# shellcheck disable=SC2015  # "[ a ] && [ b ] || die" is meant
 set -euo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-OUTDIR=""; BUILD=""; NOBUILD=0
-for a in "$@"; do
-  case $a in
+HERE=$(cd "$(dirname "$0")/.." && pwd -P)
+OUTDIR=""; BUILD=""; NOBUILD=0; SRC=$HERE; ONLY=0
+while [ $# -gt 0 ]; do
+  case $1 in
     --no-build) NOBUILD=1 ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
-    *) if [ -z "$OUTDIR" ]; then OUTDIR=$a; elif [ -z "$BUILD" ]; then BUILD=$a; else echo "make_gpu_bundle.sh: unexpected argument '$a'" >&2; exit 2; fi ;;
+    --weft-only) ONLY=1 ;;
+    --source) SRC=$(cd "${2:?--source needs a checkout}" && pwd -P); shift ;;
+    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+    *) if [ -z "$OUTDIR" ]; then OUTDIR=$1; elif [ -z "$BUILD" ]; then BUILD=$1; else echo "make_gpu_bundle.sh: unexpected argument '$1'" >&2; exit 2; fi ;;
   esac
+  shift
 done
-[ -n "$OUTDIR" ] || { echo "usage: scripts/make_gpu_bundle.sh OUTDIR [BUILD_DIR] [--no-build]" >&2; exit 2; }
-BUILD=${BUILD:-$ROOT/build-release}
+[ -n "$OUTDIR" ] || { echo "usage: scripts/make_gpu_bundle.sh OUTDIR [BUILD_DIR] [--no-build] [--source CHECKOUT] [--weft-only]" >&2; exit 2; }
+BUILD=${BUILD:-$SRC/build-release}
 die() { echo "make_gpu_bundle.sh: $*" >&2; exit 1; }
+[ -f "$SRC/CMakeLists.txt" ] && [ -d "$SRC/algorithms" ] || die "$SRC is not a weft checkout"
+TARGETS="weft weft_gpu_tests weft_gpu_steady weft_nccl part_bench weft_part_gpu_tests"
+[ "$ONLY" = 1 ] && TARGETS=weft
 
-if [ "$NOBUILD" = 0 ]; then
-  if [ ! -f "$BUILD/CMakeCache.txt" ]; then
-    cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DWEFT_GPU_ARCHS=90 -DWEFT_ENABLE_CUDA=ON \
-      -DWEFT_BUILD_BENCH=OFF >/dev/null
-  fi
+if [ "$NOBUILD" = 0 ] && [ ! -f "$BUILD/CMakeCache.txt" ]; then
+  cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DWEFT_GPU_ARCHS=90 -DWEFT_ENABLE_CUDA=ON \
+    -DWEFT_BUILD_BENCH="$([ "$ONLY" = 1 ] && echo OFF || echo ON)" >/dev/null
 fi
 [ -f "$BUILD/CMakeCache.txt" ] || die "$BUILD is not a build tree (no CMakeCache.txt)"
 cache() { sed -n "s/^$1:[A-Z]*=//p" "$BUILD/CMakeCache.txt"; }
 [ "$(cache CMAKE_BUILD_TYPE)" = Release ] || die "$BUILD is configured '$(cache CMAKE_BUILD_TYPE)', not Release: timings would not be weft's"
 case ";$(cache WEFT_GPU_ARCHS);" in *";90;"*|*";90a;"*) ;; *) die "$BUILD builds for '$(cache WEFT_GPU_ARCHS)', which lacks sm_90 (H100/H200)";; esac
 grep -q '^CMAKE_CUDA_FLAGS:' "$BUILD/CMakeCache.txt" || die "$BUILD was configured without CUDA (nvcc not found then)"
-NVCC=$(sed -n 's/^set(CMAKE_CUDA_COMPILER "\(.*\)")$/\1/p' "$BUILD"/CMakeFiles/*/CMakeCUDACompiler.cmake 2>/dev/null | head -n 1)
-if [ "$NOBUILD" = 0 ]; then
-  cmake --build "$BUILD" -j "${WEFT_BUILD_JOBS:-2}" --target weft weft_gpu_tests
+[ "$(cd "$(cache CMAKE_HOME_DIRECTORY)" 2>/dev/null && pwd -P)" = "$SRC" ] ||
+  die "$BUILD builds $(cache CMAKE_HOME_DIRECTORY), not $SRC (--source names the checkout a build tree builds)"
+if [ "$NOBUILD" = 0 ] && [ "$ONLY" = 0 ] && [ "$(cache WEFT_BUILD_BENCH)" != ON ]; then
+  cmake "$BUILD" -DWEFT_BUILD_BENCH=ON >/dev/null   # part_bench is a benchmark
 fi
-for f in bin/weft bin/weft_gpu_tests lib/libweft.so.0; do [ -e "$BUILD/$f" ] || die "$BUILD/$f is missing (build the targets weft and weft_gpu_tests)"; done
+NVCC=$(sed -n 's/^set(CMAKE_CUDA_COMPILER "\(.*\)")$/\1/p' "$BUILD"/CMakeFiles/*/CMakeCUDACompiler.cmake 2>/dev/null | head -n 1 || true)
+# shellcheck disable=SC2086  # the target list is split on purpose
+[ "$NOBUILD" = 1 ] || cmake --build "$BUILD" -j "${WEFT_BUILD_JOBS:-2}" --target $TARGETS
+NEED="bin/weft lib/libweft.so.0"
+[ "$ONLY" = 1 ] || NEED="$NEED bin/weft_gpu_tests bin/part_bench bin/weft_part_gpu_tests lib/libweft_nccl.so"
+for f in $NEED; do [ -e "$BUILD/$f" ] || die "$BUILD/$f is missing (build the targets $TARGETS)"; done
 
 rm -rf "$OUTDIR"
 mkdir -p "$OUTDIR/bin" "$OUTDIR/lib" "$OUTDIR/share/weft"
-cp "$BUILD/bin/weft" "$BUILD/bin/weft_gpu_tests" "$OUTDIR/bin/"
-cp -L "$BUILD/lib/libweft.so.0" "$OUTDIR/lib/libweft.so.0"   # a file, not a link: links travel as links
-strip --strip-debug "$OUTDIR/bin/weft" "$OUTDIR/bin/weft_gpu_tests" "$OUTDIR/lib/libweft.so.0"
-cp -r "$ROOT/algorithms" "$ROOT/topologies" "$OUTDIR/share/weft/"
-cp "$ROOT/tests/gpu/run_round4.sh" "$ROOT/scripts/round_tables.py" "$OUTDIR/"
-chmod +x "$OUTDIR/run_round4.sh"
-
-CARRY=${NCCL_CARRY:-}
-if [ -z "$CARRY" ]; then
-  for c in "$ROOT/nccl-carry" "$ROOT/.wt/nccl/nccl-carry" "$ROOT/../nccl/nccl-carry"; do [ -f "$c/lib/libweft_nccl.so" ] && CARRY=$c && break; done
+for f in $NEED; do cp -L "$BUILD/$f" "$OUTDIR/$f"; done   # files, not links: links travel as links
+# Steady-state calls allocate nothing (tests/gpu/steady_calls.cpp): bin/weft_gpu_steady, where
+# the build has it.
+[ "$ONLY" = 1 ] || [ ! -e "$BUILD/bin/weft_gpu_steady" ] || cp "$BUILD/bin/weft_gpu_steady" "$OUTDIR/bin/"
+strip --strip-debug "$OUTDIR"/bin/* "$OUTDIR"/lib/*
+for d in algorithms topologies selection; do [ -d "$SRC/$d" ] && cp -r "$SRC/$d" "$OUTDIR/share/weft/"; done
+if [ "$ONLY" = 0 ]; then
+  mkdir -p "$OUTDIR/include/weft" "$OUTDIR/torch"
+  cp "$SRC/include/weft/nccl.h" "$OUTDIR/include/weft/"
+  cp "$HERE/tests/gpu/run_round_n.sh" "$HERE/tests/gpu/round_nccltests.sh" "$HERE/scripts/round_n_tables.py" \
+     "$HERE/tests/gpu/run_round4.sh" "$HERE/scripts/round_tables.py" "$OUTDIR/"
+  [ -f "$SRC/bench/part_round.sh" ] && cp "$SRC/bench/part_round.sh" "$OUTDIR/"
+  cp "$HERE"/tests/gpu/nccl/{torch_check.py,torch_compare.py,nccl_which.py} "$OUTDIR/torch/"
+  chmod +x "$OUTDIR"/*.sh
+  NTS=${NT_SRC:-}
+  [ -z "$NTS" ] && for c in "$HERE/nccl-carry/nccl-tests-src" "$HERE/../../nccl-carry/nccl-tests-src"; do [ -f "$c/src/Makefile" ] && NTS=$c && break; done
+  if [ -n "$NTS" ] && [ -f "$NTS/src/Makefile" ]; then
+    cp -r "$NTS" "$OUTDIR/nccl-tests-src"; rm -rf "$OUTDIR/nccl-tests-src/.git" "$OUTDIR/nccl-tests-src/build"
+    echo "nccl-tests-src: copied from $NTS"
+  else
+    echo "nccl-tests-src: none found (NT_SRC, nccl-carry/nccl-tests-src): run_round_n.sh takes ./nccl-carry/nccl-tests-src of the checkout, or runs no nccl-tests"
+  fi
+  CARRY=${NCCL_CARRY:-}
+  [ -z "$CARRY" ] && for c in "$HERE/nccl-carry" "$HERE/.wt/nccl/nccl-carry"; do [ -f "$c/lib/libweft_nccl.so" ] && CARRY=$c && break; done
+  if [ -n "$CARRY" ] && [ -f "$CARRY/lib/libweft_nccl.so" ]; then cp -rL "$CARRY" "$OUTDIR/nccl-carry"; echo "nccl-carry (run_round4.sh): copied from $CARRY"; fi
 fi
-if [ -n "$CARRY" ] && [ -f "$CARRY/lib/libweft_nccl.so" ]; then
-  cp -rL "$CARRY" "$OUTDIR/nccl-carry"
-  echo "nccl-carry: copied from $CARRY"
-else
-  echo "nccl-carry: none found (NCCL_CARRY, nccl-carry/, .wt/nccl/nccl-carry): the round will not run nccl-tests"
-fi
 
-# Checks that need no GPU: the binaries load with the bundle's library alone, the device code
-# is there for sm_90, and the CLI finds the algorithms next to itself.
-missing=$(env -u LD_LIBRARY_PATH ldd "$OUTDIR/bin/weft" "$OUTDIR/bin/weft_gpu_tests" | grep "not found" || true)
+# Checks that need no GPU: every library resolves from the bundle, the device code is there
+# for sm_90, weft's NCCL library answers to NCCL's soname, the CLI finds its data.
+missing=$(cd "$OUTDIR" && for f in $NEED; do env -u LD_LIBRARY_PATH ldd "$f" | sed "s|^|$f: |"; done | grep "not found" || true)
 [ -z "$missing" ] || die "libraries not found: $missing"
 if command -v cuobjdump >/dev/null; then
-  cuobjdump --list-elf "$OUTDIR/lib/libweft.so.0" 2>/dev/null | grep -q "sm_90" || die "libweft.so.0 holds no sm_90 code"
+  for f in lib/libweft.so.0 $([ "$ONLY" = 1 ] || echo lib/libweft_nccl.so); do
+    cuobjdump --list-elf "$OUTDIR/$f" 2>/dev/null | grep -q "sm_90" || die "$f holds no sm_90 code"
+  done
+fi
+if [ "$ONLY" = 0 ]; then
+  readelf -d "$OUTDIR/lib/libweft_nccl.so" | grep -q 'SONAME.*\[libnccl\.so\.2\]' || die "lib/libweft_nccl.so's soname is not libnccl.so.2"
 fi
 env -u WEFT_DATA_DIR "$OUTDIR/bin/weft" simulate ring_allreduce --topology h200-1x4 --size 1M >/dev/null ||
   die "the bundled weft cannot simulate ring_allreduce from its own share/weft"
 
 {
   echo "made: $(date -u +%FT%TZ) on $(hostname)"
-  echo "commit: $(git -C "$ROOT" rev-parse HEAD 2>/dev/null)$(git -C "$ROOT" diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
-  echo "build: $BUILD, $(cache CMAKE_BUILD_TYPE), archs $(cache WEFT_GPU_ARCHS), ${NVCC:-nvcc?} $("${NVCC:-nvcc}" --version 2>/dev/null | tail -n 1)"
-  echo "nccl-carry: ${CARRY:-none}"
+  echo "commit: $(git -C "$SRC" rev-parse HEAD 2>/dev/null)$(git -C "$SRC" diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
+  echo "source: $SRC; build: $BUILD, $(cache CMAKE_BUILD_TYPE), archs $(cache WEFT_GPU_ARCHS), ${NVCC:-nvcc?} $("${NVCC:-nvcc}" --version 2>/dev/null | tail -n 1)"
+  echo "contents: $([ "$ONLY" = 1 ] && echo "weft only (a base bundle)" || echo "full")"
 } >"$OUTDIR/BUNDLE_INFO"
 size=$(du -sm "$OUTDIR" | cut -f1)
 [ "$size" -lt 60 ] || die "the bundle is $size MiB; the device tool carries 64 MiB with the checkout"
+[ "$size" -lt 40 ] || echo "make_gpu_bundle.sh: warning: $size MiB; a base bundle beside it may not fit the 64 MiB a call carries" >&2
 echo "bundle: $OUTDIR, $size MiB"
 cat "$OUTDIR/BUNDLE_INFO"

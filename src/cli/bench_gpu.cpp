@@ -12,6 +12,8 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <sstream>
 #include <thread>
 
@@ -19,10 +21,10 @@
 
 #include "cli/bench_predict.hpp"
 #include "ir/algorithm.hpp"
-#include "runtime/collective_reference.hpp"
-#include "runtime/host_reduce.hpp"
-#include "runtime/launcher.hpp"
-#include "runtime/selection.hpp"
+#include "exec/collective_reference.hpp"
+#include "exec/host_reduce.hpp"
+#include "util/launcher.hpp"
+#include "tune/decide.hpp"
 #include "runtime/trace_api.h"
 #include "sim/measured_trace.hpp"
 #include "sim/svg_plot.hpp"
@@ -127,14 +129,18 @@ uint64_t count_for(Collective c, uint64_t bytes, size_t esz, int R) {
 
 namespace {
 
-/// What weft's communicator runs for `payload` bytes per rank (the larger buffer), chosen as
-/// it chooses: WEFT_SELECTION's table or the default, then WEFT_ALGO / WEFT_PROTO /
-/// WEFT_INSTANCES. "x4" is the selection's instances; a compiled plan the runtime has to
-/// fit within 72 thread blocks takes the compiler's own (the TBs column shows what ran).
+/// What weft's communicator runs for `payload` bytes per rank (the larger buffer), out of
+/// place on one node, by the runtime's decision (tune/decide.hpp: WEFT_SELECTION's table or
+/// the default, then WEFT_ALGO / WEFT_PROTO / WEFT_INSTANCES ...). "x4" is the decision's
+/// instances; a compiled plan the runtime has to fit within 72 thread blocks takes the
+/// compiler's own (the TBs column shows what ran).
 std::string plan_name(Collective c, uint64_t payload, int R) {
   try {
     static const auto table = selection_table_for_environment();
-    return describe_choice(select_algorithm(*table, c, payload, R, static_cast<int>(config::get_int("WEFT_CONNECTIONS"))));
+    static std::map<int, std::unique_ptr<Decider>> deciders;  // by rank count
+    auto& d = deciders[R];
+    if (!d) d = std::make_unique<Decider>(table, CommShape::from_environment(R), DecideEnv::from_environment());
+    return describe(d->decide(Call{c, payload, false}));
   } catch (const Error& e) {
     return std::string("? (") + e.what() + ")";
   }
@@ -438,6 +444,145 @@ bool trace_row(RankCtx& x, const BenchOptions& o, Collective c, uint64_t count, 
   return ok;
 }
 
+/// NCCL's communicator beside weft's: rank 0 leaves NCCL's id in a file next to the others'
+/// (same machine), they poll for it. False (said on stderr) when it fails.
+bool join_nccl(Nccl& nccl, RankCtx& x, int rank, int R) {
+  std::string path = "/tmp/weft-bench-" + std::to_string(getppid()) + ".ncclid";
+  NcclId nid{};
+  if (rank == 0) {
+    if (nccl.GetUniqueId(&nid) != 0) return false;
+    std::string tmp = path + ".tmp";
+    std::ofstream(tmp, std::ios::binary).write(nid.internal, sizeof(nid.internal));
+    std::rename(tmp.c_str(), path.c_str());
+  } else {
+    auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    for (;;) {
+      std::ifstream f(path, std::ios::binary);
+      if (f.read(nid.internal, sizeof(nid.internal))) break;
+      if (std::chrono::steady_clock::now() > end) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  int rc = nccl.CommInitRank(&x.nccl, R, nid, rank);
+  if (rank == 0) unlink(path.c_str());
+  if (rc != 0) {
+    std::fprintf(stderr, "rank %d: ncclCommInitRank: %s\n", rank, nccl.GetErrorString ? nccl.GetErrorString(rc) : "?");
+    return false;
+  }
+  return true;
+}
+
+/// The stream and both buffers (max_bytes each, zeroed, registered as copy-engine
+/// collectives need); false (said on stderr) when the buffers cannot be allocated.
+bool setup_buffers(RankCtx& x, int rank, uint64_t max_bytes) {
+  cudaStreamCreateWithFlags(&x.st, cudaStreamNonBlocking);
+  if (cudaMalloc(reinterpret_cast<void**>(&x.send), max_bytes) != cudaSuccess ||
+      cudaMalloc(reinterpret_cast<void**>(&x.recv), max_bytes) != cudaSuccess) {
+    std::fprintf(stderr, "rank %d: cannot allocate 2 x %llu bytes\n", rank, static_cast<unsigned long long>(max_bytes));
+    return false;
+  }
+  cudaMemset(x.send, 0, max_bytes);
+  cudaMemset(x.recv, 0, max_bytes);
+  // Registered, as copy-engine collectives (WEFT_ALGO=ce) need; every other path ignores it.
+  void *reg_send = nullptr, *reg_recv = nullptr;
+  if (weftCommRegister(x.weft, x.send, max_bytes, &reg_send) != weftSuccess ||
+      weftCommRegister(x.weft, x.recv, max_bytes, &reg_recv) != weftSuccess)
+    std::fprintf(stderr, "rank %d: weftCommRegister: %s\n", rank, weftGetLastError(nullptr));
+  cudaDeviceSynchronize();
+  return true;
+}
+
+/// How many rows --trace records: every size, or --trace-size only, for every collective.
+int traced_row_count(const BenchOptions& o, int rank, int R) {
+  int traced_rows = 0;
+  for (uint64_t size : o.sizes) traced_rows += !o.trace.empty() && (o.trace_size == 0 || o.trace_size == size);
+  traced_rows *= static_cast<int>(o.collectives.size());
+  if (R == 1 && traced_rows > 0) {
+    if (rank == 0) std::printf("# --trace: one rank runs a copy, no kernel of weft's: nothing to trace\n");
+    traced_rows = 0;
+  }
+  return traced_rows;
+}
+
+/// Times (and checks) row r of collective c with weft and, where loaded, NCCL; false when
+/// some call failed or computed a wrong element.
+bool measure_row(RankCtx& x, const BenchOptions& o, Collective c, uint64_t count, uint64_t seed, Nccl* nccl, Row& r) {
+  bool ok = true;
+  for (Lib lib : {Lib::Weft, Lib::Nccl}) {
+    int i = lib == Lib::Weft ? 0 : 1;
+    if (lib == Lib::Nccl && nccl == nullptr) continue;
+    if (lib == Lib::Nccl && c == Collective::AllToAll && !nccl->AlltoAll) continue;
+    double us = time_calls(x, lib, c, count, o);
+    if (us < 0) {
+      std::fprintf(stderr, "rank %d: %s %s of %llu bytes failed: %s\n", x.rank, i == 0 ? "weft" : "NCCL",
+                   r.collective.c_str(), static_cast<unsigned long long>(r.bytes), i == 0 ? weftGetLastError(nullptr) : "");
+      ok = false;
+      continue;
+    }
+    r.have[i] = true;
+    r.us[i] = us;
+    r.algbw[i] = static_cast<double>(r.bytes) / us / 1e3;
+    r.busbw[i] = r.algbw[i] * bus_factor(c, x.R);
+    r.tbs[i] = count_tbs(x, lib, c, count);
+    r.wrong[i] = o.check ? check(x, lib, c, count, seed) : 0;
+    if (r.wrong[i] != 0) ok = false;
+  }
+  return ok;
+}
+
+void print_json_row(const Row& r, const std::string& dtype) {
+  std::printf("{\"collective\":\"%s\",\"bytes\":%llu,\"count\":%llu,\"type\":\"%s\",\"weft_us\":%.3f,\"weft_busbw\":%.3f,"
+              "\"weft_wrong\":%ld,\"weft_tbs\":%d,\"nccl_us\":%.3f,\"nccl_busbw\":%.3f,\"nccl_wrong\":%ld,\"nccl_tbs\":%d,"
+              "\"weft_plan\":%s,\"sim_us\":%s,\"sim_err_pct\":%s}\n",
+              r.collective.c_str(), static_cast<unsigned long long>(r.bytes), static_cast<unsigned long long>(r.count),
+              dtype.c_str(), r.us[0], r.busbw[0], r.wrong[0], r.tbs[0], r.us[1], r.busbw[1], r.wrong[1], r.tbs[1],
+              nlohmann::json(r.plan).dump().c_str(), r.sim_us >= 0 ? fmt(r.sim_us, "%.3f").c_str() : "null",
+              std::isnan(r.sim_err()) ? "null" : fmt(r.sim_err(), "%.1f").c_str());
+}
+
+/// Measured busbw beside the simulator's, one pair of lines per collective (--trace's .svg);
+/// false (said on stderr) when it cannot be written.
+bool write_plot(const BenchOptions& o, const std::vector<Row>& rows, int R) {
+  std::vector<sim::PlotSeries> series;
+  for (const Row& r : rows) {
+    if (series.empty() || series[series.size() - 2].name != r.collective + " measured") {
+      series.push_back({r.collective + " measured", {}});
+      series.push_back({r.collective + " simulated", {}});
+    }
+    const double f = bus_factor(parse_coll(r.collective), R);
+    if (r.have[0]) series[series.size() - 2].points.emplace_back(r.bytes, r.busbw[0]);
+    if (r.sim_us > 0) series.back().points.emplace_back(r.bytes, static_cast<double>(r.bytes) / r.sim_us / 1e3 * f);
+  }
+  try {
+    const std::string svg = with_tag(o.trace, "", ".svg");
+    sim::write_busbw_plot(svg, series, "weft bench, measured and simulated (" + std::to_string(R) + " ranks)");
+    if (!o.json) std::printf("# plot of measured and simulated busbw -> %s\n", svg.c_str());
+  } catch (const Error& e) {
+    std::fprintf(stderr, "weft bench: %s\n", e.what());
+    return false;
+  }
+  return true;
+}
+
+/// The rows as --csv; false (said on stderr) when the file cannot be written.
+bool write_csv(const BenchOptions& o, const std::vector<Row>& rows) {
+  std::ofstream f(o.csv);
+  f << "collective,bytes,count,type,weft_us,weft_algbw,weft_busbw,weft_wrong,weft_tbs,nccl_us,nccl_algbw,nccl_busbw,nccl_wrong,nccl_tbs,weft_plan,"
+       "sim_us,sim_err_pct\n";
+  for (const Row& r : rows)
+    f << r.collective << ',' << r.bytes << ',' << r.count << ',' << o.dtype << ',' << r.us[0] << ',' << r.algbw[0] << ','
+      << r.busbw[0] << ',' << r.wrong[0] << ',' << r.tbs[0] << ',' << r.us[1] << ',' << r.algbw[1] << ',' << r.busbw[1]
+      << ',' << r.wrong[1] << ',' << r.tbs[1] << ',' << csv_field(r.plan) << ','
+      << (r.sim_us >= 0 ? fmt(r.sim_us, "%.3f") : std::string()) << ','
+      << (std::isnan(r.sim_err()) ? std::string() : fmt(r.sim_err(), "%.1f")) << '\n';
+  f.close();
+  if (!f) {
+    std::fprintf(stderr, "weft bench: writing the --csv file '%s' failed\n", o.csv.c_str());
+    return false;
+  }
+  return true;
+}
+
 int bench_rank(const BenchOptions& o, int rank, int R, const weftUniqueId& id) {
   RankCtx x;
   x.rank = rank;
@@ -453,46 +598,10 @@ int bench_rank(const BenchOptions& o, int rank, int R, const weftUniqueId& id) {
   if (o.nccl && !have_nccl && rank == 0) std::printf("# libnccl.so.2 not found: weft only\n");
   if (have_nccl) {
     x.lib = &nccl;
-    // Rank 0 leaves NCCL's id in a file next to the others' (same machine), they poll for it.
-    std::string path = "/tmp/weft-bench-" + std::to_string(getppid()) + ".ncclid";
-    NcclId nid{};
-    if (rank == 0) {
-      if (nccl.GetUniqueId(&nid) != 0) return 1;
-      std::string tmp = path + ".tmp";
-      std::ofstream(tmp, std::ios::binary).write(nid.internal, sizeof(nid.internal));
-      std::rename(tmp.c_str(), path.c_str());
-    } else {
-      auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-      for (;;) {
-        std::ifstream f(path, std::ios::binary);
-        if (f.read(nid.internal, sizeof(nid.internal))) break;
-        if (std::chrono::steady_clock::now() > end) return 1;
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      }
-    }
-    int rc = nccl.CommInitRank(&x.nccl, R, nid, rank);
-    if (rank == 0) unlink(path.c_str());
-    if (rc != 0) {
-      std::fprintf(stderr, "rank %d: ncclCommInitRank: %s\n", rank, nccl.GetErrorString ? nccl.GetErrorString(rc) : "?");
-      return 1;
-    }
+    if (!join_nccl(nccl, x, rank, R)) return 1;
   }
-  cudaStreamCreateWithFlags(&x.st, cudaStreamNonBlocking);
   const size_t esz = host::dtype_size(x.dtype);
-  const uint64_t max_bytes = std::max<uint64_t>(o.to, 64) * 2;
-  if (cudaMalloc(reinterpret_cast<void**>(&x.send), max_bytes) != cudaSuccess ||
-      cudaMalloc(reinterpret_cast<void**>(&x.recv), max_bytes) != cudaSuccess) {
-    std::fprintf(stderr, "rank %d: cannot allocate 2 x %llu bytes\n", rank, static_cast<unsigned long long>(max_bytes));
-    return 1;
-  }
-  cudaMemset(x.send, 0, max_bytes);
-  cudaMemset(x.recv, 0, max_bytes);
-  // Registered, as copy-engine collectives (WEFT_ALGO=ce) need; every other path ignores it.
-  void *reg_send = nullptr, *reg_recv = nullptr;
-  if (weftCommRegister(x.weft, x.send, max_bytes, &reg_send) != weftSuccess ||
-      weftCommRegister(x.weft, x.recv, max_bytes, &reg_recv) != weftSuccess)
-    std::fprintf(stderr, "rank %d: weftCommRegister: %s\n", rank, weftGetLastError(nullptr));
-  cudaDeviceSynchronize();
+  if (!setup_buffers(x, rank, std::max<uint64_t>(o.to, 64) * 2)) return 1;
   cudaDeviceProp prop{};
   cudaGetDeviceProperties(&prop, rank);
   std::vector<Row> rows;
@@ -506,18 +615,12 @@ int bench_rank(const BenchOptions& o, int rank, int R, const weftUniqueId& id) {
                   pred->topology_name().c_str(), pred->error().empty() ? "" : (" (none: " + pred->error() + ")").c_str());
   }
   // Traced rows: every size, or --trace-size only; several get the size in the file name.
-  int traced_rows = 0;
-  for (double b = static_cast<double>(o.from); b <= static_cast<double>(o.to) * 1.0000001; b *= o.factor)
-    traced_rows += !o.trace.empty() && (o.trace_size == 0 || o.trace_size == static_cast<uint64_t>(b));
-  traced_rows *= static_cast<int>(o.collectives.size());
-  if (R == 1 && traced_rows > 0) {
-    if (rank == 0) std::printf("# --trace: one rank runs a copy, no kernel of weft's: nothing to trace\n");
-    traced_rows = 0;
-  }
+  const int traced_rows = traced_row_count(o, rank, R);
   for (const std::string& name : o.collectives) {
     Collective c = parse_coll(name);
     if (rank == 0 && !o.json) print_header(o, c, R, have_nccl ? &nccl : nullptr, prop.name);
-    for (double b = static_cast<double>(o.from); b <= static_cast<double>(o.to) * 1.0000001; b *= o.factor) {
+    for (uint64_t size : o.sizes) {
+      const double b = static_cast<double>(size);
       Row r;
       r.collective = std::string(to_string(c));
       uint64_t count = count_for(c, static_cast<uint64_t>(b), esz, R);
@@ -528,41 +631,11 @@ int bench_rank(const BenchOptions& o, int rank, int R, const weftUniqueId& id) {
                                           : host::send_elems(c, count, R)) * esz;
       if (rank == 0 && R > 1) r.plan = plan_name(c, r.bytes, R);
       if (rank == 0 && R == 1) r.plan = "copy (one rank)";
-      for (Lib lib : {Lib::Weft, Lib::Nccl}) {
-        int i = lib == Lib::Weft ? 0 : 1;
-        if (lib == Lib::Nccl && !have_nccl) continue;
-        if (lib == Lib::Nccl && c == Collective::AllToAll && !nccl.AlltoAll) continue;
-        double us = time_calls(x, lib, c, count, o);
-        if (us < 0) {
-          std::fprintf(stderr, "rank %d: %s %s of %llu bytes failed: %s\n", rank, i == 0 ? "weft" : "NCCL",
-                       r.collective.c_str(), static_cast<unsigned long long>(r.bytes), i == 0 ? weftGetLastError(nullptr) : "");
-          status = 1;
-          continue;
-        }
-        r.have[i] = true;
-        r.us[i] = us;
-        r.algbw[i] = static_cast<double>(r.bytes) / us / 1e3;
-        r.busbw[i] = r.algbw[i] * bus_factor(c, R);
-        r.tbs[i] = count_tbs(x, lib, c, count);
-        r.wrong[i] = o.check ? check(x, lib, c, count, static_cast<uint64_t>(b) * 7 + 11) : 0;
-        if (r.wrong[i] != 0) status = 1;
-      }
-      if (pred) {
-        const Prediction p = pred->predict(c, r.bytes);
-        r.sim_us = p.us;
-      }
+      if (!measure_row(x, o, c, count, static_cast<uint64_t>(b) * 7 + 11, have_nccl ? &nccl : nullptr, r)) status = 1;
+      if (pred) r.sim_us = pred->predict(c, r.bytes).us;
       if (rank == 0) {
-        if (o.json) {
-          std::printf("{\"collective\":\"%s\",\"bytes\":%llu,\"count\":%llu,\"type\":\"%s\",\"weft_us\":%.3f,\"weft_busbw\":%.3f,"
-                      "\"weft_wrong\":%ld,\"weft_tbs\":%d,\"nccl_us\":%.3f,\"nccl_busbw\":%.3f,\"nccl_wrong\":%ld,\"nccl_tbs\":%d,"
-                      "\"weft_plan\":%s,\"sim_us\":%s,\"sim_err_pct\":%s}\n",
-                      r.collective.c_str(), static_cast<unsigned long long>(r.bytes), static_cast<unsigned long long>(r.count),
-                      o.dtype.c_str(), r.us[0], r.busbw[0], r.wrong[0], r.tbs[0], r.us[1], r.busbw[1], r.wrong[1], r.tbs[1],
-                      nlohmann::json(r.plan).dump().c_str(), r.sim_us >= 0 ? fmt(r.sim_us, "%.3f").c_str() : "null",
-                      std::isnan(r.sim_err()) ? "null" : fmt(r.sim_err(), "%.1f").c_str());
-        } else {
-          print_row(r, o.dtype);
-        }
+        if (o.json) print_json_row(r, o.dtype);
+        else print_row(r, o.dtype);
       }
       if (traced_rows > 0 && (o.trace_size == 0 || o.trace_size == r.bytes) && r.have[0]) {
         const std::string out = traced_rows > 1 ? with_tag(o.trace, r.collective + "." + std::to_string(r.bytes)) : o.trace;
@@ -571,43 +644,8 @@ int bench_rank(const BenchOptions& o, int rank, int R, const weftUniqueId& id) {
       rows.push_back(r);
     }
   }
-  if (rank == 0 && !o.trace.empty()) {
-    // Measured busbw beside the simulator's, one pair of lines per collective.
-    std::vector<sim::PlotSeries> series;
-    for (const Row& r : rows) {
-      if (series.empty() || series[series.size() - 2].name != r.collective + " measured") {
-        series.push_back({r.collective + " measured", {}});
-        series.push_back({r.collective + " simulated", {}});
-      }
-      const double f = bus_factor(parse_coll(r.collective), R);
-      if (r.have[0]) series[series.size() - 2].points.emplace_back(r.bytes, r.busbw[0]);
-      if (r.sim_us > 0) series.back().points.emplace_back(r.bytes, static_cast<double>(r.bytes) / r.sim_us / 1e3 * f);
-    }
-    try {
-      const std::string svg = with_tag(o.trace, "", ".svg");
-      sim::write_busbw_plot(svg, series, "weft bench, measured and simulated (" + std::to_string(R) + " ranks)");
-      if (!o.json) std::printf("# plot of measured and simulated busbw -> %s\n", svg.c_str());
-    } catch (const Error& e) {
-      std::fprintf(stderr, "weft bench: %s\n", e.what());
-      status = 2;
-    }
-  }
-  if (rank == 0 && !o.csv.empty()) {
-    std::ofstream f(o.csv);
-    f << "collective,bytes,count,type,weft_us,weft_algbw,weft_busbw,weft_wrong,weft_tbs,nccl_us,nccl_algbw,nccl_busbw,nccl_wrong,nccl_tbs,weft_plan,"
-         "sim_us,sim_err_pct\n";
-    for (const Row& r : rows)
-      f << r.collective << ',' << r.bytes << ',' << r.count << ',' << o.dtype << ',' << r.us[0] << ',' << r.algbw[0] << ','
-        << r.busbw[0] << ',' << r.wrong[0] << ',' << r.tbs[0] << ',' << r.us[1] << ',' << r.algbw[1] << ',' << r.busbw[1]
-        << ',' << r.wrong[1] << ',' << r.tbs[1] << ',' << csv_field(r.plan) << ','
-        << (r.sim_us >= 0 ? fmt(r.sim_us, "%.3f") : std::string()) << ','
-        << (std::isnan(r.sim_err()) ? std::string() : fmt(r.sim_err(), "%.1f")) << '\n';
-    f.close();
-    if (!f) {
-      std::fprintf(stderr, "weft bench: writing the --csv file '%s' failed\n", o.csv.c_str());
-      status = 2;
-    }
-  }
+  if (rank == 0 && !o.trace.empty() && !write_plot(o, rows, R)) status = 2;
+  if (rank == 0 && !o.csv.empty() && !write_csv(o, rows)) status = 2;
   cudaFree(x.send);
   cudaFree(x.recv);
   if (x.nccl) nccl.CommDestroy(x.nccl);

@@ -13,6 +13,7 @@ struct BenchOptions {
   uint64_t from = 8;                     ///< bytes (nccl-tests' size column)
   uint64_t to = 256ull << 20;
   double factor = 2;                     ///< size multiplier between rows
+  std::vector<uint64_t> sizes;           ///< the rows' sizes (cmd_bench.cpp: from, times factor, up to to)
   bool graph = false;                    ///< time replays of a captured CUDA graph
   std::string csv;                       ///< also write rows to this file
   bool json = false;                     ///< print JSON rows instead of the table

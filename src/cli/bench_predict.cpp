@@ -1,14 +1,16 @@
 #include "cli/bench_predict.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
 
 #include "ir/topology_io.hpp"
+#include "tune/net_selection.hpp"
 #include "sim/report.hpp"
 #include "util/text.hpp"
-#include "runtime/plan_source.hpp"
-#include "runtime/selection.hpp"
+#include "plan/algorithms.hpp"
+#include "plan/plan_source.hpp"
 #include "sim/call_model.hpp"
 #include "util/config.hpp"
 #include "util/error.hpp"
@@ -35,29 +37,50 @@ Prediction BenchPredictor::predict(Collective c, uint64_t bytes, bool trace) {
     return p;
   }
   try {
-    static const auto table = selection_table_for_environment();
-    const Choice ch = select_algorithm(*table, c, bytes, ranks_, static_cast<int>(config::get_int("WEFT_CONNECTIONS")));
-    p.plan = describe_choice(ch);
-    if (ch.algorithm == kOneShot) {
+    // A topology of several nodes: the runtime's multi-node table (tune/net_selection.hpp) and
+    // plans compiled for those nodes, as a communicator spanning them runs.
+    const bool nodes = topo_->nodes > 1;
+    std::vector<int> node_of_rank;
+    for (int r = 0; nodes && r < ranks_; ++r) node_of_rank.push_back(r / topo_->gpus_per_node);
+    if (!decider_) {
+      static const auto table = selection_table_for_environment();
+      static const auto net_table = multi_node_table_for_environment();
+      CommShape shape = CommShape::from_environment(ranks_);
+      shape.multi_node = nodes;
+      decider_ = std::make_unique<Decider>(nodes ? net_table : table, shape, DecideEnv::from_environment());
+    }
+    const Call call{c, bytes, false};
+    const Decision d = decider_->decide(call);
+    p.plan = describe(d);
+    if (d.executor == algo::Executor::OneShot) {
       p.us = sim::oneshot_time_us(c, bytes, ranks_, graph_);
+      p.oneshot_blocks = d.instances;
+      return p;
+    }
+    if (d.executor == algo::Executor::CopyEngine) {
+      p.why = "the copy engines are not simulated";
       return p;
     }
     const int depth = static_cast<int>(config::get_int("WEFT_FIFO_DEPTH"));
-    const bool ll = ch.protocol == "LL";
-    const std::string key = describe_choice(ch) + "/" + ch.scheduler + "/" + ch.allocator + "/" + std::string(to_string(c)) +
-                            (trace ? "/traced" : "");
-    auto it = sims_.find(key);
-    if (it == sims_.end()) {
-      const Plan plan = make_plan(c, ranks_, ch.algorithm, ch.protocol, ch.instances, false, 0, depth, ch.scheduler,
-                                  ch.allocator);
+    const bool ll = d.protocol == algo::Protocol::LL;
+    const PlanKey key = plan_key(call, d, 0);
+    auto& sims = sims_[trace ? 1 : 0];
+    auto it = sims.find(key);
+    if (it == sims.end()) {
+      const algo::Algorithm& a = algo::registry().at(d.algorithm);
+      const Plan plan = make_plan(c, ranks_, a.name(), std::string(algo::to_string(d.protocol)), d.instances, false, 0, depth,
+                                  a.scheduler(), a.allocator(), node_of_rank);  // hand-built: no scheduler
       // A traced run keeps every thread block apart, as the measured trace does.
-      it = sims_.emplace(key, std::make_unique<sim::Simulator>(plan, *topo_, !trace)).first;
+      it = sims.emplace(key, std::make_unique<sim::Simulator>(plan, *topo_, !trace)).first;
     }
     sim::SimOptions o;
     o.bytes = bytes;
     o.runtime_microbatch = true;
-    o.staging_slot_bytes = static_cast<uint64_t>(ll ? config::get_int("WEFT_LL_SLOT_BYTES") / 2
-                                                    : config::get_int("WEFT_SLOT_BYTES"));
+    o.staging_slot_bytes = ll ? decider_->shape().ll_slot_bytes / 2 : decider_->shape().slot_bytes;
+    if (d.microbatch_bytes > 0) {  // the row's or WEFT_MICROBATCH_BYTES, as the runtime caps its micro-batches
+      o.runtime_microbatch = false;
+      o.microbatch_bytes = std::min(it->second->runtime_microbatch_bytes(o.staging_slot_bytes), d.microbatch_bytes);
+    }
     o.fifo_depth = depth;
     o.ll = ll;
     o.whole_messages = !ll;
@@ -81,25 +104,26 @@ void run_predicted_bench(const std::vector<Collective>& collectives, const std::
               "runtime would run (its selection table and plans), launch included%s, %d ranks on topology %s "
               "(docs/traces.md)\n",
               graph ? " (CUDA graph)" : "", ranks, pred.topology_name().c_str());
-  if (csv) *csv << "collective,bytes,count,type,sim_us,sim_algbw,sim_busbw,weft_plan\n";
+  if (csv) *csv << "collective,bytes,count,type,sim_us,sim_algbw,sim_busbw,tbs,weft_plan\n";
   for (Collective c : collectives) {
-    text::Table t({"size", "count", "type", "sim(us)", "algbw(GB/s)", "busbw(GB/s)", "weft plan"});
+    text::Table t({"size", "count", "type", "sim(us)", "algbw(GB/s)", "busbw(GB/s)", "TBs", "weft plan"});
     for (uint64_t bytes : sizes) {
       const Prediction p = pred.predict(c, bytes);
       const double algbw = p.us > 0 ? static_cast<double>(bytes) / p.us / 1e3 : 0;
       const double busbw = algbw * sim::bus_factor(c, ranks);
       const std::string plan = p.us >= 0 ? p.plan : "none: " + p.why;
+      const int tbs = p.us < 0 ? 0 : p.report ? p.report->tbs_per_rank_max : p.oneshot_blocks;
       if (csv)
         *csv << to_string(c) << ',' << bytes << ',' << bytes / dtype_bytes << ',' << dtype << ',' << p.us << ',' << algbw << ','
-             << busbw << ',' << nlohmann::json(plan).dump() << '\n';
+             << busbw << ',' << tbs << ',' << nlohmann::json(plan).dump() << '\n';
       if (json) {
-        std::printf("{\"collective\":\"%s\",\"bytes\":%llu,\"sim_us\":%.3f,\"sim_busbw\":%.3f,\"weft_plan\":%s}\n",
-                    std::string(to_string(c)).c_str(), static_cast<unsigned long long>(bytes), p.us, busbw,
+        std::printf("{\"collective\":\"%s\",\"bytes\":%llu,\"sim_us\":%.3f,\"sim_busbw\":%.3f,\"tbs\":%d,\"weft_plan\":%s}\n",
+                    std::string(to_string(c)).c_str(), static_cast<unsigned long long>(bytes), p.us, busbw, tbs,
                     nlohmann::json(plan).dump().c_str());
         continue;
       }
       t.add_row({std::to_string(bytes), std::to_string(bytes / dtype_bytes), dtype, p.us >= 0 ? text::format("%.2f", p.us) : "-",
-                 text::format("%.2f", algbw), text::format("%.2f", busbw), plan});
+                 text::format("%.2f", algbw), text::format("%.2f", busbw), p.us >= 0 ? std::to_string(tbs) : "-", plan});
     }
     if (!json) std::printf("#\n# %s\n%s", std::string(to_string(c)).c_str(), t.str().c_str());
   }

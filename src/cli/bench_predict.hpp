@@ -1,7 +1,8 @@
 // `weft bench`'s prediction column (docs/traces.md): the simulator's time for the call the
-// runtime makes, from the same selection table, plan and geometry, on a topology preset
-// for the ranks; the one-shot kernel by its closed form (sim/call_model.hpp). Host code
-// only: it runs the runtime's plan builder and the simulator, never a GPU.
+// runtime makes, from the same decision (tune/decide.hpp: the selection table and its
+// overrides), plan and geometry, on a topology preset for the ranks; the one-shot kernel by
+// its closed form (sim/call_model.hpp). Host code only: it runs the runtime's plan builder
+// and the simulator, never a GPU.
 #pragma once
 
 #include <cstdint>
@@ -10,12 +11,14 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ir/algorithm.hpp"
 #include "ir/topology.hpp"
 #include "sim/report.hpp"
 #include "sim/simulator.hpp"
+#include "tune/decide.hpp"
 
 namespace weft::cli {
 
@@ -24,6 +27,7 @@ struct Prediction {
   std::string why;                       ///< why there is none
   std::optional<sim::SimReport> report;  ///< the simulated plan's run (none for the one-shot kernel)
   std::string plan;                      ///< what the selection chose, as `weft bench` names it
+  int oneshot_blocks = 0;                ///< the one-shot kernel's thread blocks (a plan's are in the report)
 };
 
 class BenchPredictor {
@@ -46,7 +50,8 @@ class BenchPredictor {
   bool graph_;
   std::string topo_name_, error_;
   std::optional<Topology> topo_;
-  std::map<std::string, std::unique_ptr<sim::Simulator>> sims_;
+  std::unique_ptr<Decider> decider_;  ///< the runtime's decision for one node of `ranks`
+  std::unordered_map<PlanKey, std::unique_ptr<sim::Simulator>, PlanKeyHash> sims_[2];  ///< [traced]
 };
 
 /// `weft bench --predict` (nothing runs on a GPU): per collective, an nccl-tests style table (or JSON

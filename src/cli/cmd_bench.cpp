@@ -11,7 +11,8 @@
 #include "cli/bench_predict.hpp"
 #include "cli/commands.hpp"
 #include "ir/topology_io.hpp"
-#include "runtime/host_reduce.hpp"
+#include "plan/builder.hpp"
+#include "exec/host_reduce.hpp"
 #include "sim/sweep.hpp"
 #include "weft/weft.h"
 #include "util/error.hpp"
@@ -41,28 +42,105 @@ std::vector<std::string> op_names() {
   return v;
 }
 
+struct BenchArgs {
+  std::vector<std::string> collectives;
+  std::string sizes = "8:256M";
+  bool graph = false, json = false, no_nccl = false, no_check = false;
+  std::string csv, dtype = "float32", op = "sum";
+  int ranks = 0, warmup = 5, iters = 20;
+  double factor = 2;
+  std::string topology = "h200-1x2";
+  std::vector<std::string> algorithms;
+  std::string scheduler = "hpds";
+  std::string memory_budget;
+  std::string trace, trace_size;
+  uint32_t trace_records = 4096;
+  bool no_sim = false, predict = false;
+};
+
+/// The scheduler checked as weft simulate checks it, and the rows' sizes, on GPUs and
+/// simulated alike: FROM, then the last times --factor (rounded up, at least one more byte),
+/// up to TO; more than kMaxRows is refused.
+std::vector<uint64_t> checked_rows(const BenchArgs& a, uint64_t from, uint64_t to) {
+  BuildOptions scheduler_check;
+  scheduler_check.compile.scheduler = a.scheduler;
+  check_build_options(scheduler_check);
+  constexpr size_t kMaxRows = 64;
+  std::vector<uint64_t> sizes;
+  for (double s = static_cast<double>(from); s <= static_cast<double>(to); s = std::max(s + 1, std::ceil(s * a.factor))) {
+    if (sizes.size() == kMaxRows)
+      fail(ErrorCode::InvalidArgument,
+           text::format("--sizes %s with --factor %.10g makes more than %zu rows, the most weft bench runs; raise "
+                        "--factor or narrow --sizes",
+                        a.sizes.c_str(), a.factor, kMaxRows));
+    sizes.push_back(static_cast<uint64_t>(s));
+  }
+  return sizes;
+}
+
+/// The simulated topology: --topology; with --ranks N (N > 0), h200-1xN when no topology is
+/// given, and a given topology must have N GPUs.
+std::string simulated_topology(const BenchArgs& a, bool topology_given) {
+  if (a.ranks <= 0) return a.topology;
+  if (topology_given) {
+    const int gpus = load_topology(a.topology).num_gpus();
+    if (gpus != a.ranks)
+      fail(ErrorCode::InvalidArgument, "--ranks " + std::to_string(a.ranks) + " but topology " + a.topology + " has " +
+                                           std::to_string(gpus) + " GPUs (without a GPU the run simulates the "
+                                           "topology's GPUs)");
+    return a.topology;
+  }
+  const std::string name = "h200-1x" + std::to_string(a.ranks);
+  try {
+    load_topology(name);
+  } catch (const Error& e) {
+    fail(e.code(), "--ranks " + std::to_string(a.ranks) + " without a GPU simulates topology " + name + ": " + e.what() +
+                       " (or give --topology)");
+  }
+  return name;
+}
+
+/// The sweep on the simulator (no GPU in use).
+void run_simulated(const BenchArgs& a, const std::string& topology, const std::vector<std::string>& collectives,
+                   const std::vector<uint64_t>& sizes, uint64_t memory_budget) {
+  sim::BenchSpec spec;
+  spec.topology = topology;
+  spec.algorithms = a.algorithms;
+  spec.scheduler = a.scheduler;
+  spec.json = a.json;
+  spec.max_memory_bytes = memory_budget;
+  spec.dtype = a.dtype;
+  spec.dtype_bytes = host::dtype_size(dtype_index(a.dtype));
+  std::ofstream csv;
+  if (!a.csv.empty()) {
+    csv.open(a.csv);
+    spec.csv = &csv;
+  }
+  for (const std::string& c : collectives) {
+    std::optional<Collective> k = collective_from_string(c);
+    if (!k) fail(ErrorCode::InvalidArgument, "unknown collective '" + c + "'");
+    spec.collectives.push_back(*k);
+  }
+  spec.sizes = sizes;
+  const int done = sim::run_simulated_bench(spec, std::cout);
+  if (csv.is_open()) {
+    csv.close();
+    if (!csv) fail(ErrorCode::System, "writing the --csv file '" + a.csv + "' failed");
+  }
+  if (done == 0) {
+    std::cout.flush();
+    std::fprintf(stderr, "weft bench: no algorithm of those collectives could run on %s\n", topology.c_str());
+    set_exit(1);
+  }
+}
+
 }  // namespace
 
 void register_bench(CLI::App& app) {
   auto* cmd = app.add_subcommand("bench",
                                  "Benchmark collectives on this machine's GPUs against NCCL (nccl-tests' table); without a "
                                  "GPU, the same sweep on the simulator, and the output's first line says so");
-  struct Args {
-    std::vector<std::string> collectives;
-    std::string sizes = "8:256M";
-    bool graph = false, json = false, no_nccl = false, no_check = false;
-    std::string csv, dtype = "float32", op = "sum";
-    int ranks = 0, warmup = 5, iters = 20;
-    double factor = 2;
-    std::string topology = "h200-1x2";
-    std::vector<std::string> algorithms;
-    std::string scheduler = "hpds";
-    std::string memory_budget;
-    std::string trace, trace_size;
-    uint32_t trace_records = 4096;
-    bool no_sim = false, predict = false;
-  };
-  auto args = std::make_shared<Args>();
+  auto args = std::make_shared<BenchArgs>();
   cmd->add_option("collectives", args->collectives, "AllReduce AllGather ReduceScatter Broadcast Reduce AllToAll (default: the first three)");
   cmd->add_option("--sizes", args->sizes, "FROM:TO in bytes, with K/M/G suffixes (default 8:256M)");
   cmd->add_option("--factor", args->factor, "size multiplier between rows, more than 1 and at most 1024 (default 2)");
@@ -111,11 +189,7 @@ void register_bench(CLI::App& app) {
         fail(ErrorCode::System, "cannot write the --csv file '" + args->csv + "': " + std::strerror(errno));
       std::vector<std::string> collectives =
           args->collectives.empty() ? std::vector<std::string>{"AllReduce", "AllGather", "ReduceScatter"} : args->collectives;
-      // The rows' sizes, as the simulated sweep and --predict take them (at most 64).
-      std::vector<uint64_t> sizes;
-      for (double s = static_cast<double>(from); s <= static_cast<double>(to) && sizes.size() < 64;
-           s = std::max(s + 1, std::ceil(s * args->factor)))
-        sizes.push_back(static_cast<uint64_t>(s));
+      const std::vector<uint64_t> sizes = checked_rows(*args, from, to);
       if (args->predict) {
         std::vector<Collective> cs;
         for (const std::string& c : collectives) {
@@ -142,6 +216,7 @@ void register_bench(CLI::App& app) {
       o.from = from;
       o.to = to;
       o.factor = args->factor;
+      o.sizes = sizes;
       o.graph = args->graph;
       o.csv = args->csv;
       o.json = args->json;
@@ -168,35 +243,7 @@ void register_bench(CLI::App& app) {
       if (!args->trace.empty())
         fail(ErrorCode::InvalidArgument, "--trace measures a GPU's run and no GPU is in use (weft simulate --trace "
                                          "writes a simulated trace)");
-      sim::BenchSpec spec;
-      spec.topology = args->topology;
-      spec.algorithms = args->algorithms;
-      spec.scheduler = args->scheduler;
-      spec.json = args->json;
-      spec.max_memory_bytes = memory_budget;
-      spec.dtype = args->dtype;
-      spec.dtype_bytes = host::dtype_size(dtype_index(args->dtype));
-      std::ofstream csv;
-      if (!args->csv.empty()) {
-        csv.open(args->csv);
-        spec.csv = &csv;
-      }
-      for (const std::string& c : collectives) {
-        std::optional<Collective> k = collective_from_string(c);
-        if (!k) fail(ErrorCode::InvalidArgument, "unknown collective '" + c + "'");
-        spec.collectives.push_back(*k);
-      }
-      spec.sizes = sizes;
-      const int done = sim::run_simulated_bench(spec, std::cout);
-      if (csv.is_open()) {
-        csv.close();
-        if (!csv) fail(ErrorCode::System, "writing the --csv file '" + args->csv + "' failed");
-      }
-      if (done == 0) {
-        std::cout.flush();
-        std::fprintf(stderr, "weft bench: no algorithm of those collectives could run on %s\n", args->topology.c_str());
-        set_exit(1);
-      }
+      run_simulated(*args, simulated_topology(*args, cmd->count("--topology") > 0), collectives, sizes, memory_budget);
     } catch (const Error& e) {
       std::cout.flush();
       std::fprintf(stderr, "weft bench: %s\n", e.what());

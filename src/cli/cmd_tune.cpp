@@ -43,7 +43,7 @@ std::vector<std::string> words(const std::vector<std::string>& values) {
   return out;
 }
 
-/// FROM, FROM x factor, ... up to TO (64 sizes at most).
+/// FROM, FROM x factor, ... up to TO; more than 64 sizes is an error.
 std::vector<uint64_t> size_list(const TuneArgs& a) {
   auto colon = a.sizes.find(':');
   const uint64_t from = parse_option("--sizes", [&] {
@@ -55,9 +55,13 @@ std::vector<uint64_t> size_list(const TuneArgs& a) {
   if (!(a.factor > 1 && a.factor <= 1024))  // also refuses nan
     fail(ErrorCode::InvalidArgument, text::format("--factor %g must be more than 1 and at most 1024", a.factor));
   std::vector<uint64_t> sizes;
-  for (double s = static_cast<double>(from); s <= static_cast<double>(to) && sizes.size() < 64;
-       s = std::max(s + 1, std::ceil(s * a.factor)))
+  for (double s = static_cast<double>(from); s <= static_cast<double>(to); s = std::max(s + 1, std::ceil(s * a.factor))) {
+    if (sizes.size() == 64)
+      fail(ErrorCode::InvalidArgument, text::format("--sizes %s with --factor %.10g makes more than 64 sizes, the most "
+                                                    "weft tune takes; raise --factor or narrow --sizes",
+                                                    a.sizes.c_str(), a.factor));
     sizes.push_back(static_cast<uint64_t>(s));
+  }
   return sizes;
 }
 

@@ -30,6 +30,22 @@ uint64_t memory_budget_bytes(const std::string& value) {
 }
 }  // namespace weft::cli
 
+namespace {
+
+/// Flushes the standard output; false (after saying so on stderr) when what was printed did
+/// not reach its file (a full disk, /dev/full, a closed pipe). `earlier`: the errno of a
+/// write that failed before (0: none known).
+bool stdout_written(int earlier = 0) {
+  errno = 0;
+  std::cout.flush();
+  const bool written = std::fflush(stdout) == 0 && !std::ferror(stdout) && std::cout.good();
+  const int err = errno != 0 ? errno : earlier != 0 ? earlier : EIO;
+  if (!written) std::fprintf(stderr, "weft: cannot write the standard output: %s\n", std::strerror(err));
+  return written;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   weft::reexec_with_huge_pages(argv);  // large plans: half the time with huge pages
   CLI::App app{"weft: a collective communication library for GPUs.\n"
@@ -60,7 +76,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    errno = 0;
+    if (app.exit(e) != 0) return 2;
+    return stdout_written(errno) ? 0 : 2;  // --help or --version, printed on the standard output
   } catch (const weft::Error& e) {
     std::fprintf(stderr, "weft: %s\n", e.what());
     return 2;
@@ -69,13 +87,6 @@ int main(int argc, char** argv) {
     return 3;
   }
   // Output that did not reach its file (a full disk, /dev/full, a closed pipe) is an error.
-  errno = 0;
-  std::cout.flush();
-  const bool written = std::fflush(stdout) == 0 && !std::ferror(stdout) && std::cout.good();
-  const int err = errno != 0 ? errno : EIO;
-  if (!written) {
-    std::fprintf(stderr, "weft: cannot write the standard output: %s\n", std::strerror(err));
-    return 2;
-  }
+  if (!stdout_written()) return 2;
   return weft::cli::exit_status();
 }

@@ -10,13 +10,63 @@
 #include <sstream>
 
 #include "cli/bench_calls.hpp"
-#include "runtime/launcher.hpp"
+#include "util/launcher.hpp"
 #include "util/error.hpp"
 #include "util/text.hpp"
 
 namespace weft::cli {
 
 namespace {
+
+/// Both verdicts of a rank (failed, wrong elements), summed over the ranks through the
+/// control communicator; false when that exchange fails.
+bool agree_verdicts(weftComm_t ctl, RankCtx& x, char* shared, double failed, double wrong, double sums[2]) {
+  double v[2] = {failed, wrong};
+  cudaMemcpyAsync(shared + 128, v, sizeof v, cudaMemcpyHostToDevice, x.st);
+  bool ok = weftAllReduce(shared + 128, shared + 128, 2, weftFloat64, weftSum, ctl, reinterpret_cast<weftStream_t>(x.st)) ==
+                weftSuccess &&
+            gputest::sync_bounded(reinterpret_cast<weftStream_t>(x.st), 300);
+  cudaMemcpy(sums, shared + 128, 2 * sizeof(double), cudaMemcpyDeviceToHost);
+  return ok;
+}
+
+/// Times candidate k of collective ci at each of `sizes` on x.weft, writing "c k s us"
+/// lines to `out` (rank 0). Returns -1 when the ranks cannot agree (give up), 1 when the
+/// candidate computed wrong elements, 0 otherwise (also when it stopped at a size some
+/// rank could not run).
+template <typename Agree>
+int time_candidate(const TuneGpuOptions& o, RankCtx& x, const BenchOptions& bo, size_t ci, size_t k,
+                   const tune::Candidate& cand, const std::vector<size_t>& sizes, tune::Progress& progress, std::FILE* out,
+                   Agree&& agree) {
+  const Collective c = o.collectives[ci];
+  double sums[2] = {0, 0};
+  for (size_t s : sizes) {
+    const uint64_t count = count_for(c, o.sizes[s], 4, x.R);
+    const double us = time_calls(x, Lib::Weft, c, count, bo);
+    const std::string error = us < 0 ? weftGetLastError(nullptr) : "";
+    const long wrong = us >= 0 && o.check ? check(x, Lib::Weft, c, count, o.sizes[s] * 7 + 11) : 0;
+    if (!agree(us < 0 ? 1 : 0, static_cast<double>(wrong), sums)) return -1;
+    if (sums[0] > 0) {
+      // The plan is the same on every rank: where one cannot run it, none can.
+      progress.skipped(k, cand, text::format("%s: %s", text::format_bytes(o.sizes[s]).c_str(),
+                                             error.empty() ? "another rank failed" : error.c_str()));
+      return 0;
+    }
+    if (sums[1] > 0) {
+      if (x.rank == 0)
+        std::fprintf(stderr, "weft tune: %s %s: %s computed %.0f wrong elements: left out\n",
+                     std::string(to_string(c)).c_str(), text::format_bytes(o.sizes[s]).c_str(), cand.label().c_str(),
+                     sums[1]);
+      return 1;
+    }
+    progress.timed(k, cand, s, o.sizes[s], us);
+    if (out) {
+      std::fprintf(out, "%zu %zu %zu %.6f\n", ci, k, s, us);
+      std::fflush(out);
+    }
+  }
+  return 0;
+}
 
 /// What every rank does: one control communicator for the whole run (it carries each
 /// candidate's unique id and the ranks' verdicts), then per candidate a communicator of its
@@ -61,16 +111,7 @@ int tune_rank(const TuneGpuOptions& o, const std::vector<std::vector<tune::Candi
   BenchOptions bo;
   bo.warmup = o.warmup;
   bo.iters = o.iters;
-  // Both verdicts of a rank (failed, wrong elements), summed over the ranks.
-  auto agree = [&](double failed, double wrong, double sums[2]) {
-    double v[2] = {failed, wrong};
-    cudaMemcpyAsync(shared + 128, v, sizeof v, cudaMemcpyHostToDevice, x.st);
-    bool ok = weftAllReduce(shared + 128, shared + 128, 2, weftFloat64, weftSum, ctl, reinterpret_cast<weftStream_t>(x.st)) ==
-                  weftSuccess &&
-              gputest::sync_bounded(reinterpret_cast<weftStream_t>(x.st), 300);
-    cudaMemcpy(sums, shared + 128, 2 * sizeof(double), cudaMemcpyDeviceToHost);
-    return ok;
-  };
+  auto agree = [&](double failed, double wrong, double sums[2]) { return agree_verdicts(ctl, x, shared, failed, wrong, sums); };
   int status = 0;
   for (size_t ci = 0; ci < o.collectives.size(); ++ci) {
     const Collective c = o.collectives[ci];
@@ -107,32 +148,9 @@ int tune_rank(const TuneGpuOptions& o, const std::vector<std::vector<tune::Candi
         status = 1;
         continue;
       }
-      for (size_t s : sizes) {
-        const uint64_t count = count_for(c, o.sizes[s], 4, R);
-        const double us = time_calls(x, Lib::Weft, c, count, bo);
-        const std::string error = us < 0 ? weftGetLastError(nullptr) : "";
-        const long wrong = us >= 0 && o.check ? check(x, Lib::Weft, c, count, o.sizes[s] * 7 + 11) : 0;
-        if (!agree(us < 0 ? 1 : 0, static_cast<double>(wrong), sums)) return 1;
-        if (sums[0] > 0) {
-          // The plan is the same on every rank: where one cannot run it, none can.
-          progress.skipped(k, cand, text::format("%s: %s", text::format_bytes(o.sizes[s]).c_str(),
-                                                 error.empty() ? "another rank failed" : error.c_str()));
-          break;
-        }
-        if (sums[1] > 0) {
-          if (rank == 0)
-            std::fprintf(stderr, "weft tune: %s %s: %s computed %.0f wrong elements: left out\n",
-                         std::string(to_string(c)).c_str(), text::format_bytes(o.sizes[s]).c_str(), cand.label().c_str(),
-                         sums[1]);
-          status = 1;
-          break;
-        }
-        progress.timed(k, cand, s, o.sizes[s], us);
-        if (out) {
-          std::fprintf(out, "%zu %zu %zu %.6f\n", ci, k, s, us);
-          std::fflush(out);
-        }
-      }
+      const int rc = time_candidate(o, x, bo, ci, k, cand, sizes, progress, out, agree);
+      if (rc < 0) return 1;
+      if (rc > 0) status = 1;
       weftCommDestroy(x.weft);
       x.weft = nullptr;
     }

@@ -41,35 +41,53 @@ void check_options(const CompileOptions& o) {
     fail(ErrorCode::InvalidArgument, "unknown protocol '" + o.protocol + "' (known: Simple, LL, LL128)");
 }
 
-// Bytes the compiler takes, measured on ring AllReduce at 512 ranks (523,264 transfers) and
-// at 8 ranks with 16 M chunks, rounded up: per transfer (task graph, schedule, lowering), per
-// plan slot (lowered program, allocation, plan), per chunk slot of a rank's buffers and per
-// chunk moved (layout and chunk DAGs).
-constexpr double kBytesPerTransfer = 400, kBytesPerPlanSlot = 110, kBytesPerChunk = 4;
+// Bytes the compiler takes per transfer (task graph, schedule, lowering) and per plan slot
+// (lowered program, allocation, plan), measured on ring AllReduce at 512 ranks (523,264
+// transfers), rounded up.
+constexpr double kBytesPerTransfer = 400, kBytesPerPlanSlot = 110;
 
 struct Footprint {
-  double transfers = 0, chunk_slots = 0, chunk_moves = 0;
+  double transfers = 0, chunk_slots = 0, chunk_moves = 0, chunk_reads = 0;
+  double ranks = 0, in_out = 0;  ///< input plus output chunks of one rank
+  bool as_written = true;        ///< place_buffers keeps the slots (no value placement)
 };
 
-Footprint footprint(const Algorithm& algo) {
+Footprint footprint(const Algorithm& algo, bool in_place) {
   Footprint f;
   f.transfers = static_cast<double>(algo.transfers.size());
-  f.chunk_slots = static_cast<double>(algo.ranks) *
-                  (static_cast<double>(algo.input_chunks) + algo.output_chunks + algo.scratch_chunks);
-  for (const Transfer& t : algo.transfers) f.chunk_moves += t.count;
+  f.ranks = algo.ranks;
+  f.in_out = static_cast<double>(algo.input_chunks) + algo.output_chunks;
+  f.chunk_slots = f.ranks * (f.in_out + algo.scratch_chunks);
+  for (const Transfer& t : algo.transfers) {
+    f.chunk_moves += t.count;
+    f.chunk_reads += t.op == TransferOp::Reduce ? 2.0 * t.count : t.count;
+  }
+  f.as_written = places_as_written(algo, in_place);
   return f;
 }
 
+// The analysis's peak, from the data structures it allocates per chunk (compiler.hpp):
+// whichever of the value placement and the task graph takes more, plus the transfers.
 double analysis_bytes(const Footprint& f) {
-  return kBytesPerTransfer * f.transfers + kBytesPerChunk * (f.chunk_slots + f.chunk_moves);
-}
-
-}  // namespace
+  // Value placement (layout.cpp, Placement) where the slots are not kept as written: per
+  // logical cell scratch_of_ and cur_ (int32 each), per value (one per cell and per chunk
+  // moved) last_step_, last_reader_ (int32), loc_ (int64) and final_ (byte), per physical
+  // cell (a rank's cells plus one scratch slot per input and output chunk) occupant_ and
+  // last_access_ (int32).
+  const double values = f.chunk_slots + f.chunk_moves;
+  const double physical = f.chunk_slots + (f.as_written ? 0 : f.ranks * f.in_out);
+  const double placement = f.as_written ? 0 : 8 * f.chunk_slots + 17 * values + 8 * physical;
+  // Task graph (graph.cpp, build_task_graph): last_writer and reader_head per physical slot
+  // (int32 each), and node_task and node_next per chunk read (int32 each, grown by doubling:
+  // up to three times the size while one moves).
+  const double graph = 8 * physical + 24 * f.chunk_reads;
+  return kBytesPerTransfer * f.transfers + std::max(placement, graph);
+}}  // namespace
 
 CompileResult compile(const Algorithm& algo, const Topology& topo, const CompileOptions& options) {
   check_options(options);
   check_topology_fits(algo, topo);
-  const Footprint fp = footprint(algo);
+  const Footprint fp = footprint(algo, options.in_place);
   check_memory_budget(analysis_bytes(fp), options.max_memory_bytes,
                       text::format("compiling %s (%.0f transfers, %.0f chunk slots)", algo.name.c_str(), fp.transfers,
                                    fp.chunk_slots));
@@ -119,7 +137,9 @@ CompileResult compile(const Algorithm& algo, const Topology& topo, const Compile
   {
     // Every transfer becomes a send and a receive slot per instance of its link (at most).
     const int32_t most = std::max({k.intra, k.inter, k.local});
-    check_memory_budget(analysis_bytes(fp) + kBytesPerPlanSlot * 2.0 * most * fp.transfers, options.max_memory_bytes,
+    // The analysis's per-chunk structures are gone by now; the task graph is not.
+    check_memory_budget(kBytesPerTransfer * fp.transfers + kBytesPerPlanSlot * 2.0 * most * fp.transfers,
+                        options.max_memory_bytes,
                         text::format("the plan of %s at %d instances per link (%.0f transfers)", algo.name.c_str(), most,
                                      fp.transfers));
   }

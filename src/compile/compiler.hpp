@@ -59,9 +59,10 @@ struct CompileOptions {
   /// AllReduce on 1,024 GPUs).
   bool keep_graph = true;
   /// Memory the compilation may take, in bytes (0: default_memory_budget(), three quarters
-  /// of the machine's memory). compile() estimates its need from the algorithm's transfers
-  /// and chunk slots before the analysis and from the plan's slots once the instances are
-  /// known, and refuses with InvalidArgument naming both figures (util/memory_budget.hpp).
+  /// of the machine's memory). compile() estimates its need before the analysis from the
+  /// arrays the value placement and the task graph allocate per chunk slot, per chunk moved
+  /// and per transfer, and from the plan's slots once the instances are known, and refuses
+  /// with InvalidArgument naming both figures (util/memory_budget.hpp).
   uint64_t max_memory_bytes = 0;
 };
 
@@ -92,12 +93,12 @@ struct CompileResult {
 CompileResult compile(const Algorithm& algo, const Topology& topo, const CompileOptions& options = {});
 
 /// Most thread blocks per rank a compiled plan takes in the GPU runtime: as many as the
-/// runtime's own largest built-in plan (all-pairs AllGather, 3 x 24).
+/// runtime's own largest hand-built plan (all-pairs AllGather, 3 x 24).
 inline constexpr int32_t kRuntimePlanMaxTbs = 72;
 
 /// The GPU runtime's rule for a compiled plan (and the simulated `weft bench`, which mirrors
 /// it): compile with `options` (whose instances are the selection table's, tuned for the
-/// built-in plans); if the busiest rank then needs more than kRuntimePlanMaxTbs thread
+/// hand-built plans); if the busiest rank then needs more than kRuntimePlanMaxTbs thread
 /// blocks (many peers at once: HM AllReduce on 8 GPUs needs 336 at 24 per link), compile
 /// again with instances derived from the topology and max_tbs = kRuntimePlanMaxTbs.
 CompileResult compile_for_runtime(const Algorithm& algo, const Topology& topo, CompileOptions options);

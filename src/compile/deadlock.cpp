@@ -24,69 +24,157 @@ namespace {
 /// their waits on each other, and fires every group that waits only on fired slots or on
 /// groups it fires, and whose one-micro-batch edges (each message's send before its receive,
 /// dependencies among the group's slots) are acyclic. Plans that never stall pay nothing.
-bool simulate(const PlanIndex& ix, const std::vector<int32_t>& next, const std::vector<int32_t>& root,
-              const std::vector<int32_t>& send_of) {
-  const int32_t n = ix.size();
-  const int32_t tbs = static_cast<int32_t>(ix.num_tbs());
-  std::vector<int64_t> pc(ix.tb_base.begin(), ix.tb_base.end() - 1);  // next slot id of each thread block
-  std::vector<uint8_t> done(n, 0);
-  std::vector<int32_t> watch_head(n, -1);
-  std::vector<int32_t> pool_node, pool_next;
-  std::vector<int32_t> work;
-  int64_t fired = 0;
-  for (int32_t t = 0; t < tbs; ++t)
-    if (ix.tb_base[t] < ix.tb_base[t + 1]) work.push_back(static_cast<int32_t>(ix.tb_base[t]));
-  auto fire = [&](int32_t u) {
+class Simulation {
+ public:
+  Simulation(const PlanIndex& ix, const std::vector<int32_t>& next, const std::vector<int32_t>& root,
+             const std::vector<int32_t>& send_of)
+      : ix_(ix), next_(next), root_(root), send_of_(send_of), n_(ix.size()), tbs_(static_cast<int32_t>(ix.num_tbs())),
+        pc_(ix.tb_base.begin(), ix.tb_base.end() - 1), done_(n_, 0), watch_head_(n_, -1) {
+    for (int32_t t = 0; t < tbs_; ++t)
+      if (ix.tb_base[t] < ix.tb_base[t + 1]) work_.push_back(static_cast<int32_t>(ix.tb_base[t]));
+  }
+
+  bool run() {
+    for (;;) {
+      while (!work_.empty()) {
+        const int32_t u = work_.back();
+        work_.pop_back();
+        if (!done_[u] && ready_or_watch(u)) fire(u);
+      }
+      if (fired_ == n_) return true;
+      if (!fire_groups()) return false;
+    }
+  }
+
+ private:
+  /// Ready? Every member at its thread block's head, every dependency fired. If not, u
+  /// waits: on the first unfired dependency's watch list, or until that thread block
+  /// reaches the member.
+  bool ready_or_watch(int32_t u) {
     int32_t m = u;
     do {
-      done[m] = 1;
-      ++fired;
-      int32_t t = ix.tb_of[m];
-      ++pc[t];
-      if (pc[t] < ix.tb_base[t + 1]) work.push_back(static_cast<int32_t>(pc[t]));
-      for (int32_t w = watch_head[m]; w >= 0; w = pool_next[w]) work.push_back(pool_node[w]);
-      watch_head[m] = -1;
-      m = next[m];
+      if (pc_[ix_.tb_of[m]] != m) return false;  // re-checked when that thread block reaches m
+      const int32_t r = ix_.rank(m);
+      for (const SlotDep& d : ix_.slot(m).deps) {
+        const int32_t dep = ix_.id(r, d.tb, d.slot);
+        if (root_[dep] == root_[m]) continue;
+        if (!done_[dep]) {
+          pool_node_.push_back(u);
+          pool_next_.push_back(watch_head_[dep]);
+          watch_head_[dep] = static_cast<int32_t>(pool_node_.size()) - 1;
+          return false;
+        }
+      }
+      m = next_[m];
     } while (m != u);
-  };
-  // Scratch for fire_groups, sized on its first call (plans that never stall skip it): index
-  // of an active node by its root, of a slot in the group under test.
-  std::vector<int32_t> act_of, loc;
-  auto fire_groups = [&]() -> bool {
-    if (act_of.empty()) act_of.assign(n, -1), loc.assign(n, -1);
-    // Nodes whose members are all at their heads (each listed once, by root).
+    return true;
+  }
+
+  void fire(int32_t u) {
+    int32_t m = u;
+    do {
+      done_[m] = 1;
+      ++fired_;
+      const int32_t t = ix_.tb_of[m];
+      ++pc_[t];
+      if (pc_[t] < ix_.tb_base[t + 1]) work_.push_back(static_cast<int32_t>(pc_[t]));
+      for (int32_t w = watch_head_[m]; w >= 0; w = pool_next_[w]) work_.push_back(pool_node_[w]);
+      watch_head_[m] = -1;
+      m = next_[m];
+    } while (m != u);
+  }
+
+  /// Nodes whose members are all at their heads (each listed once, by root; act_of_ set).
+  std::vector<int32_t> active_nodes() {
     std::vector<int32_t> act;
-    for (int32_t t = 0; t < tbs; ++t) {
-      if (pc[t] >= ix.tb_base[t + 1]) continue;
-      const int32_t h = static_cast<int32_t>(pc[t]);
-      if (act_of[root[h]] >= 0) continue;
+    for (int32_t t = 0; t < tbs_; ++t) {
+      if (pc_[t] >= ix_.tb_base[t + 1]) continue;
+      const int32_t h = static_cast<int32_t>(pc_[t]);
+      if (act_of_[root_[h]] >= 0) continue;
       bool heads = true;
       int32_t m = h;
       do {
-        if (pc[ix.tb_of[m]] != m) heads = false;
-        m = next[m];
+        if (pc_[ix_.tb_of[m]] != m) heads = false;
+        m = next_[m];
       } while (heads && m != h);
       if (!heads) continue;
-      act_of[root[h]] = static_cast<int32_t>(act.size());
+      act_of_[root_[h]] = static_cast<int32_t>(act.size());
       act.push_back(h);
     }
+    return act;
+  }
+
+  /// Waits between the active nodes; a wait on a slot neither fired nor in an active node
+  /// blocks.
+  void active_waits(const std::vector<int32_t>& act, std::vector<std::vector<int32_t>>* waits,
+                    std::vector<uint8_t>* blocked) const {
     const int32_t A = static_cast<int32_t>(act.size());
-    // Waits between them; a wait on a slot neither fired nor in an active node blocks.
-    std::vector<std::vector<int32_t>> waits(A);
-    std::vector<uint8_t> blocked(A, 0);
+    waits->assign(A, {});
+    blocked->assign(A, 0);
     for (int32_t a = 0; a < A; ++a) {
       int32_t m = act[a];
       do {
-        const int32_t r = ix.rank(m);
-        for (const SlotDep& d : ix.slot(m).deps) {
-          const int32_t dep = ix.id(r, d.tb, d.slot);
-          if (root[dep] == root[m] || done[dep]) continue;
-          if (act_of[root[dep]] >= 0) waits[a].push_back(act_of[root[dep]]);  // members of active nodes are at heads
-          else blocked[a] = 1;
+        const int32_t r = ix_.rank(m);
+        for (const SlotDep& d : ix_.slot(m).deps) {
+          const int32_t dep = ix_.id(r, d.tb, d.slot);
+          if (root_[dep] == root_[m] || done_[dep]) continue;
+          if (act_of_[root_[dep]] >= 0) (*waits)[a].push_back(act_of_[root_[dep]]);  // members of active nodes are at heads
+          else (*blocked)[a] = 1;
         }
-        m = next[m];
+        m = next_[m];
       } while (m != act[a]);
     }
+  }
+
+  /// One micro-batch across the group of active nodes `members`: sends before receives,
+  /// dependencies among its slots (the group's nodes are each acyclic already). True when
+  /// those edges are acyclic.
+  bool group_acyclic(const std::vector<int32_t>& act, const std::vector<int32_t>& members) {
+    std::vector<int32_t> slots;
+    for (int32_t a : members) {
+      int32_t m = act[a];
+      do {
+        loc_[m] = static_cast<int32_t>(slots.size());
+        slots.push_back(m);
+        m = next_[m];
+      } while (m != act[a]);
+    }
+    const int32_t S = static_cast<int32_t>(slots.size());
+    std::vector<std::vector<int32_t>> succ(S);
+    std::vector<int32_t> indeg(S, 0);
+    for (int32_t i = 0; i < S; ++i) {
+      const int32_t id = slots[i];
+      if (send_of_[id] >= 0 && loc_[send_of_[id]] >= 0) succ[loc_[send_of_[id]]].push_back(i), ++indeg[i];
+      const int32_t r = ix_.rank(id);
+      for (const SlotDep& d : ix_.slot(id).deps) {
+        const int32_t dep = ix_.id(r, d.tb, d.slot);
+        if (loc_[dep] >= 0) succ[loc_[dep]].push_back(i), ++indeg[i];
+      }
+    }
+    std::vector<int32_t> ready;
+    for (int32_t i = 0; i < S; ++i)
+      if (indeg[i] == 0) ready.push_back(i);
+    int32_t seen = 0;
+    while (!ready.empty()) {
+      const int32_t i = ready.back();
+      ready.pop_back();
+      ++seen;
+      for (int32_t j : succ[i])
+        if (--indeg[j] == 0) ready.push_back(j);
+    }
+    for (int32_t id : slots) loc_[id] = -1;
+    return seen == S;
+  }
+
+  /// See simulate(): fires the groups of active nodes that may run micro-batch by
+  /// micro-batch; true if any fired.
+  bool fire_groups() {
+    if (act_of_.empty()) act_of_.assign(n_, -1), loc_.assign(n_, -1);
+    const std::vector<int32_t> act = active_nodes();
+    const int32_t A = static_cast<int32_t>(act.size());
+    std::vector<std::vector<int32_t>> waits;
+    std::vector<uint8_t> blocked;
+    active_waits(act, &waits, &blocked);
     // Tarjan's strongly connected components, iteratively; a component is complete only
     // after every component it waits on, so each is decided after those.
     std::vector<int32_t> index(A, -1), low(A, 0), comp(A, -1), stack;
@@ -135,86 +223,37 @@ bool simulate(const PlanIndex& ix, const std::vector<int32_t>& next, const std::
           for (int32_t b : waits[a])
             if (comp[b] != c && !comp_ok[static_cast<size_t>(comp[b])]) ok = false;
         }
-        if (ok && members.size() > 1) {
-          // One micro-batch across the group: sends before receives, dependencies among its
-          // slots (the group's nodes are each acyclic already).
-          std::vector<int32_t> slots;
-          for (int32_t a : members) {
-            int32_t m = act[a];
-            do {
-              loc[m] = static_cast<int32_t>(slots.size());
-              slots.push_back(m);
-              m = next[m];
-            } while (m != act[a]);
-          }
-          const int32_t S = static_cast<int32_t>(slots.size());
-          std::vector<std::vector<int32_t>> succ(S);
-          std::vector<int32_t> indeg(S, 0);
-          for (int32_t i = 0; i < S; ++i) {
-            const int32_t id = slots[i];
-            if (send_of[id] >= 0 && loc[send_of[id]] >= 0) succ[loc[send_of[id]]].push_back(i), ++indeg[i];
-            const int32_t r = ix.rank(id);
-            for (const SlotDep& d : ix.slot(id).deps) {
-              const int32_t dep = ix.id(r, d.tb, d.slot);
-              if (loc[dep] >= 0) succ[loc[dep]].push_back(i), ++indeg[i];
-            }
-          }
-          std::vector<int32_t> ready;
-          for (int32_t i = 0; i < S; ++i)
-            if (indeg[i] == 0) ready.push_back(i);
-          int32_t seen = 0;
-          while (!ready.empty()) {
-            const int32_t i = ready.back();
-            ready.pop_back();
-            ++seen;
-            for (int32_t j : succ[i])
-              if (--indeg[j] == 0) ready.push_back(j);
-          }
-          ok = seen == S;
-          for (int32_t id : slots) loc[id] = -1;
-        }
+        if (ok && members.size() > 1) ok = group_acyclic(act, members);
         comp_ok.push_back(ok ? 1 : 0);
         if (ok)
           for (int32_t a : members) to_fire.push_back(act[a]);
       }
     }
-    for (int32_t h : act) act_of[root[h]] = -1;
+    for (int32_t h : act) act_of_[root_[h]] = -1;
     for (int32_t h : to_fire) fire(h);
     return !to_fire.empty();
-  };
-  for (;;) {
-    while (!work.empty()) {
-      int32_t u = work.back();
-      work.pop_back();
-      if (done[u]) continue;
-      // Ready? Every member at its thread block's head, every dependency fired.
-      bool ready = true;
-      int32_t m = u;
-      do {
-        if (pc[ix.tb_of[m]] != m) {
-          ready = false;  // re-checked when that thread block reaches m
-          break;
-        }
-        int32_t r = ix.rank(m);
-        for (const SlotDep& d : ix.slot(m).deps) {
-          int32_t dep = ix.id(r, d.tb, d.slot);
-          if (root[dep] == root[m]) continue;
-          if (!done[dep]) {
-            pool_node.push_back(u);
-            pool_next.push_back(watch_head[dep]);
-            watch_head[dep] = static_cast<int32_t>(pool_node.size()) - 1;
-            ready = false;
-            break;
-          }
-        }
-        if (!ready) break;
-        m = next[m];
-      } while (m != u);
-      if (ready) fire(u);
-    }
-    if (fired == n) return true;
-    if (!fire_groups()) return false;
   }
+
+  const PlanIndex& ix_;
+  const std::vector<int32_t>& next_;
+  const std::vector<int32_t>& root_;
+  const std::vector<int32_t>& send_of_;
+  const int32_t n_;
+  const int32_t tbs_;
+  std::vector<int64_t> pc_;  ///< next slot id of each thread block
+  std::vector<uint8_t> done_;
+  std::vector<int32_t> watch_head_;
+  std::vector<int32_t> pool_node_, pool_next_;
+  std::vector<int32_t> work_;
+  int64_t fired_ = 0;
+  /// Scratch for fire_groups, sized on its first call (plans that never stall skip it):
+  /// index of an active node by its root, of a slot in the group under test.
+  std::vector<int32_t> act_of_, loc_;
+};
+
+bool simulate(const PlanIndex& ix, const std::vector<int32_t>& next, const std::vector<int32_t>& root,
+              const std::vector<int32_t>& send_of) {
+  return Simulation(ix, next, root, send_of).run();
 }
 
 /// After a failed simulation: the graph of merged nodes (program order, dependencies) has a

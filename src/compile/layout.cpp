@@ -474,14 +474,16 @@ void aggregate_transfers(PlacedAlgorithm& p) {
   p = std::move(out);
 }
 
-PlacedAlgorithm place_buffers(const Algorithm& algo, bool in_place, bool aggregate) {
+bool places_as_written(const Algorithm& algo, bool in_place) {
   // In place to in place keeps every slot where the algorithm put it (a verified algorithm
   // reads no value it has overwritten), except for Reduce, whose non-root buffers are the
   // caller's and must not change, and Broadcast, whose non-root inputs must not be read.
-  const bool as_written = algo.collective == Collective::Custom ||
-                          (in_place && algo.in_place && algo.collective != Collective::Reduce &&
-                           algo.collective != Collective::Broadcast);
-  PlacedAlgorithm p = as_written ? place_as_written(algo) : Placement(algo, in_place).run();
+  return algo.collective == Collective::Custom || (in_place && algo.in_place && algo.collective != Collective::Reduce &&
+                                                   algo.collective != Collective::Broadcast);
+}
+
+PlacedAlgorithm place_buffers(const Algorithm& algo, bool in_place, bool aggregate) {
+  PlacedAlgorithm p = places_as_written(algo, in_place) ? place_as_written(algo) : Placement(algo, in_place).run();
   if (aggregate) aggregate_transfers(p);
   return p;
 }

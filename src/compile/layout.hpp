@@ -56,6 +56,11 @@ struct PlacedAlgorithm {
 /// written whatever `in_place` asks; the result's algo.in_place says what was done.
 PlacedAlgorithm place_buffers(const Algorithm& algo, bool in_place, bool aggregate = true);
 
+/// Whether place_buffers keeps `algo`'s slots where it put them (place_as_written) rather
+/// than running the value placement, which takes memory per chunk slot (compiler.cpp's
+/// estimate asks).
+bool places_as_written(const Algorithm& algo, bool in_place);
+
 /// The algorithm's slots as written (made canonical when it is in place), sorted by step, no
 /// aggregation.
 PlacedAlgorithm place_as_written(const Algorithm& algo);

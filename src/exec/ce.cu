@@ -1,11 +1,10 @@
-// The copy-engine executor's kernels (exec/ce.hpp).
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
+// The copy-engine runner's kernels (exec/ce.hpp).
+#include <type_traits>
 
 #include "exec/ce.hpp"
+#include "exec/dtype_dispatch.hpp"
 #include "exec/reduce_ops.cuh"
-#include "runtime/cuda_check.hpp"
-#include "weft/weft.h"
+#include "util/cuda_check.hpp"
 
 namespace weft::exec {
 
@@ -85,47 +84,21 @@ __global__ void __launch_bounds__(kCeReduceThreads) ce_reduce_kernel(const __gri
 template <typename T>
 void launch_reduce_t(const CeReduceArgs& a, int blocks, cudaStream_t s) {
   switch (a.op) {
-    case weftProd: ce_reduce_kernel<T, 1><<<blocks, kCeReduceThreads, 0, s>>>(a); break;
-    case weftMax: ce_reduce_kernel<T, 2><<<blocks, kCeReduceThreads, 0, s>>>(a); break;
-    case weftMin: ce_reduce_kernel<T, 3><<<blocks, kCeReduceThreads, 0, s>>>(a); break;
-    default: ce_reduce_kernel<T, 0><<<blocks, kCeReduceThreads, 0, s>>>(a); break;
+    case kOpProd: ce_reduce_kernel<T, kOpProd><<<blocks, kCeReduceThreads, 0, s>>>(a); break;
+    case kOpMax: ce_reduce_kernel<T, kOpMax><<<blocks, kCeReduceThreads, 0, s>>>(a); break;
+    case kOpMin: ce_reduce_kernel<T, kOpMin><<<blocks, kCeReduceThreads, 0, s>>>(a); break;
+    default: ce_reduce_kernel<T, kOpSum><<<blocks, kCeReduceThreads, 0, s>>>(a); break;
   }
 }
 
 template <typename T>
 void preload_reduce_t() {
   cudaFuncAttributes attr;
-  WEFT_CUDA_CHECK(cudaFuncGetAttributes(&attr, ce_reduce_kernel<T, 0>));
-  WEFT_CUDA_CHECK(cudaFuncGetAttributes(&attr, ce_reduce_kernel<T, 1>));
-  WEFT_CUDA_CHECK(cudaFuncGetAttributes(&attr, ce_reduce_kernel<T, 2>));
-  WEFT_CUDA_CHECK(cudaFuncGetAttributes(&attr, ce_reduce_kernel<T, 3>));
+  WEFT_CUDA_CHECK(cudaFuncGetAttributes(&attr, ce_reduce_kernel<T, kOpSum>));
+  WEFT_CUDA_CHECK(cudaFuncGetAttributes(&attr, ce_reduce_kernel<T, kOpProd>));
+  WEFT_CUDA_CHECK(cudaFuncGetAttributes(&attr, ce_reduce_kernel<T, kOpMax>));
+  WEFT_CUDA_CHECK(cudaFuncGetAttributes(&attr, ce_reduce_kernel<T, kOpMin>));
 }
-
-/// Calls f<T>() for the weft data type `dtype`.
-template <template <typename> class F, typename... Args>
-void by_type(int dtype, Args&&... args) {
-  switch (dtype) {
-    case weftInt8: F<int8_t>{}(args...); break;
-    case weftUint8: F<uint8_t>{}(args...); break;
-    case weftInt32: F<int32_t>{}(args...); break;
-    case weftUint32: F<uint32_t>{}(args...); break;
-    case weftInt64: F<int64_t>{}(args...); break;
-    case weftUint64: F<uint64_t>{}(args...); break;
-    case weftFloat16: F<__half>{}(args...); break;
-    case weftFloat32: F<float>{}(args...); break;
-    case weftFloat64: F<double>{}(args...); break;
-    default: F<__nv_bfloat16>{}(args...); break;
-  }
-}
-
-template <typename T>
-struct Launch {
-  void operator()(const CeReduceArgs& a, int blocks, cudaStream_t s) const { launch_reduce_t<T>(a, blocks, s); }
-};
-template <typename T>
-struct Preload {
-  void operator()() const { preload_reduce_t<T>(); }
-};
 
 }  // namespace
 
@@ -135,14 +108,14 @@ void launch_ce_triggers(const CeTriggerArgs& args, cudaStream_t stream) {
 }
 
 void launch_ce_reduce(const CeReduceArgs& args, int blocks, cudaStream_t stream) {
-  by_type<Launch>(args.dtype, args, blocks, stream);
+  with_dtype(args.dtype, [&](auto* tag) { launch_reduce_t<std::remove_pointer_t<decltype(tag)>>(args, blocks, stream); });
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
 
 void preload_ce_kernels() {
   cudaFuncAttributes attr;
   WEFT_CUDA_CHECK(cudaFuncGetAttributes(&attr, ce_trigger_kernel));
-  for (int t = 0; t < weftNumTypes; ++t) by_type<Preload>(t);
+  for_each_dtype([](auto* tag) { preload_reduce_t<std::remove_pointer_t<decltype(tag)>>(); });
 }
 
 }  // namespace weft::exec

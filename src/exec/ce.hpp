@@ -1,5 +1,5 @@
-// The copy-engine executor's kernels (runtime/ce_collectives.hpp runs them; the programs
-// come from runtime/ce_plan.hpp).
+// The copy-engine runner's kernels (exec/ce_runner.hpp runs them; the programs
+// come from plan/ce_plan.hpp).
 //
 // ce_trigger_kernel: one thread. It walks a run of steps: posts signal and put-with-signal
 // triggers to the proxy's FIFO (the proxy's copy engines move the data), waits for peers'

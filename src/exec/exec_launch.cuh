@@ -7,21 +7,25 @@
 
 #include "exec/executor_kernel.cuh"
 #include "exec/executor.hpp"
-#include "runtime/cuda_check.hpp"
+#include "util/cuda_check.hpp"
 
 namespace weft::detail {
 
+/// `threads`: the movers; a.post_warp launches 32 more (the posting warp, exec_kernel), and
+/// wins over a.mover_wide (the 8 / 8 movers: another instantiation).
 template <typename T>
-void launch_exec_t(const exec::ExecArgs& a, int num_tbs, int threads, cudaStream_t stream) {
+void launch_exec_t(const exec::ExecArgs& a, int num_tbs, int threads, size_t smem, cudaStream_t stream) {
   // The traced interpreter is built for float32 on one node only (the runtime traces no
   // other call: docs/traces.md), so that the build keeps one extra kernel.
   if constexpr (std::is_same_v<T, float>)
     if (a.trace != nullptr && !a.net) {
-      exec::exec_kernel<T, false, true><<<num_tbs, threads, 0, stream>>>(a);
+      exec::exec_kernel<T, false, true><<<num_tbs, threads, smem, stream>>>(a);
       return;
     }
-  if (a.net) exec::exec_kernel<T, true><<<num_tbs, threads, 0, stream>>>(a);
-  else exec::exec_kernel<T, false><<<num_tbs, threads, 0, stream>>>(a);
+  if (a.net) exec::exec_kernel<T, true><<<num_tbs, threads, smem, stream>>>(a);
+  else if (a.post_warp) exec::exec_kernel<T, false, false, true><<<num_tbs, threads + 32, smem, stream>>>(a);
+  else if (a.mover_wide) exec::exec_kernel<T, false, false, false, true><<<num_tbs, threads, smem, stream>>>(a);
+  else exec::exec_kernel<T, false><<<num_tbs, threads, smem, stream>>>(a);
 }
 
 template <typename T>
@@ -36,6 +40,8 @@ template <typename T>
 void preload_exec_t() {
   cudaFuncAttributes attr;
   WEFT_CUDA_CHECK(cudaFuncGetAttributes(&attr, exec::exec_kernel<T>));
+  WEFT_CUDA_CHECK(cudaFuncGetAttributes(&attr, exec::exec_kernel<T, false, false, true>));
+  WEFT_CUDA_CHECK(cudaFuncGetAttributes(&attr, exec::exec_kernel<T, false, false, false, true>));
   if constexpr (std::is_same_v<T, float>) WEFT_CUDA_CHECK(cudaFuncGetAttributes(&attr, exec::exec_kernel<T, false, true>));
   WEFT_CUDA_CHECK(cudaFuncGetAttributes(&attr, exec::divide_kernel<T>));
 }
@@ -51,7 +57,7 @@ int blocks_per_sm_t(int threads) {
 
 /// Explicit instantiations of the three helpers for element type T (inside weft::detail).
 #define WEFT_INSTANTIATE_EXEC(T)                                                        \
-  template void launch_exec_t<T>(const exec::ExecArgs&, int, int, cudaStream_t);        \
+  template void launch_exec_t<T>(const exec::ExecArgs&, int, int, size_t, cudaStream_t); \
   template void launch_divide_t<T>(void*, uint64_t, int, cudaStream_t);                 \
   template int blocks_per_sm_t<T>(int);                                                  \
   template void preload_exec_t<T>();

@@ -3,53 +3,38 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <mutex>
 #include <set>
 
-#include "runtime/cuda_check.hpp"
+#include "exec/dtype_dispatch.hpp"
+#include "util/cuda_check.hpp"
 #include "util/error.hpp"
-#include "weft/weft.h"
 
 namespace weft {
 
-namespace {
-
-template <typename F>
-void dispatch(int dtype, F&& f) {
-  switch (dtype) {
-    case weftInt8: return f(static_cast<int8_t*>(nullptr));
-    case weftUint8: return f(static_cast<uint8_t*>(nullptr));
-    case weftInt32: return f(static_cast<int32_t*>(nullptr));
-    case weftUint32: return f(static_cast<uint32_t*>(nullptr));
-    case weftInt64: return f(static_cast<int64_t*>(nullptr));
-    case weftUint64: return f(static_cast<uint64_t*>(nullptr));
-    case weftFloat16: return f(static_cast<__half*>(nullptr));
-    case weftFloat32: return f(static_cast<float*>(nullptr));
-    case weftFloat64: return f(static_cast<double*>(nullptr));
-    case weftBfloat16: return f(static_cast<__nv_bfloat16*>(nullptr));
-    default: fail(ErrorCode::InvalidArgument, "unknown data type " + std::to_string(dtype));
-  }
-}
-
-}  // namespace
-
 void launch_executor(const exec::ExecArgs& args, int num_tbs, int threads, cudaStream_t stream,
                      const void* generated) {
+  if (args.conn_cache < 0 || args.conn_cache > exec::kMaxConnsPerTB)
+    fail(ErrorCode::Internal, "launch_executor: " + std::to_string(args.conn_cache) + " connections per thread block");
+  // The connection states of every role (exec_kernel's conn_states).
+  const size_t smem = static_cast<size_t>(std::max(args.roles, 1)) * static_cast<size_t>(args.conn_cache) *
+                      exec::kConnStateBytes;
   if (generated != nullptr) {
     void* params[] = {const_cast<exec::ExecArgs*>(&args)};
     WEFT_CUDA_CHECK(cudaLaunchKernel(generated, dim3(static_cast<unsigned>(num_tbs)), dim3(static_cast<unsigned>(threads)),
-                                     params, 0, stream));
+                                     params, smem, stream));
     return;
   }
-  dispatch(args.dtype, [&](auto* tag) {
+  exec::with_dtype(args.dtype, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    detail::launch_exec_t<T>(args, num_tbs, threads, stream);
+    detail::launch_exec_t<T>(args, num_tbs, threads, smem, stream);
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
 
 void launch_oneshot(const exec::OneShotArgs& args, int blocks, int threads, cudaStream_t stream) {
-  dispatch(args.dtype, [&](auto* tag) {
+  exec::with_dtype(args.dtype, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     detail::launch_oneshot_t<T>(args, blocks, threads, stream);
   });
@@ -57,7 +42,7 @@ void launch_oneshot(const exec::OneShotArgs& args, int blocks, int threads, cuda
 }
 
 void launch_divide(void* x, uint64_t n, int dtype, int divisor, cudaStream_t stream) {
-  dispatch(dtype, [&](auto* tag) {
+  exec::with_dtype(dtype, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     detail::launch_divide_t<T>(x, n, divisor, stream);
   });
@@ -73,13 +58,11 @@ void preload_kernels() {
   WEFT_CUDA_CHECK(cudaGetDevice(&device));
   std::lock_guard<std::mutex> lock(mu);
   if (!loaded.insert(device).second) return;
-  for (int dtype : {weftInt8, weftUint8, weftInt32, weftUint32, weftInt64, weftUint64, weftFloat16, weftFloat32,
-                    weftFloat64, weftBfloat16})
-    dispatch(dtype, [&](auto* tag) {
-      using T = std::remove_pointer_t<decltype(tag)>;
-      detail::preload_exec_t<T>();
-      detail::preload_oneshot_t<T>();
-    });
+  exec::for_each_dtype([&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    detail::preload_exec_t<T>();
+    detail::preload_oneshot_t<T>();
+  });
   detail::preload_p2p();
 }
 

@@ -11,12 +11,13 @@
 namespace weft {
 
 /// Threads per block of the interpreter (its __launch_bounds__ allows up to 512).
-constexpr int kExecThreadsSimple = 512;
-constexpr int kExecThreadsLL = 512;
+constexpr int kExecThreadsSimple = exec::kExecBlockThreads;
+constexpr int kExecThreadsLL = exec::kExecBlockThreads;
 
 /// Launches one interpreter block per thread block of the rank's plan on `stream`, or,
 /// when `generated` is not null, that generated kernel (gen/kernels.hpp, the plan's own
-/// code, same arguments). Throws UnhandledCuda if the launch fails.
+/// code, same arguments), with max(roles, 1) x conn_cache connection states of dynamic
+/// shared memory. Throws UnhandledCuda if the launch fails.
 void launch_executor(const exec::ExecArgs& args, int num_tbs, int threads, cudaStream_t stream,
                      const void* generated = nullptr);
 
@@ -41,7 +42,7 @@ void preload_kernels();
 
 namespace detail {
 template <typename T>
-void launch_exec_t(const exec::ExecArgs& a, int num_tbs, int threads, cudaStream_t stream);
+void launch_exec_t(const exec::ExecArgs& a, int num_tbs, int threads, size_t smem, cudaStream_t stream);
 template <typename T>
 void launch_oneshot_t(const exec::OneShotArgs& a, int blocks, int threads, cudaStream_t stream);
 template <typename T>

@@ -4,16 +4,24 @@
 // exec/plan_lowering.hpp how connections are numbered).
 //
 // Connections are memory-channel FIFOs (weft/device/memory_channel.hpp: the protocol and
-// who owns which counter). Per invocation (slot s, micro-batch k), thread 0 waits, bounded
-// by the deadline:
+// who owns which counter). At the start of a launch the block's threads load, one
+// connection each and all at once, the position of every connection end of the thread
+// block and the peer's count there (send end: acked; receive end: posted) into shared
+// memory (ConnState): the invocations then read positions from there, and a wait loads the
+// peer's count only when the one seen last does not already allow the message. Per
+// invocation (slot s, micro-batch k), thread 0 waits, bounded by the deadline:
 //   - on every dependency's counter to reach base + k + 1 (base: the counters' common
 //     value when the launch started; counters only grow, so no reset between launches or
 //     graph replays);
-//   - if s receives (Simple): wait_posted for the next message;
-//   - if s sends: wait_credit for a free staging slot.
+//   - if s receives (Simple): wait_posted_cached for the next message;
+//   - if s sends: wait_credit_cached for a free staging slot.
 // Then the whole block (role) moves the data; then thread 0 publishes: post at the receiver
 // (always, so that Simple and LL messages share one count), ack at the sender, and the
-// slot's own counter. LL receives poll their packets instead of waiting for the post.
+// slot's own counter; it advances the cached positions, and stores them where the next
+// launch reads them (the post and the ack do). LL receives poll their packets instead of
+// waiting for the post. Launched with a posting warp (PostWarp, WEFT_POST_WARP), that warp
+// publishes instead, while the block's movers go on with the next invocation. Invocations run
+// in exec::InvocationOrder.
 // A wait that times out records rank, thread block, slot, micro-batch and what it waited
 // for in host-mapped memory and ends the block; the other blocks see the claim and end too.
 #pragma once
@@ -24,7 +32,7 @@
 #include "exec/exec_plan.hpp"
 #include "exec/ll128.cuh"
 #include "exec/reduce_ops.cuh"
-#include "exec/trace_record.hpp"
+#include "ir/trace_record.hpp"
 #include "weft/device/atomics.hpp"
 #include "weft/device/packet.hpp"
 #include "weft/device/wait.hpp"
@@ -32,6 +40,18 @@
 namespace weft::exec {
 
 constexpr int kMaxThreads = 512;
+
+/// What the posting warp (exec_kernel's PostWarp) publishes for one invocation, written by
+/// thread 0 once the invocation's waits succeeded; `stop` ends the posting warp.
+struct PostRecord {
+  const ChannelHandle* sc;  ///< null: nothing sent
+  const ChannelHandle* rc;  ///< null: nothing received
+  uint64_t spos;
+  uint64_t rpos;
+  uint64_t* counter;        ///< null: no thread block waits on the slot
+  uint64_t value;
+  int stop;
+};
 
 /// Written by thread 0 (or, for proc_status, by a thread whose packet wait failed) and read
 /// by every thread after a barrier. The statuses alternate between two copies per
@@ -47,12 +67,27 @@ struct BlockShared {
   int proc_status[2];
   uint64_t trace_t[3];  ///< traced launches: the invocation's first timestamps (TraceRecord)
   uint32_t trace_n;     ///< traced launches: records made so far
+  PostRecord post[2];   ///< PostWarp launches: by invocation parity
+};
+
+/// The named barrier that joins a PostWarp launch's movers (`movers` threads) and its posting warp.
+constexpr uint32_t kPostBarrier = 2;
+WEFT_DEVICE_INLINE void post_sync(uint32_t movers) {
+  asm volatile("bar.sync %0, %1;" ::"r"(kPostBarrier), "r"(movers + 32) : "memory");
+}
+
+/// One connection end's state for the launch, in shared memory (thread 0 of the role reads and
+/// advances it; the start of the launch fills it: load_conn_states).
+struct ConnState {
+  uint64_t pos;   ///< this end's message count (send: posted so far; receive: consumed so far)
+  uint64_t peer;  ///< the peer's count seen last (send end: acked; receive end: posted)
 };
 
 struct Invocation {
   const ExecArgs* a;
   const DevSlot* slots;  ///< the plan's arrays, inline or in device memory
   const ChannelHandle* conns;
+  int32_t cs_bias;       ///< connection c's state is conn_state(iv, c): the dynamic shared array's entry c + cs_bias
   device::Deadline dl;
   uint64_t start_ns;
   int32_t tb;
@@ -61,6 +96,36 @@ struct Invocation {
   uint32_t nth;  ///< threads of the role
   uint32_t bar;  ///< the role's barrier: 0 (__syncthreads) for a whole block, else its named barrier
 };
+
+/// The launch's dynamic shared memory: each role's connection states, `ExecArgs::conn_cache`
+/// per role (a shared-space array, so that thread 0 reaches them with 32-bit addresses).
+extern __shared__ ConnState exec_conn_states[];
+
+/// Sets where the invocation's connection states are: role `role`'s `per_role` entries, its
+/// thread block's connections starting at `conn_begin`.
+WEFT_DEVICE_INLINE void set_conn_states(Invocation& iv, uint32_t role, int32_t per_role, int32_t conn_begin) {
+  iv.cs_bias = static_cast<int32_t>(role) * per_role - conn_begin;
+}
+/// Connection `c`'s state (c one of the invocation's thread block's connections).
+WEFT_DEVICE_INLINE ConnState& conn_state(const Invocation& iv, int32_t c) { return exec_conn_states[c + iv.cs_bias]; }
+
+/// Every thread of the role, at the start of a launch: fills the thread block's connection
+/// states, one connection per thread, so that their loads are in flight together (one
+/// memory latency for all, instead of one or two per invocation). The role's barrier that
+/// follows orders them before thread 0's reads. A send end is the one with a `signalled`
+/// counter (exec/channel_end.cpp).
+WEFT_DEVICE_INLINE void load_conn_states(const Invocation& iv, int32_t conn_begin, int32_t nconns) {
+  for (uint32_t i = iv.tid; i < static_cast<uint32_t>(nconns); i += iv.nth) {
+    const int32_t c = conn_begin + static_cast<int32_t>(i);
+    const ChannelHandle& h = iv.conns[c];
+    const bool send = h.semaphore.signalled != nullptr;
+    const uint64_t pos = send ? h.send_position() : h.recv_position();
+    const uint64_t peer = h.peer_count();
+    ConnState& st = conn_state(iv, c);
+    st.pos = pos;
+    st.peer = peer;
+  }
+}
 
 /// The barrier of the invocation's thread group: barrier 0 over the whole block (as
 /// __syncthreads), or its role's named barrier over its warps (bar.sync orders the
@@ -184,13 +249,25 @@ __device__ __noinline__ void move_simple(const T* a, const T* b, T* o1, T* o2, u
   }
 }
 
-template <typename T>
+template <typename T, uint32_t U, uint32_t R>
+WEFT_DEVICE_INLINE void move_simple_ops(int op, const T* a, const T* b, T* o1, T* o2, uint64_t n, uint32_t tid,
+                                         uint32_t nth) {
+  if (b == nullptr || op == kOpSum || op == kOpAvg) return move_simple<T, kOpSum, U, R>(a, b, o1, o2, n, tid, nth);
+  if (op == kOpProd) return move_simple<T, kOpProd, U, R>(a, b, o1, o2, n, tid, nth);
+  if (op == kOpMax) return move_simple<T, kOpMax, U, R>(a, b, o1, o2, n, tid, nth);
+  return move_simple<T, kOpMin, U, R>(a, b, o1, o2, n, tid, nth);
+}
+
+/// `Wide` (exec_kernel's instantiation for ExecArgs::mover_wide, WEFT_MOVER_WIDE): 8 loads in
+/// flight on a copy and 8 of each input on a reduction, NCCL's unroll on sm_90, instead of 6
+/// and 3. A kernel of its own: calling either mover from one kernel made exec_kernel<float>
+/// spill about twice as much (ptxas -v), and in the PostWarp kernel's 96 registers ptxas
+/// spills 8 / 8 (and 8 / 4) but not 6 / 3.
+template <typename T, bool Wide = false>
 WEFT_DEVICE_INLINE void move_simple_op(int op, const T* a, const T* b, T* o1, T* o2, uint64_t n, uint32_t tid,
                                         uint32_t nth) {
-  if (b == nullptr || op == 0 || op == 4) return move_simple<T, 0>(a, b, o1, o2, n, tid, nth);
-  if (op == 1) return move_simple<T, 1>(a, b, o1, o2, n, tid, nth);
-  if (op == 2) return move_simple<T, 2>(a, b, o1, o2, n, tid, nth);
-  return move_simple<T, 3>(a, b, o1, o2, n, tid, nth);
+  if constexpr (Wide) return move_simple_ops<T, 8, 8>(op, a, b, o1, o2, n, tid, nth);
+  else return move_simple_ops<T, 6, 3>(op, a, b, o1, o2, n, tid, nth);
 }
 
 /// LL: the block moves `bytes` word by word; `in` packets are polled (flag rflag), `out`
@@ -208,7 +285,14 @@ __device__ __noinline__ device::WaitResult move_ll(int prim, const char* src, co
   const uint64_t words = (wire_bytes + 7) / 8;
   const uint64_t nth = nth_;
   for (uint64_t base = tid; base < words; base += nth * kU) {
-    uint64_t x[kU];
+    // The source words first: their loads are in flight while the packets are polled (on a
+    // hop that receives, reduces and sends, one memory latency less per hop).
+    uint64_t x[kU], sv[kU];
+#pragma unroll
+    for (uint32_t u = 0; u < kU; ++u) {
+      const uint64_t w = base + u * nth;
+      sv[u] = src != nullptr && w < words ? device::load_word(src, w * 8, bytes) : 0;
+    }
     if (in != nullptr) {
       bool ready[kU];
 #pragma unroll
@@ -235,14 +319,14 @@ __device__ __noinline__ device::WaitResult move_ll(int prim, const char* src, co
     for (uint32_t u = 0; u < kU; ++u) {
       const uint64_t w = base + u * nth;
       if (w >= words) break;
-      uint64_t sv = src != nullptr ? device::load_word(src, w * 8, bytes) : 0, v;
+      uint64_t v;
       switch (prim) {
         case kSend:
-        case kCopy: v = sv; break;
+        case kCopy: v = sv[u]; break;
         case kRecv:
         case kRecvCopySend: v = x[u]; break;
-        case kReduce: v = apply8<T, Op>(device::load_word(dst, w * 8, bytes), sv); break;
-        default: v = apply8<T, Op>(sv, x[u]); break;
+        case kReduce: v = apply8<T, Op>(device::load_word(dst, w * 8, bytes), sv[u]); break;
+        default: v = apply8<T, Op>(sv[u], x[u]); break;
       }
       if (dst != nullptr) device::store_word(dst, w * 8, bytes, v);
       if (out != nullptr) device::ll_write(out + w, v, sflag);
@@ -257,10 +341,10 @@ WEFT_DEVICE_INLINE device::WaitResult move_ll_op(int op, int prim, const char* s
                                                  uint32_t rflag, uint32_t sflag, const device::Deadline& dl,
                                                  uint32_t tid, uint32_t nth) {
   switch (op) {
-    case 1: return move_ll<T, 1>(prim, src, in, dst, out, bytes, wire_bytes, rflag, sflag, dl, tid, nth);
-    case 2: return move_ll<T, 2>(prim, src, in, dst, out, bytes, wire_bytes, rflag, sflag, dl, tid, nth);
-    case 3: return move_ll<T, 3>(prim, src, in, dst, out, bytes, wire_bytes, rflag, sflag, dl, tid, nth);
-    default: return move_ll<T, 0>(prim, src, in, dst, out, bytes, wire_bytes, rflag, sflag, dl, tid, nth);
+    case kOpProd: return move_ll<T, kOpProd>(prim, src, in, dst, out, bytes, wire_bytes, rflag, sflag, dl, tid, nth);
+    case kOpMax: return move_ll<T, kOpMax>(prim, src, in, dst, out, bytes, wire_bytes, rflag, sflag, dl, tid, nth);
+    case kOpMin: return move_ll<T, kOpMin>(prim, src, in, dst, out, bytes, wire_bytes, rflag, sflag, dl, tid, nth);
+    default: return move_ll<T, kOpSum>(prim, src, in, dst, out, bytes, wire_bytes, rflag, sflag, dl, tid, nth);
   }
 }
 
@@ -271,7 +355,22 @@ WEFT_DEVICE_INLINE device::WaitResult move_ll_op(int op, int prim, const char* s
 /// instantiation, so that the network's trigger pushes cost the kernel without them no
 /// registers). `Traced`: thread 0 records the invocation's timestamps in ExecArgs::trace
 /// (also a separate instantiation: the readings cost the untraced kernel spills).
-template <typename T, bool Net, int Protocol = -1, int Op = -1, bool Traced = false>
+///
+/// Simple receives within a node ack without a fence, as LL ones do: every value the role
+/// loaded from the staging slot was consumed before the barrier that precedes the ack
+/// (stored to the output or the next staging slot, or reduced into such a store), so those
+/// loads have completed and the sender's next writes into the slot cannot change them; the
+/// role's own stores need no ordering against the ack (the output is ordered for this rank's
+/// other blocks by the counter's release, a next slot by the post's release). The fence it
+/// saves (one per received micro-batch) waited for all the micro-batch's stores to complete
+/// before the sender could reuse the slot.
+///
+/// `PostWarp` (Simple within a node only): thread 0 takes the invocation's FIFO positions as
+/// soon as its waits succeed (the cached positions, and the counts the next launch reads) and
+/// leaves what to publish in sh.post[par]; the movers then meet the posting warp at post_sync
+/// instead of publishing (exec_kernel's posting warp does). `Wide`: the 8 / 8 movers.
+template <typename T, bool Net, int Protocol = -1, int Op = -1, bool Traced = false, bool PostWarp = false,
+          bool Wide = false>
 WEFT_DEVICE_INLINE bool invoke_slot(const Invocation& iv, BlockShared& sh, const DevSlot s, int32_t gs, uint32_t k,
                                     uint32_t par) {
   const ExecArgs& a = *iv.a;
@@ -300,10 +399,11 @@ WEFT_DEVICE_INLINE bool invoke_slot(const Invocation& iv, BlockShared& sh, const
     }
     if constexpr (Traced) sh.trace_t[1] = device::globaltimer();
     if (st == 0 && recvs) {
-      const uint64_t rpos = rc->recv_position();
+      ConnState& rcs = conn_state(iv, s.recv_conn);
+      const uint64_t rpos = rcs.pos;
       sh.rpos = rpos;
       if (!ll) {
-        device::WaitResult r = rc->wait_posted(rpos, iv.dl);
+        device::WaitResult r = rc->wait_posted_cached(rpos, rcs.peer, iv.dl);
         if (r != device::WaitResult::Ok) {
           record_error(iv, r, gs, s.prim, kWaitData, rc->peer, k, -1, rpos + 1, rc->peer_count());
           st = 1;
@@ -311,9 +411,10 @@ WEFT_DEVICE_INLINE bool invoke_slot(const Invocation& iv, BlockShared& sh, const
       }
     }
     if (st == 0 && sends) {
-      const uint64_t spos = sc->send_position();
+      ConnState& scs = conn_state(iv, s.send_conn);
+      const uint64_t spos = scs.pos;
       sh.spos = spos;
-      device::WaitResult r = sc->wait_credit(spos, iv.dl);
+      device::WaitResult r = sc->wait_credit_cached(spos, scs.peer, iv.dl);
       if (r != device::WaitResult::Ok) {
         record_error(iv, r, gs, s.prim, kWaitCredit, sc->peer, k, -1, spos + 1 - sc->depth, sc->peer_count());
         st = 1;
@@ -321,6 +422,29 @@ WEFT_DEVICE_INLINE bool invoke_slot(const Invocation& iv, BlockShared& sh, const
     }
     sh.wait_status[par] = st;
     sh.proc_status[par] = 0;
+    if constexpr (PostWarp) {
+      // This end's counts move now (the next invocation may use the same FIFO end before the
+      // posting warp has published this one); the peer-visible counts are the posting warp's,
+      // after the movers' post_sync.
+      PostRecord& p = sh.post[par];
+      p.stop = st;
+      if (st == 0) {
+        p.sc = sc;
+        p.rc = rc;
+        p.spos = sh.spos;
+        p.rpos = sh.rpos;
+        p.counter = (s.flags & kHasDependents) ? &a.counters[gs] : nullptr;
+        p.value = sh.base + k + 1;
+        if (sends) {
+          conn_state(iv, s.send_conn).pos = sh.spos + 1;
+          *sc->semaphore.signalled = sh.spos + 1;
+        }
+        if (recvs) {
+          conn_state(iv, s.recv_conn).pos = sh.rpos + 1;
+          *rc->semaphore.waited = sh.rpos + 1;
+        }
+      }
+    }
   }
   role_sync(iv);
   if (sh.wait_status[par] != 0) return false;
@@ -331,7 +455,7 @@ WEFT_DEVICE_INLINE bool invoke_slot(const Invocation& iv, BlockShared& sh, const
   const uint64_t esz = g.elem_size;
   const uint64_t part = part_elems(g, s.instances);
   const Range range = piece_range(g, k, s.instance, s.instances);
-  const bool rd = prim_reads_src(s.prim), wr = prim_writes_dst(s.prim);
+  const bool rd = prim_reads_src(s.prim), wr = slot_writes_dst(s);
   uint64_t used = 0;  // Net, Simple: bytes of the send slot written (what crosses the network)
   for (int32_t c = 0; c < s.count; ++c) {
     const uint64_t n = piece_valid(g, s, c, range);
@@ -350,7 +474,7 @@ WEFT_DEVICE_INLINE bool invoke_slot(const Invocation& iv, BlockShared& sh, const
       T* o1 = nullptr;
       T* o2 = reinterpret_cast<T*>(out);
       switch (s.prim) {
-        case kSend: ta = reinterpret_cast<const T*>(src); break;
+        case kSend: ta = reinterpret_cast<const T*>(src); o1 = reinterpret_cast<T*>(dst); break;  // dst: kFusedCopy
         case kRecv:
         case kRecvCopySend: ta = reinterpret_cast<const T*>(in); o1 = reinterpret_cast<T*>(dst); break;
         case kRecvReduceCopy:
@@ -369,7 +493,8 @@ WEFT_DEVICE_INLINE bool invoke_slot(const Invocation& iv, BlockShared& sh, const
         default: break;
       }
       // An in-place local copy (src and dst the same memory) has nothing to move.
-      if (ta != nullptr && !(s.prim == kCopy && ta == o1)) move_simple_op<T>(Op >= 0 ? Op : a.op, ta, tb, o1, o2, n, iv.tid, iv.nth);
+      if (ta != nullptr && !(s.prim == kCopy && ta == o1))
+        move_simple_op<T, Wide>(Op >= 0 ? Op : a.op, ta, tb, o1, o2, n, iv.tid, iv.nth);
     } else {
       device::WaitResult r;
       if (!Net && proto == kLL128) {
@@ -392,6 +517,10 @@ WEFT_DEVICE_INLINE bool invoke_slot(const Invocation& iv, BlockShared& sh, const
       }
     }
   }
+  if constexpr (PostWarp) {
+    post_sync(iv.nth);  // the posting warp publishes sh.post[par] (Simple: no packet waits failed)
+    return true;
+  }
   role_sync(iv);
   if (sh.proc_status[par] != 0) return false;
   if (iv.tid == 0) {
@@ -406,37 +535,55 @@ WEFT_DEVICE_INLINE bool invoke_slot(const Invocation& iv, BlockShared& sh, const
       else if (device::WaitResult r = sc->post(spos, used, iv.dl); r != device::WaitResult::Ok)
         record_error(iv, r, gs, s.prim, kWaitProxy, sc->peer, k, -1, spos + 1, 0);
     }
-    // Simple receives within a node ack without a fence too: every value the role loaded from
-    // the slot was consumed before the barrier above (stored to the output or the next slot,
-    // or reduced into such a store), so those loads have completed and the sender's next writes
-    // into the slot cannot change them; the role's own stores need no ordering against the ack
-    // (the output is ordered for this rank's other blocks by the counter's release below, a
-    // next slot by the post's release above). It is the LL path's argument. The fence it saves
-    // (one per received micro-batch) waited for all the micro-batch's stores to complete before
-    // the sender could reuse the slot.
+    // Simple receives within a node ack without a fence too (see above).
     if (recvs) {
       if (ll || !Net) rc->ack_packets(rpos);
       else if (device::WaitResult r = rc->ack(rpos, iv.dl); r != device::WaitResult::Ok)
         record_error(iv, r, gs, s.prim, kWaitProxy, rc->peer, k, -1, rpos + 1, 0);
     }
+    // The next invocation on these connections takes the next messages (after a failed
+    // network push every block ends at its next wait, so the count no longer matters).
+    if (sends) conn_state(iv, s.send_conn).pos = spos + 1;
+    if (recvs) conn_state(iv, s.recv_conn).pos = rpos + 1;
     if (s.flags & kHasDependents) device::st_release_gpu(&a.counters[gs], sh.base + k + 1);
   }
   return true;
 }
 
 /// The interpreter's invocation of slot `gs` for micro-batch `k` (invoke_slot).
-template <typename T, bool Net, bool Traced>
+template <typename T, bool Net, bool Traced, bool PostWarp, bool Wide>
 __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32_t k, uint32_t par) {
-  return invoke_slot<T, Net, -1, -1, Traced>(iv, sh, iv.slots[gs], gs, k, par);
+  return invoke_slot<T, Net, -1, -1, Traced, PostWarp, Wide>(iv, sh, iv.slots[gs], gs, k, par);
 }
 
-template <typename T, bool Net = false, bool Traced = false>
-__global__ void __launch_bounds__(kMaxThreads) exec_kernel(const __grid_constant__ ExecArgs a) {
+/// A PostWarp launch's last warp: after each invocation's post_sync, lane 0 publishes what
+/// thread 0 recorded (the message's posted count with a system-scope release, the ack, the
+/// slot's counter), while the movers go on with the next invocation: the fence that waits
+/// for the message's stores to land overlaps the next move (NCCL's extra warp for Simple).
+/// The movers meet it once more when they stop (record `stop`), normally or on a failed wait.
+WEFT_DEVICE_INLINE void post_loop(BlockShared& sh, uint32_t movers, uint32_t lane) {
+  for (uint32_t par = 0;; par ^= 1u) {
+    post_sync(movers);
+    const PostRecord& p = sh.post[par];
+    if (p.stop != 0) return;
+    if (lane != 0) continue;
+    if (p.sc != nullptr) p.sc->publish_posted(p.spos);
+    if (p.rc != nullptr) p.rc->publish_ack(p.rpos);
+    if (p.counter != nullptr) device::st_release_gpu(p.counter, p.value);
+  }
+}
+
+/// The plan interpreter. `PostWarp`: launched with 32 threads more than the movers (one thread
+/// block per CUDA block, Simple within a node, untraced; ExecArgs::post_warp), the last warp
+/// running post_loop. `Wide`: the 8 / 8 movers (ExecArgs::mover_wide; move_simple_op).
+template <typename T, bool Net = false, bool Traced = false, bool PostWarp = false, bool Wide = false>
+__global__ void __launch_bounds__(PostWarp ? kMaxThreads + 32 : kMaxThreads) exec_kernel(const __grid_constant__ ExecArgs a) {
   // a.roles > 1: this CUDA block runs a.roles plan thread blocks (a.block_tbs), each on its
   // own warps with its own shared state and named barrier (plan_lowering.hpp, RoleGroups).
   __shared__ BlockShared shs[kMaxBlockRoles];
-  const uint32_t roles = a.roles > 1 ? static_cast<uint32_t>(a.roles) : 1u;
-  const uint32_t nth = blockDim.x / roles, role = threadIdx.x / nth;
+  const uint32_t roles = !PostWarp && a.roles > 1 ? static_cast<uint32_t>(a.roles) : 1u;
+  const uint32_t movers = PostWarp ? blockDim.x - 32 : blockDim.x;
+  const uint32_t nth = movers / roles, role = PostWarp ? 0u : threadIdx.x / nth;
   if (role >= roles) return;
   const int32_t tbi = roles > 1 ? a.block_tbs[blockIdx.x * roles + role] : static_cast<int32_t>(blockIdx.x);
   if (tbi < 0) return;
@@ -447,6 +594,7 @@ __global__ void __launch_bounds__(kMaxThreads) exec_kernel(const __grid_constant
   iv.a = &a;
   iv.slots = a.inline_plan ? a.islots : a.slots;
   iv.conns = a.inline_plan ? a.iconns : a.conns;
+  set_conn_states(iv, role, a.conn_cache, tb.conn_begin);
   iv.tb = tbi;
   iv.tb_first_slot = tb.slot_begin;
   iv.tid = threadIdx.x - role * nth;
@@ -454,6 +602,7 @@ __global__ void __launch_bounds__(kMaxThreads) exec_kernel(const __grid_constant
   iv.bar = roles > 1 ? role + 1 : 0;
   iv.start_ns = device::globaltimer();
   iv.dl = device::deadline_after(a.timeout_ns, a.abort, a.error_claim);
+  if (!PostWarp || threadIdx.x < movers) load_conn_states(iv, tb.conn_begin, tb.nconns);
   if (iv.tid == 0) {
     // Only slots that others wait on bump their counters, so the base is read from such
     // a slot of this block, if any (all such counters hold the same value at launch).
@@ -472,20 +621,33 @@ __global__ void __launch_bounds__(kMaxThreads) exec_kernel(const __grid_constant
       h->cap = a.trace_cap;
     }
   }
-  role_sync(iv);
-  if (sh.start_status != 0) return;
-  // One loop for both models (one inlined copy of invoke: fewer registers): task-level runs
-  // each slot over all micro-batches, algorithm-level each micro-batch over all slots.
-  const bool task = a.model == kTaskModel;
-  int32_t i = 0;
-  uint32_t k = 0, par = 0;
+  if constexpr (PostWarp) {
+    __syncthreads();  // movers and the posting warp
+    if (sh.start_status != 0) return;
+    if (threadIdx.x >= movers) return post_loop(sh, movers, threadIdx.x - movers);
+    iv.bar = 1;  // the movers' own barrier from here on
+  } else {
+    role_sync(iv);
+    if (sh.start_status != 0) return;
+  }
+  // One loop for both models (one inlined copy of invoke: fewer registers), in the order of
+  // exec::InvocationOrder: task-level runs each slot over all micro-batches, algorithm-level
+  // each window of a.mb_window micro-batches over all slots.
+  const uint32_t nmb = a.geo.nmb;
+  const uint32_t win = order_window(a.model == kTaskModel, nmb, a.mb_window);
+  InvocationOrder at = order_begin(nmb, win);
+  uint32_t par = 0;
   for (;; par ^= 1u) {
-    if (!invoke<T, Net, Traced>(iv, sh, tb.slot_begin + i, k, par)) return;
-    if (task ? ++k == a.geo.nmb : ++i == tb.nslots) {
-      if (task ? ++i == tb.nslots : ++k == a.geo.nmb) break;
-      if (task) k = 0;
-      else i = 0;
+    if (!invoke<T, Net, Traced, PostWarp, Wide>(iv, sh, tb.slot_begin + at.slot, at.k, par)) {
+      if constexpr (PostWarp) post_sync(iv.nth);  // the failed wait's record stops the posting warp
+      return;
     }
+    if (!order_next(at, tb.nslots, nmb, win)) break;
+  }
+  if constexpr (PostWarp) {
+    if (iv.tid == 0) sh.post[par ^ 1u].stop = 1;  // the record after the last stops the posting warp
+    post_sync(iv.nth);
+    return;
   }
   if (Traced && iv.tid == 0) trace_block(a.trace, a.trace_cap, iv.tb)->end_ns = device::globaltimer();
 }

@@ -6,7 +6,7 @@
 
 #include "exec/oneshot_kernel.cuh"
 #include "exec/executor.hpp"
-#include "runtime/cuda_check.hpp"
+#include "util/cuda_check.hpp"
 
 namespace weft::detail {
 

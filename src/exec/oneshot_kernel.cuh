@@ -159,7 +159,7 @@ __global__ void __launch_bounds__(kOneShotThreads) oneshot_kernel(const __grid_c
   for (int u = 0; u < kW; ++u) {
     const uint64_t w = lo + threadIdx.x + static_cast<uint64_t>(u) * nth;
     if (w >= hi) continue;
-    const uint64_t v = a.op == 4 ? oneshot_divide<T>(acc[u], R) : acc[u];
+    const uint64_t v = divides(a.op) ? oneshot_divide<T>(acc[u], R) : acc[u];
     device::store_word(a.out, w * 8, a.bytes, v);
   }
 }

@@ -33,8 +33,10 @@ struct EmuResult {
 /// With `protocol` LL128 every message travels as the interpreter's LL128 lines (every line
 /// of every non-empty piece, data or padding, with the message's flag) and the receiver
 /// decodes them, checking each line's flag: a line the sender did not write is an error.
-/// Simple and LL messages travel as plain data.
+/// Simple and LL messages travel as plain data. Each thread block runs its invocations in the
+/// kernel's order (exec::InvocationOrder) with `mb_window` micro-batches per window under
+/// algorithm-level execution (ExecArgs::mb_window).
 EmuResult emulate(const LoweredPlan& lp, const exec::Geometry& g, int depth, std::vector<EmuBuffers>& bufs,
-                  int dtype, int op, exec::Protocol protocol = exec::kSimple);
+                  int dtype, int op, exec::Protocol protocol = exec::kSimple, uint32_t mb_window = 1);
 
 }  // namespace weft

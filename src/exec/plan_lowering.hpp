@@ -55,9 +55,12 @@ LoweredPlan lower_plan(const Plan& plan, int32_t nranks, int32_t max_pool);
 /// message of the plan, and at most `target_mb_bytes` per chunk slot when that is > 0.
 /// For LL128 `cap_bytes` is the slot's size on the wire: each of a message's pieces takes
 /// whole 128-byte lines of 120 data bytes (weft/device/packet.hpp), so a piece holds at most
-/// 120 x floor(cap_bytes / count / 128) bytes.
+/// 120 x floor(cap_bytes / count / 128) bytes. `min_nmb` > 1 cuts micro-batches further, so
+/// that a chunk slot has at least that many where it holds that many 16-byte units and the
+/// pieces of the plan's most instances stay at least `min_cut_piece_bytes`.
 exec::Geometry make_geometry(const LoweredPlan& lp, uint64_t n, uint32_t elem_size, uint64_t cap_bytes,
-                             uint64_t target_mb_bytes = 0, exec::Protocol protocol = exec::kSimple);
+                             uint64_t target_mb_bytes = 0, exec::Protocol protocol = exec::kSimple,
+                             uint32_t min_nmb = 1, uint64_t min_cut_piece_bytes = 0);
 
 /// The executor's code for a protocol name: "Simple", "LL" or "LL128"; InvalidArgument otherwise.
 exec::Protocol protocol_code(const std::string& name);
@@ -88,6 +91,15 @@ struct RoleGroups {
 };
 constexpr int32_t kRoleTargetBlocks = 24;
 RoleGroups group_thread_blocks(const LoweredRank& lr, int32_t max_roles, int32_t target_blocks = kRoleTargetBlocks);
+
+/// Threads per CUDA block of the interpreter for a call of geometry `g` whose plan runs
+/// `roles` plan thread blocks per CUDA block (1: one): exec::kExecBlockThreads, split evenly
+/// into whole warps per role; for LL, only as many warps per role as a micro-batch's packets
+/// need at four packets per thread (move_ll polls four at once), at least one, so that a
+/// small call's block is one or a few warps (its barriers, its start and the index
+/// arithmetic every thread repeats per invocation cost less) while a piece still takes one
+/// pass of the mover. The plan and the wire protocol do not depend on it.
+int exec_threads(const exec::Geometry& g, exec::Protocol protocol, int roles);
 
 /// Bytes of scratch a call with this geometry needs.
 uint64_t scratch_bytes(const LoweredPlan& lp, const exec::Geometry& g);

@@ -1,6 +1,6 @@
 // Element-wise reductions on 8- and 16-byte words for every weft data type. fp16 and bf16
 // are widened to fp32, combined and rounded to nearest even (as the host reference does).
-// Op values are weftRedOp_t's: 0 sum, 1 prod, 2 max, 3 min (avg runs as sum).
+// Op values are RedOp's (ir/datatype.hpp); avg runs as sum (combining_op).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -8,15 +8,16 @@
 
 #include <cstdint>
 
+#include "ir/datatype.hpp"
 #include "weft/device/macros.hpp"
 
 namespace weft::exec {
 
 template <int Op, typename T>
 WEFT_DEVICE_INLINE T apply_op(T a, T b) {
-  if constexpr (Op == 1) return static_cast<T>(a * b);
-  else if constexpr (Op == 2) return a > b ? a : b;
-  else if constexpr (Op == 3) return a < b ? a : b;
+  if constexpr (Op == kOpProd) return static_cast<T>(a * b);
+  else if constexpr (Op == kOpMax) return a > b ? a : b;
+  else if constexpr (Op == kOpMin) return a < b ? a : b;
   else return static_cast<T>(a + b);
 }
 
@@ -52,14 +53,14 @@ WEFT_DEVICE_INLINE uint64_t apply8(uint64_t x, uint64_t y) {
   return x;
 }
 
-/// apply8 with the op a run-time value (weftRedOp_t; 4, avg, sums: the division comes last).
+/// apply8 with the op a run-time value (a RedOp; avg sums: the division comes last).
 template <typename T>
 WEFT_DEVICE_INLINE uint64_t combine8(int op, uint64_t x, uint64_t y) {
   switch (op) {
-    case 1: return apply8<T, 1>(x, y);
-    case 2: return apply8<T, 2>(x, y);
-    case 3: return apply8<T, 3>(x, y);
-    default: return apply8<T, 0>(x, y);
+    case kOpProd: return apply8<T, kOpProd>(x, y);
+    case kOpMax: return apply8<T, kOpMax>(x, y);
+    case kOpMin: return apply8<T, kOpMin>(x, y);
+    default: return apply8<T, kOpSum>(x, y);
   }
 }
 

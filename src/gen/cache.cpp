@@ -10,7 +10,7 @@
 #include <cstring>
 #include <random>
 
-#include "runtime/auth.hpp"
+#include "util/sha256.hpp"
 #include "util/config.hpp"
 
 namespace weft::gen {
@@ -21,13 +21,13 @@ constexpr char kMagic[8] = {'W', 'E', 'F', 'T', 'K', 'R', 'N', '1'};
 constexpr size_t kKeyChars = 64;
 constexpr size_t kHeaderBytes = sizeof(kMagic) + kKeyChars + 8 + 32;
 
-void add_part(auth::Sha256& h, const void* data, uint64_t n) {
+void add_part(Sha256& h, const void* data, uint64_t n) {
   h.update(&n, sizeof(n));
   h.update(data, n);
 }
-void add_part(auth::Sha256& h, const std::string& s) { add_part(h, s.data(), s.size()); }
+void add_part(Sha256& h, const std::string& s) { add_part(h, s.data(), s.size()); }
 
-std::string hex(const auth::Digest& d) {
+std::string hex(const Sha256Digest& d) {
   static const char* digits = "0123456789abcdef";
   std::string s;
   for (uint8_t b : d) {
@@ -85,7 +85,7 @@ bool make_dirs(const std::string& dir, std::string* why) {
 }  // namespace
 
 std::string headers_digest(const std::vector<std::pair<const char*, const char*>>& headers) {
-  auth::Sha256 h;
+  Sha256 h;
   const uint64_t n = headers.size();
   h.update(&n, sizeof(n));
   for (const auto& [name, text] : headers) {
@@ -96,7 +96,7 @@ std::string headers_digest(const std::vector<std::pair<const char*, const char*>
 }
 
 std::string cache_key(const KeyParts& p) {
-  auth::Sha256 h;
+  Sha256 h;
   add_part(h, std::string("weft generated kernel cache key v1"));
   add_part(h, p.source);
   add_part(h, p.headers_digest);
@@ -172,7 +172,7 @@ std::optional<std::vector<char>> DiskCache::load(const std::string& key, std::st
     *why = "cannot read its cubin";
     return std::nullopt;
   }
-  const auth::Digest d = auth::sha256(cubin.data(), cubin.size());
+  const Sha256Digest d = sha256(cubin.data(), cubin.size());
   if (std::memcmp(d.data(), header + sizeof(kMagic) + kKeyChars + 8, d.size()) != 0) {
     *why = "its cubin does not match the digest in its header";
     return std::nullopt;
@@ -204,7 +204,7 @@ bool DiskCache::store(const std::string& key, const std::vector<char>& cubin, st
   std::memcpy(header + sizeof(kMagic), key.data(), std::min(key.size(), kKeyChars));
   const uint64_t payload = cubin.size();
   std::memcpy(header + sizeof(kMagic) + kKeyChars, &payload, 8);
-  const auth::Digest d = auth::sha256(cubin.data(), cubin.size());
+  const Sha256Digest d = sha256(cubin.data(), cubin.size());
   std::memcpy(header + sizeof(kMagic) + kKeyChars + 8, d.data(), d.size());
   const bool ok =
       key.size() == kKeyChars && write_all(fd, header, kHeaderBytes) && write_all(fd, cubin.data(), cubin.size());

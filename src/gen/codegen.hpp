@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "exec/plan_lowering.hpp"
+#include "ir/datatype.hpp"
 
 namespace weft::gen {
 
@@ -25,8 +26,8 @@ inline constexpr const char* kKernelName = "weft_gen_kernel";
 struct KernelSpec {
   int32_t rank = 0;
   uint8_t protocol = exec::kSimple;  ///< exec::Protocol (Simple or LL)
-  int dtype = 7;                     ///< weftDataType_t (default weftFloat32)
-  int op = 0;                        ///< weftRedOp_t; Avg is generated as Sum (weftAvg divides after)
+  int dtype = static_cast<int>(DataType::Float32);  ///< weftDataType_t
+  int op = kOpSum;  ///< weftRedOp_t; Avg is generated as Sum (weftAvg divides after)
 };
 
 /// Whether WEFT_EXECUTOR asks for generated kernels ("gen"); "interp" (the default) for the

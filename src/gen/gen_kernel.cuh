@@ -1,5 +1,5 @@
 // What a generated kernel (src/gen/codegen.hpp) runs around its straight-line slot calls:
-// the block's start (the interpreter's: counters' base, the launch's error claim) and one
+// the block's start (the interpreter's: connection states, counters' base, the launch's error claim) and one
 // slot's invocations, which are the interpreter's own invoke_slot with the slot's shape,
 // protocol and op as constants. Compiled by NVRTC only, from the headers embedded in the library.
 #pragma once
@@ -13,15 +13,17 @@ using exec::DevSlot;
 using exec::ExecArgs;
 using exec::Invocation;
 
-/// Starts thread block `tb` whose first slot is this rank's slot `first_slot`; `base_slot`
-/// is a slot of the block that bumps its counter (kHasDependents), -1 if none. False when
-/// the block has nothing to do (no micro-batch, or an earlier launch's error).
+/// Starts thread block `tb` whose first slot is this rank's slot `first_slot` and whose
+/// connections are [conn_begin, conn_begin + nconns) of the rank's table; `base_slot` is a
+/// slot of the block that bumps its counter (kHasDependents), -1 if none. False when the
+/// block has nothing to do (no micro-batch, or an earlier launch's error).
 WEFT_DEVICE_INLINE bool begin_block(const ExecArgs& a, Invocation& iv, BlockShared& sh, int32_t tb, int32_t first_slot,
-                                    int32_t base_slot) {
+                                    int32_t base_slot, int32_t conn_begin, int32_t nconns) {
   if (a.geo.nmb == 0) return false;
   iv.a = &a;
   iv.slots = nullptr;  // the slots are constants of the generated code
   iv.conns = a.inline_plan ? a.iconns : a.conns;
+  exec::set_conn_states(iv, 0, a.conn_cache, conn_begin);
   iv.tb = tb;
   iv.tb_first_slot = first_slot;
   iv.tid = threadIdx.x;  // generated kernels run one plan thread block per CUDA block (no roles)
@@ -29,6 +31,7 @@ WEFT_DEVICE_INLINE bool begin_block(const ExecArgs& a, Invocation& iv, BlockShar
   iv.bar = 0;
   iv.start_ns = device::globaltimer();
   iv.dl = device::deadline_after(a.timeout_ns, a.abort, a.error_claim);
+  exec::load_conn_states(iv, conn_begin, nconns);
   if (threadIdx.x == 0) {
     sh.base = base_slot >= 0 ? *reinterpret_cast<volatile uint64_t*>(&a.counters[base_slot]) : 0;
     sh.start_status = *reinterpret_cast<volatile uint32_t*>(a.error_claim) != 0 ? 1 : 0;

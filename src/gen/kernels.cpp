@@ -7,7 +7,7 @@
 
 #include "gen/cache.hpp"
 #include "gen/nvrtc.hpp"
-#include "runtime/cuda_check.hpp"
+#include "util/cuda_check.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
 

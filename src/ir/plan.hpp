@@ -148,7 +148,7 @@ struct Plan {
   int32_t num_subpipelines = 0;
   std::vector<RankPlan> ranks;
   /// One entry per ordered pair of ranks some slot sends over, sorted by (src, dst); empty:
-  /// not recorded (built-in plans, older files), which means memory channels.
+  /// not recorded (hand-built plans, older files), which means memory channels.
   std::vector<PlanLink> links;
   bool operator==(const Plan&) const = default;
 

@@ -207,6 +207,114 @@ void check_range(const Attrs& a, const MscclGpu& gpu, std::string_view buf_attr,
                               " chunks that gpu " + std::to_string(gpu.id) + " declares (" + std::string(count_attr) + ")");
 }
 
+/// The <gpu> elements by id: each id once, all of 0..ngpus-1.
+std::vector<const xml::Element*> gpus_by_id(const xml::Document& doc, const MscclProgram& p) {
+  const xml::Element& root = doc.root;
+  std::vector<const xml::Element*> by_id(static_cast<size_t>(p.ngpus), nullptr);
+  for (const xml::Element& g : root.children) {
+    Attrs ga(doc, g);
+    auto id = ga.integer("id", 0, INT32_MAX);
+    if (id >= p.ngpus) ga.fail_attr("id", "gpu " + std::to_string(id) + " does not exist: ngpus=" + std::to_string(p.ngpus));
+    if (by_id[static_cast<size_t>(id)])
+      ga.fail_attr("id", "gpu " + std::to_string(id) + " is described twice (first at line " +
+                             std::to_string(by_id[static_cast<size_t>(id)]->pos.line) + ")");
+    by_id[static_cast<size_t>(id)] = &g;
+  }
+  for (int32_t r = 0; r < p.ngpus; ++r)
+    if (!by_id[static_cast<size_t>(r)])
+      xml::fail_at(doc, root.pos, "ngpus=" + std::to_string(p.ngpus) + " but gpu " + std::to_string(r) + " has no <gpu> element");
+  return by_id;
+}
+
+/// Gpu r's thread blocks: ids 0..n-1, each once; one thread block per connection and
+/// direction; their steps.
+void read_thread_blocks(const xml::Document& doc, const xml::Element& ge, int32_t r, const MscclProgram& p, MscclGpu& gpu) {
+  size_t ntb = ge.children.size();
+  std::vector<const xml::Element*> tb_by_id(ntb, nullptr);
+  for (const xml::Element& te : ge.children) {
+    Attrs ta(doc, te);
+    auto id = ta.integer("id", 0, kMaxThreadBlocks);
+    if (static_cast<size_t>(id) >= ntb)
+      ta.fail_attr("id", "gpu " + std::to_string(r) + " has " + std::to_string(ntb) +
+                             " thread blocks, so their ids must be 0 to " + std::to_string(ntb - 1) + ", not " + std::to_string(id));
+    if (tb_by_id[static_cast<size_t>(id)])
+      ta.fail_attr("id", "thread block " + std::to_string(id) + " of gpu " + std::to_string(r) + " is described twice (first at line " +
+                             std::to_string(tb_by_id[static_cast<size_t>(id)]->pos.line) + ")");
+    tb_by_id[static_cast<size_t>(id)] = &te;
+  }
+  gpu.tbs.resize(ntb);
+  std::map<std::pair<int32_t, int32_t>, int32_t> send_conn, recv_conn;  // (peer, chan) -> tb
+  for (size_t k = 0; k < ntb; ++k) {
+    const xml::Element& te = *tb_by_id[k];
+    check_children(doc, te, "step");
+    Attrs ta(doc, te);
+    MscclThreadBlock& tb = gpu.tbs[k];
+    tb.elem = &te;
+    tb.id = static_cast<int32_t>(k);
+    tb.send = static_cast<int32_t>(ta.integer("send", -1, p.ngpus - 1));
+    tb.recv = static_cast<int32_t>(ta.integer("recv", -1, p.ngpus - 1));
+    tb.chan = static_cast<int32_t>(ta.integer("chan", 0, p.nchannels - 1));
+    if (tb.send == r) ta.fail_attr("send", "thread block " + std::to_string(k) + " of gpu " + std::to_string(r) + " sends to its own gpu");
+    if (tb.recv == r) ta.fail_attr("recv", "thread block " + std::to_string(k) + " of gpu " + std::to_string(r) + " receives from its own gpu");
+    // One thread block per connection (peer, channel) and direction, as MSCCL requires:
+    // two blocks on one connection would interleave their data in its FIFO.
+    if (tb.send >= 0) {
+      auto [it, fresh] = send_conn.emplace(std::make_pair(tb.send, tb.chan), tb.id);
+      if (!fresh)
+        ta.fail_attr("chan", "thread blocks " + std::to_string(it->second) + " and " + std::to_string(tb.id) + " of gpu " +
+                                 std::to_string(r) + " both send to gpu " + std::to_string(tb.send) + " on channel " +
+                                 std::to_string(tb.chan) + "; a connection has one thread block at each end");
+    }
+    if (tb.recv >= 0) {
+      auto [it, fresh] = recv_conn.emplace(std::make_pair(tb.recv, tb.chan), tb.id);
+      if (!fresh)
+        ta.fail_attr("chan", "thread blocks " + std::to_string(it->second) + " and " + std::to_string(tb.id) + " of gpu " +
+                                 std::to_string(r) + " both receive from gpu " + std::to_string(tb.recv) + " on channel " +
+                                 std::to_string(tb.chan) + "; a connection has one thread block at each end");
+    }
+    tb.steps.resize(te.children.size());
+    for (size_t s = 0; s < te.children.size(); ++s) read_step(doc, te.children[s], static_cast<int32_t>(s), tb.steps[s]);
+  }
+
+}
+
+/// Checks that need gpu r's thread blocks: peers, buffer ranges, dependency targets.
+void check_thread_blocks(const xml::Document& doc, const MscclGpu& gpu, int32_t r) {
+  for (const MscclThreadBlock& tb : gpu.tbs) {
+    bool after_nop_dep = false;
+    for (const MscclStep& st : tb.steps) {
+      Attrs sa(doc, *st.elem);
+      std::string what = "a '" + std::string(msccl_step_type_name(st.type)) + "' step";
+      if (msccl_step_sends(st.type) && tb.send < 0)
+        sa.fail_attr("type", what + " sends, but its thread block " + std::to_string(tb.id) + " has send=-1");
+      if (msccl_step_receives(st.type) && tb.recv < 0)
+        sa.fail_attr("type", what + " receives, but its thread block " + std::to_string(tb.id) + " has recv=-1");
+      if (msccl_step_reads_src(st.type)) check_range(sa, gpu, "srcbuf", "srcoff", st.srcbuf, st.srcoff, st.cnt);
+      if (msccl_step_writes_dst(st.type)) check_range(sa, gpu, "dstbuf", "dstoff", st.dstbuf, st.dstoff, st.cnt);
+      if (st.depid >= 0) {
+        if (static_cast<size_t>(st.depid) >= gpu.tbs.size())
+          sa.fail_attr("depid", "gpu " + std::to_string(r) + " has no thread block " + std::to_string(st.depid));
+        const MscclThreadBlock& dep = gpu.tbs[static_cast<size_t>(st.depid)];
+        if (static_cast<size_t>(st.deps) >= dep.steps.size())
+          sa.fail_attr("deps", "thread block " + std::to_string(st.depid) + " of gpu " + std::to_string(r) + " has " +
+                                   std::to_string(dep.steps.size()) + " steps, so it has no step " + std::to_string(st.deps));
+      }
+      // MSCCL's executor drops nop steps and folds their dependencies into the next real
+      // step, counting positions through those dependencies: a nop without one, or a real
+      // step after such nops without one of its own, would shift every later step number.
+      if (st.type == MscclStepType::Nop) {
+        if (st.depid < 0)
+          sa.fail_attr("depid", "a nop step must wait for something (depid >= 0); MSCCL keeps a nop only as a dependency");
+        after_nop_dep = true;
+      } else {
+        if (after_nop_dep && st.depid < 0)
+          sa.fail_attr("depid", "this step follows nop steps that carry dependencies, so MSCCL requires it to carry one too (depid >= 0)");
+        after_nop_dep = false;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 MscclProgram read_msccl_program(const xml::Document& doc) {
@@ -237,21 +345,7 @@ MscclProgram read_msccl_program(const xml::Document& doc) {
     a.fail_attr("maxBytes", "maxBytes=" + std::to_string(p.max_bytes) + " is below minBytes=" + std::to_string(p.min_bytes));
   if (auto root = a.opt_integer("root", 0, p.ngpus - 1)) p.root = static_cast<int32_t>(*root);
 
-  // GPUs: each id once, all of 0..ngpus-1.
-  std::vector<const xml::Element*> by_id(static_cast<size_t>(p.ngpus), nullptr);
-  for (const xml::Element& g : root.children) {
-    Attrs ga(doc, g);
-    auto id = ga.integer("id", 0, INT32_MAX);
-    if (id >= p.ngpus) ga.fail_attr("id", "gpu " + std::to_string(id) + " does not exist: ngpus=" + std::to_string(p.ngpus));
-    if (by_id[static_cast<size_t>(id)])
-      ga.fail_attr("id", "gpu " + std::to_string(id) + " is described twice (first at line " +
-                             std::to_string(by_id[static_cast<size_t>(id)]->pos.line) + ")");
-    by_id[static_cast<size_t>(id)] = &g;
-  }
-  for (int32_t r = 0; r < p.ngpus; ++r)
-    if (!by_id[static_cast<size_t>(r)])
-      xml::fail_at(doc, root.pos, "ngpus=" + std::to_string(p.ngpus) + " but gpu " + std::to_string(r) + " has no <gpu> element");
-
+  const std::vector<const xml::Element*> by_id = gpus_by_id(doc, p);
   p.gpus.resize(static_cast<size_t>(p.ngpus));
   for (int32_t r = 0; r < p.ngpus; ++r) {
     const xml::Element& ge = *by_id[static_cast<size_t>(r)];
@@ -263,89 +357,8 @@ MscclProgram read_msccl_program(const xml::Document& doc) {
     gpu.i_chunks = static_cast<int32_t>(ga.integer("i_chunks", 0, kMaxChunks));
     gpu.o_chunks = static_cast<int32_t>(ga.integer("o_chunks", 0, kMaxChunks));
     gpu.s_chunks = static_cast<int32_t>(ga.integer("s_chunks", 0, kMaxChunks));
-
-    // Thread blocks: ids 0..n-1, each once.
-    size_t ntb = ge.children.size();
-    std::vector<const xml::Element*> tb_by_id(ntb, nullptr);
-    for (const xml::Element& te : ge.children) {
-      Attrs ta(doc, te);
-      auto id = ta.integer("id", 0, kMaxThreadBlocks);
-      if (static_cast<size_t>(id) >= ntb)
-        ta.fail_attr("id", "gpu " + std::to_string(r) + " has " + std::to_string(ntb) +
-                               " thread blocks, so their ids must be 0 to " + std::to_string(ntb - 1) + ", not " + std::to_string(id));
-      if (tb_by_id[static_cast<size_t>(id)])
-        ta.fail_attr("id", "thread block " + std::to_string(id) + " of gpu " + std::to_string(r) + " is described twice (first at line " +
-                               std::to_string(tb_by_id[static_cast<size_t>(id)]->pos.line) + ")");
-      tb_by_id[static_cast<size_t>(id)] = &te;
-    }
-    gpu.tbs.resize(ntb);
-    std::map<std::pair<int32_t, int32_t>, int32_t> send_conn, recv_conn;  // (peer, chan) -> tb
-    for (size_t k = 0; k < ntb; ++k) {
-      const xml::Element& te = *tb_by_id[k];
-      check_children(doc, te, "step");
-      Attrs ta(doc, te);
-      MscclThreadBlock& tb = gpu.tbs[k];
-      tb.elem = &te;
-      tb.id = static_cast<int32_t>(k);
-      tb.send = static_cast<int32_t>(ta.integer("send", -1, p.ngpus - 1));
-      tb.recv = static_cast<int32_t>(ta.integer("recv", -1, p.ngpus - 1));
-      tb.chan = static_cast<int32_t>(ta.integer("chan", 0, p.nchannels - 1));
-      if (tb.send == r) ta.fail_attr("send", "thread block " + std::to_string(k) + " of gpu " + std::to_string(r) + " sends to its own gpu");
-      if (tb.recv == r) ta.fail_attr("recv", "thread block " + std::to_string(k) + " of gpu " + std::to_string(r) + " receives from its own gpu");
-      // One thread block per connection (peer, channel) and direction, as MSCCL requires:
-      // two blocks on one connection would interleave their data in its FIFO.
-      if (tb.send >= 0) {
-        auto [it, fresh] = send_conn.emplace(std::make_pair(tb.send, tb.chan), tb.id);
-        if (!fresh)
-          ta.fail_attr("chan", "thread blocks " + std::to_string(it->second) + " and " + std::to_string(tb.id) + " of gpu " +
-                                   std::to_string(r) + " both send to gpu " + std::to_string(tb.send) + " on channel " +
-                                   std::to_string(tb.chan) + "; a connection has one thread block at each end");
-      }
-      if (tb.recv >= 0) {
-        auto [it, fresh] = recv_conn.emplace(std::make_pair(tb.recv, tb.chan), tb.id);
-        if (!fresh)
-          ta.fail_attr("chan", "thread blocks " + std::to_string(it->second) + " and " + std::to_string(tb.id) + " of gpu " +
-                                   std::to_string(r) + " both receive from gpu " + std::to_string(tb.recv) + " on channel " +
-                                   std::to_string(tb.chan) + "; a connection has one thread block at each end");
-      }
-      tb.steps.resize(te.children.size());
-      for (size_t s = 0; s < te.children.size(); ++s) read_step(doc, te.children[s], static_cast<int32_t>(s), tb.steps[s]);
-    }
-
-    // Checks that need the gpu's thread blocks: peers, buffer ranges, dependency targets.
-    for (const MscclThreadBlock& tb : gpu.tbs) {
-      bool after_nop_dep = false;
-      for (const MscclStep& st : tb.steps) {
-        Attrs sa(doc, *st.elem);
-        std::string what = "a '" + std::string(msccl_step_type_name(st.type)) + "' step";
-        if (msccl_step_sends(st.type) && tb.send < 0)
-          sa.fail_attr("type", what + " sends, but its thread block " + std::to_string(tb.id) + " has send=-1");
-        if (msccl_step_receives(st.type) && tb.recv < 0)
-          sa.fail_attr("type", what + " receives, but its thread block " + std::to_string(tb.id) + " has recv=-1");
-        if (msccl_step_reads_src(st.type)) check_range(sa, gpu, "srcbuf", "srcoff", st.srcbuf, st.srcoff, st.cnt);
-        if (msccl_step_writes_dst(st.type)) check_range(sa, gpu, "dstbuf", "dstoff", st.dstbuf, st.dstoff, st.cnt);
-        if (st.depid >= 0) {
-          if (static_cast<size_t>(st.depid) >= gpu.tbs.size())
-            sa.fail_attr("depid", "gpu " + std::to_string(r) + " has no thread block " + std::to_string(st.depid));
-          const MscclThreadBlock& dep = gpu.tbs[static_cast<size_t>(st.depid)];
-          if (static_cast<size_t>(st.deps) >= dep.steps.size())
-            sa.fail_attr("deps", "thread block " + std::to_string(st.depid) + " of gpu " + std::to_string(r) + " has " +
-                                     std::to_string(dep.steps.size()) + " steps, so it has no step " + std::to_string(st.deps));
-        }
-        // MSCCL's executor drops nop steps and folds their dependencies into the next real
-        // step, counting positions through those dependencies: a nop without one, or a real
-        // step after such nops without one of its own, would shift every later step number.
-        if (st.type == MscclStepType::Nop) {
-          if (st.depid < 0)
-            sa.fail_attr("depid", "a nop step must wait for something (depid >= 0); MSCCL keeps a nop only as a dependency");
-          after_nop_dep = true;
-        } else {
-          if (after_nop_dep && st.depid < 0)
-            sa.fail_attr("depid", "this step follows nop steps that carry dependencies, so MSCCL requires it to carry one too (depid >= 0)");
-          after_nop_dep = false;
-        }
-      }
-    }
+    read_thread_blocks(doc, ge, r, p, gpu);
+    check_thread_blocks(doc, gpu, r);
   }
   return p;
 }

@@ -112,7 +112,8 @@ Algorithm load_python_program(const std::string& path, const std::map<std::strin
   for (char** e = environ; *e; ++e) {
     std::string_view kv(*e);
     bool ours = false;
-    for (const char* k : {"WEFT_ALGORITHM_OUT=", "WEFT_ERROR_OUT=", "WEFT_PARAMS=", "PYTHONPATH="})
+    // The algorithm program gets no secret (the bootstrap's key is no business of it).
+    for (const char* k : {"WEFT_ALGORITHM_OUT=", "WEFT_ERROR_OUT=", "WEFT_PARAMS=", "PYTHONPATH=", "WEFT_BOOTSTRAP_SECRET="})
       ours = ours || kv.starts_with(k);
     if (!ours) envp.push_back(*e);
   }

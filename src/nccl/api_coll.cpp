@@ -11,7 +11,7 @@
 #include "nccl/guard.hpp"
 #include "nccl/premul.hpp"
 #include "nccl/route.hpp"
-#include "runtime/cuda_check.hpp"
+#include "util/cuda_check.hpp"
 #include "util/checked.hpp"
 
 using namespace weft::nccl;

@@ -8,7 +8,7 @@
 #include "nccl/fallback.hpp"
 #include "nccl/group.hpp"
 #include "nccl/guard.hpp"
-#include "runtime/cuda_check.hpp"
+#include "util/cuda_check.hpp"
 
 using namespace weft::nccl;
 using weft::ErrorCode;

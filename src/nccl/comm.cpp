@@ -9,10 +9,11 @@
 #include "nccl/fallback.hpp"
 #include "nccl/group.hpp"
 #include "nccl/premul.hpp"
-#include "runtime/cuda_check.hpp"
-#include "runtime/socket.hpp"
+#include "util/cuda_check.hpp"
+#include "bootstrap/socket.hpp"
 #include "util/config.hpp"
 #include "util/log.hpp"
+#include "util/secure_memory.hpp"
 
 namespace weft::nccl {
 
@@ -142,7 +143,9 @@ void init_comm(ncclComm* c, int nranks, const ncclUniqueId& id, int rank, int de
     weftComm_t w = nullptr;
     // Before the collective init returns to any rank of this process (see preload_premul).
     preload_premul();
-    check_weft(weftCommInitRank(&w, nranks, wid, rank));
+    const weftResult_t joined = weftCommInitRank(&w, nranks, wid, rank);
+    secure::wipe(wid.internal, sizeof(wid.internal));  // the secret's copy made here
+    check_weft(joined);
     c->weft = w;
     c->rank = rank;
     c->nranks = nranks;
@@ -245,21 +248,26 @@ void split(ncclComm& parent, int color, int key, ncclComm_t* newcomm, const Comm
   const bool leader = !members.empty() && members[0] == parent.rank;
   if (leader) check_weft(weftGetUniqueId(&wid));
   std::vector<unsigned char> ids = all_gather_bytes(parent, wid.internal, sizeof(wid.internal));
+  secure::wipe(wid.internal, sizeof(wid.internal));
   if (color == NCCL_SPLIT_NOCOLOR) {
+    secure::wipe(ids.data(), ids.size());
     *newcomm = nullptr;
     return;
   }
   const int new_rank = static_cast<int>(std::find(members.begin(), members.end(), parent.rank) - members.begin());
   ncclUniqueId id;
   std::memcpy(id.internal, ids.data() + static_cast<size_t>(members[0]) * sizeof(wid.internal), sizeof(id.internal));
+  secure::wipe(ids.data(), ids.size());
   auto* c = new ncclComm;
   c->options = options;
   try {
     init_comm(c, static_cast<int>(members.size()), id, new_rank, parent.device);
   } catch (...) {
+    secure::wipe(id.internal, sizeof(id.internal));
     release(c, true);
     throw;
   }
+  secure::wipe(id.internal, sizeof(id.internal));
   *newcomm = c;
 }
 

@@ -5,8 +5,10 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
-#include "runtime/cuda_check.hpp"
+#include "exec/dtype_dispatch.hpp"
+#include "util/cuda_check.hpp"
 #include "util/error.hpp"
 
 namespace weft::nccl {
@@ -62,34 +64,15 @@ void preload_one() {
 }  // namespace
 
 void preload_premul() {
-  preload_one<int8_t>();
-  preload_one<uint8_t>();
-  preload_one<int32_t>();
-  preload_one<uint32_t>();
-  preload_one<int64_t>();
-  preload_one<uint64_t>();
-  preload_one<__half>();
-  preload_one<float>();
-  preload_one<double>();
-  preload_one<__nv_bfloat16>();
+  exec::for_each_dtype([](auto* tag) { preload_one<std::remove_pointer_t<decltype(tag)>>(); });
 }
 
 void launch_premul(void* dst, const void* src, size_t count, int type, const void* dev,
                    const unsigned char host[8], cudaStream_t s) {
   if (count == 0) return;
-  switch (type) {
-    case 0: return launch<int8_t>(dst, src, count, dev, host, s);
-    case 1: return launch<uint8_t>(dst, src, count, dev, host, s);
-    case 2: return launch<int32_t>(dst, src, count, dev, host, s);
-    case 3: return launch<uint32_t>(dst, src, count, dev, host, s);
-    case 4: return launch<int64_t>(dst, src, count, dev, host, s);
-    case 5: return launch<uint64_t>(dst, src, count, dev, host, s);
-    case 6: return launch<__half>(dst, src, count, dev, host, s);
-    case 7: return launch<float>(dst, src, count, dev, host, s);
-    case 8: return launch<double>(dst, src, count, dev, host, s);
-    case 9: return launch<__nv_bfloat16>(dst, src, count, dev, host, s);
-    default: fail(ErrorCode::InvalidArgument, "PreMulSum: weft cannot scale type " + std::to_string(type));
-  }
+  exec::with_dtype(
+      type, [&](auto* tag) { launch<std::remove_pointer_t<decltype(tag)>>(dst, src, count, dev, host, s); },
+      "PreMulSum: weft cannot scale type");
 }
 
 }  // namespace weft::nccl

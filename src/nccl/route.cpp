@@ -21,25 +21,19 @@ const char* coll_name(Coll c) {
 bool reduces(Coll c) { return c == Coll::AllReduce || c == Coll::Reduce || c == Coll::ReduceScatter; }
 
 size_t type_size(int t) {
-  switch (t) {
-    case 0: case 1: case kFloat8e4m3: case kFloat8e5m2: return 1;
-    case 6: case 9: return 2;
-    case 2: case 3: case 7: return 4;
-    case 4: case 5: case 8: return 8;
-    default: return 0;
-  }
+  if (t == kFloat8e4m3 || t == kFloat8e5m2) return 1;
+  return dtype_bytes(t);  // NCCL's 0..9 are weft's types (ir/datatype.hpp)
 }
 
 std::string type_name(int t) {
-  static const char* names[] = {"int8",    "uint8",   "int32",    "uint32",     "int64",     "uint64",
-                                "float16", "float32", "float64",  "bfloat16",   "float8e4m3", "float8e5m2"};
-  if (t >= 0 && t < kNumTypes) return names[t];
+  if (valid_dtype(t)) return dtype_name(t);
+  if (t == kFloat8e4m3) return "float8e4m3";
+  if (t == kFloat8e5m2) return "float8e5m2";
   return "type " + std::to_string(t);
 }
 
 std::string op_name(int op) {
-  static const char* names[] = {"sum", "prod", "max", "min", "avg"};
-  if (op >= 0 && op < kFirstUserOp) return names[op];
+  if (valid_op(op)) return ::weft::op_name(op);  // NCCL's 0..4 are weft's operators
   if (op >= kFirstUserOp) return "premulsum (op " + std::to_string(op) + ")";
   return "op " + std::to_string(op);
 }
@@ -52,8 +46,8 @@ Route route(Coll c, int type, int op, int user_op_type) {
   Route r;
   if (!reduces(c)) {
     // Moving data needs only the element size: fp8 travels as bytes.
-    r.weft_type = fp8 ? kWeftUint8 : type;
-    r.weft_op = kWeftSum;
+    r.weft_type = fp8 ? static_cast<int>(DataType::Uint8) : type;
+    r.weft_op = kOpSum;
     return r;
   }
   if (op < 0 || (op >= kFirstUserOp && user_op_type < 0))
@@ -73,7 +67,7 @@ Route route(Coll c, int type, int op, int user_op_type) {
   r.weft_type = type;
   if (op >= kFirstUserOp) {
     r.kind = Route::Kind::PreMulSum;
-    r.weft_op = kWeftSum;
+    r.weft_op = kOpSum;
   } else {
     r.weft_op = op;
   }

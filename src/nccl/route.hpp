@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <string>
 
+#include "ir/datatype.hpp"
 #include "util/error.hpp"
 
 namespace weft::nccl {
@@ -27,9 +28,10 @@ std::string op_name(int nccl_op);
 
 /// NCCL's first value for operators made by ncclRedOpCreatePreMulSum.
 constexpr int kFirstUserOp = 5;
-/// NCCL's type values; weft's weftDataType_t shares 0..9.
+/// NCCL's type values beyond weft's: 0..9 are weft's DataType (ir/datatype.hpp), and NCCL's
+/// operators 0..4 weft's RedOp.
 constexpr int kFloat8e4m3 = 10, kFloat8e5m2 = 11, kNumTypes = 12;
-constexpr int kWeftUint8 = 1, kWeftSum = 0;
+static_assert(kNumDataTypes == kFloat8e4m3 && kNumRedOps == kFirstUserOp);
 
 struct Route {
   enum class Kind {

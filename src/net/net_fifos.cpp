@@ -7,7 +7,7 @@
 
 #include "net/ucx_transport.hpp"
 #include "proxy/proxy.hpp"
-#include "runtime/bootstrap.hpp"
+#include "bootstrap/bootstrap.hpp"
 #include "util/config.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
@@ -28,10 +28,9 @@ NetFifos::NetFifos(Bootstrap& boot, NetFifoMemory memory, NetLayout layout, doub
   const int K = layout_.connections;
   const uint64_t total = layout_.total(rank_);
   try {
-    region_ = memory_.alloc_region(total);
-
     ucx_ = net::transport_over(boot, config::wait_seconds(timeout_s), timeout_s);
-    const std::vector<proxy::RemoteMemory> mem = ucx_->register_memory(region_, total, false);
+    allocate_region(total);
+    const std::vector<proxy::RemoteMemory> mem = ucx_->register_memory(region_, total, on_device_);
 
     proxy::ProxyOptions po;
     po.name = "proxy of rank " + std::to_string(rank_);
@@ -39,12 +38,13 @@ NetFifos::NetFifos(Bootstrap& boot, NetFifoMemory memory, NetLayout layout, doub
     po.timeout_s = timeout_s;
     po.memory = memory_.fifo;
     po.on_error = std::move(on_error);
+    po.pci_bus_id = memory_.pci_bus_id;
     proxy_ = std::make_unique<proxy::Proxy>(po);
     const uint32_t src = proxy_->add_local_memory(region_, total);
     std::vector<device::NetFifoDeviceHandle> host(2 * peers.size() * static_cast<size_t>(K));
     for (size_t i = 0; i < peers.size(); ++i) {
       const int q = peers[i];
-      std::shared_ptr<proxy::Connection> conn = ucx_->connection(q);
+      std::shared_ptr<proxy::Endpoint> conn = ucx_->endpoint(q);
       const proxy::RemoteMemory& theirs = mem[static_cast<size_t>(q)];
       if (theirs.bytes != layout_.total(q))
         fail(ErrorCode::Remote, who + ": rank " + std::to_string(q) + " registered " + std::to_string(theirs.bytes) +
@@ -63,21 +63,62 @@ NetFifos::NetFifos(Bootstrap& boot, NetFifoMemory memory, NetLayout layout, doub
       }
     }
     handles_ = static_cast<device::NetFifoDeviceHandle*>(memory_.upload(host.data(), host.size() * sizeof(host[0])));
+    watch_counters(peers);
     proxy_->start();
   } catch (...) {
     close(false);
     if (handles_) memory_.free_upload(handles_);
-    if (region_) memory_.free_region(region_);
+    free_region();
     throw;
   }
-  WEFT_LOG(Info, "NET", who << ": " << peers.size() << " peers on other nodes through UCX, " << total / (1 << 20)
-                            << " MiB of page-locked staging, " << layout_.channels(rank_) << " port channels");
+  WEFT_LOG(Info, "NET", who << ": " << peers.size() << " peers on other nodes through UCX "
+                            << ucx_->version() << ", " << total / (1 << 20) << " MiB of "
+                            << (on_device_ ? "GPU memory that UCX puts from and into directly"
+                                           : "page-locked host memory the kernels stage through")
+                            << ", " << layout_.channels(rank_) << " port channels; signals "
+                            << (config::get_string("WEFT_NET_ORDER") == "fence" ? "fenced" : "after landing"));
+  if (!peers.empty()) WEFT_LOG(Info, "NET", who << ": UCX to rank " << peers[0] << ": " << ucx_->describe_peer(peers[0]));
+}
+
+void NetFifos::allocate_region(uint64_t bytes) {
+  const std::string mode = config::get_string("WEFT_NET_GPU_MEMORY");
+  if (mode != "auto" && mode != "host" && mode != "gpu")
+    fail(ErrorCode::InvalidArgument, "WEFT_NET_GPU_MEMORY='" + mode + "': expected auto, host or gpu");
+  const bool can = ucx_->supports_cuda_memory() && memory_.alloc_device_region;
+  if (mode == "gpu" && !can)
+    fail(ErrorCode::InvalidUsage, "rank " + std::to_string(rank_) + ": WEFT_NET_GPU_MEMORY=gpu, but " +
+                                      (memory_.alloc_device_region ? "this UCX cannot register CUDA memory (built without CUDA support)"
+                                                                   : "these network FIFOs have no GPU") +
+                                      "; use auto or host (staged through page-locked host memory)");
+  on_device_ = can && mode != "host";
+  region_ = on_device_ ? memory_.alloc_device_region(bytes) : memory_.alloc_region(bytes);
+}
+
+void NetFifos::free_region() {
+  if (region_ == nullptr) return;
+  if (on_device_) memory_.free_device_region(region_);
+  else memory_.free_region(region_);
+  region_ = nullptr;
+}
+
+void NetFifos::watch_counters(const std::vector<int>& peers) {
+  if (proxy_->trace() == nullptr) return;
+  if (on_device_) return;  // GPU memory: the host cannot read the counters
+  // Labels: 2 (i K + k) for the posted count of messages from peer i on connection k (a
+  // message landed here), + 1 for its acked count (the peer consumed one of ours).
+  const int K = layout_.connections;
+  for (size_t i = 0; i < peers.size(); ++i)
+    for (int k = 0; k < K; ++k) {
+      const uint32_t label = 2 * static_cast<uint32_t>(i * static_cast<size_t>(K) + static_cast<size_t>(k));
+      proxy_->watch(reinterpret_cast<const uint64_t*>(region_ + layout_.posted(rank_, peers[i], k)), label);
+      proxy_->watch(reinterpret_cast<const uint64_t*>(region_ + layout_.acked(rank_, peers[i], k)), label + 1);
+    }
 }
 
 NetFifos::~NetFifos() {
   close();
   if (handles_) memory_.free_upload(handles_);
-  if (region_ && free_region_) memory_.free_region(region_);
+  if (free_region_) free_region();
   if (region_ && !free_region_)
     WEFT_LOG(Info, "NET", "rank " << rank_ << ": " << layout_.total(rank_) / (1 << 20)
                                   << " MiB of network staging stay allocated (a peer may still write into them)");
@@ -99,24 +140,24 @@ const device::NetFifoDeviceHandle* NetFifos::handle(bool send, int peer, int k) 
          static_cast<size_t>(k);
 }
 
-exec::MemoryChannel NetFifos::send_end(int peer, int k, uint64_t* position) const {
+exec::ChannelEnd NetFifos::send_end(int peer, int k, uint64_t* position) const {
   const exec::FifoShape shape{layout_.depth, layout_.slot_bytes, 0};
   uint64_t* spare = reinterpret_cast<uint64_t*>(region_ + layout_.posted(rank_, peer, k) + 16);
   exec::FifoMemory m{region_ + layout_.out(rank_, peer, k), nullptr, spare,
                      reinterpret_cast<uint64_t*>(region_ + layout_.acked(rank_, peer, k)), position};
-  device::MemoryChannelDeviceHandle h = exec::MemoryChannel::fifo_send(peer, shape, m).device_handle();
+  device::MemoryChannelDeviceHandle h = exec::ChannelEnd::fifo_send(peer, shape, m).device_handle();
   h.net = handle(true, peer, k);
-  return exec::MemoryChannel(h, nullptr);
+  return exec::ChannelEnd(h, nullptr);
 }
 
-exec::MemoryChannel NetFifos::recv_end(int peer, int k, uint64_t* position) const {
+exec::ChannelEnd NetFifos::recv_end(int peer, int k, uint64_t* position) const {
   const exec::FifoShape shape{layout_.depth, layout_.slot_bytes, 0};
   uint64_t* spare = reinterpret_cast<uint64_t*>(region_ + layout_.posted(rank_, peer, k) + 24);
   exec::FifoMemory m{region_ + layout_.in(rank_, peer, k), nullptr,
                      reinterpret_cast<uint64_t*>(region_ + layout_.posted(rank_, peer, k)), spare, position};
-  device::MemoryChannelDeviceHandle h = exec::MemoryChannel::fifo_recv(peer, shape, m).device_handle();
+  device::MemoryChannelDeviceHandle h = exec::ChannelEnd::fifo_recv(peer, shape, m).device_handle();
   h.net = handle(false, peer, k);
-  return exec::MemoryChannel(h, nullptr);
+  return exec::ChannelEnd(h, nullptr);
 }
 
 bool NetFifos::drain(double max_s) {
@@ -125,7 +166,7 @@ bool NetFifos::drain(double max_s) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(max_s);
   for (;;) {
     if (proxy_->error()) return false;
-    if (proxy_->fifo().tail() >= memory_.read_head(f.head)) return true;
+    if (proxy_->fifo().tail() >= memory_.read_head(f.head) && proxy_->held_signals() == 0) return true;
     if (std::chrono::steady_clock::now() > end) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }

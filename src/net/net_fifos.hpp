@@ -9,7 +9,7 @@
 // transport's fence). The receive end reads its slots (page-locked host memory the network
 // writes, mapped into the GPU) and ack(pos) pushes a signal trigger: the acked count lands
 // in the sender's region. Waits are the memory channel's, on counters in this rank's own
-// region. The region's layout is runtime/net_layout.hpp.
+// region. The region's layout is net/net_layout.hpp.
 //
 // Per rank: one UCX transport (endpoints to every rank), one region, one proxy thread with
 // two port channels per connection and peer on another node (data, acks). Collective over
@@ -24,9 +24,9 @@
 #include <string>
 #include <vector>
 
-#include "exec/memory_channel.hpp"
+#include "exec/channel_end.hpp"
 #include "proxy/fifo.hpp"
-#include "runtime/net_layout.hpp"
+#include "net/net_layout.hpp"
 
 namespace weft {
 
@@ -37,7 +37,7 @@ class UcxTransport;
 }
 namespace proxy {
 class Proxy;
-class Connection;
+class Endpoint;
 }
 
 /// Where NetFifos' memory comes from: CUDA's page-locked mapped memory and device memory
@@ -54,6 +54,13 @@ struct NetFifoMemory {
   std::function<void(void*)> free_upload;
   /// Reads the FIFO's head counter (device memory for GPU producers).
   std::function<uint64_t(const uint64_t* head)> read_head = [](const uint64_t* h) { return *h; };
+  /// The region in GPU memory instead (zeroed), for a UCX that registers CUDA memory
+  /// (WEFT_NET_GPU_MEMORY): the kernels then write and read their slots in GPU memory and
+  /// UCX puts from and into it directly. Empty: page-locked host memory only (CPU tests).
+  std::function<char*(uint64_t bytes)> alloc_device_region;
+  std::function<void(char*)> free_device_region;
+  /// The GPU's PCI bus id: the proxy thread runs near it (proxy/affinity.hpp).
+  std::string pci_bus_id;
 };
 
 class NetFifos {
@@ -69,11 +76,11 @@ class NetFifos {
   bool crosses(int peer) const { return peer != rank_ && layout_.crosses(rank_, peer); }
   /// The ends of connection k with `peer` (another node); `position` is the end's own
   /// message count (device memory of this rank).
-  exec::MemoryChannel send_end(int peer, int k, uint64_t* position) const;
-  exec::MemoryChannel recv_end(int peer, int k, uint64_t* position) const;
+  exec::ChannelEnd send_end(int peer, int k, uint64_t* position) const;
+  exec::ChannelEnd recv_end(int peer, int k, uint64_t* position) const;
 
-  /// Waits (at most `max_s`) until the proxy has taken every trigger the kernels pushed;
-  /// false if it did not (failed or still busy).
+  /// Waits (at most `max_s`) until the proxy has taken every trigger the kernels pushed and
+  /// written every signal it held; false if it did not (failed or still busy).
   bool drain(double max_s);
   /// Stops the proxy and closes the transport (peers' later transfers to this rank fail).
   /// `graceful`: every rank met first, so endpoints close after their transfers; else they
@@ -85,6 +92,8 @@ class NetFifos {
   const NetLayout& layout() const { return layout_; }
   /// This rank's region (tests).
   char* region() const { return region_; }
+  /// True where the region is GPU memory that UCX reads and writes directly.
+  bool region_on_device() const { return on_device_; }
   /// The proxy (tests: a host producer pushes into its FIFO).
   proxy::Proxy& proxy() { return *proxy_; }
 
@@ -97,7 +106,11 @@ class NetFifos {
   std::unique_ptr<net::UcxTransport> ucx_;
   std::unique_ptr<proxy::Proxy> proxy_;
   bool free_region_ = true;
+  bool on_device_ = false;
   const device::NetFifoDeviceHandle* handle(bool send, int peer, int k) const;
+  void allocate_region(uint64_t bytes);
+  void free_region();
+  void watch_counters(const std::vector<int>& peers);
 };
 
 }  // namespace weft

@@ -1,6 +1,6 @@
 #include "net/port_mesh.hpp"
 
-#include "runtime/bootstrap.hpp"
+#include "bootstrap/bootstrap.hpp"
 #include "util/config.hpp"
 #include "util/error.hpp"
 
@@ -24,7 +24,7 @@ PortMesh::PortMesh(Bootstrap& boot, const NodeLayout& nodes, void* buffer, uint6
   has_.assign(static_cast<size_t>(n), false);
   for (int q = 0; q < n; ++q) {
     if (q == rank_ || !nodes.crosses_network(rank_, q)) continue;
-    std::shared_ptr<proxy::Connection> conn = ucx_->connection(q);
+    std::shared_ptr<proxy::Endpoint> conn = ucx_->endpoint(q);
     if (o.wrap) conn = o.wrap(conn);
     const uint32_t dst = proxy_->add_remote_memory(conn, mem[static_cast<size_t>(q)]);
     const uint32_t s = proxy_->add_remote_memory(conn, sig[static_cast<size_t>(q)]);

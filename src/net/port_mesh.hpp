@@ -34,9 +34,9 @@ struct PortMeshOptions {
   proxy::FifoMemory fifo_memory = proxy::host_fifo_memory();
   bool buffer_is_cuda = false;             ///< register the buffer as CUDA memory
   bool signals_are_cuda = false;
-  /// Wraps each network connection (e.g. a StagingConnection where UCX cannot read GPU
+  /// Wraps each network endpoint (e.g. a StagingEndpoint where UCX cannot read GPU
   /// memory); null: used as is.
-  std::function<std::shared_ptr<proxy::Connection>(std::shared_ptr<proxy::Connection>)> wrap;
+  std::function<std::shared_ptr<proxy::Endpoint>(std::shared_ptr<proxy::Endpoint>)> wrap;
   /// Device address of a signal-array word for the handles (identity for host memory).
   std::function<uint64_t*(uint64_t*)> device_pointer = [](uint64_t* p) { return p; };
 };

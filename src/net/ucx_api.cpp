@@ -49,6 +49,8 @@ Loaded load() {
             resolve(lib, "ucp_put_nbx", a.put_nbx, w) & resolve(lib, "ucp_request_check_status", a.request_check_status, w) &
             resolve(lib, "ucp_request_free", a.request_free, w) &
             resolve(lib, "ucs_status_string", a.status_string, w);  // from libucs, libucp's dependency
+  a.ep_print_info = reinterpret_cast<decltype(a.ep_print_info)>(dlsym(lib, "ucp_ep_print_info"));
+  a.version_string = reinterpret_cast<decltype(a.version_string)>(dlsym(lib, "ucp_get_version_string"));
   l.ok = ok;
   if (!ok) dlclose(lib);  // a library without what weft needs stays unloaded
   return l;

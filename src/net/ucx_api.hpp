@@ -36,6 +36,9 @@ struct UcxApi {
   decltype(&::ucp_request_check_status) request_check_status;
   decltype(&::ucp_request_free) request_free;
   decltype(&::ucs_status_string) status_string;
+  // Optional (null where absent): diagnostics only.
+  decltype(&::ucp_ep_print_info) ep_print_info;
+  decltype(&::ucp_get_version_string) version_string;
 };
 
 /// The loaded API, or null with `why` set (library absent or a symbol missing).

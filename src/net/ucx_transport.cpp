@@ -1,11 +1,13 @@
 #include "net/ucx_transport.hpp"
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 
 #include "net/ucx_api.hpp"
-#include "runtime/bootstrap.hpp"
+#include "bootstrap/bootstrap.hpp"
 #include "util/config.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
@@ -14,6 +16,15 @@ namespace weft::net {
 
 namespace {
 [[maybe_unused]] std::string rank_name(int r) { return "rank " + std::to_string(r); }
+
+/// "UCX_TLS='tcp', UCX_NET_DEVICES unset": UCX's own variables that decide what it can reach.
+[[maybe_unused]] std::string ucx_settings() {
+  auto v = [](const char* n) {
+    const char* e = std::getenv(n);
+    return std::string(n) + (e != nullptr ? "='" + std::string(e) + "'" : " unset");
+  };
+  return v("UCX_TLS") + ", " + v("UCX_NET_DEVICES");
+}
 }  // namespace
 
 #if WEFT_HAVE_UCX
@@ -55,6 +66,8 @@ struct UcxTransport::Impl {
   ucp_context_h context = nullptr;
   ucp_worker_h worker = nullptr;
   bool cuda = false;
+  bool order_landed = true;  // WEFT_NET_ORDER: signals after landing (else a fence each)
+  bool recent = false;       // the last progress() handled events
   std::vector<std::unique_ptr<Peer>> peers;  // index: rank (null for this rank)
   std::vector<ucp_mem_h> memories;
   std::vector<ucp_rkey_h> rkeys;
@@ -79,20 +92,31 @@ struct UcxTransport::Impl {
 
   Peer& peer(int r) const {
     if (r < 0 || r >= nranks || r == rank || !peers[static_cast<size_t>(r)])
-      fail(ErrorCode::InvalidArgument, "UCX transport of rank " + std::to_string(rank) + ": no connection to rank " + std::to_string(r));
+      fail(ErrorCode::InvalidArgument, "UCX transport of rank " + std::to_string(rank) + ": no endpoint to rank " + std::to_string(r));
     return *peers[static_cast<size_t>(r)];
   }
 
   void check(const Peer& p) const {
+    if (p.failed == UCS_ERR_UNREACHABLE)
+      fail(ErrorCode::Remote, "UCX endpoint to " + rank_name(p.rank) + " has failed (" + status(p.failed) + "): rank " +
+                                  std::to_string(rank) + " cannot reach it with " + ucx_settings() +
+                                  "; set UCX_TLS and UCX_NET_DEVICES to a network every host shares");
     if (p.failed != UCS_OK)
       fail(ErrorCode::Remote, "UCX endpoint to " + rank_name(p.rank) + " has failed (" + status(p.failed) +
                                   "): the peer died, closed its endpoint or cannot be reached");
   }
 
   void progress() {
-    for (int i = 0; i < 16 && api->worker_progress(worker) != 0; ++i) {
+    unsigned events = 0;
+    for (int i = 0; i < 16; ++i) {
+      const unsigned n = api->worker_progress(worker);
+      if (n == 0) break;
+      events += n;
     }
+    recent = events != 0;
   }
+
+  bool idle(const Peer& p) const { return p.pending.empty() && p.marks.empty() && !recent; }
 
   /// Frees the finished requests of `p`; throws Remote when one failed.
   void reap(Peer& p) {
@@ -166,6 +190,16 @@ struct UcxTransport::Impl {
     check(p);
     ucs_status_t f = api->worker_fence(worker);  // the signal lands after every earlier put
     if (f != UCS_OK) fail(ErrorCode::Remote, "UCX fence before a signal to " + rank_name(p.rank) + " failed: " + status(f));
+    auto v = std::make_unique<uint64_t>(value);
+    ucp_request_param_t param{};
+    ucs_status_ptr_t r = api->put_nbx(p.ep, v.get(), sizeof(uint64_t), dst.address + off,
+                                      static_cast<ucp_rkey_h>(const_cast<void*>(dst.key)), &param);
+    post(p, r, std::move(v), "signal");
+  }
+
+  /// A signal whose puts have landed (or that follows none): no fence.
+  void write_u64_landed(Peer& p, const proxy::RemoteMemory& dst, uint64_t off, uint64_t value) {
+    check(p);
     auto v = std::make_unique<uint64_t>(value);
     ucp_request_param_t param{};
     ucs_status_ptr_t r = api->put_nbx(p.ep, v.get(), sizeof(uint64_t), dst.address + off,
@@ -272,6 +306,10 @@ UcxTransport::UcxTransport(int rank, int nranks, AllGather allgather, double tim
   m.nranks = nranks;
   m.allgather = std::move(allgather);
   m.timeout_s = config::wait_seconds(timeout_s >= 0 ? timeout_s : config::get_seconds("WEFT_TIMEOUT"));
+  const std::string order = config::get_string("WEFT_NET_ORDER");
+  if (order != "landed" && order != "fence")
+    fail(ErrorCode::InvalidArgument, "WEFT_NET_ORDER='" + order + "': expected landed or fence");
+  m.order_landed = order == "landed";
   const UcxApi& api = *m.api;
 
   ucp_config_t* cfg = nullptr;
@@ -282,7 +320,12 @@ UcxTransport::UcxTransport(int rank, int nranks, AllGather allgather, double tim
   params.features = UCP_FEATURE_RMA;
   s = api.init_version(UCP_API_MAJOR, UCP_API_MINOR, &params, cfg, &m.context);
   api.config_release(cfg);
-  if (s != UCS_OK) fail(ErrorCode::System, "UCX: ucp_init failed on rank " + std::to_string(rank) + ": " + m.status(s));
+  if (s != UCS_OK)
+    fail(s == UCS_ERR_NO_DEVICE || s == UCS_ERR_UNREACHABLE ? ErrorCode::InvalidUsage : ErrorCode::System,
+         "UCX: ucp_init failed on rank " + std::to_string(rank) + ": " + m.status(s) + " (" + ucx_settings() +
+             "): UCX found none of the transports and devices these name on this host; `ucx_info -d` lists what it "
+             "has: set UCX_NET_DEVICES to a device every host has (an interface such as eth0 for TCP, mlx5_0:1 for "
+             "InfiniBand) and UCX_TLS to transports they share, or unset them");
   ucp_context_attr_t attr{};
   attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
   if (api.context_query(m.context, &attr) == UCS_OK) m.cuda = (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
@@ -329,7 +372,12 @@ UcxTransport::UcxTransport(int rank, int nranks, AllGather allgather, double tim
     ep.err_handler.cb = &Impl::on_error;
     ep.err_handler.arg = p.get();
     s = api.ep_create(m.worker, &ep, &p->ep);
-    if (s != UCS_OK) fail(ErrorCode::Remote, "UCX: cannot connect to rank " + std::to_string(r) + ": " + m.status(s));
+    if (s != UCS_OK)
+      fail(ErrorCode::Remote, "UCX: rank " + std::to_string(rank) + " cannot reach rank " + std::to_string(r) + ": " +
+                                  m.status(s) + " (" + ucx_settings() + " on rank " + std::to_string(rank) +
+                                  "): the two ranks' UCX share no transport and device that connect them; set "
+                                  "UCX_TLS and UCX_NET_DEVICES alike on every host, to a network they share "
+                                  "(`ucx_info -d` on each host lists its devices)");
     m.peers[static_cast<size_t>(r)] = std::move(p);
   }
   WEFT_LOG(Info, "NET", "UCX transport of rank " << rank << ": " << nranks - 1 << " endpoints, CUDA memory "
@@ -421,9 +469,9 @@ std::vector<proxy::RemoteMemory> UcxTransport::register_memory(void* ptr, uint64
 
 namespace {
 
-class UcxConnection : public proxy::Connection {
+class UcxEndpoint : public proxy::Endpoint {
  public:
-  UcxConnection(UcxTransport::Impl* t, UcxTransport::Impl::Peer* p) : t_(t), p_(p) {}
+  UcxEndpoint(UcxTransport::Impl* t, UcxTransport::Impl::Peer* p) : t_(t), p_(p) {}
   std::string peer() const override { return rank_name(p_->rank); }
   void put(const proxy::RemoteMemory& dst, uint64_t off, const void* src, uint64_t bytes) override { t_->put(*p_, dst, off, src, bytes); }
   void write_u64(const proxy::RemoteMemory& dst, uint64_t off, uint64_t v) override { t_->write_u64(*p_, dst, off, v); }
@@ -433,6 +481,11 @@ class UcxConnection : public proxy::Connection {
   }
   uint64_t mark(double timeout_s) override { return t_->mark(*p_, config::wait_seconds(timeout_s)); }
   bool landed(uint64_t ticket) override { return t_->landed(*p_, ticket); }
+  bool signals_after_landing() const override { return t_->order_landed; }
+  void write_u64_landed(const proxy::RemoteMemory& dst, uint64_t off, uint64_t v) override {
+    t_->write_u64_landed(*p_, dst, off, v);
+  }
+  bool idle() const override { return t_->idle(*p_); }
   void progress() override {
     t_->progress();
     t_->reap(*p_);
@@ -446,8 +499,8 @@ class UcxConnection : public proxy::Connection {
 
 }  // namespace
 
-std::shared_ptr<proxy::Connection> UcxTransport::connection(int peer) {
-  return std::make_shared<UcxConnection>(impl_.get(), &impl_->peer(peer));
+std::shared_ptr<proxy::Endpoint> UcxTransport::endpoint(int peer) {
+  return std::make_shared<UcxEndpoint>(impl_.get(), &impl_->peer(peer));
 }
 
 void UcxTransport::progress() {
@@ -459,6 +512,64 @@ void UcxTransport::progress() {
 void UcxTransport::check_peer(int peer) const { impl_->check(impl_->peer(peer)); }
 
 void UcxTransport::abort() { impl_->close_all(true); }
+
+std::string UcxTransport::describe_peer(int peer) const {
+  const Impl& m = *impl_;
+  if (m.api->ep_print_info == nullptr) return "";
+  char* text = nullptr;
+  size_t len = 0;
+  std::FILE* f = open_memstream(&text, &len);
+  if (f == nullptr) return "";
+  m.api->ep_print_info(m.peer(peer).ep, f);
+  std::fclose(f);
+  std::string out;
+  for (const char* line = text; line != nullptr && *line != '\0';) {
+    const char* end = std::strchr(line, '\n');
+    std::string l(line, end != nullptr ? static_cast<size_t>(end - line) : std::strlen(line));
+    const size_t at = l.find("lane[");
+    if (at != std::string::npos) {
+      std::string t = l.substr(at);
+      std::string squeezed;
+      for (char c : t)
+        if (c != ' ' || squeezed.empty() || squeezed.back() != ' ') squeezed += c;
+      out += (out.empty() ? "" : "; ") + squeezed;
+    }
+    line = end != nullptr ? end + 1 : nullptr;
+  }
+  std::free(text);
+  return out;
+}
+
+std::string UcxTransport::version() const {
+  return impl_->api->version_string != nullptr ? impl_->api->version_string() : "";
+}
+
+std::string ucx_describe() {
+  std::string why;
+  const UcxApi* api = ucx_api(&why);
+  if (api == nullptr) return "network transport unavailable: " + why;
+  const std::string version = api->version_string != nullptr ? api->version_string() : "(version unknown)";
+  ucp_config_t* cfg = nullptr;
+  if (api->config_read(nullptr, nullptr, &cfg) != UCS_OK) return "UCX " + version + ": cannot read its configuration";
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES;
+  params.features = UCP_FEATURE_RMA;
+  ucp_context_h context = nullptr;
+  const ucs_status_t s = api->init_version(UCP_API_MAJOR, UCP_API_MINOR, &params, cfg, &context);
+  api->config_release(cfg);
+  if (s != UCS_OK) return "UCX " + version + ": ucp_init fails here: " + api->status_string(s) + " (" + ucx_settings() + ")";
+  ucp_context_attr_t attr{};
+  attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+  const bool cuda = api->context_query(context, &attr) == UCS_OK && (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
+  api->cleanup(context);
+  const std::string mode = config::get_string("WEFT_NET_GPU_MEMORY");
+  const bool direct = cuda && mode != "host";
+  return "UCX " + version + " (" + ucx_settings() + "): CUDA memory " + (cuda ? "registrable" : "not registrable") +
+         ", so links between nodes " +
+         (direct ? "put from and into GPU memory directly"
+                 : std::string("stage through page-locked host memory") + (cuda ? " (WEFT_NET_GPU_MEMORY=host)" : "")) +
+         "; signals ordered " + (config::get_string("WEFT_NET_ORDER") == "fence" ? "by a UCX fence" : "after their puts land");
+}
 
 #else  // built without UCX's headers
 
@@ -472,10 +583,13 @@ bool UcxTransport::supports_cuda_memory() const { return false; }
 std::vector<proxy::RemoteMemory> UcxTransport::register_memory(void*, uint64_t, bool) { return {}; }
 std::vector<char> UcxTransport::register_local(void*, uint64_t, bool) { return {}; }
 proxy::RemoteMemory UcxTransport::remote_memory(int, const void*, size_t) { return {}; }
-std::shared_ptr<proxy::Connection> UcxTransport::connection(int) { return nullptr; }
+std::shared_ptr<proxy::Endpoint> UcxTransport::endpoint(int) { return nullptr; }
 void UcxTransport::progress() {}
 void UcxTransport::check_peer(int) const {}
 void UcxTransport::abort() {}
+std::string UcxTransport::describe_peer(int) const { return ""; }
+std::string UcxTransport::version() const { return ""; }
+std::string ucx_describe() { return "network transport unavailable: " + ucx_unavailable_reason(); }
 
 #endif
 

@@ -4,14 +4,14 @@
 // worker fence), flush (ucp_ep_flush, bounded), worker progress driven by the proxy thread.
 //
 // Trust. Worker addresses and memory keys travel only through `allgather`, which the
-// caller backs with the bootstrap's ring (runtime/bootstrap.hpp), so only ranks that proved
+// caller backs with the bootstrap's ring (bootstrap/bootstrap.hpp), so only ranks that proved
 // the communicator's secret learn them, and every endpoint is created from an address
 // received there. Every byte received is checked: block tags, lengths, sizes, addresses
 // (see docs/port-channels.md for what UCX itself does not protect).
 //
 // Failures. Endpoints run with UCX's peer error handling: a peer that dies or whose
 // endpoint fails is recorded, and every later put, signal, flush or progress on its
-// connection throws weft::Error(Remote) naming the rank; a flush that does not complete by
+// endpoint throws weft::Error(Remote) naming the rank; a flush that does not complete by
 // its deadline (a stalled peer) throws Timeout naming it. Nothing waits without a deadline.
 #pragma once
 
@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "proxy/connection.hpp"
+#include "proxy/endpoint.hpp"
 
 namespace weft {
 class Bootstrap;
@@ -32,6 +32,13 @@ namespace weft::net {
 /// Empty when the transport can run here; else why not (net/ucx_api.hpp).
 std::string ucx_unavailable_reason();
 
+/// One line on what the network path would use here, for `weft env` and logs: UCX's
+/// version and whether its context registers CUDA memory (then the network FIFOs live in
+/// GPU memory and UCX puts from and into it) or not (staged through page-locked host
+/// memory), after WEFT_NET_GPU_MEMORY; or why UCX cannot run. Creates and destroys a UCP
+/// context (reads UCX_* variables); never call it in a process that forks afterwards.
+std::string ucx_describe();
+
 class UcxTransport {
  public:
   /// All-gather of `bytes_per_rank` blocks in `data` (nranks blocks; this rank's filled in),
@@ -40,7 +47,7 @@ class UcxTransport {
 
   /// Collective over `allgather`: creates this rank's UCP context and worker, exchanges
   /// worker addresses and connects to every other rank. `timeout_s` (negative:
-  /// WEFT_TIMEOUT) bounds teardown, at most 10 s; a connection's flush is bounded by the
+  /// WEFT_TIMEOUT) bounds teardown, at most 10 s; an endpoint's flush is bounded by the
   /// deadline its caller (the proxy) passes. Throws InvalidUsage with
   /// ucx_unavailable_reason() where UCX is missing.
   UcxTransport(int rank, int nranks, AllGather allgather, double timeout_s = -1);
@@ -68,10 +75,10 @@ class UcxTransport {
   /// Throws Remote naming the peer for a malformed block.
   proxy::RemoteMemory remote_memory(int peer, const void* block, size_t bytes);
 
-  /// The connection to `peer` (not this rank), for a proxy.
-  std::shared_ptr<proxy::Connection> connection(int peer);
+  /// The endpoint to `peer` (not this rank), for a proxy.
+  std::shared_ptr<proxy::Endpoint> endpoint(int peer);
 
-  /// Drives the worker once (the proxy calls it through its connections). Throws Remote for
+  /// Drives the worker once (the proxy calls it through its endpoints). Throws Remote for
   /// a peer whose endpoint has failed.
   void progress();
   /// Throws Remote if `peer`'s endpoint has failed.
@@ -79,6 +86,12 @@ class UcxTransport {
 
   /// Closes every endpoint at once, without flushing (abort; tests: a failing endpoint).
   void abort();
+
+  /// UCX's lanes to `peer` as ucp_ep_print_info reports them, "; "-separated ("lane[0]:
+  /// 1:tcp/lo.0 md[0] -> ... am am_bw#0"), for the log; empty where UCX cannot say.
+  std::string describe_peer(int peer) const;
+  /// "1.16.0", or "" where UCX does not say.
+  std::string version() const;
 
   struct Impl;
 

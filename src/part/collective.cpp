@@ -1,16 +1,20 @@
 #include "part/collective.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <functional>
 #include <thread>
 
-#include "runtime/cuda_check.hpp"
+#include "part/resync.hpp"
+#include "ir/datatype.hpp"
+#include "util/cuda_check.hpp"
 
 namespace weft::part {
 
 namespace {
 
-bool reducible(int dtype) { return dtype == 2 || dtype == 3 || dtype == 4 || dtype == 5 || dtype == 7 || dtype == 8; }
+/// The types the device reduces (weft/part/collective_device.hpp): the 4- and 8-byte ones.
+bool reducible(int dtype) { return dtype_bytes(dtype) >= 4; }
 
 /// Every rank's schedule of one kind, checked together (pairing, chunks, no deadlock).
 void check_all(int nranks, const std::function<Schedule(int)>& make) {
@@ -35,7 +39,7 @@ CollectiveImpl::CollectiveImpl(ContextImpl& ctx, Schedule sched, std::string nam
   if (reduces && !reducible(dtype))
     fail(ErrorCode::InvalidUsage, who() + ": datatype " + std::to_string(dtype) +
                                       " is not reduced on the device yet (float32, float64, int32, uint32, int64, uint64 are)");
-  if (reduces && (op < 0 || op > 3))
+  if (reduces && (!valid_op(op) || op == kOpAvg))
     fail(ErrorCode::InvalidArgument, who() + ": operation " + std::to_string(op) + " (sum, prod, max, min are supported)");
   if (count < sched_.chunks)
     fail(ErrorCode::InvalidArgument, who() + ": count " + std::to_string(count) + " is below the schedule's " +
@@ -108,6 +112,9 @@ CollectiveImpl::CollectiveImpl(ContextImpl& ctx, Schedule sched, std::string nam
   handle_.stamps = static_cast<uint64_t*>(ctx_.alloc_device(partitions * sizeof(uint64_t)));
   handle_.finished = static_cast<uint64_t*>(ctx_.alloc_device(partitions * sizeof(uint64_t)));
   handle_.timeout_ns = static_cast<uint64_t>(ctx_.timeout_s() * 1e9);
+  host_index_ = ctx_.alloc_words();
+  host_ = ctx_.words(ctx_.rank(), host_index_);
+  handle_.host = ctx_.words_device(host_index_);
   {
     DeviceGuard g(ctx_.device());
     WEFT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&err_host_), sizeof(DeviceErrorRecord), cudaHostAllocMapped));
@@ -159,11 +166,10 @@ void CollectiveImpl::check_device_error() {
   err_host_->valid = 0;
   const uint64_t zero = 0;
   ctx_.write(handle_.ctl + kCtlClaim, &zero, sizeof(zero));
-  // The epoch cannot complete; the next start begins a fresh one (the peers see a timeout).
+  // The epoch cannot complete; the next start resyncs the counts and begins a fresh one (the
+  // peers see a timeout).
   active_ = false;
-  uint64_t done = 0;
-  ctx_.read(&done, handle_.ctl + kCtlSent, sizeof(done));
-  expected_ = done;
+  errored_ = true;
   for (auto& r : recvs_) if (r) r->mark_complete();
   for (auto& s : sends_) if (s) s->mark_complete();
   const std::string p = std::to_string(rec.partition), e = std::to_string(rec.epoch);
@@ -173,6 +179,9 @@ void CollectiveImpl::check_device_error() {
                                         std::to_string(handle_.partitions) + " partitions)");
     case kDevTwice: fail(ErrorCode::InvalidUsage, who() + ": device pready twice for partition " + p + " in epoch " + e);
     case kDevNotStarted: fail(ErrorCode::InvalidUsage, who() + ": device pready of partition " + p + " before start");
+    case kDevNotPrepared:
+      fail(ErrorCode::InvalidUsage, who() + ": device pready of partition " + p + " in epoch " + e +
+                                        " before pbuf_prepare returned");
     default:
       fail(ErrorCode::Timeout, who() + ": partition " + p + " of epoch " + e +
                                    " waited longer than WEFT_TIMEOUT for a neighbour's data (a peer did not pready "
@@ -181,20 +190,36 @@ void CollectiveImpl::check_device_error() {
 }
 
 void CollectiveImpl::start() {
+  const bool tr = ctx_.trace_epochs() > 0;
+  const auto t_in = tr ? EpochTrace::Clock::now() : EpochTrace::Clock::time_point{};
   check_device_error();
   if (active_)
     fail(ErrorCode::InvalidUsage, who() + ": start while active (epoch " + std::to_string(epoch_) +
                                       " has not completed; wait or test it first)");
   for (auto& r : recvs_) if (r) r->start();
   for (auto& s : sends_) if (s) s->start();
+  if (errored_) {  // the only CUDA calls of a start, and only after a misuse
+    const std::vector<uint64_t> stamps = resync_stamps(handle_.partitions, epoch_);
+    const uint64_t sent = resync_sent(handle_.partitions, 1, epoch_);
+    ctx_.write(handle_.stamps, stamps.data(), stamps.size() * sizeof(uint64_t));
+    ctx_.write(handle_.ctl + kCtlSent, &sent, sizeof(sent));
+    errored_ = false;
+  }
   ++epoch_;
   active_ = true;
   prepared_ = false;
-  ctx_.write(handle_.ctl + kCtlEpoch, &epoch_, sizeof(epoch_));
+  __atomic_store_n(host_ + kWordStarted, epoch_, __ATOMIC_RELEASE);
+  if (tr) {
+    trace_ = EpochTrace{};
+    trace_.start_in = t_in;
+    trace_.start_out = EpochTrace::Clock::now();
+  }
 }
 
 void CollectiveImpl::pbuf_prepare() {
   if (!active_) fail(ErrorCode::InvalidUsage, who() + ": pbuf_prepare on an inactive collective (call start first)");
+  const bool tr = ctx_.trace_epochs() > 0;
+  if (tr && !prepared_) trace_.prep_in = EpochTrace::Clock::now();
   for (auto ph : {RequestImpl::Phase::Offer, RequestImpl::Phase::Answer, RequestImpl::Phase::Finish,
                   RequestImpl::Phase::Ready, RequestImpl::Phase::AwaitReady}) {
     for (auto& s : sends_) if (s) s->prepare_phase(ph);
@@ -204,8 +229,12 @@ void CollectiveImpl::pbuf_prepare() {
     upload();
     set_up_ = true;
   }
-  if (!prepared_) expected_ += handle_.partitions;
-  prepared_ = true;
+  if (!prepared_) {
+    prepared_ = true;
+    // Last: from here the device may pready partitions of this epoch.
+    __atomic_store_n(host_ + kWordPrepared, epoch_, __ATOMIC_RELEASE);
+    if (tr) trace_.prep_out = EpochTrace::Clock::now();
+  }
 }
 
 bool CollectiveImpl::test() {
@@ -213,9 +242,7 @@ bool CollectiveImpl::test() {
   if (!active_) return true;
   if (!prepared_)
     fail(ErrorCode::InvalidUsage, who() + ": wait or test in epoch " + std::to_string(epoch_) + " before pbuf_prepare");
-  uint64_t done = 0;
-  ctx_.read(&done, handle_.ctl + kCtlSent, sizeof(done));
-  if (done < expected_) return false;
+  if (__atomic_load_n(host_ + kWordDone, __ATOMIC_ACQUIRE) < epoch_) return false;
   for (auto& r : recvs_) if (r) r->mark_complete();
   for (auto& s : sends_) if (s) s->mark_complete();
   active_ = false;
@@ -223,13 +250,21 @@ bool CollectiveImpl::test() {
 }
 
 void CollectiveImpl::wait() {
-  HostDeadline dl(ctx_.timeout_s());
-  while (!test()) {
-    if (dl.passed())
+  const bool tr = ctx_.trace_epochs() > 0;
+  if (tr) trace_.wait_in = EpochTrace::Clock::now();
+  Poller poll(ctx_.timeout_s());
+  while (!test())
+    if (!poll.next())
       fail(ErrorCode::Timeout, who() + ": epoch " + std::to_string(epoch_) + " did not complete within " +
-                                   std::to_string(dl.seconds()) + " s (WEFT_TIMEOUT): not every partition was readied");
-    std::this_thread::yield();
-  }
+                                   std::to_string(poll.seconds()) + " s (WEFT_TIMEOUT): not every partition was readied");
+  if (!tr) return;
+  const auto now = EpochTrace::Clock::now();
+  trace_.wait_out = now;
+  trace_.polls = poll.polls();
+  if (trace_wanted(ctx_.trace_epochs(), epoch_) && epoch_ == trace_epoch_ + 1)
+    std::fprintf(stderr, "%s\n", format_epoch_trace(who(), epoch_, trace_, prev_end_).c_str());
+  trace_epoch_ = epoch_;
+  prev_end_ = now;
 }
 
 bool CollectiveImpl::parrived(uint32_t u) {
@@ -239,7 +274,7 @@ bool CollectiveImpl::parrived(uint32_t u) {
   if (!active_) return true;
   uint64_t f = 0;
   ctx_.read(&f, handle_.finished + u, sizeof(f));
-  return f >= epoch_;
+  return arrived_in(f, epoch_);
 }
 
 std::unique_ptr<Request> ContextImpl::psend_init(const void* buf, uint32_t partitions, uint64_t count, int dtype,

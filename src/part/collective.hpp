@@ -43,7 +43,14 @@ class CollectiveImpl : public Collective {
   PcollPeer* dev_peers_ = nullptr;
   DeviceErrorRecord* err_host_ = nullptr;
   bool active_ = false, set_up_ = false, prepared_ = false;
-  uint64_t epoch_ = 0, expected_ = 0;
+  bool errored_ = false;                        ///< a misused epoch: the next start resyncs the counts
+  uint64_t epoch_ = 0;
+  uint32_t host_index_ = 0;
+  uint64_t* host_ = nullptr;                    ///< the collective's host words (kWord*)
+  // WEFT_PART_TRACE.
+  EpochTrace trace_;
+  EpochTrace::Clock::time_point prev_end_{};
+  uint64_t trace_epoch_ = 0;
 };
 
 }  // namespace weft::part

@@ -11,8 +11,8 @@
 
 #include "net/node_layout.hpp"
 #include "runtime/communicator.hpp"
-#include "runtime/cuda_check.hpp"
-#include "runtime/placement.hpp"
+#include "util/cuda_check.hpp"
+#include "bootstrap/host_identity.hpp"
 #include "util/config.hpp"
 #include "util/log.hpp"
 
@@ -30,7 +30,7 @@ struct RankInfo {
   char shm_name[64];  ///< its shared segment of ready-to-receive words
 };
 
-/// Maps shared segment `name` (kReadyWords words); null on failure (errno set).
+/// Maps shared segment `name` (`bytes`); null on failure (errno set).
 uint64_t* map_segment(const char* name, bool create, size_t bytes) {
   const int fd = shm_open(name, create ? O_CREAT | O_EXCL | O_RDWR : O_RDWR, 0600);
   if (fd < 0) return nullptr;
@@ -43,7 +43,7 @@ uint64_t* map_segment(const char* name, bool create, size_t bytes) {
   return p == MAP_FAILED ? nullptr : static_cast<uint64_t*>(p);
 }
 
-/// The host's key as the communicator computes it (runtime/placement.hpp: host name and
+/// The host's key as the communicator computes it (bootstrap/host_identity.hpp: host name and
 /// boot id, or WEFT_HOST_ID), so both agree on which ranks share a host.
 uint64_t host_id() { return local_host_identity().key; }
 
@@ -72,12 +72,6 @@ std::map<std::string, Mapping>& mappings() {
 
 }  // namespace
 
-HostDeadline::HostDeadline(double seconds)
-    : end_(std::chrono::steady_clock::now() +
-           std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-               std::chrono::duration<double>(config::wait_seconds(seconds)))),
-      seconds_(seconds) {}
-
 std::unique_ptr<Context> Context::create(Communicator& comm) { return std::make_unique<ContextImpl>(comm); }
 std::unique_ptr<Context> Context::create(Communicator& comm, int path) {
   return std::make_unique<ContextImpl>(comm, path);
@@ -90,6 +84,7 @@ ContextImpl::ContextImpl(Communicator& comm, int path)
       timeout_s_(comm.timeout_seconds()),
       path_(resolve_transfer_path(path)) {
   comm.check_usable();
+  trace_epochs_ = config::get_int("WEFT_PART_TRACE");
   DeviceGuard guard(device_);
   const uint64_t bytes = static_cast<uint64_t>(nranks_) * 2 * kSlots * kMessageBytes;
   WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
@@ -103,7 +98,7 @@ ContextImpl::ContextImpl(Communicator& comm, int path)
   mine.host = host_id();
   mine.mailbox = reinterpret_cast<uint64_t>(mailbox_);
   WEFT_CUDA_CHECK(cudaIpcGetMemHandle(&mine.handle, mailbox_));
-  const size_t shm_bytes = kReadyWords * sizeof(uint64_t) + size_t{kKeySlots} * kKeySlotBytes;
+  const size_t shm_bytes = segment_bytes();
   std::snprintf(mine.shm_name, sizeof(mine.shm_name), "/weft-part-%d-%llx", mine.pid,
                 static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(this) ^ mine.mailbox));
   shm_.assign(static_cast<size_t>(nranks_), nullptr);
@@ -111,6 +106,7 @@ ContextImpl::ContextImpl(Communicator& comm, int path)
   if (shm_[static_cast<size_t>(rank_)] == nullptr)
     fail(ErrorCode::System, "rank " + std::to_string(rank_) + ": cannot create shared memory " + mine.shm_name +
                                 " for partitioned ready-to-receive words: " + std::strerror(errno));
+  register_segment(mine.shm_name);
   std::vector<RankInfo> all(static_cast<size_t>(nranks_));
   all[static_cast<size_t>(rank_)] = mine;
   const double wait_s = config::wait_seconds(timeout_s_);
@@ -194,10 +190,11 @@ ContextImpl::~ContextImpl() {
   try {
     DeviceGuard guard(device_);
     for (void* p : pinned_) cudaFreeHost(p);
+    if (shm_dev_ != nullptr) cudaHostUnregister(shm_[static_cast<size_t>(rank_)]);
     for (size_t p = 0; p < peer_mailbox_.size(); ++p)
       if (peer_opened_[p]) cudaIpcCloseMemHandle(peer_mailbox_[p]);
     for (uint64_t* w : shm_)
-      if (w) munmap(w, kReadyWords * sizeof(uint64_t) + size_t{kKeySlots} * kKeySlotBytes);
+      if (w) munmap(w, segment_bytes());
     if (mailbox_) cudaFree(mailbox_);
     if (staging_) cudaFreeHost(staging_);
     if (stream_) cudaStreamDestroy(stream_);
@@ -324,22 +321,53 @@ char* ContextImpl::key_slot(int owner, uint32_t index) const {
     fail(ErrorCode::Remote, "rank " + std::to_string(rank_) + ": rank " + std::to_string(owner) +
                                 " sent memory-key slot " + std::to_string(index) + ", out of range (" +
                                 std::to_string(kKeySlots) + ")");
-  return reinterpret_cast<char*>(shm_[static_cast<size_t>(owner)] + kReadyWords) + size_t{index} * kKeySlotBytes;
+  return reinterpret_cast<char*>(shm_[static_cast<size_t>(owner)] + size_t{kWordSlots} * kSlotWords) +
+         size_t{index} * kKeySlotBytes;
 }
 
-uint32_t ContextImpl::alloc_ready_word() {
+uint32_t ContextImpl::alloc_words() {
   std::lock_guard<std::recursive_mutex> lock(mu_);
-  if (ready_words_used_ >= kReadyWords)
-    fail(ErrorCode::InvalidUsage, "rank " + std::to_string(rank_) + ": more than " + std::to_string(kReadyWords) +
-                                      " partitioned send requests in one context (create a new context)");
-  return ready_words_used_++;
+  if (word_slots_used_ >= kWordSlots)
+    fail(ErrorCode::InvalidUsage, "rank " + std::to_string(rank_) + ": more than " + std::to_string(kWordSlots) +
+                                      " partitioned requests (collectives count two per neighbour) in one context "
+                                      "(create a new context)");
+  uint64_t* w = words(rank_, word_slots_used_);
+  for (uint32_t i = 0; i < kSlotWords; ++i) __atomic_store_n(w + i, uint64_t{0}, __ATOMIC_RELEASE);
+  return word_slots_used_++;
 }
 
-uint64_t* ContextImpl::ready_word(int owner, uint32_t index) const {
-  if (index >= kReadyWords)
+uint64_t* ContextImpl::words(int owner, uint32_t index) const {
+  if (index >= kWordSlots)
     fail(ErrorCode::Remote, "rank " + std::to_string(rank_) + ": rank " + std::to_string(owner) +
-                                " sent ready-to-receive word " + std::to_string(index) + ", out of range");
-  return shm_[static_cast<size_t>(owner)] + index;
+                                " named host-word slot " + std::to_string(index) + ", out of range (" +
+                                std::to_string(kWordSlots) + ")");
+  return shm_[static_cast<size_t>(owner)] + size_t{index} * kSlotWords;
+}
+
+uint64_t* ContextImpl::words_device(uint32_t index) const { return shm_dev_ + size_t{index} * kSlotWords; }
+
+size_t ContextImpl::segment_bytes() {
+  return size_t{kWordSlots} * kSlotWords * sizeof(uint64_t) + size_t{kKeySlots} * kKeySlotBytes;
+}
+
+void ContextImpl::register_segment(const char* name) {
+  // The owner's GPU reads the prepared epochs from the segment and stores the done epochs
+  // into it: register it (mapped, for every device of this process).
+  uint64_t* seg = shm_[static_cast<size_t>(rank_)];
+  cudaError_t err = cudaHostRegister(seg, segment_bytes(), cudaHostRegisterMapped | cudaHostRegisterPortable);
+  const bool registered = err == cudaSuccess;
+  if (registered) err = cudaHostGetDevicePointer(reinterpret_cast<void**>(&shm_dev_), seg, 0);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    if (registered) cudaHostUnregister(seg);
+    munmap(seg, segment_bytes());
+    shm_[static_cast<size_t>(rank_)] = nullptr;
+    shm_dev_ = nullptr;
+    shm_unlink(name);
+    fail(ErrorCode::UnhandledCuda, "rank " + std::to_string(rank_) +
+                                       ": cannot register the shared segment of partitioned host words with CUDA (" +
+                                       cudaGetErrorName(err) + ")");
+  }
 }
 
 ExportedMemory ContextImpl::export_memory(const void* ptr) const {

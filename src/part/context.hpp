@@ -10,11 +10,13 @@
 //
 // Memory of another process is mapped with CUDA IPC, once per allocation and device in this
 // process (CUDA refuses to open one allocation twice), counted per user; memory of a
-// rank in this process is used directly. Ready-to-receive words live in shared host memory
-// (one POSIX shared-memory segment per rank, mapped by every rank of the host and unlinked
-// once they all have): the receiver's pbuf_prepare stores its epoch into the sender's word,
-// the sender's loads it, with no CUDA call, so a later pbuf_prepare costs well under a
-// microsecond once the receiver is ready.
+// rank in this process is used directly. Every request's per-epoch words live in shared host
+// memory (one POSIX shared-memory segment per rank, mapped by every rank of the host and
+// unlinked once they all have, and registered with CUDA by its owner so that the owner's GPU
+// reads and writes it): a 64-byte slot per request (weft/part/common.hpp, kWord*). The
+// receiver's pbuf_prepare stores its epoch into the sender's ready word, the sender's GPU
+// stores the epoch into the sender's done word when the last partition is delivered, and both
+// hosts load them: after setup an epoch makes no CUDA call and no allocation.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -28,7 +30,9 @@
 
 #include "net/ucx_transport.hpp"
 #include "part/engine.hpp"
+#include "part/poll.hpp"
 #include "part/progress.hpp"
+#include "part/trace.hpp"
 #include "part/state.hpp"
 #include "util/error.hpp"
 #include "weft/partitioned.hpp"
@@ -52,24 +56,12 @@ struct MailMessage {
   uint32_t elem_bytes = 0;
   uint64_t count = 0;
   int32_t status = 0;  ///< reply: 0 matched, 1 the descriptions differ
-  uint32_t ready_word = 0;  ///< offer: the sender's ready-to-receive word (ready_word())
+  uint32_t word_slot = 0;   ///< offer: the sender's slot of host words (words())
   uint32_t key_slot = 0;    ///< reply, across emulated nodes: 1 + the receiver's key slot (key_slot()); 0 none
   uint32_t staged = 0;      ///< across emulated nodes: offer, the sender stages; reply, the pair stages
   uint64_t mirror = 0, ring = 0;  ///< reply, staged: the receiver's page-locked mirror and signal ring
   ExportedMemory data;  ///< reply: the receive buffer
   ExportedMemory ctrl;  ///< reply: the receiver's flag block
-};
-
-/// A bounded host wait: WEFT_TIMEOUT from construction.
-class HostDeadline {
- public:
-  explicit HostDeadline(double seconds);
-  bool passed() const { return std::chrono::steady_clock::now() > end_; }
-  double seconds() const { return seconds_; }
-
- private:
-  std::chrono::steady_clock::time_point end_;
-  double seconds_;
 };
 
 class ContextImpl : public Context {
@@ -85,6 +77,8 @@ class ContextImpl : public Context {
   int nranks() const override { return nranks_; }
   int device() const { return device_; }
   double timeout_s() const { return timeout_s_; }
+  /// WEFT_PART_TRACE's value at creation (0: no trace; part/trace.hpp).
+  int64_t trace_epochs() const { return trace_epochs_; }
   TransferPath path() const { return path_; }
   /// The progression engine (started with the first request on the proxy path).
   ProgressEngine& engine();
@@ -126,10 +120,13 @@ class ContextImpl : public Context {
   /// Slot `index` of rank `owner`'s shared segment (kKeySlotBytes); Remote when out of range.
   char* key_slot(int owner, uint32_t index) const;
 
-  /// A word of this rank's shared segment for a send request's ready-to-receive.
-  uint32_t alloc_ready_word();
-  /// Word `index` of rank `owner`'s shared segment.
-  uint64_t* ready_word(int owner, uint32_t index) const;
+  /// A slot of host words (kSlotWords, zeroed) of this rank's shared segment for a request.
+  static constexpr uint32_t kWordSlots = 8192;
+  uint32_t alloc_words();
+  /// Slot `index` of rank `owner`'s shared segment, mapped here; Remote when out of range.
+  uint64_t* words(int owner, uint32_t index) const;
+  /// Slot `index` of this rank's segment as this rank's GPU addresses it.
+  uint64_t* words_device(uint32_t index) const;
 
   ExportedMemory export_memory(const void* ptr) const;
   /// Maps memory `peer` exported; release with unmap().
@@ -145,6 +142,8 @@ class ContextImpl : public Context {
   void free_device(void* p);
 
  private:
+  static size_t segment_bytes();
+  void register_segment(const char* name);  ///< unlinks `name` on failure
   char* mailbox(int owner_view_peer, bool offers, uint32_t index, bool local);
   void write_message(char* dst, const MailMessage& m);
   bool read_message(const char* src, uint64_t seq, MailMessage* out);
@@ -159,9 +158,10 @@ class ContextImpl : public Context {
   std::vector<bool> peer_opened_;  ///< mailbox opened by IPC
   cudaStream_t stream_ = nullptr;
   void* staging_ = nullptr;        ///< pinned, kMessageBytes
-  static constexpr uint32_t kReadyWords = 8192;
   std::vector<uint64_t*> shm_;     ///< by rank: its shared segment, mapped here
-  uint32_t ready_words_used_ = 0;
+  uint64_t* shm_dev_ = nullptr;    ///< this rank's segment as its GPU addresses it (registered)
+  int64_t trace_epochs_ = 0;
+  uint32_t word_slots_used_ = 0;
   uint32_t key_slots_used_ = 0;
   std::vector<int> node_of_;                   ///< proxy path: node of each rank
   std::unique_ptr<net::UcxTransport> ucx_;

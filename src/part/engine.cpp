@@ -22,24 +22,41 @@ ProgressEngine::ProgressEngine(double timeout_s, std::string name)
     : timeout_s_(config::wait_seconds(timeout_s)), name_(std::move(name)) {}
 
 ProgressEngine::~ProgressEngine() {
-  stop_.store(true);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_.store(true);
+  }
+  cv_.notify_all();
   if (thread_.joinable()) thread_.join();
 }
 
 void ProgressEngine::start_thread() {
   if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+  cv_.notify_all();  // under mu_ (every caller holds it): new work for a parked thread
 }
 
-ProgressEngine::Job* ProgressEngine::add(const ProgressJobDesc& d, std::shared_ptr<proxy::Connection> connection,
+bool ProgressEngine::awaits_device() const {
+  if (progress_) return true;  // a network transport needs its progress whatever the jobs
+  for (const Job& j : jobs_)
+    if (!j.inflight.empty() ||
+        (j.epoch != 0 && j.cursor < transport_partitions(j.desc.partitions, j.desc.threshold)))
+      return true;
+  for (const RecvJob& j : recv_jobs_)
+    if (j.epoch != 0 || !j.inflight.empty()) return true;
+  return false;
+}
+
+ProgressEngine::Job* ProgressEngine::add(const ProgressJobDesc& d, std::shared_ptr<proxy::Endpoint> endpoint,
                                          const char* local, proxy::RemoteMemory buf, proxy::RemoteMemory flags,
-                                         const volatile uint64_t* ready, uint64_t* words, Staging staging) {
+                                         const volatile uint64_t* ready, uint64_t* words, Staging staging,
+                                         uint64_t* done_word) {
   check_progress_job(d);
   if (words == nullptr || (d.staged && (!staging.stage || staging.mirror == nullptr)))
     fail(ErrorCode::Internal, d.who + ": progression engine: a job without its signal words or staging mirror");
   std::lock_guard<std::mutex> lock(mu_);
   Job& j = jobs_.emplace_back();
   j.desc = d;
-  j.connection = std::move(connection);
+  j.endpoint = std::move(endpoint);
   j.local = local;
   j.buf = buf;
   j.flags = flags;
@@ -47,6 +64,7 @@ ProgressEngine::Job* ProgressEngine::add(const ProgressJobDesc& d, std::shared_p
   j.words = words;
   j.staging = std::move(staging);
   j.done.assign(d.partitions, 0);
+  j.done_word = done_word;
   start_thread();
   return &j;
 }
@@ -65,11 +83,15 @@ void ProgressEngine::set_epoch(Job* job, uint64_t epoch, uint32_t threshold) {
     d.threshold = threshold;
     check_progress_job(d);
     job->desc = d;
-    if (!d.staged) std::fill(job->words, job->words + d.partitions, epoch);
+    if (!d.staged) std::fill(job->words, job->words + transport_partitions(d.partitions, threshold), epoch);
   }
   job->epoch = epoch;
   job->cursor = 0;
   job->signals = 0;
+  cv_.notify_all();
+  // Nothing is in flight (settled above): the epoch is delivered when this many more have landed.
+  job->done_target = job->completed.load(std::memory_order_relaxed) +
+                     (epoch != 0 ? transport_partitions(job->desc.partitions, job->desc.threshold) : 0);
 }
 
 void ProgressEngine::set_progress(std::function<void()> progress) {
@@ -116,6 +138,7 @@ void ProgressEngine::set_recv_epoch(RecvJob* job, uint64_t epoch) {
   job->epoch = epoch;
   job->next = 0;
   job->arrived = 0;
+  cv_.notify_all();
 }
 
 void ProgressEngine::check() const {
@@ -143,10 +166,10 @@ void ProgressEngine::post(Job& j, const TransportRun& r) {
     op.ticket = j.staging.stage->mark(timeout_s_);
     op.staging = true;
   } else {
-    if (r.bytes > 0) j.connection->put(j.buf, r.offset, j.local + r.offset, r.bytes);
+    if (r.bytes > 0) j.endpoint->put(j.buf, r.offset, j.local + r.offset, r.bytes);
     // One signal for the run: its flag words, from the array holding the epoch.
-    j.connection->write_words(j.flags, (kFlagFirst + uint64_t{r.first}) * sizeof(uint64_t), j.words + r.first, r.count);
-    op.ticket = j.connection->mark(timeout_s_);
+    j.endpoint->write_words(j.flags, (kFlagFirst + uint64_t{r.first}) * sizeof(uint64_t), j.words + r.first, r.count);
+    op.ticket = j.endpoint->mark(timeout_s_);
   }
   for (uint32_t t = r.first; t < r.first + r.count; ++t) j.done[t] = j.epoch;
   j.inflight.push_back(op);
@@ -160,9 +183,9 @@ void ProgressEngine::post_network(Job& j, Op& op) {
   const uint32_t slot = j.signals++;
   uint64_t* record = j.words + uint64_t{slot} * kRecordWords;
   encode_arrival(r, j.desc.threshold, record);
-  if (r.bytes > 0) j.connection->put(j.buf, r.offset, j.staging.mirror + r.offset, r.bytes);
-  j.connection->write_words(j.flags, uint64_t{slot} * kRecordWords * sizeof(uint64_t), record, kRecordWords);
-  op.ticket = j.connection->mark(timeout_s_);
+  if (r.bytes > 0) j.endpoint->put(j.buf, r.offset, j.staging.mirror + r.offset, r.bytes);
+  j.endpoint->write_words(j.flags, uint64_t{slot} * kRecordWords * sizeof(uint64_t), record, kRecordWords);
+  op.ticket = j.endpoint->mark(timeout_s_);
   op.staging = false;
   op.since = Clock::now();
 }
@@ -175,12 +198,16 @@ uint64_t ProgressEngine::retire(Job& j) {
       post_network(j, op);
     }
   uint64_t landed = 0;
-  while (!j.inflight.empty() && !j.inflight.front().staging && j.connection->landed(j.inflight.front().ticket)) {
+  while (!j.inflight.empty() && !j.inflight.front().staging && j.endpoint->landed(j.inflight.front().ticket)) {
     landed += j.inflight.front().run.count;
     j.inflight.pop_front();
   }
-  if (landed > 0) j.completed.fetch_add(landed, std::memory_order_release);
-  check_age(j.inflight, j.desc.who, j.connection->peer());
+  if (landed > 0) {
+    const uint64_t now = j.completed.fetch_add(landed, std::memory_order_release) + landed;
+    if (j.done_word != nullptr && j.epoch != 0 && now >= j.done_target)
+      __atomic_store_n(j.done_word, j.epoch, __ATOMIC_RELEASE);
+  }
+  check_age(j.inflight, j.desc.who, j.endpoint->peer());
   return landed;
 }
 
@@ -256,7 +283,7 @@ uint64_t ProgressEngine::serve(RecvJob& j) {
     Op op;
     op.run = r;
     op.since = Clock::now();
-    proxy::Connection& c = *j.staging.stage;
+    proxy::Endpoint& c = *j.staging.stage;
     if (r.bytes > 0) c.put(j.buf, r.offset, j.staging.mirror + r.offset, r.bytes);
     c.write_words(j.flags, (kFlagFirst + uint64_t{r.first}) * sizeof(uint64_t), j.words + r.first, r.count);
     op.ticket = c.mark(timeout_s_);
@@ -271,7 +298,7 @@ void ProgressEngine::drain(J& j, bool take) {
   const auto end = Clock::now() + std::chrono::duration<double>(timeout_s_);
   for (;;) {
     if (progress_) progress_();
-    if constexpr (std::is_same_v<J, Job>) j.connection->progress();
+    if constexpr (std::is_same_v<J, Job>) j.endpoint->progress();
     const uint64_t moved = take ? serve(j) : retire(j);
     if (j.inflight.empty() && moved == 0) return;
     if (Clock::now() > end)
@@ -310,7 +337,7 @@ void ProgressEngine::run() {
       try {
         if (progress_) progress_();
         for (Job& j : jobs_) {
-          j.connection->progress();
+          j.endpoint->progress();
           moved += serve(j);
         }
         for (RecvJob& j : recv_jobs_) moved += serve(j);
@@ -319,16 +346,22 @@ void ProgressEngine::run() {
       } catch (const std::exception& err) {
         record(ErrorCode::Internal, err.what());
       }
-      for (const Job& j : jobs_) idle = j.inflight.empty() ? idle : 0;  // in flight: keep polling
-      for (const RecvJob& j : recv_jobs_) idle = j.inflight.empty() ? idle : 0;
     }
     if (moved > 0) {
       idle = 0;
       continue;
     }
-    // Spin (yielding) while work may come soon; sleep once idle for long.
-    if (++idle > 65536) std::this_thread::sleep_for(std::chrono::microseconds(50));
-    else std::this_thread::yield();
+    // Poll (yielding, never sleeping) while a flag, a transfer or the network may bring
+    // work; after kIdlePasses empty passes with nothing of the kind pending, park until a
+    // job, an epoch or the destructor wakes the thread.
+    if (++idle < kIdlePasses) {
+      std::this_thread::yield();
+      continue;
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!stop_.load() && (failed_.load() || !awaits_device()))
+      cv_.wait(lock, [&] { return stop_.load() || (!failed_.load() && awaits_device()); });
+    idle = 0;
   }
 }
 

@@ -2,8 +2,8 @@
 // WEFT_PART_PATH=proxy): one host thread per context that polls, for every send request on
 // this path, the per-transport-partition ready flags its device pready stores into
 // host-mapped memory, and moves the ready transport partitions to the receiver through a
-// port-channel connection (proxy/connection.hpp). Within a host the connection is a
-// CopyEngineConnection (the GPU's copy engines move the bytes, no thread block of the
+// port-channel endpoint (proxy/endpoint.hpp). Within a host the endpoint is a
+// CopyEngineEndpoint (the GPU's copy engines move the bytes, no thread block of the
 // producing kernel copies); to another emulated node it is UCX's.
 //
 // Throughput. Every pass serves every request and never waits: a run of adjacent ready
@@ -11,13 +11,13 @@
 // up to kEngineChunkBytes (part/progress.hpp), each one put of the bytes and ONE signal for
 // the whole run: the receiver's flag words of the run written by one write_words from an
 // array holding the epoch (ordered after the put), or, staged, one signal record. At most
-// kEngineInflight transfers per request are in flight; the connection's mark/landed say,
+// kEngineInflight transfers per request are in flight; the endpoint's mark/landed say,
 // without waiting, when one has landed, and only then is it counted delivered. A transfer not
 // landed within WEFT_TIMEOUT is an error.
 //
 // Staging (Job::staged; the network cannot read or write GPU memory: a UCX without CUDA
 // support, or WEFT_PART_STAGE=1). Sender: a copy of the run from the send buffer into a
-// page-locked mirror (`stage`, a CopyEngineConnection on the engine's own stream; landed by
+// page-locked mirror (`stage`, a CopyEngineEndpoint on the engine's own stream; landed by
 // polling its event), then a UCX put from the mirror into the receiver's page-locked mirror,
 // then the signal record ((first << 32 | count), threshold) into slot s of the receiver's
 // ring (the epoch's s-th transfer; ordered after the data by the transport's fence). Receiver
@@ -32,13 +32,14 @@
 // and signals a whole run at once.
 //
 // Every number is checked before a transfer (part/progress.hpp); a failure (a check, the
-// connection, a transfer past WEFT_TIMEOUT) is recorded with the request and peer it
+// endpoint, a transfer past WEFT_TIMEOUT) is recorded with the request and peer it
 // concerns, the engine stops taking work, and every later test or wait of a request on it
 // throws it.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -51,7 +52,7 @@
 #include <vector>
 
 #include "part/progress.hpp"
-#include "proxy/connection.hpp"
+#include "proxy/endpoint.hpp"
 #include "util/error.hpp"
 
 namespace weft::part {
@@ -62,20 +63,20 @@ class ProgressEngine {
   /// One transfer in flight.
   struct Op {
     TransportRun run;
-    uint64_t ticket = 0;    ///< of the connection that holds it now
+    uint64_t ticket = 0;    ///< of the endpoint that holds it now
     bool staging = false;   ///< staged send: still in the copy into the page-locked mirror
     Clock::time_point since;
   };
 
   /// Staged transfers of one request (null `stage`: direct).
   struct Staging {
-    std::shared_ptr<proxy::Connection> stage;  ///< local copies (a CopyEngineConnection of this GPU)
+    std::shared_ptr<proxy::Endpoint> stage;  ///< local copies (a CopyEngineEndpoint of this GPU)
     char* mirror = nullptr;                    ///< page-locked, the request's size
   };
 
   struct Job {
     ProgressJobDesc desc;
-    std::shared_ptr<proxy::Connection> connection;
+    std::shared_ptr<proxy::Endpoint> endpoint;
     const char* local = nullptr;          ///< the send buffer (device memory)
     /// Direct: the receiver's buffer and flag block. Staged: its page-locked mirror and ring.
     proxy::RemoteMemory buf, flags;
@@ -90,6 +91,11 @@ class ProgressEngine {
     uint32_t signals = 0;                 ///< staged: ring slots used in this epoch
     std::deque<Op> inflight;
     std::atomic<uint64_t> completed{0};   ///< transport partitions delivered (landed), all epochs
+    /// The request's done word (weft/part/common.hpp kWordDone; null: none): the engine stores
+    /// the epoch there once `completed` reaches done_target (every transport partition of the
+    /// epoch landed), so the hosts learn it without a CUDA call.
+    uint64_t* done_word = nullptr;
+    uint64_t done_target = 0;
   };
 
   /// A staged receive request: the network writes its page-locked mirror and ring; the engine
@@ -106,8 +112,8 @@ class ProgressEngine {
     std::deque<Op> inflight;
   };
 
-  /// `name`: "rank 0's partitioned progression engine". Host code only: the connections
-  /// bind their GPU themselves (unit tested with HostConnection).
+  /// `name`: "rank 0's partitioned progression engine". Host code only: the endpoints
+  /// bind their GPU themselves (unit tested with HostEndpoint).
   ProgressEngine(double timeout_s, std::string name);
   ~ProgressEngine();  ///< stops the thread
   ProgressEngine(const ProgressEngine&) = delete;
@@ -115,13 +121,13 @@ class ProgressEngine {
 
   /// Registers a send request (checked with check_progress_job); starts the thread. `words`:
   /// kRecordWords x d.partitions words that live as long as the job. `staging`: for d.staged.
-  Job* add(const ProgressJobDesc& d, std::shared_ptr<proxy::Connection> connection, const char* local,
+  Job* add(const ProgressJobDesc& d, std::shared_ptr<proxy::Endpoint> endpoint, const char* local,
            proxy::RemoteMemory buf, proxy::RemoteMemory flags, const volatile uint64_t* ready, uint64_t* words,
-           Staging staging);
+           Staging staging, uint64_t* done_word = nullptr);
   /// Waits (bounded) for its transfers in flight, then forgets it.
   void remove(Job* job);
   /// The receiver is ready for `epoch`: the engine sends what the device marks ready in it,
-  /// grouped by `threshold`. Epoch 0 pauses the job (when this returns, the engine is not
+  /// grouped by `threshold`, and stores `epoch` into the done word once all of it landed. Epoch 0 pauses the job (when this returns, the engine is not
   /// sending for it). Transfers of the previous epoch still in flight are waited for first.
   void set_epoch(Job* job, uint64_t epoch, uint32_t threshold);
   /// An epoch ended early (a device misuse): delivers, on the calling thread, every transport
@@ -152,7 +158,11 @@ class ProgressEngine {
 
  private:
   void run();
+  /// Under mu_: true while the device, a transfer or the network may bring work (the thread
+  /// polls), false when nothing can arrive until a job or an epoch is added (it parks).
+  bool awaits_device() const;
   void start_thread();
+  static constexpr uint32_t kIdlePasses = 1u << 16;
   void record(ErrorCode code, const std::string& what);
   /// One pass over one job (never waits); returns the transport partitions it moved on.
   uint64_t serve(Job& j);
@@ -180,6 +190,7 @@ class ProgressEngine {
   std::list<RecvJob> recv_jobs_;
   std::function<void()> progress_;
   std::atomic<bool> stop_{false}, failed_{false};
+  std::condition_variable cv_;  ///< wakes a parked thread (with mu_)
   std::thread thread_;
   mutable std::mutex error_mu_;
   std::optional<std::string> error_;

@@ -1,11 +1,13 @@
 #include "part/request.hpp"
 
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 
+#include "part/resync.hpp"
 #include "proxy/copy_engine.hpp"
-#include "runtime/cuda_check.hpp"
+#include "util/cuda_check.hpp"
 #include "util/log.hpp"
 
 namespace weft::part {
@@ -37,13 +39,12 @@ RequestDesc peer_desc(const RequestDesc& d, const MailMessage& m) {
 }  // namespace
 
 RequestImpl::RequestImpl(ContextImpl& ctx, const RequestDesc& d, void* buf)
-    : ctx_(ctx), st_(d, ctx.rank()), buf_(static_cast<char*>(buf)) {
+    : ctx_(ctx), st_(d, ctx.rank()), buf_(static_cast<char*>(buf)), tracing_(ctx.trace_epochs() > 0) {
   if (buf == nullptr) fail(ErrorCode::InvalidArgument, describe(d, ctx.rank()) + ": the buffer is null");
+  host_index_ = ctx_.alloc_words();
+  host_ = ctx_.words(ctx_.rank(), host_index_);
   if (is_send()) {
     ctl_ = static_cast<uint64_t*>(ctx_.alloc_device(kCtlWords * sizeof(uint64_t)));
-    ready_index_ = ctx_.alloc_ready_word();
-    ready_ = ctx_.ready_word(ctx_.rank(), ready_index_);
-    __atomic_store_n(ready_, uint64_t{0}, __ATOMIC_RELEASE);
     DeviceGuard g(ctx_.device());
     WEFT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&err_host_), sizeof(DeviceErrorRecord), cudaHostAllocMapped));
     *err_host_ = DeviceErrorRecord{};
@@ -83,7 +84,7 @@ void RequestImpl::check_device_error() {
   err_host_->valid = 0;
   const uint64_t zero = 0;
   ctx_.write(ctl_ + kCtlClaim, &zero, sizeof(zero));
-  errored_ = true;
+  errored_ = true;  // the next start resyncs the device's counters and stamps
   // The engine delivers what was readied, then stops, before the count is resynced at start.
   if (job_ != nullptr) ctx_.engine().finish_epoch(job_);
   // The epoch is over: its misused partitions were never sent, so it cannot complete.
@@ -92,100 +93,119 @@ void RequestImpl::check_device_error() {
 }
 
 void RequestImpl::start() {
+  const auto t_in = tracing_ ? EpochTrace::Clock::now() : EpochTrace::Clock::time_point{};
   check_device_error();
   st_.start();
   const uint64_t e = st_.epoch();
-  if (is_send()) {
-    if (errored_) {
-      if (dreq_) dreq_->resync_counters(e - 1);
-      expected_sent_ = delivered() + host_sent_;
-    }
-    errored_ = false;
-    if (!internal_) ctx_.write(ctl_ + kCtlEpoch, &e, sizeof(e));
-  } else {
-    if (!internal_) ctx_.write(flags_ + kFlagEpoch, &e, sizeof(e));
+  if (is_send() && errored_) {
+    // A misused epoch left the device's counts off: set them to the completed epochs (the
+    // only CUDA calls of a start, and only after a misuse).
+    if (dreq_) dreq_->resync_counters(e - 1);
+    if (job_ != nullptr) expected_sent_ = delivered() + host_sent_;
+  }
+  errored_ = false;
+  __atomic_store_n(host_ + kWordStarted, e, __ATOMIC_RELEASE);
+  if (tracing_) {
+    trace_ = EpochTrace{};
+    trace_.start_in = t_in;
+    trace_.start_out = EpochTrace::Clock::now();
   }
 }
 
 void RequestImpl::prepare_phase(Phase ph) {
   const RequestDesc& d = st_.desc();
-  const std::string who = describe(d, ctx_.rank());
   const bool first = !st_.set_up();
   switch (ph) {
     case Phase::Offer: {
       st_.begin_prepare();
+      if (tracing_ && !st_.prepared()) trace_.prep_in = EpochTrace::Clock::now();
       if (!first || !is_send()) return;
       MailMessage m = describe_in_message(d);
-      m.ready_word = ready_index_;
+      m.word_slot = host_index_;
       m.staged = proxy_ && ctx_.crosses_network(d.peer) && ctx_.stage_network() ? 1 : 0;
       offer_ = ctx_.post_offer(d.peer, m);
       return;
     }
-    case Phase::Answer: {
-      if (!first || is_send()) return;
-      MailMessage offer;
-      const uint32_t idx = ctx_.match_offer(d.peer, d.tag, &offer, who);
-      const RequestDesc theirs = peer_desc(d, offer);
-      MailMessage reply = describe_in_message(d);
-      const bool same = theirs.partitions == d.partitions && theirs.count == d.count && theirs.dtype == d.dtype;
-      reply.status = same ? 0 : 1;
-      if (same) {
-        reply.data = ctx_.export_memory(buf_);
-        reply.ctrl = ctx_.export_memory(flags_);
-        if (!internal_ && ctx_.crosses_network(d.peer)) {
-          bool staged = offer.staged != 0 || ctx_.stage_network();
-          reply.key_slot = publish_keys(&staged, &reply) + 1;
-          reply.staged = staged ? 1 : 0;
-        }
-      }
-      ctx_.post_reply(d.peer, idx, reply);
-      check_match(d, theirs, ctx_.rank());  // throws when they differ; the sender learns it from the reply
-      ready_ = ctx_.ready_word(d.peer, offer.ready_word);
-      st_.setup_done();
+    case Phase::Answer:
+      if (first && !is_send()) answer_offer();
       return;
-    }
-    case Phase::Finish: {
-      if (!first || !is_send()) return;
-      MailMessage reply = ctx_.wait_reply(d.peer, offer_, who);
-      check_match(d, peer_desc(d, reply), ctx_.rank());
-      remote_buf_ = ctx_.map(d.peer, reply.data);
-      remote_flags_ = reinterpret_cast<uint64_t*>(ctx_.map(d.peer, reply.ctrl));
-      if (proxy_) attach_engine(reply);
-      st_.setup_done();
-      if (dreq_) dreq_->refresh();
+    case Phase::Finish:
+      if (first && is_send()) finish_setup();
       return;
-    }
     case Phase::Ready: {
       if (is_send() || st_.prepared()) return;  // a second pbuf_prepare in one epoch does nothing more
       const uint64_t e = st_.epoch();
       if (recv_job_ != nullptr) ctx_.engine().set_recv_epoch(recv_job_, e);  // before the sender may send
-      __atomic_store_n(ready_, e, __ATOMIC_RELEASE);
+      __atomic_store_n(peer_words_ + kWordReady, e, __ATOMIC_RELEASE);
       st_.prepare_done();
+      if (tracing_) trace_.prep_out = EpochTrace::Clock::now();
       return;
     }
-    case Phase::AwaitReady: {
-      if (!is_send() || st_.prepared()) return;
-      const uint64_t e = st_.epoch();
-      HostDeadline dl(ctx_.timeout_s());
-      for (;;) {
-        if (__atomic_load_n(ready_, __ATOMIC_ACQUIRE) >= e) break;
-        if (dl.passed())
-          fail(ErrorCode::Timeout, who + ": the receiver did not become ready for epoch " + std::to_string(e) +
-                                       " within " + std::to_string(dl.seconds()) +
-                                       " s (WEFT_TIMEOUT; it must start and pbuf_prepare its request)");
-        std::this_thread::yield();
-      }
-      const uint64_t thr = threshold();
-      if (thr != threshold_written_) {
-        ctx_.write(remote_flags_ + kFlagThreshold, &thr, sizeof(thr));
-        threshold_written_ = static_cast<uint32_t>(thr);
-      }
-      if (job_ != nullptr) ctx_.engine().set_epoch(job_, e, static_cast<uint32_t>(thr));
-      expected_sent_ += transports();
-      st_.prepare_done();
+    case Phase::AwaitReady:
+      if (is_send() && !st_.prepared()) await_ready();
       return;
+  }
+}
+
+void RequestImpl::answer_offer() {
+  const RequestDesc& d = st_.desc();
+  MailMessage offer;
+  const uint32_t idx = ctx_.match_offer(d.peer, d.tag, &offer, describe(d, ctx_.rank()));
+  const RequestDesc theirs = peer_desc(d, offer);
+  MailMessage reply = describe_in_message(d);
+  const bool same = theirs.partitions == d.partitions && theirs.count == d.count && theirs.dtype == d.dtype;
+  reply.status = same ? 0 : 1;
+  if (same) {
+    reply.data = ctx_.export_memory(buf_);
+    reply.ctrl = ctx_.export_memory(flags_);
+    if (!internal_ && ctx_.crosses_network(d.peer)) {
+      bool staged = offer.staged != 0 || ctx_.stage_network();
+      reply.key_slot = publish_keys(&staged, &reply) + 1;
+      reply.staged = staged ? 1 : 0;
     }
   }
+  ctx_.post_reply(d.peer, idx, reply);
+  check_match(d, theirs, ctx_.rank());  // throws when they differ; the sender learns it from the reply
+  peer_words_ = ctx_.words(d.peer, offer.word_slot);
+  st_.setup_done();
+}
+
+void RequestImpl::finish_setup() {
+  const RequestDesc& d = st_.desc();
+  MailMessage reply = ctx_.wait_reply(d.peer, offer_, describe(d, ctx_.rank()));
+  check_match(d, peer_desc(d, reply), ctx_.rank());
+  remote_buf_ = ctx_.map(d.peer, reply.data);
+  remote_flags_ = reinterpret_cast<uint64_t*>(ctx_.map(d.peer, reply.ctrl));
+  if (proxy_) attach_engine(reply);
+  st_.setup_done();
+  if (dreq_) dreq_->refresh();
+}
+
+void RequestImpl::await_ready() {
+  const uint64_t e = st_.epoch();
+  Poller poll(ctx_.timeout_s());
+  while (__atomic_load_n(host_ + kWordReady, __ATOMIC_ACQUIRE) < e)
+    if (!poll.next())
+      fail(ErrorCode::Timeout, describe(st_.desc(), ctx_.rank()) + ": the receiver did not become ready for epoch " +
+                                   std::to_string(e) + " within " + std::to_string(poll.seconds()) +
+                                   " s (WEFT_TIMEOUT; it must start and pbuf_prepare its request)");
+  if (tracing_) {
+    trace_.ready_seen = EpochTrace::Clock::now();
+    trace_.waited_ready = true;
+  }
+  const uint64_t thr = threshold();
+  if (thr != threshold_written_) {  // the first epoch with this threshold only
+    ctx_.write(remote_flags_ + kFlagThreshold, &thr, sizeof(thr));
+    threshold_written_ = static_cast<uint32_t>(thr);
+  }
+  if (job_ != nullptr) {
+    ctx_.engine().set_epoch(job_, e, static_cast<uint32_t>(thr));
+    expected_sent_ += transports();
+  }
+  st_.prepare_done();
+  // Last: from here the device may pready partitions of epoch e.
+  __atomic_store_n(host_ + kWordPrepared, e, __ATOMIC_RELEASE);
+  if (tracing_) trace_.prep_out = EpochTrace::Clock::now();
 }
 
 void RequestImpl::pbuf_prepare() {
@@ -198,12 +218,14 @@ void RequestImpl::pready(uint32_t p) {
     fail(ErrorCode::InvalidUsage, describe(st_.desc(), ctx_.rank()) +
                                       ": host pready on a request that has a device request (use the device pready, "
                                       "or free the device request first)");
-  st_.pready(p);
+  const uint32_t readied = st_.pready(p);
   const uint64_t pb = st_.desc().partition_bytes(), off = pb * p, e = st_.epoch();
   ctx_.copy(remote_buf_ + off, buf_ + off, pb);
   // Without a device request the threshold is 1: every partition is a transport partition.
   ctx_.write(remote_flags_ + kFlagFirst + p, &e, sizeof(e));
   ++host_sent_;
+  // The copies above are synchronous: the last partition's pready completes the epoch.
+  if (readied == st_.desc().partitions) __atomic_store_n(host_ + kWordDone, e, __ATOMIC_RELEASE);
 }
 
 bool RequestImpl::parrived(uint32_t p) {
@@ -213,50 +235,65 @@ bool RequestImpl::parrived(uint32_t p) {
   ctx_.read(&thr, flags_ + kFlagThreshold, sizeof(thr));
   if (thr == 0) return false;
   ctx_.read(&flag, flags_ + kFlagFirst + transport_of(p, static_cast<uint32_t>(thr)), sizeof(flag));
-  return flag >= st_.epoch();
+  return arrived_in(flag, st_.epoch());
 }
 
 bool RequestImpl::test() {
   check_device_error();
   st_.check_wait();
   if (!st_.active()) return true;
+  const uint64_t e = st_.epoch();
   bool done = false;
   if (is_send()) {
-    done = delivered() + host_sent_ >= expected_sent_;
+    // The progression engine's count across nodes; else the done word (device, engine or host pready).
+    done = job_ != nullptr && ctx_.crosses_network(st_.desc().peer)
+               ? delivered() + host_sent_ >= expected_sent_
+               : __atomic_load_n(host_ + kWordDone, __ATOMIC_ACQUIRE) >= e;
+    if (!done && job_ != nullptr) ctx_.engine().check();  // a failed engine: its error, naming the peer
+  } else if (!ctx_.crosses_network(st_.desc().peer)) {
+    done = __atomic_load_n(peer_words_ + kWordDone, __ATOMIC_ACQUIRE) >= e;
   } else {
+    // Across (emulated) nodes the flags are all that comes: read the flag block.
     if (recv_job_ != nullptr) ctx_.engine().check();  // a staged receive's engine failed: its error
     const uint32_t U = st_.desc().partitions;
-    std::vector<uint64_t> block(kFlagFirst + U);
-    ctx_.read(block.data(), flags_, block.size() * sizeof(uint64_t));
-    const uint64_t thr = block[kFlagThreshold];
+    flag_block_.resize(kFlagFirst + U);
+    ctx_.read(flag_block_.data(), flags_, flag_block_.size() * sizeof(uint64_t));
+    const uint64_t thr = flag_block_[kFlagThreshold];
     done = thr != 0;
     for (uint32_t t = 0; done && t < transport_partitions(U, static_cast<uint32_t>(thr)); ++t)
-      done = block[kFlagFirst + t] >= st_.epoch();
+      done = flag_block_[kFlagFirst + t] >= e;
   }
   if (done) st_.complete();
   return done;
 }
 
 void RequestImpl::wait() {
-  HostDeadline dl(ctx_.timeout_s());
-  while (!test()) {
-    if (dl.passed())
+  if (tracing_) trace_.wait_in = EpochTrace::Clock::now();
+  Poller poll(ctx_.timeout_s());
+  while (!test())
+    if (!poll.next())
       fail(ErrorCode::Timeout, describe(st_.desc(), ctx_.rank()) + ": epoch " + std::to_string(st_.epoch()) +
-                                   " did not complete within " + std::to_string(dl.seconds()) +
+                                   " did not complete within " + std::to_string(poll.seconds()) +
                                    " s (WEFT_TIMEOUT): " +
                                    (is_send() ? "not every partition was readied" : "not every partition arrived"));
-    std::this_thread::yield();
-  }
+  if (tracing_) finish_trace(poll.polls());
+}
+
+void RequestImpl::finish_trace(uint64_t polls) {
+  const auto now = EpochTrace::Clock::now();
+  trace_.wait_out = now;
+  trace_.polls = polls;
+  const uint64_t e = st_.epoch();
+  if (trace_wanted(ctx_.trace_epochs(), e) && e == trace_epoch_ + 1)
+    std::fprintf(stderr, "%s\n",
+                 format_epoch_trace(describe(st_.desc(), ctx_.rank()), e, trace_, prev_end_).c_str());
+  trace_epoch_ = e;
+  prev_end_ = now;
 }
 
 uint64_t RequestImpl::delivered() {
-  if (job_ != nullptr) {
-    ctx_.engine().check();  // a failed engine delivers nothing more: its error, naming the peer
-    return job_->completed.load(std::memory_order_acquire);
-  }
-  uint64_t sent = 0;
-  ctx_.read(&sent, ctl_ + kCtlSent, sizeof(sent));
-  return sent;
+  ctx_.engine().check();  // a failed engine delivers nothing more: its error, naming the peer
+  return job_->completed.load(std::memory_order_acquire);
 }
 
 namespace {
@@ -307,7 +344,7 @@ uint32_t RequestImpl::publish_keys(bool* staged, MailMessage* reply) {
     jd.send_bytes = jd.remote_bytes = d.total_bytes();
     jd.staged = true;
     ProgressEngine::Staging stg;
-    stg.stage = std::make_shared<proxy::CopyEngineConnection>(
+    stg.stage = std::make_shared<proxy::CopyEngineEndpoint>(
         ctx_.device(), "rank " + std::to_string(ctx_.rank()) + "'s receive buffer (staged from rank " +
                            std::to_string(d.peer) + ")",
         ctx_.timeout_s());
@@ -337,7 +374,7 @@ void RequestImpl::attach_engine(const MailMessage& reply) {
   jd.remote_bytes = d.total_bytes();
   jd.remote_flag_words = kFlagFirst + d.partitions;
   proxy::RemoteMemory buf, flags;
-  std::shared_ptr<proxy::Connection> conn;
+  std::shared_ptr<proxy::Endpoint> conn;
   ProgressEngine::Staging staging;
   {
     // The engine's signal words (flag values, or staged signal records): page-locked, so the
@@ -383,12 +420,12 @@ void RequestImpl::attach_engine(const MailMessage& reply) {
                                   "GPU memory, or WEFT_PART_STAGE=1)");
     jd.remote_bytes = buf.bytes;
     jd.remote_flag_words = flags.bytes / sizeof(uint64_t);
-    conn = ctx_.ucx()->connection(d.peer);
+    conn = ctx_.ucx()->endpoint(d.peer);
     if (jd.staged) {
       DeviceGuard g(ctx_.device());
       WEFT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&mirror_), d.total_bytes(), cudaHostAllocPortable));
       staging.mirror = mirror_;
-      staging.stage = std::make_shared<proxy::CopyEngineConnection>(
+      staging.stage = std::make_shared<proxy::CopyEngineEndpoint>(
           ctx_.device(), "page-locked staging for rank " + std::to_string(d.peer), ctx_.timeout_s());
     }
   } else {
@@ -397,10 +434,11 @@ void RequestImpl::attach_engine(const MailMessage& reply) {
     flags.address = reinterpret_cast<uint64_t>(remote_flags_);
     flags.bytes = jd.remote_flag_words * sizeof(uint64_t);
     // Within a node: the copy engines of this rank's GPU, into the receiver's buffer as mapped here.
-    conn = std::make_shared<proxy::CopyEngineConnection>(ctx_.device(), "rank " + std::to_string(d.peer),
+    conn = std::make_shared<proxy::CopyEngineEndpoint>(ctx_.device(), "rank " + std::to_string(d.peer),
                                                          ctx_.timeout_s());
   }
-  job_ = ctx_.engine().add(jd, std::move(conn), buf_, buf, flags, ready_host_, words_, std::move(staging));
+  job_ = ctx_.engine().add(jd, std::move(conn), buf_, buf, flags, ready_host_, words_, std::move(staging),
+                           host_ + kWordDone);
 }
 
 std::unique_ptr<DeviceRequest> RequestImpl::device_request_create(uint32_t threshold) {
@@ -422,6 +460,7 @@ PrecvDeviceHandle RequestImpl::recv_handle() {
   PrecvDeviceHandle h;
   h.buf = buf_;
   h.flags = flags_;
+  h.host = ctx_.words_device(host_index_);
   h.partitions = st_.desc().partitions;
   h.partition_bytes = st_.desc().partition_bytes();
   return h;
@@ -434,10 +473,12 @@ PsendDeviceHandle RequestImpl::send_handle(uint32_t thr) const {
   h.remote_flags = remote_flags_;
   h.ready = proxy_ ? ready_dev_ : nullptr;
   h.ctl = ctl_;
+  h.host = ctx_.words_device(host_index_);
   h.error = err_dev_;
   h.partition_bytes = st_.desc().partition_bytes();
   h.partitions = st_.desc().partitions;
   h.threshold = thr;
+  h.transports = transport_partitions(h.partitions, thr);
   return h;
 }
 
@@ -448,7 +489,6 @@ DeviceRequestImpl::DeviceRequestImpl(RequestImpl& req, uint32_t threshold) : req
   stamps_ = static_cast<uint64_t*>(ctx.alloc_device(U * sizeof(uint64_t)));
   dev_handle_ = static_cast<PsendDeviceHandle*>(ctx.alloc_device(sizeof(PsendDeviceHandle)));
   resync_counters(req.completed_epochs());
-  // Stamps of earlier epochs: 0 is below every epoch, so a zeroed array is right.
   req.attach(this);
   refresh();
 }
@@ -474,11 +514,13 @@ void DeviceRequestImpl::refresh() {
 }
 
 void DeviceRequestImpl::resync_counters(uint64_t completed) {
-  // A transport partition of n user partitions has counted n per completed epoch.
-  const uint32_t U = req_.state().desc().partitions, T = transport_partitions(U, threshold_);
-  std::vector<unsigned long long> v(T);
-  for (uint32_t t = 0; t < T; ++t) v[t] = transport_size(U, threshold_, t) * completed;
-  req_.ctx().write(counters_, v.data(), v.size() * sizeof(unsigned long long));
+  const uint32_t U = req_.state().desc().partitions;
+  const std::vector<uint64_t> stamps = resync_stamps(U, completed);
+  const std::vector<uint64_t> counters = resync_transport_counters(U, threshold_, completed);
+  const uint64_t sent = resync_sent(U, threshold_, completed);
+  req_.ctx().write(stamps_, stamps.data(), stamps.size() * sizeof(uint64_t));
+  req_.ctx().write(counters_, counters.data(), counters.size() * sizeof(uint64_t));
+  req_.ctx().write(req_.ctl() + kCtlSent, &sent, sizeof(sent));
 }
 
 }  // namespace weft::part

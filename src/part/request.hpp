@@ -13,6 +13,7 @@
 #include "part/context.hpp"
 #include "part/engine.hpp"
 #include "part/state.hpp"
+#include "part/trace.hpp"
 
 namespace weft::part {
 
@@ -55,6 +56,7 @@ class RequestImpl : public Request {
   /// Completed epochs (the device counters' base).
   uint64_t completed_epochs() const { return st_.active() ? st_.epoch() - 1 : st_.epoch(); }
   ContextImpl& ctx() { return ctx_; }
+  uint64_t* ctl() const { return ctl_; }
   const RequestState& state() const { return st_; }
   /// Throws the device's error record, if any (and clears it).
   void check_device_error();
@@ -65,8 +67,14 @@ class RequestImpl : public Request {
 
  private:
   uint32_t threshold() const;
-  /// Transport partitions delivered by this side (all epochs): the device's count on the
-  /// kernel-copy path, the engine's on the progression-engine path.
+  /// pbuf_prepare's steps: the receiver matches the first offer and answers it; the sender
+  /// maps the reply; the sender waits for ready-to-receive, then publishes the prepared epoch.
+  void answer_offer();
+  void finish_setup();
+  void await_ready();
+  /// WEFT_PART_TRACE: closes this epoch's trace (after wait) and prints it when asked for.
+  void finish_trace(uint64_t polls);
+  /// Progression-engine path: transport partitions the engine delivered (all epochs).
   uint64_t delivered();
   /// Progression-engine path: registers this request with the context's engine (setup):
   /// copy engines within a node, the network transport to another (emulated) node.
@@ -88,9 +96,8 @@ class RequestImpl : public Request {
   char* remote_buf_ = nullptr;
   uint64_t* remote_flags_ = nullptr;
   uint32_t offer_ = 0;
-  uint32_t ready_index_ = 0;             ///< send: index of ready_ in this rank's segment
   uint32_t threshold_written_ = 0;
-  uint64_t expected_sent_ = 0, host_sent_ = 0;
+  uint64_t expected_sent_ = 0, host_sent_ = 0;  ///< proxy path: the engine's count to reach
   bool internal_ = false;                ///< a collective's (set_internal)
   bool errored_ = false;                 ///< an epoch ended in a device error: resync counters
   DeviceRequestImpl* dreq_ = nullptr;
@@ -103,7 +110,16 @@ class RequestImpl : public Request {
   ProgressEngine::RecvJob* recv_job_ = nullptr;  ///< receive, staged across nodes: in the engine
   // Receive side.
   uint64_t* flags_ = nullptr;            ///< kFlagFirst + partitions words, device
-  uint64_t* ready_ = nullptr;            ///< send: own ready-to-receive word; receive: the sender's
+  uint64_t* peer_words_ = nullptr;       ///< the sender's host words (its ready and done words)
+  std::vector<uint64_t> flag_block_;     ///< across nodes: test's copy of the flag block
+  // Both sides: this request's host words (kWord*) in this rank's shared segment.
+  uint32_t host_index_ = 0;
+  uint64_t* host_ = nullptr;
+  // WEFT_PART_TRACE.
+  bool tracing_ = false;
+  EpochTrace trace_;
+  EpochTrace::Clock::time_point prev_end_{};
+  uint64_t trace_epoch_ = 0;             ///< the last epoch whose trace closed
 };
 
 class DeviceRequestImpl : public DeviceRequest {

@@ -4,19 +4,6 @@
 
 namespace weft::part {
 
-uint32_t dtype_bytes(int dtype) {
-  switch (dtype) {
-    case 0: case 1: return 1;   // int8, uint8
-    case 2: case 3: return 4;   // int32, uint32
-    case 4: case 5: return 8;   // int64, uint64
-    case 6: return 2;           // float16
-    case 7: return 4;           // float32
-    case 8: return 8;           // float64
-    case 9: return 2;           // bfloat16
-    default: return 0;
-  }
-}
-
 std::string describe(const RequestDesc& d, int rank) {
   return "rank " + std::to_string(rank) + ": " + (d.dir == Direction::Send ? "psend to rank " : "precv from rank ") +
          std::to_string(d.peer) + " (tag " + std::to_string(d.tag) + ")";
@@ -116,6 +103,9 @@ std::string describe_device_error(const RequestDesc& d, int rank, uint32_t code,
              "; the second call sent nothing";
     case kDevNotStarted:
       return who + " of partition " + std::to_string(partition) + " while the request was not started";
+    case kDevNotPrepared:
+      return who + " of partition " + std::to_string(partition) + " in epoch " + std::to_string(epoch) +
+             " before pbuf_prepare returned (the receiver may not be ready); nothing was sent for it";
     default: return who + ": unknown device error code " + std::to_string(code);
   }
 }

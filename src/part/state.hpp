@@ -14,6 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "weft/part/common.hpp"  // DeviceErrorCode
+#include "ir/datatype.hpp"
+
 namespace weft::part {
 
 enum class Direction { Send, Recv };
@@ -26,13 +29,11 @@ struct RequestDesc {
   uint32_t partitions = 0; ///< user partitions
   uint64_t count = 0;      ///< elements per partition
   int dtype = 0;           ///< weftDataType_t
-  uint32_t elem_bytes = 0;
+  uint32_t elem_bytes = 0;  ///< dtype_bytes(dtype) (ir/datatype.hpp)
   uint64_t partition_bytes() const { return count * elem_bytes; }
   uint64_t total_bytes() const { return partition_bytes() * partitions; }
 };
 
-/// Bytes of one element of weftDataType_t `dtype`; 0 when it is not one.
-uint32_t dtype_bytes(int dtype);
 /// "rank 0: psend to rank 1 (tag 7)" and the like, for messages.
 std::string describe(const RequestDesc& d, int rank);
 
@@ -92,8 +93,6 @@ class RequestState {
   std::vector<uint64_t> readied_;  ///< per partition: the epoch of its last host pready
 };
 
-/// Device-side misuse codes, recorded by the device pready into the request's error word.
-enum DeviceErrorCode : uint32_t { kDevOk = 0, kDevOutOfRange = 1, kDevTwice = 2, kDevNotStarted = 3 };
 /// The message for a device-side error record of `d`'s request.
 std::string describe_device_error(const RequestDesc& d, int rank, uint32_t code, uint64_t partition, uint64_t epoch);
 

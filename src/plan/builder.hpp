@@ -1,5 +1,5 @@
 // The plan builder: the one place where a source becomes a checked Plan, for `weft compile`,
-// `weft simulate`, `weft bench` and the runtime (runtime/plan_source.cpp).
+// `weft simulate`, `weft bench` and the runtime (plan/plan_source.cpp).
 //
 // A source is one of (source_kind tells them apart by form):
 //   a built-in algorithm's name   algorithms/<name>.rccl                  (ResCCLang)

@@ -48,20 +48,20 @@ FifoMemory cuda_fifo_memory(int device) {
   return m;
 }
 
-CopyEngineConnection::CopyEngineConnection(int device, std::string peer, double timeout_s)
+CopyEngineEndpoint::CopyEngineEndpoint(int device, std::string peer, double timeout_s)
     : device_(device),
       peer_(std::move(peer)),
       timeout_s_(config::wait_seconds(timeout_s >= 0 ? timeout_s : config::get_seconds("WEFT_TIMEOUT"))) {
-  check(cudaSetDevice(device_), "copy-engine connection to " + peer_ + ": cudaSetDevice");
+  check(cudaSetDevice(device_), "copy-engine endpoint to " + peer_ + ": cudaSetDevice");
   cudaStream_t s = nullptr;
-  check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "copy-engine connection to " + peer_ + ": stream");
+  check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "copy-engine endpoint to " + peer_ + ": stream");
   stream_ = s;
   void* v = nullptr;
-  check(cudaHostAlloc(&v, kValueSlots * sizeof(uint64_t), cudaHostAllocPortable), "copy-engine connection: signal values");
+  check(cudaHostAlloc(&v, kValueSlots * sizeof(uint64_t), cudaHostAllocPortable), "copy-engine endpoint: signal values");
   values_ = static_cast<uint64_t*>(v);
 }
 
-CopyEngineConnection::~CopyEngineConnection() {
+CopyEngineEndpoint::~CopyEngineEndpoint() {
   if (stream_ != nullptr) {
     cudaStreamSynchronize(static_cast<cudaStream_t>(stream_));  // its copies read values_
     cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
@@ -71,33 +71,33 @@ CopyEngineConnection::~CopyEngineConnection() {
     if (e != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(e));
 }
 
-void CopyEngineConnection::bind() {
+void CopyEngineEndpoint::bind() {
   thread_local int bound = -1;
   if (bound != device_) {
-    check(cudaSetDevice(device_), "copy-engine connection to " + peer_ + ": cudaSetDevice");
+    check(cudaSetDevice(device_), "copy-engine endpoint to " + peer_ + ": cudaSetDevice");
     bound = device_;
   }
 }
 
-void CopyEngineConnection::put(const RemoteMemory& dst, uint64_t dst_offset, const void* src, uint64_t bytes) {
+void CopyEngineEndpoint::put(const RemoteMemory& dst, uint64_t dst_offset, const void* src, uint64_t bytes) {
   bind();
   check(cudaMemcpyAsync(reinterpret_cast<char*>(dst.address) + dst_offset, src, bytes, cudaMemcpyDefault,
                         static_cast<cudaStream_t>(stream_)),
         "copy-engine put to " + peer_);
 }
 
-void CopyEngineConnection::write_u64(const RemoteMemory& dst, uint64_t dst_offset, uint64_t value) {
+void CopyEngineEndpoint::write_u64(const RemoteMemory& dst, uint64_t dst_offset, uint64_t value) {
   bind();
   if (next_value_ == kValueSlots) flush(timeout_s_);  // every slot may still be read by a queued copy
   uint64_t* slot = values_ + next_value_++;
   *slot = value;
-  // Same stream: the counter lands after every earlier put of this connection.
+  // Same stream: the counter lands after every earlier put of this endpoint.
   check(cudaMemcpyAsync(reinterpret_cast<char*>(dst.address) + dst_offset, slot, sizeof(uint64_t), cudaMemcpyDefault,
                         static_cast<cudaStream_t>(stream_)),
         "copy-engine signal to " + peer_);
 }
 
-void CopyEngineConnection::flush(double timeout_s) {
+void CopyEngineEndpoint::flush(double timeout_s) {
   bind();
   auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   for (uint32_t spins = 0;; ++spins) {
@@ -112,14 +112,14 @@ void CopyEngineConnection::flush(double timeout_s) {
   landed_ = marked_;
 }
 
-void CopyEngineConnection::write_words(const RemoteMemory& dst, uint64_t dst_offset, const uint64_t* values, uint64_t n) {
+void CopyEngineEndpoint::write_words(const RemoteMemory& dst, uint64_t dst_offset, const uint64_t* values, uint64_t n) {
   bind();
   check(cudaMemcpyAsync(reinterpret_cast<char*>(dst.address) + dst_offset, values, n * sizeof(uint64_t),
                         cudaMemcpyDefault, static_cast<cudaStream_t>(stream_)),
         "copy-engine signal to " + peer_);
 }
 
-uint64_t CopyEngineConnection::mark(double timeout_s) {
+uint64_t CopyEngineEndpoint::mark(double timeout_s) {
   bind();
   if (marked_ - landed_ == kEvents) {  // the oldest event is still in use: wait for it, bounded
     auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
@@ -132,15 +132,15 @@ uint64_t CopyEngineConnection::mark(double timeout_s) {
   void*& ev = events_[marked_ % kEvents];
   if (ev == nullptr) {
     cudaEvent_t e = nullptr;
-    check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "copy-engine connection to " + peer_ + ": event");
+    check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "copy-engine endpoint to " + peer_ + ": event");
     ev = e;
   }
   check(cudaEventRecord(static_cast<cudaEvent_t>(ev), static_cast<cudaStream_t>(stream_)),
-        "copy-engine connection to " + peer_ + ": event record");
+        "copy-engine endpoint to " + peer_ + ": event record");
   return ++marked_;
 }
 
-bool CopyEngineConnection::landed(uint64_t ticket) {
+bool CopyEngineEndpoint::landed(uint64_t ticket) {
   while (landed_ < ticket && landed_ < marked_) {
     const cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(events_[landed_ % kEvents]));
     if (e == cudaErrorNotReady) return false;

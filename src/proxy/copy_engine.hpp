@@ -1,7 +1,7 @@
 // Port channels within a host: the proxy moves data with the GPU's copy engines
 // (cudaMemcpyAsync on a stream the proxy owns), so no thread block of the kernel copies.
 //
-// CopyEngineConnection puts into a peer's registered buffer as mapped into this process
+// CopyEngineEndpoint puts into a peer's registered buffer as mapped into this process
 // (CUDA IPC or peer access; RemoteMemory::address is that mapping), writes signal counters
 // with a copy ordered after the data on the same stream, and flushes by polling
 // cudaStreamQuery until its deadline. It never makes a stream wait on a flag
@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <string>
 
-#include "proxy/connection.hpp"
+#include "proxy/endpoint.hpp"
 #include "proxy/fifo.hpp"
 
 namespace weft::proxy {
@@ -25,13 +25,13 @@ namespace weft::proxy {
 /// The FIFO's memory for producers on CUDA device `device`.
 FifoMemory cuda_fifo_memory(int device);
 
-class CopyEngineConnection : public Connection {
+class CopyEngineEndpoint : public Endpoint {
  public:
   /// Copies issued from `device` (the proxy's GPU) toward `peer` ("rank 1 (GPU 1)").
   /// `timeout_s` bounds the flush it makes itself when its ring of signal values is used
   /// up (negative: WEFT_TIMEOUT).
-  CopyEngineConnection(int device, std::string peer, double timeout_s = -1);
-  ~CopyEngineConnection() override;
+  CopyEngineEndpoint(int device, std::string peer, double timeout_s = -1);
+  ~CopyEngineEndpoint() override;
   std::string peer() const override { return peer_; }
   void put(const RemoteMemory& dst, uint64_t dst_offset, const void* src, uint64_t bytes) override;
   void write_u64(const RemoteMemory& dst, uint64_t dst_offset, uint64_t value) override;
@@ -40,7 +40,7 @@ class CopyEngineConnection : public Connection {
   /// else CUDA copies them synchronously).
   void write_words(const RemoteMemory& dst, uint64_t dst_offset, const uint64_t* values, uint64_t n) override;
   /// A CUDA event recorded on the stream (a ring of kEvents; when it is full, the oldest is
-  /// waited for, at most the connection's timeout); landed queries the events in order.
+  /// waited for, at most the endpoint's timeout); landed queries the events in order.
   uint64_t mark(double timeout_s) override;
   bool landed(uint64_t ticket) override;
   static constexpr uint64_t kEvents = 128;

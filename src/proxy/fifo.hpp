@@ -4,7 +4,7 @@
 //
 // Where the memory comes from is a FifoMemory: plain host memory (locked with mlock where
 // the limits allow) for the CPU tests and host producers, or CUDA's mapped page-locked
-// memory with `head` in device memory (proxy/cuda_fifo_memory.hpp) for GPU producers.
+// memory with `head` in device memory (cuda_fifo_memory, proxy/copy_engine.hpp) for GPU producers.
 // Host code may produce triggers too (push), with the same protocol, when `head` is host memory.
 #pragma once
 

@@ -3,8 +3,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <chrono>
-#include <thread>
 
 #include "util/config.hpp"
 #include "util/error.hpp"
@@ -17,70 +15,84 @@ void check(cudaError_t e, const std::string& what) {
 }
 }  // namespace
 
-StagingConnection::StagingConnection(std::shared_ptr<Connection> inner, int device, uint64_t piece_bytes, int pieces,
-                                     double timeout_s)
-    : inner_(std::move(inner)),
-      device_(device),
-      piece_bytes_(piece_bytes),
-      timeout_s_(config::wait_seconds(timeout_s >= 0 ? timeout_s : config::get_seconds("WEFT_TIMEOUT"))) {
-  if (!inner_ || piece_bytes_ == 0 || pieces < 1)
-    fail(ErrorCode::InvalidArgument, "staging connection: needs an inner connection, a piece size and at least one buffer");
-  check(cudaSetDevice(device_), "staging connection to " + inner_->peer() + ": cudaSetDevice");
-  cudaStream_t s = nullptr;
-  check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "staging connection to " + inner_->peer() + ": stream");
-  stream_ = s;
-  for (int i = 0; i < pieces; ++i) {
-    void* p = nullptr;
-    check(cudaHostAlloc(&p, piece_bytes_, cudaHostAllocPortable), "staging connection: page-locked buffer");
-    buffers_.push_back(static_cast<char*>(p));
+namespace {
+/// Copies on one non-blocking stream, each followed by an event of a ring as long as the
+/// buffers (at most that many staged copies are in flight).
+class CudaCopier : public Copier {
+ public:
+  CudaCopier(int device, size_t events, std::string who) : device_(device), who_(std::move(who)) {
+    check(cudaSetDevice(device_), "staging for " + who_ + ": cudaSetDevice");
+    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "staging for " + who_ + ": stream");
+    events_.resize(events, nullptr);
+    for (auto& e : events_) check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "staging for " + who_ + ": event");
   }
-}
-
-StagingConnection::~StagingConnection() {
-  if (stream_ != nullptr) {
-    cudaStreamSynchronize(static_cast<cudaStream_t>(stream_));
-    cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
-  }
-  for (char* b : buffers_) cudaFreeHost(b);
-}
-
-void StagingConnection::wait_stream() {
-  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s_);
-  for (uint32_t spins = 0;; ++spins) {
-    cudaError_t e = cudaStreamQuery(static_cast<cudaStream_t>(stream_));
-    if (e == cudaSuccess) return;
-    if (e != cudaErrorNotReady) check(e, "staging copy for " + inner_->peer());
-    if (std::chrono::steady_clock::now() > end)
-      fail(ErrorCode::Timeout, "staging copy for " + inner_->peer() + " did not finish within " + std::to_string(timeout_s_) + " s");
-    if (spins > 64) std::this_thread::sleep_for(std::chrono::microseconds(spins > 4096 ? 50 : 1));
-  }
-}
-
-void StagingConnection::put(const RemoteMemory& dst, uint64_t dst_offset, const void* src, uint64_t bytes) {
-  cudaPointerAttributes attr{};
-  const bool gpu = cudaPointerGetAttributes(&attr, src) == cudaSuccess && attr.type == cudaMemoryTypeDevice;
-  if (!gpu) {  // host memory: the network reads it directly
+  ~CudaCopier() override {
+    cudaStreamSynchronize(stream_);
+    for (auto e : events_) cudaEventDestroy(e);
+    cudaStreamDestroy(stream_);
     cudaGetLastError();
-    inner_->put(dst, dst_offset, src, bytes);
-    return;
   }
-  check(cudaSetDevice(device_), "staging connection: cudaSetDevice");
-  for (uint64_t done = 0; done < bytes;) {
-    const uint64_t n = std::min(piece_bytes_, bytes - done);
-    if (used_ == buffers_.size()) flush(timeout_s_);  // every buffer may still be read by the network
-    char* stage = buffers_[used_++];
-    check(cudaMemcpyAsync(stage, static_cast<const char*>(src) + done, n, cudaMemcpyDeviceToHost,
-                          static_cast<cudaStream_t>(stream_)),
-          "staging copy for " + inner_->peer());
-    wait_stream();
-    inner_->put(dst, dst_offset + done, stage, n);
-    done += n;
+  uint64_t start(void* dst, const void* src, uint64_t bytes) override {
+    check(cudaSetDevice(device_), "staging for " + who_ + ": cudaSetDevice");
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_), "staging copy for " + who_);
+    const uint64_t token = next_++;
+    check(cudaEventRecord(events_[token % events_.size()], stream_), "staging copy for " + who_ + ": event");
+    return token;
+  }
+  bool done(uint64_t token) override {
+    const cudaError_t e = cudaEventQuery(events_[token % events_.size()]);
+    if (e == cudaErrorNotReady) return false;
+    check(e, "staging copy for " + who_);
+    return true;
+  }
+
+ private:
+  int device_;
+  std::string who_;
+  cudaStream_t stream_ = nullptr;
+  std::vector<cudaEvent_t> events_;
+  uint64_t next_ = 0;
+};
+}  // namespace
+
+namespace {
+bool on_gpu(const void* p) {
+  cudaPointerAttributes attr{};
+  const bool gpu = cudaPointerGetAttributes(&attr, p) == cudaSuccess && attr.type == cudaMemoryTypeDevice;
+  if (!gpu) cudaGetLastError();
+  return gpu;
+}
+
+std::shared_ptr<Endpoint> checked(std::shared_ptr<Endpoint> inner, uint64_t piece_bytes, int pieces) {
+  if (!inner || piece_bytes == 0 || pieces < 1)
+    fail(ErrorCode::InvalidArgument, "staging endpoint: needs an inner endpoint, a piece size and at least one buffer");
+  return inner;
+}
+}  // namespace
+
+PinnedBuffers::PinnedBuffers(uint64_t bytes, int n) {
+  for (int i = 0; i < n; ++i) {
+    void* p = nullptr;
+    const cudaError_t e = cudaHostAlloc(&p, bytes, cudaHostAllocPortable);
+    if (e != cudaSuccess) {
+      for (char* b : buffers) cudaFreeHost(b);
+      buffers.clear();
+      check(e, "staging endpoint: page-locked buffer of " + std::to_string(bytes) + " bytes");
+    }
+    buffers.push_back(static_cast<char*>(p));
   }
 }
 
-void StagingConnection::flush(double timeout_s) {
-  inner_->flush(timeout_s);
-  used_ = 0;
+PinnedBuffers::~PinnedBuffers() {
+  for (char* b : buffers) cudaFreeHost(b);
 }
+
+StagingEndpoint::StagingEndpoint(std::shared_ptr<Endpoint> inner, int device, uint64_t piece_bytes, int pieces,
+                                     double timeout_s)
+    : PinnedBuffers(piece_bytes, std::max(pieces, 0)),
+      StagedEndpoint(checked(inner, piece_bytes, pieces),
+                       std::make_unique<CudaCopier>(device, static_cast<size_t>(std::max(pieces, 1)), inner ? inner->peer() : ""),
+                       buffers, piece_bytes,
+                       config::wait_seconds(timeout_s >= 0 ? timeout_s : config::get_seconds("WEFT_TIMEOUT")), on_gpu) {}
 
 }  // namespace weft::proxy

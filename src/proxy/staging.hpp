@@ -1,13 +1,13 @@
 // Staging through page-locked host memory, for a network transport that cannot read GPU
 // memory (a UCX built without CUDA support: UcxTransport::supports_cuda_memory() false).
 //
-// StagingConnection wraps the network connection to one peer. A put whose source is GPU
-// memory is cut into pieces of `piece_bytes`; each piece is copied by a copy engine into
-// one of `pieces` page-locked staging buffers (cudaMemcpyAsync on a stream the proxy owns,
-// waited by bounded polling), then put from there by the inner connection. A staging buffer
-// is reused only after the inner connection has been flushed, so a piece is never
-// overwritten while the network still reads it. Signals and flushes go straight to the
-// inner connection (ordering is the inner connection's).
+// StagingEndpoint is a StagedEndpoint (proxy/staging_pipeline.hpp) whose copier is the
+// GPU's copy engine: a put whose source is GPU memory is cut into chunks of `piece_bytes`,
+// each copied into one of `pieces` page-locked buffers (cudaMemcpyAsync on a stream the
+// proxy owns, a CUDA event per copy) and put from there as soon as its copy is done, in
+// order, while the next chunk's copy runs; a buffer is reused once its chunk has landed.
+// Host sources go straight through, in order with the staged chunks. Nothing waits for a
+// whole message: the proxy holds a signal that follows staged chunks until they landed.
 //
 // The receiving side registers page-locked host memory (cudaHostAlloc, mapped) as the
 // destination: the network writes it, and the receiving GPU reads it through its mapped
@@ -16,37 +16,28 @@
 
 #include <cstdint>
 #include <memory>
-#include <string>
 #include <vector>
 
-#include "proxy/connection.hpp"
+#include "proxy/staging_pipeline.hpp"
 
 namespace weft::proxy {
 
-class StagingConnection : public Connection {
- public:
-  /// `device`: the GPU whose memory the sources are. `timeout_s` bounds each staging copy
-  /// and the flushes it makes to free buffers (negative: WEFT_TIMEOUT).
-  StagingConnection(std::shared_ptr<Connection> inner, int device, uint64_t piece_bytes = 4 << 20, int pieces = 4,
-                    double timeout_s = -1);
-  ~StagingConnection() override;
-  std::string peer() const override { return inner_->peer(); }
-  void put(const RemoteMemory& dst, uint64_t dst_offset, const void* src, uint64_t bytes) override;
-  void write_u64(const RemoteMemory& dst, uint64_t dst_offset, uint64_t value) override {
-    inner_->write_u64(dst, dst_offset, value);
-  }
-  void flush(double timeout_s) override;
-  void progress() override { inner_->progress(); }
+/// Page-locked buffers (cudaHostAlloc), freed on destruction: StagingEndpoint's first
+/// base, so they outlive the pipeline that uses them.
+struct PinnedBuffers {
+  PinnedBuffers(uint64_t bytes, int n);
+  ~PinnedBuffers();
+  PinnedBuffers(const PinnedBuffers&) = delete;
+  PinnedBuffers& operator=(const PinnedBuffers&) = delete;
+  std::vector<char*> buffers;
+};
 
- private:
-  void wait_stream();
-  std::shared_ptr<Connection> inner_;
-  int device_;
-  uint64_t piece_bytes_;
-  double timeout_s_;
-  void* stream_ = nullptr;        // cudaStream_t
-  std::vector<char*> buffers_;    // page-locked
-  size_t used_ = 0;               // buffers filled since the last flush
+class StagingEndpoint : private PinnedBuffers, public StagedEndpoint {
+ public:
+  /// `device`: the GPU whose memory the sources are. `timeout_s` bounds each wait for a
+  /// free buffer, a copy or a flush (negative: WEFT_TIMEOUT).
+  StagingEndpoint(std::shared_ptr<Endpoint> inner, int device, uint64_t piece_bytes = 2 << 20, int pieces = 8,
+                    double timeout_s = -1);
 };
 
 }  // namespace weft::proxy

@@ -11,23 +11,35 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/bootstrap.hpp"
+#include "bootstrap/bootstrap.hpp"
 #include "runtime/c_api_internal.hpp"
 #include "runtime/communicator.hpp"
-#include "runtime/cuda_check.hpp"
-#include "runtime/env_init.hpp"
-#include "runtime/host_reduce.hpp"
+#include "util/cuda_check.hpp"
+#include "bootstrap/env_init.hpp"
+#include "ir/datatype.hpp"
 #include "util/checked.hpp"
 #include "util/handle_registry.hpp"
 #include "util/log.hpp"
+#include "util/secure_memory.hpp"
 #include "weft/weft.h"
+
+// The public enums and weft's one table of types and operators (ir/datatype.hpp) agree.
+static_assert(weftInt8 == static_cast<int>(weft::DataType::Int8) && weftUint8 == static_cast<int>(weft::DataType::Uint8) &&
+              weftInt32 == static_cast<int>(weft::DataType::Int32) && weftUint32 == static_cast<int>(weft::DataType::Uint32) &&
+              weftInt64 == static_cast<int>(weft::DataType::Int64) && weftUint64 == static_cast<int>(weft::DataType::Uint64) &&
+              weftFloat16 == static_cast<int>(weft::DataType::Float16) &&
+              weftFloat32 == static_cast<int>(weft::DataType::Float32) &&
+              weftFloat64 == static_cast<int>(weft::DataType::Float64) &&
+              weftBfloat16 == static_cast<int>(weft::DataType::Bfloat16) && weftNumTypes == weft::kNumDataTypes);
+static_assert(weftSum == weft::kOpSum && weftProd == weft::kOpProd && weftMax == weft::kOpMax && weftMin == weft::kOpMin &&
+              weftAvg == weft::kOpAvg && weftNumOps == weft::kNumRedOps);
 
 struct weftComm {
   std::unique_ptr<weft::Communicator> impl;
 };
 
 struct weftMemoryChannel {
-  weft::exec::MemoryChannel channel;
+  weft::exec::ChannelEnd channel;
 };
 
 namespace {
@@ -96,7 +108,7 @@ void flush_group() {
 
 void enqueue_p2p(weftComm_t comm, bool send, void* buf, size_t count, weftDataType_t type, int peer, cudaStream_t s) {
   impl(comm);
-  size_t esz = weft::host::dtype_size(type);
+  size_t esz = weft::dtype_bytes(type);
   if (esz == 0) weft::fail(weft::ErrorCode::InvalidArgument, "unknown data type " + std::to_string(type));
   weft::P2POp op;
   op.send = send;
@@ -147,7 +159,9 @@ weftResult_t weftCommInitRank(weftComm_t* comm, int nranks, weftUniqueId commId,
     *comm = nullptr;
     int device = 0;
     WEFT_CUDA_CHECK(cudaGetDevice(&device));
-    *comm = make_comm(weft::UniqueId::deserialize(commId.internal), nranks, rank, device);
+    const weft::UniqueId id = weft::UniqueId::deserialize(commId.internal);
+    weft::secure::wipe(commId.internal, sizeof(commId.internal));  // this call's copy; `id` wipes its own
+    *comm = make_comm(id, nranks, rank, device);
   });
 }
 
@@ -341,7 +355,7 @@ weftResult_t weftCommConnectMemoryChannels(weftComm_t comm, const int* peers, in
       std::fill(channels, channels + npeers, nullptr);
     }
     std::vector<int> list(peers, peers + npeers);
-    std::vector<weft::exec::MemoryChannel> made = impl(comm).connect_memory_channels(list, buff, size, packetBytes);
+    std::vector<weft::exec::ChannelEnd> made = impl(comm).connect_memory_channels(list, buff, size, packetBytes);
     for (size_t i = 0; i < made.size(); ++i) channels[i] = new weftMemoryChannel{std::move(made[i])};
   });
 }

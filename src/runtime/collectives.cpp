@@ -1,21 +1,28 @@
-// Communicator::collective: from a C API call to a launch of the plan interpreter.
+// Communicator::collective: from a C API call to a launch: decide() (tune/decide.hpp) says
+// what runs, this file launches it (the one-shot kernel, the copy engines, or a plan on the
+// interpreter or a generated kernel).
 #include <algorithm>
 
-#include "runtime/ce_plan.hpp"
-#include "runtime/collective_reference.hpp"
 #include "runtime/communicator.hpp"
-#include "runtime/cuda_check.hpp"
+#include "util/cuda_check.hpp"
 #include "exec/executor.hpp"
 #include "gen/kernels.hpp"
-#include "runtime/host_reduce.hpp"
+#include "ir/call_buffers.hpp"
+#include "ir/datatype.hpp"
 #include "net/net_fifos.hpp"
-#include "runtime/selection.hpp"
 #include "util/checked.hpp"
-#include "util/config.hpp"
 #include "util/log.hpp"
 #include "weft/weft.h"
 
 namespace weft {
+
+namespace {
+constexpr uint64_t kWindowPieceBytes = 64 << 10;
+}  // namespace
+
+// A decision's protocol is the executor's code (exec/exec_plan.hpp).
+static_assert(static_cast<int>(algo::Protocol::Simple) == exec::kSimple && static_cast<int>(algo::Protocol::LL) == exec::kLL &&
+              static_cast<int>(algo::Protocol::LL128) == exec::kLL128);
 
 void Communicator::collective(Collective c, const void* send, void* recv, uint64_t count, int dtype, int op,
                               int root, cudaStream_t stream) {
@@ -23,7 +30,7 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
   check_usable();
   // Built only when needed: this function is on every small call's critical path.
   auto what = [&] { return std::string(to_string(c)) + " on rank " + std::to_string(rank_); };
-  const size_t esz = host::dtype_size(dtype);
+  const size_t esz = dtype_bytes(dtype);
   if (esz == 0) fail(ErrorCode::InvalidArgument, what() + ": unknown data type " + std::to_string(dtype));
   const bool reduces = c == Collective::AllReduce || c == Collective::ReduceScatter || c == Collective::Reduce;
   if (reduces && (op < 0 || op >= weftNumOps))
@@ -35,8 +42,8 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
   // count x element size and x nranks are checked: a product that wraps would move less
   // data than asked, silently.
   const uint64_t bytes = checked_mul(count, esz, "the count times the element size");
-  const uint64_t send_bytes = checked_mul(host::send_elems(c, 1, nranks_), bytes, "the send buffer's size");
-  const uint64_t recv_bytes = checked_mul(host::recv_elems(c, 1, nranks_), bytes, "the receive buffer's size");
+  const uint64_t send_bytes = checked_mul(send_counts(c, nranks_), bytes, "the send buffer's size");
+  const uint64_t recv_bytes = checked_mul(recv_counts(c, nranks_), bytes, "the receive buffer's size");
   const bool needs_send = c != Collective::Broadcast || rank_ == root;
   const bool needs_recv = c != Collective::Reduce || rank_ == root;
   if ((needs_send && send == nullptr) || (needs_recv && recv == nullptr))
@@ -63,57 +70,58 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
     // speed, and is captured by CUDA graphs like any launch.
     if (!in_place) WEFT_CUDA_CHECK(cudaMemcpyAsync(r, s, recv_bytes, cudaMemcpyDeviceToDevice, stream));
     note_launch(stream);
-    WEFT_LOG(Debug, "COLL", what() << ": " << count << " x " << host::dtype_name(dtype)
+    WEFT_LOG(Debug, "COLL", what() << ": " << count << " x " << dtype_name(dtype)
                                    << (in_place ? ", one rank in place: nothing to do" : ", one rank: a copy"));
     return;
   }
-  // Without WEFT_ALGO / WEFT_PROTO / WEFT_INSTANCES (read once, at creation) the table
-  // decides alone: no environment lookups per call.
+  // The one decision (tune/decide.hpp): algorithm, executor, protocol, instances and
+  // micro-batch, in integers; the environment was read at creation.
   const uint64_t payload = std::max(send_bytes, recv_bytes);
-  Choice ch = env_overrides_ ? select_algorithm(*table_, c, payload, nranks_, layout_.cfg.connections, in_place)
-                             : table_->choose(c, payload, nranks_, in_place);
-  if (ch.algorithm == ce::kAlgorithm) {
-    // Copy engines into registered buffers (runtime/ce_collectives.hpp); where any rank
-    // cannot, every rank runs the table's SM choice instead (logged at INFO).
-    if (!net_ && run_copy_engine(c, s, r, count, dtype, reduces ? op : weftSum, in_place, stream)) {
+  const Call call{c, payload, in_place};
+  const Decision d = decider_->decide(call);
+  const Launch* l = &d;
+  if (d.executor == algo::Executor::CopyEngine) {
+    // Copy engines into registered buffers (exec/ce_runner.hpp); where any rank
+    // cannot, every rank runs the decision's fallback instead (logged at INFO).
+    if (run_copy_engine(c, s, r, count, dtype, reduces ? op : weftSum, in_place, stream)) {
       note_launch(stream);
       return;
     }
-    ch = table_->choose(c, payload, nranks_, in_place, true);
+    l = &d.fallback;
   }
-  if (net_) {
-    // Links to other nodes (hosts or emulated) carry Simple messages through the proxy only:
-    // the one-shot kernel (which stores into every peer's memory), LL and LL128 (whose flags
-    // need the data and flag of a packet or line to land together) are not used there.
-    if (ch.algorithm == kOneShot) {
-      ch = table_->choose(c, payload, nranks_, in_place, true);
-      const int64_t inst = env_overrides_ ? config::get_int("WEFT_INSTANCES") : 0;
-      if (inst > 0) ch.instances = static_cast<int>(std::min<int64_t>(inst, layout_.cfg.connections));
-    }
-  }
-  if (ch.algorithm != kOneShot && ch.protocol != "Simple") {
-    std::string why;
-    ch.protocol = effective_protocol(ch.protocol, net_ != nullptr, layout_.cfg.slot_bytes, layout_.cfg.ll_slot_bytes, &why);
-    if (!why.empty()) WEFT_LOG(Debug, "COLL", what() << ": " << why);
-  }
-  if (ch.algorithm == kOneShot) {
-    if (trace_cap_ > 0) start_trace(nullptr, nullptr, c, ch, payload, "the one-shot kernel records no timestamps", stream);
-    launch_oneshot_call(c, s, r, bytes, dtype, reduces ? op : weftSum, ch.instances, stream);
+  if (l->note != ProtocolNote::None)
+    WEFT_LOG(Debug, "COLL", what() << ": " << describe(l->note, l->chosen, layout_.cfg.slot_bytes, layout_.cfg.ll_slot_bytes));
+  if (l->executor == algo::Executor::OneShot) {
+    if (trace_cap_ > 0)
+      start_trace(nullptr, nullptr, c, to_choice(*l), payload, "the one-shot kernel records no timestamps", stream);
+    launch_oneshot_call(c, s, r, bytes, dtype, reduces ? op : weftSum, l->instances, stream);
     note_launch(stream);
-    WEFT_LOG(Debug, "COLL", what() << ": " << count << " x " << host::dtype_name(dtype) << " with the one-shot kernel");
+    WEFT_LOG(Debug, "COLL", what() << ": " << count << " x " << dtype_name(dtype) << " with the one-shot kernel");
     return;
   }
-  CachedPlan& cp = plan_for(c, ch, in_place, c == Collective::Broadcast || c == Collective::Reduce ? root : 0);
-  const exec::Protocol proto = protocol_code(ch.protocol);
+  launch_plan_call(call, *l, s, r, count, esz, dtype, op, root, stream);
+}
+
+void Communicator::launch_plan_call(const Call& call, const Launch& l, const char* s, char* r, uint64_t count, size_t esz,
+                                    int dtype, int op, int root, cudaStream_t stream) {
+  const Collective c = call.collective;
+  const bool reduces = c == Collective::AllReduce || c == Collective::ReduceScatter || c == Collective::Reduce;
+  const uint64_t payload = call.bytes;
+  void* recv = r;
+  auto what = [&] { return std::string(to_string(c)) + " on rank " + std::to_string(rank_); };
+  CachedPlan& cp = plan_for(call, l, root);
+  const exec::Protocol proto = static_cast<exec::Protocol>(l.protocol);
   const bool ll = proto == exec::kLL;
   // LL: half of an LL slot is data. LL128: its lines fill the Simple slot (make_geometry
   // counts whole lines of 120 data bytes per piece).
   const uint64_t cap = ll ? layout_.cfg.ll_slot_bytes / 2 : layout_.cfg.slot_bytes;
-  // WEFT_MICROBATCH_BYTES, when set, else the row's microbatch_bytes (0: sized by the slots).
-  const uint64_t env_target =
-      env_overrides_ ? static_cast<uint64_t>(std::max<int64_t>(0, config::get_int("WEFT_MICROBATCH_BYTES"))) : 0;
-  const uint64_t target = env_target > 0 ? env_target : ch.microbatch_bytes;
-  exec::Geometry g = make_geometry(cp.lp, count, static_cast<uint32_t>(esz), cap, target, proto);
+  // The most bytes per chunk slot and micro-batch (WEFT_MICROBATCH_BYTES, else the row's;
+  // 0: sized by the slots).
+  const uint64_t target = l.microbatch_bytes;
+  // A window of micro-batches (WEFT_MB_WINDOW) needs chunks cut into at least that many,
+  // where each block's piece keeps 64 KiB (smaller ones cost more per message than they hide).
+  exec::Geometry g = make_geometry(cp.lp, count, static_cast<uint32_t>(esz), cap, target, proto, cp.mb_window,
+                                   kWindowPieceBytes);
 
   exec::ExecArgs a{};
   a.tbs = cp.tbs;
@@ -137,6 +145,9 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
   a.error = error_dev_;
   a.abort = abort_dev_;
   a.net = net_ ? 1 : 0;  // the interpreter's instantiation that pushes network triggers
+  a.conn_cache = cp.conn_cache;
+  a.mb_window = cp.mb_window;
+  a.mover_wide = cp.mover_wide ? 1 : 0;
   if (cp.fits_inline) {
     const LoweredRank& lr = cp.lp.ranks[static_cast<size_t>(rank_)];
     a.inline_plan = 1;
@@ -144,16 +155,17 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
     std::copy(lr.slots.begin(), lr.slots.end(), a.islots);
     std::copy(cp.conns_host.begin(), cp.conns_host.end(), a.iconns);
   }
-  int threads = ll ? kExecThreadsLL : kExecThreadsSimple;
   if (cp.roles > 1) {  // each role whole warps (exec_kernel splits the block evenly)
     a.roles = cp.roles;
     a.block_tbs = cp.block_tbs;
-    threads = threads / cp.roles / 32 * 32 * cp.roles;
   }
-  if (trace_cap_ > 0) start_trace(&a, &cp, c, ch, payload, "", stream);
+  const int threads = exec_threads(g, proto, cp.roles);
+  if (trace_cap_ > 0) start_trace(&a, &cp, c, to_choice(l), payload, "", stream);
+  // The posting warp (WEFT_POST_WARP): untraced, one plan thread block per CUDA block, the interpreter.
+  a.post_warp = cp.post_warp && cp.roles == 1 && a.trace == nullptr && !cp.gen ? 1 : 0;
   // Generated kernels: one plan thread block per CUDA block (plans never group under gen);
-  // traced calls run the interpreter's traced instantiation (uses_gen: LL128 and links across
-  // nodes run it too).
+  // traced calls run the interpreter's traced instantiation (as LL128 and links across nodes
+  // do: decide() gives them Executor::Interpreter).
   const void* generated = nullptr;
   if (cp.gen && cp.num_tbs > 0 && a.trace == nullptr) {
     const void*& k = cp.gen_kernels[dtype][a.op];
@@ -164,8 +176,9 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
   if (reduces && op == weftAvg && (c != Collective::Reduce || rank_ == root))
     launch_divide(recv, count, dtype, nranks_, stream);
   note_launch(stream);
-  WEFT_LOG(Debug, "COLL", what() << ": " << count << " x " << host::dtype_name(dtype) << " with " << ch.algorithm << "/"
-                               << ch.protocol << " x" << ch.instances << ", " << g.nmb << " micro-batches of "
+  WEFT_LOG(Debug, "COLL", what() << ": " << count << " x " << dtype_name(dtype) << " with "
+                               << algo::registry().at(l.algorithm).name() << "/" << algo::to_string(l.protocol) << " x"
+                               << l.instances << ", " << g.nmb << " micro-batches of "
                                << g.mb << " elements, " << cp.num_tbs << " thread blocks in " << cp.num_blocks
                                << " CUDA blocks" << (generated != nullptr ? " (generated kernel)" : ""));
 }

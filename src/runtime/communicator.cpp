@@ -10,16 +10,20 @@
 #include <thread>
 
 #include "exec/ce.hpp"
+#include "exec/device_memory.hpp"
 #include "net/node_layout.hpp"
-#include "runtime/ce_collectives.hpp"
+#include "exec/ce_runner.hpp"
 #include "proxy/copy_engine.hpp"
 #include "net/ucx_transport.hpp"
-#include "runtime/builtin_plans.hpp"
+#include "plan/hand_built.hpp"
 #include "net/net_fifos.hpp"
-#include "runtime/plan_source.hpp"
-#include "runtime/cuda_check.hpp"
+#include "tune/net_selection.hpp"
+#include "exec/plan_check.hpp"
+#include "plan/plan_source.hpp"
+#include "util/cuda_check.hpp"
 #include "exec/executor.hpp"
-#include "runtime/peer_check.hpp"
+#include "bootstrap/host_identity.hpp"
+#include "bootstrap/peer_check.hpp"
 #include "gen/kernels.hpp"
 #include "util/config.hpp"
 #include "util/log.hpp"
@@ -45,7 +49,7 @@ uint64_t process_token() {
 struct PeerInfo {
   uint32_t version;
   int32_t rank;
-  HostIdentity host;      ///< runtime/placement.hpp: which host it runs on
+  HostIdentity host;      ///< plan/placement.hpp: which host it runs on
   uint64_t process;       ///< process_token() of its process
   int32_t pid;
   int32_t device;
@@ -79,6 +83,7 @@ CommConfig CommConfig::from_env() {
     fail(ErrorCode::InvalidArgument, "WEFT_LL_SLOT_BYTES='" + std::to_string(ll) + "' is not a multiple of 16");
   c.slot_bytes = static_cast<uint32_t>(slot);
   c.ll_slot_bytes = static_cast<uint32_t>(ll);
+  c.mb_window = static_cast<uint32_t>(config::get_int("WEFT_MB_WINDOW"));
   return c;
 }
 
@@ -93,11 +98,12 @@ std::unique_ptr<Communicator> Communicator::create(const UniqueId& id, int nrank
   config::validate_environment();
   sweep_deferred();
   c->timeout_s_ = config::get_seconds("WEFT_TIMEOUT");
+  // The selection table and the environment decide() reads, once (tune/decide.hpp).
   c->table_ = selection_table_for_environment();
-  c->env_overrides_ = !config::get_string("WEFT_ALGO").empty() || !config::get_string("WEFT_PROTO").empty() ||
-                      config::get_int("WEFT_INSTANCES") != 0 || config::get_int("WEFT_MICROBATCH_BYTES") != 0;
+  c->decide_env_ = DecideEnv::from_environment();
   c->gen_ = gen::executor_is_gen();
   if (c->gen_) gen::require_nvrtc();  // says what is missing, and that WEFT_EXECUTOR=interp runs without it
+  c->decide_env_.generated = c->gen_;
   int ndev = 0;
   WEFT_CUDA_CHECK(cudaGetDeviceCount(&ndev));
   if (device < 0 || device >= ndev)
@@ -127,8 +133,7 @@ Communicator::~Communicator() {
   }
 }
 
-void Communicator::init_memory() {
-  RelaxedCapture relaxed;
+void Communicator::alloc_device_memory() {
   layout_.ranks = nranks_;
   layout_.cfg = CommConfig::from_env();
   preload_kernels();  // before any rank of this process can spin in a kernel (exec/executor.hpp)
@@ -146,7 +151,42 @@ void Communicator::init_memory() {
   *abort_host_ = 0;
   WEFT_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&abort_dev_), abort_host_, 0));
   WEFT_CUDA_CHECK(cudaStreamSynchronize(setup_stream_));
+}
 
+void Communicator::make_decider() {
+  // Links between nodes (tune/net_selection.hpp): the multi-node table, unless WEFT_SELECTION.
+  if (net_) {
+    table_ = multi_node_table_for_environment();
+    WEFT_LOG(Info, "INIT", "rank " << rank_ << ": links between nodes go through UCX; selection from " << table_->origin);
+  }
+  CommShape shape;
+  shape.nranks = nranks_;
+  shape.multi_node = net_ != nullptr;
+  shape.connections = layout_.cfg.connections;
+  shape.slot_bytes = layout_.cfg.slot_bytes;
+  shape.ll_slot_bytes = layout_.cfg.ll_slot_bytes;
+  decider_ = std::make_unique<Decider>(table_, shape, decide_env_);
+}
+
+void Communicator::upload_p2p_table() {
+  // The table point-to-point launches index: ((peer * 2 + send) * K + connection).
+  make_fifos();
+  std::vector<exec::ChannelHandle> table;
+  table.reserve(fifo_.size());
+  // Point-to-point messages take the layout's channel: the network FIFOs across nodes.
+  for (size_t i = 0; i < fifo_.size(); ++i) {
+    const int p = static_cast<int>(i / (2 * static_cast<size_t>(layout_.cfg.connections)));
+    table.push_back((default_channel(p) == ChannelKind::PortNetwork ? net_fifo_[i] : fifo_[i]).device_handle());
+  }
+  WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p2p_conns_), table.size() * sizeof(exec::ChannelHandle)));
+  WEFT_CUDA_CHECK(cudaMemcpyAsync(p2p_conns_, table.data(), table.size() * sizeof(exec::ChannelHandle),
+                                  cudaMemcpyHostToDevice, setup_stream_));
+  WEFT_CUDA_CHECK(cudaStreamSynchronize(setup_stream_));
+}
+
+void Communicator::init_memory() {
+  RelaxedCapture relaxed;
+  alloc_device_memory();
   done_ = make_done_flag();
   PeerInfo mine{};
   mine.version = bootstrap_version();
@@ -193,9 +233,10 @@ void Communicator::init_memory() {
     const std::string who = "rank " + std::to_string(rank_) + ": rank " + std::to_string(p);
     if (pi.version != mine.version) fail(ErrorCode::Remote, who + " runs another weft version");
     if (pi.cfg.connections != mine.cfg.connections || pi.cfg.depth != mine.cfg.depth ||
-        pi.cfg.slot_bytes != mine.cfg.slot_bytes || pi.cfg.ll_slot_bytes != mine.cfg.ll_slot_bytes)
+        pi.cfg.slot_bytes != mine.cfg.slot_bytes || pi.cfg.ll_slot_bytes != mine.cfg.ll_slot_bytes ||
+        pi.cfg.mb_window != mine.cfg.mb_window)
       fail(ErrorCode::InvalidUsage, who + " has other WEFT_CONNECTIONS / WEFT_FIFO_DEPTH / WEFT_SLOT_BYTES / "
-                                          "WEFT_LL_SLOT_BYTES values; every rank must use the same");
+                                          "WEFT_LL_SLOT_BYTES / WEFT_MB_WINDOW values; every rank must use the same");
     if (pi.emulate_nodes != mine.emulate_nodes)
       fail(ErrorCode::InvalidUsage, who + " has WEFT_EMULATE_NODES=" + std::to_string(pi.emulate_nodes) + ", this rank " +
                                           std::to_string(mine.emulate_nodes) + "; every rank must use the same");
@@ -233,19 +274,8 @@ void Communicator::init_memory() {
     WEFT_LOG(Info, "GEN", "rank " << rank_ << ": WEFT_EXECUTOR=gen with links across nodes: the "
                                   "interpreter runs (generated kernels have no network instantiation)");
   }
-  // The table point-to-point launches index: ((peer * 2 + send) * K + connection).
-  make_fifos();
-  std::vector<exec::ChannelHandle> table;
-  table.reserve(fifo_.size());
-  // Point-to-point messages take the layout's channel: the network FIFOs across nodes.
-  for (size_t i = 0; i < fifo_.size(); ++i) {
-    const int p = static_cast<int>(i / (2 * static_cast<size_t>(layout_.cfg.connections)));
-    table.push_back((default_channel(p) == ChannelKind::PortNetwork ? net_fifo_[i] : fifo_[i]).device_handle());
-  }
-  WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p2p_conns_), table.size() * sizeof(exec::ChannelHandle)));
-  WEFT_CUDA_CHECK(cudaMemcpyAsync(p2p_conns_, table.data(), table.size() * sizeof(exec::ChannelHandle),
-                                  cudaMemcpyHostToDevice, setup_stream_));
-  WEFT_CUDA_CHECK(cudaStreamSynchronize(setup_stream_));
+  make_decider();
+  upload_p2p_table();
   boot_->barrier(wait_s);
 
   // Who may write into this rank's arena: every peer of this host. One in this process
@@ -375,6 +405,25 @@ void Communicator::init_network(int emulate_nodes) {
     cudaFreeHost(p);
     cudaGetLastError();
   };
+  // Where UCX registers CUDA memory (net/net_fifos.hpp, WEFT_NET_GPU_MEMORY): the region in
+  // GPU memory, which UCX puts from and into directly.
+  mem.alloc_device_region = [dev](uint64_t bytes) {
+    DeviceGuard g(dev);
+    char* p = nullptr;
+    WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p), bytes));
+    WEFT_CUDA_CHECK(cudaMemset(p, 0, bytes));
+    WEFT_CUDA_CHECK(cudaDeviceSynchronize());
+    return p;
+  };
+  mem.free_device_region = [](char* p) {
+    cudaFree(p);
+    cudaGetLastError();
+  };
+  {
+    char bus[32] = {};
+    if (cudaDeviceGetPCIBusId(bus, sizeof bus, dev) == cudaSuccess) mem.pci_bus_id = bus;
+    cudaGetLastError();
+  }
   mem.fifo = proxy::cuda_fifo_memory(dev);
   mem.upload = [dev](const void* data, size_t bytes) {
     DeviceGuard g(dev);
@@ -405,8 +454,8 @@ void Communicator::make_fifos() {
   const exec::FifoShape shape{static_cast<uint32_t>(layout_.cfg.depth), layout_.cfg.slot_bytes,
                               layout_.cfg.ll_slot_bytes};
   auto at = [](char* base, uint64_t off) { return reinterpret_cast<uint64_t*>(base + off); };
-  fifo_.assign(static_cast<size_t>(nranks_) * 2 * static_cast<size_t>(K), exec::MemoryChannel());
-  net_fifo_.assign(fifo_.size(), exec::MemoryChannel());
+  fifo_.assign(static_cast<size_t>(nranks_) * 2 * static_cast<size_t>(K), exec::ChannelEnd());
+  net_fifo_.assign(fifo_.size(), exec::ChannelEnd());
   for (int p = 0; p < nranks_; ++p) {
     if (p == rank_) continue;
     if (net_ && net_->crosses(p)) {
@@ -435,13 +484,13 @@ void Communicator::make_fifos() {
                             at(arena_, layout_.control(p, k) + ArenaLayout::kPosted),
                             at(peer, layout_.control(rank_, k) + ArenaLayout::kAcked),
                             at(arena_, layout_.control(p, k) + ArenaLayout::kRecvPos)};
-      fifo_[(static_cast<size_t>(p) * 2 + 1) * K + k] = exec::MemoryChannel::fifo_send(p, shape, to);
-      fifo_[(static_cast<size_t>(p) * 2) * K + k] = exec::MemoryChannel::fifo_recv(p, shape, from);
+      fifo_[(static_cast<size_t>(p) * 2 + 1) * K + k] = exec::ChannelEnd::fifo_send(p, shape, to);
+      fifo_[(static_cast<size_t>(p) * 2) * K + k] = exec::ChannelEnd::fifo_recv(p, shape, from);
     }
   }
 }
 
-const exec::MemoryChannel& Communicator::fifo(const ConnRef& ref, ChannelKind kind) const {
+const exec::ChannelEnd& Communicator::fifo(const ConnRef& ref, ChannelKind kind) const {
   const size_t K = static_cast<size_t>(layout_.cfg.connections);
   const size_t i = (static_cast<size_t>(ref.peer) * 2 + (ref.send ? 1 : 0)) * K + static_cast<size_t>(ref.pool_index);
   // check_plan_channels has refused every kind this rank cannot build for the pair.
@@ -452,45 +501,49 @@ ChannelKind Communicator::default_channel(int peer) const {
   return net_ && net_->crosses(peer) ? ChannelKind::PortNetwork : ChannelKind::Memory;
 }
 
-bool Communicator::uses_gen(const Choice& ch) const {
-  // A selection row's "executor" wins over WEFT_EXECUTOR; links across nodes always run the
-  // interpreter (generated kernels have no network instantiation), and so does LL128.
-  if (net_ != nullptr || ch.protocol == "LL128") return false;
-  return ch.executor.empty() ? gen_ : ch.executor == "gen";
-}
-
-Communicator::CachedPlan& Communicator::plan_for(Collective c, const Choice& ch, bool in_place, int root) {
-  const bool gen = uses_gen(ch);
-  std::string key = std::string(to_string(c)) + "/" + ch.algorithm + "/" + ch.protocol + "/" +
-                    std::to_string(ch.instances) + "/" + (in_place ? "in" : "out") + "/" + std::to_string(root) + "/" +
-                    ch.scheduler + "/" + ch.allocator + (gen ? "/gen" : "");
+Communicator::CachedPlan& Communicator::plan_for(const Call& call, const Launch& l, int root) {
+  const PlanKey key = plan_key(call, l, root);
   auto it = plans_.find(key);
   if (it != plans_.end()) return *it->second;
+  const Collective c = call.collective;
+  const bool gen = l.executor == algo::Executor::Generated;
+  const algo::Algorithm& a = algo::registry().at(l.algorithm);
+  const std::string name = describe(l) + (c == Collective::Broadcast || c == Collective::Reduce
+                                              ? " root " + std::to_string(key.root) : std::string()) +
+                           (call.in_place ? " in place" : "");
   if (gen && !gen_) gen::require_nvrtc();  // a table row asked for gen: say what is missing, if anything
   auto cp = std::make_unique<CachedPlan>();
   cp->gen = gen;
-  cp->lp = lower_plan(make_plan(c, nranks_, ch.algorithm, ch.protocol, ch.instances, in_place, root, layout_.cfg.depth,
-                                ch.scheduler, ch.allocator, placement_.node_of_rank),
+  const std::string protocol(algo::to_string(l.protocol));
+  cp->lp = lower_plan(make_plan(c, nranks_, a.name(), protocol, l.instances, call.in_place, key.root, layout_.cfg.depth,
+                                a.scheduler(), a.allocator(), placement_.node_of_rank),  // hand-built: no scheduler
                       nranks_, layout_.cfg.connections);
-  // Each link runs on the channel the plan records (runtime/placement.hpp); one the
+  // Each link runs on the channel the plan records (plan/placement.hpp); one the
   // communicator cannot build for these ranks' hosts and nodes refuses the plan, on every
   // rank alike.
   check_plan_channels(cp->lp.plan, placement_);
+  // WEFT_FUSE_COPY, WEFT_MB_WINDOW, WEFT_POST_WARP, WEFT_MOVER_WIDE (bulk_options.cpp)
+  bulk_options(*cp, l.protocol == algo::Protocol::Simple);
   // Every plan runs on the CPU emulator once before it reaches the GPU (deadlock, result,
   // stray writes); every rank checks the same plan, so all fail alike.
-  check_plan_on_emulator(cp->lp, layout_.cfg.depth, protocol_code(ch.protocol));
+  check_plan_on_emulator(cp->lp, layout_.cfg.depth, static_cast<exec::Protocol>(l.protocol));
   const LoweredRank& lr = cp->lp.ranks[static_cast<size_t>(rank_)];
   cp->num_tbs = static_cast<int>(lr.tbs.size());
   // Several thread blocks per CUDA block (WEFT_BLOCK_ROLES) for the protocols whose movers
   // take a thread group (Simple, LL): a launch choice, the plan and its wire protocol unchanged.
   RoleGroups groups;
   groups.blocks = cp->num_tbs;
-  if (!gen && (ch.protocol == "Simple" || ch.protocol == "LL"))  // generated kernels: one per CUDA block
+  if (!gen && l.protocol != algo::Protocol::LL128)  // Simple, LL; generated kernels: one per CUDA block
     groups = group_thread_blocks(lr, static_cast<int32_t>(config::get_int("WEFT_BLOCK_ROLES")));
   cp->roles = groups.roles;
   cp->num_blocks = groups.blocks;
+  for (const exec::DevTB& tb : lr.tbs) cp->conn_cache = std::max(cp->conn_cache, static_cast<int>(tb.nconns));
+  if (cp->conn_cache > exec::kMaxConnsPerTB)
+    fail(ErrorCode::InvalidUsage, "rank " + std::to_string(rank_) + ": plan '" + name + "' has a thread block with " +
+                                      std::to_string(cp->conn_cache) + " connections, more than the interpreter's " +
+                                      std::to_string(exec::kMaxConnsPerTB) + " (lower WEFT_INSTANCES)");
   if (cp->num_blocks > max_blocks_)
-    fail(ErrorCode::InvalidUsage, "rank " + std::to_string(rank_) + ": plan '" + key + "' needs " +
+    fail(ErrorCode::InvalidUsage, "rank " + std::to_string(rank_) + ": plan '" + name + "' needs " +
                                       std::to_string(cp->num_blocks) + " CUDA blocks at once, more than the " +
                                       std::to_string(max_blocks_) + " this GPU holds (lower WEFT_INSTANCES)");
   std::vector<exec::ChannelHandle> conns;
@@ -533,7 +586,7 @@ Communicator::CachedPlan& Communicator::plan_for(Collective c, const Choice& ch,
   cp->conns = reinterpret_cast<const exec::ChannelHandle*>(cp->mem + o_conns);
   cp->counters = reinterpret_cast<uint64_t*>(cp->mem + o_ctr);
   if (cp->roles > 1) cp->block_tbs = reinterpret_cast<const int16_t*>(cp->mem + o_roles);
-  WEFT_LOG(Info, "PLAN", "rank " << rank_ << ": uploaded plan " << key << " (" << cp->num_tbs << " thread blocks in " << cp->num_blocks << " CUDA blocks, "
+  WEFT_LOG(Info, "PLAN", "rank " << rank_ << ": uploaded plan " << name << " (" << cp->num_tbs << " thread blocks in " << cp->num_blocks << " CUDA blocks, "
                                  << lr.slots.size() << " slots)");
   auto& ref = *cp;
   plans_[key] = std::move(cp);
@@ -603,8 +656,10 @@ ErrorCode Communicator::async_error(std::string* message) {
 
 void Communicator::check_usable() {
   if (freed_) fail(ErrorCode::InvalidUsage, "rank " + std::to_string(rank_) + ": the communicator was destroyed");
+  // Every call passes here: the message is copied only when there is an error to report.
+  if (async_error(nullptr) == ErrorCode::Success) return;
   std::string m;
-  ErrorCode c = async_error(&m);
+  const ErrorCode c = async_error(&m);
   if (c != ErrorCode::Success) fail(c, m);
 }
 
@@ -730,30 +785,10 @@ void Communicator::free_all(bool graceful) {
   sweep_deferred();
 }
 
-bool Communicator::allocation_range(const void* ptr, uint64_t* base, uint64_t* bytes) {
-  // The allocation's base and size come from the driver, reached through the runtime so
-  // that libweft needs no link-time dependency on libcuda.
-  using GetRange = int (*)(unsigned long long*, size_t*, unsigned long long);
-  static GetRange get_range = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult q;
-    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &f, 12000, cudaEnableDefault, &q) != cudaSuccess)
-      f = nullptr;
-    return reinterpret_cast<GetRange>(f);
-  }();
-  if (get_range == nullptr) fail(ErrorCode::UnhandledCuda, "the driver offers no cuMemGetAddressRange");
-  unsigned long long b = 0;
-  size_t size = 0;
-  if (get_range(&b, &size, reinterpret_cast<unsigned long long>(ptr)) != 0) return false;
-  *base = b;
-  *bytes = size;
-  return true;
-}
-
 uint64_t Communicator::allocation_base(const void* ptr, uint64_t bytes, const std::string& fn) {
   uint64_t base = 0, size = 0;
   try {
-    if (!allocation_range(ptr, &base, &size))
+    if (!exec::allocation_range(ptr, &base, &size))
       fail(ErrorCode::InvalidArgument, fn + ": " + std::to_string(reinterpret_cast<uintptr_t>(ptr)) +
                                            " is not device memory of this process");
   } catch (const Error& e) {

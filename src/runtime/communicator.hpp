@@ -9,7 +9,7 @@
 // peer maps them). Everything is freed by destroy() or abort(), except the arena while a
 // peer may still write into it (runtime/deferred_free.hpp).
 //
-// A peer watchdog (runtime/peer_watchdog.hpp) runs while the communicator is usable: when a
+// A peer watchdog (bootstrap/peer_watchdog.hpp) runs while the communicator is usable: when a
 // peer process exits or its bootstrap connection closes, it marks the communicator broken
 // (an error naming that rank, ErrorCode::Remote) and raises the abort flag, so kernels
 // waiting for that peer end within a second instead of at WEFT_TIMEOUT.
@@ -32,32 +32,35 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "exec/exec_plan.hpp"
-#include "exec/memory_channel.hpp"
+#include "exec/channel_end.hpp"
 #include "exec/oneshot.hpp"
 #include "ir/algorithm.hpp"
-#include "runtime/bootstrap.hpp"
+#include "bootstrap/bootstrap.hpp"
 #include "runtime/deferred_free.hpp"
-#include "runtime/peer_watchdog.hpp"
-#include "runtime/placement.hpp"
+#include "bootstrap/peer_watchdog.hpp"
+#include "plan/placement.hpp"
 #include "exec/plan_lowering.hpp"
-#include "runtime/selection_table.hpp"
+#include "tune/decide.hpp"
 #include "util/error.hpp"
 
 namespace weft {
 
 class NetFifos;
-class CeCollectives;
+class CeRunner;
 
 /// Sizes every rank of a communicator must agree on (from WEFT_CONNECTIONS,
-/// WEFT_FIFO_DEPTH, WEFT_SLOT_BYTES, WEFT_LL_SLOT_BYTES).
+/// WEFT_FIFO_DEPTH, WEFT_SLOT_BYTES, WEFT_LL_SLOT_BYTES, WEFT_MB_WINDOW: the order of a
+/// connection's messages depends on the window).
 struct CommConfig {
   int32_t connections = 32;
   int32_t depth = 4;
   uint32_t slot_bytes = 512 << 10;
   uint32_t ll_slot_bytes = 64 << 10;
+  uint32_t mb_window = 1;
   static CommConfig from_env();
 };
 
@@ -130,9 +133,6 @@ class Communicator {
   /// copy-engine ones (WEFT_ALGO=ce), which run only where every receive buffer is.
   void* register_buffer(void* ptr, uint64_t bytes);
   void deregister_buffer(void* handle);
-  /// The allocation holding ptr (its base and size); false where ptr is not device memory
-  /// of this process.
-  static bool allocation_range(const void* ptr, uint64_t* base, uint64_t* bytes);
 
   /// Users' memory channels (weftCommConnectMemoryChannels, runtime/user_channel.cpp).
   /// Collective: every rank calls it together, each with its own list of peers (possibly
@@ -141,7 +141,7 @@ class Communicator {
   /// (mapped here), a semaphore pair with it, and LL packet buffers of `packet_bytes`
   /// (rounded up to 16) each way when packet_bytes > 0. The channels of one call share one
   /// allocation and the peers' mappings, released with the last of them.
-  std::vector<exec::MemoryChannel> connect_memory_channels(const std::vector<int>& peers, void* buf, uint64_t bytes,
+  std::vector<exec::ChannelEnd> connect_memory_channels(const std::vector<int>& peers, void* buf, uint64_t bytes,
                                                            uint64_t packet_bytes);
 
   /// The bootstrap, for collective setup steps of layers built on the communicator
@@ -174,9 +174,13 @@ class Communicator {
     int roles = 1;                     ///< plan thread blocks per CUDA block (RoleGroups)
     const int16_t* block_tbs = nullptr;  ///< roles > 1: RoleGroups::tb_of, in mem
     bool fits_inline = false;          ///< small enough for ExecArgs' inline arrays
+    int conn_cache = 0;                ///< ExecArgs::conn_cache: the most connections of one thread block
+    uint32_t mb_window = 1;            ///< ExecArgs::mb_window: WEFT_MB_WINDOW, or 1 (bulk_options)
+    bool post_warp = false;            ///< ExecArgs::post_warp: WEFT_POST_WARP where it applies
+    bool mover_wide = false;           ///< ExecArgs::mover_wide: WEFT_MOVER_WIDE on a Simple plan
     std::vector<exec::ChannelHandle> conns_host;
-    /// WEFT_EXECUTOR=gen: the plan's generated kernels, by [weftDataType_t][op], made at first use.
-    bool gen = false;              ///< generated kernels run this plan (uses_gen)
+    /// Executor::Generated: the plan's generated kernels, by [weftDataType_t][op], made at first use.
+    bool gen = false;              ///< generated kernels run this plan (decide() chose Executor::Generated)
     const void* gen_kernels[10][5] = {};
   };
   struct Registration {
@@ -184,7 +188,20 @@ class Communicator {
     uint64_t bytes = 0;
   };
   Communicator() = default;
+  /// Collective: the arena, the error and abort words, the peers' arenas mapped, the
+  /// network, the decider, the FIFOs and the watchdog.
   void init_memory();
+  /// The Simple bulk path's switches for a plan just lowered (WEFT_FUSE_COPY, WEFT_MB_WINDOW,
+  /// WEFT_POST_WARP; docs/runtime.md, "Large messages against NCCL"): fuses, checks the window
+  /// on the emulator (a plan that would deadlock keeps windows of 1), sets cp's launch choices;
+  /// `simple`: the plan runs the Simple protocol (nothing applies to the others).
+  void bulk_options(CachedPlan& cp, bool simple);
+  /// init_memory's parts: this rank's device memory and mapped words (before any peer is
+  /// met); the per-call Decider, once the nodes are known; the FIFOs and the table of
+  /// point-to-point connections on the GPU.
+  void alloc_device_memory();
+  void make_decider();
+  void upload_p2p_table();
   /// Starts the peer watchdog from what the ranks told each other at initialization.
   void start_watchdog(const std::vector<WatchedPeer>& peers);
   /// The watchdog's report: marks the communicator broken and raises the abort flag.
@@ -197,10 +214,12 @@ class Communicator {
   /// Frees everything. `graceful`: meet the other ranks first (destroy); otherwise (abort,
   /// a failed creation) do not. The arena is freed once no peer can write into it.
   void free_all(bool graceful);
-  CachedPlan& plan_for(Collective c, const Choice& ch, bool in_place, int root);
+  /// The plan of launch `l` for `call` (root: Broadcast's and Reduce's), lowered and uploaded
+  /// at its first use; found by a PlanKey of integers after.
+  CachedPlan& plan_for(const Call& call, const Launch& l, int root);
   /// The FIFO end a plan's connection reference names, of the channel kind its link records
   /// (fifo_ or net_fifo_ below).
-  const exec::MemoryChannel& fifo(const ConnRef& ref, ChannelKind kind) const;
+  const exec::ChannelEnd& fifo(const ConnRef& ref, ChannelKind kind) const;
   /// The channel of a link to or from `peer` where a plan records none, and for p2p: the
   /// network across nodes, else memory.
   ChannelKind default_channel(int peer) const;
@@ -211,6 +230,10 @@ class Communicator {
   /// The base of the allocation holding [ptr, ptr + bytes); fails (naming `fn`) if that is
   /// not device memory of this process, or runs past its allocation.
   static uint64_t allocation_base(const void* ptr, uint64_t bytes, const std::string& fn);
+  /// A plan launch `l` of `call` (the interpreter or the plan's generated kernel): its cached
+  /// plan, the geometry of `count` elements of `esz` bytes, the launch.
+  void launch_plan_call(const Call& call, const Launch& l, const char* send, char* recv, uint64_t count, size_t esz,
+                        int dtype, int op, int root, cudaStream_t stream);
   /// The one-shot kernel (exec/oneshot.hpp) for `bytes` per rank and peer.
   void launch_oneshot_call(Collective c, const void* send, void* recv, uint64_t bytes, int dtype, int op, int blocks,
                            cudaStream_t stream);
@@ -219,8 +242,9 @@ class Communicator {
   /// `cp` is null (no interpreter launch), why nothing is recorded.
   void start_trace(exec::ExecArgs* a, const CachedPlan* cp, Collective c, const Choice& ch, uint64_t payload,
                    const std::string& why_not, cudaStream_t stream);
-  /// The copy-engine executor (runtime/ce_collectives.hpp, built at its first call); false
-  /// on every rank when the call cannot run by copy engines.
+  /// The copy-engine runner (exec/ce_runner.hpp, built at its first call:
+  /// runtime/communicator_ce.cpp); false on every rank when the call cannot run by copy
+  /// engines.
   bool run_copy_engine(Collective c, const void* send, void* recv, uint64_t count, int dtype, int op, bool in_place,
                        cudaStream_t stream);
   std::string format_device_error(const exec::ErrorRecord& e) const;
@@ -230,9 +254,10 @@ class Communicator {
   int max_blocks_ = 0;
   double timeout_s_ = 600;                  ///< WEFT_TIMEOUT; 0: no deadline
   std::shared_ptr<const SelectionTable> table_;  ///< WEFT_SELECTION's table, else the default
-  bool uses_gen(const Choice& ch) const;
   bool gen_ = false;            ///< WEFT_EXECUTOR=gen (and no emulated nodes): generated kernels
-  bool env_overrides_ = false;  ///< WEFT_ALGO, WEFT_PROTO, WEFT_INSTANCES or WEFT_MICROBATCH_BYTES set at creation
+  DecideEnv decide_env_;        ///< WEFT_ALGO, WEFT_PROTO, ... as read at creation
+  /// The one decision per call (tune/decide.hpp), made once the communicator's nodes are known.
+  std::unique_ptr<Decider> decider_;
   std::unique_ptr<Bootstrap> boot_;
   ArenaLayout layout_;
   char* arena_ = nullptr;
@@ -246,10 +271,10 @@ class Communicator {
   uint32_t* error_claim_ = nullptr;         ///< device memory
   /// The host halves of the connection FIFOs, ((peer*2+send)*K + conn); empty for this rank
   /// and for peers on other hosts (nothing of theirs is mapped).
-  std::vector<exec::MemoryChannel> fifo_;
+  std::vector<exec::ChannelEnd> fifo_;
   /// The same across the network, for peers on other nodes (net_); empty elsewhere.
-  std::vector<exec::MemoryChannel> net_fifo_;
-  /// Hosts and nodes of every rank (runtime/placement.hpp).
+  std::vector<exec::ChannelEnd> net_fifo_;
+  /// Hosts and nodes of every rank (plan/placement.hpp).
   Placement placement_;
   /// Every rank's process as the watchdog sees it (pid 0: not watchable from here).
   std::vector<PeerProcess> procs_;
@@ -257,13 +282,13 @@ class Communicator {
   /// FIFOs to ranks on other (emulated) nodes, through the proxy and UCX; null on one node.
   std::unique_ptr<NetFifos> net_;
   /// Copy-engine collectives (WEFT_ALGO=ce); null until the first such call.
-  std::unique_ptr<CeCollectives> ce_;
+  std::unique_ptr<CeRunner> ce_;
   cudaStream_t setup_stream_ = nullptr;
   bool launched_ = false;
   std::mutex error_mu_;                     ///< guards broken_, broken_message_ and reading error_host_
   ErrorCode broken_ = ErrorCode::Success;
   std::string broken_message_;
-  std::map<std::string, std::unique_ptr<CachedPlan>> plans_;
+  std::unordered_map<PlanKey, std::unique_ptr<CachedPlan>, PlanKeyHash> plans_;
   std::vector<void*> scratch_;              ///< the last one is current; earlier ones may still be in use
   uint64_t scratch_bytes_ = 0;
   std::map<void*, std::unique_ptr<Registration>> registrations_;

@@ -3,7 +3,7 @@
 #include <map>
 #include <mutex>
 
-#include "runtime/peer_watchdog.hpp"
+#include "bootstrap/peer_watchdog.hpp"
 
 namespace weft {
 

@@ -6,10 +6,10 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "exec/trace_record.hpp"
+#include "ir/trace_record.hpp"
 #include "runtime/c_api_internal.hpp"
 #include "runtime/communicator.hpp"
-#include "runtime/cuda_check.hpp"
+#include "util/cuda_check.hpp"
 #include "runtime/trace_api.h"
 #include "sim/measured_trace.hpp"
 #include "weft/weft.h"

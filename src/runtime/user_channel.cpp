@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "runtime/communicator.hpp"
-#include "runtime/cuda_check.hpp"
+#include "util/cuda_check.hpp"
 #include "util/log.hpp"
 
 namespace weft {
@@ -54,7 +54,7 @@ struct ChannelMemory {
 
 }  // namespace
 
-std::vector<exec::MemoryChannel> Communicator::connect_memory_channels(const std::vector<int>& peers, void* buf,
+std::vector<exec::ChannelEnd> Communicator::connect_memory_channels(const std::vector<int>& peers, void* buf,
                                                                        uint64_t bytes, uint64_t packet_bytes) {
   static const std::string fn = "weftCommConnectMemoryChannels";
   std::lock_guard<std::mutex> lock(mu_);
@@ -127,7 +127,7 @@ std::vector<exec::MemoryChannel> Communicator::connect_memory_channels(const std
     owner->opened.push_back(ptr);
     return static_cast<char*>(ptr);
   };
-  std::vector<exec::MemoryChannel> out;
+  std::vector<exec::ChannelEnd> out;
   out.reserve(peers.size());
   for (int p : peers) {
     const ChannelInfo& pi = all[static_cast<size_t>(p)];

@@ -46,9 +46,10 @@ inline constexpr CallCosts kCallCosts{};
 /// The launch a call pays on top of its kernel's time.
 double call_overhead_us(bool graph, const CallCosts& k = kCallCosts);
 
-/// Whether the runtime's one-shot kernel carries this call (exec/oneshot.hpp's limits, as
-/// runtime/selection.hpp's oneshot_fits): AllReduce, AllGather or ReduceScatter, 2 to 8
-/// ranks, at most kOneShotMaxBytes per rank and peer. `bytes`: nccl-tests' size.
+/// Whether the runtime's one-shot kernel can carry this call on one node: the algorithm
+/// registry's oneshot answers (plan/algorithms.hpp; AllReduce, AllGather or ReduceScatter,
+/// 2 to 8 ranks, at most 512 KiB per rank and peer), the object decide() asks too.
+/// `bytes`: nccl-tests' size.
 bool oneshot_carries(Collective c, uint64_t bytes, int32_t ranks);
 
 /// The one-shot kernel's time per call, launch included, for `bytes` (nccl-tests' size):

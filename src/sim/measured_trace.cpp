@@ -260,8 +260,10 @@ ClockAlignment align_clocks(const std::vector<MeasuredRank>& ranks) {
   return out;
 }
 
-MeasuredRun measured_run(const std::vector<MeasuredRank>& ranks, size_t trace_limit) {
-  if (ranks.empty()) fail(ErrorCode::InvalidArgument, "a measured trace needs at least one rank's records");
+namespace {
+
+/// Every rank's records are of one call of the interpreter, in rank order.
+void check_ranks(const std::vector<MeasuredRank>& ranks) {
   const int32_t R = static_cast<int32_t>(ranks.size());
   for (int32_t q = 0; q < R; ++q) {
     const MeasuredRank& r = ranks[static_cast<size_t>(q)];
@@ -276,6 +278,40 @@ MeasuredRun measured_run(const std::vector<MeasuredRank>& ranks, size_t trace_li
                                                     r.collective.c_str(), static_cast<unsigned long long>(r.bytes),
                                                     ranks[0].collective.c_str(), static_cast<unsigned long long>(ranks[0].bytes)));
   }
+}
+
+/// The run's summary for the trace file: dropped records, idle figures, clocks, blocks.
+void add_summary(MeasuredRun& run, int32_t R) {
+  const SimReport& rep = run.report;
+  json& o = run.labels.other;
+  o["measured"] = true;
+  o["dropped_records"] = run.dropped;
+  o["tb_idle_mean"] = rep.tb_idle_mean;
+  o["tb_idle_max"] = rep.tb_idle_max;
+  o["tb_sync_idle_mean"] = rep.tb_sync_idle_mean;
+  json clocks = json::array();
+  for (int32_t q = 0; q < R; ++q)
+    clocks.push_back({{"rank", q},
+                      {"offset_us", run.clocks.offset_ns[static_cast<size_t>(q)] * 1e-3},
+                      {"uncertainty_us", run.clocks.uncertainty_ns[static_cast<size_t>(q)] < 0
+                                             ? json(nullptr)
+                                             : json(run.clocks.uncertainty_ns[static_cast<size_t>(q)] * 1e-3)},
+                      {"how", run.clocks.how[static_cast<size_t>(q)]}});
+  o["clocks"] = std::move(clocks);
+  o["clocks_consistent"] = run.clocks.consistent;
+  json tbs = json::array();
+  for (const TbStat& t : rep.tbs)
+    tbs.push_back({{"rank", t.rank}, {"tb", t.tb}, {"busy_us", t.busy_us}, {"lifetime_us", t.lifetime_us},
+                   {"idle", t.idle()}, {"sync_idle", t.sync_idle()}, {"invocations", t.invocations}});
+  o["tbs"] = std::move(tbs);
+}
+
+}  // namespace
+
+MeasuredRun measured_run(const std::vector<MeasuredRank>& ranks, size_t trace_limit) {
+  if (ranks.empty()) fail(ErrorCode::InvalidArgument, "a measured trace needs at least one rank's records");
+  check_ranks(ranks);
+  const int32_t R = static_cast<int32_t>(ranks.size());
   MeasuredRun run;
   run.clocks = align_clocks(ranks);
   // Aligned time in us from the first block's start, on rank 0's clock. Readings near 1e18
@@ -383,27 +419,7 @@ MeasuredRun measured_run(const std::vector<MeasuredRank>& ranks, size_t trace_li
   run.labels.track = [names](int32_t t) { return names->tracks[static_cast<size_t>(t)]; };
   run.labels.name = [names](int32_t s) { return names->names[static_cast<size_t>(s)]; };
   run.labels.local_slot = [names](int32_t s) { return names->locals[static_cast<size_t>(s)]; };
-  json& o = run.labels.other;
-  o["measured"] = true;
-  o["dropped_records"] = run.dropped;
-  o["tb_idle_mean"] = rep.tb_idle_mean;
-  o["tb_idle_max"] = rep.tb_idle_max;
-  o["tb_sync_idle_mean"] = rep.tb_sync_idle_mean;
-  json clocks = json::array();
-  for (int32_t q = 0; q < R; ++q)
-    clocks.push_back({{"rank", q},
-                      {"offset_us", run.clocks.offset_ns[static_cast<size_t>(q)] * 1e-3},
-                      {"uncertainty_us", run.clocks.uncertainty_ns[static_cast<size_t>(q)] < 0
-                                             ? json(nullptr)
-                                             : json(run.clocks.uncertainty_ns[static_cast<size_t>(q)] * 1e-3)},
-                      {"how", run.clocks.how[static_cast<size_t>(q)]}});
-  o["clocks"] = std::move(clocks);
-  o["clocks_consistent"] = run.clocks.consistent;
-  json tbs = json::array();
-  for (const TbStat& t : rep.tbs)
-    tbs.push_back({{"rank", t.rank}, {"tb", t.tb}, {"busy_us", t.busy_us}, {"lifetime_us", t.lifetime_us},
-                   {"idle", t.idle()}, {"sync_idle", t.sync_idle()}, {"invocations", t.invocations}});
-  o["tbs"] = std::move(tbs);
+  add_summary(run, R);
   return run;
 }
 

@@ -1,5 +1,5 @@
 // Measured traces (docs/traces.md): the interpreter's in-kernel timestamps of one call
-// (exec/trace_record.hpp), gathered from every rank, put on one clock and turned into the
+// (ir/trace_record.hpp), gathered from every rank, put on one clock and turned into the
 // simulator's report and trace spans, so that the per-thread-block busy/idle figures, the
 // Chrome trace and the plots of a measured run are the simulator's, computed the same way.
 //
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "exec/trace_record.hpp"
+#include "ir/trace_record.hpp"
 #include "ir/plan.hpp"
 #include "sim/report.hpp"
 #include "sim/trace.hpp"
@@ -55,7 +55,7 @@ struct MeasuredRank {
   std::vector<MeasuredBlock> blocks;  ///< by CUDA block
 };
 
-/// The blocks of a traced launch's buffer as the device left it (exec/trace_record.hpp):
+/// The blocks of a traced launch's buffer as the device left it (ir/trace_record.hpp):
 /// `bytes` hold whole regions of `cap` records each, one per CUDA block; a block keeps
 /// min(count, cap) records (a block without slots, never written, reads back empty).
 /// Throws InvalidArgument when `bytes` is not whole regions or a written header names

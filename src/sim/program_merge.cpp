@@ -31,150 +31,175 @@ bool same_shape(const Slot& a, const Slot& b) {
          a.dst == b.dst && a.count == b.count && a.instances == b.instances && a.channel / a.instances == b.channel / b.instances;
 }
 
-}  // namespace
-
-Program merge_instance_siblings(const Plan& plan, Program p) {
-  const size_t n_tbs = p.tbs.size();
-  std::vector<int32_t> rep(n_tbs), member(n_tbs, 0), size(n_tbs, 1);
-  for (size_t t = 0; t < n_tbs; ++t) rep[t] = static_cast<int32_t>(t);
-  auto slots_of = [&](size_t t) -> const std::vector<Slot>& {
-    return plan.ranks[static_cast<size_t>(p.tbs[t].rank)].tbs[static_cast<size_t>(p.tbs[t].local)].slots;
-  };
-
-  // 1. Candidates: per rank, blocks whose slots all are instance i of k (k > 1), bucketed
-  //    by shape; a bucket of exactly k blocks covering instances 0..k-1 is a group.
-  std::vector<std::vector<int32_t>> groups;  // members by instance index
-  {
-    std::unordered_map<uint64_t, std::vector<int32_t>> buckets;
-    int32_t rank = -1;
-    auto flush = [&] {
-      for (auto& [key, tbs] : buckets) {
-        const std::vector<Slot>& first = slots_of(static_cast<size_t>(tbs[0]));
-        const int32_t k = first[0].instances;
-        if (static_cast<int32_t>(tbs.size()) != k) continue;
-        std::vector<int32_t> by_instance(static_cast<size_t>(k), -1);
-        bool ok = true;
-        for (int32_t t : tbs) {
-          const std::vector<Slot>& sl = slots_of(static_cast<size_t>(t));
-          int32_t i = sl[0].instance;
-          if (by_instance[static_cast<size_t>(i)] >= 0 || sl.size() != first.size()) ok = false;
-          else by_instance[static_cast<size_t>(i)] = t;
-          for (size_t j = 0; ok && j < sl.size(); ++j) ok = same_shape(sl[j], first[j]);
-          if (!ok) break;
-        }
-        if (ok) groups.push_back(std::move(by_instance));
-      }
-      buckets.clear();
-    };
-    for (size_t t = 0; t < n_tbs; ++t) {
-      if (p.tbs[t].rank != rank) {
-        flush();
-        rank = p.tbs[t].rank;
-      }
-      const std::vector<Slot>& sl = slots_of(t);
-      if (sl.empty() || sl[0].instances < 2) continue;
-      const int32_t k = sl[0].instances, i = sl[0].instance;
-      bool uniform = true;
-      uint64_t h = mix(0, static_cast<uint64_t>(k));
-      for (const Slot& s : sl) {
-        if (s.instances != k || s.instance != i) {
-          uniform = false;
-          break;
-        }
-        h = mix(h, static_cast<uint64_t>(s.primitive));
-        h = mix(h, static_cast<uint64_t>(static_cast<uint32_t>(s.send_peer)));
-        h = mix(h, static_cast<uint64_t>(static_cast<uint32_t>(s.recv_peer)));
-        h = mix(h, static_cast<uint64_t>(s.channel / k));
-        h = mix(h, static_cast<uint64_t>(s.count));
-        h = mix(h, (static_cast<uint64_t>(s.src.buffer) << 32) ^ static_cast<uint32_t>(s.src.index));
-        h = mix(h, (static_cast<uint64_t>(s.dst.buffer) << 32) ^ static_cast<uint32_t>(s.dst.index));
-      }
-      if (uniform) buckets[h].push_back(static_cast<int32_t>(t));
-    }
-    flush();
+/// The three steps of merge_instance_siblings over one program: its blocks' group (rep:
+/// the group's first block, member: the block's instance in it, size: the group's size).
+class SiblingMerge {
+ public:
+  SiblingMerge(const Plan& plan, Program& p)
+      : plan_(plan), p_(p), n_tbs_(p.tbs.size()), rep_(n_tbs_), member_(n_tbs_, 0), size_(n_tbs_, 1) {
+    for (size_t t = 0; t < n_tbs_; ++t) rep_[t] = static_cast<int32_t>(t);
   }
-  auto set_group = [&](const std::vector<int32_t>& g, bool on) {
+
+  /// False when no group survives (the program stays as it is).
+  bool group() {
+    find_groups();
+    for (const auto& g : groups_) set_group(g, true);
+    return prune();
+  }
+  Program merged();
+
+ private:
+  const std::vector<Slot>& slots_of(size_t t) const {
+    return plan_.ranks[static_cast<size_t>(p_.tbs[t].rank)].tbs[static_cast<size_t>(p_.tbs[t].local)].slots;
+  }
+  void find_groups();
+  void group_bucket(const std::vector<int32_t>& tbs);
+  void set_group(const std::vector<int32_t>& g, bool on) {
     for (size_t i = 0; i < g.size(); ++i) {
       const size_t t = static_cast<size_t>(g[i]);
-      rep[t] = on ? g[0] : g[i];
-      member[t] = on ? static_cast<int32_t>(i) : 0;
-      size[t] = on ? static_cast<int32_t>(g.size()) : 1;
+      rep_[t] = on ? g[0] : g[i];
+      member_[t] = on ? static_cast<int32_t>(i) : 0;
+      size_[t] = on ? static_cast<int32_t>(g.size()) : 1;
     }
-  };
-  for (const auto& g : groups) set_group(g, true);
+  }
+  bool consistent(const std::vector<int32_t>& g) const;
+  bool prune();
+  /// The dependencies of `s` as (group representative, slot) pairs, sorted, unique.
+  void canon_deps(const ProgSlot& s, std::vector<std::pair<int32_t, int32_t>>& out) const {
+    out.clear();
+    for (uint32_t d = s.dep_begin; d < s.dep_end; ++d) {
+      const ProgSlot& ds = p_.slots[static_cast<size_t>(p_.deps[d])];
+      out.emplace_back(rep_[static_cast<size_t>(ds.tb)], ds.local);
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+  }
 
-  // 2. Keep a group only while its members' dependencies and peers agree, group-wise;
-  //    dissolving one group can break another, so repeat until nothing changes.
-  std::vector<char> alive(groups.size(), 1);
-  auto consistent = [&](const std::vector<int32_t>& g) {
-    const size_t k = g.size();
-    const ProgTb& t0 = p.tbs[static_cast<size_t>(g[0])];
-    const int32_t n = t0.slot_end - t0.slot_begin;
-    std::vector<std::pair<int32_t, int32_t>> d0, di;
-    for (int32_t j = 0; j < n; ++j) {
-      const ProgSlot& s0 = p.slots[static_cast<size_t>(t0.slot_begin + j)];
-      auto canon = [&](const ProgSlot& s, std::vector<std::pair<int32_t, int32_t>>& out) {
-        out.clear();
-        for (uint32_t d = s.dep_begin; d < s.dep_end; ++d) {
-          const ProgSlot& ds = p.slots[static_cast<size_t>(p.deps[d])];
-          out.emplace_back(rep[static_cast<size_t>(ds.tb)], ds.local);
-        }
-        std::sort(out.begin(), out.end());
-        out.erase(std::unique(out.begin(), out.end()), out.end());
-      };
-      canon(s0, d0);
-      int32_t peer_group_send = -1, peer_group_recv = -1;
-      for (size_t i = 0; i < k; ++i) {
-        const ProgTb& ti = p.tbs[static_cast<size_t>(g[i])];
-        const ProgSlot& si = p.slots[static_cast<size_t>(ti.slot_begin + j)];
-        canon(si, di);
-        if (di != d0) return false;
-        // The peers' ends of this slot's connections: instance i of one sibling group.
-        if (si.send_conn >= 0) {
-          const int32_t r = p.conns[static_cast<size_t>(si.send_conn)].receiver_tb;
-          if (member[static_cast<size_t>(r)] != static_cast<int32_t>(i) || size[static_cast<size_t>(r)] != static_cast<int32_t>(k)) return false;
-          if (i == 0) peer_group_send = rep[static_cast<size_t>(r)];
-          else if (rep[static_cast<size_t>(r)] != peer_group_send) return false;
-        }
-        if (si.recv_conn >= 0) {
-          const int32_t s = p.conns[static_cast<size_t>(si.recv_conn)].sender_tb;
-          if (member[static_cast<size_t>(s)] != static_cast<int32_t>(i) || size[static_cast<size_t>(s)] != static_cast<int32_t>(k)) return false;
-          if (i == 0) peer_group_recv = rep[static_cast<size_t>(s)];
-          else if (rep[static_cast<size_t>(s)] != peer_group_recv) return false;
-        }
-      }
-    }
-    return true;
+  const Plan& plan_;
+  Program& p_;
+  const size_t n_tbs_;
+  std::vector<int32_t> rep_, member_, size_;
+  std::vector<std::vector<int32_t>> groups_;  ///< members by instance index
+};
+
+/// A bucket of blocks of one rank and shape is a group when it holds exactly k blocks
+/// covering instances 0..k-1 with the same slots.
+void SiblingMerge::group_bucket(const std::vector<int32_t>& tbs) {
+  const std::vector<Slot>& first = slots_of(static_cast<size_t>(tbs[0]));
+  const int32_t k = first[0].instances;
+  if (static_cast<int32_t>(tbs.size()) != k) return;
+  std::vector<int32_t> by_instance(static_cast<size_t>(k), -1);
+  for (int32_t t : tbs) {
+    const std::vector<Slot>& sl = slots_of(static_cast<size_t>(t));
+    const int32_t i = sl[0].instance;
+    if (by_instance[static_cast<size_t>(i)] >= 0 || sl.size() != first.size()) return;
+    by_instance[static_cast<size_t>(i)] = t;
+    for (size_t j = 0; j < sl.size(); ++j)
+      if (!same_shape(sl[j], first[j])) return;
+  }
+  groups_.push_back(std::move(by_instance));
+}
+
+// 1. Candidates: per rank, blocks whose slots all are instance i of k (k > 1), bucketed
+//    by shape; a bucket of exactly k blocks covering instances 0..k-1 is a group.
+void SiblingMerge::find_groups() {
+  std::unordered_map<uint64_t, std::vector<int32_t>> buckets;
+  int32_t rank = -1;
+  auto flush = [&] {
+    for (auto& [key, tbs] : buckets) group_bucket(tbs);
+    buckets.clear();
   };
+  for (size_t t = 0; t < n_tbs_; ++t) {
+    if (p_.tbs[t].rank != rank) {
+      flush();
+      rank = p_.tbs[t].rank;
+    }
+    const std::vector<Slot>& sl = slots_of(t);
+    if (sl.empty() || sl[0].instances < 2) continue;
+    const int32_t k = sl[0].instances, i = sl[0].instance;
+    bool uniform = true;
+    uint64_t h = mix(0, static_cast<uint64_t>(k));
+    for (const Slot& s : sl) {
+      if (s.instances != k || s.instance != i) {
+        uniform = false;
+        break;
+      }
+      h = mix(h, static_cast<uint64_t>(s.primitive));
+      h = mix(h, static_cast<uint64_t>(static_cast<uint32_t>(s.send_peer)));
+      h = mix(h, static_cast<uint64_t>(static_cast<uint32_t>(s.recv_peer)));
+      h = mix(h, static_cast<uint64_t>(s.channel / k));
+      h = mix(h, static_cast<uint64_t>(s.count));
+      h = mix(h, (static_cast<uint64_t>(s.src.buffer) << 32) ^ static_cast<uint32_t>(s.src.index));
+      h = mix(h, (static_cast<uint64_t>(s.dst.buffer) << 32) ^ static_cast<uint32_t>(s.dst.index));
+    }
+    if (uniform) buckets[h].push_back(static_cast<int32_t>(t));
+  }
+  flush();
+}
+
+/// Whether the group's members' dependencies and peers agree, group-wise.
+bool SiblingMerge::consistent(const std::vector<int32_t>& g) const {
+  const size_t k = g.size();
+  const ProgTb& t0 = p_.tbs[static_cast<size_t>(g[0])];
+  const int32_t n = t0.slot_end - t0.slot_begin;
+  std::vector<std::pair<int32_t, int32_t>> d0, di;
+  // The peers' end of a connection of instance i: instance i of one sibling group.
+  auto peer_ok = [&](int32_t tb, size_t i, int32_t& group) {
+    if (member_[static_cast<size_t>(tb)] != static_cast<int32_t>(i) || size_[static_cast<size_t>(tb)] != static_cast<int32_t>(k))
+      return false;
+    if (i == 0) group = rep_[static_cast<size_t>(tb)];
+    return rep_[static_cast<size_t>(tb)] == group;
+  };
+  for (int32_t j = 0; j < n; ++j) {
+    canon_deps(p_.slots[static_cast<size_t>(t0.slot_begin + j)], d0);
+    int32_t peer_group_send = -1, peer_group_recv = -1;
+    for (size_t i = 0; i < k; ++i) {
+      const ProgTb& ti = p_.tbs[static_cast<size_t>(g[i])];
+      const ProgSlot& si = p_.slots[static_cast<size_t>(ti.slot_begin + j)];
+      canon_deps(si, di);
+      if (di != d0) return false;
+      if (si.send_conn >= 0 && !peer_ok(p_.conns[static_cast<size_t>(si.send_conn)].receiver_tb, i, peer_group_send))
+        return false;
+      if (si.recv_conn >= 0 && !peer_ok(p_.conns[static_cast<size_t>(si.recv_conn)].sender_tb, i, peer_group_recv))
+        return false;
+    }
+  }
+  return true;
+}
+
+// 2. Keep a group only while its members' dependencies and peers agree, group-wise;
+//    dissolving one group can break another, so repeat until nothing changes.
+bool SiblingMerge::prune() {
+  std::vector<char> alive(groups_.size(), 1);
   for (bool changed = true; changed;) {
     changed = false;
-    for (size_t gi = 0; gi < groups.size(); ++gi) {
-      if (!alive[gi] || consistent(groups[gi])) continue;
+    for (size_t gi = 0; gi < groups_.size(); ++gi) {
+      if (!alive[gi] || consistent(groups_[gi])) continue;
       alive[gi] = 0;
-      set_group(groups[gi], false);
+      set_group(groups_[gi], false);
       changed = true;
     }
   }
-  bool any = false;
-  for (char a : alive) any = any || a;
-  if (!any) return p;
+  return std::find(alive.begin(), alive.end(), 1) != alive.end();
+}
 
-  // 3. The merged program: representatives only, each slot carrying its group's parts.
+// 3. The merged program: representatives only, each slot carrying its group's parts.
+Program SiblingMerge::merged() {
   Program m;
-  m.execution = p.execution;
-  m.collective = p.collective;
-  m.num_ranks = p.num_ranks;
-  m.chunks = p.chunks;
-  m.rank_tbs = p.rank_tbs;
-  m.plan_tbs = p.plan_tbs;
-  m.plan_slots = p.plan_slots;
-  m.resources = std::move(p.resources);
-  std::vector<int32_t> new_tb(n_tbs, -1), new_slot(p.slots.size(), -1), new_conn(p.conns.size(), -1);
-  for (size_t t = 0; t < n_tbs; ++t) {
-    if (rep[t] != static_cast<int32_t>(t)) continue;
+  m.execution = p_.execution;
+  m.collective = p_.collective;
+  m.num_ranks = p_.num_ranks;
+  m.chunks = p_.chunks;
+  m.rank_tbs = p_.rank_tbs;
+  m.plan_tbs = p_.plan_tbs;
+  m.plan_slots = p_.plan_slots;
+  m.resources = std::move(p_.resources);
+  std::vector<int32_t> new_tb(n_tbs_, -1), new_slot(p_.slots.size(), -1), new_conn(p_.conns.size(), -1);
+  for (size_t t = 0; t < n_tbs_; ++t) {
+    if (rep_[t] != static_cast<int32_t>(t)) continue;
     new_tb[t] = static_cast<int32_t>(m.tbs.size());
-    ProgTb tb = p.tbs[t];
-    tb.weight = size[t];
+    ProgTb tb = p_.tbs[t];
+    tb.weight = size_[t];
     const int32_t first = static_cast<int32_t>(m.slots.size());
     for (int32_t s = tb.slot_begin; s < tb.slot_end; ++s) new_slot[static_cast<size_t>(s)] = first + (s - tb.slot_begin);
     tb.slot_end = first + (tb.slot_end - tb.slot_begin);
@@ -182,31 +207,31 @@ Program merge_instance_siblings(const Plan& plan, Program p) {
     m.tbs.push_back(tb);
     m.slots.resize(static_cast<size_t>(tb.slot_end));
   }
-  for (size_t c = 0; c < p.conns.size(); ++c) {
-    const ProgConn& pc = p.conns[c];
-    if (rep[static_cast<size_t>(pc.sender_tb)] != pc.sender_tb) continue;  // a sibling's connection
+  for (size_t c = 0; c < p_.conns.size(); ++c) {
+    const ProgConn& pc = p_.conns[c];
+    if (rep_[static_cast<size_t>(pc.sender_tb)] != pc.sender_tb) continue;  // a sibling's connection
     new_conn[c] = static_cast<int32_t>(m.conns.size());
     ProgConn nc = pc;
-    nc.cap_GBps *= size[static_cast<size_t>(pc.sender_tb)];
+    nc.cap_GBps *= size_[static_cast<size_t>(pc.sender_tb)];
     nc.sender_tb = new_tb[static_cast<size_t>(pc.sender_tb)];
     nc.receiver_tb = new_tb[static_cast<size_t>(pc.receiver_tb)];
     nc.res_begin = static_cast<uint32_t>(m.conn_res.size());
-    for (uint32_t i = pc.res_begin; i < pc.res_end; ++i) m.conn_res.push_back(p.conn_res[i]);
+    for (uint32_t i = pc.res_begin; i < pc.res_end; ++i) m.conn_res.push_back(p_.conn_res[i]);
     nc.res_end = static_cast<uint32_t>(m.conn_res.size());
     m.conns.push_back(nc);
   }
-  for (size_t t = 0; t < n_tbs; ++t) {
+  for (size_t t = 0; t < n_tbs_; ++t) {
     if (new_tb[t] < 0) continue;
-    for (int32_t s = p.tbs[t].slot_begin; s < p.tbs[t].slot_end; ++s) {
-      ProgSlot ns = p.slots[static_cast<size_t>(s)];
+    for (int32_t s = p_.tbs[t].slot_begin; s < p_.tbs[t].slot_end; ++s) {
+      ProgSlot ns = p_.slots[static_cast<size_t>(s)];
       ns.tb = new_tb[t];
-      ns.scale *= size[t];
+      ns.scale *= size_[t];
       if (ns.send_conn >= 0) ns.send_conn = new_conn[static_cast<size_t>(ns.send_conn)];
       if (ns.recv_conn >= 0) ns.recv_conn = new_conn[static_cast<size_t>(ns.recv_conn)];
       ns.dep_begin = static_cast<uint32_t>(m.deps.size());
-      for (uint32_t d = p.slots[static_cast<size_t>(s)].dep_begin; d < p.slots[static_cast<size_t>(s)].dep_end; ++d) {
-        const ProgSlot& ds = p.slots[static_cast<size_t>(p.deps[d])];
-        const int32_t target = m.tbs[static_cast<size_t>(new_tb[static_cast<size_t>(rep[static_cast<size_t>(ds.tb)])])].slot_begin + ds.local;
+      for (uint32_t d = p_.slots[static_cast<size_t>(s)].dep_begin; d < p_.slots[static_cast<size_t>(s)].dep_end; ++d) {
+        const ProgSlot& ds = p_.slots[static_cast<size_t>(p_.deps[d])];
+        const int32_t target = m.tbs[static_cast<size_t>(new_tb[static_cast<size_t>(rep_[static_cast<size_t>(ds.tb)])])].slot_begin + ds.local;
         if (std::find(m.deps.begin() + ns.dep_begin, m.deps.end(), target) == m.deps.end()) m.deps.push_back(target);
       }
       ns.dep_end = static_cast<uint32_t>(m.deps.size());
@@ -214,6 +239,14 @@ Program merge_instance_siblings(const Plan& plan, Program p) {
     }
   }
   return m;
+}
+
+}  // namespace
+
+Program merge_instance_siblings(const Plan& plan, Program p) {
+  SiblingMerge merge(plan, p);
+  if (!merge.group()) return p;
+  return merge.merged();
 }
 
 }  // namespace weft::sim

@@ -154,7 +154,7 @@ int run_simulated_bench(const BenchSpec& spec, std::ostream& out) {
                       "not measured (cost model: docs/cost-model.md)\n",
                       topo.name.c_str(), topo.num_gpus());
   const bool runtime_shape = spec.runtime_shape && topo.nodes == 1;
-  constexpr int32_t kRuntimeInstances = 24;  // src/runtime/selection.cpp, Simple from 768 KiB
+  constexpr int32_t kRuntimeInstances = 24;  // src/tune/selection.cpp, Simple from 768 KiB
   if (runtime_shape)
     out << text::format("# scheduler %s, shaped as the GPU runtime's Simple path: %d thread blocks per connection, "
                         "micro-batches of one 512 KiB staging slot per block; nccl-tests conventions (size in bytes, "

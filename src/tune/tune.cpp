@@ -9,9 +9,9 @@
 #include "ir/topology_io.hpp"
 #include "lang/load.hpp"
 #include "plan/builder.hpp"
-#include "runtime/builtin_plans.hpp"
-#include "runtime/plan_source.hpp"
-#include "runtime/selection.hpp"
+#include "plan/hand_built.hpp"
+#include "plan/plan_source.hpp"
+#include "tune/selection.hpp"
 #include "sim/simulator.hpp"
 #include "util/config.hpp"
 #include "util/error.hpp"
@@ -57,7 +57,7 @@ ojson row_of(Collective c, const Candidate& k, int ranks) {
   if (ranks > 0) r["ranks"] = {ranks, ranks};
   if (!rooted(c)) r["placement"] = "out";
   r["algorithm"] = ch.algorithm;
-  if (!k.oneshot() && !is_builtin_plan_name(ch.algorithm)) {
+  if (!k.oneshot() && !is_hand_built_name(ch.algorithm)) {
     r["scheduler"] = ch.scheduler;
     if (ch.allocator != "state") r["allocator"] = ch.allocator;
   }
@@ -100,7 +100,7 @@ bool Candidate::oneshot() const { return choice.algorithm == kOneShot; }
 bool Candidate::same(const Choice& o) const {
   if (oneshot()) return o.algorithm == kOneShot;  // its blocks follow from the payload
   const Choice& c = choice;
-  const bool compiled = !is_builtin_plan_name(c.algorithm);
+  const bool compiled = !is_hand_built_name(c.algorithm);
   return c.algorithm == o.algorithm && c.protocol == o.protocol && c.instances == o.instances &&
          c.microbatch_bytes == o.microbatch_bytes && c.executor == o.executor &&
          (!compiled || (c.scheduler == o.scheduler && c.allocator == o.allocator));
@@ -110,7 +110,7 @@ std::vector<std::string> algorithms_for(Collective c, int nranks) {
   std::vector<std::string> out;
   if (oneshot_collective(c) && nranks >= 2 && oneshot_fits(c, 8ull * static_cast<uint64_t>(nranks), nranks))
     out.emplace_back(kOneShot);
-  for (const std::string& h : builtin_plan_algorithms(c)) out.push_back(h);
+  for (const std::string& h : hand_built_algorithms(c)) out.push_back(h);
   for (const std::string& a : builtin_algorithm_names()) {
     try {
       if (algorithm_collective(a, nranks) == c) out.push_back(a);
@@ -128,8 +128,8 @@ std::vector<Candidate> candidates(Collective c, int nranks, const SweepOptions& 
   std::vector<std::string> algos = o.algorithms.empty() ? valid : std::vector<std::string>{};
   const std::vector<std::string> known = builtin_algorithm_names();
   for (const std::string& a : o.algorithms) {
-    const bool named = a == kOneShot || is_builtin_plan_name(a) || source_kind(a) == SourceKind::Builtin;
-    if (named && a != kOneShot && !is_builtin_plan_name(a) && std::find(known.begin(), known.end(), a) == known.end())
+    const bool named = a == kOneShot || is_hand_built_name(a) || source_kind(a) == SourceKind::Builtin;
+    if (named && a != kOneShot && !is_hand_built_name(a) && std::find(known.begin(), known.end(), a) == known.end())
       fail(ErrorCode::InvalidArgument, "algorithm '" + a + "' is neither oneshot, a hand-built plan (ring, allpairs, chain) "
                                        "nor an algorithm of algorithms/");
     if (!named || std::find(valid.begin(), valid.end(), a) != valid.end()) algos.push_back(a);
@@ -165,7 +165,7 @@ std::vector<Candidate> candidates(Collective c, int nranks, const SweepOptions& 
       if (o.oneshot) out.push_back(Candidate{Choice{kOneShot, "LL", 1}});
       continue;
     }
-    const bool hand_built = is_builtin_plan_name(a);
+    const bool hand_built = is_hand_built_name(a);
     for (const std::string& s : hand_built ? std::vector<std::string>{"hpds"} : scheds)
       for (const std::string& p : protos)
         for (int i : insts)

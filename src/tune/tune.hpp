@@ -1,7 +1,7 @@
 // `weft tune`: the candidates a collective can run with (algorithm, scheduler, protocol,
 // instances, micro-batch, executor), their times per size (measured on GPUs by the command,
 // src/cli/tune_gpu.cpp, or simulated here), the winner per size, and the selection table that
-// records the winners in the format the runtime loads (runtime/selection_table.hpp).
+// records the winners in the format the runtime loads (tune/selection_table.hpp).
 // docs/tune.md describes the command.
 #pragma once
 
@@ -13,7 +13,7 @@
 
 #include "ir/algorithm.hpp"
 #include "ir/topology.hpp"
-#include "runtime/selection_table.hpp"
+#include "tune/selection_table.hpp"
 
 namespace weft::tune {
 
@@ -135,7 +135,7 @@ class Progress {
 Topology simulation_topology(const std::string& preset_or_file, int nranks);
 
 /// Times every candidate at every size on the simulator: each plan built as the runtime
-/// builds it (runtime/plan_source.hpp's make_plan, out of place, root 0), micro-batches
+/// builds it (plan/plan_source.hpp's make_plan, out of place, root 0), micro-batches
 /// sized as the runtime sizes them from the protocol's staging slot (WEFT_SLOT_BYTES,
 /// WEFT_LL_SLOT_BYTES / 2) and capped at the candidate's micro-batch. The simulator models
 /// neither the one-shot kernel (skipped), nor protocol costs, nor the executor.

@@ -31,13 +31,14 @@ const std::vector<Variable>& registry() {
       {"WEFT_SOCKET_IFNAME", Type::String, "",
        "Network interface (or prefix) whose address the bootstrap root advertises; empty picks the first non-loopback one, else loopback."},
       {"WEFT_MEMORY_BUDGET", Type::String, "",
-       "Memory the compiler and the simulator may take (e.g. 64G); empty: three quarters of the machine's memory. --memory-budget overrides it."},
+       "Memory the compiler and the simulator may take (e.g. 64G); empty: three quarters of the machine's memory, under "
+       "ulimit -v or -d what is left of the limit. --memory-budget overrides it."},
       {"WEFT_DATA_DIR", Type::String, "",
        "Directory holding algorithms/ and topologies/; empty means next to the binary, then the source tree."},
       {"WEFT_MICROBATCH_BYTES", Type::Int, "0",
        "Micro-batch size in bytes per chunk slot; 0 lets the selection row choose (its microbatch_bytes, else the staging slots' size).", 0, 1ll << 40},
       {"WEFT_ALGO", Type::String, "",
-       "Algorithms instead of the selection table: comma-separated 'name' or 'Collective:name'; a name is a built-in plan (ring, allpairs, chain), oneshot, ce (copy engines into registered buffers: AllGather, AllReduce), an algorithm of algorithms/ (ring_allreduce, ...) or a file."},
+       "Algorithms instead of the selection table: comma-separated 'name' or 'Collective:name'; a name is a hand-built plan (ring, allpairs, chain), oneshot, ce (copy engines into registered buffers: AllGather, AllReduce), an algorithm of algorithms/ (ring_allreduce, ...) or a file."},
       {"WEFT_SELECTION", Type::String, "",
        "Path of a selection table (JSON, docs/runtime.md) to use instead of weft's default, read when a communicator "
        "is created; a malformed table is an error there naming the file and line."},
@@ -54,6 +55,10 @@ const std::vector<Variable>& registry() {
        "Partitioned progression engine between emulated nodes (WEFT_PART_PATH=proxy, WEFT_EMULATE_NODES): 1 stages "
        "every transfer through page-locked host memory even where UCX registers CUDA memory (it does so anyway where "
        "UCX cannot; docs/partitioned.md), read when a partitioned context is created."},
+      {"WEFT_PART_TRACE", Type::Int, "0",
+       "Partitioned requests print host timestamps of epochs 2 to N+1 on stderr, one line per request and epoch "
+       "(start, pbuf_prepare, the caller's time, wait and its polls; docs/partitioned.md), read when a partitioned "
+       "context is created; 0: off.", 0, 1000000},
       {"WEFT_TOPOLOGY", Type::String, "",
        "Machine the runtime compiles algorithms for: a topology file, a preset name (weft topology --list) or "
        "'detect' (this machine's GPUs, NVLink and NICs, detected once per process: weft topology --detect --summary); "
@@ -92,8 +97,48 @@ const std::vector<Variable>& registry() {
        "micro-batch part of one thread block. LL128 messages use these slots too (120 data bytes per 128; it needs a "
        "multiple of 128).",
        4096, 64 << 20},
+      {"WEFT_MB_WINDOW", Type::Int, "1",
+       "Simple plans of algorithm-level execution (rings): each thread block runs every slot over a window of this "
+       "many micro-batches before the next slot, and chunks are cut into at least this many micro-batches (where each "
+       "block's piece keeps 64 KiB), so that a ring step's message was posted a micro-batch before it is needed "
+       "(NCCL's two slices per chunk); 1: every slot once per micro-batch. A plan that would deadlock so (a ring "
+       "with a window as deep as WEFT_FIFO_DEPTH) runs with 1. Every rank must use the same; read at creation "
+       "(docs/runtime.md, 'Large messages against NCCL').",
+       1, 64},
+      {"WEFT_POST_WARP", Type::Bool, "0",
+       "Simple plans in the interpreter, one thread block per CUDA block, within a node: one more warp per block "
+       "publishes each message (the system fence and the posted count), acks and bumps counters while the block's "
+       "512 threads move the next one (NCCL's extra warp for Simple). Read when a plan is first used."},
+      {"WEFT_FUSE_COPY", Type::Bool, "1",
+       "Simple plans: a send followed in its thread block by a local copy of the same chunks moves both in one pass "
+       "(the Broadcast root), a thread block that only copies the chunks another block sends is folded into that "
+       "send (out-of-place AllGather), and a receive-reduce-copy-send into scratch nothing reads becomes "
+       "receive-reduce-send (ReduceScatter rings); 0: plans as compiled. Read when a plan is first used."},
+      {"WEFT_MOVER_WIDE", Type::Bool, "0",
+       "Simple moves keep 8 loads in flight per thread on copies and 8 of each input on reductions (NCCL's unroll on "
+       "sm_90) instead of 6 and 3. Read when a plan is first used."},
       {"WEFT_LL_SLOT_BYTES", Type::Int, "65536",
        "Bytes of one LL staging slot (half of them data; a multiple of 16 in 1 KiB..16 MiB).", 1024, 16 << 20},
+      {"WEFT_NET_TRACE", Type::String, "",
+       "File prefix: every proxy records its network path's events (triggers taken, puts, signals held and written, "
+       "landings, flushes, staging copies, peers' signals arriving) and writes PREFIX.<owner>.<pid>.tsv when it stops, "
+       "with a summary line in the log (docs/port-channels.md, 'Tracing the network path'). Empty: no trace, no cost."},
+      {"WEFT_NET_TRACE_EVENTS", Type::Int, "1000000", "The most events one proxy's trace keeps (WEFT_NET_TRACE).", 1,
+       100000000},
+      {"WEFT_NET_ORDER", Type::String, "landed",
+       "How a signal is ordered after its data on the network: landed (the proxy holds it until a non-blocking flush "
+       "shows the channel's puts landed, and keeps posting meanwhile) or fence (a UCX worker fence before each "
+       "signal, which UCX 1.15+ makes a flush before the next operation)."},
+      {"WEFT_NET_GPU_MEMORY", Type::String, "auto",
+       "Where the network FIFOs' slots live: auto (in GPU memory, put directly, where UCX registers CUDA memory; "
+       "else page-locked host memory), host (always page-locked host memory, the staged path) or gpu (GPU memory, "
+       "an error where UCX cannot register it). The log (NET, INFO) says which one runs."},
+      {"WEFT_PROXY_CPUS", Type::String, "auto",
+       "CPUs a proxy thread runs on: auto (the CPUs near its GPU, from the PCI bus id's local_cpulist, within the "
+       "process's own affinity; best effort), none (no pinning) or a list such as 0-7,16."},
+      {"WEFT_PROXY_SPIN_US", Type::Int, "20000",
+       "Microseconds a proxy keeps polling without pause after its last work (a trigger, a transfer in flight, "
+       "network progress) before it yields, then sleeps; 0: back off at once.", 0, 10000000},
       {"WEFT_BOOTSTRAP_ADDR", Type::String, "",
        "host:port of the bootstrap root for weftCommInitFromEnv; rank 0 listens there (default MASTER_ADDR and MASTER_PORT + 1)."},
       {"WEFT_BOOTSTRAP_DIR", Type::String, "/tmp",
@@ -101,7 +146,9 @@ const std::vector<Variable>& registry() {
        "in a private folder weft-<uid>/ (0700, file 0600), when WEFT_BOOTSTRAP_SECRET is not set."},
       {"WEFT_BOOTSTRAP_SECRET", Type::String, "",
        "32 to 128 hex digits: the communicator's secret for weftCommInitFromEnv, set alike on every rank by the launcher; "
-       "unset, rank 0 draws one and hands it over through WEFT_BOOTSTRAP_DIR (same host or a shared folder)."},
+       "unset, rank 0 draws one and hands it over through WEFT_BOOTSTRAP_DIR (same host or a shared folder). Never "
+       "printed: weft env shows 'set (hidden)', and no log line carries it.",
+       0, 0, true},
       {"WEFT_EXECUTOR", Type::String, "interp",
        "Which kernels run plans (docs/generated-kernels.md), read when a communicator is created: interp (the "
        "plan interpreter) or gen (a kernel generated per plan and rank, compiled with NVRTC at first use; needs "
@@ -123,6 +170,8 @@ const Variable& lookup(std::string_view name) {
 
 std::string get_string(std::string_view name) {
   const Variable& var = lookup(name);
+  if (var.secret)
+    fail(ErrorCode::Internal, std::string(name) + " is a secret: read it with getenv into auth::Secret, never as a string");
   const char* env = std::getenv(std::string(name).c_str());
   if (env != nullptr) return env;
   return std::string(var.default_value);
@@ -216,8 +265,10 @@ std::string format_table() {
   std::ostringstream out;
   for (const auto& v : registry()) {
     const char* env = std::getenv(std::string(v.name).c_str());
-    out << v.name << "  (" << type_name(v.type) << ", default '" << v.default_value << "'"
-        << (env ? std::string(", set to '") + env + "'" : std::string()) << ")\n    " << v.description << "\n";
+    std::string value;
+    if (env != nullptr) value = v.secret ? std::string(", set (hidden)") : std::string(", set to '") + env + "'";
+    out << v.name << "  (" << type_name(v.type) << ", default '" << v.default_value << "'" << value << ")\n    "
+        << v.description << "\n";
   }
   return out.str();
 }

@@ -23,6 +23,9 @@ struct Variable {
   /// Accepted range of an Int or Seconds value (inclusive); a value outside is an error.
   double min = 0;
   double max = 0;
+  /// A secret: `weft env` prints "set (hidden)" for its value, and get_string refuses to
+  /// copy it (read it with getenv into auth::Secret's protected memory).
+  bool secret = false;
 };
 
 /// Every variable weft reads, in the order `weft env` prints them.
@@ -32,7 +35,8 @@ const std::vector<Variable>& registry();
 /// so a typo in code is caught by the first test that reads it.
 const Variable& lookup(std::string_view name);
 
-/// The value set in the environment, else the declared default.
+/// The value set in the environment, else the declared default. Internal error for a
+/// secret variable (no std::string copy of a secret is ever made here).
 std::string get_string(std::string_view name);
 /// Integer value, in decimal digits only: a sign other than a leading '-', a leading zero
 /// ("010" is not octal here), a fraction, trailing characters, or a value outside the
@@ -59,7 +63,8 @@ void validate_environment();
 int64_t parse_int(std::string_view name, const std::string& text, int64_t min, int64_t max);
 double parse_seconds(std::string_view name, const std::string& text, double min, double max);
 
-/// The table that `weft env` prints: name, type, default, current value, description.
+/// The table that `weft env` prints: name, type, default, current value (for a secret
+/// variable only "set (hidden)"), description.
 std::string format_table();
 
 }  // namespace weft::config

@@ -63,6 +63,7 @@ void load_locked(State& s) {
     if (FILE* f = fopen(path.c_str(), "a")) s.out = f;
   }
   s.loaded = true;
+  detail::least_level.store(static_cast<int>(s.level), std::memory_order_relaxed);
 }
 
 const char* level_name(Level l) {
@@ -85,7 +86,7 @@ void reload() {
   load_locked(s);
 }
 
-bool enabled(Level level, std::string_view subsys) {
+bool detail::enabled_locked(Level level, std::string_view subsys) {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
   if (!s.loaded) load_locked(s);

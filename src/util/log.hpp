@@ -3,6 +3,7 @@
 // several ranks can be merged and grepped.
 #pragma once
 
+#include <atomic>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -11,8 +12,22 @@ namespace weft::log {
 
 enum class Level { Trace = 0, Debug = 1, Info = 2, Warn = 3, Error = 4, None = 5 };
 
+namespace detail {
+/// The least level printed once the WEFT_LOG_* variables are read (-1 before): enabled()
+/// checks it first, without a lock, so that a message below the level costs one relaxed
+/// load (a collective call's DEBUG lines run on every call).
+inline std::atomic<int> least_level{-1};
+/// The rest of enabled(): reads the variables at first use, then the level and the
+/// subsystems, under the log's lock.
+bool enabled_locked(Level level, std::string_view subsys);
+}  // namespace detail
+
 /// True when a message of this level and subsystem would be printed.
-bool enabled(Level level, std::string_view subsys);
+inline bool enabled(Level level, std::string_view subsys) {
+  const int least = detail::least_level.load(std::memory_order_relaxed);
+  if (least >= 0 && static_cast<int>(level) < least) return false;
+  return detail::enabled_locked(level, subsys);
+}
 /// Prints one line (thread-safe). Prefer the WEFT_LOG macro, which skips formatting when disabled.
 void write(Level level, std::string_view subsys, const std::string& message);
 /// Re-reads the WEFT_LOG_* variables (tests call it after changing the environment).

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdint>
 #include <string>
 
@@ -18,9 +19,24 @@
 
 namespace weft {
 
+/// What the process has mapped (VmSize) and its data segment (data + stack), in bytes,
+/// from /proc/self/statm; 0 where it cannot be read.
+inline void memory_in_use(uint64_t& address_space, uint64_t& data) {
+  address_space = data = 0;
+  unsigned long size = 0, resident = 0, shared = 0, text = 0, lib = 0, data_pages = 0;
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return;
+  const int got = std::fscanf(f, "%lu %lu %lu %lu %lu %lu", &size, &resident, &shared, &text, &lib, &data_pages);
+  std::fclose(f);
+  const long page = sysconf(_SC_PAGESIZE);
+  if (got != 6 || page <= 0) return;
+  address_space = static_cast<uint64_t>(size) * static_cast<uint64_t>(page);
+  data = static_cast<uint64_t>(data_pages) * static_cast<uint64_t>(page);
+}
+
 /// WEFT_MEMORY_BUDGET when set (a byte size, e.g. 64G); else three quarters of this
-/// machine's physical memory, lowered to the address-space or data limit (ulimit -v / -d)
-/// when one is set.
+/// machine's physical memory, lowered to what is left of the address-space or data limit
+/// (ulimit -v / -d) when one is set: the limit less what the process holds already.
 inline uint64_t default_memory_budget() {
   if (const std::string env = config::get_string("WEFT_MEMORY_BUDGET"); !env.empty()) {
     uint64_t bytes = 0;
@@ -35,10 +51,13 @@ inline uint64_t default_memory_budget() {
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   uint64_t budget = pages > 0 && page > 0 ? static_cast<uint64_t>(pages) / 4 * 3 * static_cast<uint64_t>(page)
                                           : uint64_t{16} << 30;
+  uint64_t mapped = 0, data = 0;
+  memory_in_use(mapped, data);
   for (int resource : {RLIMIT_AS, RLIMIT_DATA}) {
     rlimit lim{};
-    if (getrlimit(resource, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY)
-      budget = std::min<uint64_t>(budget, static_cast<uint64_t>(lim.rlim_cur));
+    if (getrlimit(resource, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) continue;
+    const uint64_t limit = static_cast<uint64_t>(lim.rlim_cur), used = resource == RLIMIT_AS ? mapped : data;
+    budget = std::min<uint64_t>(budget, limit > used ? limit - used : 1);
   }
   return budget;
 }

@@ -26,9 +26,9 @@
 #include <vector>
 
 #include "gpu_check.hpp"
-#include "runtime/collective_reference.hpp"
-#include "runtime/host_reduce.hpp"
-#include "runtime/launcher.hpp"
+#include "exec/collective_reference.hpp"
+#include "exec/host_reduce.hpp"
+#include "util/launcher.hpp"
 #include "weft/weft.h"
 
 using weft::Collective;

@@ -1,5 +1,5 @@
 // Users' memory channels (weft/channel.hpp, weftCommConnectMemoryChannels) on the GPU, one
-// process per rank (runtime/launcher.hpp; ranks share GPUs round-robin when there are
+// process per rank (util/launcher.hpp; ranks share GPUs round-robin when there are
 // fewer). Each rank connects to its ring neighbours over one buffer:
 //
 //   [0, n)    its own random data
@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "gpu_check.hpp"
-#include "runtime/launcher.hpp"
+#include "util/launcher.hpp"
 #include "weft/channel.hpp"
 #include "weft/device.hpp"
 #include "weft/weft.h"

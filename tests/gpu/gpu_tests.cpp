@@ -6,7 +6,8 @@
 //                                  the collective matrix (--register: both buffers registered
 //                                  with weftCommRegister, as copy-engine collectives need)
 //   p2p         --ranks N          grouped sends and receives, sizes 0 to 8 MiB
-//   graph       --ranks N          AllReduce captured in a CUDA graph, replayed
+//   graph       --ranks N          AllReduce captured in a CUDA graph, replayed; small
+//                                  Broadcast and Reduce, three calls a graph (graph_small.cpp)
 //   initall     [--ranks N]        one process driving every GPU (weftCommInitAll), or N
 //                                  ranks sharing them round-robin
 //   never_joins                    rank 1 never joins: rank 0 gets an error in bounded time
@@ -38,14 +39,19 @@
 #include <vector>
 
 #include "gpu_check.hpp"
-#include "runtime/launcher.hpp"
-#include "runtime/collective_reference.hpp"
-#include "runtime/host_reduce.hpp"
+#include "util/launcher.hpp"
+#include "exec/collective_reference.hpp"
+#include "exec/host_reduce.hpp"
 #include "weft/weft.h"
 
 using weft::Collective;
 namespace gt = weft::gputest;
 namespace host = weft::host;
+
+namespace weft::gputest {
+/// graph_small.cpp: small Broadcast and Reduce (LL plans) in CUDA graphs; failures counted.
+int graph_small(int ranks, int rank, weftComm_t comm);
+}  // namespace weft::gputest
 
 namespace {
 
@@ -320,6 +326,7 @@ int graph(const Options& o, int rank, const weftUniqueId& id) {
     cudaFree(dsend);
     cudaFree(drecv);
   }
+  failures += gt::graph_small(o.ranks, rank, comm);
   std::printf("rank %d: graph %s\n", rank, failures ? "FAILED" : "passed");
   WEFT_OK(weftCommDestroy(comm));
   return failures ? 1 : 0;
@@ -650,7 +657,7 @@ int main(int argc, char** argv) {
     }
     else if (a == "--register") o.reg = true;
   }
-  // --hosts: each rank process takes its host identity before it joins (runtime/placement.hpp).
+  // --hosts: each rank process takes its host identity before it joins (plan/placement.hpp).
   auto on_host = [&](auto body) {
     return [&o, body](int r, const weftUniqueId& id) {
       if (o.hosts > 0) setenv("WEFT_HOST_ID", ("host" + std::to_string(r * o.hosts / o.ranks)).c_str(), 1);

@@ -38,7 +38,7 @@
 #include "proxy/copy_engine.hpp"
 #include "proxy/proxy.hpp"
 #include "proxy/staging.hpp"
-#include "runtime/bootstrap.hpp"
+#include "bootstrap/bootstrap.hpp"
 #include "weft/device/port_channel.hpp"
 
 using namespace weft;
@@ -119,7 +119,7 @@ struct Rig {
   uint64_t signals = 0;          // signals the proxy has sent on this channel (after each round)
   int* status = nullptr;         // managed: [0] sender, [1] receiver
   unsigned long long* wrong = nullptr;
-  std::shared_ptr<proxy::CopyEngineConnection> conn;
+  std::shared_ptr<proxy::CopyEngineEndpoint> conn;
   std::unique_ptr<proxy::Proxy> proxy;
   PortChannelDeviceHandle send, recv;
 
@@ -141,7 +141,7 @@ struct Rig {
     CHECK(cudaMemset(send_waited, 0, 8));
     CHECK(cudaMallocManaged(&status, 2 * sizeof(int)));
     CHECK(cudaMallocManaged(&wrong, sizeof(unsigned long long)));
-    conn = std::make_shared<proxy::CopyEngineConnection>(src_dev, "GPU " + std::to_string(dst_dev), 10);
+    conn = std::make_shared<proxy::CopyEngineEndpoint>(src_dev, "GPU " + std::to_string(dst_dev), 10);
     proxy = std::make_unique<proxy::Proxy>(proxy::ProxyOptions{"proxy of GPU 0", 256, 10, proxy::cuda_fifo_memory(src_dev)});
     uint32_t s = proxy->add_local_memory(src, bytes);
     uint32_t d = proxy->add_remote_memory(conn, proxy::RemoteMemory{reinterpret_cast<uint64_t>(dst), bytes, nullptr});
@@ -244,9 +244,9 @@ int ucx_round() {
   CHECK(cudaMallocManaged(&wrong, sizeof(unsigned long long)));
   auto dst_mem = ucx.register_memory(dst, bytes)[1];
   auto sig_mem = ucx.register_memory(sig, 64)[1];
-  std::shared_ptr<proxy::Connection> conn = ucx.connection(1);
+  std::shared_ptr<proxy::Endpoint> conn = ucx.endpoint(1);
   std::printf("UCX %s CUDA memory\n", ucx.supports_cuda_memory() ? "registers" : "cannot register: staging");
-  if (!ucx.supports_cuda_memory()) conn = std::make_shared<proxy::StagingConnection>(conn, 0, 4 << 20, 4, 10);
+  if (!ucx.supports_cuda_memory()) conn = std::make_shared<proxy::StagingEndpoint>(conn, 0, 4 << 20, 4, 10);
   proxy::Proxy px(proxy::ProxyOptions{"proxy of GPU 0", 256, 10, proxy::cuda_fifo_memory(0)});
   uint32_t s = px.add_local_memory(src, bytes);
   uint32_t d = px.add_remote_memory(conn, dst_mem);

@@ -1,7 +1,7 @@
 // MemoryChannelDeviceHandle: one-sided communication with one peer through memory mapped
 // from it (CUDA IPC / peer access), after MSCCL++'s memory channel. Its host half is a
 // weft::MemoryChannel (weft/channel.hpp for users' channels; weft's own connection FIFOs
-// are made by the communicator, src/exec/memory_channel.hpp).
+// are made by the communicator, src/exec/channel_end.hpp).
 //
 //   put / get     copy between this rank's registered buffer and the peer's, spread over a
 //                 thread group with 16-byte accesses (no synchronization inside);
@@ -21,7 +21,8 @@
 // end keeps its message count in its semaphore (send: signalled, receive: waited), in its
 // own memory, so counts persist across launches and graph replays. One thread per end:
 //
-//   send:    pos = send_position(); wait_credit(pos) (acked + depth > pos);
+//   send:    pos = send_position(); wait_credit(pos) (acked + depth > pos; wait_credit_cached
+//            skips the load while a count seen earlier already allows pos);
 //            the block writes send_slot(pos) / send_packets(pos); __syncthreads;
 //            post(pos) (Simple: release store) or post_packets(pos) (LL: plain store).
 //   receive: pos = recv_position(); wait_posted(pos) (Simple only: LL polls the packets);
@@ -109,6 +110,19 @@ struct MemoryChannelDeviceHandle {
     const uint64_t n = depth;
     return spin_until([&] { return ld_acquire_sys(acked) + n >= pos + 1; }, d);
   }
+  /// As wait_credit, with `acked` the last ack count this end saw (the caller keeps it across
+  /// calls: the interpreter in shared memory for the launch). No load while it already frees
+  /// message `pos`'s slot; otherwise it is reloaded until it does (or the wait fails), and
+  /// `acked` holds the last value read. Counts only grow, so an old value only costs a reload.
+  WEFT_DEVICE_INLINE WaitResult wait_credit_cached(uint64_t pos, uint64_t& acked, const Deadline& d) const {
+    const uint64_t* in = semaphore.inbound;
+    const uint64_t n = depth;
+    uint64_t seen = acked;
+    if (seen + n >= pos + 1) return WaitResult::Ok;
+    const WaitResult r = spin_until([&] { return (seen = ld_acquire_sys(in)) + n >= pos + 1; }, d);
+    acked = seen;
+    return r;
+  }
   /// Message `pos`'s Simple slot in the peer's memory (any thread).
   WEFT_DEVICE_INLINE char* send_slot(uint64_t pos) const { return remote + (pos % depth) * slot_bytes; }
   /// Message `pos`'s LL slot in the peer's memory (any thread).
@@ -159,6 +173,16 @@ struct MemoryChannelDeviceHandle {
     const uint64_t* posted = semaphore.inbound;
     return spin_until([&] { return ld_acquire_sys(posted) >= pos + 1; }, d);
   }
+  /// As wait_posted, with `posted` the last posted count this end saw, kept by the caller
+  /// as wait_credit_cached's `acked`.
+  WEFT_DEVICE_INLINE WaitResult wait_posted_cached(uint64_t pos, uint64_t& posted, const Deadline& d) const {
+    const uint64_t* in = semaphore.inbound;
+    uint64_t seen = posted;
+    if (seen >= pos + 1) return WaitResult::Ok;
+    const WaitResult r = spin_until([&] { return (seen = ld_acquire_sys(in)) >= pos + 1; }, d);
+    posted = seen;
+    return r;
+  }
   /// Message `pos`'s Simple slot in this rank's memory (any thread).
   WEFT_DEVICE_INLINE const char* recv_slot(uint64_t pos) const { return local + (pos % depth) * slot_bytes; }
   /// Message `pos`'s LL slot in this rank's memory (any thread).
@@ -191,6 +215,16 @@ struct MemoryChannelDeviceHandle {
   WEFT_DEVICE_INLINE void ack_packets(uint64_t pos) const {
     *reinterpret_cast<volatile uint64_t*>(semaphore.outbound) = pos + 1;
     *semaphore.waited = pos + 1;
+  }
+  // ---- FIFO, split publishing (the interpreter's posting warp, WEFT_POST_WARP) ----
+  // The thread that takes a position moves this end's own count at once (*signalled or
+  // *waited = pos + 1, so that its next message takes the next position), and another warp
+  // publishes to the peer later, in order, after a barrier with the block's movers:
+  /// post(pos)'s peer-visible half: the release store of the posted count.
+  WEFT_DEVICE_INLINE void publish_posted(uint64_t pos) const { st_release_sys(semaphore.outbound, pos + 1); }
+  /// ack_packets(pos)'s peer-visible half: the acked count, without a fence (see ack_packets).
+  WEFT_DEVICE_INLINE void publish_ack(uint64_t pos) const {
+    *reinterpret_cast<volatile uint64_t*>(semaphore.outbound) = pos + 1;
   }
   /// What the peer has signalled so far (send end: acks; receive end: posts), for error reports.
   WEFT_DEVICE_INLINE uint64_t peer_count() const { return ld_acquire_sys(semaphore.inbound); }

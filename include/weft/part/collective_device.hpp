@@ -25,6 +25,7 @@
 #include "weft/device/thread_group.hpp"
 #include "weft/device/wait.hpp"
 #include "weft/part/common.hpp"
+#include "weft/weft.h"
 
 namespace weft::part {
 
@@ -62,8 +63,11 @@ struct PcollDeviceHandle {
   uint64_t slot_bytes = 0;         ///< bytes of one scratch slot (the largest chunk)
   const PcollStep* steps = nullptr;
   const PcollPeer* peers = nullptr;
-  uint64_t* ctl = nullptr;         ///< kCtlEpoch; kCtlSent: partitions finished (all epochs); kCtlClaim
-  uint64_t* stamps = nullptr;      ///< per partition: epoch of its last pready
+  uint64_t* ctl = nullptr;         ///< kCtlEpoch (prepared-epoch cache); kCtlSent: partitions finished; kCtlClaim
+  /// The collective's host words (kWord*, host memory mapped here): the prepared and started
+  /// epochs, and kWordDone, which the block that finishes an epoch's last partition stores.
+  uint64_t* host = nullptr;
+  uint64_t* stamps = nullptr;      ///< per partition: its preadies over all epochs (claim)
   uint64_t* finished = nullptr;    ///< per partition: epoch it last finished in
   DeviceErrorRecord* error = nullptr;
   uint64_t timeout_ns = 0;         ///< WEFT_TIMEOUT; 0: none
@@ -75,10 +79,10 @@ struct PcollDeviceHandle {
   template <typename T>
   WEFT_DEVICE_INLINE static T apply(int op, T a, T b) {
     switch (op) {
-      case 1: return a * b;
-      case 2: return a > b ? a : b;
-      case 3: return a < b ? a : b;
-      default: return a + b;
+      case weftProd: return a * b;
+      case weftMax: return a > b ? a : b;
+      case weftMin: return a < b ? a : b;
+      default: return a + b;  // weftSum
     }
   }
   /// The block reduces n elements of src (written by a peer: read through L2) into dst.
@@ -101,12 +105,12 @@ struct PcollDeviceHandle {
   }
   WEFT_DEVICE_INLINE void reduce_chunk(char* dst, const char* src, uint64_t n) const {
     switch (dtype) {
-      case 2: reduce_into<int32_t>(dst, src, n); break;
-      case 3: reduce_into<uint32_t>(dst, src, n); break;
-      case 4: reduce_into<int64_t>(dst, src, n); break;
-      case 5: reduce_into<unsigned long long>(dst, src, n); break;
-      case 8: reduce_into<double>(dst, src, n); break;
-      default: reduce_into<float>(dst, src, n); break;
+      case weftInt32: reduce_into<int32_t>(dst, src, n); break;
+      case weftUint32: reduce_into<uint32_t>(dst, src, n); break;
+      case weftInt64: reduce_into<int64_t>(dst, src, n); break;
+      case weftUint64: reduce_into<unsigned long long>(dst, src, n); break;
+      case weftFloat64: reduce_into<double>(dst, src, n); break;
+      default: reduce_into<float>(dst, src, n); break;  // weftFloat32
     }
   }
 
@@ -116,13 +120,12 @@ struct PcollDeviceHandle {
     __shared__ int s_failed;
     __syncthreads();
     if (threadIdx.x == 0) {
-      const uint64_t e = device::ld_acquire_gpu(ctl + kCtlEpoch);
-      uint32_t code = 0;
-      if (u >= partitions) code = 1;
-      else if (e == 0) code = 3;
-      else if (atomicExch(reinterpret_cast<unsigned long long*>(stamps + u), e) == e) code = 2;
-      if (code != 0) detail::record_error(error, ctl + kCtlClaim, code, u, e);
-      s_epoch = code == 0 ? e : 0;
+      if (u >= partitions) {
+        detail::record_error(error, ctl + kCtlClaim, kDevOutOfRange, u, 0);
+        s_epoch = 0;
+      } else {
+        s_epoch = detail::claim(stamps, ctl, host, error, u);
+      }
       s_failed = 0;
     }
     __syncthreads();
@@ -138,7 +141,7 @@ struct PcollDeviceHandle {
         if (threadIdx.x == 0) {
           const uint64_t* f = pe.local_flags + kFlagFirst + idx;
           if (device::spin_until([&] { return device::ld_acquire_sys(f) >= e; }, d) != device::WaitResult::Ok) {
-            detail::record_error(error, ctl + kCtlClaim, 4, u, e);
+            detail::record_error(error, ctl + kCtlClaim, kDevCollTimeout, u, e);
             s_failed = 1;
           }
         }
@@ -159,21 +162,27 @@ struct PcollDeviceHandle {
                    n * elem_bytes, device::ThreadGroup::block());
         __syncthreads();
         if (threadIdx.x == 0) {
-          __threadfence_system();
-          device::st_release_sys(pe.remote_flags + kFlagFirst + idx, e);
+          device::fence_acq_rel_sys();  // the block's copy before the flag
+          device::st_relaxed_sys(pe.remote_flags + kFlagFirst + idx, e);
         }
       }
     }
     __syncthreads();
     if (threadIdx.x == 0) {
-      __threadfence();
       device::st_release_gpu(finished + u, e);
-      atomicAdd(reinterpret_cast<unsigned long long*>(ctl + kCtlSent), 1ull);
+      // The block that finishes the epoch's last partition has seen every block's result
+      // (through the released count) and makes it visible before kWordDone.
+      if (completes_epoch(device::atomic_add_release_gpu(ctl + kCtlSent, 1), partitions, e)) {
+        device::fence_acq_rel_sys();
+        device::st_relaxed_sys(host + kWordDone, e);
+      }
     }
   }
-  /// Any thread: true once partition u of the current epoch has finished on this rank.
+  /// Any thread: true once partition u of the current epoch (the host's last start, as for
+  /// PrecvDeviceHandle::parrived: a kernel that calls it must finish before the next start)
+  /// has finished on this rank.
   WEFT_DEVICE_INLINE bool parrived(uint32_t u) const {
-    return u < partitions && device::ld_acquire_gpu(finished + u) >= device::ld_acquire_gpu(ctl + kCtlEpoch);
+    return u < partitions && arrived_in(device::ld_acquire_gpu(finished + u), device::ld_acquire_sys(host + kWordStarted));
   }
 #endif
 };

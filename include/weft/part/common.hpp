@@ -1,9 +1,11 @@
 // Device-visible pieces shared by weft's partitioned point-to-point and collective device
-// handles: the error record and the layouts of the control and flag blocks.
+// handles: the error record, the layouts of the control and flag blocks and of a request's
+// host words, the claim of a partition and the transport-partition arithmetic.
 #pragma once
 
 #include <cstdint>
 
+#include "weft/device/atomics.hpp"
 #include "weft/device/macros.hpp"
 
 namespace weft::part {
@@ -11,19 +13,44 @@ namespace weft::part {
 /// Written by the device when a call is misused; read by the host (host-mapped memory).
 struct DeviceErrorRecord {
   uint32_t valid;      ///< written last
-  uint32_t code;       ///< part::DeviceErrorCode (src/part/state.hpp); 4: a collective wait timed out
+  uint32_t code;       ///< DeviceErrorCode
   uint64_t partition;
   uint64_t epoch;
 };
 
+/// Device-side misuse codes, recorded by a device pready into its request's error record.
+enum DeviceErrorCode : uint32_t {
+  kDevOk = 0,
+  kDevOutOfRange = 1,
+  kDevTwice = 2,
+  kDevNotStarted = 3,
+  kDevCollTimeout = 4,  ///< a collective's wait for a neighbour's message timed out
+  kDevNotPrepared = 5,  ///< started, but pbuf_prepare has not returned: the receiver may not be ready
+};
+
 /// Layout of a receive request's flag block (device memory of the receiver; the sender
-/// writes into it through its mapping): [0] the sender's threshold, [1] this side's epoch,
-/// then one flag per transport partition holding the epoch it last arrived in.
-constexpr uint32_t kFlagThreshold = 0, kFlagEpoch = 1, kFlagFirst = 2;
-/// Layout of a send request's control block (device memory of the sender): [0] reserved
-/// (ready-to-receive lives in shared host memory), [1] this side's epoch, [2] transport
-/// partitions completed by the device (all epochs), [3] the error claim.
-constexpr uint32_t kCtlReserved = 0, kCtlEpoch = 1, kCtlSent = 2, kCtlClaim = 3, kCtlWords = 4;
+/// writes into it through its mapping): [0] the sender's threshold, [1] unused (the epoch
+/// lives in the receiver's host words), then one flag per transport partition holding the
+/// epoch it last arrived in.
+constexpr uint32_t kFlagThreshold = 0, kFlagUnused = 1, kFlagFirst = 2;
+/// Layout of a send request's (or a collective's) control block, device memory: [0] unused,
+/// [1] the device's cache of the prepared epoch (never above kWordPrepared: a block that
+/// finds its epoch at or below it needs no read of host memory), [2] transport partitions
+/// completed by the device since the last resync (the host sets it to transports x
+/// completed epochs), [3] the error claim.
+constexpr uint32_t kCtlUnused = 0, kCtlEpoch = 1, kCtlSent = 2, kCtlClaim = 3, kCtlWords = 4;
+
+/// A request's host words: one 64-byte slot of its rank's shared segment (POSIX shared
+/// memory, mapped by every rank of the host and registered with CUDA, so the owner's GPU
+/// reads and writes it too). Every word holds an epoch; all grow monotonically.
+///   kWordReady     send: the epoch the receiver is ready for (the receiver's host stores it)
+///   kWordDone      send: the last epoch whose every partition was delivered (the sender's
+///                  GPU, progression engine or host pready stores it; both hosts read it)
+///   kWordPrepared  send / collective: the last epoch whose pbuf_prepare returned (the host
+///                  stores it before the kernel may pready; the device checks against it)
+///   kWordStarted   every request: the last epoch started (receive: what device parrived
+///                  compares the flags with; send: names a misuse)
+constexpr uint32_t kWordReady = 0, kWordDone = 1, kWordPrepared = 2, kWordStarted = 3, kSlotWords = 8;
 
 // Transport-partition arithmetic, shared by the device pready, the host's counter resync and
 // the host unit test (tests/unit/part/test_part_transport.cpp). `threshold` consecutive user
@@ -44,6 +71,33 @@ WEFT_HOST_DEVICE_INLINE bool completes_transport(unsigned long long before, uint
                                                  uint32_t t, uint64_t e) {
   return before + 1 == transport_size(partitions, threshold, t) * e;
 }
+/// True when the transport partition that found the sent counter at `before` is the last of
+/// epoch e (`transports` per epoch, counter resynced to transports x completed epochs): it
+/// stores e into kWordDone, once per epoch.
+WEFT_HOST_DEVICE_INLINE bool completes_epoch(unsigned long long before, uint32_t transports, uint64_t e) {
+  return before + 1 == static_cast<uint64_t>(transports) * e;
+}
+
+/// parrived's rule, host and device, receive requests and collectives: a partition whose
+/// flag holds the epoch it last arrived (or finished) in has arrived in the current epoch
+/// once that flag reaches `started`, the epoch of the request's last start. `started` is read
+/// at each call, so a call of epoch e that is still polling when the host starts epoch e + 1
+/// waits for e + 1's data: every device parrived of an epoch must have returned (its kernel
+/// finished) before the next start (docs/partitioned.md, "Epochs back to back").
+WEFT_HOST_DEVICE_INLINE bool arrived_in(uint64_t flag, uint64_t started) { return started != 0 && flag >= started; }
+
+/// A partition's stamp counts its preadies over every epoch (resynced to the completed epochs
+/// after a misuse), so the pready that finds it at `stamp` belongs to epoch stamp + 1. That
+/// pready may send when its epoch is at most the prepared one; else it is a misuse:
+/// DeviceErrorCode of a pready in epoch `e` given the host's prepared and started epochs.
+WEFT_HOST_DEVICE_INLINE uint32_t claim_error(uint64_t e, uint64_t prepared, uint64_t started) {
+  if (e <= prepared) return kDevOk;
+  if (started == 0) return kDevNotStarted;
+  if (e <= started) return kDevNotPrepared;
+  return kDevTwice;  // a second pready in `started` (or one after it completed)
+}
+/// The epoch a misuse record names: the epoch the partition was readied twice in, else e.
+WEFT_HOST_DEVICE_INLINE uint64_t claim_error_epoch(uint32_t code, uint64_t e) { return code == kDevTwice ? e - 1 : e; }
 
 #if WEFT_DEVICE_CODE
 namespace detail {
@@ -55,6 +109,32 @@ WEFT_DEVICE_INLINE void record_error(DeviceErrorRecord* rec, uint64_t* claim, ui
   rec->epoch = e;
   __threadfence_system();
   *reinterpret_cast<volatile uint32_t*>(&rec->valid) = 1;
+}
+
+/// The claim's slow path, out of line (it costs the caller's hot path no registers): the
+/// first pready of an epoch on this GPU reads the prepared epoch from host memory and
+/// raises the device's cache; a misuse is recorded. Returns e, or 0 (send nothing).
+inline __device__ __noinline__ uint64_t claim_slow(uint64_t* ctl, const uint64_t* host, DeviceErrorRecord* error,
+                                                   uint64_t p, uint64_t e) {
+  const uint64_t prepared = device::ld_acquire_sys(host + kWordPrepared);
+  const uint32_t code = claim_error(e, prepared, device::ld_acquire_sys(host + kWordStarted));
+  if (code == kDevOk) {
+    atomicMax(reinterpret_cast<unsigned long long*>(ctl + kCtlEpoch), static_cast<unsigned long long>(prepared));
+    return e;
+  }
+  record_error(error, ctl + kCtlClaim, code, p, claim_error_epoch(code, e));
+  return 0;
+}
+
+/// One thread: claims partition p (already checked to be in range) for the epoch its stamp
+/// says; 0 (send nothing) on misuse, else the epoch. The stamp's atomic and the cache's load
+/// are both in flight at once; host memory is read only when the cache is behind.
+WEFT_DEVICE_INLINE uint64_t claim(uint64_t* stamps, uint64_t* ctl, const uint64_t* host, DeviceErrorRecord* error,
+                                  uint32_t p) {
+  const uint64_t e = atomicAdd(reinterpret_cast<unsigned long long*>(stamps + p), 1ull) + 1;
+  const uint64_t cached = device::ld_relaxed_gpu(ctl + kCtlEpoch);
+  if (e <= cached) return e;
+  return claim_slow(ctl, host, error, p, e);
 }
 }  // namespace detail
 #endif

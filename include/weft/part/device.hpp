@@ -48,34 +48,50 @@ struct PsendDeviceHandle {
   /// and the host's progression engine moves the bytes and signals the receiver.
   uint64_t* ready = nullptr;
   uint64_t* ctl = nullptr;         ///< this request's control block (kCtl*)
+  /// This request's host words (kWord*, host memory mapped here): the device reads the
+  /// prepared and started epochs from it and, on the kernel-copy path, stores the epoch into
+  /// kWordDone once its last transport partition is delivered.
+  uint64_t* host = nullptr;
   unsigned long long* counters = nullptr;  ///< per transport partition: user partitions readied, all epochs
-  uint64_t* stamps = nullptr;      ///< per user partition: the epoch of its last pready
+  uint64_t* stamps = nullptr;      ///< per user partition: its preadies over all epochs (claim)
   DeviceErrorRecord* error = nullptr;
   uint64_t partition_bytes = 0;
   uint32_t partitions = 0;         ///< user partitions
   uint32_t threshold = 1;          ///< user partitions per transport partition
+  uint32_t transports = 0;         ///< transport partitions per epoch
 
 #if WEFT_DEVICE_CODE
   /// One thread: claims partition p for this epoch; 0 (nothing to do) on misuse, else the epoch.
   WEFT_DEVICE_INLINE uint64_t claim(uint32_t p) const {
-    const uint64_t e = device::ld_acquire_gpu(ctl + kCtlEpoch);
-    uint32_t code = 0;
-    if (p >= partitions) code = 1;
-    else if (e == 0) code = 3;
-    else if (atomicExch(reinterpret_cast<unsigned long long*>(stamps + p), e) == e) code = 2;
-    if (code == 0) return e;
-    detail::record_error(error, ctl + kCtlClaim, code, p, e);
-    return 0;
+    if (p >= partitions) {
+      detail::record_error(error, ctl + kCtlClaim, kDevOutOfRange, p, 0);
+      return 0;
+    }
+    return detail::claim(stamps, ctl, host, error, p);
   }
-  /// One thread, after its group's copy of partition p: counts p into its transport
-  /// partition; the last one signals the receiver.
+  /// One thread, after its group's copy of partition p (ordered before by the group's
+  /// barrier): counts p into its transport partition; the last one signals the receiver,
+  /// and the epoch's last transport partition stores the epoch into kWordDone.
+  ///
+  /// Ordering. A system-scope fence is what makes the data visible to the receiver before a
+  /// flag, and the fences of a GPU are costly when thousands of blocks issue them, so there
+  /// is one per transport partition, not one per partition: a partition that does not
+  /// complete its transport partition releases its data at GPU scope through the counter; the
+  /// one that completes it acquires them all through the counter, and its system fence orders
+  /// every one of them (cumulatively) before the flag.
   WEFT_DEVICE_INLINE void complete(uint32_t p, uint64_t e) const {
     const uint32_t t = transport_of(p, threshold);
-    __threadfence_system();
-    if (completes_transport(atomicAdd(counters + t, 1ull), partitions, threshold, t, e)) {
-      __threadfence_system();
-      device::st_release_sys((ready != nullptr ? ready : remote_flags + kFlagFirst) + t, e);
-      atomicAdd(reinterpret_cast<unsigned long long*>(ctl + kCtlSent), 1ull);
+    if (transport_size(partitions, threshold, t) > 1 &&
+        !completes_transport(device::atomic_add_release_gpu(counters + t, 1), partitions, threshold, t, e))
+      return;
+    device::fence_acq_rel_sys();  // every partition's data of the transport partition before its flag
+    device::st_relaxed_sys((ready != nullptr ? ready : remote_flags + kFlagFirst) + t, e);
+    // Released after the flag, so the block that counts the epoch's last one has seen every
+    // flag and every byte of the epoch before its fence and kWordDone.
+    const unsigned long long before = device::atomic_add_release_gpu(ctl + kCtlSent, 1);
+    if (ready == nullptr && completes_epoch(before, transports, e)) {
+      device::fence_acq_rel_sys();
+      device::st_relaxed_sys(host + kWordDone, e);
     }
   }
   /// Every thread, each for its own partition p (thread granularity).
@@ -127,19 +143,23 @@ static_assert(std::is_trivially_copyable_v<PsendDeviceHandle>);
 struct PrecvDeviceHandle {
   const char* buf = nullptr;        ///< the receive buffer
   const uint64_t* flags = nullptr;  ///< this request's flag block (kFlag*)
+  /// This request's host words (host memory mapped here): kWordStarted is the current epoch.
+  const uint64_t* host = nullptr;
   uint32_t partitions = 0;
   uint64_t partition_bytes = 0;
 
 #if WEFT_DEVICE_CODE
   /// Any thread: true once partition p of the current epoch has arrived (false when p is
   /// out of range). A true result orders the partition's data before the caller's later reads
-  /// (read them with ld.cg / volatile loads, or after a __syncthreads for the block).
+  /// (read them with ld.cg / volatile loads, or after a __syncthreads for the block). The
+  /// current epoch is the one the host's last start began (arrived_in): the kernel that calls
+  /// parrived for epoch e must finish before the host starts epoch e + 1.
   WEFT_DEVICE_INLINE bool parrived(uint32_t p) const {
     if (p >= partitions) return false;
     const uint64_t thr = device::ld_acquire_sys(flags + kFlagThreshold);
-    const uint64_t e = device::ld_acquire_gpu(flags + kFlagEpoch);
+    const uint64_t e = device::ld_acquire_sys(host + kWordStarted);
     if (thr == 0 || e == 0) return false;
-    return device::ld_acquire_sys(flags + kFlagFirst + transport_of(p, static_cast<uint32_t>(thr))) >= e;
+    return arrived_in(device::ld_acquire_sys(flags + kFlagFirst + transport_of(p, static_cast<uint32_t>(thr))), e);
   }
 #endif
 };

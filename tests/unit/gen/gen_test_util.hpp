@@ -8,7 +8,7 @@
 
 #include "exec/plan_lowering.hpp"
 #include "gen/nvrtc.hpp"
-#include "runtime/plan_source.hpp"
+#include "plan/plan_source.hpp"
 #include "util/error.hpp"
 
 namespace weft::gen::test {

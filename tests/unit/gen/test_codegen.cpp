@@ -12,7 +12,7 @@
 
 #include "gen/codegen.hpp"
 #include "gen_test_util.hpp"
-#include "runtime/selection.hpp"
+#include "tune/selection.hpp"
 
 namespace weft::gen {
 namespace {
@@ -54,11 +54,13 @@ TEST(GenCodegen, AlgorithmLevelLoopsMicroBatchesOutside) {
   LoweredPlan lp = lowered(Collective::AllReduce, 2, "ring_allreduce", "Simple", 1);
   lp.plan.execution = ExecutionModel::Algorithm;
   const std::string src = generate_source(lp, KernelSpec{0, exec::kSimple, 7, 0});
-  // One micro-batch loop per block, around all its slots.
+  // One loop over windows of micro-batches per block (exec::InvocationOrder), around all its
+  // slots, each slot over the window [k, k1).
   size_t blocks = 0;
   for (const exec::DevTB& tb : lp.ranks[0].tbs) blocks += tb.nslots > 0;
-  EXPECT_EQ(count_of(src, "for (uint32_t k = 0; k < nmb; ++k) {"), blocks) << src;
-  EXPECT_NE(src.find(", k, k + 1, par)"), std::string::npos) << src;
+  EXPECT_EQ(count_of(src, "for (uint32_t k = 0; k < nmb; k += win) {"), blocks) << src;
+  EXPECT_EQ(count_of(src, "weft::exec::order_window(false, nmb, a.mb_window)"), blocks) << src;
+  EXPECT_NE(src.find(", k, k1, par)"), std::string::npos) << src;
 }
 
 TEST(GenCodegen, AvgIsGeneratedAsSumAndTypesAreNamed) {

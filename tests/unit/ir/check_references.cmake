@@ -41,7 +41,7 @@ foreach(f IN LISTS docs sources)
       list(APPEND missing "${rel}: ${p}")
     endif()
   endforeach()
-  string(REGEX MATCHALL "[^A-Za-z0-9_/.~$-](util|ir|compile|sim|lang|runtime|nccl|device|cli)/[A-Za-z0-9_]+\\.(hpp|cpp|cu|cuh|h)[^A-Za-z0-9_]"
+  string(REGEX MATCHALL "[^A-Za-z0-9_/.~$<-](util|ir|lang|compile|plan|sim|tune|bootstrap|proxy|exec|gen|net|runtime|part|nccl|device|cli)/[A-Za-z0-9_]+\\.(hpp|cpp|cu|cuh|h)[^A-Za-z0-9_]"
          paths "${text}")
   foreach(p IN LISTS paths)
     string(REGEX REPLACE "^.(.*).$" "\\1" p "${p}")

@@ -5,6 +5,7 @@
 #include "util/checked.hpp"
 #include "util/config.hpp"
 #include "util/handle_registry.hpp"
+#include "util/log.hpp"
 #include "util/error.hpp"
 #include "util/text.hpp"
 
@@ -161,6 +162,42 @@ TEST(HandleRegistry, LiveFromAddUntilRetire) {
   EXPECT_FALSE(r.live(&a));
   EXPECT_FALSE(r.retire(&a));  // twice: refused
   EXPECT_FALSE(r.retire(&b));  // never added
+}
+
+// The level check every WEFT_LOG runs first: a relaxed load of the level read from
+// WEFT_LOG_LEVEL (or WEFT_DEBUG), then the subsystems under the lock.
+TEST(Log, LevelAndSubsystems) {
+  const char* saved_debug = std::getenv("WEFT_DEBUG");
+  const std::string debug = saved_debug ? saved_debug : "";
+  const char* saved_level = std::getenv("WEFT_LOG_LEVEL");
+  const std::string level = saved_level ? saved_level : "";
+  const char* saved_subsys = std::getenv("WEFT_LOG_SUBSYS");
+  const std::string subsys = saved_subsys ? saved_subsys : "";
+  unsetenv("WEFT_DEBUG");
+  setenv("WEFT_LOG_LEVEL", "INFO", 1);
+  setenv("WEFT_LOG_SUBSYS", "coll,init", 1);
+  log::reload();
+  EXPECT_EQ(log::detail::least_level.load(), static_cast<int>(log::Level::Info));
+  EXPECT_FALSE(log::enabled(log::Level::Debug, "COLL"));
+  EXPECT_TRUE(log::enabled(log::Level::Info, "COLL"));
+  EXPECT_TRUE(log::enabled(log::Level::Error, "init"));
+  EXPECT_FALSE(log::enabled(log::Level::Warn, "PLAN"));  // not a listed subsystem
+  EXPECT_FALSE(log::enabled(log::Level::None, "COLL"));
+  setenv("WEFT_LOG_LEVEL", "TRACE", 1);
+  setenv("WEFT_LOG_SUBSYS", "ALL", 1);
+  log::reload();
+  EXPECT_TRUE(log::enabled(log::Level::Trace, "ANY"));
+  setenv("WEFT_LOG_LEVEL", "NONE", 1);
+  log::reload();
+  EXPECT_FALSE(log::enabled(log::Level::Error, "ANY"));
+  auto restore = [](const char* name, const char* was, const std::string& value) {
+    if (was) setenv(name, value.c_str(), 1);
+    else unsetenv(name);
+  };
+  restore("WEFT_DEBUG", saved_debug, debug);
+  restore("WEFT_LOG_LEVEL", saved_level, level);
+  restore("WEFT_LOG_SUBSYS", saved_subsys, subsys);
+  log::reload();
 }
 
 }  // namespace

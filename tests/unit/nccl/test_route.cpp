@@ -44,7 +44,7 @@ TEST(NcclRoute, Fp8MovesAsBytesButReducesOnTheFallback) {
     for (int t : {kFloat8e4m3, kFloat8e5m2}) {
       Route r = route(c, t, 0, -1);
       EXPECT_EQ(r.kind, Route::Kind::Weft) << coll_name(c);
-      EXPECT_EQ(r.weft_type, kWeftUint8);
+      EXPECT_EQ(r.weft_type, static_cast<int>(weft::DataType::Uint8));
     }
   Route r = route(Coll::AllReduce, kFloat8e5m2, 2, -1);
   EXPECT_EQ(r.kind, Route::Kind::Fallback);
@@ -58,7 +58,7 @@ TEST(NcclRoute, PreMulSumRunsOnWeftAsScaledSum) {
   Route r = route(Coll::AllReduce, 9, 5, 9);
   EXPECT_EQ(r.kind, Route::Kind::PreMulSum);
   EXPECT_EQ(r.weft_type, 9);
-  EXPECT_EQ(r.weft_op, kWeftSum);
+  EXPECT_EQ(r.weft_op, weft::kOpSum);
 }
 
 TEST(NcclRoute, BadTypesAndOperatorsAreInvalidArguments) {

@@ -1,4 +1,4 @@
-// The progression engine (part/engine.hpp) on the host, over HostConnection: a "device"
+// The progression engine (part/engine.hpp) on the host, over HostEndpoint: a "device"
 // (this thread) marks transport partitions ready in any order; the engine must put every
 // byte of each into the receiver's buffer and raise its flag with the epoch, count it once,
 // wait for the receiver's readiness (a flag one epoch ahead), deliver what was readied when
@@ -43,7 +43,7 @@ struct Pair {
   ProgressEngine::Job* add(ProgressEngine& eng) {
     weft::proxy::RemoteMemory b{reinterpret_cast<uint64_t>(recv.data()), recv.size(), nullptr};
     weft::proxy::RemoteMemory f{reinterpret_cast<uint64_t>(flags.data()), flags.size() * 8, nullptr};
-    return eng.add(desc, std::make_shared<weft::proxy::HostConnection>("rank 1"), send.data(), b, f, ready.data(),
+    return eng.add(desc, std::make_shared<weft::proxy::HostEndpoint>("rank 1"), send.data(), b, f, ready.data(),
                    words.data(), ProgressEngine::Staging{});
   }
   void mark(uint32_t t, uint64_t e) { std::atomic_ref<uint64_t>(ready[t]).store(e, std::memory_order_release); }
@@ -168,4 +168,28 @@ TEST(PartEngine, RefusesAReceiverTooSmall) {
     EXPECT_EQ(e.code(), weft::ErrorCode::Remote);
     EXPECT_NE(std::string(e.what()).find("psend to rank 1"), std::string::npos) << e.what();
   }
+}
+
+TEST(PartEngine, ParksOnlyWhenNothingCanArriveAndWakesForTheNextEpoch) {
+  ProgressEngine eng(10, "rank 0's engine");
+  Pair p(3, 8);
+  std::iota(p.send.begin(), p.send.end(), 5);
+  ProgressEngine::Job* job = p.add(eng);
+  eng.set_epoch(job, 1, 1);
+  for (uint32_t t = 0; t < 3; ++t) p.mark(t, 1);
+  ASSERT_TRUE(wait_completed(job, 3));
+  // Epoch 1 is delivered: nothing can arrive, the thread parks once idle long enough.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  eng.set_epoch(job, 2, 1);  // wakes it
+  p.mark(1, 2);
+  ASSERT_TRUE(wait_completed(job, 4));
+  // Epoch 2 still has partitions to come: the thread keeps polling however long they take.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  p.mark(0, 2);
+  p.mark(2, 2);
+  ASSERT_TRUE(wait_completed(job, 6));
+  EXPECT_EQ(p.recv, p.send);
+  for (uint32_t t = 0; t < 3; ++t) EXPECT_EQ(p.flag(t), 2u) << t;
+  eng.check();
+  eng.remove(job);
 }

@@ -1,5 +1,5 @@
 // The progression engine's transfers in flight and its staged mode, on the host (part/engine.hpp).
-// A DeferredConnection holds every put and signal for a while (or while closed) and lands it
+// A DeferredEndpoint holds every put and signal for a while (or while closed) and lands it
 // when the engine polls `landed`, as an asynchronous transport does: a transfer counts as
 // delivered only once it has landed, a run of ready transport partitions goes as puts of at
 // most kEngineChunkBytes with ONE signal each, and up to kEngineInflight transfers are in
@@ -34,10 +34,10 @@ namespace {
 
 /// Posts everything and lands each operation, in order, once it is `delay_us` old and the
 /// engine polls `landed` (none while closed), as an asynchronous transport does.
-class DeferredConnection : public weft::proxy::Connection {
+class DeferredEndpoint : public weft::proxy::Endpoint {
  public:
   using Clock = std::chrono::steady_clock;
-  explicit DeferredConnection(int delay_us = 200) : delay_(std::chrono::microseconds(delay_us)) {}
+  explicit DeferredEndpoint(int delay_us = 200) : delay_(std::chrono::microseconds(delay_us)) {}
   std::string peer() const override { return "rank 1"; }
   void put(const RemoteMemory& dst, uint64_t off, const void* src, uint64_t bytes) override {
     post([=] { std::memcpy(reinterpret_cast<char*>(dst.address) + off, src, bytes); });
@@ -118,7 +118,7 @@ TEST(PartEngineFlight, LargeRunsGoInChunksWithOneSignalEachAndCountOnlyWhenLande
   std::vector<uint64_t> flags(kFlagFirst + U, 0), ready(U, 0), words(kRecordWords * U, 0);
   ProgressJobDesc d = describe_job("rank 0: psend to rank 1 (tag 3)", U, pb);
   d.remote_flag_words = flags.size();
-  auto conn = std::make_shared<DeferredConnection>();
+  auto conn = std::make_shared<DeferredEndpoint>();
   conn->open = false;  // nothing lands yet
   ProgressEngine::Job* job =
       eng.add(d, conn, send.data(), mem(recv.data(), recv.size()), mem(flags.data(), flags.size() * 8), ready.data(),
@@ -142,6 +142,40 @@ TEST(PartEngineFlight, LargeRunsGoInChunksWithOneSignalEachAndCountOnlyWhenLande
   eng.remove(job);
 }
 
+TEST(PartEngineFlight, DoneWordOnlyOnceEveryTransferOfTheEpochLanded) {
+  ProgressEngine eng(10, "rank 0's engine");
+  const uint32_t U = 12;
+  const uint64_t pb = 64;
+  std::vector<char> send(U * pb), recv(U * pb, 0x5a);
+  std::vector<uint64_t> flags(kFlagFirst + U, 0), ready(U, 0), words(kRecordWords * U, 0);
+  uint64_t done = 0;
+  ProgressJobDesc d = describe_job("rank 0: psend to rank 1 (tag 5)", U, pb);
+  d.remote_flag_words = flags.size();
+  auto conn = std::make_shared<DeferredEndpoint>();
+  ProgressEngine::Job* job =
+      eng.add(d, conn, send.data(), mem(recv.data(), recv.size()), mem(flags.data(), flags.size() * 8), ready.data(),
+              words.data(), ProgressEngine::Staging{}, &done);
+  for (uint64_t e = 1; e <= 3; ++e) {
+    const uint32_t thr = e == 2 ? 5 : 1, T = transport_partitions(U, thr);
+    for (size_t i = 0; i < send.size(); ++i) send[i] = static_cast<char>(i * 7 + e);
+    conn->open = false;  // nothing lands yet
+    eng.set_epoch(job, e, thr);
+    const uint64_t signals = conn->signals.load();
+    eng.exclusive([&] {
+      for (uint32_t t = 0; t < T; ++t) std::atomic_ref<uint64_t>(ready[t]).store(e);
+    });
+    ASSERT_TRUE(eventually([&] { return conn->signals.load() > signals; }));  // posted, not landed
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_EQ(load(done), e - 1) << "epoch " << e << ": done before its transfers landed";
+    conn->open = true;
+    ASSERT_TRUE(eventually([&] { return load(done) == e; })) << "epoch " << e << ": done is " << load(done);
+    for (uint32_t t = 0; t < T; ++t) EXPECT_EQ(load(flags[kFlagFirst + t]), e) << t;
+    EXPECT_EQ(recv, send) << "epoch " << e;
+  }
+  eng.check();
+  eng.remove(job);
+}
+
 TEST(PartEngineFlight, ManyRequestsAndRunsInFlightAtOnce) {
   ProgressEngine eng(10, "rank 0's engine");
   constexpr int kJobs = 3;
@@ -150,7 +184,7 @@ TEST(PartEngineFlight, ManyRequestsAndRunsInFlightAtOnce) {
   struct Side {
     std::vector<char> send, recv;
     std::vector<uint64_t> flags, ready, words;
-    std::shared_ptr<DeferredConnection> conn = std::make_shared<DeferredConnection>(300);
+    std::shared_ptr<DeferredEndpoint> conn = std::make_shared<DeferredEndpoint>(300);
     ProgressEngine::Job* job = nullptr;
   };
   std::vector<Side> sides(kJobs);
@@ -208,8 +242,8 @@ struct StagedPair {
   uint64_t pb;
   std::vector<char> send, send_mirror, recv_mirror, recv;
   std::vector<uint64_t> ready, send_words, ring, recv_words, flags;
-  std::shared_ptr<DeferredConnection> stage = std::make_shared<DeferredConnection>(100), net = std::make_shared<DeferredConnection>(300),
-                                      unstage = std::make_shared<DeferredConnection>(300);
+  std::shared_ptr<DeferredEndpoint> stage = std::make_shared<DeferredEndpoint>(100), net = std::make_shared<DeferredEndpoint>(300),
+                                      unstage = std::make_shared<DeferredEndpoint>(300);
   ProgressEngine sender{10, "rank 0's engine"}, receiver{10, "rank 1's engine"};
   ProgressEngine::Job* job = nullptr;
   ProgressEngine::RecvJob* rjob = nullptr;

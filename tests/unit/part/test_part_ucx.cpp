@@ -22,7 +22,7 @@
 #include "part/engine.hpp"
 #include "part/state.hpp"
 #include "proxy/ucx_ranks.hpp"
-#include "runtime/bootstrap.hpp"
+#include "bootstrap/bootstrap.hpp"
 #include "util/error.hpp"
 #include "weft/part/common.hpp"
 
@@ -60,7 +60,7 @@ int staged_pair(const UniqueId& id, int rank, uint32_t U, uint64_t pb) {
   auto eng = std::make_unique<ProgressEngine>(10, "rank " + std::to_string(rank) + "'s engine");
   net::UcxTransport* u = ucx.get();
   eng->set_progress([u] { u->progress(); });
-  auto host_copies = std::make_shared<proxy::HostConnection>("this rank's copies");
+  auto host_copies = std::make_shared<proxy::HostEndpoint>("this rank's copies");
   part::ProgressJobDesc d;
   d.partitions = U;
   d.partition_bytes = pb;
@@ -71,7 +71,7 @@ int staged_pair(const UniqueId& id, int rank, uint32_t U, uint64_t pb) {
   if (rank == 0) {
     d.who = "rank 0: psend to rank 1 (tag 1)";
     d.remote_flag_words = their_ring.bytes / 8;
-    job = eng->add(d, ucx->connection(1), send.data(), their_mirror, their_ring, ready.data(), words.data(),
+    job = eng->add(d, ucx->endpoint(1), send.data(), their_mirror, their_ring, ready.data(), words.data(),
                    ProgressEngine::Staging{host_copies, mirror.data()});
   } else {
     d.who = "rank 1: precv from rank 0 (tag 1)";

@@ -41,7 +41,7 @@ TEST(ProxyTrigger, PaperLayoutRoundTrips) {
   EXPECT_EQ(one.snd, (1ull << 32) | (1ull << 41) | (2ull << 50) | (1ull << 53) | (1ull << 63));
 }
 
-/// A proxy with one channel from `src` to `dst` over an in-process connection; the signal
+/// A proxy with one channel from `src` to `dst` over an in-process endpoint; the signal
 /// counter is the first 8 bytes of `sig`.
 struct Rig {
   std::vector<char> src, dst;
@@ -51,7 +51,7 @@ struct Rig {
   device::PortChannelDeviceHandle ch;
   uint32_t src_id = 0, dst_id = 0;
 
-  Rig(std::shared_ptr<Connection> conn, size_t bytes, uint64_t depth = 16, double timeout_s = 5)
+  Rig(std::shared_ptr<Endpoint> conn, size_t bytes, uint64_t depth = 16, double timeout_s = 5)
       : src(bytes), dst(bytes), proxy(ProxyOptions{"proxy of GPU 0", depth, timeout_s, host_fifo_memory()}) {
     src_id = proxy.add_local_memory(src.data(), src.size());
     dst_id = proxy.add_remote_memory(conn, RemoteMemory{reinterpret_cast<uint64_t>(dst.data()), dst.size(), nullptr});
@@ -65,7 +65,7 @@ struct Rig {
 
 TEST(Proxy, PutsAndSignalsLandInOrder) {
   constexpr int kN = 2000;
-  Rig rig(std::make_shared<HostConnection>("rank 1"), kN * 8, 8);
+  Rig rig(std::make_shared<HostEndpoint>("rank 1"), kN * 8, 8);
   for (int i = 0; i < kN; ++i) std::memcpy(rig.src.data() + i * 8, &i, sizeof(int));
   rig.proxy.start();
   std::atomic<bool> bad{false};
@@ -90,7 +90,7 @@ TEST(Proxy, PutsAndSignalsLandInOrder) {
 }
 
 /// Holds puts back until flush: shows that only a flush trigger guarantees completion.
-class DeferredConnection : public Connection {
+class DeferredEndpoint : public Endpoint {
  public:
   std::string peer() const override { return "rank 1"; }
   void put(const RemoteMemory& dst, uint64_t off, const void* src, uint64_t bytes) override {
@@ -114,7 +114,7 @@ class DeferredConnection : public Connection {
 };
 
 TEST(Proxy, FlushByCounterCompletesEveryEarlierPut) {
-  auto conn = std::make_shared<DeferredConnection>();
+  auto conn = std::make_shared<DeferredEndpoint>();
   Rig rig(conn, 4096);
   std::memset(rig.src.data(), 0x5a, rig.src.size());
   rig.proxy.start();
@@ -135,7 +135,7 @@ TEST(Proxy, FlushByCounterCompletesEveryEarlierPut) {
 }
 
 TEST(Proxy, FullFifoHoldsProducersBack) {
-  Rig rig(std::make_shared<HostConnection>("rank 1"), 1024, 4);
+  Rig rig(std::make_shared<HostEndpoint>("rank 1"), 1024, 4);
   for (int i = 0; i < 4; ++i) rig.post(device::kTriggerSignal, 0, 0, 0);  // fills the FIFO; no proxy yet
   std::atomic<int> pushed{0};
   std::thread producer([&] {
@@ -153,7 +153,7 @@ TEST(Proxy, FullFifoHoldsProducersBack) {
 }
 
 TEST(Proxy, FullFifoWaitIsBoundedAndSaysSo) {
-  Rig rig(std::make_shared<HostConnection>("rank 1"), 1024, 2);
+  Rig rig(std::make_shared<HostEndpoint>("rank 1"), 1024, 2);
   rig.post(device::kTriggerSignal, 0, 0, 0);
   rig.post(device::kTriggerSignal, 0, 0, 0);
   auto t0 = Clock::now();
@@ -169,10 +169,10 @@ TEST(Proxy, FullFifoWaitIsBoundedAndSaysSo) {
   EXPECT_LT(s, 3.0);
 }
 
-/// A connection whose flush never completes: it waits out its deadline, as a transport does.
-class StuckConnection : public HostConnection {
+/// An endpoint whose flush never completes: it waits out its deadline, as a transport does.
+class StuckEndpoint : public HostEndpoint {
  public:
-  StuckConnection() : HostConnection("rank 3") {}
+  StuckEndpoint() : HostEndpoint("rank 3") {}
   void flush(double timeout_s) override {
     std::this_thread::sleep_for(std::chrono::duration<double>(timeout_s));
     fail(ErrorCode::Timeout, "flush to rank 3 did not complete within " + std::to_string(timeout_s) + " s");
@@ -180,13 +180,13 @@ class StuckConnection : public HostConnection {
 };
 
 TEST(Proxy, StuckFlushEndsInAnErrorOnBothSides) {
-  Rig rig(std::make_shared<StuckConnection>(), 1024, 8, /*timeout_s=*/0.3);
+  Rig rig(std::make_shared<StuckEndpoint>(), 1024, 8, /*timeout_s=*/0.3);
   rig.proxy.start();
   uint64_t f = rig.post(device::kTriggerPut | device::kTriggerFlush, 0, 0, 128);
   auto t0 = Clock::now();
   try {
     rig.proxy.fifo().wait_tail(f, 10, rig.proxy.name());
-    FAIL() << "flush through a stuck connection returned";
+    FAIL() << "flush through a stuck endpoint returned";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::Remote);
     EXPECT_NE(std::string(e.what()).find("proxy of GPU 0"), std::string::npos) << e.what();
@@ -204,7 +204,7 @@ TEST(Proxy, StuckFlushEndsInAnErrorOnBothSides) {
 }
 
 TEST(Proxy, WaitOnAStoppedProxyTimesOut) {
-  Rig rig(std::make_shared<HostConnection>("rank 1"), 1024);
+  Rig rig(std::make_shared<HostEndpoint>("rank 1"), 1024);
   uint64_t f = rig.post(device::kTriggerFlush, 0, 0, 0);
   auto t0 = Clock::now();
   try {
@@ -238,7 +238,7 @@ TEST(Proxy, RefusesTriggersOutsideItsTables) {
   };
   for (const BadTrigger& c : cases) {
     SCOPED_TRACE(c.what);
-    Rig rig(std::make_shared<HostConnection>("rank 1"), 1024);
+    Rig rig(std::make_shared<HostEndpoint>("rank 1"), 1024);
     std::memset(rig.src.data(), 7, rig.src.size());
     rig.proxy.start();
     uint64_t i = rig.proxy.fifo().push(ProxyTrigger::make(c.op, c.channel, c.dst_mem, c.dst_off, c.src_mem, c.src_off, c.size), 5);
@@ -254,7 +254,7 @@ TEST(Proxy, RefusesOversizedAndMisplacedRegistrations) {
   char buf[64];
   EXPECT_THROW(p.add_local_memory(buf, 0), Error);
   EXPECT_THROW(p.add_local_memory(buf, 1ull << 32), Error);
-  auto conn = std::make_shared<HostConnection>("rank 1");
+  auto conn = std::make_shared<HostEndpoint>("rank 1");
   EXPECT_THROW(p.add_remote_memory(conn, RemoteMemory{~0ull - 4, 64, nullptr}), Error);
   uint32_t l = p.add_local_memory(buf, sizeof buf);
   uint32_t r = p.add_remote_memory(conn, RemoteMemory{reinterpret_cast<uint64_t>(buf), 64, nullptr});

@@ -27,8 +27,9 @@
 #include "net/ucx_transport.hpp"
 #include "proxy/ucx_ranks.hpp"
 #include "proxy/proxy.hpp"
-#include "runtime/bootstrap.hpp"
-#include "runtime/placement.hpp"
+#include "bootstrap/bootstrap.hpp"
+#include "bootstrap/host_identity.hpp"
+#include "plan/placement.hpp"
 #include "util/error.hpp"
 
 namespace weft {
@@ -59,7 +60,7 @@ struct Side {
     auto mem = ucx->register_memory(buf.data(), buf.size());
     auto sigs = ucx->register_memory(sig.data(), 64);
     const int peer = 1 - rank;
-    auto conn = ucx->connection(peer);
+    auto conn = ucx->endpoint(peer);
     proxy = std::make_unique<proxy::Proxy>(proxy::ProxyOptions{"proxy of rank " + std::to_string(rank), 64, timeout_s,
                                                                proxy::host_fifo_memory()});
     uint32_t src = proxy->add_local_memory(buf.data(), buf.size());
@@ -386,7 +387,7 @@ TEST(UcxTransport, PairwiseRegistration) {
       proxy::RemoteMemory mb = ucx->remote_memory(1, kb, 4096), mf = ucx->remote_memory(1, kf, 4096);
       if (mb.bytes != kBytes || mf.bytes != 32) status = 1;
       for (size_t i = 0; i < kBytes; ++i) buf[i] = static_cast<char>(i * 13 + 1);
-      auto conn = ucx->connection(1);
+      auto conn = ucx->endpoint(1);
       conn->put(mb, 128, buf.data() + 128, kBytes - 256);
       conn->write_u64(mf, 16, 7);
       conn->flush(10);
@@ -566,10 +567,23 @@ TEST(NetFifos, EmulatedNodesCarryEveryMessageIntact) {
   }
 }
 
+/// The same with each signal ordered by a UCX fence (WEFT_NET_ORDER=fence, the path before
+/// signals after landing), over TCP: 2 ranks as 2 nodes.
+TEST(NetFifos, FencedSignalsCarryEveryMessageIntact) {
+  SKIP_WITHOUT_UCX();
+  UniqueId id = start_bootstrap_root(net::resolve("127.0.0.1", 0), 0, 20);
+  auto st = fork_ranks(2, [&](int r) {
+    setenv("WEFT_NET_ORDER", "fence", 1);
+    auto boot = Bootstrap::join(id, r, 2, 10);
+    return exchange_over(*boot, small_layout(2, 2), r, 2, true);
+  });
+  for (int r = 0; r < 2; ++r) EXPECT_TRUE(exited_ok(st[static_cast<size_t>(r)])) << "rank " << r;
+}
+
 /// 4 rank processes on two fake hosts, interleaved (WEFT_HOST_ID a, b, a, b: Slurm's cyclic
 /// layout): what a communicator's creation does on the host side without a GPU. The host
 /// identities travel through the bootstrap, every rank derives the same hosts and nodes
-/// (runtime/placement.hpp), and the network FIFOs join exactly the ranks of different hosts:
+/// (plan/placement.hpp), and the network FIFOs join exactly the ranks of different hosts:
 /// 50 messages each way on 2 connections, every byte checked, over TCP.
 TEST(NetFifos, TwoFakeHostsFormOneCommunicator) {
   SKIP_WITHOUT_UCX();

@@ -10,9 +10,9 @@
 #include <set>
 
 #include "exec/plan_lowering.hpp"
-#include "runtime/builtin_plans.hpp"
-#include "runtime/plan_source.hpp"
-#include "runtime/selection.hpp"
+#include "plan/hand_built.hpp"
+#include "plan/plan_source.hpp"
+#include "tune/selection.hpp"
 
 namespace weft {
 namespace {
@@ -65,11 +65,11 @@ std::string check(const LoweredRank& lr, const RoleGroups& g, int max_roles) {
 }
 
 LoweredRank lowered(Collective c, const std::string& algo, int R, int instances, bool in_place, int rank = 0) {
-  BuiltinSpec spec;
+  HandBuiltSpec spec;
   spec.algorithm = algo;
   spec.instances = instances;
   spec.in_place = in_place;
-  return lower_plan(builtin_plan(c, R, spec), R, 256).ranks[static_cast<size_t>(rank)];
+  return lower_plan(hand_built_plan(c, R, spec), R, 256).ranks[static_cast<size_t>(rank)];
 }
 
 TEST(BlockRoles, SmallPlansKeepOneThreadBlockPerCudaBlock) {
@@ -121,7 +121,7 @@ TEST(BlockRoles, BuiltinPlansKeepEveryThreadBlockOnceAndMeetTheTarget) {
             EXPECT_EQ(g.roles, std::min(max_roles, (n + kRoleTargetBlocks - 1) / kRoleTargetBlocks)) << what;
             EXPECT_LT(g.blocks, n) << what;
             // Where the roles reach the target, so does the block count, unless dependencies
-            // kept thread blocks apart (none of the built-in plans' blocks depend on each other
+            // kept thread blocks apart (none of the hand-built plans' blocks depend on each other
             // here, except the in-place AllToAll's single block, which is never grouped).
             if (g.roles * kRoleTargetBlocks >= n) {
               EXPECT_LE(g.blocks, kRoleTargetBlocks) << what;

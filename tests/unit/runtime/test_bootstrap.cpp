@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/bootstrap.hpp"
+#include "bootstrap/bootstrap.hpp"
 #include "rank_processes.hpp"
 #include "util/error.hpp"
 

@@ -14,10 +14,10 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/bootstrap.hpp"
-#include "runtime/bootstrap_wire.hpp"
-#include "runtime/peer_check.hpp"
-#include "runtime/rendezvous.hpp"
+#include "bootstrap/bootstrap.hpp"
+#include "bootstrap/bootstrap_wire.hpp"
+#include "bootstrap/peer_check.hpp"
+#include "bootstrap/rendezvous.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
 

@@ -1,4 +1,4 @@
-// Copy-engine collectives (runtime/ce_plan.hpp) on the CPU: the plans, the programs (trigger
+// Copy-engine collectives (plan/ce_plan.hpp) on the CPU: the plans, the programs (trigger
 // sequences) they lower to, the lowering's refusals, and every program run on host memory
 // through real proxies over in-process connections, ranks as threads, against the host
 // reference: AllGather and AllReduce, 2 to 4 ranks, in place and out of place, several
@@ -16,11 +16,11 @@
 
 #include "ir/plan_core.hpp"
 #include "proxy/proxy.hpp"
-#include "runtime/ce_plan.hpp"
-#include "runtime/collective_reference.hpp"
-#include "runtime/host_reduce.hpp"
-#include "runtime/selection.hpp"
-#include "runtime/selection_table.hpp"
+#include "plan/ce_plan.hpp"
+#include "exec/collective_reference.hpp"
+#include "exec/host_reduce.hpp"
+#include "tune/selection.hpp"
+#include "tune/selection_table.hpp"
 #include "util/error.hpp"
 #include "weft/weft.h"
 
@@ -280,7 +280,7 @@ void run_on_host(Collective c, int R, bool in_place, int dtype, int op, size_t c
     for (int q = 0; q < R; ++q) {
       if (q == r) continue;
       HostRank& peer = ranks[static_cast<size_t>(q)];
-      auto conn = std::make_shared<proxy::HostConnection>("rank " + std::to_string(q));
+      auto conn = std::make_shared<proxy::HostEndpoint>("rank " + std::to_string(q));
       for (int b = 0; b < 3; ++b)
         m.remote_id[static_cast<size_t>(q)][static_cast<size_t>(b)] = m.proxy->add_remote_memory(
             conn, proxy::RemoteMemory{reinterpret_cast<uint64_t>(peer.base[b]), peer.buf[b].size(), nullptr});

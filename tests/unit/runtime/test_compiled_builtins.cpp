@@ -10,7 +10,8 @@
 #include "compile/verify.hpp"
 #include "lang/load.hpp"
 #include "exec/plan_lowering.hpp"
-#include "runtime/plan_source.hpp"
+#include "exec/plan_check.hpp"
+#include "plan/plan_source.hpp"
 #include "util/error.hpp"
 
 namespace weft {

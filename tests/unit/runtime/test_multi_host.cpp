@@ -1,4 +1,4 @@
-// Ranks on several hosts (runtime/placement.hpp): host identities and their checks, nodes
+// Ranks on several hosts (plan/placement.hpp): host identities and their checks, nodes
 // from hosts, the channel the runtime builds for each link of a plan, and what the runtime
 // records on the plans it compiles for a multi-host layout.
 #include <gtest/gtest.h>
@@ -9,10 +9,11 @@
 #include <vector>
 
 #include "net/node_layout.hpp"
-#include "runtime/bootstrap.hpp"
-#include "runtime/socket.hpp"
-#include "runtime/placement.hpp"
-#include "runtime/plan_source.hpp"
+#include "bootstrap/bootstrap.hpp"
+#include "bootstrap/socket.hpp"
+#include "bootstrap/host_identity.hpp"
+#include "plan/placement.hpp"
+#include "plan/plan_source.hpp"
 #include "rank_processes.hpp"
 #include "util/error.hpp"
 

@@ -1,4 +1,4 @@
-// The network FIFOs' region (runtime/net_layout.hpp): which peers cross the network, that
+// The network FIFOs' region (net/net_layout.hpp): which peers cross the network, that
 // every rank's areas are disjoint, inside its region and where its peers expect them, and
 // the limits a proxy imposes; and the plan builder's view of emulated nodes.
 #include <gtest/gtest.h>
@@ -11,9 +11,10 @@
 
 #include "exec/plan_lowering.hpp"
 #include "net/node_layout.hpp"
-#include "runtime/net_layout.hpp"
-#include "runtime/plan_source.hpp"
-#include "runtime/selection_table.hpp"
+#include "net/net_layout.hpp"
+#include "exec/plan_check.hpp"
+#include "plan/plan_source.hpp"
+#include "tune/selection_table.hpp"
 #include "util/error.hpp"
 
 namespace weft {

@@ -12,9 +12,9 @@
 #include <mutex>
 #include <string>
 
-#include "runtime/bootstrap.hpp"
+#include "bootstrap/bootstrap.hpp"
 #include "runtime/deferred_free.hpp"
-#include "runtime/peer_watchdog.hpp"
+#include "bootstrap/peer_watchdog.hpp"
 #include "rank_processes.hpp"
 
 namespace weft {

@@ -1,5 +1,5 @@
 // Plans from algorithms/ compiled for the runtime, and the emulator check every plan passes
-// before upload: the built-in plans and the compiled rings and all-pairs pass; a plan that
+// before upload: the hand-built plans and the compiled rings and all-pairs pass; a plan that
 // writes a buffer its collective does not own, or computes a wrong result, is refused.
 #include <gtest/gtest.h>
 
@@ -7,10 +7,11 @@
 #include <cstdlib>
 #include <string>
 
-#include "runtime/builtin_plans.hpp"
+#include "plan/hand_built.hpp"
 #include "exec/plan_lowering.hpp"
-#include "runtime/plan_source.hpp"
-#include "runtime/selection.hpp"
+#include "exec/plan_check.hpp"
+#include "plan/plan_source.hpp"
+#include "tune/selection.hpp"
 #include "ir/plan_json.hpp"
 #include "util/error.hpp"
 
@@ -26,7 +27,7 @@ void check(Collective c, int R, const std::string& algo, bool in_place, int inst
 TEST(PlanSource, EveryBuiltinPassesTheEmulatorCheck) {
   for (Collective c : {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter, Collective::AllToAll,
                        Collective::Broadcast, Collective::Reduce})
-    for (const std::string& algo : builtin_plan_algorithms(c))
+    for (const std::string& algo : hand_built_algorithms(c))
       for (int R : {1, 2, 3, 4})
         for (bool in_place : {false, true}) EXPECT_NO_THROW(check(c, R, algo, in_place, 2, R - 1)) << algo << " R=" << R;
 }
@@ -110,7 +111,7 @@ TEST(PlanSource, TheDeadlockCheckUsesTheGivenFifoDepth) {
 // A count that would need more micro-batches than the kernel counts (2^32) is an error, not
 // a wrapped count that moves part of the data.
 TEST(PlanSource, MicroBatchCountsThatDoNotFitAreAnError) {
-  LoweredPlan lp = lower_plan(builtin_plan(Collective::AllReduce, 2, BuiltinSpec{"ring", 1, false, 0, "Simple"}), 2, 4);
+  LoweredPlan lp = lower_plan(hand_built_plan(Collective::AllReduce, 2, HandBuiltSpec{"ring", 1, false, 0, "Simple"}), 2, 4);
   EXPECT_NO_THROW(make_geometry(lp, uint64_t(1) << 30, 1, 64));
   try {
     make_geometry(lp, uint64_t(1) << 42, 1, 64);
@@ -129,7 +130,7 @@ TEST(PlanSource, WrongCollectiveOrRootIsAnError) {
 
 TEST(PlanSource, APlanThatWritesANonRootReceiveBufferIsRefused) {
   // Built-in Reduce with one slot changed to store the incoming data on rank 1 too.
-  Plan p = builtin_plan(Collective::Reduce, 2, BuiltinSpec{"allpairs", 1, false, 0, "Simple"});
+  Plan p = hand_built_plan(Collective::Reduce, 2, HandBuiltSpec{"allpairs", 1, false, 0, "Simple"});
   Slot& s = p.ranks[1].tbs[0].slots[0];
   ASSERT_EQ(s.primitive, Primitive::Send);
   ThreadBlock extra;

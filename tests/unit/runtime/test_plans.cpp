@@ -1,4 +1,4 @@
-// The built-in plans and the executor's geometry, checked on the CPU emulator: every
+// The hand-built plans and the executor's geometry, checked on the CPU emulator: every
 // collective, rank counts 1 to 5, in place and out of place, counts that do not divide,
 // several instances, tiny staging slots (many micro-batches) and shallow FIFOs, against
 // the host reference, element by element.
@@ -7,9 +7,9 @@
 #include <cstring>
 #include <random>
 
-#include "runtime/builtin_plans.hpp"
-#include "runtime/collective_reference.hpp"
-#include "runtime/host_reduce.hpp"
+#include "plan/hand_built.hpp"
+#include "exec/collective_reference.hpp"
+#include "exec/host_reduce.hpp"
 #include "exec/plan_emulator.hpp"
 #include "exec/plan_lowering.hpp"
 #include "util/error.hpp"
@@ -43,12 +43,12 @@ std::string describe(const Case& k) {
 
 /// Runs one case through lowering, geometry and the emulator; returns "" or what went wrong.
 std::string run_case(const Case& k) {
-  BuiltinSpec spec;
+  HandBuiltSpec spec;
   spec.algorithm = k.algo;
   spec.instances = k.instances;
   spec.in_place = k.in_place;
   spec.root = k.root;
-  Plan plan = builtin_plan(k.c, k.R, spec);
+  Plan plan = hand_built_plan(k.c, k.R, spec);
   LoweredPlan lp = lower_plan(plan, k.R, 64);
   const size_t esz = host::dtype_size(k.dtype);
   exec::Geometry g = make_geometry(lp, k.count, static_cast<uint32_t>(esz), k.cap, 0, k.protocol);
@@ -111,7 +111,7 @@ const Collective kAll[] = {Collective::AllReduce, Collective::AllGather, Collect
 TEST(BuiltinPlans, EveryCollectiveAlgorithmShapeMatchesTheReference) {
   int cases = 0;
   for (Collective c : kAll)
-    for (const std::string& algo : builtin_plan_algorithms(c))
+    for (const std::string& algo : hand_built_algorithms(c))
       for (int R : {1, 2, 3, 5})
         for (bool in_place : {false, true})
           for (size_t count : {1ul, 7ul, 100ul, 1027ul})
@@ -129,14 +129,14 @@ TEST(BuiltinPlans, EveryTypeAndOp) {
     for (int dtype = 0; dtype < weftNumTypes; ++dtype)
       for (int op = 0; op < weftNumOps; ++op)
         for (bool in_place : {false, true}) {
-          Case k{c, builtin_plan_algorithms(c)[0], 3, in_place, 333, 2, dtype, op, 512, 3, 1};
+          Case k{c, hand_built_algorithms(c)[0], 3, in_place, 333, 2, dtype, op, 512, 3, 1};
           EXPECT_EQ(run_case(k), "") << describe(k);
         }
 }
 
 TEST(BuiltinPlans, LargeCountsWithRealisticSlots) {
   for (Collective c : kAll) {
-    Case k{c, builtin_plan_algorithms(c)[0], 2, false, (1u << 18) + 3, 4, weftBfloat16, weftSum, 64 << 10, 4, 0};
+    Case k{c, hand_built_algorithms(c)[0], 2, false, (1u << 18) + 3, 4, weftBfloat16, weftSum, 64 << 10, 4, 0};
     EXPECT_EQ(run_case(k), "") << describe(k);
   }
 }
@@ -145,19 +145,19 @@ TEST(BuiltinPlans, LargeCountsWithRealisticSlots) {
 // for its successor: the runtime's FIFOs hold at least two messages (WEFT_FIFO_DEPTH >= 2).
 TEST(BuiltinPlans, TwoMessageFifosSuffice) {
   for (Collective c : kAll)
-    for (const std::string& algo : builtin_plan_algorithms(c)) {
+    for (const std::string& algo : hand_built_algorithms(c)) {
       Case k{c, algo, 4, false, 999, 2, weftInt32, weftMax, 128, 2, 3};
       EXPECT_EQ(run_case(k), "") << describe(k);
     }
 }
 
-// LL128: every primitive of every built-in plan (send, recv, copy, reduce and the fused
+// LL128: every primitive of every hand-built plan (send, recv, copy, reduce and the fused
 // rcs, rrc, rrcs, rrs), with messages as the interpreter's lines: slots of one, two and
 // three lines per piece, so pieces end inside a line and chunk ends send padding lines.
 TEST(BuiltinPlansLL128, EveryCollectiveAlgorithmShapeMatchesTheReference) {
   int cases = 0;
   for (Collective c : kAll)
-    for (const std::string& algo : builtin_plan_algorithms(c))
+    for (const std::string& algo : hand_built_algorithms(c))
       for (int R : {2, 3, 5})
         for (bool in_place : {false, true})
           for (size_t count : {1ul, 7ul, 100ul, 1027ul})
@@ -175,14 +175,14 @@ TEST(BuiltinPlansLL128, EveryTypeAndOp) {
     for (int dtype = 0; dtype < weftNumTypes; ++dtype)
       for (int op = 0; op < weftNumOps; ++op)
         for (bool in_place : {false, true}) {
-          Case k{c, builtin_plan_algorithms(c)[0], 3, in_place, 333, 2, dtype, op, 1024, 3, 1, exec::kLL128};
+          Case k{c, hand_built_algorithms(c)[0], 3, in_place, 333, 2, dtype, op, 1024, 3, 1, exec::kLL128};
           EXPECT_EQ(run_case(k), "") << describe(k);
         }
 }
 
 TEST(BuiltinPlansLL128, LargeCountsWithRealisticSlots) {
   for (Collective c : kAll) {
-    Case k{c, builtin_plan_algorithms(c)[0], 2, false, (1u << 18) + 3, 4, weftBfloat16, weftSum, 512 << 10, 4, 0,
+    Case k{c, hand_built_algorithms(c)[0], 2, false, (1u << 18) + 3, 4, weftBfloat16, weftSum, 512 << 10, 4, 0,
            exec::kLL128};
     EXPECT_EQ(run_case(k), "") << describe(k);
   }
@@ -192,10 +192,10 @@ TEST(BuiltinPlansLL128, LargeCountsWithRealisticSlots) {
 TEST(Geometry, LL128PiecesFitTheirSlot) {
   for (Collective c : kAll)
     for (int instances : {1, 3, 8}) {
-      BuiltinSpec spec;
-      spec.algorithm = builtin_plan_algorithms(c)[0];
+      HandBuiltSpec spec;
+      spec.algorithm = hand_built_algorithms(c)[0];
       spec.instances = instances;
-      LoweredPlan lp = lower_plan(builtin_plan(c, 4, spec), 4, 64);
+      LoweredPlan lp = lower_plan(hand_built_plan(c, 4, spec), 4, 64);
       for (uint64_t cap : {4096ull, 65536ull, 512ull << 10})
         for (uint32_t esz : {1u, 2u, 4u, 8u})
           for (uint64_t n : {1ull, 999ull, 1ull << 22}) {
@@ -233,8 +233,8 @@ TEST(Geometry, PartsAreAlignedAndCoverTheChunk) {
 }
 
 TEST(Lowering, RejectsMismatchedConnections) {
-  BuiltinSpec spec;
-  Plan p = builtin_plan(Collective::AllReduce, 2, spec);
+  HandBuiltSpec spec;
+  Plan p = hand_built_plan(Collective::AllReduce, 2, spec);
   p.ranks[1].tbs[0].slots[0].count = 2;  // sender of rank 1 moves 2 chunks, rank 0 expects 1
   try {
     lower_plan(p, 2, 8);
@@ -245,15 +245,15 @@ TEST(Lowering, RejectsMismatchedConnections) {
 }
 
 TEST(Lowering, RejectsDependencyOnALaterSlotOfTheSameBlock) {
-  Plan p = builtin_plan(Collective::AllReduce, 2, BuiltinSpec{});
+  Plan p = hand_built_plan(Collective::AllReduce, 2, HandBuiltSpec{});
   p.ranks[0].tbs[0].slots[0].deps.push_back({0, 1});
   EXPECT_THROW(lower_plan(p, 2, 8), Error);
 }
 
 TEST(Lowering, RejectsTooManyConnections) {
-  BuiltinSpec spec;
+  HandBuiltSpec spec;
   spec.instances = 9;
-  Plan p = builtin_plan(Collective::AllReduce, 2, spec);
+  Plan p = hand_built_plan(Collective::AllReduce, 2, spec);
   EXPECT_THROW(lower_plan(p, 2, 8), Error);
   EXPECT_NO_THROW(lower_plan(p, 2, 9));
 }
@@ -261,7 +261,7 @@ TEST(Lowering, RejectsTooManyConnections) {
 TEST(Emulator, DetectsDeadlock) {
   // Task-level ring with one thread block: both ranks send every micro-batch before
   // receiving any, which deadlocks once the FIFOs fill.
-  Plan p = builtin_plan(Collective::AllReduce, 2, BuiltinSpec{});
+  Plan p = hand_built_plan(Collective::AllReduce, 2, HandBuiltSpec{});
   p.execution = ExecutionModel::Task;
   LoweredPlan lp = lower_plan(p, 2, 8);
   exec::Geometry g = make_geometry(lp, 4096, 4, 256);

@@ -5,9 +5,9 @@
 #include <cstdlib>
 
 #include "exec/oneshot.hpp"
-#include "runtime/builtin_plans.hpp"
-#include "runtime/plan_source.hpp"
-#include "runtime/selection.hpp"
+#include "plan/hand_built.hpp"
+#include "plan/plan_source.hpp"
+#include "tune/selection.hpp"
 #include "util/error.hpp"
 
 namespace weft {
@@ -52,8 +52,8 @@ TEST(Selection, EveryChoiceIsAPrimitiveOrAnAlgorithmOfItsCollective) {
             EXPECT_LE(ch.instances, exec::kOneShotBlocks);
             continue;
           }
-          auto names = builtin_plan_algorithms(c);
-          if (is_builtin_plan_name(ch.algorithm))
+          auto names = hand_built_algorithms(c);
+          if (is_hand_built_name(ch.algorithm))
             EXPECT_NE(std::find(names.begin(), names.end(), ch.algorithm), names.end()) << ch.algorithm;
           else
             EXPECT_EQ(algorithm_collective(ch.algorithm, R), c) << ch.algorithm;  // compiled from algorithms/
@@ -146,12 +146,16 @@ TEST(Selection, OneShotOverridesAndLimits) {
   unsetenv("WEFT_PROTO");
 }
 
-TEST(Selection, OneShotWhileEachRankSendsAtMostHalfAMebibyte) {
+TEST(Selection, OneShotWhileEachRankSendsAtMostHalfAMebibyteOrOneForAllReduceOnThreeToEight) {
   const uint64_t K = 1024;
   EXPECT_EQ(table_choice(Collective::AllReduce, 512 * K, 2).algorithm, kOneShot);
   EXPECT_NE(table_choice(Collective::AllReduce, 512 * K + 8, 2).algorithm, kOneShot);
-  EXPECT_EQ(table_choice(Collective::AllReduce, 128 * K, 5).algorithm, kOneShot);
-  EXPECT_NE(table_choice(Collective::AllReduce, 128 * K + 8, 5).algorithm, kOneShot);
+  // AllReduce on 3 to 8 ranks: while each rank sends at most 1 MiB (its row's sent_bytes).
+  EXPECT_EQ(table_choice(Collective::AllReduce, 256 * K, 5).algorithm, kOneShot);
+  EXPECT_NE(table_choice(Collective::AllReduce, 256 * K + 8, 5).algorithm, kOneShot);
+  EXPECT_EQ(table_choice(Collective::AllReduce, 256 * K, 4).algorithm, kOneShot);
+  EXPECT_EQ(table_choice(Collective::AllReduce, 128 * K, 8).algorithm, kOneShot);
+  EXPECT_NE(table_choice(Collective::AllReduce, 160 * K, 8).algorithm, kOneShot);
   // AllGather's payload is the whole output: R parts of which R - 1 travel.
   EXPECT_EQ(table_choice(Collective::AllGather, 1024 * K, 2).algorithm, kOneShot);
   EXPECT_NE(table_choice(Collective::AllGather, 1024 * K + 16, 2).algorithm, kOneShot);

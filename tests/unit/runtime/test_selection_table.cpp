@@ -11,9 +11,10 @@
 #include <string>
 
 #include "exec/oneshot.hpp"
-#include "runtime/plan_source.hpp"
-#include "runtime/selection.hpp"
-#include "runtime/selection_table.hpp"
+#include "plan/plan_source.hpp"
+#include "tune/selection.hpp"
+#include "tune/selection_table.hpp"
+#include "selection_rows.hpp"
 #include "util/error.hpp"
 
 namespace weft {
@@ -95,10 +96,11 @@ TEST(SelectionTable, HandBuiltTableReproducesTheFormulasItReplaced) {
   EXPECT_EQ(compared, 6 * 7 * 2 * static_cast<int>(sizes().size()));
 }
 
-// The default table is the hand-built one with compiled algorithms of algorithms/ where they
-// were shown to be no worse (docs/runtime.md; test_selection_compiled.cpp measures every such
-// call against the hand-built plan). Protocol and instances stay the hand-built table's, and
-// the hand-built names that remain are the ones the hand-built table chose.
+// The default table (but its rows for mid sizes on 3 to 8 ranks, below) is the hand-built one
+// with compiled algorithms of algorithms/ where they were shown to be no worse (docs/runtime.md;
+// test_selection_compiled.cpp measures every such call against the hand-built plan). Protocol
+// and instances stay the hand-built table's, and the hand-built names that remain are the ones
+// the hand-built table chose.
 TEST(SelectionTable, DefaultDiffersFromHandBuiltOnlyByCompiledAlgorithmsOfTheSameCollective) {
   int compiled = 0, kept = 0;
   for (Collective c : kAll)
@@ -109,13 +111,13 @@ TEST(SelectionTable, DefaultDiffersFromHandBuiltOnlyByCompiledAlgorithmsOfTheSam
             SCOPED_TRACE(std::string(to_string(c)) + " " + std::to_string(b) + " B on " + std::to_string(R) + " ranks" +
                          (in_place ? " in place" : "") + (plans_only ? " (plans only)" : ""));
             Choice h = hand_built_table().choose(c, b, R, in_place, plans_only);
-            Choice d = default_selection_table().choose(c, b, R, in_place, plans_only);
-            if (d.algorithm == kOneShot || is_builtin_plan_name(d.algorithm)) {
+            Choice d = test::default_without_mid_size_rows().choose(c, b, R, in_place, plans_only);
+            if (d.algorithm == kOneShot || is_hand_built_name(d.algorithm)) {
               ASSERT_EQ(describe(d), describe(h));
               ++kept;
               continue;
             }
-            EXPECT_TRUE(is_builtin_plan_name(h.algorithm)) << h.algorithm;
+            EXPECT_TRUE(is_hand_built_name(h.algorithm)) << h.algorithm;
             EXPECT_EQ(algorithm_collective(d.algorithm, R), c) << d.algorithm;
             EXPECT_EQ(d.protocol, h.protocol);
             EXPECT_EQ(d.instances, h.instances);
@@ -131,8 +133,38 @@ TEST(SelectionTable, BuiltInTextIsTheShippedFile) {
   std::ostringstream ss;
   ss << f.rdbuf();
   EXPECT_EQ(ss.str(), std::string(default_selection_text()));
-  EXPECT_EQ(default_selection_table().rows.size(), 19u);
-  EXPECT_EQ(default_selection_table().rows[0].line, 6);
+  const SelectionTable shipped = parse_selection_table(default_selection_text(), "default.json");
+  EXPECT_EQ(shipped.rows.size(), 33u);
+  EXPECT_EQ(shipped.rows[0].line, 6);
+  EXPECT_EQ(test::mid_size_rows().size(), 14u);
+  EXPECT_EQ(test::default_without_mid_size_rows().rows.size(), 19u);
+}
+
+// The rows for mid sizes on 3 to 8 ranks (issue 32) apply there only: on every other rank
+// count, 2 included, the table chooses what it chose before them.
+TEST(SelectionTable, MidSizeRowsApplyToThreeToEightRanksOnly) {
+  for (const auto& row : test::mid_size_rows()) {
+    ASSERT_TRUE(row.contains("ranks")) << row.dump();
+    EXPECT_GE(row["ranks"][0].get<int>(), 3) << row.dump();
+    EXPECT_LE(row["ranks"][1].get<int>(), 8) << row.dump();
+  }
+  int same = 0, changed = 0;
+  for (Collective c : kAll)
+    for (int R : {1, 2, 3, 4, 5, 8, 9, 16})
+      for (uint64_t b : sizes())
+        for (bool in_place : {false, true})
+          for (bool plans_only : {false, true}) {
+            const Choice d = test::default_json_table().choose(c, b, R, in_place, plans_only);
+            const Choice o = test::default_without_mid_size_rows().choose(c, b, R, in_place, plans_only);
+            if (R >= 3 && R <= 8) {
+              changed += describe(d) != describe(o);
+              continue;
+            }
+            ASSERT_EQ(describe(d), describe(o)) << to_string(c) << " " << b << " B on " << R << " ranks";
+            ++same;
+          }
+  EXPECT_GT(same, 0);
+  EXPECT_GT(changed, 0);
 }
 
 std::string table_with(const std::string& row) {

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "runtime/socket.hpp"
+#include "bootstrap/socket.hpp"
 #include "util/error.hpp"
 
 namespace weft {

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "cli_run.hpp"
-#include "runtime/selection.hpp"
-#include "runtime/selection_table.hpp"
+#include "tune/selection.hpp"
+#include "tune/selection_table.hpp"
 #include "tune/tune.hpp"
 #include "util/error.hpp"
 #include "util/text.hpp"
@@ -264,6 +264,7 @@ TEST(TuneCli, BadArgumentsAreNamedWithExitStatus2) {
       {"tune AllReduce --sizes 0:1K", "--sizes wants FROM:TO with 0 < FROM <= TO"},
       {"tune AllReduce --sizes 1K:1Q", "--sizes: "},
       {"tune AllReduce --factor 1", "--factor 1 must be more than 1"},
+      {"tune AllReduce --factor 1.0000001", "--sizes 8:256M with --factor 1.0000001 makes more than 64 sizes"},
       {"tune AllReduce --algo bogus_allreduce --ranks 2", "algorithm 'bogus_allreduce' is neither oneshot"},
       {"tune AllReduce --algo pipe_broadcast --ranks 2", "none of the algorithms asked for runs AllReduce on 2 ranks"},
       {"tune AllReduce --ranks 9", "topology h200-1x8 has 8 GPUs per node"},

@@ -97,9 +97,10 @@ TEST(VerifyFiles, EveryBuiltinVerifiesAtItsDefaults) {
   EXPECT_EQ(names, (std::vector<std::string>{"allpairs_allgather", "allpairs_allreduce", "allpairs_broadcast",
                                              "allpairs_reduce", "allpairs_reducescatter", "alltoall_direct",
                                              "alltoall_twostep", "alltonext", "chain_broadcast", "chain_reduce",
-                                             "hm_allgather", "hm_allreduce", "peerwise_allgather", "peerwise_alltoall",
-                                             "pipe_broadcast", "pipe_reduce", "ring_allgather", "ring_allreduce",
-                                             "ring_reducescatter"}));
+                                             "direct_broadcast", "direct_reduce", "hm_allgather", "hm_allreduce",
+                                             "peerwise_allgather", "peerwise_alltoall", "pipe_broadcast", "pipe_reduce",
+                                             "ring_allgather", "ring_allreduce", "ring_reducescatter", "scatter_broadcast",
+                                             "scatter_reduce", "twoshot_allreduce", "twoshot_reducescatter"}));
   for (const std::string& n : names) {
     Algorithm a = load_algorithm(n);
     VerifyResult r = verify(a);
@@ -139,6 +140,56 @@ TEST(VerifyFiles, RuntimeDefaultsVerifyAtEveryRankCountAndRoot) {
         EXPECT_TRUE(r.ok) << n << " R=" << R << " root " << root << explain(r);
       }
   }
+}
+
+TEST(VerifyFiles, MidSizeBuiltinsVerifyFrom2To16RanksAtEveryRoot) {
+  // The direct algorithms for mid sizes (docs/algorithms.md, "Direct algorithms for mid
+  // sizes"): shape, transfers and steps as the table there says, verified at every rank count
+  // from 2 to 16 and every root (rooted ones); the scatter forms need 2 ranks or more.
+  struct Expect {
+    const char* name;
+    Collective c;
+    bool rooted;
+    int min_ranks;
+  };
+  const Expect all[] = {{"twoshot_allreduce", Collective::AllReduce, false, 1},
+                        {"twoshot_reducescatter", Collective::ReduceScatter, false, 1},
+                        {"direct_broadcast", Collective::Broadcast, true, 1},
+                        {"direct_reduce", Collective::Reduce, true, 1},
+                        {"scatter_broadcast", Collective::Broadcast, true, 2},
+                        {"scatter_reduce", Collective::Reduce, true, 2}};
+  int verified = 0;
+  for (const Expect& e : all)
+    for (int R = e.min_ranks; R <= 16; ++R)
+      for (int root = 0; root < (e.rooted ? R : 1); ++root) {
+        SCOPED_TRACE(std::string(e.name) + " R=" + std::to_string(R) + " root " + std::to_string(root));
+        ParamMap params = p({{"nRanks", R}});
+        if (e.rooted) params["Root"] = std::to_string(root);
+        Algorithm a = load_algorithm(e.name, params);
+        VerifyResult r = verify(a);
+        EXPECT_TRUE(r.ok) << explain(r);
+        EXPECT_EQ(a.collective, e.c);
+        EXPECT_EQ(a.root, root);
+        const std::string n = e.name;
+        size_t transfers = 0;
+        int steps = 0, chunks = R, scratch = 0;
+        if (n == "twoshot_allreduce") transfers = 2 * R * (R - 1), steps = R > 1 ? R : 0;
+        if (n == "twoshot_reducescatter") transfers = R * (R - 1), steps = R - 1;
+        if (n == "direct_broadcast") transfers = R - 1, steps = R > 1 ? 1 : 0, chunks = 1;
+        if (n == "direct_reduce") transfers = 2 * (R - 1), steps = R > 1 ? R : 0, chunks = 1, scratch = R;
+        if (n == "scatter_broadcast") transfers = (R - 1) * (R - 1), steps = R > 2 ? 2 : 1, chunks = R - 1;
+        if (n == "scatter_reduce") transfers = R * (R - 1), steps = R, chunks = R - 1;
+        EXPECT_EQ(a.transfers.size(), transfers);
+        EXPECT_EQ(a.num_steps(), steps);
+        EXPECT_EQ(a.input_chunks, e.c == Collective::ReduceScatter ? R : chunks);
+        EXPECT_EQ(a.scratch_chunks, scratch);
+        // Every transfer between two ranks crosses one link once: the direct forms have no relays
+        // but the scatter forms' owners, and the ones of rank to itself are direct_reduce's sums.
+        for (const Transfer& t : a.transfers)
+          if (t.src_rank == t.dst_rank) EXPECT_EQ(n, "direct_reduce");
+        ++verified;
+      }
+  EXPECT_EQ(verified, 2 * 16 + 2 * 136 + 2 * 135);
 }
 
 TEST(VerifyFiles, HierarchicalBuiltinsMatchAndVerifyAtEveryShape) {

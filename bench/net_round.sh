@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The network round (issue 29, docs/port-channels.md "Measuring the network path"): on a
+# machine with 2 GPUs, `weft bench AllReduce AllGather` across 2 emulated nodes
+# (WEFT_EMULATE_NODES=2: every byte between the ranks goes GPU -> proxy -> UCX -> proxy ->
+# GPU) against NCCL forced onto its socket transport in the same run, 1 MiB to 1 GiB by
+# factors of 4, then the ratio table. About 60 to 150 s.
+#
+# Usage: bench/net_round.sh BUNDLE        (a bundle of scripts/make_gpu_bundle.sh: BUNDLE/bin/weft)
+# Environment (all optional):
+#   OUT               where the logs go (default ./net-round-out)
+#   NET_ROUND_SIM=0   leave out the simulator's column (default: simulated on
+#                     bench/net/h200-emulated-2x1.json, the network model to calibrate)
+#   NET_ROUND_TRACE=1 also trace one 256 MiB AllReduce (WEFT_NET_TRACE) and print the proxies' summaries
+#   UCX_TLS, UCX_NET_DEVICES, WEFT_NET_ORDER, WEFT_PROXY_CPUS, ...  passed through as set
+# NCCL runs in the same rank processes as weft (weft bench loads libnccl.so.2 there), so the
+# NCCL_* variables below reach it: no peer-to-peer, no shared memory, the socket transport.
+set -u
+B=${1:?usage: bench/net_round.sh BUNDLE}
+HERE=$(cd "$(dirname "$0")" && pwd -P)
+WEFT=$B/bin/weft
+[ -x "$WEFT" ] || { echo "net_round.sh: no $WEFT (make the bundle with scripts/make_gpu_bundle.sh)" >&2; exit 2; }
+OUT=${OUT:-$PWD/net-round-out}
+mkdir -p "$OUT"
+export NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket NCCL_NVLS_ENABLE=0
+export WEFT_EMULATE_NODES=2 WEFT_LOG_LEVEL=${WEFT_LOG_LEVEL:-INFO} WEFT_LOG_SUBSYS=${WEFT_LOG_SUBSYS:-NET,PROXY,INIT}
+gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
+[ "$gpus" -ge 2 ] || echo "# net_round.sh: $gpus GPU(s): both ranks share one (correctness, not speed)"
+SIM=()
+[ "${NET_ROUND_SIM:-1}" = 1 ] && SIM=(-t "$HERE/net/h200-emulated-2x1.json")
+[ "${NET_ROUND_SIM:-1}" = 1 ] || SIM=(--no-sim)
+
+start=$(date +%s)
+{
+  echo "# weft network round, $(date -u +%FT%TZ), $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sort | uniq -c | tr '\n' ' ')"
+  echo "# $("$WEFT" env 2>/dev/null | tail -n 1)"
+  echo "# NCCL: NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket; weft: WEFT_EMULATE_NODES=2 ${UCX_TLS:+UCX_TLS=$UCX_TLS }${WEFT_NET_ORDER:+WEFT_NET_ORDER=$WEFT_NET_ORDER}"
+} | tee "$OUT/summary.txt"
+
+bench() {  # bench NAME TIMEOUT SIZES WARMUP ITERS
+  local name=$1 t=$2 sizes=$3 warm=$4 iters=$5
+  timeout -k 5 "$t" "$WEFT" bench AllReduce AllGather --ranks 2 --sizes "$sizes" --factor 4 --warmup "$warm" \
+    --iters "$iters" --json "${SIM[@]}" > "$OUT/$name.jsonl" 2> "$OUT/$name.log"
+  local rc=$?
+  [ $rc -eq 124 ] && echo "# $name ($sizes) timed out after $t s: rows missing below are that" | tee -a "$OUT/summary.txt"
+  [ $rc -ne 0 ] && [ $rc -ne 124 ] && echo "# $name ($sizes) exited $rc: $(tail -n 2 "$OUT/$name.log" | tr '\n' ' ')" | tee -a "$OUT/summary.txt"
+  return 0
+}
+bench small 50 1M:16M 3 10
+bench large 90 64M:1G 1 3
+
+# What ran: UCX's lanes, where the proxies sit, direct or staged.
+grep -h -E "UCX to rank|peers on other nodes|proxy of rank [0-9]+: thread|selection from" "$OUT"/small.log 2>/dev/null |
+  sed 's/^/# /' | sort -u | head -n 8 | tee -a "$OUT/summary.txt"
+
+if [ "${NET_ROUND_TRACE:-0}" = 1 ]; then
+  WEFT_NET_TRACE=$OUT/trace timeout -k 5 60 "$WEFT" bench AllReduce --ranks 2 --sizes 256M:256M --warmup 1 --iters 2 \
+    --no-sim > "$OUT/trace.out" 2> "$OUT/trace.log"
+  grep -h "network trace" "$OUT/trace.log" | sed 's/^/# /' | tee -a "$OUT/summary.txt"
+fi
+
+cat "$OUT"/small.jsonl "$OUT"/large.jsonl 2>/dev/null | python3 -c '
+import json, sys
+rows = [json.loads(l) for l in sys.stdin if l.startswith("{")]
+print("| collective | bytes | weft busbw GB/s | NCCL sockets busbw | ratio | weft us | sim us | sim err % | weft TBs | weft plan |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+worst = None
+for r in rows:
+    w, n = r["weft_busbw"], r["nccl_busbw"]
+    ratio = w / n if n > 0 else float("nan")
+    worst = ratio if worst is None or ratio < worst else worst
+    wrong = "" if r["weft_wrong"] == 0 else " (%d wrong)" % r["weft_wrong"]
+    sim = "-" if r["sim_us"] is None else "%.0f" % r["sim_us"]
+    err = "-" if r["sim_err_pct"] is None else "%.1f" % r["sim_err_pct"]
+    b = r["bytes"]
+    size = "%d GiB" % (b >> 30) if b >= 1 << 30 else "%d MiB" % (b >> 20)
+    print("| %s | %s | %.2f%s | %.2f | %.2f | %.0f | %s | %s | %d | %s |" % (r["collective"], size, w, wrong, n, ratio, r["weft_us"], sim, err, r["weft_tbs"], r["weft_plan"]))
+print("# %d rows; lowest ratio %s (target: 1.0 or more at every size)" % (len(rows), "-" if worst is None else "%.2f" % worst))
+' 2>&1 | tee -a "$OUT/summary.txt"
+echo "# net_round.sh: $(( $(date +%s) - start )) s; logs in $OUT" | tee -a "$OUT/summary.txt"

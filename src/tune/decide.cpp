@@ -1,0 +1,263 @@
+#include "tune/decide.hpp"
+
+#include <algorithm>
+
+#include "plan/plan_source.hpp"
+#include "util/config.hpp"
+#include "util/error.hpp"
+#include "util/text.hpp"
+#include "weft/device/packet.hpp"
+
+namespace weft {
+
+namespace {
+
+size_t index_of(Collective c) { return static_cast<size_t>(c); }
+
+constexpr Collective kStandard[] = {Collective::AllGather, Collective::ReduceScatter, Collective::AllReduce,
+                                    Collective::AllToAll,  Collective::Broadcast,     Collective::Reduce};
+
+}  // namespace
+
+DecideEnv DecideEnv::from_environment() {
+  DecideEnv e;
+  e.algo = config::get_string("WEFT_ALGO");
+  e.proto = config::get_string("WEFT_PROTO");
+  e.instances = config::get_int("WEFT_INSTANCES");
+  e.microbatch = config::get_int("WEFT_MICROBATCH_BYTES");
+  e.generated = config::get_string("WEFT_EXECUTOR") == "gen";
+  return e;
+}
+
+CommShape CommShape::from_environment(int nranks) {
+  CommShape s;
+  s.nranks = nranks;
+  s.connections = static_cast<int>(config::get_int("WEFT_CONNECTIONS"));
+  s.slot_bytes = static_cast<uint64_t>(config::get_int("WEFT_SLOT_BYTES"));
+  s.ll_slot_bytes = static_cast<uint64_t>(config::get_int("WEFT_LL_SLOT_BYTES"));
+  return s;
+}
+
+Decider::Decider(std::shared_ptr<const SelectionTable> table, const CommShape& shape, DecideEnv env)
+    : table_(std::move(table)), shape_(shape), env_(std::move(env)) {
+  proto_ = algo::protocol_from_string(env_.proto);
+  resolve_algo_env();
+}
+
+void Decider::resolve_algo_env() {
+  // WEFT_ALGO: comma-separated entries, each "name" or "Collective:name". A name is a
+  // hand-built plan ("ring", "allpairs", "chain"), "oneshot", "ce", an algorithm of
+  // algorithms/ or a file; a bare name applies to the collectives it implements (a source is
+  // loaded to learn which). The last match wins.
+  const algo::Registry& reg = algo::registry();
+  for (Collective c : kStandard) {
+    std::string named;
+    try {
+      for (const std::string& raw : text::split(env_.algo, ',')) {
+        std::string entry(text::trim(raw));
+        if (entry.empty()) continue;
+        auto colon = entry.find(':');
+        if (colon != std::string::npos) {
+          auto coll = collective_from_string(entry.substr(0, colon));
+          if (!coll) fail(ErrorCode::InvalidArgument, "WEFT_ALGO entry '" + entry + "' names no collective");
+          if (*coll == c) named = entry.substr(colon + 1);
+          continue;
+        }
+        const algo::Id id = reg.named(entry);
+        if (id == algo::kOneShot) {
+          if (reg.at(id).implements(c)) named = entry;
+        } else if (id == algo::kCopyEngine) {
+          if (reg.at(id).implements(c) && shape_.nranks <= reg.at(id).max_ranks()) named = entry;
+        } else if (id != algo::kNone) {
+          if (reg.at(id).implements(c)) named = entry;  // a hand-built plan the collective has
+        } else if (algorithm_collective(entry, shape_.nranks) == c) {
+          named = entry;
+        }
+      }
+    } catch (const Error& e) {
+      algo_error_[index_of(c)] = e.what();
+      algo_error_code_[index_of(c)] = e.code();
+      continue;
+    }
+    if (named.empty()) continue;
+    Named& n = named_[index_of(c)];
+    n.fixed = reg.named(named);
+    if (n.fixed != algo::kNone) continue;
+    for (const SelectionRow& r : table_->rows)
+      n.by_row.push_back(algo::registry().compiled(named, r.scheduler, r.allocator));
+  }
+}
+
+const SelectionRow& Decider::row(const Call& call, bool plans_only) const {
+  const SelectionRow* r = table_->match(call.collective, call.bytes, shape_.nranks, call.in_place, plans_only);
+  if (r == nullptr) table_->no_row(call.collective, call.bytes, shape_.nranks, call.in_place, plans_only);
+  return *r;
+}
+
+Chosen Decider::from_row(const SelectionRow& r, const Call& call) const {
+  Chosen ch;
+  ch.algorithm = r.algorithm_id;
+  ch.row = &r;
+  ch.instances = r.instances_for(call.collective, call.bytes, shape_.nranks);
+  if (r.algorithm_id == algo::kOneShot) {  // LL by nature, its own blocks, no micro-batches
+    ch.protocol = algo::Protocol::LL;
+    return ch;
+  }
+  ch.protocol = r.proto;
+  ch.microbatch_bytes = r.microbatch_bytes;
+  ch.plan_executor = r.plan_executor;
+  return ch;
+}
+
+Chosen Decider::chosen(const Call& call) const { return choose(call, true); }
+
+Chosen Decider::choose(const Call& call, bool overrides) const {
+  const Collective c = call.collective;
+  Chosen ch = from_row(row(call, false), call);
+  if (!overrides) return ch;
+  const size_t ci = index_of(c);
+  if (!algo_error_[ci].empty()) fail(algo_error_code_[ci], algo_error_[ci]);
+  const Named& named = named_[ci];
+  const bool named_oneshot = named.fixed == algo::kOneShot;
+  if (named_oneshot && ch.algorithm != algo::kOneShot) {
+    ch = Chosen{};
+    ch.algorithm = algo::kOneShot;
+    ch.protocol = algo::Protocol::LL;
+    ch.instances = algo::oneshot_blocks(algo::peer_bytes(c, call.bytes, shape_.nranks));
+  } else if (named.any() && !named_oneshot) {
+    // Another algorithm named: the table's plan row gives protocol, instances and the rest.
+    if (ch.algorithm == algo::kOneShot) ch = from_row(row(call, true), call);
+    ch.algorithm = named.fixed != algo::kNone ? named.fixed
+                                              : named.by_row[static_cast<size_t>(ch.row - table_->rows.data())];
+  }
+  if (!env_.proto.empty() && !proto_)
+    fail(ErrorCode::InvalidArgument, "WEFT_PROTO='" + env_.proto + "' is not Simple, LL or LL128");
+  // The one-shot kernel is LL by nature: a forced Simple or LL128 sends the table's oneshot
+  // to the plans, as does a payload the kernel cannot hold.
+  const bool forced_off = proto_ && *proto_ != algo::Protocol::LL && !named_oneshot;
+  if (ch.algorithm == algo::kOneShot &&
+      (forced_off || !algo::registry().at(algo::kOneShot).supports(algo::CallShape{c, call.bytes, shape_.nranks, false})))
+    ch = from_row(row(call, true), call);
+  if (proto_ && ch.algorithm != algo::kOneShot) ch.protocol = *proto_;
+  if (env_.instances > 0) ch.instances = static_cast<int32_t>(std::min<int64_t>(env_.instances, INT32_MAX));
+  ch.instances = std::clamp(ch.instances, 1, std::max(1, shape_.connections));
+  return ch;
+}
+
+Launch Decider::plan_launch(const Chosen& ch) const {
+  Launch l;
+  l.algorithm = ch.algorithm;
+  l.chosen = ch.protocol;
+  l.protocol = effective_protocol(ch.protocol, shape_.multi_node, shape_.slot_bytes, shape_.ll_slot_bytes, &l.note);
+  l.instances = ch.instances;
+  l.microbatch_bytes = env_.microbatch > 0 ? static_cast<uint64_t>(env_.microbatch) : ch.microbatch_bytes;
+  // A row's executor wins over WEFT_EXECUTOR; links across nodes and LL128 always run the
+  // interpreter (generated kernels have no network or LL128 instantiation).
+  const bool gen = !shape_.multi_node && l.protocol != algo::Protocol::LL128 &&
+                   (ch.plan_executor ? *ch.plan_executor == algo::Executor::Generated : env_.generated);
+  l.executor = gen ? algo::Executor::Generated : algo::Executor::Interpreter;
+  return l;
+}
+
+Decision Decider::decide(const Call& call) const {
+  Chosen ch = choose(call, env_.overrides());
+  Decision d;
+  const algo::Registry& reg = algo::registry();
+  if (ch.algorithm == algo::kCopyEngine) {
+    // Where every rank's receive buffer is registered (known only when the call runs); the
+    // table's first plan row, without overrides, where some rank cannot.
+    const Launch plans = plan_launch(from_row(row(call, true), call));
+    if (!reg.at(algo::kCopyEngine).supports(algo::CallShape{call.collective, call.bytes, shape_.nranks, shape_.multi_node})) {
+      static_cast<Launch&>(d) = plans;
+      return d;
+    }
+    d.algorithm = algo::kCopyEngine;
+    d.executor = algo::Executor::CopyEngine;
+    d.protocol = d.chosen = ch.protocol;
+    d.instances = ch.instances;
+    d.fallback = plans;
+    return d;
+  }
+  if (ch.algorithm == algo::kOneShot && shape_.multi_node) {
+    // Links to other nodes carry Simple messages through the proxy only: the one-shot
+    // kernel, which stores into every peer's memory, does not run there.
+    ch = from_row(row(call, true), call);
+    if (env_.instances > 0) ch.instances = static_cast<int32_t>(std::min<int64_t>(env_.instances, shape_.connections));
+  }
+  if (ch.algorithm == algo::kOneShot) {
+    d.algorithm = algo::kOneShot;
+    d.executor = algo::Executor::OneShot;
+    d.protocol = d.chosen = algo::Protocol::LL;
+    d.instances = ch.instances;
+    return d;
+  }
+  static_cast<Launch&>(d) = plan_launch(ch);
+  return d;
+}
+
+algo::Protocol effective_protocol(algo::Protocol chosen, bool multi_node, uint64_t slot_bytes, uint64_t ll_slot_bytes,
+                                  ProtocolNote* note) {
+  ProtocolNote n = ProtocolNote::None;
+  if (chosen != algo::Protocol::Simple && multi_node)
+    n = ProtocolNote::AcrossNetwork;
+  else if (chosen == algo::Protocol::LL128 &&
+           (slot_bytes % device::kLL128LineBytes != 0 || ll_slot_bytes % device::kLL128LineBytes != 0))
+    n = ProtocolNote::LL128Unaligned;
+  if (note != nullptr) *note = n;
+  return n == ProtocolNote::None ? chosen : algo::Protocol::Simple;
+}
+
+std::string describe(ProtocolNote note, algo::Protocol chosen, uint64_t slot_bytes, uint64_t ll_slot_bytes) {
+  switch (note) {
+    case ProtocolNote::None: return "";
+    case ProtocolNote::AcrossNetwork:
+      return std::string(algo::to_string(chosen)) +
+             " runs as Simple across the network (it needs a packet's or line's data and flag to land together)";
+    case ProtocolNote::LL128Unaligned:
+      return "LL128 runs as Simple: WEFT_SLOT_BYTES (" + std::to_string(slot_bytes) + ") and WEFT_LL_SLOT_BYTES (" +
+             std::to_string(ll_slot_bytes) + ") must be multiples of 128 for its lines to start on line boundaries";
+  }
+  return "";
+}
+
+namespace {
+
+Choice named_choice(algo::Id id, algo::Protocol protocol, int instances, const SelectionRow* row) {
+  const algo::Algorithm& a = algo::registry().at(id);
+  if (id == algo::kOneShot) return Choice{a.name(), "LL", instances};
+  Choice c;
+  c.algorithm = a.name();
+  c.protocol = std::string(algo::to_string(protocol));
+  c.instances = instances;
+  // A row's scheduler and allocator (a compiled source's are the row's by construction).
+  if (row != nullptr) {
+    c.scheduler = row->scheduler;
+    c.allocator = row->allocator;
+  } else if (a.plan_origin() == algo::PlanOrigin::Compiled) {
+    c.scheduler = a.scheduler();
+    c.allocator = a.allocator();
+  }
+  return c;
+}
+
+}  // namespace
+
+Choice to_choice(const Chosen& ch) {
+  Choice c = named_choice(ch.algorithm, ch.protocol, ch.instances, ch.row);
+  if (ch.algorithm == algo::kOneShot) return c;
+  c.microbatch_bytes = ch.microbatch_bytes;
+  if (ch.row != nullptr) c.executor = ch.row->executor;
+  return c;
+}
+
+Choice to_choice(const Launch& l) {
+  Choice c = named_choice(l.algorithm, l.protocol, l.instances, nullptr);
+  if (l.executor == algo::Executor::OneShot || l.executor == algo::Executor::CopyEngine) return c;
+  c.microbatch_bytes = l.microbatch_bytes;
+  if (l.executor == algo::Executor::Generated) c.executor = "gen";  // the interpreter goes unsaid
+  return c;
+}
+
+std::string describe(const Launch& l) { return describe_choice(to_choice(l)); }
+
+}  // namespace weft

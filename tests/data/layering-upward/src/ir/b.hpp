@@ -1,0 +1,4 @@
+// A header of the lower folder's neighbour above.
+#pragma once
+
+#include "util/a.hpp"

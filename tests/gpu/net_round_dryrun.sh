@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# bench/net_round.sh against fakes, without a GPU (label unit): a fake bundle whose bin/weft
+# records the environment it was started with and prints weft bench's JSON rows, and a fake
+# nvidia-smi. Checks that the NCCL socket variables and WEFT_EMULATE_NODES reach the bench,
+# that both size ranges run, that the ratio table holds every row with weft / NCCL computed,
+# that a timed-out range is reported, and that the lowest ratio is printed.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")/../.." && pwd -P)
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+mkdir -p "$T/bundle/bin" "$T/path"
+cat > "$T/path/nvidia-smi" <<'EOS'
+#!/usr/bin/env bash
+case "$*" in -L) printf 'GPU 0: Fake\nGPU 1: Fake\n' ;; *) echo "Fake GPU" ;; esac
+EOS
+cat > "$T/bundle/bin/weft" <<'EOS'
+#!/usr/bin/env bash
+if [ "$1" = env ]; then echo "network path between nodes: UCX 9.9 (fake)"; exit 0; fi
+env | grep -E '^(NCCL_|WEFT_EMULATE_NODES|WEFT_LOG)' | sort > "$FAKE_ENV.$$"
+echo "$*" >> "$FAKE_ARGS"
+echo "vm:1 weft INFO NET rank 0: UCX to rank 1: lane[0]: 1:tcp/lo.0 md[0] -> md[0]/tcp am am_bw#0" >&2
+case "$*" in
+  *64M:1G*) [ -n "${FAKE_HANG:-}" ] && sleep 100
+    echo '{"collective":"AllReduce","bytes":1073741824,"count":268435456,"type":"float32","weft_us":400000.0,"weft_busbw":2.684,"weft_wrong":0,"weft_tbs":16,"nccl_us":380000.0,"nccl_busbw":2.826,"nccl_wrong":0,"nccl_tbs":2,"weft_plan":"ring_allreduce (compiled algo/state, Simple, x8)","sim_us":390000.0,"sim_err_pct":-2.5}' ;;
+  *) echo '{"collective":"AllReduce","bytes":1048576,"count":262144,"type":"float32","weft_us":500.0,"weft_busbw":2.097,"weft_wrong":0,"weft_tbs":2,"nccl_us":520.0,"nccl_busbw":2.016,"nccl_wrong":0,"nccl_tbs":2,"weft_plan":"allpairs (hand-built, Simple, x8)","sim_us":null,"sim_err_pct":null}'
+     echo '{"collective":"AllGather","bytes":1048576,"count":131072,"type":"float32","weft_us":600.0,"weft_busbw":0.874,"weft_wrong":3,"weft_tbs":2,"nccl_us":300.0,"nccl_busbw":1.748,"nccl_wrong":0,"nccl_tbs":2,"weft_plan":"allpairs_allgather (compiled hpds/state, Simple, x1)","sim_us":700.0,"sim_err_pct":16.7}' ;;
+esac
+EOS
+chmod +x "$T/bundle/bin/weft" "$T/path/nvidia-smi"
+export PATH="$T/path:$PATH" FAKE_ENV="$T/env" FAKE_ARGS="$T/args" OUT="$T/out"
+fail() { echo "net_round_dryrun: $*"; echo "--- output:"; cat "$T/stdout" 2>/dev/null; exit 1; }
+bash "$HERE/bench/net_round.sh" "$T/bundle" > "$T/stdout" 2>&1 || fail "the script failed"
+for f in "$T"/env.*; do
+  for v in NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket WEFT_EMULATE_NODES=2; do
+    grep -qx "$v" "$f" || fail "the bench ran without $v"
+  done
+done
+[ "$(grep -c -- '--sizes 1M:16M' "$T/args")" = 1 ] || fail "the small sizes did not run once"
+[ "$(grep -c -- '--sizes 64M:1G' "$T/args")" = 1 ] || fail "the large sizes did not run once"
+grep -q -- '-t .*bench/net/h200-emulated-2x1.json' "$T/args" || fail "the simulator was not given the network model"
+grep -q '| AllReduce | 1 MiB | 2.10 | 2.02 | 1.04 |' "$T/stdout" || fail "the 1 MiB AllReduce row or its ratio is wrong"
+grep -q '| AllGather | 1 MiB | 0.87 (3 wrong) | 1.75 | 0.50 |' "$T/stdout" || fail "a row with wrong elements is not marked"
+grep -q '| AllReduce | 1 GiB | 2.68 | 2.83 | 0.95 | 400000 | 390000 | -2.5 | 16 | ring_allreduce' "$T/stdout" || fail "the 1 GiB row is wrong"
+grep -q 'lowest ratio 0.50' "$T/stdout" || fail "the lowest ratio is not printed"
+grep -q 'UCX to rank 1: lane\[0\]' "$T/stdout" || fail "UCX's lanes are not shown"
+# A range that hangs is cut at its timeout and said so (shortened here through the fake).
+rm -f "$T"/env.* "$T/args"
+sed 's/bench large 90 /bench large 3 /' "$HERE/bench/net_round.sh" > "$T/net_round_short.sh"
+FAKE_HANG=1 bash "$T/net_round_short.sh" "$T/bundle" > "$T/stdout" 2>&1 || fail "the script failed on a timeout"
+grep -q 'large (64M:1G) timed out after 3 s' "$T/stdout" || fail "a timed-out range is not reported"
+grep -q '| AllReduce | 1 MiB |' "$T/stdout" || fail "the rows before the timeout are lost"
+echo "net_round_dryrun: ok"
