@@ -18,7 +18,7 @@
 #include "ir/topology_io.hpp"
 #include "lang/load.hpp"
 #include "plan/builder.hpp"
-#include "runtime/plan_source.hpp"
+#include "exec/plan_check.hpp"
 #include "sim/autotune.hpp"
 #include "sim/choose.hpp"
 #include "sim/simulator.hpp"
@@ -190,7 +190,7 @@ TEST(Autotune, IdleOnThePapersTopologiesWhenFewerBlocksMayCostTenPercent) {
 }
 
 /// The plan moves the right data: the CPU emulator runs it on random data and compares every
-/// element with the host reference (runtime/plan_source.hpp).
+/// element with the host reference (exec/plan_check.hpp).
 void expect_correct(const Plan& p, const std::string& what) {
   SCOPED_TRACE(what);
   try {
