@@ -40,7 +40,7 @@ struct CompileOptions {
   /// side, as an MSCCL file's channels do (docs/compile.md, "Channels").
   std::string channels = "link";
   /// Derived instances are multiplied by these (per link class) before any limit applies;
-  /// the tuner (plan/autotune.hpp) searches them. Given instances ignore them.
+  /// the tuner (sim/autotune.hpp) searches them. Given instances ignore them.
   double scale_intra = 1, scale_inter = 1, scale_local = 1;
   bool in_place = true;            ///< lower for in-place or out-of-place buffers
   bool fuse = true;                ///< fuse rcs / rrcs / rrs
