@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/compile_args.hpp"
 #include "compile/compiler.hpp"
 #include "compile/deadlock.hpp"
 #include "ir/plan_json.hpp"
@@ -28,15 +29,6 @@
 
 namespace weft::cli {
 namespace {
-
-struct CompileArgs {
-  std::string algo, topology, params, scheduler = "hpds", allocator = "state", protocol = "Simple";
-  std::string output, check, memory_budget;
-  int instances = 0;
-  int max_tbs = 0;
-  int fifo_depth = kDefaultFifoDepth;
-  bool out_of_place = false, no_fuse = false, no_aggregate = false, no_verify = false, json = false;
-};
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -172,8 +164,9 @@ void register_compile(CLI::App& app) {
                   "Algorithm parameters, k=v,... (e.g. nRanks=16,GPUPerNode=8); nRanks, GPUPerNode and NICPerNode default "
                   "to the topology's");
   cmd->add_option("--scheduler,--schedule,-s", args->scheduler,
-                  "hpds (default), algo, stage, rr or gc3; as-given keeps an MSCCL XML file's own schedule");
-  cmd->add_option("--alloc,-a", args->allocator, "Thread-block allocation: state (default) or conn");
+                  "hpds (default), algo, stage, rr or gc3; as-given keeps an MSCCL XML file's own schedule; auto (with "
+                  "--size) takes whichever of them the simulator runs fastest");
+  cmd->add_option("--alloc,-a", args->allocator, "Thread-block allocation: state (default), conn or peer");
   cmd->add_option("--instances", args->instances, "Thread blocks per link, 1 to 64 (default 0: derived from the topology)")
       ->check(CLI::Range(0, 64));
   cmd->add_option("--max-tbs", args->max_tbs,
@@ -192,6 +185,15 @@ void register_compile(CLI::App& app) {
   cmd->add_option("--output,-o", args->output, "Write the plan to this JSON file (docs/plan-format.md)");
   cmd->add_option("--check", args->check, "Load a plan file and check it (structure, deadlock) instead of compiling");
   cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
+  cmd->add_option("--size", args->size,
+                  "Compile for calls of this size (e.g. 64M): instances tuned by the simulator (docs/compile.md, \"Automatic "
+                  "instances\"); with --scheduler auto, the schedule too");
+  cmd->add_option("--microbatch", args->microbatch, "Micro-batch size the simulator runs with --size (default 1M), or 'runtime'");
+  cmd->add_option("--tolerance", args->tolerance,
+                  "With --size: variants this much slower than the fastest (a fraction) count as fast, the fewest thread "
+                  "blocks per rank wins (default 0)")
+      ->check(CLI::Range(0.0, 0.99));
+  cmd->add_flag("--no-tune", args->no_tune, "With --size: keep derived instances (the simulator only compares schedulers)");
   add_memory_budget_option(cmd, args->memory_budget);
   cmd->callback([args] {
     if (!args->check.empty()) {
@@ -200,7 +202,8 @@ void register_compile(CLI::App& app) {
       return;
     }
     if (args->algo.empty()) fail(ErrorCode::InvalidArgument, "weft compile needs an algorithm (a file or a built-in name)");
-    run_compile(*args);
+    if (!args->size.empty() || args->scheduler == "auto") run_compile_sized(*args);
+    else run_compile(*args);
   });
 }
 

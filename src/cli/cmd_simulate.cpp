@@ -8,6 +8,7 @@
 
 #include "cli/commands.hpp"
 #include "ir/topology_io.hpp"
+#include "lang/msccl_import.hpp"
 #include "sim/cost_model.hpp"
 #include "sim/svg_plot.hpp"
 #include "sim/sweep.hpp"
@@ -36,6 +37,8 @@ struct SimulateArgs {
   std::string trace;
   std::string plot;
   bool json = false;
+  bool tune = false, no_tune = false;
+  double tolerance = 0;
   std::string memory_budget;
 };
 
@@ -59,6 +62,11 @@ void run(const SimulateArgs& a) {
   spec.instances = a.instances;
   spec.max_tbs = a.max_tbs;
   spec.in_place = !a.out_of_place;
+  // Tuned by default where the source is an MSCCL file, whose own schedule is the yardstick
+  // (within its thread blocks); elsewhere on asking.
+  if (a.tune && a.no_tune) fail(ErrorCode::InvalidArgument, "give at most one of --tune and --no-tune");
+  spec.tune = a.tune || (!a.no_tune && is_msccl_xml_path(a.algorithm));
+  spec.tolerance = a.tolerance;
   if (a.size.empty() == a.sizes.empty()) fail(ErrorCode::InvalidArgument, "give exactly one of --size BYTES and --sizes FROM:TO");
   spec.sizes = a.size.empty() ? parse_option("--sizes", [&] { return sim::parse_size_range(a.sizes); })
                               : std::vector<uint64_t>{parse_option("--size", [&] { return text::parse_bytes(a.size); })};
@@ -80,6 +88,8 @@ void run(const SimulateArgs& a) {
     table.reset();
   };
   sim::run_sweep(spec, [&](const sim::Simulator& simulator, const sim::SimReport& r, double compile_s) {
+    if (!r.variant.empty() && !a.json)
+      std::printf("# %s at %s, tuned: %s\n", r.scheduler.c_str(), text::format_bytes(r.bytes).c_str(), r.variant_reason.c_str());
     if (r.scheduler != current || series.empty()) {
       current = r.scheduler;
       series.push_back({r.scheduler, {}});
@@ -152,6 +162,15 @@ void register_simulate(CLI::App& app) {
   cmd->add_option("--trace", a->trace, "Write a Chrome trace (chrome://tracing, Perfetto) of the run to this file");
   cmd->add_option("--plot", a->plot, "Write an SVG plot of busbw against size, one line per scheduler, to this file");
   cmd->add_flag("--json", a->json, "Print one JSON object per size instead of a table");
+  cmd->add_option("--tolerance", a->tolerance,
+                  "When tuning: variants this much slower than the fastest (a fraction, e.g. 0.05) count as fast, and the one "
+                  "with the fewest thread blocks per rank is taken (default 0: the fastest)")
+      ->check(CLI::Range(0.0, 0.99));
+  cmd->add_flag("--tune", a->tune,
+                "Tune a compiler scheduler without --instances for each size by the simulator (docs/compile.md, \"Automatic "
+                "instances\"), within --max-tbs, else an .xml file's own thread blocks, else the scheduler's own plan's; the "
+                "default for .xml files");
+  cmd->add_flag("--no-tune", a->no_tune, "Take the compiler's derived instances as they are, .xml files included");
   add_memory_budget_option(cmd, a->memory_budget);
   cmd->callback([a] {
     try {

@@ -1,7 +1,9 @@
 #include "compile/allocate.hpp"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
+#include <tuple>
 
 #include "compile/union_find.hpp"
 #include "util/error.hpp"
@@ -16,13 +18,24 @@ struct Grouping {
   std::vector<int64_t> group;                     // per slot
 };
 
-Grouping group_slots(const LoweredProgram& p, bool locals_share) {
+Grouping group_slots(const LoweredProgram& p, bool locals_share, bool pair_peers = false) {
   const int32_t nconn = static_cast<int32_t>(p.connections.size());
   UnionFind ends(2 * static_cast<size_t>(nconn));
   int32_t channels = 1;
   for (const LoweredSlot& s : p.slots) {
     channels = std::max(channels, s.channel + 1);
     if (s.send_conn >= 0 && s.recv_conn >= 0) ends.unite(2 * s.send_conn, 2 * s.recv_conn + 1);
+  }
+  if (pair_peers) {
+    // MSCCL's thread block per peer: a rank's end of a connection to a peer and its end of
+    // the connection back, on one channel, share a block (when their instances agree).
+    std::map<std::tuple<int32_t, int32_t, int32_t>, int32_t> id;
+    for (int32_t c = 0; c < nconn; ++c) id[{p.connections[c].src, p.connections[c].dst, p.connections[c].channel}] = c;
+    for (int32_t c = 0; c < nconn; ++c) {
+      const Connection& x = p.connections[c];
+      auto back = id.find({x.dst, x.src, x.channel});
+      if (back != id.end() && p.connections[back->second].instances == x.instances) ends.unite(2 * c, 2 * back->second + 1);
+    }
   }
   Grouping g;
   g.group.resize(p.slots.size());
@@ -183,13 +196,58 @@ Allocation allocate_state(const LoweredProgram& p) {
   return a;
 }
 
-void check_allocator_name(std::string_view allocator) {
-  if (allocator != "state" && allocator != "conn")
-    fail(ErrorCode::InvalidArgument, "unknown allocator '" + std::string(allocator) + "' (known: state, conn)");
+Allocation allocate_peer(const LoweredProgram& p, int32_t spare) {
+  Allocation a = start(p);
+  Grouping g = group_slots(p, true, true);
+  for (int32_t r = 0; r < p.num_ranks; ++r) {
+    RankGroups rg = rank_groups(p, g, r);
+    // Communication groups get blocks of their own. Local copies and reductions never share
+    // a block with communication (the CPU emulator, which runs plans as the GPU executor
+    // does, computes wrong data for plans that mix them; docs/scheduling.md): they keep their
+    // own blocks, or are dealt round robin over `spare` blocks for local work only.
+    std::vector<int32_t> local;
+    for (int32_t s : rg.slots)
+      if (p.slots[s].send_conn < 0 && p.slots[s].recv_conn < 0) local.push_back(s);
+    int32_t most = 1, total = 0;
+    for (int32_t s : local) {
+      most = std::max(most, p.slots[s].instances);
+      total += p.slots[s].instances;
+    }
+    spare = std::min(spare, total);  // no block left without work
+    if (local.empty() || spare < most) {
+      a.tbs_per_rank[r] = assign_per_group(p, rg, a);
+      continue;
+    }
+    RankGroups comm;
+    std::vector<int32_t> dense(rg.count, -1);
+    for (size_t i = 0; i < rg.slots.size(); ++i) {
+      const LoweredSlot& s = p.slots[rg.slots[i]];
+      if (s.send_conn < 0 && s.recv_conn < 0) continue;
+      int32_t& d = dense[rg.group_of[i]];
+      if (d < 0) {
+        d = comm.count++;
+        comm.instances.push_back(rg.instances[rg.group_of[i]]);
+      }
+      comm.slots.push_back(rg.slots[i]);
+      comm.group_of.push_back(d);
+    }
+    const int32_t tbs = assign_per_group(p, comm, a);
+    int32_t cursor = 0;
+    for (int32_t s : local)
+      for (int32_t k = 0; k < p.slots[s].instances; ++k) a.tb[a.inst_base[s] + k] = tbs + cursor++ % spare;
+    a.tbs_per_rank[r] = tbs + spare;
+  }
+  return a;
 }
 
-Allocation allocate(const LoweredProgram& p, std::string_view allocator) {
+void check_allocator_name(std::string_view allocator) {
+  if (allocator != "state" && allocator != "conn" && allocator != "peer")
+    fail(ErrorCode::InvalidArgument, "unknown allocator '" + std::string(allocator) + "' (known: state, conn, peer)");
+}
+
+Allocation allocate(const LoweredProgram& p, std::string_view allocator, int32_t spare_blocks) {
   check_allocator_name(allocator);
+  if (allocator == "peer") return allocate_peer(p, spare_blocks);
   return allocator == "state" ? allocate_state(p) : allocate_conn(p);
 }
 

@@ -33,7 +33,9 @@ struct Allocation {
 Allocation allocate_state(const LoweredProgram& program);
 Allocation allocate_conn(const LoweredProgram& program);
 /// "state" or "conn"; throws InvalidArgument naming the known allocators otherwise.
-Allocation allocate(const LoweredProgram& program, std::string_view allocator);
+/// `spare_blocks` (peer only): blocks each rank adds for local copies and reductions, which are
+/// dealt round robin over the communication blocks and these.
+Allocation allocate(const LoweredProgram& program, std::string_view allocator, int32_t spare_blocks = 0);
 /// Throws InvalidArgument unless `allocator` is "state" or "conn".
 void check_allocator_name(std::string_view allocator);
 

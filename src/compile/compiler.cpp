@@ -29,6 +29,11 @@ void check_options(const CompileOptions& o) {
   check_allocator_name(o.allocator);
   if (o.instances < 0 || o.instances > 64)
     fail(ErrorCode::InvalidArgument, text::format("instances must be between 1 and 64 (or 0 to derive them), not %d", o.instances));
+  for (double f : {o.scale_intra, o.scale_inter, o.scale_local})
+    if (!(f > 0 && f <= 64)) fail(ErrorCode::InvalidArgument, text::format("instance scale factors must be in (0, 64], not %g", f));
+  (void)execution_model_of(o);  // refuses an unknown execution model
+  if (o.channels != "link" && o.channels != "chunk")
+    fail(ErrorCode::InvalidArgument, "unknown channels '" + o.channels + "' (known: link, chunk)");
   if (o.max_tbs < 0) fail(ErrorCode::InvalidArgument, text::format("max_tbs must be 0 (no limit) or more, not %d", o.max_tbs));
   if (o.fifo_depth < 0 || o.fifo_depth > (1 << 20))
     fail(ErrorCode::InvalidArgument, text::format("FIFO depth must be between 0 and 1048576, not %d", o.fifo_depth));
@@ -126,6 +131,9 @@ CompileResult compile(const Algorithm& algo, const Topology& topo, const Compile
   // busiest rank needs more blocks than the limit allows.
   const bool may_relower = options.max_tbs > 0;
   Instances k = derive_instances(res.graph, res.pipeline, topo, options.instances);
+  if (options.instances == 0)
+    k = within_parts(scale_instances(k, options.scale_intra, options.scale_inter, options.scale_local, topo),
+                     kMaxInstanceParts, topo);
   {
     // Every transfer becomes a send and a receive slot per instance of its link (at most).
     const int32_t most = std::max({k.intra, k.inter, k.local});
@@ -142,7 +150,7 @@ CompileResult compile(const Algorithm& algo, const Topology& topo, const Compile
   for (;;) {
     LoweredProgram program = lower(res.graph, res.pipeline, topo, options, k, step_order);
     if (!options.keep_graph && !may_relower && !program.step_order) res.graph = TaskGraph{};
-    Allocation allocation = allocate(program, options.allocator);
+    Allocation allocation = allocate(program, options.allocator, options.spare_blocks);
     p.execution = program.execution;
     assemble_plan(program, allocation, p);  // replaces p.ranks
     if (program.step_order && !check_deadlock(p, options.fifo_depth).ok) {
@@ -157,7 +165,8 @@ CompileResult compile(const Algorithm& algo, const Topology& topo, const Compile
     const int32_t tbs = p.max_tbs_per_rank();
     if (!may_relower || tbs <= options.max_tbs) break;
     Instances fewer = fewer_instances(k, tbs, options.max_tbs);
-    if (fewer.intra == k.intra && fewer.inter == k.inter && fewer.local == k.local)
+    if (options.instances == 0) fewer = within_parts(fewer, kMaxInstanceParts, topo);
+    if (fewer == k)
       fail(ErrorCode::InvalidArgument,
            text::format("%s on %s needs %d thread blocks on one rank even with one instance per link, more than "
                         "the limit of %d per rank",

@@ -20,12 +20,28 @@ namespace weft {
 
 struct CompileOptions {
   std::string scheduler = "hpds";  ///< hpds | algo | stage | rr | gc3
-  std::string allocator = "state"; ///< state | conn
+  std::string allocator = "state"; ///< state | conn | peer
+  /// peer allocator only: blocks each rank adds for its local copies and reductions, dealt
+  /// round robin over the communication blocks and these (the tuner fills a budget with them).
+  int32_t spare_blocks = 0;
   int32_t instances = 0;           ///< thread blocks per link and per local operation, 1..64; 0 derives them from the topology
   /// Most thread blocks one rank may run (0: no limit). A plan whose busiest rank needs more
   /// is lowered again with fewer instances (lower.hpp, fewer_instances), down to one per
   /// link; this applies to derived and to given instances alike.
   int32_t max_tbs = 0;
+  /// Execution model: "" takes the scheduler's (task level for hpds, rr and gc3, algorithm
+  /// level for algo and stage); "task" or "algorithm" sets it, so that an hpds schedule can
+  /// run one micro-batch of every slot in turn, fused chains crossing sub-pipelines
+  /// (docs/compile.md, "Execution").
+  std::string execution;
+  /// Logical channels: "link" (default), one per connection (per stage for the stage
+  /// scheduler and the conn allocator), or "chunk", one per connection and chunk DAG, so
+  /// that the chunks crossing one link have thread blocks of their own and stream side by
+  /// side, as an MSCCL file's channels do (docs/compile.md, "Channels").
+  std::string channels = "link";
+  /// Derived instances are multiplied by these (per link class) before any limit applies;
+  /// the tuner (sim/autotune.hpp) searches them. Given instances ignore them.
+  double scale_intra = 1, scale_inter = 1, scale_local = 1;
   bool in_place = true;            ///< lower for in-place or out-of-place buffers
   bool fuse = true;                ///< fuse rcs / rrcs / rrs
   /// Algorithm-level schedulers (algo, stage): run each rank's slots in step order, a fused

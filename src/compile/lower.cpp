@@ -36,14 +36,19 @@ class Lowering {
   /// The program, or nothing when step order (`step_order`) is no program order
   /// (assign_keys): the caller lowers again without it.
   std::optional<LoweredProgram> run() {
-    out_.execution = execution_model_of(p_.scheduler);
+    out_.execution = execution_model_of(opt_);
     out_.num_subpipelines = static_cast<int32_t>(p_.subpipelines.size());
     out_.num_ranks = topo_.num_gpus();
     out_.instances_intra = k_.intra, out_.instances_inter = k_.inter, out_.instances_local = k_.local;
     order_ = pipeline_order(g_, p_);
     sp_of_ = pipeline_subpipeline_of(g_, p_);
     stage_channels_ = uses_stage_channels(opt_);
-    fuse_within_subpipeline_ = p_.scheduler == "hpds" || p_.scheduler == "rr";
+    chunk_channels_ = opt_.channels == "chunk";
+    // Sub-pipelines put one task on a link at a time; fusing across them would pull a link
+    // into a sub-pipeline where it is busy. With a channel per chunk (or at algorithm level)
+    // a link's tasks have blocks of their own, so fusion is free there.
+    fuse_within_subpipeline_ = out_.execution == ExecutionModel::Task && !chunk_channels_ &&
+                               (p_.scheduler == "hpds" || p_.scheduler == "rr");
     make_ops();
     if (!fuse_and_emit()) return std::nullopt;
     dependencies();
@@ -52,14 +57,13 @@ class Lowering {
 
  private:
   int32_t instances_of(int32_t t) const {
-    switch (g_.tasks[t].link) {
-      case LinkClass::Local: return out_.instances_local;
-      case LinkClass::Intra: return out_.instances_intra;
-      case LinkClass::Inter: return out_.instances_inter;
-    }
-    return 1;
+    const Transfer& x = g_.tasks[t].transfer;
+    return k_.of(x.src_rank, x.dst_rank, g_.tasks[t].link, out_.num_ranks);
   }
-  int32_t channel_of(int32_t t) const { return stage_channels_ ? g_.tasks[t].stage : 0; }
+  int32_t channel_of(int32_t t) const {
+    if (chunk_channels_) return g_.tasks[t].chunk;
+    return stage_channels_ ? g_.tasks[t].stage : 0;
+  }
 
   // ---- 1. one op per task (aggregation happened before scheduling, in layout.cpp) ----
   void make_ops() {
@@ -169,6 +173,13 @@ class Lowering {
       const bool head = slot_ops_[s].first < 0;
       const Op& first = ops_[head ? slot_ops_[s].second : slot_ops_[s].first];
       own[s] = (2 * static_cast<int64_t>(first.sp) + (head ? 0 : 1)) * n + first.key;
+      // At task level (chunk channels): the pipeline's order, a fused slot at its later op,
+      // whose dependencies on this rank must come first (HPDS may put a task and the one it
+      // feeds in one sub-pipeline, so sends-before-receives would break them).
+      if (out_.execution == ExecutionModel::Task) {
+        own[s] = first.key;
+        if (!head && slot_ops_[s].second >= 0) own[s] = std::max(own[s], ops_[slot_ops_[s].second].key);
+      }
     }
     // Per connection, the ops in the sender's order and in the receiver's.
     std::vector<std::vector<std::pair<int64_t, int32_t>>> sent(out_.connections.size()), received(sent.size());
@@ -241,7 +252,9 @@ class Lowering {
     if (!step_order_)
       for (int32_t o = a; o >= 0; o = ops_[o].chain_prev)
         if (ops_[o].src == ob.dst || ops_[o].dst == ob.dst) return -1;
-    // Predecessors outside the unit must come before the unit's key.
+    // Predecessors outside the unit must come before the unit's key. In step order every
+    // slot has a key of its own and assign_keys checks each dependency against it instead.
+    if (step_order_) return a;
     int64_t key = unit_key_[oa.unit];
     for (int32_t i = ob.tasks_begin; i < ob.tasks_end; ++i)
       for (int32_t q : g_.preds_of(op_tasks_[i]))
@@ -280,7 +293,7 @@ class Lowering {
     return static_cast<int32_t>(out_.slots.size()) - 1;
   }
   int64_t connection_key(int32_t src, int32_t dst, int32_t channel) const {
-    return (static_cast<int64_t>(src) * out_.num_ranks + dst) * (g_.num_stages + 1) + channel;
+    return (static_cast<int64_t>(src) * out_.num_ranks + dst) * (std::max(g_.num_stages, g_.num_chunks) + 1) + channel;
   }
   int32_t connection(int32_t src, int32_t dst, int32_t channel, int32_t instances) {
     auto [it, fresh] = conn_ids_.emplace(connection_key(src, dst, channel), static_cast<int32_t>(out_.connections.size()));
@@ -333,7 +346,7 @@ class Lowering {
   const bool step_order_;
   LoweredProgram out_;
   std::vector<int32_t> order_, sp_of_;
-  bool stage_channels_ = false, fuse_within_subpipeline_ = false;
+  bool stage_channels_ = false, chunk_channels_ = false, fuse_within_subpipeline_ = false;
   std::vector<Op> ops_;
   std::vector<int32_t> op_tasks_, op_of_;
   std::vector<int64_t> unit_key_;
@@ -343,124 +356,21 @@ class Lowering {
   std::vector<int32_t> last_fed_by_;  // per connection: the receive connection its last send forwarded, or -1
 };
 
-/// Instances that keep every connection at the pace of the call's bottleneck: the time
-/// bound T is the most chunks any NIC side or GPU port carries over its bandwidth; a
-/// connection carrying b chunks needs b / T, divided by the per-thread-block rate.
-Instances paced_instances(const TaskGraph& g, const Topology& topo) {
-  const int32_t gpus = topo.num_gpus();
-  const int32_t nics = std::max(1, topo.nodes * topo.nics_per_node);
-  std::vector<double> egress(gpus, 0), ingress(gpus, 0), tx(nics, 0), rx(nics, 0);
-  std::unordered_map<int64_t, double> conn;
-  for (const Task& t : g.tasks) {
-    const Transfer& x = t.transfer;
-    if (t.link == LinkClass::Local) continue;
-    if (t.link == LinkClass::Intra) {
-      egress[x.src_rank] += x.count;
-      ingress[x.dst_rank] += x.count;
-    } else {
-      tx[topo.nic_of(x.src_rank)] += x.count;
-      rx[topo.nic_of(x.dst_rank)] += x.count;
-    }
-    conn[static_cast<int64_t>(x.src_rank) * gpus + x.dst_rank] += x.count;
-  }
-  double bound = 0;  // chunks / (GB/s): proportional to the time of the busiest link
-  for (int32_t i = 0; i < gpus; ++i)
-    bound = std::max(bound, std::max(egress[i], ingress[i]) / topo.nvlink_bandwidth_GBps);
-  for (int32_t i = 0; i < nics; ++i) bound = std::max(bound, std::max(tx[i], rx[i]) / topo.nic_bandwidth_GBps);
-  Instances k;
-  if (bound <= 0) return k;
-  for (const auto& [key, chunks] : conn) {
-    const int32_t src = static_cast<int32_t>(key / gpus), dst = static_cast<int32_t>(key % gpus);
-    const bool intra = topo.node_of(src) == topo.node_of(dst);
-    const double tb = intra ? topo.tb_copy_GBps : topo.tb_net_GBps;
-    if (tb <= 0) continue;
-    const int32_t need = static_cast<int32_t>(std::ceil(chunks / bound / tb - 1e-9));
-    int32_t& slot = intra ? k.intra : k.inter;
-    slot = std::max(slot, need);
-  }
-  return k;
-}
-
 }  // namespace
 
 ExecutionModel execution_model_of(std::string_view scheduler) {
   return scheduler == "algo" || scheduler == "stage" ? ExecutionModel::Algorithm : ExecutionModel::Task;
 }
 
-bool uses_stage_channels(const CompileOptions& options) {
-  return options.scheduler == "stage" || options.allocator == "conn";
+ExecutionModel execution_model_of(const CompileOptions& options) {
+  if (options.execution.empty()) return execution_model_of(options.scheduler);
+  if (options.execution == "task") return ExecutionModel::Task;
+  if (options.execution == "algorithm") return ExecutionModel::Algorithm;
+  fail(ErrorCode::InvalidArgument, "unknown execution '" + options.execution + "' (known: task, algorithm)");
 }
 
-Instances derive_instances(const TaskGraph& g, const Pipeline& p, const Topology& topo, int32_t override_instances) {
-  if (override_instances > 0) return {override_instances, override_instances, override_instances};
-  // Concurrency: per sub-pipeline (task level) or per step (algorithm level), the most
-  // intra-node transfers one GPU port carries, the most transfers one NIC carries and the
-  // most local operations one GPU runs.
-  const int32_t gpus = topo.num_gpus();
-  const int32_t nics = std::max(1, topo.nodes * topo.nics_per_node);
-  std::vector<int32_t> egress(gpus, 0), ingress(gpus, 0), local(gpus, 0), tx(nics, 0), rx(nics, 0);
-  std::vector<int32_t> touched_gpu, touched_nic;
-  int32_t max_port = 0, max_nic = 0, max_local = 0;
-  bool by_step = execution_model_of(p.scheduler) == ExecutionModel::Algorithm;
-  auto flush = [&] {
-    for (int32_t x : touched_gpu) egress[x] = ingress[x] = local[x] = 0;
-    for (int32_t x : touched_nic) tx[x] = rx[x] = 0;
-    touched_gpu.clear();
-    touched_nic.clear();
-  };
-  auto count = [&](int32_t t) {
-    const Transfer& x = g.tasks[t].transfer;
-    if (g.tasks[t].link == LinkClass::Intra) {
-      max_port = std::max({max_port, ++egress[x.src_rank], ++ingress[x.dst_rank]});
-      touched_gpu.push_back(x.src_rank);
-      touched_gpu.push_back(x.dst_rank);
-    } else if (g.tasks[t].link == LinkClass::Inter) {
-      int32_t a = topo.nic_of(x.src_rank), b = topo.nic_of(x.dst_rank);
-      max_nic = std::max({max_nic, ++tx[a], ++rx[b]});
-      touched_nic.push_back(a);
-      touched_nic.push_back(b);
-    } else {
-      max_local = std::max(max_local, ++local[x.src_rank]);
-      touched_gpu.push_back(x.src_rank);
-    }
-  };
-  if (by_step) {
-    for (int32_t t = 0; t < g.size(); ++t) {
-      if (t > 0 && g.tasks[t].transfer.step != g.tasks[t - 1].transfer.step) flush();
-      count(t);
-    }
-  } else {
-    for (const auto& sp : p.subpipelines) {
-      for (int32_t t : sp) count(t);
-      flush();
-    }
-  }
-  auto need = [](double rate_GBps, double tb_GBps) {
-    if (rate_GBps <= 0 || tb_GBps <= 0) return 1;
-    double k = std::ceil(rate_GBps / tb_GBps - 1e-9);
-    return static_cast<int32_t>(std::clamp(k, 1.0, static_cast<double>(kMaxDerivedInstances)));
-  };
-  Instances k;
-  const double port_rate = max_port > 0 ? topo.nvlink_bandwidth_GBps / max_port : 0;
-  const double nic_rate = max_nic > 0 ? topo.nic_bandwidth_GBps / max_nic : 0;
-  k.intra = need(port_rate, topo.tb_copy_GBps);
-  k.inter = need(nic_rate, topo.tb_net_GBps);
-  if (max_nic > 0) {
-    // Across nodes, no link can move its bytes faster than the busiest NIC or GPU port
-    // lets the whole call finish: size each connection for its own bytes over that time
-    // (the GPUs that share a NIC split it), never above the concurrency rule's count.
-    Instances paced = paced_instances(g, topo);
-    k.intra = std::min(k.intra, paced.intra);
-    k.inter = std::min(k.inter, paced.inter);
-  }
-  if (max_local > 0) {
-    // Keep pace with the fastest connection (a purely local algorithm: as fast as HBM allows).
-    double pace = std::max(port_rate, nic_rate);
-    double traffic = pace > 0 ? 2 * pace : topo.hbm_bandwidth_GBps;
-    if (topo.hbm_bandwidth_GBps > 0) traffic = std::min(traffic, topo.hbm_bandwidth_GBps / max_local);
-    k.local = need(traffic, topo.tb_local_GBps > 0 ? topo.tb_local_GBps : 4 * topo.tb_copy_GBps);
-  }
-  return k;
+bool uses_stage_channels(const CompileOptions& options) {
+  return options.scheduler == "stage" || options.allocator == "conn";
 }
 
 LoweredProgram lower(const TaskGraph& graph, const Pipeline& pipeline, const Topology& topo,
@@ -469,24 +379,11 @@ LoweredProgram lower(const TaskGraph& graph, const Pipeline& pipeline, const Top
     fail(ErrorCode::Internal, "lower: instances must be at least 1");
   // Step order first lets a unit revisit ranks; where that gives no program order, it lowers
   // with unit keys as task level does.
-  if (step_order && execution_model_of(pipeline.scheduler) == ExecutionModel::Algorithm)
+  // At task level only with a channel per chunk: a block then holds one chunk's slots of a
+  // connection, so no receive waits there behind another connection's sends.
+  if (step_order && (execution_model_of(options) == ExecutionModel::Algorithm || options.channels == "chunk"))
     if (auto p = Lowering(graph, pipeline, topo, options, instances, true).run()) return std::move(*p);
   return std::move(*Lowering(graph, pipeline, topo, options, instances, false).run());
-}
-
-Instances fewer_instances(Instances k, int32_t tbs, int32_t max_tbs) {
-  // Thread blocks grow about linearly with instances: scale all three by max_tbs / tbs,
-  // rounding down, and take at least one from the largest so that every step shrinks.
-  const double f = static_cast<double>(max_tbs) / std::max(tbs, 1);
-  auto scale = [f](int32_t x) { return std::max<int32_t>(1, static_cast<int32_t>(std::floor(x * f))); };
-  Instances s{scale(k.intra), scale(k.inter), scale(k.local)};
-  if (s.intra == k.intra && s.inter == k.inter && s.local == k.local) {
-    int32_t* largest = &s.intra;
-    if (s.inter > *largest) largest = &s.inter;
-    if (s.local > *largest) largest = &s.local;
-    if (*largest > 1) --*largest;
-  }
-  return s;
 }
 
 }  // namespace weft

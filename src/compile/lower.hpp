@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 #include "compile/compiler.hpp"
@@ -69,27 +70,51 @@ struct LoweredProgram {
   bool step_order = false;
 };
 
-/// Upper bound on derived instances per link (CompileOptions::instances may ask for more).
+/// Upper bound on derived instances of a local copy or reduction (CompileOptions::instances
+/// may ask for more). Connections are bounded by the blocks that fill their link instead
+/// (link_fill_blocks).
 inline constexpr int32_t kMaxDerivedInstances = 8;
 /// Longest chain of ops fused into one unit.
 inline constexpr int32_t kMaxFusedChain = 64;
 
-/// Thread blocks per link class, derived from the topology: for NVLink, the port bandwidth
-/// shared by the most connections one GPU drives at once in a sub-pipeline, over
-/// Topology::tb_copy_GBps; for NICs, the NIC bandwidth shared by the most transfers a NIC
-/// carries at once, over tb_net_GBps; for local copies and reductions, the HBM traffic that
-/// keeps pace with the fastest connection (twice its rate: a copy reads and writes), within
-/// the GPU's HBM bandwidth shared by the most local operations one GPU runs at once, over the
-/// per-thread-block local rate (Topology::tb_local_GBps, 4 x tb_copy_GBps when 0). Each is
-/// rounded up and capped at kMaxDerivedInstances. `override_instances` > 0 replaces all three.
+/// Thread blocks per connection and per rank's local operations (compile/instances.cpp,
+/// docs/compile.md "Instances"). `intra`, `inter` and `local` are each class's count, the
+/// largest when derived; `per_link` holds the derived count of each connection
+/// (src * ranks + dst) and of each rank's local operations (r * ranks + r); a connection it
+/// does not list takes its class's count, and given instances (--instances) leave it empty.
 struct Instances {
   int32_t intra = 1, inter = 1, local = 1;
+  std::unordered_map<int64_t, int32_t> per_link;
+  int32_t of(int32_t src, int32_t dst, LinkClass link, int32_t ranks) const;
+  bool operator==(const Instances&) const = default;
 };
+
+/// The blocks that fill one link: its bandwidth over the per-block rate, rounded up (an
+/// NVLink port for connections inside a node, a NIC across nodes).
+int32_t link_fill_blocks(const Topology& topo, LinkClass link);
+
+/// Derived thread blocks per connection, from the topology and the schedule
+/// (`override_instances` > 0 gives every connection and local operation that many):
+/// - in one node, phase by phase (a sub-pipeline, or a step for the algorithm-level
+///   schedulers): the phase cannot end before its busiest GPU port has moved its chunks
+///   (or its busiest GPU's HBM its local traffic); each connection gets the blocks that move
+///   its chunks of the phase in that time, each rank's local operations likewise at the
+///   per-block local rate (Topology::tb_local_GBps, 4 x tb_copy_GBps when 0); a connection
+///   takes its busiest phase's count, at most link_fill_blocks, a local operation at most
+///   kMaxDerivedInstances;
+/// - across nodes, over the whole call (paced_instances in instances.cpp): the busiest NIC
+///   side or GPU port bounds the call; a connection carrying b chunks gets the blocks that
+///   move them in that time, never more than the concurrency rule gives its class (the link's
+///   bandwidth shared by the most transfers it carries in one phase, over the per-block rate),
+///   local operations the blocks that keep pace with the fastest connection.
 Instances derive_instances(const TaskGraph& graph, const Pipeline& pipeline, const Topology& topo,
                            int32_t override_instances);
 
 /// Whether a scheduler's plans use the algorithm-level execution model (algo, stage).
 ExecutionModel execution_model_of(std::string_view scheduler);
+/// The execution model of a compilation: CompileOptions::execution where set, else the
+/// scheduler's. Throws InvalidArgument for an unknown name.
+ExecutionModel execution_model_of(const CompileOptions& options);
 /// Whether tasks get MSCCL-style per-stage logical channels: the stage scheduler and the
 /// conn allocator use them (that is how MSCCL opens its extra channels); otherwise all
 /// tasks share logical channel 0.
@@ -111,10 +136,24 @@ bool uses_stage_channels(const CompileOptions& options);
 LoweredProgram lower(const TaskGraph& graph, const Pipeline& pipeline, const Topology& topo,
                      const CompileOptions& options, Instances instances, bool step_order = false);
 
+/// The parts every chunk is cut into so that each count divides it (their least common
+/// multiple); an MSCCL XML export needs at most kMaxInstanceParts (lang/msccl_export.cpp).
+int64_t parts_needed(const Instances& k);
+inline constexpr int64_t kMaxInstanceParts = 64;
+/// `k` where its parts stay within `max_parts`; else each connection's count raised to the
+/// next divisor of its class's count, and the largest class count lowered by one until the
+/// three class counts' multiple fits. compile() applies it to derived instances, so that
+/// every plan it derives can be exported.
+Instances within_parts(Instances k, int64_t max_parts, const Topology& topo);
+
+/// Every derived count multiplied by its class's factor (CompileOptions::scale_intra, ...),
+/// rounded, between 1 and 64.
+Instances scale_instances(const Instances& k, double intra, double inter, double local, const Topology& topo);
+
 /// Fewer instances for a plan that needs `tbs` thread blocks on its busiest rank where at
-/// most `max_tbs` may run: each count scaled by max_tbs / tbs (rounded down, at least 1),
-/// and at least one fewer on the largest count when scaling changes nothing. Equal to `k`
-/// only when all three are 1.
-Instances fewer_instances(Instances k, int32_t tbs, int32_t max_tbs);
+/// most `max_tbs` may run: each count (per class and per link) scaled by max_tbs / tbs
+/// (rounded down, at least 1), and, when scaling changes nothing, one fewer on every count
+/// equal to the largest. Equal to `k` only when every count is 1.
+Instances fewer_instances(const Instances& k, int32_t tbs, int32_t max_tbs);
 
 }  // namespace weft

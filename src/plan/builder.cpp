@@ -1,5 +1,7 @@
 #include "plan/builder.hpp"
 
+#include "compile/allocate.hpp"
+
 #include <chrono>
 #include <filesystem>
 
@@ -108,8 +110,7 @@ void check_build_options(const BuildOptions& options) {
   if (!known)
     fail(ErrorCode::InvalidArgument,
          "unknown scheduler '" + sched + "' (known: hpds, algo, stage, rr, gc3; as-given for .xml files)");
-  if (options.compile.allocator != "state" && options.compile.allocator != "conn")
-    fail(ErrorCode::InvalidArgument, "unknown allocator '" + options.compile.allocator + "' (known: state, conn)");
+  check_allocator_name(options.compile.allocator);
 }
 
 BuiltPlan build_plan(const PlanSource& source, const Topology& topo, const BuildOptions& options) {

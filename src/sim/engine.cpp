@@ -75,6 +75,7 @@ struct TbBusy {
   double start = 0;           // the current invocation's busy period began here
   double total = 0;
   double in_primitive = 0;    // from each invocation's dependencies met to its end
+  double first = -1;          // when its first busy period began
 };
 
 struct ConnState {
@@ -180,6 +181,10 @@ void Engine::run() {
   queued_.assign(p_.tbs.size(), kInf);
   invocations_.assign(p_.tbs.size(), 0);
   if (par_.trace) arrive_.assign(p_.tbs.size(), 0.0);
+  if (par_.slot_times) {
+    out_.slot_first_us.assign(p_.slots.size(), -1.0);
+    out_.slot_last_us.assign(p_.slots.size(), 0.0);
+  }
   conn_.assign(p_.conns.size(), ConnState{});
   for (size_t c = 0; c < p_.conns.size(); ++c) {
     const ProgConn& pc = p_.conns[c];
@@ -261,6 +266,7 @@ void Engine::run() {
     st.busy_us = busy_[t].total;
     st.in_primitive_us = busy_[t].in_primitive;
     st.lifetime_us = finish_[t];
+    st.first_busy_us = std::max(0.0, busy_[t].first);
     st.invocations = invocations_[t];
     out_.invocations += st.invocations * st.weight;
     out_.simulated_invocations += st.invocations;
@@ -500,6 +506,7 @@ void Engine::complete(int32_t t) {
   TbBusy& b = busy_[static_cast<size_t>(t)];
   b.total += now_ - b.start;
   b.in_primitive += now_ - s.ready;
+  if (b.first < 0) b.first = b.start;
   ++invocations_[static_cast<size_t>(t)];
   if (par_.trace) {
     double& arrive = arrive_[static_cast<size_t>(t)];
@@ -514,6 +521,11 @@ void Engine::complete(int32_t t) {
       out_.trace_truncated = true;
     }
     arrive = now_;
+  }
+  if (par_.slot_times) {
+    double& first = out_.slot_first_us[static_cast<size_t>(s.slot)];
+    if (first < 0) first = b.start;
+    out_.slot_last_us[static_cast<size_t>(s.slot)] = now_;
   }
   if (par_.check) {
     const size_t i = static_cast<size_t>(s.slot) * static_cast<size_t>(par_.microbatches) + static_cast<size_t>(s.k);

@@ -17,6 +17,7 @@ struct EngineParams {
   bool trace = false;
   size_t trace_limit = 0;
   bool check = false;
+  bool slot_times = false;        ///< SimOptions::slot_times
   double latency_scale = 1;       ///< connections' latencies x this (LL: SimOptions::ll)
   double rate_scale = 1;          ///< connections' per-block rates x this
   bool whole_messages = false;    ///< SimOptions::whole_messages

@@ -74,6 +74,10 @@ std::string report_to_json(const SimReport& r) {
   j["simulated_invocations"] = r.simulated_invocations;
   j["events"] = r.events;
   j["sim_seconds"] = r.wall_seconds;
+  if (!r.variant.empty()) {
+    j["variant"] = r.variant;
+    j["variant_reason"] = r.variant_reason;
+  }
   return j.dump();
 }
 

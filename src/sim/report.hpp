@@ -41,6 +41,7 @@ struct TbStat {
   /// there for the peer's data or a free staging slot counts, waiting for a dependency does not.
   double in_primitive_us = 0;
   double lifetime_us = 0;   ///< from the launch to its last invocation's end (its last byte)
+  double first_busy_us = 0; ///< when it first began to work (its first invocation's busy period)
   int64_t invocations = 0;
   double idle() const { return lifetime_us > 0 ? 1.0 - busy_us / lifetime_us : 0.0; }
   /// Idle as synchronization only: the fraction of the lifetime outside primitives.
@@ -59,6 +60,8 @@ struct TraceSpan {
 struct SimReport {
   // What was simulated.
   std::string algorithm, scheduler, allocator, topology, execution;
+  /// When the plan was tuned for this size (sim/autotune.hpp): the variant taken and why.
+  std::string variant, variant_reason;
   Collective collective = Collective::Custom;
   int32_t ranks = 0;
   uint64_t bytes = 0;             ///< nccl-tests size of the call
@@ -95,6 +98,9 @@ struct SimReport {
   std::vector<TraceSpan> trace;           ///< filled when tracing was asked for
   std::vector<int32_t> trace_tb;          ///< global thread block of each trace span
   bool trace_truncated = false;
+  // With SimOptions::slot_times, per slot of the simulated program (Simulator::program()):
+  // when its first invocation began to work and its last one ended.
+  std::vector<double> slot_first_us, slot_last_us;
 
   // Check mode only (SimOptions::check): per invocation (slot * microbatches + k).
   std::vector<uint32_t> inv_count;        ///< times each invocation ran (must be 1)

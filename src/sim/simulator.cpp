@@ -81,6 +81,7 @@ SimReport Simulator::run(const SimOptions& options) const {
   ep.trace = options.trace;
   ep.trace_limit = options.trace_limit;
   ep.check = options.check;
+  ep.slot_times = options.slot_times;
   ep.whole_messages = options.whole_messages;
   CostModel cost = cost_;
   if (!(options.extra_alpha_us >= 0 && options.extra_alpha_us <= 1e6))

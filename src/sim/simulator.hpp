@@ -39,6 +39,9 @@ struct SimOptions {
   /// Added to every invocation's alpha (the runtime's Simple invocation: CallCosts::simple_alpha_extra_us).
   double extra_alpha_us = 0;
   bool trace = false;                   ///< record spans for a Chrome trace
+  /// Record when each slot first began to work and last finished (SimReport::slot_first_us,
+  /// slot_last_us): the timeline the tuner merges thread blocks on (sim/autotune.hpp).
+  bool slot_times = false;
   size_t trace_limit = 2'000'000;       ///< spans kept at most; the report says when it cut
   /// Track every resource's load at each change and every invocation's times (tests; slow).
   bool check = false;

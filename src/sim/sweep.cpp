@@ -1,10 +1,12 @@
 #include "sim/sweep.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 #include "ir/topology_io.hpp"
 #include "lang/load.hpp"
 #include "plan/builder.hpp"
+#include "sim/autotune.hpp"
 #include "sim/call_model.hpp"
 #include "util/error.hpp"
 #include "util/text.hpp"
@@ -36,6 +38,33 @@ std::vector<uint64_t> parse_size_range(const std::string& range) {
   return sizes;
 }
 
+namespace {
+
+/// One scheduler tuned per size (SweepSpec::tune).
+void run_tuned(const SweepSpec& spec, const PlanSource& src, const CompileOptions& base, const SweepCallback& on_report) {
+  TuneOptions to;
+  to.sim = spec.options;
+  to.tolerance = spec.tolerance;
+  to.max_tbs = spec.max_tbs > 0 ? spec.max_tbs : src.given ? src.given->max_tbs_per_rank() : 0;
+  CompileOptions c = base;
+  c.max_tbs = 0;
+  for (uint64_t bytes : spec.sizes) {
+    to.bytes = bytes;
+    const auto t0 = std::chrono::steady_clock::now();
+    TuneResult tr = autotune(*src.algorithm, spec.topology, c, to);
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    Simulator sim(tr.result.plan, spec.topology, !spec.options.trace, spec.max_memory_bytes);
+    SimOptions o = spec.options;
+    o.bytes = bytes;
+    SimReport r = sim.run(o);
+    r.variant = tr.trials[tr.chosen].label;
+    r.variant_reason = tr.reason;
+    on_report(sim, r, secs);
+  }
+}
+
+}  // namespace
+
 void run_sweep(const SweepSpec& spec, const SweepCallback& on_report) {
   // The plan builder (plan/builder.hpp) loads the source sized to the topology and verifies
   // it once: what the verifier refuses is never compiled nor simulated (a wrong algorithm has
@@ -54,6 +83,10 @@ void run_sweep(const SweepSpec& spec, const SweepCallback& on_report) {
     bo.compile.in_place = spec.in_place;
     bo.compile.max_memory_bytes = spec.max_memory_bytes;
     bo.compile.fifo_depth = spec.options.fifo_depth;
+    if (spec.tune && sched != "as-given" && !plan_file && spec.instances == 0) {
+      run_tuned(spec, src, bo.compile, on_report);
+      continue;
+    }
     const BuiltPlan b = build_plan(src, spec.topology, bo);
     // "Compile time" is the import's for an as-given schedule, the load's for a plan file.
     const double secs = b.compiled ? b.build_seconds : src.parse_seconds + b.build_seconds;

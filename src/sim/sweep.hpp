@@ -32,7 +32,13 @@ struct SweepSpec {
   std::vector<std::string> schedulers{"hpds"};
   std::string allocator = "state";
   int32_t instances = 0;                      ///< 0: derived from the topology
-  int32_t max_tbs = 0;                        ///< CompileOptions::max_tbs (0: no limit)
+  int32_t max_tbs = 0;                        ///< CompileOptions::max_tbs (0: no limit); the tuning budget when tuning
+  /// Automatic instances (sim/autotune.hpp): a compiler scheduler with derived instances is
+  /// tuned for each size by the simulator, within max_tbs thread blocks per rank when set,
+  /// else within an MSCCL file's own schedule's (when the source has one), else within the
+  /// scheduler's own plan's.
+  bool tune = false;
+  double tolerance = 0;  ///< TuneOptions::tolerance
   bool in_place = true;                       ///< CompileOptions::in_place
   std::vector<uint64_t> sizes;
   SimOptions options;                         ///< per-run options; `bytes` is set per size

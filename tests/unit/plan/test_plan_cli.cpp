@@ -38,8 +38,9 @@ TEST(PlanCli, SimulatePlanFileMatchesTheAlgorithm) {
     const std::string compile_args = std::string(algo) + " -t " + topo + " -s rr --out-of-place";
     test::CliRun c = weft("compile " + compile_args + " -o " + plan);
     ASSERT_EQ(c.status, 0) << c.err;
+    // The plan file holds the derived instances: the algorithm simulated untuned matches it.
     for (const char* extra : {"--sizes 1M:64M", "--size 4M --json"}) {
-      test::CliRun from_algo = weft("simulate " + compile_args + " " + extra);
+      test::CliRun from_algo = weft("simulate " + compile_args + " --no-tune " + extra);
       test::CliRun from_file = weft("simulate " + plan + " -t " + topo + " " + extra);
       ASSERT_EQ(from_algo.status, 0) << from_algo.err;
       ASSERT_EQ(from_file.status, 0) << from_file.err;
@@ -51,6 +52,16 @@ TEST(PlanCli, SimulatePlanFileMatchesTheAlgorithm) {
         EXPECT_NE(from_file.out.find("scheduler rr"), std::string::npos) << from_file.out;
       }
     }
+    // Compiled for one size, the plan is what `weft simulate` tunes for that size.
+    const std::string sized = temp_path(std::string(algo) + "_4M.json");
+    c = weft("compile " + compile_args + " --size 4M -o " + sized);
+    ASSERT_EQ(c.status, 0) << c.err;
+    test::CliRun tuned_algo = weft("simulate " + compile_args + " --tune --size 4M --json");
+    test::CliRun tuned_file = weft("simulate " + sized + " -t " + topo + " --size 4M --json");
+    ASSERT_EQ(tuned_algo.status, 0) << tuned_algo.err;
+    ASSERT_EQ(tuned_file.status, 0) << tuned_file.err;
+    EXPECT_EQ(without_sim_seconds(tuned_file.out), without_sim_seconds(tuned_algo.out)) << algo;
+    EXPECT_NE(tuned_algo.out.find("\"variant_reason\""), std::string::npos) << tuned_algo.out;
     // A plan file is scheduled already: no list of schedulers, no parameters.
     test::CliRun list = weft("simulate " + plan + " -t " + topo + " --size 1M -s hpds,rr");
     EXPECT_EQ(list.status, 2);

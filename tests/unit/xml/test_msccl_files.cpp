@@ -73,12 +73,12 @@ const MscclFile kOwn[] = {
     {"hand", "reduce_chain.xml", "h200-1x4", RE, "Simple", true, 1, 1, 2, 1, 5, 4, 1, false},
     {"hand", "custom_alltonext.xml", "h200-1x4", CU, "Simple", false, 1, 1, 0, 0, 4, 1, 1, true},
     {"hand", "same_tb_dependency.xml", "h200-1x2", AG, "Simple", false, 1, 2, 0, 0, 4, 2, 1, true},
-    {"exported", "ring_allreduce_8_ll.xml", "h200-1x8", AR, "LL", true, 64, 64, 0, 0, 896, 14, 16, false},
-    {"exported", "ring_allgather_4.xml", "h200-1x4", AG, "Simple", true, 8, 32, 0, 0, 96, 3, 16, false},
-    {"exported", "ring_reducescatter_4_ll128.xml", "h200-1x4", RS, "LL128", true, 32, 8, 0, 0, 96, 3, 16, false},
-    {"exported", "alltoall_direct_4.xml", "h200-1x4", A2A, "Simple", true, 112, 112, 84, 0, 132, 2, 46, false},
-    {"exported", "chain_broadcast_4.xml", "h200-1x4", BC, "Simple", true, 32, 32, 0, 0, 96, 3, 8, false},
-    {"exported", "allpairs_allreduce_4_ll.xml", "h200-1x4", AR, "LL", true, 112, 112, 112, 0, 216, 5, 46, false},
+    {"exported", "ring_allreduce_8_ll.xml", "h200-1x8", AR, "LL", true, 152, 152, 0, 0, 2128, 14, 38, false},
+    {"exported", "ring_allgather_4.xml", "h200-1x4", AG, "Simple", true, 19, 76, 0, 0, 228, 3, 38, false},
+    {"exported", "ring_reducescatter_4_ll128.xml", "h200-1x4", RS, "LL128", true, 76, 19, 0, 0, 228, 3, 38, false},
+    {"exported", "alltoall_direct_4.xml", "h200-1x4", A2A, "Simple", true, 224, 224, 168, 0, 174, 2, 50, false},
+    {"exported", "chain_broadcast_4.xml", "h200-1x4", BC, "Simple", true, 76, 76, 0, 0, 228, 3, 19, false},
+    {"exported", "allpairs_allreduce_4_ll.xml", "h200-1x4", AR, "LL", true, 140, 140, 140, 0, 228, 5, 47, false},
 };
 
 int gpus_of(const char* topology) {

@@ -1,0 +1,356 @@
+#include "sim/autotune.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+#include "compile/deadlock.hpp"
+#include "compile/lower.hpp"
+#include "compile/merge_blocks.hpp"
+#include "util/error.hpp"
+#include "sim/program.hpp"
+#include "util/error.hpp"
+#include "util/text.hpp"
+
+namespace weft::sim {
+namespace {
+
+struct Classes {
+  bool intra = false, inter = false, local = false;
+};
+
+Classes classes_of(const Algorithm& algo, const Topology& topo) {
+  Classes c;
+  for (const Transfer& t : algo.transfers) {
+    if (t.src_rank == t.dst_rank) c.local = true;
+    else if (topo.same_node(t.src_rank, t.dst_rank)) c.intra = true;
+    else c.inter = true;
+  }
+  return c;
+}
+
+/// Whether trial a beats trial b: faster beyond the tolerance, or as fast with fewer blocks.
+bool better(const TuneTrial& a, const TuneTrial& b, double tolerance) {
+  if (!a.error.empty()) return false;
+  if (!b.error.empty()) return true;
+  if (a.time_us < b.time_us * (1 - tolerance) - 1e-9) return true;
+  if (a.time_us > b.time_us * (1 + tolerance) + 1e-9) return false;
+  if (a.tbs != b.tbs) return a.tbs < b.tbs;
+  return a.time_us < b.time_us - 1e-9;
+}
+
+/// A merged plan may run this much longer than the plan it came from and still be taken.
+constexpr double kMergeSlack = 1e-3;
+
+class Search {
+ public:
+  Search(const Algorithm& algo, const Topology& topo, const CompileOptions& base, const TuneOptions& o)
+      : algo_(algo), topo_(topo), base_(base), o_(o) {}
+
+  CompileOptions options_for(const TuneTrial& t, int32_t max_tbs) const {
+    CompileOptions c = base_;
+    c.execution = t.execution;
+    // Step order: at algorithm level a ring runs as one chain per block; with a channel per
+    // chunk a fused chain may wait for work that comes later on its ranks.
+    if (t.execution == "algorithm" || t.channels == "chunk") c.step_order = true;
+    c.channels = t.channels;
+    c.aggregate = t.aggregate;
+    c.allocator = t.allocator;
+    c.spare_blocks = t.spare_blocks;
+    c.scale_intra = t.scale_intra, c.scale_inter = t.scale_inter, c.scale_local = t.scale_local;
+    c.max_tbs = max_tbs;
+    return c;
+  }
+
+  SimReport run(const Plan& plan, bool per_block) const {
+    SimOptions so = o_.sim;
+    so.bytes = o_.bytes;
+    so.trace = false;
+    return Simulator(plan, topo_, !per_block, base_.max_memory_bytes).run(so);
+  }
+
+  /// The plan with the blocks the simulator saw work apart merged, when that is no slower.
+  bool merge_on_timeline(CompileResult& r, SimReport& rep, double overlap = 0, bool must_fit = false) const {
+    if (r.plan.execution != ExecutionModel::Task) return false;
+    SimOptions so = o_.sim;
+    so.bytes = o_.bytes;
+    so.trace = false;
+    so.slot_times = true;
+    const Simulator per_block(r.plan, topo_, false, base_.max_memory_bytes);
+    const SimReport times = per_block.run(so);
+    const Program& prog = per_block.program();
+    std::vector<std::vector<std::vector<SlotActivity>>> activity(r.plan.ranks.size());
+    for (size_t k = 0; k < r.plan.ranks.size(); ++k) {
+      activity[k].resize(r.plan.ranks[k].tbs.size());
+      for (size_t tb = 0; tb < r.plan.ranks[k].tbs.size(); ++tb) activity[k][tb].resize(r.plan.ranks[k].tbs[tb].slots.size());
+    }
+    for (const ProgTb& t : prog.tbs) {
+      double prev = 0;  // a slot that never worked (a nop) sits where the one before it ended
+      for (int32_t g = t.slot_begin; g < t.slot_end; ++g) {
+        const bool worked = times.slot_first_us[g] >= 0;
+        const SlotActivity a = worked ? SlotActivity{times.slot_first_us[g], times.slot_last_us[g]} : SlotActivity{prev, prev};
+        activity[t.rank][t.local][g - t.slot_begin] = a;
+        prev = a.last_us;
+      }
+    }
+    // Blocks of local copies and reductions stay apart from communication (the CPU emulator
+    // computes wrong data for some plans that mix them; docs/scheduling.md).
+    std::vector<std::vector<int32_t>> kinds(r.plan.ranks.size());
+    for (size_t k = 0; k < r.plan.ranks.size(); ++k)
+      for (const ThreadBlock& tb : r.plan.ranks[k].tbs) {
+        bool comm = false;
+        for (const Slot& sl : tb.slots) comm = comm || sl.send_peer >= 0 || sl.recv_peer >= 0;
+        kinds[k].push_back(comm ? 1 : 0);
+      }
+    const BlockMerge m = merge_by_activity(activity, -overlap * rep.time_us, &kinds);
+    bool fewer = false;
+    for (size_t k = 0; k < m.size(); ++k) fewer = fewer || m[k].size() < r.plan.ranks[k].tbs.size();
+    if (!fewer) return false;
+    Plan merged = r.plan;
+    if (!merge_thread_blocks(merged, m) || !check_deadlock(merged, base_.fifo_depth).ok) return false;
+    const SimReport mr = run(merged, false);
+    if (must_fit ? merged.max_tbs_per_rank() > budget_ : mr.time_us > rep.time_us * (1 + kMergeSlack)) return false;
+    merged.allocator += "+timeline";
+    r.plan = std::move(merged);
+    rep = mr;
+    return true;
+  }
+
+  /// Compiles, merges and simulates one variant: its plan within the budget, or an error.
+  CompileResult build(TuneTrial& t, bool merge = false) const {
+    CompileOptions c = options_for(t, 0);
+    c.keep_graph = false;
+    CompileResult r = compile(algo_, topo_, c);
+    if (r.slots > o_.max_slots) {  // too large to tune: taken as compiled, not simulated
+      t.tbs = t.tbs_unmerged = r.plan.max_tbs_per_rank();
+      t.instances_intra = r.instances_intra, t.instances_inter = r.instances_inter, t.instances_local = r.instances_local;
+      return r;
+    }
+    SimReport rep = run(r.plan, false);
+    t.tbs_unmerged = r.plan.max_tbs_per_rank();
+    if (merge || (budget_ > 0 && t.tbs_unmerged > budget_)) merge_on_timeline(r, rep);
+    // Still over: blocks whose work overlaps a little are merged too (the merged plan may run
+    // longer; the search compares it with the others).
+    for (double overlap : {0.01, 0.03, 0.1, 0.3, 1.0})
+      if (budget_ > 0 && r.plan.max_tbs_per_rank() > budget_) merge_on_timeline(r, rep, overlap, true);
+    if (budget_ > 0 && r.plan.max_tbs_per_rank() > budget_)
+      fail(ErrorCode::InvalidArgument,
+           text::format("%d thread blocks per rank, more than the budget of %d", r.plan.max_tbs_per_rank(), budget_));
+    t.instances_intra = r.instances_intra, t.instances_inter = r.instances_inter, t.instances_local = r.instances_local;
+    t.tbs = r.plan.max_tbs_per_rank();
+    t.time_us = rep.time_us;
+    t.busbw_GBps = rep.busbw_GBps;
+    t.tb_idle_mean = rep.tb_idle_mean;
+    return r;
+  }
+
+  /// The seed with every instance scale divided by the smallest power of sqrt(2) (down to
+  /// 1/64) that brings its plan within the budget, before any merging; the seed itself when it
+  /// fits, or at 1/64 when nothing does (merging may still fit it).
+  TuneTrial fit(TuneTrial t) const {
+    if (budget_ <= 0) return t;
+    const TuneTrial seed = t;
+    for (int32_t j = 0; j <= 12; ++j) {
+      const double m = std::pow(2.0, -0.5 * j);
+      t.scale_intra = std::max(seed.scale_intra * m, 1.0 / 64);
+      t.scale_inter = std::max(seed.scale_inter * m, 1.0 / 64);
+      t.scale_local = std::max(seed.scale_local * m, 1.0 / 64);
+      CompileOptions c = options_for(t, 0);
+      c.keep_graph = false;
+      try {
+        if (compile(algo_, topo_, c).plan.max_tbs_per_rank() <= budget_) return t;
+      } catch (const Error& e) {
+        if (e.code() != ErrorCode::InvalidArgument && e.code() != ErrorCode::Verify) throw;
+      }
+    }
+    return t;
+  }
+
+  /// Compiles and simulates one variant (once per distinct variant); returns its index.
+  int32_t trial(TuneTrial t) {
+    const auto key = std::make_tuple(t.execution, t.channels, t.aggregate, t.allocator + "/" + std::to_string(t.spare_blocks),
+                                     t.scale_intra, t.scale_inter, t.scale_local);
+    if (auto it = seen_.find(key); it != seen_.end()) return it->second;
+    t.label = text::format("%s, %s channels%s, %s%s, instances x%g/x%g/x%g", t.execution.c_str(), t.channels.c_str(),
+                           t.aggregate ? "" : ", not aggregated", t.allocator.c_str(),
+                           t.spare_blocks > 0 ? text::format(" + %d blocks for local work", t.spare_blocks).c_str() : "",
+                           t.scale_intra, t.scale_inter, t.scale_local);
+    try {
+      const CompileResult r = build(t);
+      last_slots_ = r.slots;
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::InvalidArgument && e.code() != ErrorCode::Verify) throw;
+      t.error = e.what();
+    }
+    trials_.push_back(t);
+    const int32_t i = static_cast<int32_t>(trials_.size()) - 1;
+    seen_[key] = i;
+    return i;
+  }
+
+  bool room() const { return static_cast<int32_t>(trials_.size()) < std::min(o_.max_trials, limit_); }
+  /// Trials the current descent may reach (a share of max_trials per seed).
+  void set_limit(int32_t n) { limit_ = n; }
+  int32_t count() const { return static_cast<int32_t>(trials_.size()); }
+  const TuneTrial& at(int32_t i) const { return trials_[i]; }
+  std::vector<TuneTrial>& trials() { return trials_; }
+  int64_t last_slots() const { return last_slots_; }
+  int32_t budget() const { return budget_; }
+  void set_budget(int32_t b) { budget_ = b; }
+
+ private:
+  const Algorithm& algo_;
+  const Topology& topo_;
+  const CompileOptions& base_;
+  const TuneOptions& o_;
+  std::vector<TuneTrial> trials_;
+  std::map<std::tuple<std::string, std::string, bool, std::string, double, double, double>, int32_t> seen_;
+  int64_t last_slots_ = 0;
+  int32_t budget_ = 0;  ///< thread blocks per rank a variant may take (0: no limit)
+  int32_t limit_ = INT32_MAX;
+};
+
+/// Coordinate descent from trial `start` over the classes the algorithm uses.
+int32_t descend(Search& s, int32_t start, const Classes& classes, double tolerance) {
+  int32_t cur = start;
+  // Multiplicative steps (x2, x1.5, x4/3 and back), then one block more or fewer on a class's
+  // largest count (step 0), each as long as it improves.
+  for (double step : {2.0, 1.5, 4.0 / 3, 0.0}) {
+    for (bool improved = true; improved && s.room();) {
+      improved = false;
+      for (int32_t cls = 0; cls < 3 && s.room(); ++cls) {
+        if ((cls == 0 && !classes.intra) || (cls == 1 && !classes.inter) || (cls == 2 && !classes.local)) continue;
+        const TuneTrial& at = s.at(cur);
+        const int32_t k = cls == 0 ? at.instances_intra : cls == 1 ? at.instances_inter : at.instances_local;
+        if (step == 0 && k < 1) continue;
+        const double up = step > 0 ? step : (k + 1.0) / k, down = step > 0 ? 1 / step : (k - 1.0) / k;
+        for (double f : {up, down}) {
+          if (!s.room() || f <= 0) break;
+          TuneTrial c = s.at(cur);
+          double* sc[3] = {&c.scale_intra, &c.scale_inter, &c.scale_local};
+          *sc[cls] = std::clamp(*sc[cls] * f, 1.0 / 64, 64.0);
+          c.error.clear();
+          const int32_t t = s.trial(c);
+          if (better(s.at(t), s.at(cur), tolerance)) {
+            cur = t;
+            improved = true;
+          }
+        }
+      }
+    }
+  }
+  return cur;
+}
+
+std::string describe(const TuneResult& out, const std::vector<TuneTrial>& ts, int32_t first) {
+  const TuneTrial& c = ts[out.chosen];
+  std::string budget = out.max_tbs > 0 ? text::format(", at most %d thread blocks per rank", out.max_tbs) : "";
+  std::string merged = c.tbs < c.tbs_unmerged ? text::format("; %d blocks per rank merged into %d on the simulated timeline",
+                                                              c.tbs_unmerged, c.tbs)
+                                              : "";
+  if (out.chosen == first)
+    return text::format("the scheduler's own shape with derived instances ran fastest of %zu variants (%.1f us, %d thread "
+                        "blocks per rank%s)%s",
+                        ts.size(), c.time_us, c.tbs, budget.c_str(), merged.c_str());
+  std::string against = ts[first].error.empty()
+                            ? text::format("%.1f us and %d blocks per rank for the scheduler's own shape", ts[first].time_us,
+                                           ts[first].tbs)
+                            : "the scheduler's own shape, which did not fit (" + ts[first].error + ")";
+  return text::format("%s ran %.1f us with %d thread blocks per rank, against %s (best of %zu variants%s)%s", c.label.c_str(),
+                      c.time_us, c.tbs, against.c_str(), ts.size(), budget.c_str(), merged.c_str());
+}
+
+}  // namespace
+
+TuneResult autotune(const Algorithm& algo, const Topology& topo, const CompileOptions& base, const TuneOptions& o) {
+  if (o.bytes == 0) fail(ErrorCode::InvalidArgument, "automatic instances need the call's size in bytes");
+  if (base.instances != 0)
+    fail(ErrorCode::InvalidArgument, "automatic instances start from derived instances; instances are given (" +
+                                         std::to_string(base.instances) + ")");
+  if (!(o.tolerance >= 0 && o.tolerance < 1)) fail(ErrorCode::InvalidArgument, "the tuning tolerance must be in [0, 1)");
+  Search s(algo, topo, base, o);
+  s.set_budget(std::max(o.max_tbs, 0));
+  TuneTrial own;
+  own.execution = std::string(to_string(execution_model_of(base)));
+  own.channels = base.channels;
+  own.aggregate = base.aggregate;
+  own.allocator = base.allocator;
+  const int32_t first = s.trial(own);
+  // By default no variant takes more blocks than the scheduler's own plan.
+  if (o.max_tbs == 0 && s.at(first).error.empty()) s.set_budget(s.at(first).tbs_unmerged);
+  TuneResult out;
+  out.max_tbs = s.budget();
+  if (s.last_slots() <= o.max_slots) {
+    out.tuned = true;
+    std::vector<TuneTrial> seeds = {own};
+    if (own.execution == "task") {
+      TuneTrial alg = own;
+      alg.execution = "algorithm";
+      seeds.push_back(alg);
+      TuneTrial chunks = own;
+      chunks.channels = "chunk";
+      chunks.aggregate = false;
+      chunks.allocator = "conn";
+      // A block per chunk and link carries the parallelism already: one instance each, as
+      // an MSCCL file's channels have (the search may raise them).
+      chunks.scale_intra = chunks.scale_inter = chunks.scale_local = 1.0 / 64;
+      seeds.push_back(chunks);
+      for (const char* e : {"task", "algorithm"}) {
+        TuneTrial peer = own;
+        peer.execution = e;
+        peer.allocator = "peer";
+        seeds.push_back(peer);
+      }
+    }
+    const Classes classes = classes_of(algo, topo);
+    // Each seed as it is and, when that is over the budget, scaled down until it fits.
+    // Every seed gets an equal share of the trials, so that a long descent from one does not
+    // leave the others unexplored.
+    const int32_t share = std::max<int32_t>(2, (o.max_trials - s.count()) / static_cast<int32_t>(seeds.size()));
+    for (const TuneTrial& seed : seeds) {
+      s.set_limit(s.count() + share);
+      const int32_t at = s.trial(seed);
+      int32_t best = descend(s, at, classes, o.tolerance);
+      if (!s.at(at).error.empty()) best = descend(s, s.trial(s.fit(seed)), classes, o.tolerance);
+      // The peer allocator deals local work over its blocks; blocks left in the budget can
+      // take a share of it.
+      if (seed.allocator == "peer" && s.budget() > 0 && s.at(best).error.empty() && s.at(best).tbs < s.budget()) {
+        TuneTrial spare = s.at(best);
+        spare.spare_blocks = s.budget() - spare.tbs;
+        spare.error.clear();
+        s.set_limit(s.count() + 12);
+        descend(s, s.trial(spare), classes, o.tolerance);
+      }
+    }
+    s.set_limit(INT32_MAX);
+  }
+  // The fastest variant, then the fewest blocks among those within the tolerance of it.
+  const std::vector<TuneTrial>& ts = s.trials();
+  int32_t fastest = -1;
+  for (int32_t i = 0; i < static_cast<int32_t>(ts.size()); ++i)
+    if (ts[i].error.empty() && (fastest < 0 || ts[i].time_us < ts[fastest].time_us)) fastest = i;
+  if (fastest < 0)
+    fail(ErrorCode::InvalidArgument, text::format("no variant of %s on %s fits: %s", algo.name.c_str(), topo.name.c_str(),
+                                                  ts[first].error.c_str()));
+  int32_t chosen = fastest;
+  for (int32_t i = 0; i < static_cast<int32_t>(ts.size()); ++i)
+    if (ts[i].error.empty() && ts[i].time_us <= ts[fastest].time_us * (1 + o.tolerance) + 1e-9 &&
+        (ts[i].tbs < ts[chosen].tbs || (ts[i].tbs == ts[chosen].tbs && ts[i].time_us < ts[chosen].time_us)))
+      chosen = i;
+  // The chosen variant once more (compilation is deterministic), its blocks merged on the
+  // simulated timeline where that is no slower.
+  TuneTrial again = ts[chosen];
+  out.result = s.build(again, true);
+  out.chosen = chosen;
+  out.trials = s.trials();
+  out.trials[chosen] = again;
+  out.reason = out.tuned ? describe(out, out.trials, first)
+                         : text::format("the plan has %lld slots, more than the %lld tuned; derived instances as they are",
+                                        static_cast<long long>(s.last_slots()), static_cast<long long>(o.max_slots));
+  return out;
+}
+
+}  // namespace weft::sim

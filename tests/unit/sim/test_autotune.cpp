@@ -1,0 +1,258 @@
+// Automatic instances and the choice of a schedule per size, checked on simulated results
+// only (regression tests of the simulator's figures, not of GPU speed; docs/scheduling.md):
+//   - every published MSCCL file (../shared/msccl-xml, skipped without it) and the project's
+//     own (tests/data/msccl): HPDS, tuned at 1 MiB, 64 MiB and 1 GiB within the file's own
+//     thread blocks per rank, takes no more blocks than the file and is no slower, except
+//     where docs/scheduling.md says why not, where it stays within the ratio measured there;
+//   - every built-in algorithm on h200-1x8: HPDS within the blocks of the algorithm's written
+//     schedule (`algo`) is no slower than it;
+//   - `weft compile -s auto`'s choice is the fastest candidate and never slower than the
+//     file's own schedule;
+//   - thread-block idle of HM AllReduce and AllGather on the paper's topologies.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+
+#include "exec/plan_lowering.hpp"
+#include "ir/topology_io.hpp"
+#include "lang/load.hpp"
+#include "plan/builder.hpp"
+#include "exec/plan_check.hpp"
+#include "sim/autotune.hpp"
+#include "sim/choose.hpp"
+#include "sim/simulator.hpp"
+#include "xml/xml_test_util.hpp"
+
+namespace weft::sim {
+namespace {
+
+constexpr uint64_t kSizes[] = {uint64_t{1} << 20, uint64_t{64} << 20, uint64_t{1} << 30};
+
+SimReport run(const Plan& p, const Topology& t, uint64_t bytes) {
+  SimOptions o;
+  o.bytes = bytes;
+  return simulate(p, t, o);
+}
+
+TuneResult tuned(const Algorithm& a, const Topology& t, uint64_t bytes, int32_t max_tbs, const std::string& sched = "hpds") {
+  CompileOptions c;
+  c.scheduler = sched;
+  TuneOptions o;
+  o.bytes = bytes;
+  o.max_tbs = max_tbs;
+  return autotune(a, t, c, o);
+}
+
+Topology preset_for(int32_t ranks) {
+  Topology t = topology_preset("h200-1x8");
+  t.gpus_per_node = ranks;
+  t.name = "h200-1x" + std::to_string(ranks);
+  return t;
+}
+
+/// Where HPDS within the file's blocks is still slower than the file's own schedule: the
+/// ratio (own time / HPDS time, in busbw terms HPDS over own) measured when this was written,
+/// by size. docs/scheduling.md gives the cause of each.
+const std::map<std::string, std::map<uint64_t, double>>& known_slower() {
+  static const std::map<std::string, std::map<uint64_t, double>> m = {
+      {"ap2ll.xml", {{1u << 20, 1.83}, {64u << 20, 1.88}, {1u << 30, 1.74}}},
+      {"ap4ll.xml", {{1u << 20, 1.93}, {64u << 20, 1.0}, {1u << 30, 1.0}}},
+      {"ndv5-ar-4m.xml", {{1u << 20, 1.05}, {64u << 20, 1.07}, {1u << 30, 1.03}}},
+  };
+  return m;
+}
+
+/// HPDS tuned within the file's own blocks against the file's own schedule, at each size.
+void compare_with_given(const std::string& path, const std::string& name) {
+  SCOPED_TRACE(path);
+  const PlanSource probe = load_source(path, topology_preset("h200-1x8"), SourceOptions{{}, true, false, true});
+  const Topology t = probe.given->num_ranks == 8 ? topology_preset("h200-1x8") : preset_for(probe.given->num_ranks);
+  const PlanSource src = load_source(path, t, {});
+  ASSERT_TRUE(src.algorithm && src.given);
+  const int32_t given_tbs = src.given->max_tbs_per_rank();
+  for (uint64_t bytes : kSizes) {
+    SCOPED_TRACE(std::to_string(bytes >> 20) + " MiB");
+    const double own = run(*src.given, t, bytes).time_us;
+    const TuneResult r = tuned(*src.algorithm, t, bytes, given_tbs);
+    const double hpds = run(r.result.plan, t, bytes).time_us;
+    EXPECT_LE(r.result.plan.max_tbs_per_rank(), given_tbs);
+    EXPECT_DOUBLE_EQ(hpds, r.trials[r.chosen].time_us);  // the plan returned is the one simulated
+    double allowed = 1.0;
+    if (auto f = known_slower().find(name); f != known_slower().end()) allowed = f->second.at(bytes);
+    EXPECT_LE(hpds, own * allowed * (1 + 1e-9)) << r.reason;
+  }
+}
+
+TEST(GivenSchedules, HpdsWithinEachPublishedFilesBlocksIsNoSlowerOrNoWorseThanMeasured) {
+  WEFT_PUBLISHED_MSCCL_DIR_OR_SKIP(dir);
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() != ".xml") continue;
+    compare_with_given(e.path().string(), e.path().filename().string());
+    ++files;
+  }
+  EXPECT_GE(files, 14);
+}
+
+TEST(GivenSchedules, HpdsWithinTheProjectsOwnFilesBlocksIsNoSlower) {
+  // The project's MSCCL files (tests/data/msccl/README.md) that a 1-node preset runs.
+  for (const char* f : {"exported/ring_allreduce_8_ll.xml", "exported/allpairs_allreduce_4_ll.xml",
+                        "exported/ring_allgather_4.xml", "exported/alltoall_direct_4.xml",
+                        "exported/chain_broadcast_4.xml"})
+    compare_with_given(test::own_msccl_dir() + "/" + f, f);
+}
+
+TEST(GivenSchedules, HpdsWithinTheWrittenSchedulesBlocksIsNoSlowerOnEveryBuiltin) {
+  // allpairs_broadcast's written schedule sends to one peer per step: its 19 blocks each visit
+  // the root's 7 peers in turn, at the port's full rate. HPDS sends to all 7 at once, and 19
+  // blocks do not divide among 7 connections: 14 blocks, 1.3% slower (docs/scheduling.md).
+  // direct_reduce (7 receives into scratch, then 7 reductions chained on the root's one chunk):
+  // within the written schedule's 21 blocks HPDS is 16.6% slower at 1 MiB (76.5 against
+  // 65.6 us); its own shape, 23 blocks, 168.9 us. The chain of local reductions on one chunk
+  // runs on blocks apart from communication (the emulator's rule), and HPDS does not yet
+  // start it while the receives land. A known loss (docs/scheduling.md), kept visible here.
+  const std::map<std::string, double> slower = {{"allpairs_broadcast", 1.02}, {"direct_reduce", 1.17}};
+  const Topology t = topology_preset("h200-1x8");
+  for (const std::string& name : builtin_algorithm_names()) {
+    SCOPED_TRACE(name);
+    const Algorithm a = load_algorithm(name, params_for_topology(t, {}));
+    CompileOptions written;
+    written.scheduler = "algo";
+    const Plan algo = compile(a, t, written).plan;
+    for (uint64_t bytes : kSizes) {
+      SCOPED_TRACE(std::to_string(bytes >> 20) + " MiB");
+      const TuneResult r = tuned(a, t, bytes, algo.max_tbs_per_rank());
+      EXPECT_LE(r.result.plan.max_tbs_per_rank(), algo.max_tbs_per_rank());
+      const double allowed = slower.count(name) ? slower.at(name) : 1.0;
+      EXPECT_LE(run(r.result.plan, t, bytes).time_us, run(algo, t, bytes).time_us * allowed * (1 + 1e-9)) << r.reason;
+    }
+  }
+}
+
+TEST(GivenSchedules, TheChoiceIsTheFastestCandidateAndNeverSlowerThanTheFile) {
+  const std::string path = test::own_msccl_dir() + "/exported/ring_allreduce_8_ll.xml";
+  const Topology t = topology_preset("h200-1x8");
+  const PlanSource src = load_source(path, t, {});
+  TuneOptions o;
+  o.bytes = 64u << 20;
+  const ScheduleChoice ch = choose_schedule(*src.algorithm, &*src.given, t, CompileOptions{}, o, auto_schedulers(true));
+  ASSERT_EQ(ch.candidates.size(), 6u);
+  EXPECT_EQ(ch.max_tbs, src.given->max_tbs_per_rank());
+  double fastest = 1e300;
+  for (const ScheduleCandidate& c : ch.candidates)
+    if (c.error.empty()) fastest = std::min(fastest, c.time_us);
+  const double chosen = run(ch.plan, t, o.bytes).time_us;
+  EXPECT_DOUBLE_EQ(chosen, fastest);
+  EXPECT_LE(chosen, run(*src.given, t, o.bytes).time_us);
+  EXPECT_LE(ch.plan.max_tbs_per_rank(), ch.max_tbs);
+  EXPECT_NE(ch.reason.find(ch.scheduler), std::string::npos);
+  EXPECT_THROW(choose_schedule(*src.algorithm, &*src.given, t, CompileOptions{}, TuneOptions{}, {"hpds"}), Error);
+}
+
+TEST(Autotune, NeverSlowerNorLargerThanTheDerivedPlan) {
+  for (const char* topo : {"a100-2x4", "a100-4x8"})
+    for (const char* algo : {"hm_allreduce", "hm_allgather"}) {
+      SCOPED_TRACE(std::string(algo) + " on " + topo);
+      const Topology t = topology_preset(topo);
+      const Algorithm a = load_algorithm(algo, params_for_topology(t, {}));
+      const Plan derived = compile(a, t, CompileOptions{}).plan;
+      const TuneResult r = tuned(a, t, 256u << 20, 0);
+      const SimReport d = run(derived, t, 256u << 20), x = run(r.result.plan, t, 256u << 20);
+      EXPECT_LE(x.time_us, d.time_us * (1 + 1e-9));
+      EXPECT_LE(r.result.plan.max_tbs_per_rank(), derived.max_tbs_per_rank());
+      EXPECT_LE(x.tb_idle_mean, d.tb_idle_mean + 1e-9);
+      EXPECT_FALSE(r.reason.empty());
+    }
+}
+
+TEST(Autotune, IdleOnThePapersTopologiesWhenFewerBlocksMayCostTenPercent) {
+  // Paper 001 Table 3 reports 1.7-15% mean idle. Fastest first (tolerance 0) the tuner keeps
+  // the blocks that NIC-paced NVLink connections leave waiting (docs/scheduling.md, "Idle");
+  // allowed 10% (--tolerance 0.1) it takes the fewest blocks within that, and the waiting
+  // blocks go: the figures measured when this was written, kept from getting worse.
+  struct Case {
+    const char* algo;
+    const char* topo;
+    double idle;  ///< mean idle at most
+  };
+  for (const Case& c : {Case{"hm_allreduce", "a100-2x4", 0.18}, Case{"hm_allgather", "a100-2x4", 0.12},
+                        Case{"hm_allreduce", "a100-4x8", 0.16}, Case{"hm_allgather", "a100-4x8", 0.01}}) {
+    SCOPED_TRACE(std::string(c.algo) + " on " + c.topo);
+    const Topology t = topology_preset(c.topo);
+    const Algorithm a = load_algorithm(c.algo, params_for_topology(t, {}));
+    TuneOptions o;
+    o.bytes = 256u << 20;
+    o.tolerance = 0.1;
+    const TuneResult r = autotune(a, t, CompileOptions{}, o);
+    const SimReport x = run(r.result.plan, t, o.bytes);
+    EXPECT_LE(x.tb_idle_mean, c.idle + 5e-3);
+    double fastest = 1e300;
+    for (const TuneTrial& tr : r.trials)
+      if (tr.error.empty()) fastest = std::min(fastest, tr.time_us);
+    EXPECT_LE(x.time_us, fastest * 1.1 * (1 + 1e-9));
+  }
+}
+
+/// The plan moves the right data: the CPU emulator runs it on random data and compares every
+/// element with the host reference (exec/plan_check.hpp).
+void expect_correct(const Plan& p, const std::string& what) {
+  SCOPED_TRACE(what);
+  try {
+    check_plan_on_emulator(lower_plan(p, p.num_ranks, 32), 4);
+  } catch (const Error& e) {
+    ADD_FAILURE() << e.what();
+  }
+}
+
+TEST(Autotune, EveryShapeItTakesRunsCorrectlyOnTheEmulator) {
+  const Topology t = topology_preset("h200-1x8");
+  // The shapes one by one: hpds at algorithm level in step order, chunk channels in step
+  // order at task level, the peer allocator (with blocks for local work) at both levels.
+  struct Shape {
+    const char* algo;
+    const char* execution;
+    const char* channels;
+    const char* allocator;
+    int32_t spare;
+  };
+  for (const Shape& sh : {Shape{"ring_allreduce", "algorithm", "link", "state", 0},
+                          Shape{"hm_allreduce", "task", "chunk", "conn", 0},
+                          Shape{"allpairs_allreduce", "task", "link", "peer", 2},
+                          Shape{"allpairs_allreduce", "algorithm", "link", "peer", 0},
+                          Shape{"alltoall_direct", "task", "link", "peer", 0},
+                          Shape{"peerwise_alltoall", "algorithm", "link", "peer", 4},
+                          Shape{"allpairs_reducescatter", "algorithm", "link", "peer", 1}}) {
+    const Algorithm a = load_algorithm(sh.algo, params_for_topology(t, {}));
+    CompileOptions c;
+    c.execution = sh.execution;
+    c.channels = sh.channels;
+    c.aggregate = std::string(sh.channels) == "link";
+    c.allocator = sh.allocator;
+    c.spare_blocks = sh.spare;
+    c.step_order = true;
+    c.instances = 2;
+    expect_correct(compile(a, t, c).plan, std::string(sh.algo) + " " + sh.execution + " " + sh.channels + " " + sh.allocator);
+  }
+  // What the tuner returns, blocks merged on the simulated timeline included.
+  for (const char* algo : {"ring_allreduce", "allpairs_allreduce", "hm_allgather", "alltoall_direct", "peerwise_alltoall"})
+    for (uint64_t bytes : {uint64_t{1} << 20, uint64_t{64} << 20}) {
+      const Algorithm a = load_algorithm(algo, params_for_topology(t, {}));
+      const TuneResult r = tuned(a, t, bytes, 0);
+      expect_correct(r.result.plan, std::string(algo) + " tuned: " + r.reason);
+    }
+}
+
+TEST(Autotune, RefusesGivenInstancesAndAMissingSize) {
+  const Topology t = topology_preset("h200-1x8");
+  const Algorithm a = load_algorithm("ring_allreduce", params_for_topology(t, {}));
+  CompileOptions c;
+  TuneOptions o;
+  EXPECT_THROW(autotune(a, t, c, o), Error);  // no size
+  o.bytes = 1u << 20;
+  c.instances = 4;
+  EXPECT_THROW(autotune(a, t, c, o), Error);
+}
+
+}  // namespace
+}  // namespace weft::sim
