@@ -19,7 +19,9 @@ import statistics
 import sys
 
 NT_ORDER = ["all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce", "sendrecv"]
-SECTION = re.compile(r"^######## (weft|nccl) (\S+) (\S+) (plain|graph)\b")
+SECTION = re.compile(r"^######## (weft|nccl) (\S+) (\S+) (plain|graph|r1|r2|zero|eff)\b")
+EXTRA = {"r1": "registered buffers (-R 1)", "r2": "symmetric windows (-R 2)",
+         "zero": "NCCL_CTA_POLICY=2 with symmetric windows (-R 2)", "eff": "NCCL_CTA_POLICY=1"}
 
 
 def fmt_size(b):
@@ -83,7 +85,7 @@ class Round:
             if size in rows:  # two rows of one size (0 B after rounding): keep the first
                 continue
             rows[size] = {"us": num(f[5]), "busbw": num(f[7]), "wrong": wrong(f[8]) + wrong(f[12]),
-                          "ip_us": num(f[9])}
+                          "ip_us": num(f[9]), "ip_busbw": num(f[11])}
 
     def load_bench(self, text):
         if text is None:
@@ -154,6 +156,19 @@ def collective_table(rnd, test):
         rows.append(cells)
     return table(["size", "NCCL us", "weft us", "NCCL/weft", "graph NCCL us", "graph weft us", "graph NCCL/weft",
                   "NCCL busbw", "weft busbw", "#wrong weft / NCCL"], rows)
+
+
+def extra_table(rnd, variant, tests):
+    rows = []
+    for t in [x for x in NT_ORDER if x in tests] + sorted(set(tests) - set(NT_ORDER)):
+        sizes = sorted(set(rnd.nt.get(("weft", t, variant), {})) | set(rnd.nt.get(("nccl", t, variant), {})))
+        for s in sizes:
+            n, w = nt_row(rnd, "nccl", t, variant, s), nt_row(rnd, "weft", t, variant, s)
+            rows.append([t, fmt_size(s), fmt(n.get("busbw")), fmt(w.get("busbw")), fmt(ratio(w.get("busbw"), n.get("busbw"))),
+                         fmt(n.get("ip_busbw")), fmt(w.get("ip_busbw")), fmt(ratio(w.get("ip_busbw"), n.get("ip_busbw"))),
+                         "%d" % w.get("wrong", 0) if w else "-"])
+    return table(["test", "size", "NCCL busbw", "weft busbw", "weft/NCCL", "NCCL in place", "weft in place",
+                  "weft/NCCL in place", "weft #wrong"], rows)
 
 
 def overview(rnd, variant):
@@ -231,6 +246,11 @@ def render(rnd, names):
     for variant in ("plain", "graph"):
         title = "in CUDA graphs (-G)" if variant == "graph" else "plain"
         parts += ["### nccl-tests, NCCL time / weft time, %s (above 1: weft faster)" % title, "", overview(rnd, variant), ""]
+    for variant, title in EXTRA.items():
+        tests = rnd.tests(variant)
+        if tests:
+            parts += ["### nccl-tests, %s: busbw GB/s, out of place and in place (weft/NCCL above 1: weft faster)" % title,
+                      "", extra_table(rnd, variant, tests), ""]
     if rnd.skipped:
         parts += ["(%d unreadable rows skipped)" % rnd.skipped, ""]
     return "\n".join(parts)

@@ -11,6 +11,7 @@
 #   3. 4 GPUs, --part 2, weft's library answers NCCL's version: the first weft row fails and
 #      no other weft row runs;
 #   4. a budget spent at once: every step says NOT RUN and the round still writes its files.
+#   5. 2 GPUs, --part 1, NT_EXTRA="r2 zero eff": the windows and CTA-policy rows and their tables.
 # Usage: tests/gpu/round_n_dryrun.sh [KEEP_DIR]   (KEEP_DIR: scenario 1's $OUT is copied there)
 # Needs bash, python3 and a C compiler (cc, gcc or clang); exits 77 (skipped) without one. Exit 0 when every check passes;
 # each failed check prints one line.
@@ -89,6 +90,17 @@ check "3: the wrong library is named" grep -q "^FAIL: stopped: nt_weft_all_reduc
 check "3: one weft row ran, the others did not" sh -c "test \$(grep -c '^######## weft' '$O/nccltests.log') = 1 && test \$(grep -c '^nt_weft_.*NOT RUN (weft rows stopped' '$O/summary.txt') = 6"
 check "3: part 2 runs no small bench and no plain nccl-tests row" sh -c "! grep -q '^small_' '$O/summary.txt' && ! grep -q ' plain:' '$O/nccltests.log'"
 
+# ---- 5. two GPUs, --part 1, the windows and CTA-policy variants (NT_EXTRA) ---------------------
+round r5 FAKE_NGPU=2 NT_EXTRA="r2 zero eff" ROUND_BUDGET_S=200 SKIP_STEPS="small_plain_new1 small_plain_new2 small_graph_new1 small_graph_new2" \
+  bash "$D/bundle/run_round_n.sh" "$D/bundle" --part 1
+O=$D/r5
+check "5: 7 + 2 + 1 runs of each library beside the 7 plain ones" test "$(count '^######## weft mpi2 ' "$O/nccltests.log")" = 17
+check "5: r2 runs with -R 2" grep -q '^######## weft mpi2 reduce_scatter r2: .* -R 2' "$O/nccltests.log"
+check "5: zero runs AllGather under NCCL_CTA_POLICY=2 with windows" grep -q '^######## nccl mpi2 all_gather zero: .*NCCL_CTA_POLICY=2 .*-x NCCL_CTA_POLICY=2 .*-b 16M .*-R 2' "$O/nccltests.log"
+check "5: eff runs AllReduce alone under NCCL_CTA_POLICY=1" sh -c "grep -q '^######## weft mpi2 all_reduce eff: .*NCCL_CTA_POLICY=1' '$O/nccltests.log' && ! grep -q '^######## weft mpi2 all_gather eff' '$O/nccltests.log'"
+check "5: the tables have the windows and policy sections" sh -c "grep -q '^### nccl-tests, symmetric windows (-R 2): busbw' '$O/tables.md' && grep -q '^### nccl-tests, NCCL_CTA_POLICY=2 with symmetric windows' '$O/tables.md'"
+check "5: an alltoall row under zero: 16 MiB, busbw both ways" grep -q '^| alltoall | 16 MiB | [0-9.]* | [0-9.]* | [0-9.]* | [0-9.]* | [0-9.]* | [0-9.]* | 0 |' "$O/tables.md"
+
 # ---- 4. the budget is spent at once (a minimum left above the budget: no step starts, whatever the clock) ----
 t0=$(date +%s)
 round r4 FAKE_NGPU=2 ROUND_BUDGET_S=20 ROUND_MIN_LEFT_S=21 bash "$D/bundle/run_round_n.sh" "$D/bundle" "$D/base"
@@ -98,7 +110,7 @@ check "4: the round ends at once ($(( $(date +%s) - t0 )) s)" test $(( $(date +%
 check "4: the summary and the tables are still written" sh -c "test -s '$O/tables.md' && grep -q '^elapsed:' '$O/summary.txt'"
 
 if [ "$fails" != 0 ]; then
-  for s in r1 r2 r3 r4; do echo "---- $s (last 25 lines):"; tail -n 25 "$D/$s.stdout"; done
+  for s in r1 r2 r3 r4 r5; do echo "---- $s (last 25 lines):"; tail -n 25 "$D/$s.stdout"; done
   exit 1
 fi
-echo "round_n dry run: all checks passed (4 scenarios)"
+echo "round_n dry run: all checks passed (5 scenarios)"

@@ -165,13 +165,22 @@ nt_describe() {
 # nt_run LIB VARIANT TEST: one nccl-tests run (step nt_LIB_TEST_VARIANT), its output appended
 # to nccltests.log after "######## LIB mpiN TEST VARIANT: command".
 nt_run() {
-  local lib=$1 variant=$2 t=$3 name="nt_$1_$3_$2" args=$NT_ARGS limit=60 cmd ldp
-  [ "$variant" = graph ] && args="$NT_ARGS $NT_GRAPH_ARGS" && limit=90
+  local lib=$1 variant=$2 t=$3 name="nt_$1_$3_$2" args=$NT_ARGS limit=60 cmd ldp pol="" xpol=()
+  # Variants: plain, graph (-G), r1 / r2 (buffers registered, -R 1; symmetric windows, -R 2),
+  # zero (NCCL_CTA_POLICY=2 and -R 2 from 16 MiB), eff (NCCL_CTA_POLICY=1 from 64 MiB).
+  case $variant in
+    graph) args="$NT_ARGS $NT_GRAPH_ARGS"; limit=90 ;;
+    r1) args="$NT_ARGS -R 1" ;;
+    r2) args="$NT_ARGS -R 2" ;;
+    zero) args="${NT_BIG_ARGS:--b 16M -e 1G -f 4 -n 20 -w 5 -c 1} -R 2"; pol=2 ;;
+    eff) args="${NT_BIG_ARGS:--b 64M -e 1G -f 4 -n 20 -w 5 -c 1}"; pol=1 ;;
+  esac
+  [ -n "$pol" ] && xpol=(-x "NCCL_CTA_POLICY=$pol")
   ldp=$(nt_ldpath "$lib")
   if [ -n "$NT_SUFFIX" ]; then
-    cmd=(env LD_LIBRARY_PATH="$ldp" "$MPIRUN" -np "$N" "${MPIARGS[@]}" "$NTB/${t}_perf$NT_SUFFIX" $args)
+    cmd=(env LD_LIBRARY_PATH="$ldp" ${pol:+NCCL_CTA_POLICY=$pol} "$MPIRUN" -np "$N" "${MPIARGS[@]}" "${xpol[@]}" "$NTB/${t}_perf$NT_SUFFIX" $args)
   else
-    cmd=(env LD_LIBRARY_PATH="$ldp" "$NTB/${t}_perf" -t "$N" $args)
+    cmd=(env LD_LIBRARY_PATH="$ldp" ${pol:+NCCL_CTA_POLICY=$pol} "$NTB/${t}_perf" -t "$N" $args)
   fi
   STEP_DESC=nt_describe step "$name" "$limit" "${cmd[@]}"
   [ -f "$TMP/$name.log" ] || return 0

@@ -18,7 +18,8 @@
 # Environment: OUT (default /tmp/weft-round-n), ROUND_BUDGET_S (530: no step starts later and
 # every step's timeout is cut to what is left), ROUND_MIN_LEFT_S (15: no step starts with
 # less left), ROUND_STEP_CAP_S (a cap on every timeout; the dry run uses it), SKIP_STEPS
-# (step names), NT_ARGS (-b 8 -e 1G -f 8 -g 1 -n 20 -w 5 -c 1), NT_GRAPH_ARGS (-G 20),
+# (step names), NT_ARGS (-b 8 -e 1G -f 8 -g 1 -n 20 -w 5 -c 1), NT_GRAPH_ARGS (-G 20), NT_EXTRA (more nccl-tests variants: r1 r2 zero eff;
+# round_nccltests.sh), NT_BIG_ARGS (the sizes of zero and eff),
 # NT_SRC (nccl-tests' source), NT_BUILD_DIR (/tmp/weft-nccl-tests-build), NT_HEADER
 # (weft | machine), SMALL_ARGS (--iters 100 --warmup 20), PY (python with torch).
 # Writes at most 8 files under $OUT: summary.txt, all.log, machine.log, bench.csv,
@@ -194,9 +195,9 @@ fi
 [ "$WEFT_ROWS" = ok ] || { note "FAIL: weft's nccl-tests rows $WEFT_ROWS"; FAILS=$((FAILS + 1)); }
 
 # ---- e. nccl-tests: weft and the machine's NCCL, plain and in CUDA graphs ----------------------
-nt_all() {  # nt_all VARIANT
+nt_all() {  # nt_all VARIANT [TESTS]
   local t lib
-  for t in $NT_TESTS; do
+  for t in ${2:-$NT_TESTS}; do
     for lib in weft nccl; do
       if [ "$lib" = weft ] && [ "$WEFT_ROWS" != ok ]; then note "$(printf '%-28s NOT RUN (weft rows %s)' "nt_weft_${t}_$1" "$WEFT_ROWS")"; continue; fi
       if [ "$lib" = nccl ] && [ -z "$REALNCCL" ]; then note "$(printf '%-28s NOT RUN (no machine NCCL found)' "nt_nccl_${t}_$1")"; continue; fi
@@ -219,6 +220,17 @@ if [ "$NT_BUILD_RC" = 0 ]; then
   done
   [ "$PART" != 2 ] && nt_all plain
   [ "$PART" != 1 ] && nt_all graph
+  # NT_EXTRA (issue 27): r1 and r2 run the seven tests with registered buffers and symmetric
+  # windows; zero runs AllGather and AllToAll under NCCL_CTA_POLICY=2 with windows; eff runs
+  # AllReduce under NCCL_CTA_POLICY=1.
+  for v in ${NT_EXTRA:-}; do
+    case $v in
+      r1|r2) nt_all "$v" ;;
+      zero) nt_all zero "all_gather alltoall" ;;
+      eff) nt_all eff all_reduce ;;
+      *) note "NT_EXTRA: unknown variant '$v' (r1, r2, zero, eff)"; FAILS=$((FAILS + 1)) ;;
+    esac
+  done
 elif [ "$NT_BUILD_RC" = none ] && [ -n "$NT_SRC" ]; then
   note "nccl-tests: not run (too little of the budget was left to build them)"; FAILS=$((FAILS + 1))
 elif [ -n "$NT_SRC" ]; then

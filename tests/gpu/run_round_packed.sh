@@ -2,7 +2,8 @@
 # The round of docs/results-2026-11-28.md in two device calls, from gpu-pack/bundles.tar.xz
 # (scripts/pack_bundles.sh). Run from the checkout's root:
 #   call 1: bash tests/gpu/run_round_packed.sh 1   the issue-32 round (run_round_n.sh, base against
-#           new when gpu-bundle-base is packed), then weft_gpu_steady
+#           new when gpu-bundle-base is packed; nccl-tests also with -R 1, -R 2 and the CTA
+#           policies: NT_EXTRA, default "r1 r2 zero eff"), then weft_gpu_steady
 #   call 2: bash tests/gpu/run_round_packed.sh 2   bench/latency_round.sh, bench/net_round.sh and
 #           the mid-size algorithms forced on N ranks through weft_gpu_tests
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -12,7 +13,7 @@ OUT=${OUT:-/tmp/weft-round-packed}; mkdir -p "$OUT"
 case ${1:-1} in
   1)
     base=""; [ -x gpu-bundle-base/bin/weft ] && base=gpu-bundle-base
-    ROUND_BUDGET_S=${ROUND_BUDGET_S:-470} bash gpu-bundle/run_round_n.sh gpu-bundle $base
+    NT_EXTRA=${NT_EXTRA-r1 r2 zero eff} ROUND_BUDGET_S=${ROUND_BUDGET_S:-470} bash gpu-bundle/run_round_n.sh gpu-bundle $base
     echo "==== weft_gpu_steady"
     WEFT_TIMEOUT=20 timeout 60 gpu-bundle/bin/weft_gpu_steady 2>&1 | tail -6 ;;
   2)
