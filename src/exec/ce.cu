@@ -103,10 +103,15 @@ __global__ void __launch_bounds__(1) ce_sync_kernel(const __grid_constant__ CeSy
       return;
     }
     // A peer runs at most one phase ahead: in a call's first phase it is in the same call.
-    const uint64_t tag = a.check_tag ? *reinterpret_cast<const volatile uint64_t*>(slot + 1) : a.tag;
-    if (tag != a.tag) {
-      ce_sync_record(a, kCeCallMismatch, q, a.tag, tag, start);
-      return;
+    // (Not `check ? *volatile_slot : a.tag`: that conditional is a volatile lvalue, and nvcc
+    // 13.0 loaded a.tag through its parameter-space address as a generic pointer, address
+    // 0x58: the illegal access every copy-engine call of the 2026-11-28 round hit.)
+    if (a.check_tag) {
+      const uint64_t tag = *reinterpret_cast<const volatile uint64_t*>(slot + 1);
+      if (tag != a.tag) {
+        ce_sync_record(a, kCeCallMismatch, q, a.tag, tag, start);
+        return;
+      }
     }
   }
 }

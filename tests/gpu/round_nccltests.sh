@@ -6,7 +6,7 @@
 # (SC2034: the variables set here are read by run_round_n.sh; SC2086/SC2206: argument lists
 # are split on purpose; SC2054: "self,tcp" is one argument)
 
-NT_TESTS="all_reduce all_gather reduce_scatter alltoall broadcast reduce sendrecv"
+NT_TESTS=${NT_TESTS:-"all_reduce all_gather reduce_scatter alltoall broadcast reduce sendrecv"}  # the seven, unless the caller names fewer
 WEFT_NCCL_VERSION=22800   # what weft's ncclGetVersion answers (docs/nccl-compat.md)
 
 # The machine's NCCL (not weft's): REALNCCL (file, links resolved), REALNCCL_VER ("2.28.9" or
