@@ -232,6 +232,18 @@ void Communicator::init_memory() {
     if (local) peer_check::field_in_range(rank_, p, "device", pi.device, 0, ndev - 1);
     if (local) peer_device_[static_cast<size_t>(p)] = pi.device;
   }
+  // Whether any two ranks of this communicator share a process: every rank computes it from
+  // the same records, so all agree without a word (the copy-engine path needs it).
+  ranks_share_process_ = false;
+  for (int p = 0; p < nranks_ && !ranks_share_process_; ++p)
+    for (int q = p + 1; q < nranks_; ++q) {
+      const PeerInfo& a = all[static_cast<size_t>(p)];
+      const PeerInfo& b = all[static_cast<size_t>(q)];
+      if (a.process == b.process && a.host.key == b.host.key) {
+        ranks_share_process_ = true;
+        break;
+      }
+    }
   // Hosts and nodes: ranks on other hosts (or other emulated nodes) are reached through the
   // network transport, and nothing of theirs is mapped here.
   {

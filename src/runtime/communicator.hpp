@@ -316,6 +316,8 @@ class Communicator {
   uint32_t* abort_host_ = nullptr;
   uint32_t* abort_dev_ = nullptr;
   uint32_t* error_claim_ = nullptr;         ///< device memory
+  /// Some two ranks of this communicator live in one process (the same on every rank).
+  bool ranks_share_process_ = false;
   /// The host halves of the connection FIFOs, ((peer*2+send)*K + conn); empty for this rank
   /// and for peers on other hosts (nothing of theirs is mapped).
   std::vector<exec::ChannelEnd> fifo_;

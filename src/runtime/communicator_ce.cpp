@@ -52,6 +52,14 @@ bool Communicator::run_copy_engine(Collective c, const void* send, void* recv, u
                                   << " ranks has no copy-engine path; SM path");
     return false;  // every rank alike, before any collective setup
   }
+  if (ranks_share_process_) {
+    // A copy-engine call agrees with its peers on the host first (buffers, mappings). One
+    // thread that drives several ranks in a group (weftCommInitAll, ncclCommInitAll, nccl-tests
+    // -g) would wait there for a rank it has not called yet: those communicators use SM blocks.
+    WEFT_LOG(Debug, "CE", "rank " << rank_ << ": " << to_string(c)
+                                  << ": ranks of this communicator share a process; SM path");
+    return false;  // every rank alike: all computed the flag from the same records
+  }
   return ensure_ce().run(c, send, recv, count, dtype, op, in_place, stream, root);
 }
 
