@@ -11,16 +11,15 @@ namespace weft::exec {
 namespace {
 
 /// The first failing launch of this rank claims the error record and fills it in.
-__device__ void ce_record(const CeTriggerArgs& a, const CeDevStep& s, int step, uint64_t expected, uint64_t seen,
-                          uint64_t start_ns) {
-  if (atomicCAS(a.error_claim, 0u, 1u) != 0u) return;
-  ErrorRecord* e = a.error;
-  e->rank = a.rank;
+__device__ void fill_record(uint32_t* claim, ErrorRecord* e, int32_t rank, int32_t slot, int32_t prim, int32_t what,
+                            int peer, uint64_t expected, uint64_t seen, uint64_t start_ns) {
+  if (atomicCAS(claim, 0u, 1u) != 0u) return;
+  e->rank = rank;
   e->tb = 0;
-  e->slot = step;
-  e->prim = s.op == kCeWait ? kRecv : s.op == kCeFlush ? kNop : kSend;
-  e->what = kWaitCopyEngine;
-  e->peer = s.op == kCeFlush ? -1 : s.rank;
+  e->slot = slot;
+  e->prim = prim;
+  e->what = what;
+  e->peer = peer;
   e->mb = 0;
   e->dep_tb = -1;
   e->expected = expected;
@@ -29,6 +28,12 @@ __device__ void ce_record(const CeTriggerArgs& a, const CeDevStep& s, int step, 
   __threadfence_system();
   e->valid = 1;
   __threadfence_system();
+}
+
+__device__ void ce_record(const CeTriggerArgs& a, const CeDevStep& s, int step, uint64_t expected, uint64_t seen,
+                          uint64_t start_ns) {
+  fill_record(a.error_claim, a.error, a.rank, step, s.op == kCeWait ? kRecv : s.op == kCeFlush ? kNop : kSend,
+              kWaitCopyEngine, s.op == kCeFlush ? -1 : s.rank, expected, seen, start_ns);
 }
 
 __global__ void __launch_bounds__(1) ce_trigger_kernel(const __grid_constant__ CeTriggerArgs a) {
@@ -63,22 +68,7 @@ __global__ void __launch_bounds__(1) ce_trigger_kernel(const __grid_constant__ C
 
 __device__ void ce_sync_record(const CeSyncArgs& a, int32_t what, int peer, uint64_t expected, uint64_t seen,
                                uint64_t start_ns) {
-  if (atomicCAS(a.error_claim, 0u, 1u) != 0u) return;
-  ErrorRecord* e = a.error;
-  e->rank = a.rank;
-  e->tb = 0;
-  e->slot = 0;
-  e->prim = kRecv;
-  e->what = what;
-  e->peer = peer;
-  e->mb = 0;
-  e->dep_tb = -1;
-  e->expected = expected;
-  e->seen = seen;
-  e->waited_s = static_cast<double>(device::globaltimer() - start_ns) * 1e-9;
-  __threadfence_system();
-  e->valid = 1;
-  __threadfence_system();
+  fill_record(a.error_claim, a.error, a.rank, 0, kRecv, what, peer, expected, seen, start_ns);
 }
 
 __global__ void __launch_bounds__(1) ce_sync_kernel(const __grid_constant__ CeSyncArgs a) {
