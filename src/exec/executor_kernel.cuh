@@ -369,6 +369,62 @@ WEFT_DEVICE_INLINE device::WaitResult move_ll_op(int op, int prim, const char* s
 /// soon as its waits succeed (the cached positions, and the counts the next launch reads) and
 /// leaves what to publish in sh.post[par]; the movers then meet the posting warp at post_sync
 /// instead of publishing (exec_kernel's posting warp does). `Wide`: the 8 / 8 movers.
+/// One Simple piece of a slot: the operands its primitive reads and writes (`in`: this
+/// piece in the receive slot; `out`: in the send slot), then the move.
+template <typename T, bool Wide>
+WEFT_DEVICE_INLINE void move_simple_piece(int op, int prim, char* src, const char* in, char* dst, char* out,
+                                          uint64_t n, uint32_t tid, uint32_t nth) {
+  const T* ta = nullptr;
+  const T* tb = nullptr;
+  T* o1 = nullptr;
+  T* o2 = reinterpret_cast<T*>(out);
+  switch (prim) {
+    case kSend: ta = reinterpret_cast<const T*>(src); o1 = reinterpret_cast<T*>(dst); break;  // dst: kFusedCopy
+    case kRecv:
+    case kRecvCopySend: ta = reinterpret_cast<const T*>(in); o1 = reinterpret_cast<T*>(dst); break;
+    case kRecvReduceCopy:
+    case kRecvReduceCopySend:
+    case kRecvReduceSend:
+      ta = reinterpret_cast<const T*>(src);
+      tb = reinterpret_cast<const T*>(in);
+      o1 = reinterpret_cast<T*>(dst);
+      break;
+    case kCopy: ta = reinterpret_cast<const T*>(src); o1 = reinterpret_cast<T*>(dst); break;
+    case kReduce:
+      ta = reinterpret_cast<const T*>(dst);
+      tb = reinterpret_cast<const T*>(src);
+      o1 = reinterpret_cast<T*>(dst);
+      break;
+    default: break;
+  }
+  // An in-place local copy (src and dst the same memory) has nothing to move.
+  if (ta != nullptr && !(prim == kCopy && ta == o1)) move_simple_op<T, Wide>(op, ta, tb, o1, o2, n, tid, nth);
+}
+
+/// Thread 0, posting warp on (invoke_slot): this end's counts move now (the next invocation
+/// may use the same FIFO end before the posting warp has published this one); the
+/// peer-visible counts are the posting warp's, after the movers' post_sync.
+WEFT_DEVICE_INLINE void stage_post(const Invocation& iv, BlockShared& sh, const DevSlot& s, int32_t gs, uint32_t k,
+                                   uint32_t par, int st, const ChannelHandle* sc, const ChannelHandle* rc) {
+  PostRecord& p = sh.post[par];
+  p.stop = st;
+  if (st != 0) return;
+  p.sc = sc;
+  p.rc = rc;
+  p.spos = sh.spos;
+  p.rpos = sh.rpos;
+  p.counter = (s.flags & kHasDependents) ? &iv.a->counters[gs] : nullptr;
+  p.value = sh.base + k + 1;
+  if (sc != nullptr) {
+    conn_state(iv, s.send_conn).pos = sh.spos + 1;
+    *sc->semaphore.signalled = sh.spos + 1;
+  }
+  if (rc != nullptr) {
+    conn_state(iv, s.recv_conn).pos = sh.rpos + 1;
+    *rc->semaphore.waited = sh.rpos + 1;
+  }
+}
+
 template <typename T, bool Net, int Protocol = -1, int Op = -1, bool Traced = false, bool PostWarp = false,
           bool Wide = false>
 WEFT_DEVICE_INLINE bool invoke_slot(const Invocation& iv, BlockShared& sh, const DevSlot s, int32_t gs, uint32_t k,
@@ -422,29 +478,7 @@ WEFT_DEVICE_INLINE bool invoke_slot(const Invocation& iv, BlockShared& sh, const
     }
     sh.wait_status[par] = st;
     sh.proc_status[par] = 0;
-    if constexpr (PostWarp) {
-      // This end's counts move now (the next invocation may use the same FIFO end before the
-      // posting warp has published this one); the peer-visible counts are the posting warp's,
-      // after the movers' post_sync.
-      PostRecord& p = sh.post[par];
-      p.stop = st;
-      if (st == 0) {
-        p.sc = sc;
-        p.rc = rc;
-        p.spos = sh.spos;
-        p.rpos = sh.rpos;
-        p.counter = (s.flags & kHasDependents) ? &a.counters[gs] : nullptr;
-        p.value = sh.base + k + 1;
-        if (sends) {
-          conn_state(iv, s.send_conn).pos = sh.spos + 1;
-          *sc->semaphore.signalled = sh.spos + 1;
-        }
-        if (recvs) {
-          conn_state(iv, s.recv_conn).pos = sh.rpos + 1;
-          *rc->semaphore.waited = sh.rpos + 1;
-        }
-      }
-    }
+    if constexpr (PostWarp) stage_post(iv, sh, s, gs, k, par, st, sc, rc);
   }
   role_sync(iv);
   if (sh.wait_status[par] != 0) return false;
@@ -469,32 +503,7 @@ WEFT_DEVICE_INLINE bool invoke_slot(const Invocation& iv, BlockShared& sh, const
     if (!ll) {
       const char* in = recvs ? rc->recv_slot(rpos) + piece_off : nullptr;
       char* out = sends ? sc->send_slot(spos) + piece_off : nullptr;
-      const T* ta = nullptr;
-      const T* tb = nullptr;
-      T* o1 = nullptr;
-      T* o2 = reinterpret_cast<T*>(out);
-      switch (s.prim) {
-        case kSend: ta = reinterpret_cast<const T*>(src); o1 = reinterpret_cast<T*>(dst); break;  // dst: kFusedCopy
-        case kRecv:
-        case kRecvCopySend: ta = reinterpret_cast<const T*>(in); o1 = reinterpret_cast<T*>(dst); break;
-        case kRecvReduceCopy:
-        case kRecvReduceCopySend:
-        case kRecvReduceSend:
-          ta = reinterpret_cast<const T*>(src);
-          tb = reinterpret_cast<const T*>(in);
-          o1 = reinterpret_cast<T*>(dst);
-          break;
-        case kCopy: ta = reinterpret_cast<const T*>(src); o1 = reinterpret_cast<T*>(dst); break;
-        case kReduce:
-          ta = reinterpret_cast<const T*>(dst);
-          tb = reinterpret_cast<const T*>(src);
-          o1 = reinterpret_cast<T*>(dst);
-          break;
-        default: break;
-      }
-      // An in-place local copy (src and dst the same memory) has nothing to move.
-      if (ta != nullptr && !(s.prim == kCopy && ta == o1))
-        move_simple_op<T, Wide>(Op >= 0 ? Op : a.op, ta, tb, o1, o2, n, iv.tid, iv.nth);
+      move_simple_piece<T, Wide>(Op >= 0 ? Op : a.op, s.prim, src, in, dst, out, n, iv.tid, iv.nth);
     } else {
       device::WaitResult r;
       if (!Net && proto == kLL128) {
