@@ -20,7 +20,7 @@ std::vector<Variable> general_variables() {
     {"WEFT_LOG_LEVEL", Type::String, "WARN",
      "Least severe log level printed: TRACE, DEBUG, INFO, WARN, ERROR or NONE."},
     {"WEFT_LOG_SUBSYS", Type::String, "ALL",
-     "Comma-separated subsystems to log (INIT, BOOT, MEM, COLL, PLAN, PROXY, NCCL) or ALL."},
+     "Comma-separated subsystems to log (INIT, BOOT, COLL, PLAN, API, CE, WIN, GEN, PART, PROXY, NET, NCCL) or ALL."},
     {"WEFT_LOG_FILE", Type::String, "",
      "Log to this file instead of stderr; %h is replaced by the host name, %p by the pid."},
     {"WEFT_DEBUG", Type::String, "",
