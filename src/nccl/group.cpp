@@ -49,6 +49,17 @@ std::vector<PendingInit> still_wanted(std::vector<PendingInit> inits) {
   return kept;
 }
 
+// Runs one(0) .. one(n - 1) at the same time, each on a thread of its own (on the caller's
+// thread when n is 1), and returns when all have: collective steps of several ranks that one
+// thread holds must run side by side.
+template <typename F>
+void at_once(size_t n, F& one) {
+  if (n == 1) return one(0);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < n; ++i) threads.emplace_back([&one, i] { one(i); });
+  for (auto& t : threads) t.join();
+}
+
 // Runs the deferred initializations: each joins its own communicator, so they must run at
 // the same time when one thread holds several ranks of one communicator.
 void run_inits(std::vector<PendingInit> inits, ErrorCode* code, std::string* message) {
@@ -68,13 +79,7 @@ void run_inits(std::vector<PendingInit> inits, ErrorCode* code, std::string* mes
       messages[i] = e.what();
     }
   };
-  if (inits.size() == 1) {
-    one(0);
-  } else {
-    std::vector<std::thread> threads;
-    for (size_t i = 0; i < inits.size(); ++i) threads.emplace_back(one, i);
-    for (auto& t : threads) t.join();
-  }
+  at_once(inits.size(), one);
   for (size_t i = 0; i < inits.size(); ++i)
     if (codes[i] != ErrorCode::Success && *code == ErrorCode::Success) {
       *code = codes[i];
@@ -110,13 +115,7 @@ void run_windows(std::vector<PendingWindow> all, ErrorCode* code, std::string* m
       }
     }
   };
-  if (comms.size() == 1) {
-    one(0);
-  } else {
-    std::vector<std::thread> threads;
-    for (size_t i = 0; i < comms.size(); ++i) threads.emplace_back(one, i);
-    for (auto& t : threads) t.join();
-  }
+  at_once(comms.size(), one);
   for (size_t i = 0; i < comms.size(); ++i)
     if (codes[i] != ErrorCode::Success && *code == ErrorCode::Success) {
       *code = codes[i];
