@@ -18,18 +18,7 @@ namespace weft::exec {
 template <typename F>
 void with_dtype(int dtype, F&& f, const char* what = "unknown data type") {
   if (!valid_dtype(dtype)) fail(ErrorCode::InvalidArgument, std::string(what) + " " + std::to_string(dtype));
-  switch (static_cast<DataType>(dtype)) {
-    case DataType::Int8: return f(static_cast<int8_t*>(nullptr));
-    case DataType::Uint8: return f(static_cast<uint8_t*>(nullptr));
-    case DataType::Int32: return f(static_cast<int32_t*>(nullptr));
-    case DataType::Uint32: return f(static_cast<uint32_t*>(nullptr));
-    case DataType::Int64: return f(static_cast<int64_t*>(nullptr));
-    case DataType::Uint64: return f(static_cast<uint64_t*>(nullptr));
-    case DataType::Float16: return f(static_cast<__half*>(nullptr));
-    case DataType::Float32: return f(static_cast<float*>(nullptr));
-    case DataType::Float64: return f(static_cast<double*>(nullptr));
-    case DataType::Bfloat16: return f(static_cast<__nv_bfloat16*>(nullptr));
-  }
+  with_element_type<__half, __nv_bfloat16>(static_cast<DataType>(dtype), f);
 }
 
 /// Calls f(static_cast<T*>(nullptr)) for every data type.

@@ -36,18 +36,7 @@ inline float to_float(Bf16 b) { return bf16_to_float(b.bits); }
 template <typename F>
 void with_host_type(int dtype, F&& f) {
   if (!valid_dtype(dtype)) return;
-  switch (static_cast<DataType>(dtype)) {
-    case DataType::Int8: return f(static_cast<int8_t*>(nullptr));
-    case DataType::Uint8: return f(static_cast<uint8_t*>(nullptr));
-    case DataType::Int32: return f(static_cast<int32_t*>(nullptr));
-    case DataType::Uint32: return f(static_cast<uint32_t*>(nullptr));
-    case DataType::Int64: return f(static_cast<int64_t*>(nullptr));
-    case DataType::Uint64: return f(static_cast<uint64_t*>(nullptr));
-    case DataType::Float16: return f(static_cast<Half*>(nullptr));
-    case DataType::Float32: return f(static_cast<float*>(nullptr));
-    case DataType::Float64: return f(static_cast<double*>(nullptr));
-    case DataType::Bfloat16: return f(static_cast<Bf16*>(nullptr));
-  }
+  with_element_type<Half, Bf16>(static_cast<DataType>(dtype), f);
 }
 
 /// dst[i] = a[i] (op) b[i] for n elements of `dtype`; dst may alias a or b. Avg combines

@@ -94,6 +94,29 @@ WEFT_HOST_DEVICE_INLINE constexpr DataType move_type(DataType t) {
   }
 }
 
+/// Calls f(static_cast<T*>(nullptr)) with T the element type of `t`: the C++ integer and
+/// floating-point types, and the caller's `Half` and `Bf16` for the 16-bit floats (CUDA's
+/// __half and __nv_bfloat16 where kernels are launched, exec/dtype_dispatch.hpp; the host's
+/// own, exec/host_reduce.hpp). Host code only: NVRTC, which reads this header for generated
+/// kernels, takes no host functions.
+#ifndef __CUDACC_RTC__
+template <typename Half, typename Bf16, typename F>
+void with_element_type(DataType t, F&& f) {
+  switch (t) {
+    case DataType::Int8: return f(static_cast<int8_t*>(nullptr));
+    case DataType::Uint8: return f(static_cast<uint8_t*>(nullptr));
+    case DataType::Int32: return f(static_cast<int32_t*>(nullptr));
+    case DataType::Uint32: return f(static_cast<uint32_t*>(nullptr));
+    case DataType::Int64: return f(static_cast<int64_t*>(nullptr));
+    case DataType::Uint64: return f(static_cast<uint64_t*>(nullptr));
+    case DataType::Float16: return f(static_cast<Half*>(nullptr));
+    case DataType::Float32: return f(static_cast<float*>(nullptr));
+    case DataType::Float64: return f(static_cast<double*>(nullptr));
+    case DataType::Bfloat16: return f(static_cast<Bf16*>(nullptr));
+  }
+}
+#endif
+
 /// "int8", "float32", "bfloat16", ... (the names `weft bench --type` takes).
 WEFT_HOST_DEVICE_INLINE constexpr const char* dtype_name(DataType t) {
   switch (t) {
