@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "scoped_env.hpp"
 #include "bootstrap/bootstrap.hpp"
 #include "bootstrap/bootstrap_wire.hpp"
 #include "bootstrap/rendezvous.hpp"
@@ -28,41 +29,14 @@
 namespace weft {
 namespace {
 
+using test::EnvVar;
+using test::read_text;
+using test::TempDir;
+
 using Clock = std::chrono::steady_clock;
 
 net::Address loopback() { return net::resolve("127.0.0.1", 0); }
 
-/// Sets (or unsets, with nullptr) an environment variable for one scope.
-class EnvVar {
- public:
-  EnvVar(const char* name, const char* value) : name_(name) {
-    const char* old = std::getenv(name);
-    had_ = old != nullptr;
-    if (old) old_ = old;
-    value ? setenv(name, value, 1) : unsetenv(name);
-  }
-  ~EnvVar() { had_ ? setenv(name_.c_str(), old_.c_str(), 1) : unsetenv(name_.c_str()); }
-
- private:
-  std::string name_, old_;
-  bool had_ = false;
-};
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/weft-harden-test-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::system(("rm -rf '" + path + "'").c_str()); }
-};
-
-std::string read_text(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 std::string hex_of(const uint8_t* p, size_t n, bool upper = false) {
   std::string s;
@@ -120,7 +94,7 @@ TEST(SecretHidden, NoLogLineAtAnyLevelCarriesTheSecretOrTheKey) {
   const std::string secret = "5ec2e75ec2e75ec2e75ec2e75ec2e75ec2e75ec2e75ec2e75ec2e75ec2e7abcd";
   for (const char* level : {"TRACE", "DEBUG", "INFO", "WARN", "ERROR"}) {
     SCOPED_TRACE(level);
-    TempDir dir;
+    TempDir dir("weft-harden-test");
     const std::string log_path = dir.path + "/log";
     std::string key_hex, key_raw;
     {
@@ -238,7 +212,7 @@ bool listening_on(int port) {
 }
 
 TEST(BootstrapWildcard, WildcardRootAddressesAreRefusedNamingTheVariable) {
-  TempDir dir;
+  TempDir dir("weft-harden-test");
   const int port = free_port();
   const std::string p = std::to_string(port);
   EnvVar d("WEFT_BOOTSTRAP_DIR", dir.path.c_str()), m("MASTER_ADDR", nullptr), t("WEFT_BOOTSTRAP_TIMEOUT", "2");
@@ -283,7 +257,7 @@ TEST(BootstrapWildcard, WildcardRootAddressesAreRefusedNamingTheVariable) {
 
 TEST(BootstrapFlood, ThousandRefusedConnectionsLogAFewCountedLines) {
   constexpr int kFlood = 1000;
-  TempDir dir;
+  TempDir dir("weft-harden-test");
   const std::string log_path = dir.path + "/log";
   int refused = 0, dropped = 0;
   double seconds = 0;

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "scoped_env.hpp"
 #include "bootstrap/bootstrap.hpp"
 #include "bootstrap/bootstrap_wire.hpp"
 #include "bootstrap/peer_check.hpp"
@@ -23,6 +24,10 @@
 
 namespace weft {
 namespace {
+
+using test::EnvVar;
+using test::read_text;
+using test::TempDir;
 
 using Clock = std::chrono::steady_clock;
 using bootwire::Claim;
@@ -72,46 +77,6 @@ std::vector<Outcome> run_threads(int n, Fn fn) {
   return out;
 }
 
-/// Sets (or unsets, with nullptr) an environment variable for one scope.
-class EnvVar {
- public:
-  EnvVar(const char* name, const char* value) : name_(name) {
-    const char* old = std::getenv(name);
-    if (old) old_ = old;
-    had_ = old != nullptr;
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~EnvVar() {
-    if (had_)
-      setenv(name_.c_str(), old_.c_str(), 1);
-    else
-      unsetenv(name_.c_str());
-  }
-
- private:
-  std::string name_, old_;
-  bool had_ = false;
-};
-
-/// A fresh directory under /tmp, removed (shallowly) at the end.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/weft-boot-test-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::system(("rm -rf '" + path + "'").c_str()); }
-};
-
-std::string read_text(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 int mode_of(const std::string& path) {
   struct stat st {};
@@ -169,7 +134,7 @@ TEST(BootstrapAuth, UniqueIdsCarryFreshSecretsThatRoundTrip) {
 }
 
 TEST(BootstrapAuth, WrongSecretIsRefusedLoggedAndSeesNothing) {
-  TempDir dir;
+  TempDir dir("weft-boot-test");
   const std::string log = dir.path + "/log";
   std::string text;
   {
@@ -224,7 +189,7 @@ TEST(BootstrapAuth, WrongSecretIsRefusedLoggedAndSeesNothing) {
 TEST(BootstrapAuth, RecomputedMagicWithoutTheSecretIsRefused) {
   // The environment init's magic is a hash of public values (address, size, job): an
   // outsider can compute it. With WEFT_BOOTSTRAP_SECRET it still cannot join.
-  TempDir dir;
+  TempDir dir("weft-boot-test");
   net::Socket probe = net::Socket::listen(loopback());
   const int port = probe.local_address().port;
   probe.close();
@@ -446,7 +411,7 @@ std::string only_file_in(const std::string& dir) {
 }
 
 TEST(Rendezvous, FileIsPrivateExclusiveAndRemovedOnceUp) {
-  TempDir dir;
+  TempDir dir("weft-boot-test");
   EnvVar d("WEFT_BOOTSTRAP_DIR", dir.path.c_str()), a("WEFT_BOOTSTRAP_ADDR", nullptr), m("MASTER_ADDR", nullptr),
       s("WEFT_BOOTSTRAP_SECRET", nullptr), t("WEFT_BOOTSTRAP_TIMEOUT", "10");
   const std::string priv = dir.path + "/weft-" + std::to_string(geteuid());
@@ -465,7 +430,7 @@ TEST(Rendezvous, FileIsPrivateExclusiveAndRemovedOnceUp) {
 }
 
 TEST(Rendezvous, SymlinkAtThePathIsRefused) {
-  TempDir dir;
+  TempDir dir("weft-boot-test");
   EnvVar d("WEFT_BOOTSTRAP_DIR", dir.path.c_str());
   const std::string priv = rendezvous::private_dir();
   const std::string target = dir.path + "/target", path = priv + "/id";
@@ -492,7 +457,7 @@ TEST(Rendezvous, SymlinkAtThePathIsRefused) {
 }
 
 TEST(Rendezvous, FileOpenToOthersIsRefused) {
-  TempDir dir;
+  TempDir dir("weft-boot-test");
   EnvVar d("WEFT_BOOTSTRAP_DIR", dir.path.c_str());
   const std::string path = rendezvous::private_dir() + "/id";
   UniqueId id;
@@ -506,7 +471,7 @@ TEST(Rendezvous, FileOpenToOthersIsRefused) {
 }
 
 TEST(Rendezvous, LeftoverFileFromAnEarlierRunIsReplacedAndReRead) {
-  TempDir dir;
+  TempDir dir("weft-boot-test");
   EnvVar d("WEFT_BOOTSTRAP_DIR", dir.path.c_str()), a("WEFT_BOOTSTRAP_ADDR", nullptr), m("MASTER_ADDR", nullptr),
       s("WEFT_BOOTSTRAP_SECRET", nullptr), t("WEFT_BOOTSTRAP_TIMEOUT", "10");
   // An earlier run died and left its id (a dead root, another secret).
@@ -529,7 +494,7 @@ TEST(Rendezvous, LeftoverFileFromAnEarlierRunIsReplacedAndReRead) {
 }
 
 TEST(Rendezvous, AddressRendezvousBindsTheGivenAddressNotTheWildcard) {
-  TempDir dir;
+  TempDir dir("weft-boot-test");
   net::Socket probe = net::Socket::listen(loopback());
   const int port = probe.local_address().port;
   probe.close();
