@@ -31,7 +31,9 @@
 # libnccl.so.2; lib/weft-nccl/libnccl.so.2 links to it for nccl_api_gpu_tests, whose RUNPATH
 # holds $ORIGIN/../lib/weft-nccl), include/weft/nccl.h, share/weft/{algorithms,topologies,selection},
 # nccl-tests-src/, torch/ (the PyTorch check), run_round_n.sh, round_nccltests.sh,
-# round_n_tables.py, run_round4.sh, round_tables.py, part_round.sh, BUNDLE_INFO.
+# round_n_tables.py, run_round4.sh, round_tables.py, part_round.sh, BUNDLE_INFO, and `ctest -L gpu`
+# without the build tree: run_ctest.sh, ctest_gpu.list, tests/*.sh (bin/ then also holds
+# weft_channel_tests and weft_gpu_port_tests).
 # shellcheck disable=SC2015  # "[ a ] && [ b ] || die" is meant
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")/.." && pwd -P)
@@ -52,7 +54,7 @@ die() { echo "make_gpu_bundle.sh: $*" >&2; exit 1; }
 [ -f "$SRC/CMakeLists.txt" ] && [ -d "$SRC/algorithms" ] || die "$SRC is not a weft checkout"
 TARGETS="weft weft_gpu_tests weft_gpu_steady weft_nccl part_bench weft_part_gpu_tests"
 # GPU tests of windows, CTA policies and copy engines (tests/gpu/README.md), where the build has them.
-EXTRA="weft_window_gpu_tests weft_ce_gpu_tests nccl_api_gpu_tests"
+EXTRA="weft_window_gpu_tests weft_ce_gpu_tests nccl_api_gpu_tests weft_channel_tests weft_gpu_port_tests"
 [ "$ONLY" = 1 ] && TARGETS=weft
 
 if [ "$NOBUILD" = 0 ] && [ ! -f "$BUILD/CMakeCache.txt" ]; then
@@ -103,7 +105,12 @@ if [ "$ONLY" = 0 ]; then
      "$HERE/tests/gpu/run_round4.sh" "$HERE/scripts/round_tables.py" "$OUTDIR/"
   [ -f "$SRC/bench/part_round.sh" ] && cp "$SRC/bench/part_round.sh" "$OUTDIR/"
   cp "$HERE"/tests/gpu/nccl/{torch_check.py,torch_compare.py,nccl_which.py} "$OUTDIR/torch/"
-  chmod +x "$OUTDIR"/*.sh
+  # `ctest -L gpu` without the build tree: run_ctest.sh runs ctest_gpu.list (scripts/bundle_ctest.py).
+  mkdir -p "$OUTDIR/tests"
+  cp "$HERE"/tests/gpu/{gen_cache.sh,tune_gpu.sh,bench_trace_check.sh} "$OUTDIR/tests/"
+  cp "$HERE/tests/gpu/run_bundle_ctest.sh" "$OUTDIR/run_ctest.sh"
+  python3 "$HERE/scripts/bundle_ctest.py" "$BUILD" "$SRC" "$OUTDIR" "$OUTDIR/ctest_gpu.list"
+  chmod +x "$OUTDIR"/*.sh "$OUTDIR"/tests/*.sh
   NTS=${NT_SRC:-}
   [ -z "$NTS" ] && for c in "$HERE/nccl-carry/nccl-tests-src" "$HERE/../../nccl-carry/nccl-tests-src"; do [ -f "$c/src/Makefile" ] && NTS=$c && break; done
   if [ -n "$NTS" ] && [ -f "$NTS/src/Makefile" ]; then

@@ -4,6 +4,9 @@
 # ranks the ranks share them (correctness only). Prints a Markdown table of errors per tool and
 # case (docs/testing.md keeps the last one) and exits 1 if any case reports an error or fails.
 # Usage: tests/gpu/run_sanitizers.sh BUILD_DIR [TOOLS]   (TOOLS default: memcheck racecheck synccheck initcheck)
+# BUILD_DIR is a build tree or a GPU bundle (both hold bin/weft_gpu_tests). SAN_CASES, an
+# extended regex, keeps the cases whose names match (default: all); SAN_CAP_S caps each run
+# (default 900 s).
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 B=${1:?build dir}
@@ -34,13 +37,14 @@ for tool in $TOOLS; do header+=" $tool |"; rule+=" --- |"; done
 rows=()
 for c in "${CASES[@]}"; do
   name=${c%%|*}
+  [[ $name =~ ${SAN_CASES:-.} ]] || continue
   args=${c#*|}
   row="| $name |"
   for tool in $TOOLS; do
     log="$OUT/$(echo "$name-$tool" | tr -c 'A-Za-z0-9\n-' '_').log"
     extra=()
     [ "$tool" = racecheck ] && extra=(--racecheck-report all)
-    timeout -k 10 900 "$CS" --tool "$tool" --target-processes all "${extra[@]}" $T $args > "$log" 2>&1
+    timeout -k 10 "${SAN_CAP_S:-900}" "$CS" --tool "$tool" --target-processes all "${extra[@]}" $T $args > "$log" 2>&1
     rc=$?
     # One summary line per process: "ERROR SUMMARY: N errors", racecheck's "(N errors, M warnings)".
     errs=$(grep -Eo 'ERROR SUMMARY: [0-9]+ error' "$log" | awk '{s += $3} END {print s + 0}')
