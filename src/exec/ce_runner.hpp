@@ -43,6 +43,9 @@
 namespace weft {
 
 class Bootstrap;
+namespace exec {
+struct CeSyncArgs;
+}  // namespace exec
 namespace proxy {
 class Proxy;
 class Endpoint;
@@ -163,6 +166,11 @@ class CeRunner {
   void issue_copies(std::vector<Copy> copies, cudaStream_t stream);
   void batch(const std::vector<Copy>& copies, size_t first, size_t n, cudaStream_t stream, bool capturing);
   const char* staged_input(const Direct& d, cudaStream_t stream);
+  /// The rendezvous kernel's arguments for a direct call with this tag (check_tag set).
+  exec::CeSyncArgs sync_args(uint64_t tag) const;
+  /// A Broadcast on more than 2 ranks from kTwoPhaseBroadcastBytes (ce_direct.cpp): the root
+  /// scatters parts, then every rank forwards its part, between three rendezvous.
+  void broadcast_phases(const Direct& d, const char* in, cudaStream_t stream);
   /// The side streams and events of WEFT_CE_STREAMS, made at the first direct call.
   void make_side_streams();
   /// Launches this rank's program: trigger kernels for the proxy's steps, copies and reduce

@@ -178,6 +178,11 @@ bool Decider::window_engines(const Call& call, Decision* d) const {
   const bool zero = shape_.cta_policy == kCtaZero;
   if (!zero && call.window == WindowKind::None) return false;
   if (!zero_cta_collective(call.collective) || (!zero && call.bytes < kWindowCopyEngineBytes)) return false;
+  // A Broadcast's payload leaves the root's copy engines at least once per phase: on 4 x H200
+  // one phase (a copy per peer) ran at 0.36-0.55x NCCL from 2 MiB while the SM plans held
+  // 0.77-0.84x (docs/results-2026-11-28.md, round 4). Beyond 2 ranks only the zero policy,
+  // which asks for no SM, takes the copy engines for it (in two phases: exec/ce_direct.cpp).
+  if (!zero && call.collective == Collective::Broadcast && shape_.nranks > 2) return false;
   if (!algo::registry().at(algo::kCopyEngine).supports(
           algo::CallShape{call.collective, call.bytes, shape_.nranks, shape_.multi_node}))
     return false;

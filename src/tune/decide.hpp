@@ -26,7 +26,7 @@
 //      with no exchange (CopyEngineDirect); in another window, or in none under the zero
 //      policy, by copy engines after the per-call exchange, with a fallback
 //      (CopyEngineExchange). Under the zero policy at every size, else from
-//      kWindowCopyEngineBytes.
+//      kWindowCopyEngineBytes, and Broadcast beyond 2 ranks only under the zero policy.
 // A Decision holds enums and integers only: deciding a call builds and compares no string
 // and allocates nothing (the efficiency policy's block count asks the communicator's plan
 // cache, which allocates only when it lowers a plan for the first time).

@@ -404,15 +404,16 @@ TEST(Decide, CopyEnginesComeWithTheirFallback) {
 
 /// docs/runtime.md, "Memory windows and CTA policies": AllGather, AllToAll and Broadcast on
 /// one node of 2 to 8 ranks run by copy engines when the receive buffer lies in a window
-/// (from 4 MiB) or under the zero policy (at every size, in a window or not): straight into
-/// a symmetric window every rank mapped, else after the per-call exchange, with what would
-/// have run otherwise as the fallback.
+/// (from 4 MiB; Broadcast only on 2 ranks) or under the zero policy (at every size, in a
+/// window or not): straight into a symmetric window every rank mapped, else after the
+/// per-call exchange, with what would have run otherwise as the fallback.
 std::optional<Executor> window_rule(const Call& call, int R, bool multi_node, int policy) {
   const bool moving = call.collective == Collective::AllGather || call.collective == Collective::AllToAll ||
                       call.collective == Collective::Broadcast;
   const bool zero = policy == kCtaZero;
   if (!moving || multi_node || R < 2 || R > 8) return std::nullopt;
   if (!zero && (call.window == WindowKind::None || call.bytes < 4 * MiB)) return std::nullopt;
+  if (!zero && call.collective == Collective::Broadcast && R > 2) return std::nullopt;
   return call.window == WindowKind::Symmetric ? Executor::CopyEngineDirect : Executor::CopyEngineExchange;
 }
 
