@@ -10,10 +10,10 @@
 //   pready    time of one kernel whose block of T threads readies its data at thread, warp
 //             or block granularity, T = 1..1,024 (Figure 3)
 //   overheads psend_init, device request create, pbuf_prepare first and average (Table I)
-//   trace     [--grids ...]  where an iteration's time goes (kernel-copy path, rank 0 -> 1):
-//             host timestamps of both ranks (WEFT_PART_TRACE, set here: one line per request
-//             for epochs 2 to 4) and device timestamps (%globaltimer) of the last epoch's
-//             producer kernel, per block: entry, after the vector add, after pready_block
+//   trace     [--grids ...] [--per-block G] [--rows N]  where an iteration's time goes
+//             (kernel-copy path, rank 0 -> 1): host timestamps of both ranks (WEFT_PART_TRACE,
+//             set here: one line per request for epochs 2 to 4) and device timestamps of the
+//             last epoch's producer, per block and per step of its pready (part_trace.cu)
 //   allreduce [--grids ...]  vector-add + partitioned AllReduce inside the kernel, against
 //             vector-add + ncclAllReduce (libnccl.so.2 loaded with dlopen) + stream synchronize
 //             (Figures 6 and 7); the NCCL column is skipped, with the reason, where NCCL is
@@ -34,29 +34,14 @@
 #include <string>
 #include <vector>
 
+#include "part_bench.hpp"
 #include "util/launcher.hpp"
-#include "weft/partitioned.h"
-#include "weft/partitioned.hpp"
-#include "weft/weft.h"
 
 namespace gt = weft::gputest;
 using weft::part::PcollDeviceHandle;
 using weft::part::PsendDeviceHandle;
 
-namespace {
-
-constexpr int kThreads = 1024;
-constexpr int kIters = 20;
-
-#define OK(call)                                                                                \
-  do {                                                                                          \
-    auto r_ = (call);                                                                           \
-    if (static_cast<int>(r_) != 0) {                                                            \
-      std::printf("%s:%d: %s failed (%d): %s\n", __FILE__, __LINE__, #call, static_cast<int>(r_), \
-                  weftGetLastError(nullptr));                                                   \
-      return 1;                                                                                 \
-    }                                                                                           \
-  } while (0)
+namespace partbench {
 
 double now_us() {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -76,24 +61,6 @@ __global__ void __launch_bounds__(1024, 2) vadd_allreduce(const double* a, const
   c[i] = a[i] + b[i];
   h.pready_block(blockIdx.x);
 }
-/// vadd_pready that stamps each block's entry, its vector add's end and its pready's end.
-__global__ void __launch_bounds__(1024, 2) vadd_pready_traced(const double* a, const double* b, double* c,
-                                                              PsendDeviceHandle h, uint64_t* stamps) {
-  uint64_t t0 = 0;
-  if (threadIdx.x == 0) t0 = weft::device::globaltimer();
-  const uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  c[i] = a[i] + b[i];
-  __syncthreads();
-  uint64_t t1 = 0;
-  if (threadIdx.x == 0) t1 = weft::device::globaltimer();
-  h.pready_block(blockIdx.x);
-  if (threadIdx.x == 0) {
-    uint64_t* s = stamps + 3ull * blockIdx.x;
-    s[0] = t0;
-    s[1] = t1;
-    s[2] = weft::device::globaltimer();
-  }
-}
 __global__ void fill(double* x, uint64_t n, double base) {
   for (uint64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) x[i] = base + (i % 97);
 }
@@ -102,14 +69,6 @@ __global__ void pready_gran(PsendDeviceHandle h, int gran) {
   else if (gran == 1) h.pready_warp(threadIdx.x / 32);
   else h.pready_block(0);
 }
-
-struct Rank {
-  int rank = 0;
-  weftComm_t comm = nullptr;
-  weftPartComm_t pc = nullptr;
-  cudaStream_t stream = nullptr;
-  bool shared_gpu = false;
-};
 
 int open_rank(int r, const weftUniqueId& id, Rank& k) {
   k.rank = r;
@@ -137,6 +96,19 @@ int close_rank(Rank& k) {
   return 0;
 }
 
+int fill_inputs(Rank& k, double* a, double* b, uint64_t n) {
+  fill<<<256, 256, 0, k.stream>>>(a, n, 1);
+  fill<<<256, 256, 0, k.stream>>>(b, n, 2);
+  OK(cudaStreamSynchronize(k.stream));
+  return 0;
+}
+
+long wrong_sums(const std::vector<double>& c) {
+  long wrong = 0;
+  for (uint64_t i = 0; i < c.size(); ++i) wrong += c[i] != 3.0 + 2.0 * static_cast<double>(i % 97);
+  return wrong;
+}
+
 std::vector<int> parse_list(const char* s) {
   std::vector<int> v;
   for (const char* p = s; *p;) {
@@ -148,6 +120,8 @@ std::vector<int> parse_list(const char* s) {
 }
 
 std::vector<int> g_grids = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768};
+int g_trace_grid = 256;
+int g_trace_rows = 32;
 
 /// Mean microseconds per iteration of start, pbuf_prepare, vadd_pready on G blocks, wait,
 /// over context `pc` (its transfer path) with `threshold` partitions per transport partition,
@@ -183,8 +157,7 @@ int partitioned_us(Rank& k, weftPartComm_t pc, int G, int threshold, int tag, co
   if (r == 1) {  // the data: a[i] + b[i] = 3 + 2 (i % 97)
     std::vector<double> got(n);
     OK(cudaMemcpy(got.data(), c, bytes, cudaMemcpyDeviceToHost));
-    long wrong = 0;
-    for (uint64_t i = 0; i < n; ++i) wrong += got[i] != 3.0 + 2.0 * static_cast<double>(i % 97);
+    const long wrong = wrong_sums(got);
     if (wrong) std::printf("# grid %d: %ld wrong elements received\n", G, wrong);
   }
   if (d) OK(weftPdevRequestFree(d));
@@ -201,9 +174,7 @@ int goodput(int r, const weftUniqueId& id) {
   OK(cudaMalloc(&a, max_n * 8));
   OK(cudaMalloc(&b, max_n * 8));
   OK(cudaMalloc(&c, max_n * 8));
-  fill<<<256, 256, 0, k.stream>>>(a, max_n, 1);
-  fill<<<256, 256, 0, k.stream>>>(b, max_n, 2);
-  OK(cudaStreamSynchronize(k.stream));
+  if (fill_inputs(k, a, b, max_n)) return 1;
   weftPartComm_t pc_proxy = nullptr;
   OK(weftPartCommCreateWithPath(k.comm, weftPartPathProxy, &pc_proxy));
   const char* en = std::getenv("WEFT_EMULATE_NODES");
@@ -356,82 +327,6 @@ int overheads(int r, const weftUniqueId& id) {
   return close_rank(k);
 }
 
-/// Per-block device times of one epoch: stamps[3b..3b+2] = entry, vector add done, pready done.
-void print_block_times(int G, int threshold, const std::vector<uint64_t>& st) {
-  uint64_t first = ~0ull, last = 0;
-  double add = 0, pr = 0, pr_max = 0;
-  for (int b = 0; b < G; ++b) {
-    const uint64_t* s = &st[3ull * b];
-    first = std::min(first, s[0]);
-    last = std::max(last, s[2]);
-    add += static_cast<double>(s[1] - s[0]);
-    pr += static_cast<double>(s[2] - s[1]);
-    pr_max = std::max(pr_max, static_cast<double>(s[2] - s[1]));
-  }
-  const double bytes = static_cast<double>(G) * kThreads * 8;
-  std::printf("%8d %9d %12.1f %12.2f %12.2f %12.2f %12.1f\n", G, threshold, (last - first) / 1e3, add / G / 1e3,
-              pr / G / 1e3, pr_max / 1e3, bytes / static_cast<double>(last - first));
-}
-
-/// WEFT_PART_TRACE's host lines (stderr) and the producer's per-block device times.
-int trace(int r, const weftUniqueId& id) {
-  Rank k;
-  if (open_rank(r, id, k)) return 1;
-  const uint64_t max_n = static_cast<uint64_t>(*std::max_element(g_grids.begin(), g_grids.end())) * kThreads;
-  double *a, *b, *c;
-  uint64_t* stamps;
-  OK(cudaMalloc(&a, max_n * 8));
-  OK(cudaMalloc(&b, max_n * 8));
-  OK(cudaMalloc(&c, max_n * 8));
-  OK(cudaMalloc(&stamps, max_n / kThreads * 3 * 8));
-  fill<<<256, 256, 0, k.stream>>>(a, max_n, 1);
-  fill<<<256, 256, 0, k.stream>>>(b, max_n, 2);
-  OK(cudaStreamSynchronize(k.stream));
-  if (r == 0)
-    std::printf("# trace: rank 0 -> rank 1, kernel-copy path, %d epochs per grid; device times of the last epoch's "
-                "producer (%%globaltimer)%s\n%8s %9s %12s %12s %12s %12s %12s\n", kIters,
-                k.shared_gpu ? " (both ranks share one GPU)" : "", "blocks", "threshold", "kernel_us", "add_us/blk",
-                "pready_us/blk", "pready_max", "GB/s");
-  int tag = 500000;
-  for (int G : g_grids)
-    for (int thr : {1, G}) {
-      if (thr == G && G == 1) continue;
-    const uint64_t n = static_cast<uint64_t>(G) * kThreads, bytes = n * 8;
-    if (barrier(k)) return 1;
-    weftPrequest_t q = nullptr;
-    ++tag;
-    if (r == 0) OK(weftPsendInit(c, G, kThreads, weftFloat64, 1, tag, k.pc, &q));
-    else OK(weftPrecvInit(c, G, kThreads, weftFloat64, 0, tag, k.pc, &q));
-    if (r == 1) OK(cudaMemset(c, 0xA5, bytes));
-    weftPdevRequest_t d = nullptr;
-    const void* dh = nullptr;
-    PsendDeviceHandle h{};
-    if (r == 0) OK(weftPdevRequestCreate(q, thr, &d, &dh));
-    for (int it = 0; it < kIters; ++it) {
-      OK(weftPstart(q));
-      OK(weftPbufPrepare(q));
-      if (r == 0 && it == 0) OK(cudaMemcpy(&h, dh, sizeof(h), cudaMemcpyDeviceToHost));
-      if (r == 0) vadd_pready_traced<<<G, kThreads, 0, k.stream>>>(a, b, c, h, stamps);
-      OK(weftPwait(q));
-    }
-    OK(cudaStreamSynchronize(k.stream));
-    if (r == 0) {
-      std::vector<uint64_t> st(3ull * G);
-      OK(cudaMemcpy(st.data(), stamps, st.size() * 8, cudaMemcpyDeviceToHost));
-      print_block_times(G, thr, st);
-    } else {
-      std::vector<double> got(n);
-      OK(cudaMemcpy(got.data(), c, bytes, cudaMemcpyDeviceToHost));
-      long wrong = 0;
-      for (uint64_t i = 0; i < n; ++i) wrong += got[i] != 3.0 + 2.0 * static_cast<double>(i % 97);
-      if (wrong) std::printf("# grid %d: %ld wrong elements received\n", G, wrong);
-    }
-    if (d) OK(weftPdevRequestFree(d));
-    OK(weftPrequestFree(q));
-  }
-  return close_rank(k);
-}
-
 // NCCL through dlopen (as `weft bench` does): the entry points this bench needs.
 /// ncclUniqueId: NCCL takes it by value (a 128-byte struct, passed in memory), not as a pointer.
 struct NcclId {
@@ -543,17 +438,24 @@ int allreduce(int r, const weftUniqueId& id) {
   return close_rank(k);
 }
 
-}  // namespace
+}  // namespace partbench
+
+using namespace partbench;
 
 int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
   if (argc < 2) {
-    std::printf("usage: %s goodput|pready|overheads|allreduce|trace [--grids a,b,...]\n", argv[0]);
+    std::printf("usage: %s goodput|pready|overheads|allreduce|trace [--grids a,b,...] [--per-block G] [--rows N]\n",
+                argv[0]);
     return 2;
   }
   const std::string cmd = argv[1];
-  for (int i = 2; i + 1 < argc; ++i)
-    if (std::string(argv[i]) == "--grids") g_grids = parse_list(argv[++i]);
+  for (int i = 2; i + 1 < argc; ++i) {
+    const std::string opt = argv[i];
+    if (opt == "--grids") g_grids = parse_list(argv[++i]);
+    else if (opt == "--per-block") g_trace_grid = std::atoi(argv[++i]);
+    else if (opt == "--rows") g_trace_rows = std::atoi(argv[++i]);
+  }
   if (cmd == "goodput") return gt::run_ranks(2, goodput, 1200, cmd);
   if (cmd == "pready") return gt::run_ranks(2, pready_cost, 600, cmd);
   if (cmd == "overheads") return gt::run_ranks(2, overheads, 300, cmd);

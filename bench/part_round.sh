@@ -21,6 +21,12 @@
 #      progression-engine path
 #   3. the summary: goodput table (blocks, traditional, kernel-copy and engine µs, ratios),
 #      pbuf_prepare mean ± sd, allreduce against NCCL
+# PART_ROUND_QUICK=1: the short round (about a minute; budget default 140 s, tests 45 s):
+#   trace at PART_TRACE_GRIDS (default 256,4096,32768: claim by one block per epoch against
+#   every block, per-block steps; PART_TRACE_ROWS of the 256-block grid's blocks sorted by
+#   pready start, default 16), goodput within the host at
+#   PART_GOODPUT_GRIDS (default 1,8,64,256,4096,32768), then the tests p2p, coll and reuse
+#   (kernel-copy path), then the goodput summary.
 set -uo pipefail
 dir=${1:-build}
 out=${2:-part_round.txt}
@@ -28,9 +34,16 @@ bin="$dir/bin/part_bench"
 tests="$dir/bin/weft_part_gpu_tests"
 [[ -x "$bin" ]] || { echo "no $bin: build part_bench (-DWEFT_BUILD_BENCH=ON) or make a bundle" >&2; exit 2; }
 export NCCL_NVLS_ENABLE=0
+quick=${PART_ROUND_QUICK:-0}
 step_s=${PART_STEP_TIMEOUT:-120}
-budget_s=${PART_ROUND_BUDGET:-190}
-tests_budget_s=${PART_TESTS_BUDGET:-60}
+if [[ "$quick" == 1 ]]; then
+  budget_s=${PART_ROUND_BUDGET:-140}
+  tests_budget_s=${PART_TESTS_BUDGET:-45}
+else
+  budget_s=${PART_ROUND_BUDGET:-190}
+  tests_budget_s=${PART_TESTS_BUDGET:-60}
+fi
+goodput_grids=${PART_GOODPUT_GRIDS:-1,8,64,256,4096,32768}
 test_s=${PART_TEST_TIMEOUT:-30}
 reuse_epochs=${PART_REUSE_EPOCHS:-200}
 t_start=$(date +%s)
@@ -62,19 +75,28 @@ step() {  # step NAME FILE LIMIT END COMMAND...: runs it for at most LIMIT s and
   [[ -x "$tests" && "${PART_ROUND_TESTS:-1}" != 0 ]] && run_tests=1
   round_end=$(( t_start + budget_s ))
   bench_end=$(( round_end - run_tests * tests_budget_s ))
-  step "overheads" "$tmp/overheads.txt" "$step_s" "$bench_end" "$bin" overheads
-  step "pready" "$tmp/pready.txt" "$step_s" "$bench_end" "$bin" pready
-  step "trace" "$tmp/trace.txt" "$step_s" "$bench_end" "$bin" trace --grids 1,8,256,4096,32768
-  step "goodput within the host" "$tmp/goodput.txt" "$step_s" "$bench_end" "$bin" goodput
-  step "goodput across 2 emulated nodes (WEFT_EMULATE_NODES=2: prox over UCX; part stays within the host)" \
-    "$tmp/goodput_nodes.txt" "$step_s" "$bench_end" env WEFT_EMULATE_NODES=2 "$bin" goodput --grids 1,8,64,256,4096,32768
-  step "allreduce" "$tmp/allreduce.txt" "$step_s" "$bench_end" "$bin" allreduce --grids 1024,2048,4096,8192,16384,32768
+  : > "$tmp/overheads.txt"; : > "$tmp/goodput_nodes.txt"; : > "$tmp/allreduce.txt"
+  if [[ "$quick" == 1 ]]; then
+    step "trace (per-block steps; claim weft against each-block; blocks of the 256-block grid by start)" "$tmp/trace.txt" 40 "$bench_end" \
+      env WEFT_PART_TRACE=1 "$bin" trace --grids "${PART_TRACE_GRIDS:-256,4096,32768}" --per-block 256 --rows "${PART_TRACE_ROWS:-16}"
+    step "goodput within the host" "$tmp/goodput.txt" "$step_s" "$bench_end" "$bin" goodput --grids "$goodput_grids"
+    test_list=("p2p --ranks 2" "coll --ranks 2" "reuse --ranks 2 --epochs $reuse_epochs")
+  else
+    step "overheads" "$tmp/overheads.txt" "$step_s" "$bench_end" "$bin" overheads
+    step "pready" "$tmp/pready.txt" "$step_s" "$bench_end" "$bin" pready
+    step "trace" "$tmp/trace.txt" "$step_s" "$bench_end" "$bin" trace --grids 1,8,256,4096,32768 --rows 16
+    step "goodput within the host" "$tmp/goodput.txt" "$step_s" "$bench_end" "$bin" goodput
+    step "goodput across 2 emulated nodes (WEFT_EMULATE_NODES=2: prox over UCX; part stays within the host)" \
+      "$tmp/goodput_nodes.txt" "$step_s" "$bench_end" env WEFT_EMULATE_NODES=2 "$bin" goodput --grids "$goodput_grids"
+    step "allreduce" "$tmp/allreduce.txt" "$step_s" "$bench_end" "$bin" allreduce --grids 1024,2048,4096,8192,16384,32768
+    test_list=("p2p --ranks 2" "coll --ranks 2" "reuse --ranks 2 --epochs $reuse_epochs" "misuse"
+               "reuse --ranks 2 --path proxy --epochs $reuse_epochs" "misuse --path proxy")
+  fi
   if (( run_tests )); then
     # The tests after the benchmarks: a test that hangs costs its own limit, not the tables.
     tests_end=$(( $(date +%s) + tests_budget_s ))
     (( tests_end > round_end )) && tests_end=$round_end
-    for t in "p2p --ranks 2" "coll --ranks 2" "reuse --ranks 2 --epochs $reuse_epochs" "misuse" \
-             "reuse --ranks 2 --path proxy --epochs $reuse_epochs" "misuse --path proxy"; do
+    for t in "${test_list[@]}"; do
       step "test $t" "$tmp/test.txt" "$test_s" "$tests_end" env WEFT_TIMEOUT=20 "$tests" $t
     done
   fi
@@ -91,6 +113,11 @@ step() {  # step NAME FILE LIMIT END COMMAND...: runs it for at most LIMIT s and
     echo
   }
   summary "$tmp/goodput.txt" "Goodput within the host (rank 0 -> rank 1, 1,024 threads x 8 B per block; mean of 20 iterations)"
+  echo "Trace (kernel copy; claim_us and slope_ns per case: a staircase of claims served one by one shows as a slope near the claim's cost per block)"
+  echo
+  grep -h "^# trace\|^ *blocks \|^ *[0-9]\+ \+[0-9]\+ \+\(weft\|each-block\) \|wrong" "$tmp/trace.txt" | sed 's/^/    /'
+  echo
+  [[ "$quick" == 1 ]] && exit 0
   summary "$tmp/goodput_nodes.txt" "Goodput across 2 emulated nodes (engine over UCX)"
   echo "pbuf_prepare after the first call (sender, 100 calls): $(sed -n 's/^pbuf_prepare, average *//p' "$tmp/overheads.txt")"
   echo
@@ -100,4 +127,5 @@ step() {  # step NAME FILE LIMIT END COMMAND...: runs it for at most LIMIT s and
   echo "| ---: | ---: | ---: | ---: | ---: |"
   awk '$1 ~ /^[0-9]+$/ && NF == 5 { printf "| %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5 }' "$tmp/allreduce.txt"
   grep -h "skipped\|wrong\|failed" "$tmp/allreduce.txt" | sed 's/^/    /'
+  true
 } 2>&1 | tee "$out"

@@ -200,9 +200,9 @@ void CollectiveImpl::start() {
   for (auto& s : sends_) if (s) s->start();
   if (errored_) {  // the only CUDA calls of a start, and only after a misuse
     const std::vector<uint64_t> stamps = resync_stamps(handle_.partitions, epoch_);
-    const uint64_t sent = resync_sent(handle_.partitions, 1, epoch_);
+    const std::array<uint64_t, 3> ctl = resync_ctl(resync_sent(handle_.partitions, 1, epoch_), epoch_);
     ctx_.write(handle_.stamps, stamps.data(), stamps.size() * sizeof(uint64_t));
-    ctx_.write(handle_.ctl + kCtlSent, &sent, sizeof(sent));
+    ctx_.write(handle_.ctl + kCtlReader, ctl.data(), sizeof(ctl));
     errored_ = false;
   }
   ++epoch_;

@@ -517,10 +517,10 @@ void DeviceRequestImpl::resync_counters(uint64_t completed) {
   const uint32_t U = req_.state().desc().partitions;
   const std::vector<uint64_t> stamps = resync_stamps(U, completed);
   const std::vector<uint64_t> counters = resync_transport_counters(U, threshold_, completed);
-  const uint64_t sent = resync_sent(U, threshold_, completed);
+  const std::array<uint64_t, 3> ctl = resync_ctl(resync_sent(U, threshold_, completed), completed);
   req_.ctx().write(stamps_, stamps.data(), stamps.size() * sizeof(uint64_t));
   req_.ctx().write(counters_, counters.data(), counters.size() * sizeof(uint64_t));
-  req_.ctx().write(req_.ctl() + kCtlSent, &sent, sizeof(sent));
+  req_.ctx().write(req_.ctl() + kCtlReader, ctl.data(), sizeof(ctl));
 }
 
 }  // namespace weft::part

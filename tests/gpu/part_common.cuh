@@ -150,8 +150,10 @@ inline void explain_send(const PsendDeviceHandle& h, uint64_t e, cudaStream_t pr
   for (uint32_t p = 0; p < U; ++p) claimed += stamps[p] >= e;  // a stamp counts a partition's preadies
   for (uint32_t t = 0; t < T; ++t) complete += counters[t] >= weft::part::transport_size(U, h.threshold, t) * e;
   std::printf("rank %d: diagnosis: %u of %u partitions claimed, %u of %u transport partitions counted complete "
-              "(threshold %u), device sent counter %llu, prepared-epoch cache %llu\n", g_rank, claimed, U, complete, T,
-              h.threshold, (unsigned long long)ctl[weft::part::kCtlSent], (unsigned long long)ctl[weft::part::kCtlEpoch]);
+              "(threshold %u), device sent counter %llu, prepared-epoch cache %llu (claim reader %llu, checked %llu)\n",
+              g_rank, claimed, U, complete, T, h.threshold, (unsigned long long)ctl[weft::part::kCtlSent],
+              (unsigned long long)ctl[weft::part::kCtlEpoch], (unsigned long long)ctl[weft::part::kCtlReader],
+              (unsigned long long)ctl[weft::part::kCtlChecked]);
   if (h.ready != nullptr) {  // progression-engine path: the flags the engine polls (host-mapped)
     uint32_t marked = 0;
     for (uint32_t t = 0; t < T; ++t) marked += reinterpret_cast<const volatile uint64_t*>(h.ready)[t] == e;

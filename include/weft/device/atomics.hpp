@@ -50,6 +50,13 @@ WEFT_DEVICE_INLINE unsigned long long atomic_add_release_gpu(void* p, uint64_t v
   asm volatile("atom.add.release.gpu.global.u64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
   return old;
 }
+/// Atomic max with release semantics at GPU scope (returns the old value): this thread's
+/// earlier writes come before the new value for any block of this GPU that acquires it.
+WEFT_DEVICE_INLINE unsigned long long atomic_max_release_gpu(void* p, uint64_t v) {
+  unsigned long long old;
+  asm volatile("atom.release.gpu.global.max.u64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
+  return old;
+}
 /// An acquire-release fence at system scope: every write this thread observed before it
 /// (its block's, through a preceding __syncthreads) is visible to any GPU and the host before
 /// any of its later writes. Lighter than __threadfence_system(), which is fence.sc.sys.

@@ -7,6 +7,7 @@
 
 #include "weft/device/atomics.hpp"
 #include "weft/device/macros.hpp"
+#include "weft/device/wait.hpp"
 
 namespace weft::part {
 
@@ -33,13 +34,18 @@ enum DeviceErrorCode : uint32_t {
 /// lives in the receiver's host words), then one flag per transport partition holding the
 /// epoch it last arrived in.
 constexpr uint32_t kFlagThreshold = 0, kFlagUnused = 1, kFlagFirst = 2;
-/// Layout of a send request's (or a collective's) control block, device memory: [0] unused,
-/// [1] the device's cache of the prepared epoch (never above kWordPrepared: a block that
-/// finds its epoch at or below it needs no read of host memory), [2] transport partitions
-/// completed by the device since the last resync (the host sets it to transports x
-/// completed epochs), [3] the error claim.
-constexpr uint32_t kCtlUnused = 0, kCtlEpoch = 1, kCtlSent = 2, kCtlClaim = 3, kCtlWords = 4;
-
+/// Layout of a send request's (or a collective's) control block, device memory:
+///   kCtlEpoch    the device's cache of the prepared epoch (never above kWordPrepared: a block
+///                that finds its epoch at or below it needs no read of host memory)
+///   kCtlReader   the highest epoch a block took on reading the host words for (the claim's
+///                election: one reader per epoch, the others wait on device memory)
+///   kCtlChecked  the highest epoch whose reader has raised the cache (or found it a misuse)
+///   kCtlSent     transport partitions completed by the device since the last resync (the
+///                host sets it to transports x completed epochs)
+///   kCtlClaim    the error claim (the first device error of the request wins)
+/// kCtlReader, kCtlChecked and kCtlSent are consecutive: a resync after a misuse writes them
+/// with one copy (part/resync.hpp).
+constexpr uint32_t kCtlEpoch = 0, kCtlReader = 1, kCtlChecked = 2, kCtlSent = 3, kCtlClaim = 4, kCtlWords = 5;
 /// A request's host words: one 64-byte slot of its rank's shared segment (POSIX shared
 /// memory, mapped by every rank of the host and registered with CUDA, so the owner's GPU
 /// reads and writes it too). Every word holds an epoch; all grow monotonically.
@@ -99,6 +105,60 @@ WEFT_HOST_DEVICE_INLINE uint32_t claim_error(uint64_t e, uint64_t prepared, uint
 /// The epoch a misuse record names: the epoch the partition was readied twice in, else e.
 WEFT_HOST_DEVICE_INLINE uint64_t claim_error_epoch(uint32_t code, uint64_t e) { return code == kDevTwice ? e - 1 : e; }
 
+// The claim's slow path: a pready whose epoch e is above the device's cache of the prepared
+// epoch. Host memory is read by one block per epoch: the first to raise kCtlReader to e
+// reads kWordPrepared (and kWordStarted only on a misuse), raises the cache, then kCtlChecked;
+// the others wait on those two device words (relaxed GPU-scope loads with a growing sleep
+// between them). Many blocks reading the same host words with strong system-scope loads at
+// once costs about a microsecond per read, one after the other (round 3 on two H200s: the
+// kernel-copy path grew by 1.9 us per resident block; docs/partitioned.md, "The claim").
+// A waiter reads the host words itself, as the reader does, when the reader found its epoch
+// not prepared (a misuse: it records its own error) or after kClaimWaitNs (a reader held up:
+// still right, only slower), so nothing here waits without bound and no misuse goes unnamed.
+//
+// Written once over the memory operations of `M`, so that the CPU test
+// (tests/unit/part/test_part_claim.cpp) runs this code with threads as blocks:
+//   raise_reader(e) -> old    atomic max on kCtlReader
+//   raise_cache(v)            atomic max on kCtlEpoch
+//   raise_checked(e)          atomic max on kCtlChecked, released after raise_cache
+//   load_cache(), load_checked()   device words (checked acquired)
+//   load_prepared(), load_started() the host words (system scope, acquire)
+//   wait(ready) -> bool       polls ready() until true (true) or kClaimWaitNs passed (false)
+//   record(code, p, epoch)    the request's device error record
+
+/// How long a block waits for its epoch's reader before it reads the host words itself.
+constexpr uint64_t kClaimWaitNs = 200000;
+
+/// A read of the host words for a pready of partition p in epoch e: raises the cache to the
+/// prepared epoch; returns e, or 0 after recording the misuse.
+template <typename M>
+WEFT_DEVICE_INLINE uint64_t claim_read(M& m, uint64_t p, uint64_t e) {
+  const uint64_t prepared = m.load_prepared();
+  m.raise_cache(prepared);
+  if (e <= prepared) return e;
+  const uint32_t code = claim_error(e, prepared, m.load_started());
+  m.record(code, p, claim_error_epoch(code, e));
+  return 0;
+}
+
+/// The slow path of a pready of partition p in epoch e (above the cache): e, or 0 (misuse).
+template <typename M>
+WEFT_DEVICE_INLINE uint64_t claim_behind(M& m, uint64_t p, uint64_t e) {
+  if (m.raise_reader(e) < e) {  // elected: no block has taken on an epoch >= e
+    const uint64_t r = claim_read(m, p, e);
+    m.raise_checked(e);  // after the cache: a waiter that sees it sees the cache raised
+    return r;
+  }
+  uint64_t cached = 0;
+  const bool answered = m.wait([&] {
+    const uint64_t checked = m.load_checked();  // first: what the reader raised before it is seen
+    cached = m.load_cache();
+    return e <= cached || checked >= e;
+  });
+  if (answered && e <= cached) return e;
+  return claim_read(m, p, e);  // the reader found a misuse, or is late
+}
+
 #if WEFT_DEVICE_CODE
 namespace detail {
 /// One thread: records the first device error of a request (later ones are dropped).
@@ -111,24 +171,51 @@ WEFT_DEVICE_INLINE void record_error(DeviceErrorRecord* rec, uint64_t* claim, ui
   *reinterpret_cast<volatile uint32_t*>(&rec->valid) = 1;
 }
 
-/// The claim's slow path, out of line (it costs the caller's hot path no registers): the
-/// first pready of an epoch on this GPU reads the prepared epoch from host memory and
-/// raises the device's cache; a misuse is recorded. Returns e, or 0 (send nothing).
+/// claim_behind's memory operations on the device: the control block (device memory) and
+/// the host words (host memory mapped here).
+struct DeviceClaimMemory {
+  uint64_t* ctl;
+  const uint64_t* host;
+  DeviceErrorRecord* error;
+
+  WEFT_DEVICE_INLINE uint64_t raise_reader(uint64_t e) {
+    return atomicMax(reinterpret_cast<unsigned long long*>(ctl + kCtlReader), static_cast<unsigned long long>(e));
+  }
+  WEFT_DEVICE_INLINE void raise_cache(uint64_t v) {
+    atomicMax(reinterpret_cast<unsigned long long*>(ctl + kCtlEpoch), static_cast<unsigned long long>(v));
+  }
+  WEFT_DEVICE_INLINE void raise_checked(uint64_t e) { device::atomic_max_release_gpu(ctl + kCtlChecked, e); }
+  WEFT_DEVICE_INLINE uint64_t load_cache() { return device::ld_relaxed_gpu(ctl + kCtlEpoch); }
+  WEFT_DEVICE_INLINE uint64_t load_checked() { return device::ld_acquire_gpu(ctl + kCtlChecked); }
+  WEFT_DEVICE_INLINE uint64_t load_prepared() { return device::ld_acquire_sys(host + kWordPrepared); }
+  WEFT_DEVICE_INLINE uint64_t load_started() { return device::ld_acquire_sys(host + kWordStarted); }
+  template <typename Ready>
+  WEFT_DEVICE_INLINE bool wait(Ready ready) {
+    uint32_t ns = 32;  // the reader's host read takes about a microsecond: sleep up to that
+    const auto polled = [&] {
+      if (ready()) return true;
+      __nanosleep(ns);
+      if (ns < 1024) ns *= 2;
+      return false;
+    };
+    return device::spin_until(polled, device::deadline_after(kClaimWaitNs)) == device::WaitResult::Ok;
+  }
+  WEFT_DEVICE_INLINE void record(uint32_t code, uint64_t p, uint64_t e) {
+    record_error(error, ctl + kCtlClaim, code, p, e);
+  }
+};
+
+/// The claim's slow path, out of line (it costs the caller's hot path no registers).
 inline __device__ __noinline__ uint64_t claim_slow(uint64_t* ctl, const uint64_t* host, DeviceErrorRecord* error,
                                                    uint64_t p, uint64_t e) {
-  const uint64_t prepared = device::ld_acquire_sys(host + kWordPrepared);
-  const uint32_t code = claim_error(e, prepared, device::ld_acquire_sys(host + kWordStarted));
-  if (code == kDevOk) {
-    atomicMax(reinterpret_cast<unsigned long long*>(ctl + kCtlEpoch), static_cast<unsigned long long>(prepared));
-    return e;
-  }
-  record_error(error, ctl + kCtlClaim, code, p, claim_error_epoch(code, e));
-  return 0;
+  DeviceClaimMemory m{ctl, host, error};
+  return claim_behind(m, p, e);
 }
 
 /// One thread: claims partition p (already checked to be in range) for the epoch its stamp
 /// says; 0 (send nothing) on misuse, else the epoch. The stamp's atomic and the cache's load
-/// are both in flight at once; host memory is read only when the cache is behind.
+/// are both in flight at once; host memory is read only when the cache is behind, by one
+/// block per epoch (claim_behind).
 WEFT_DEVICE_INLINE uint64_t claim(uint64_t* stamps, uint64_t* ctl, const uint64_t* host, DeviceErrorRecord* error,
                                   uint32_t p) {
   const uint64_t e = atomicAdd(reinterpret_cast<unsigned long long*>(stamps + p), 1ull) + 1;
