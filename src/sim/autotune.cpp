@@ -96,16 +96,7 @@ class Search {
         prev = a.last_us;
       }
     }
-    // Blocks of local copies and reductions stay apart from communication (the CPU emulator
-    // computes wrong data for some plans that mix them; docs/scheduling.md).
-    std::vector<std::vector<int32_t>> kinds(r.plan.ranks.size());
-    for (size_t k = 0; k < r.plan.ranks.size(); ++k)
-      for (const ThreadBlock& tb : r.plan.ranks[k].tbs) {
-        bool comm = false;
-        for (const Slot& sl : tb.slots) comm = comm || sl.send_peer >= 0 || sl.recv_peer >= 0;
-        kinds[k].push_back(comm ? 1 : 0);
-      }
-    const BlockMerge m = merge_by_activity(activity, -overlap * rep.time_us, &kinds);
+    const BlockMerge m = merge_by_activity(activity, -overlap * rep.time_us);
     bool fewer = false;
     for (size_t k = 0; k < m.size(); ++k) fewer = fewer || m[k].size() < r.plan.ranks[k].tbs.size();
     if (!fewer) return false;
@@ -298,12 +289,16 @@ TuneResult autotune(const Algorithm& algo, const Topology& topo, const CompileOp
       // an MSCCL file's channels have (the search may raise them).
       chunks.scale_intra = chunks.scale_inter = chunks.scale_local = 1.0 / 64;
       seeds.push_back(chunks);
-      for (const char* e : {"task", "algorithm"}) {
-        TuneTrial peer = own;
-        peer.execution = e;
-        peer.allocator = "peer";
-        seeds.push_back(peer);
-      }
+      // peer-mixed differs from peer only where there is local work to deal.
+      const bool local = classes_of(algo, topo).local;
+      for (const char* e : {"task", "algorithm"})
+        for (const char* alloc : {"peer", "peer-mixed"}) {
+          if (!local && std::string(alloc) == "peer-mixed") continue;
+          TuneTrial peer = own;
+          peer.execution = e;
+          peer.allocator = alloc;
+          seeds.push_back(peer);
+        }
     }
     const Classes classes = classes_of(algo, topo);
     // Each seed as it is and, when that is over the budget, scaled down until it fits.
@@ -317,7 +312,7 @@ TuneResult autotune(const Algorithm& algo, const Topology& topo, const CompileOp
       if (!s.at(at).error.empty()) best = descend(s, s.trial(s.fit(seed)), classes, o.tolerance);
       // The peer allocator deals local work over its blocks; blocks left in the budget can
       // take a share of it.
-      if (seed.allocator == "peer" && s.budget() > 0 && s.at(best).error.empty() && s.at(best).tbs < s.budget()) {
+      if (seed.allocator.rfind("peer", 0) == 0 && s.budget() > 0 && s.at(best).error.empty() && s.at(best).tbs < s.budget()) {
         TuneTrial spare = s.at(best);
         spare.spare_blocks = s.budget() - spare.tbs;
         spare.error.clear();
