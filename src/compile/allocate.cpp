@@ -241,14 +241,39 @@ Allocation allocate_peer(const LoweredProgram& p, int32_t spare, bool mixed) {
   return a;
 }
 
+/// All of a rank's slots with the same instance count on one block per instance, as an MSCCL
+/// file with one thread block per channel has them: at algorithm level each block visits every
+/// peer of the rank per micro-batch (allpairs_broadcast's root sends to its 7 peers from each
+/// of 19 blocks, where one group per connection gets 2 or 3 blocks per peer).
+Allocation allocate_rank(const LoweredProgram& p) {
+  Allocation a = start(p);
+  Grouping g = group_slots(p, true);
+  for (int32_t r = 0; r < p.num_ranks; ++r) {
+    RankGroups rg = rank_groups(p, g, r), one;
+    std::map<int32_t, int32_t> by_instances;  // instance count -> dense group
+    one.slots = rg.slots;
+    for (int32_t s : rg.slots) {
+      auto [it, fresh] = by_instances.emplace(p.slots[s].instances, one.count);
+      if (fresh) {
+        ++one.count;
+        one.instances.push_back(p.slots[s].instances);
+      }
+      one.group_of.push_back(it->second);
+    }
+    a.tbs_per_rank[r] = assign_per_group(p, one, a);
+  }
+  return a;
+}
+
 void check_allocator_name(std::string_view allocator) {
-  if (allocator != "state" && allocator != "conn" && allocator != "peer" && allocator != "peer-mixed")
+  if (allocator != "state" && allocator != "conn" && allocator != "peer" && allocator != "peer-mixed" && allocator != "rank")
     fail(ErrorCode::InvalidArgument,
-         "unknown allocator '" + std::string(allocator) + "' (known: state, conn, peer, peer-mixed)");
+         "unknown allocator '" + std::string(allocator) + "' (known: state, conn, peer, peer-mixed, rank)");
 }
 
 Allocation allocate(const LoweredProgram& p, std::string_view allocator, int32_t spare_blocks) {
   check_allocator_name(allocator);
+  if (allocator == "rank") return allocate_rank(p);
   if (allocator == "peer" || allocator == "peer-mixed") return allocate_peer(p, spare_blocks, allocator == "peer-mixed");
   return allocator == "state" ? allocate_state(p) : allocate_conn(p);
 }

@@ -20,7 +20,7 @@ namespace weft {
 
 struct CompileOptions {
   std::string scheduler = "hpds";  ///< hpds | algo | stage | rr | gc3
-  std::string allocator = "state"; ///< state | conn | peer | peer-mixed
+  std::string allocator = "state"; ///< state | conn | peer | peer-mixed | rank
   /// peer allocators only: blocks each rank adds for its local copies and reductions, dealt
   /// round robin over these (peer) or over the communication blocks and these (peer-mixed);
   /// the tuner fills a budget with them.
