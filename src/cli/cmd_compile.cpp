@@ -166,7 +166,7 @@ void register_compile(CLI::App& app) {
   cmd->add_option("--scheduler,--schedule,-s", args->scheduler,
                   "hpds (default), algo, stage, rr or gc3; as-given keeps an MSCCL XML file's own schedule; auto (with "
                   "--size) takes whichever of them the simulator runs fastest");
-  cmd->add_option("--alloc,-a", args->allocator, "Thread-block allocation: state (default), conn or peer");
+  cmd->add_option("--alloc,-a", args->allocator, "Thread-block allocation: state (default), conn, peer, peer-mixed or rank");
   cmd->add_option("--instances", args->instances, "Thread blocks per link, 1 to 64 (default 0: derived from the topology)")
       ->check(CLI::Range(0, 64));
   cmd->add_option("--max-tbs", args->max_tbs,

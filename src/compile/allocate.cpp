@@ -196,15 +196,15 @@ Allocation allocate_state(const LoweredProgram& p) {
   return a;
 }
 
-Allocation allocate_peer(const LoweredProgram& p, int32_t spare) {
+/// Both directions of a connection to a peer on one block per instance. Local copies and
+/// reductions: with `mixed`, dealt round robin (each instance of a slot on a different block)
+/// over the communication blocks and `spare` more; otherwise on blocks of their own, or dealt
+/// over `spare` blocks that take local work only.
+Allocation allocate_peer(const LoweredProgram& p, int32_t spare, bool mixed) {
   Allocation a = start(p);
   Grouping g = group_slots(p, true, true);
   for (int32_t r = 0; r < p.num_ranks; ++r) {
     RankGroups rg = rank_groups(p, g, r);
-    // Communication groups get blocks of their own. Local copies and reductions never share
-    // a block with communication (the CPU emulator, which runs plans as the GPU executor
-    // does, computes wrong data for plans that mix them; docs/scheduling.md): they keep their
-    // own blocks, or are dealt round robin over `spare` blocks for local work only.
     std::vector<int32_t> local;
     for (int32_t s : rg.slots)
       if (p.slots[s].send_conn < 0 && p.slots[s].recv_conn < 0) local.push_back(s);
@@ -213,11 +213,7 @@ Allocation allocate_peer(const LoweredProgram& p, int32_t spare) {
       most = std::max(most, p.slots[s].instances);
       total += p.slots[s].instances;
     }
-    spare = std::min(spare, total);  // no block left without work
-    if (local.empty() || spare < most) {
-      a.tbs_per_rank[r] = assign_per_group(p, rg, a);
-      continue;
-    }
+    const int32_t extra = std::clamp(spare, 0, total);  // no block left without work
     RankGroups comm;
     std::vector<int32_t> dense(rg.count, -1);
     for (size_t i = 0; i < rg.slots.size(); ++i) {
@@ -231,23 +227,54 @@ Allocation allocate_peer(const LoweredProgram& p, int32_t spare) {
       comm.slots.push_back(rg.slots[i]);
       comm.group_of.push_back(d);
     }
-    const int32_t tbs = assign_per_group(p, comm, a);
+    const int32_t comm_tbs = local.empty() ? 0 : assign_per_group(p, comm, a);
+    const int32_t first = mixed ? 0 : comm_tbs, over = mixed ? comm_tbs + extra : extra;
+    if (local.empty() || over < most) {  // too few blocks to deal over: locals keep their own
+      a.tbs_per_rank[r] = assign_per_group(p, rg, a);
+      continue;
+    }
     int32_t cursor = 0;
     for (int32_t s : local)
-      for (int32_t k = 0; k < p.slots[s].instances; ++k) a.tb[a.inst_base[s] + k] = tbs + cursor++ % spare;
-    a.tbs_per_rank[r] = tbs + spare;
+      for (int32_t k = 0; k < p.slots[s].instances; ++k) a.tb[a.inst_base[s] + k] = first + cursor++ % over;
+    a.tbs_per_rank[r] = std::max(comm_tbs, first + std::min(over, total));
+  }
+  return a;
+}
+
+/// All of a rank's slots with the same instance count on one block per instance, as an MSCCL
+/// file with one thread block per channel has them: at algorithm level each block visits every
+/// peer of the rank per micro-batch (allpairs_broadcast's root sends to its 7 peers from each
+/// of 19 blocks, where one group per connection gets 2 or 3 blocks per peer).
+Allocation allocate_rank(const LoweredProgram& p) {
+  Allocation a = start(p);
+  Grouping g = group_slots(p, true);
+  for (int32_t r = 0; r < p.num_ranks; ++r) {
+    RankGroups rg = rank_groups(p, g, r), one;
+    std::map<int32_t, int32_t> by_instances;  // instance count -> dense group
+    one.slots = rg.slots;
+    for (int32_t s : rg.slots) {
+      auto [it, fresh] = by_instances.emplace(p.slots[s].instances, one.count);
+      if (fresh) {
+        ++one.count;
+        one.instances.push_back(p.slots[s].instances);
+      }
+      one.group_of.push_back(it->second);
+    }
+    a.tbs_per_rank[r] = assign_per_group(p, one, a);
   }
   return a;
 }
 
 void check_allocator_name(std::string_view allocator) {
-  if (allocator != "state" && allocator != "conn" && allocator != "peer")
-    fail(ErrorCode::InvalidArgument, "unknown allocator '" + std::string(allocator) + "' (known: state, conn, peer)");
+  if (allocator != "state" && allocator != "conn" && allocator != "peer" && allocator != "peer-mixed" && allocator != "rank")
+    fail(ErrorCode::InvalidArgument,
+         "unknown allocator '" + std::string(allocator) + "' (known: state, conn, peer, peer-mixed, rank)");
 }
 
 Allocation allocate(const LoweredProgram& p, std::string_view allocator, int32_t spare_blocks) {
   check_allocator_name(allocator);
-  if (allocator == "peer") return allocate_peer(p, spare_blocks);
+  if (allocator == "rank") return allocate_rank(p);
+  if (allocator == "peer" || allocator == "peer-mixed") return allocate_peer(p, spare_blocks, allocator == "peer-mixed");
   return allocator == "state" ? allocate_state(p) : allocate_conn(p);
 }
 

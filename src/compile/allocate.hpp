@@ -32,11 +32,12 @@ struct Allocation {
 
 Allocation allocate_state(const LoweredProgram& program);
 Allocation allocate_conn(const LoweredProgram& program);
-/// "state" or "conn"; throws InvalidArgument naming the known allocators otherwise.
-/// `spare_blocks` (peer only): blocks each rank adds for local copies and reductions, which are
-/// dealt round robin over the communication blocks and these.
+/// "state", "conn", "peer", "peer-mixed" or "rank" (docs/compile.md); throws InvalidArgument naming the
+/// known allocators otherwise. `spare_blocks` (peer allocators only): blocks each rank adds for
+/// local copies and reductions, which are dealt round robin over these (peer) or over the
+/// communication blocks and these (peer-mixed).
 Allocation allocate(const LoweredProgram& program, std::string_view allocator, int32_t spare_blocks = 0);
-/// Throws InvalidArgument unless `allocator` is "state" or "conn".
+/// Throws InvalidArgument unless `allocator` is one of the five.
 void check_allocator_name(std::string_view allocator);
 
 /// Builds the Plan's ranks (thread blocks, slots in key order, per-micro-batch dependencies

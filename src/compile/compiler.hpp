@@ -20,9 +20,10 @@ namespace weft {
 
 struct CompileOptions {
   std::string scheduler = "hpds";  ///< hpds | algo | stage | rr | gc3
-  std::string allocator = "state"; ///< state | conn | peer
-  /// peer allocator only: blocks each rank adds for its local copies and reductions, dealt
-  /// round robin over the communication blocks and these (the tuner fills a budget with them).
+  std::string allocator = "state"; ///< state | conn | peer | peer-mixed | rank
+  /// peer allocators only: blocks each rank adds for its local copies and reductions, dealt
+  /// round robin over these (peer) or over the communication blocks and these (peer-mixed);
+  /// the tuner fills a budget with them.
   int32_t spare_blocks = 0;
   int32_t instances = 0;           ///< thread blocks per link and per local operation, 1..64; 0 derives them from the topology
   /// Most thread blocks one rank may run (0: no limit). A plan whose busiest rank needs more

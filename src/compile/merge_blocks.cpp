@@ -23,8 +23,7 @@ bool overlaps(const std::vector<Interval>& a, const std::vector<Interval>& b, do
 
 }  // namespace
 
-BlockMerge merge_by_activity(const std::vector<std::vector<std::vector<SlotActivity>>>& activity, double gap_us,
-                             const std::vector<std::vector<int32_t>>* kinds) {
+BlockMerge merge_by_activity(const std::vector<std::vector<std::vector<SlotActivity>>>& activity, double gap_us) {
   BlockMerge out(activity.size());
   for (size_t r = 0; r < activity.size(); ++r) {
     const auto& blocks = activity[r];
@@ -41,19 +40,15 @@ BlockMerge merge_by_activity(const std::vector<std::vector<std::vector<SlotActiv
     std::vector<std::vector<Interval>> merged;  // per new block, its slots' intervals, sorted
     std::vector<std::vector<int32_t>> members;
     std::vector<double> load;
-    std::vector<int32_t> kind;  // per new block
-    auto kind_of = [&](int32_t tb) { return kinds ? (*kinds)[r][tb] : 0; };
     for (int32_t tb : order) {
       int32_t best = -1;
       for (size_t n = 0; n < merged.size(); ++n)
-        if (kind[n] == kind_of(tb) && !overlaps(merged[n], own[tb], gap_us) && (best < 0 || load[n] > load[best]))
-          best = static_cast<int32_t>(n);
+        if (!overlaps(merged[n], own[tb], gap_us) && (best < 0 || load[n] > load[best])) best = static_cast<int32_t>(n);
       if (best < 0) {
         best = static_cast<int32_t>(merged.size());
         merged.emplace_back();
         members.emplace_back();
         load.push_back(0);
-        kind.push_back(kind_of(tb));
       }
       std::vector<Interval> u;
       std::merge(merged[best].begin(), merged[best].end(), own[tb].begin(), own[tb].end(), std::back_inserter(u));

@@ -27,10 +27,7 @@ using BlockMerge = std::vector<std::vector<std::vector<std::pair<int32_t, int32_
 /// moment, each onto the merged block whose slots' intervals none of its own overlaps (with
 /// `gap_us` to spare), the busiest such block first, else a block of its own. A merged
 /// block's slots run in order of their start (an old block's own order is kept).
-/// `kinds[r][tb]`, when given: blocks merge only with blocks of the same kind (the tuner keeps
-/// blocks of local copies and reductions apart from communication, sim/autotune.cpp).
-BlockMerge merge_by_activity(const std::vector<std::vector<std::vector<SlotActivity>>>& activity, double gap_us,
-                             const std::vector<std::vector<int32_t>>* kinds = nullptr);
+BlockMerge merge_by_activity(const std::vector<std::vector<std::vector<SlotActivity>>>& activity, double gap_us);
 
 /// Applies a merge; dependencies are renumbered (those on an earlier slot of the same new
 /// block are dropped: program order covers them). Returns false, leaving `plan` unchanged,

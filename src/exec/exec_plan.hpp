@@ -106,12 +106,22 @@ struct Range {
   uint64_t lo;
   uint64_t hi;
 };
+/// Where part `inst` of `instances` starts within a micro-batch: b(i) = floor(i·mb / (a·m))·a
+/// elements for a = 16 bytes' worth (mb is a multiple of a), b(m) = mb; docs/plan-format.md,
+/// "Instances". Because b is monotone in i/m, parts of different instance counts overlap only
+/// where their fractions [i/m, (i+1)/m) do, which is how the compiler chooses dependencies
+/// between them; each part is at most part_elems long.
+WEFT_HOST_DEVICE_INLINE uint64_t part_start(const Geometry& g, int inst, int instances) {
+  if (inst >= instances) return g.mb;
+  uint64_t align = g.elem_size >= 16 ? 1 : 16 / g.elem_size;
+  return div_u64(static_cast<uint64_t>(inst) * div_u64(g.mb, align), static_cast<uint64_t>(instances)) * align;
+}
 WEFT_HOST_DEVICE_INLINE Range piece_range(const Geometry& g, uint32_t m, int inst, int instances) {
-  uint64_t part = part_elems(g, instances);
   uint64_t mb_lo = static_cast<uint64_t>(m) * g.mb;
   uint64_t mb_hi = mb_lo + g.mb < g.stride ? mb_lo + g.mb : g.stride;
-  uint64_t lo = mb_lo + static_cast<uint64_t>(inst) * part;
-  uint64_t hi = lo + part < mb_hi ? lo + part : mb_hi;
+  uint64_t lo = mb_lo + part_start(g, inst, instances);
+  uint64_t hi = mb_lo + part_start(g, inst + 1, instances);
+  if (hi > mb_hi) hi = mb_hi;
   if (lo > hi) lo = hi;
   return {lo, hi};
 }

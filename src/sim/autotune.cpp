@@ -96,16 +96,7 @@ class Search {
         prev = a.last_us;
       }
     }
-    // Blocks of local copies and reductions stay apart from communication (the CPU emulator
-    // computes wrong data for some plans that mix them; docs/scheduling.md).
-    std::vector<std::vector<int32_t>> kinds(r.plan.ranks.size());
-    for (size_t k = 0; k < r.plan.ranks.size(); ++k)
-      for (const ThreadBlock& tb : r.plan.ranks[k].tbs) {
-        bool comm = false;
-        for (const Slot& sl : tb.slots) comm = comm || sl.send_peer >= 0 || sl.recv_peer >= 0;
-        kinds[k].push_back(comm ? 1 : 0);
-      }
-    const BlockMerge m = merge_by_activity(activity, -overlap * rep.time_us, &kinds);
+    const BlockMerge m = merge_by_activity(activity, -overlap * rep.time_us);
     bool fewer = false;
     for (size_t k = 0; k < m.size(); ++k) fewer = fewer || m[k].size() < r.plan.ranks[k].tbs.size();
     if (!fewer) return false;
@@ -245,6 +236,42 @@ int32_t descend(Search& s, int32_t start, const Classes& classes, double toleran
   return cur;
 }
 
+/// Trials the rank allocator's seed may take (autotune).
+constexpr int32_t kRankTrials = 16;
+
+/// The seeds of a task-level scheduler's search besides its own shape: algorithm level in
+/// step order, chunk channels not aggregated with one instance each, the peer allocators at
+/// both levels (peer-mixed only where there is local work to deal), and the rank allocator at
+/// algorithm level (last: it has a fixed share of the trials).
+std::vector<TuneTrial> seeds_for(const TuneTrial& own, bool local_work) {
+  std::vector<TuneTrial> seeds = {own};
+  if (own.execution != "task") return seeds;
+  TuneTrial alg = own;
+  alg.execution = "algorithm";
+  seeds.push_back(alg);
+  TuneTrial chunks = own;
+  chunks.channels = "chunk";
+  chunks.aggregate = false;
+  chunks.allocator = "conn";
+  // A block per chunk and link carries the parallelism already: one instance each, as an
+  // MSCCL file's channels have (the search may raise them).
+  chunks.scale_intra = chunks.scale_inter = chunks.scale_local = 1.0 / 64;
+  seeds.push_back(chunks);
+  for (const char* e : {"task", "algorithm"})
+    for (const char* alloc : {"peer", "peer-mixed"}) {
+      if (!local_work && std::string(alloc) == "peer-mixed") continue;
+      TuneTrial peer = own;
+      peer.execution = e;
+      peer.allocator = alloc;
+      seeds.push_back(peer);
+    }
+  TuneTrial rank = own;  // a block per instance visits all of the rank's peers in turn
+  rank.execution = "algorithm";
+  rank.allocator = "rank";
+  seeds.push_back(rank);
+  return seeds;
+}
+
 std::string describe(const TuneResult& out, const std::vector<TuneTrial>& ts, int32_t first) {
   const TuneTrial& c = ts[out.chosen];
   std::string budget = out.max_tbs > 0 ? text::format(", at most %d thread blocks per rank", out.max_tbs) : "";
@@ -285,39 +312,24 @@ TuneResult autotune(const Algorithm& algo, const Topology& topo, const CompileOp
   out.max_tbs = s.budget();
   if (s.last_slots() <= o.max_slots) {
     out.tuned = true;
-    std::vector<TuneTrial> seeds = {own};
-    if (own.execution == "task") {
-      TuneTrial alg = own;
-      alg.execution = "algorithm";
-      seeds.push_back(alg);
-      TuneTrial chunks = own;
-      chunks.channels = "chunk";
-      chunks.aggregate = false;
-      chunks.allocator = "conn";
-      // A block per chunk and link carries the parallelism already: one instance each, as
-      // an MSCCL file's channels have (the search may raise them).
-      chunks.scale_intra = chunks.scale_inter = chunks.scale_local = 1.0 / 64;
-      seeds.push_back(chunks);
-      for (const char* e : {"task", "algorithm"}) {
-        TuneTrial peer = own;
-        peer.execution = e;
-        peer.allocator = "peer";
-        seeds.push_back(peer);
-      }
-    }
+    const std::vector<TuneTrial> seeds = seeds_for(own, classes_of(algo, topo).local);
     const Classes classes = classes_of(algo, topo);
     // Each seed as it is and, when that is over the budget, scaled down until it fits.
     // Every seed gets an equal share of the trials, so that a long descent from one does not
-    // leave the others unexplored.
-    const int32_t share = std::max<int32_t>(2, (o.max_trials - s.count()) / static_cast<int32_t>(seeds.size()));
+    // leave the others unexplored; the rank allocator's seed, which few algorithms need, a
+    // fixed share of kRankTrials.
+    int32_t ranked = 0;
+    for (const TuneTrial& seed : seeds) ranked += seed.allocator == "rank";
+    const int32_t main_seeds = std::max<int32_t>(1, static_cast<int32_t>(seeds.size()) - ranked);
+    const int32_t share = std::max<int32_t>(2, (o.max_trials - s.count() - ranked * kRankTrials) / main_seeds);
     for (const TuneTrial& seed : seeds) {
-      s.set_limit(s.count() + share);
+      s.set_limit(s.count() + (seed.allocator == "rank" ? kRankTrials : share));
       const int32_t at = s.trial(seed);
       int32_t best = descend(s, at, classes, o.tolerance);
       if (!s.at(at).error.empty()) best = descend(s, s.trial(s.fit(seed)), classes, o.tolerance);
       // The peer allocator deals local work over its blocks; blocks left in the budget can
       // take a share of it.
-      if (seed.allocator == "peer" && s.budget() > 0 && s.at(best).error.empty() && s.at(best).tbs < s.budget()) {
+      if (seed.allocator.rfind("peer", 0) == 0 && s.budget() > 0 && s.at(best).error.empty() && s.at(best).tbs < s.budget()) {
         TuneTrial spare = s.at(best);
         spare.spare_blocks = s.budget() - spare.tbs;
         spare.error.clear();

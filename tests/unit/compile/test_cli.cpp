@@ -66,7 +66,7 @@ TEST(Cli, BadInputIsOneErrorLine) {
   for (const Case& c : std::vector<Case>{
            {"compile hm_allreduce -t a100-2x4 --scheduler fifo",
             "weft: unknown scheduler 'fifo' (known: hpds, algo, stage, rr, gc3; as-given for .xml files)\n"},
-           {"compile hm_allreduce -t a100-2x4 --alloc greedy", "weft: unknown allocator 'greedy' (known: state, conn, peer)\n"},
+           {"compile hm_allreduce -t a100-2x4 --alloc greedy", "weft: unknown allocator 'greedy' (known: state, conn, peer, peer-mixed, rank)\n"},
            {"compile hm_allreduce -t a100-4x4 -p nRanks=8",
             "weft: topology a100-4x4 has 16 GPUs (4 nodes x 4) but algorithm hm_allreduce needs 8 ranks\n"},
            {"compile --check /nonexistent/plan.json", "weft: cannot read plan file /nonexistent/plan.json\n"},

@@ -232,6 +232,43 @@ TEST(Geometry, PartsAreAlignedAndCoverTheChunk) {
   for (int h : hits) EXPECT_EQ(h, 1);
 }
 
+// The compiler gives a slot dependencies only on the instances of another slot whose fractions
+// [i/m, (i+1)/m) overlap its own (docs/plan-format.md, "Instances"): the executor's parts must
+// overlap nowhere else, for any two instance counts, and fit part_elems. (Parts of ceil(mb/m)
+// each broke this: part 13 of 21 reached into part 2 of 3, and the emulator computed wrong
+// data for plans whose reductions had other instance counts than the receives they read.)
+TEST(Geometry, PartsOfDifferentInstanceCountsOverlapOnlyWhereTheirFractionsDo) {
+  for (uint32_t esz : {1u, 2u, 4u, 16u}) {
+    const uint64_t align = esz >= 16 ? 1 : 16 / esz;
+    for (uint64_t mb : {align, 7 * align, 64 * align, 1000 * align}) {
+      exec::Geometry g;
+      g.elem_size = esz;
+      g.mb = mb;
+      g.stride = 2 * mb;
+      g.nmb = 2;
+      for (int m = 1; m <= 24; ++m) {
+        uint64_t covered = 0;
+        for (int i = 0; i < m; ++i) {
+          const exec::Range a = exec::piece_range(g, 1, i, m);
+          EXPECT_EQ(a.lo, mb + covered);
+          EXPECT_EQ(a.lo % align, 0u);
+          EXPECT_LE(a.hi - a.lo, exec::part_elems(g, m));
+          covered += a.hi - a.lo;
+          for (int n = 1; n <= 24; ++n)
+            for (int j = 0; j < n; ++j) {
+              const exec::Range b = exec::piece_range(g, 1, j, n);
+              const bool bytes = a.lo < b.hi && b.lo < a.hi;
+              const bool fractions = i * n < (j + 1) * m && j * m < (i + 1) * n;
+              if (bytes) EXPECT_TRUE(fractions) << "esz " << esz << " mb " << mb << ": part " << i << " of " << m
+                                                << " and part " << j << " of " << n;
+            }
+        }
+        EXPECT_EQ(covered, mb) << "m " << m;
+      }
+    }
+  }
+}
+
 TEST(Lowering, RejectsMismatchedConnections) {
   HandBuiltSpec spec;
   Plan p = hand_built_plan(Collective::AllReduce, 2, spec);
