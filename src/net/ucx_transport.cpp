@@ -6,6 +6,7 @@
 #include <cstring>
 #include <deque>
 
+#include "net/am_inbox.hpp"
 #include "net/ucx_api.hpp"
 #include "bootstrap/bootstrap.hpp"
 #include "util/config.hpp"
@@ -30,20 +31,58 @@ namespace {
 #if WEFT_HAVE_UCX
 
 namespace {
+/// UCX's TCP transport cuts every message it copies into TX_SEG_SIZE pieces (8 KiB by
+/// default), each a system call on both sides and, for RMA puts (active messages inside
+/// UCX), an acknowledgement each; its receive segment (64 KiB) bounds a zero-copy message.
+/// weft asks for WEFT_NET_TCP_SEG_BYTES for both unless the user set either UCX variable.
+/// Returns what it did, for the log.
+std::string set_tcp_segments(const UcxApi& api, ucp_config_t* cfg) {
+  const int64_t seg = config::get_int("WEFT_NET_TCP_SEG_BYTES");
+  if (seg == 0) return "UCX's TCP segment sizes (WEFT_NET_TCP_SEG_BYTES=0)";
+  if (std::getenv("UCX_TCP_TX_SEG_SIZE") != nullptr || std::getenv("UCX_TCP_RX_SEG_SIZE") != nullptr)
+    return "UCX_TCP_TX_SEG_SIZE / UCX_TCP_RX_SEG_SIZE as set";
+  const std::string v = std::to_string(seg);
+  for (const char* name : {"TX_SEG_SIZE", "RX_SEG_SIZE"}) {  // the TCP transport's own names
+    const ucs_status_t s = api.config_modify(cfg, name, v.c_str());
+    if (s != UCS_OK) return std::string("UCX refused UCX_TCP_") + name + "=" + v + ": " + api.status_string(s);
+  }
+  return "TCP segments of " + v + " bytes";
+}
+}  // namespace
+
+namespace {
 
 using Clock = std::chrono::steady_clock;
 
 // Exchanged blocks: a tag, a length, then the bytes; every field checked on arrival.
-constexpr uint32_t kAddressTag = 0x57554131;   // "WUA1": a worker address
+constexpr uint32_t kAddressTag = 0x57554131;   // "WUA1": a worker address (RMA puts)
+constexpr uint32_t kAddressTagAm = 0x57554132; // "WUA2": a worker address (active messages)
 constexpr uint32_t kMemoryTag = 0x57524b31;    // "WRK1": a registration
 constexpr size_t kAddressBlock = 4096;
 constexpr size_t kMemoryBlock = 2048;
 constexpr size_t kMemoryHeader = 24;           // tag, rkey length, address, bytes
 constexpr uint64_t kMaxRegistration = 1ull << 48;
 
+// Active-message mode (WEFT_NET_PROTO=am): one handler id; every message starts with an
+// AmHeader, checked field by field on arrival (net/am_inbox.hpp holds the receiving rules).
+constexpr unsigned kAmId = 0x57;
+constexpr uint32_t kAmTag = 0x57414d31;  // "WAM1"
+constexpr uint32_t kAmData = 1;          // the data is `bytes` for `address`
+constexpr uint32_t kAmWords = 2;         // the data is `words` 8-byte words for `address`
+constexpr uint32_t kMaxAmWords = 4096;
+struct AmHeader {
+  uint32_t tag = kAmTag;
+  uint32_t kind = 0;
+  int32_t from = 0;      // the sender's rank
+  uint32_t words = 0;    // kAmWords
+  uint64_t address = 0;  // where on the receiver (inside memory it registered)
+  uint64_t after = 0;    // kAmWords: data messages the sender had sent the receiver before these words
+};
+
 struct Pending {
   void* request = nullptr;
-  std::unique_ptr<uint64_t> value;  // a signal's value stays put until its put completes
+  std::unique_ptr<uint64_t> value;    // a signal's value stays put until its operation completes
+  std::unique_ptr<AmHeader> header;   // so does an active message's header
 };
 
 }  // namespace
@@ -57,6 +96,8 @@ struct UcxTransport::Impl {
     std::vector<Pending> pending;
     std::deque<std::pair<uint64_t, void*>> marks;  // (ticket, its flush request), oldest first
     uint64_t marked = 0, landed = 0;
+    uint64_t data_sent = 0;  // active-message mode: data messages sent to this peer
+    std::string refused;     // active-message mode: why a message of this peer was refused
   };
 
   const UcxApi* api = nullptr;
@@ -68,6 +109,11 @@ struct UcxTransport::Impl {
   bool cuda = false;
   bool order_landed = true;  // WEFT_NET_ORDER: signals after landing (else a fence each)
   bool recent = false;       // the last progress() handled events
+  bool am = false;           // WEFT_NET_PROTO=am: active messages (else RMA puts)
+  uint64_t rndv_bytes = 0;   // am: messages of at least this size go by rendezvous
+  std::unique_ptr<AmInbox> inbox;  // am: where peers' messages land, when their signals apply
+  std::string refused_unknown;     // am: a message that named no peer of this rank
+  uint64_t rndv_open = 0;          // am: rendezvous receives under way
   std::vector<std::unique_ptr<Peer>> peers;  // index: rank (null for this rank)
   std::vector<ucp_mem_h> memories;
   std::vector<ucp_rkey_h> rkeys;
@@ -90,6 +136,94 @@ struct UcxTransport::Impl {
 
   std::string status(ucs_status_t s) const { return api->status_string(s); }
 
+  // --- active-message mode, the receiving side (called inside worker progress) ---
+  struct RndvRecv {
+    Impl* m;
+    int peer;
+  };
+
+  static ucs_status_t on_am(void* arg, const void* header, size_t header_length, void* data, size_t length,
+                            const ucp_am_recv_param_t* param) {
+    auto* m = static_cast<Impl*>(arg);
+    try {
+      return m->receive(header, header_length, data, length, (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0);
+    } catch (const std::exception& e) {  // never through UCX's C frames
+      if (m->refused_unknown.empty()) m->refused_unknown = std::string("a message could not be handled: ") + e.what();
+      return UCS_ERR_INVALID_PARAM;
+    }
+  }
+
+  /// Drops a message of `p` (or of no known peer, p null): recorded, reported by check().
+  ucs_status_t refuse(Peer* p, const std::string& why) {
+    std::string& slot = p != nullptr ? p->refused : refused_unknown;
+    if (slot.empty()) {
+      slot = p != nullptr ? why : "a message naming no peer of this rank (" + why + ")";
+      WEFT_LOG(Warn, "NET", "UCX transport of rank " << rank << ": refused " << slot);
+    }
+    return UCS_ERR_INVALID_PARAM;
+  }
+
+  ucs_status_t receive(const void* header, size_t header_length, void* data, size_t length, bool rndv) {
+    AmHeader h;
+    if (header_length != sizeof h) return refuse(nullptr, "a header of " + std::to_string(header_length) + " bytes");
+    std::memcpy(&h, header, sizeof h);
+    if (h.tag != kAmTag || h.from < 0 || h.from >= nranks || h.from == rank || !peers[static_cast<size_t>(h.from)])
+      return refuse(nullptr, "tag " + std::to_string(h.tag) + ", from rank " + std::to_string(h.from));
+    Peer& p = *peers[static_cast<size_t>(h.from)];
+    if (!p.refused.empty()) return UCS_ERR_INVALID_PARAM;  // nothing more from a peer that sent garbage
+    const std::string what = std::to_string(length) + " bytes for address " + std::to_string(h.address);
+    if (h.kind == kAmData) {
+      char* dst = inbox->locate(h.address, length);
+      if (dst == nullptr) return refuse(&p, "data of " + what + ", outside the memory this rank registered");
+      if (!rndv) {
+        std::memcpy(dst, data, length);
+        inbox->landed(p.rank);
+        return UCS_OK;
+      }
+      return receive_rndv(p, data, dst, length);
+    }
+    if (h.kind != kAmWords) return refuse(&p, "a message of unknown kind " + std::to_string(h.kind));
+    if (rndv || h.words == 0 || h.words > kMaxAmWords || length != h.words * sizeof(uint64_t))
+      return refuse(&p, "a signal of " + std::to_string(h.words) + " words in " + what);
+    auto* where = reinterpret_cast<uint64_t*>(inbox->locate(h.address, length, sizeof(uint64_t)));
+    if (where == nullptr) return refuse(&p, "a signal of " + what + ", outside the memory this rank registered");
+    uint64_t values[kMaxAmWords];
+    std::memcpy(values, data, length);
+    if (!inbox->signal(p.rank, h.after, where, values, h.words))
+      return refuse(&p, "more than " + std::to_string(AmInbox::kMaxWaiting) + " signals after data it never sent");
+    return UCS_OK;
+  }
+
+  /// Starts receiving a rendezvous message straight into `dst`; it counts as landed once done.
+  ucs_status_t receive_rndv(Peer& p, void* desc, char* dst, size_t length) {
+    auto* ctx = new RndvRecv{this, p.rank};
+    ucp_request_param_t rp{};
+    rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    rp.cb.recv_am = &Impl::on_rndv_done;
+    rp.user_data = ctx;
+    ucs_status_ptr_t r = api->am_recv_data_nbx(worker, desc, dst, length, &rp);
+    if (UCS_PTR_IS_PTR(r)) {
+      ++rndv_open;
+      return UCS_OK;
+    }
+    delete ctx;
+    if (r == nullptr) inbox->landed(p.rank);
+    else if (p.failed == UCS_OK) p.failed = UCS_PTR_STATUS(r);
+    return UCS_OK;
+  }
+
+  static void on_rndv_done(void* request, ucs_status_t s, size_t, void* user_data) {
+    auto* ctx = static_cast<RndvRecv*>(user_data);
+    Impl* m = ctx->m;
+    const int peer = ctx->peer;
+    delete ctx;
+    m->api->request_free(request);
+    --m->rndv_open;
+    Peer* p = m->peers[static_cast<size_t>(peer)].get();
+    if (s == UCS_OK) m->inbox->landed(peer);
+    else if (p != nullptr && p->failed == UCS_OK) p->failed = s;
+  }
+
   Peer& peer(int r) const {
     if (r < 0 || r >= nranks || r == rank || !peers[static_cast<size_t>(r)])
       fail(ErrorCode::InvalidArgument, "UCX transport of rank " + std::to_string(rank) + ": no endpoint to rank " + std::to_string(r));
@@ -97,6 +231,10 @@ struct UcxTransport::Impl {
   }
 
   void check(const Peer& p) const {
+    if (!p.refused.empty() || !refused_unknown.empty())
+      fail(ErrorCode::Remote, "UCX transport of rank " + std::to_string(rank) + ": " +
+                                  (p.refused.empty() ? refused_unknown : rank_name(p.rank) + " sent " + p.refused) +
+                                  "; the message was dropped and the link to it is no longer trusted");
     if (p.failed == UCS_ERR_UNREACHABLE)
       fail(ErrorCode::Remote, "UCX endpoint to " + rank_name(p.rank) + " has failed (" + status(p.failed) + "): rank " +
                                   std::to_string(rank) + " cannot reach it with " + ucx_settings() +
@@ -116,7 +254,9 @@ struct UcxTransport::Impl {
     recent = events != 0;
   }
 
-  bool idle(const Peer& p) const { return p.pending.empty() && p.marks.empty() && !recent; }
+  bool idle(const Peer& p) const {
+    return p.pending.empty() && p.marks.empty() && !recent && (!am || (rndv_open == 0 && inbox->waiting(p.rank) == 0));
+  }
 
   /// Frees the finished requests of `p`; throws Remote when one failed.
   void reap(Peer& p) {
@@ -167,12 +307,15 @@ struct UcxTransport::Impl {
     }
   }
 
-  void post(Peer& p, ucs_status_ptr_t r, std::unique_ptr<uint64_t> value, const char* what) {
+  void post(Peer& p, ucs_status_ptr_t r, Pending keep, const char* what) {
     if (UCS_PTR_IS_ERR(r)) {
       if (p.failed == UCS_OK) p.failed = UCS_PTR_STATUS(r);
       fail(ErrorCode::Remote, std::string("UCX ") + what + " to " + rank_name(p.rank) + " failed: " + status(UCS_PTR_STATUS(r)));
     }
-    if (r != nullptr) p.pending.push_back(Pending{r, std::move(value)});
+    if (r != nullptr) {
+      keep.request = r;
+      p.pending.push_back(std::move(keep));
+    }
     if (p.pending.size() >= 1024) {  // bound the queue: completions must keep up
       progress();
       reap(p);
@@ -181,40 +324,87 @@ struct UcxTransport::Impl {
 
   void put(Peer& p, const proxy::RemoteMemory& dst, uint64_t off, const void* src, uint64_t bytes) {
     check(p);
+    if (am) {
+      AmHeader h;
+      h.kind = kAmData;
+      h.address = dst.address + off;
+      ++p.data_sent;
+      am_send(p, h, src, bytes, bytes >= rndv_bytes, nullptr, "put");
+      return;
+    }
     ucp_request_param_t param{};
     post(p, api->put_nbx(p.ep, src, bytes, dst.address + off, static_cast<ucp_rkey_h>(const_cast<void*>(dst.key)), &param),
-         nullptr, "put");
+         Pending{}, "put");
+  }
+
+  /// Active-message mode: sends `h` (from this rank) with `bytes` of `data`, by rendezvous
+  /// or eagerly; `value` (where `data` may point) stays alive until the send completes.
+  void am_send(Peer& p, AmHeader h, const void* data, uint64_t bytes, bool rndv, std::unique_ptr<uint64_t> value,
+               const char* what) {
+    h.from = rank;
+    Pending keep;
+    keep.header = std::make_unique<AmHeader>(h);
+    keep.value = std::move(value);
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags = rndv ? UCP_AM_SEND_FLAG_RNDV : UCP_AM_SEND_FLAG_EAGER;
+    const AmHeader* header = keep.header.get();
+    post(p, api->am_send_nbx(p.ep, kAmId, header, sizeof(AmHeader), data, bytes, &param), std::move(keep), what);
+  }
+
+  /// Active-message mode: `n` words for dst + off, applied by the peer after every data
+  /// message sent before them (so no fence and no wait for landing here).
+  void am_words(Peer& p, const proxy::RemoteMemory& dst, uint64_t off, const uint64_t* values, uint64_t n,
+                std::unique_ptr<uint64_t> value) {
+    check(p);
+    for (uint64_t done = 0; done < n;) {
+      const uint64_t k = std::min<uint64_t>(n - done, kMaxAmWords);
+      AmHeader h;
+      h.kind = kAmWords;
+      h.words = static_cast<uint32_t>(k);
+      h.address = dst.address + off + done * sizeof(uint64_t);
+      h.after = p.data_sent;
+      am_send(p, h, values + done, k * sizeof(uint64_t), false, done + k == n ? std::move(value) : nullptr, "signal");
+      done += k;
+    }
   }
 
   void write_u64(Peer& p, const proxy::RemoteMemory& dst, uint64_t off, uint64_t value) {
     check(p);
+    if (am) {
+      auto v = std::make_unique<uint64_t>(value);
+      const uint64_t* data = v.get();
+      return am_words(p, dst, off, data, 1, std::move(v));
+    }
     ucs_status_t f = api->worker_fence(worker);  // the signal lands after every earlier put
     if (f != UCS_OK) fail(ErrorCode::Remote, "UCX fence before a signal to " + rank_name(p.rank) + " failed: " + status(f));
     auto v = std::make_unique<uint64_t>(value);
     ucp_request_param_t param{};
     ucs_status_ptr_t r = api->put_nbx(p.ep, v.get(), sizeof(uint64_t), dst.address + off,
                                       static_cast<ucp_rkey_h>(const_cast<void*>(dst.key)), &param);
-    post(p, r, std::move(v), "signal");
+    post(p, r, Pending{nullptr, std::move(v), nullptr}, "signal");
   }
 
   /// A signal whose puts have landed (or that follows none): no fence.
   void write_u64_landed(Peer& p, const proxy::RemoteMemory& dst, uint64_t off, uint64_t value) {
+    if (am) return write_u64(p, dst, off, value);
     check(p);
     auto v = std::make_unique<uint64_t>(value);
     ucp_request_param_t param{};
     ucs_status_ptr_t r = api->put_nbx(p.ep, v.get(), sizeof(uint64_t), dst.address + off,
                                       static_cast<ucp_rkey_h>(const_cast<void*>(dst.key)), &param);
-    post(p, r, std::move(v), "signal");
+    post(p, r, Pending{nullptr, std::move(v), nullptr}, "signal");
   }
 
   void write_words(Peer& p, const proxy::RemoteMemory& dst, uint64_t off, const uint64_t* values, uint64_t n) {
+    if (am) return am_words(p, dst, off, values, n, nullptr);
     check(p);
     ucs_status_t f = api->worker_fence(worker);  // the words land after every earlier put
     if (f != UCS_OK) fail(ErrorCode::Remote, "UCX fence before a signal to " + rank_name(p.rank) + " failed: " + status(f));
     ucp_request_param_t param{};
     post(p, api->put_nbx(p.ep, values, n * sizeof(uint64_t), dst.address + off,
                          static_cast<ucp_rkey_h>(const_cast<void*>(dst.key)), &param),
-         nullptr, "signal");
+         Pending{}, "signal");
   }
 
   /// A non-blocking flush of everything posted so far; at most kMarks outstanding (beyond
@@ -310,14 +500,20 @@ UcxTransport::UcxTransport(int rank, int nranks, AllGather allgather, double tim
   if (order != "landed" && order != "fence")
     fail(ErrorCode::InvalidArgument, "WEFT_NET_ORDER='" + order + "': expected landed or fence");
   m.order_landed = order == "landed";
+  const std::string proto = config::get_string("WEFT_NET_PROTO");
+  if (proto != "am" && proto != "put")
+    fail(ErrorCode::InvalidArgument, "WEFT_NET_PROTO='" + proto + "': expected am or put");
+  m.rndv_bytes = static_cast<uint64_t>(config::get_int("WEFT_NET_RNDV_BYTES"));
   const UcxApi& api = *m.api;
+  const bool want_am = proto == "am" && api.has_am();
 
   ucp_config_t* cfg = nullptr;
   ucs_status_t s = api.config_read(nullptr, nullptr, &cfg);
   if (s != UCS_OK) fail(ErrorCode::System, "UCX: cannot read its configuration (UCX_* variables): " + m.status(s));
+  const std::string segments = set_tcp_segments(api, cfg);
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES;
-  params.features = UCP_FEATURE_RMA;
+  params.features = UCP_FEATURE_RMA | (want_am ? UCP_FEATURE_AM : 0);
   s = api.init_version(UCP_API_MAJOR, UCP_API_MINOR, &params, cfg, &m.context);
   api.config_release(cfg);
   if (s != UCS_OK)
@@ -329,12 +525,24 @@ UcxTransport::UcxTransport(int rank, int nranks, AllGather allgather, double tim
   ucp_context_attr_t attr{};
   attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
   if (api.context_query(m.context, &attr) == UCS_OK) m.cuda = (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
+  // Active messages copy eager data on the host: only where the memory is host memory.
+  m.am = want_am && !m.cuda;
 
   ucp_worker_params_t wp{};
   wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
   wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;  // the owner sets up, then the proxy thread alone drives it
   s = api.worker_create(m.context, &wp, &m.worker);
   if (s != UCS_OK) fail(ErrorCode::System, "UCX: cannot create a worker on rank " + std::to_string(rank) + ": " + m.status(s));
+  if (m.am) {
+    m.inbox = std::make_unique<AmInbox>(nranks);
+    ucp_am_handler_param_t hp{};
+    hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
+    hp.id = kAmId;
+    hp.cb = &Impl::on_am;
+    hp.arg = &m;
+    s = api.worker_set_am_recv_handler(m.worker, &hp);
+    if (s != UCS_OK) fail(ErrorCode::System, "UCX: cannot set weft's active-message handler: " + m.status(s));
+  }
 
   ucp_address_t* address = nullptr;
   size_t address_len = 0;
@@ -347,7 +555,7 @@ UcxTransport::UcxTransport(int rank, int nranks, AllGather allgather, double tim
   }
   std::vector<char> blocks(kAddressBlock * static_cast<size_t>(nranks), 0);
   char* mine = blocks.data() + kAddressBlock * static_cast<size_t>(rank);
-  uint32_t header[2] = {kAddressTag, static_cast<uint32_t>(address_len)};
+  uint32_t header[2] = {m.am ? kAddressTagAm : kAddressTag, static_cast<uint32_t>(address_len)};
   std::memcpy(mine, header, sizeof header);
   std::memcpy(mine + 8, address, address_len);
   api.worker_release_address(m.worker, address);
@@ -359,7 +567,12 @@ UcxTransport::UcxTransport(int rank, int nranks, AllGather allgather, double tim
     const char* b = blocks.data() + kAddressBlock * static_cast<size_t>(r);
     uint32_t h[2];
     std::memcpy(h, b, sizeof h);
-    if (h[0] != kAddressTag || h[1] == 0 || h[1] > kAddressBlock - 8)
+    if (h[0] == (m.am ? kAddressTag : kAddressTagAm) && h[1] != 0 && h[1] <= kAddressBlock - 8)
+      fail(ErrorCode::InvalidUsage, "rank " + std::to_string(r) + " moves data by " + (m.am ? "RMA puts" : "active messages") +
+                                        ", rank " + std::to_string(rank) + " by " + (m.am ? "active messages" : "RMA puts") +
+                                        ": set WEFT_NET_PROTO alike on every rank (and use one UCX build, with or "
+                                        "without CUDA support, everywhere)");
+    if (h[0] != (m.am ? kAddressTagAm : kAddressTag) || h[1] == 0 || h[1] > kAddressBlock - 8)
       fail(ErrorCode::Remote, "rank " + std::to_string(r) + " sent a malformed UCX worker address (tag " + std::to_string(h[0]) +
                                   ", " + std::to_string(h[1]) + " bytes; at most " + std::to_string(kAddressBlock - 8) + ")");
     auto p = std::make_unique<Impl::Peer>();
@@ -381,7 +594,9 @@ UcxTransport::UcxTransport(int rank, int nranks, AllGather allgather, double tim
     m.peers[static_cast<size_t>(r)] = std::move(p);
   }
   WEFT_LOG(Info, "NET", "UCX transport of rank " << rank << ": " << nranks - 1 << " endpoints, CUDA memory "
-                                                  << (m.cuda ? "registered directly" : "not supported by this UCX"));
+                                                  << (m.cuda ? "registered directly" : "not supported by this UCX")
+                                                  << "; data by " << (m.am ? "active messages" : "RMA puts")
+                                                  << "; " << segments);
 }
 
 UcxTransport::~UcxTransport() = default;
@@ -410,6 +625,7 @@ std::vector<char> UcxTransport::register_local(void* ptr, uint64_t bytes, bool c
   ucs_status_t s = api.mem_map(m.context, &mp, &memh);
   if (s != UCS_OK) fail(ErrorCode::System, "UCX cannot register " + std::to_string(bytes) + " bytes: " + m.status(s));
   m.memories.push_back(memh);
+  if (m.am) m.inbox->add_memory(reinterpret_cast<uint64_t>(ptr), bytes);
   void* rkey = nullptr;
   size_t rkey_len = 0;
   s = api.rkey_pack(m.context, memh, &rkey, &rkey_len);
@@ -481,7 +697,7 @@ class UcxEndpoint : public proxy::Endpoint {
   }
   uint64_t mark(double timeout_s) override { return t_->mark(*p_, config::wait_seconds(timeout_s)); }
   bool landed(uint64_t ticket) override { return t_->landed(*p_, ticket); }
-  bool signals_after_landing() const override { return t_->order_landed; }
+  bool signals_after_landing() const override { return t_->order_landed && !t_->am; }
   void write_u64_landed(const proxy::RemoteMemory& dst, uint64_t off, uint64_t v) override {
     t_->write_u64_landed(*p_, dst, off, v);
   }
