@@ -145,12 +145,16 @@ struct UcxTransport::Impl {
   static ucs_status_t on_am(void* arg, const void* header, size_t header_length, void* data, size_t length,
                             const ucp_am_recv_param_t* param) {
     auto* m = static_cast<Impl*>(arg);
+    const bool rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
+    ucs_status_t s = UCS_ERR_INVALID_PARAM;
     try {
-      return m->receive(header, header_length, data, length, (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0);
+      s = m->receive(header, header_length, data, length, rndv);
     } catch (const std::exception& e) {  // never through UCX's C frames
       if (m->refused_unknown.empty()) m->refused_unknown = std::string("a message could not be handled: ") + e.what();
-      return UCS_ERR_INVALID_PARAM;
     }
+    // An error fails the sender's rendezvous; an eager message is simply dropped (UCX
+    // accepts only UCS_OK for one whose data it does not keep).
+    return rndv ? s : UCS_OK;
   }
 
   /// Drops a message of `p` (or of no known peer, p null): recorded, reported by check().
@@ -186,7 +190,7 @@ struct UcxTransport::Impl {
     if (rndv || h.words == 0 || h.words > kMaxAmWords || length != h.words * sizeof(uint64_t))
       return refuse(&p, "a signal of " + std::to_string(h.words) + " words in " + what);
     auto* where = reinterpret_cast<uint64_t*>(inbox->locate(h.address, length, sizeof(uint64_t)));
-    if (where == nullptr) return refuse(&p, "a signal of " + what + ", outside the memory this rank registered");
+    if (where == nullptr) return refuse(&p, "a signal of " + what + ", misaligned or outside the memory this rank registered");
     uint64_t values[kMaxAmWords];
     std::memcpy(values, data, length);
     if (!inbox->signal(p.rank, h.after, where, values, h.words))
