@@ -764,6 +764,22 @@ std::string UcxTransport::version() const {
   return impl_->api->version_string != nullptr ? impl_->api->version_string() : "";
 }
 
+namespace {
+/// "data by active messages, ..." or "data by RMA puts, signals ordered ...", and the TCP
+/// segments weft asks for: what UcxTransport's constructor will choose.
+std::string describe_data_path(const UcxApi& api, bool cuda) {
+  const bool am = config::get_string("WEFT_NET_PROTO") == "am" && api.has_am() && !cuda;
+  const int64_t seg = config::get_int("WEFT_NET_TCP_SEG_BYTES");
+  const bool user_seg = std::getenv("UCX_TCP_TX_SEG_SIZE") != nullptr || std::getenv("UCX_TCP_RX_SEG_SIZE") != nullptr;
+  return std::string(am ? "data by active messages (WEFT_NET_PROTO=am), signals applied by the receiver after their data"
+                        : std::string("data by RMA puts, signals ordered ") +
+                              (config::get_string("WEFT_NET_ORDER") == "fence" ? "by a UCX fence" : "after their puts land")) +
+         "; UCX's TCP segments: " +
+         (user_seg ? "UCX_TCP_TX_SEG_SIZE / UCX_TCP_RX_SEG_SIZE as set"
+                   : seg == 0 ? "UCX's own" : std::to_string(seg) + " bytes (WEFT_NET_TCP_SEG_BYTES)");
+}
+}  // namespace
+
 std::string ucx_describe() {
   std::string why;
   const UcxApi* api = ucx_api(&why);
@@ -788,7 +804,7 @@ std::string ucx_describe() {
          ", so links between nodes " +
          (direct ? "put from and into GPU memory directly"
                  : std::string("stage through page-locked host memory") + (cuda ? " (WEFT_NET_GPU_MEMORY=host)" : "")) +
-         "; signals ordered " + (config::get_string("WEFT_NET_ORDER") == "fence" ? "by a UCX fence" : "after their puts land");
+         "; " + describe_data_path(*api, cuda);
 }
 
 #else  // built without UCX's headers
