@@ -7,6 +7,7 @@ namespace weft::net {
 
 char* AmInbox::locate(uint64_t address, uint64_t bytes, uint64_t align) const {
   if (align == 0 || address % align != 0) return nullptr;
+  std::lock_guard<std::mutex> lock(memories_mu_);
   for (const Range& m : memories_)
     if (address >= m.base && address - m.base <= m.bytes && bytes <= m.bytes - (address - m.base))
       return reinterpret_cast<char*>(address);

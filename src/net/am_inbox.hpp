@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <mutex>
 #include <vector>
 
 namespace weft::net {
@@ -25,8 +26,12 @@ class AmInbox {
  public:
   explicit AmInbox(int nranks) : peers_(static_cast<size_t>(nranks > 0 ? nranks : 0)) {}
 
-  /// Memory of this rank that peers may write: [base, base + bytes).
-  void add_memory(uint64_t base, uint64_t bytes) { memories_.push_back({base, bytes}); }
+  /// Memory of this rank that peers may write: [base, base + bytes). May run while another
+  /// thread receives (locate takes the same lock); everything else is that thread's.
+  void add_memory(uint64_t base, uint64_t bytes) {
+    std::lock_guard<std::mutex> lock(memories_mu_);
+    memories_.push_back({base, bytes});
+  }
   /// The local address of [address, address + bytes) when it lies inside one registered
   /// memory (and `align` divides address); else null. bytes may be 0 (then inside or at the end).
   char* locate(uint64_t address, uint64_t bytes, uint64_t align = 1) const;
@@ -59,6 +64,7 @@ class AmInbox {
   struct Range {
     uint64_t base, bytes;
   };
+  mutable std::mutex memories_mu_;
   std::vector<Range> memories_;
   std::vector<Peer> peers_;
 };

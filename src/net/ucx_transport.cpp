@@ -1,10 +1,13 @@
 #include "net/ucx_transport.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <mutex>
+#include <thread>
 
 #include "net/am_inbox.hpp"
 #include "net/ucx_api.hpp"
@@ -113,7 +116,14 @@ struct UcxTransport::Impl {
   uint64_t rndv_bytes = 0;   // am: messages of at least this size go by rendezvous
   std::unique_ptr<AmInbox> inbox;  // am: where peers' messages land, when their signals apply
   std::string refused_unknown;     // am: a message that named no peer of this rank
-  uint64_t rndv_open = 0;          // am: rendezvous receives under way
+  std::atomic<uint64_t> rndv_open{0};  // am: rendezvous receives under way
+  // am with a receive thread (WEFT_NET_RECV_THREAD): peers' messages arrive on rx_worker,
+  // which rx_thread alone progresses; the endpoints (worker) send from the proxy's thread.
+  ucp_worker_h rx_worker = nullptr;
+  std::thread rx_thread;
+  std::atomic<bool> rx_stop{false};
+  mutable std::mutex refuse_mu;          // Peer::refused, refused_unknown (written on the receiving side)
+  std::atomic<bool> any_refused{false};
   std::vector<std::unique_ptr<Peer>> peers;  // index: rank (null for this rank)
   std::vector<ucp_mem_h> memories;
   std::vector<ucp_rkey_h> rkeys;
@@ -123,7 +133,9 @@ struct UcxTransport::Impl {
     if (api == nullptr) return;
     for (ucp_rkey_h k : rkeys) api->rkey_destroy(k);
     if (worker != nullptr) close_all(false);
+    stop_rx();  // after the endpoints closed: peers' closing flushes need it until then
     for (ucp_mem_h h : memories) api->mem_unmap(context, h);
+    if (rx_worker != nullptr) api->worker_destroy(rx_worker);
     if (worker != nullptr) api->worker_destroy(worker);
     if (context != nullptr) api->cleanup(context);
   }
@@ -150,7 +162,7 @@ struct UcxTransport::Impl {
     try {
       s = m->receive(header, header_length, data, length, rndv);
     } catch (const std::exception& e) {  // never through UCX's C frames
-      if (m->refused_unknown.empty()) m->refused_unknown = std::string("a message could not be handled: ") + e.what();
+      m->refuse(nullptr, std::string("a message that could not be handled: ") + e.what());
     }
     // An error fails the sender's rendezvous; an eager message is simply dropped (UCX
     // accepts only UCS_OK for one whose data it does not keep).
@@ -159,12 +171,69 @@ struct UcxTransport::Impl {
 
   /// Drops a message of `p` (or of no known peer, p null): recorded, reported by check().
   ucs_status_t refuse(Peer* p, const std::string& why) {
+    std::lock_guard<std::mutex> lock(refuse_mu);
     std::string& slot = p != nullptr ? p->refused : refused_unknown;
     if (slot.empty()) {
       slot = p != nullptr ? why : "a message naming no peer of this rank (" + why + ")";
+      any_refused.store(true, std::memory_order_release);
       WEFT_LOG(Warn, "NET", "UCX transport of rank " << rank << ": refused " << slot);
     }
     return UCS_ERR_INVALID_PARAM;
+  }
+
+  bool refused_from(const Peer& p) const {
+    if (!any_refused.load(std::memory_order_acquire)) return false;
+    std::lock_guard<std::mutex> lock(refuse_mu);
+    return !p.refused.empty();
+  }
+
+  /// Active-message mode: the inbox, the receiving worker (a second one when `own_thread`,
+  /// created like the first with `wp`) and weft's handler on it.
+  void start_active_messages(bool own_thread, const ucp_worker_params_t& wp) {
+    inbox = std::make_unique<AmInbox>(nranks);
+    if (own_thread) {
+      const ucs_status_t s = api->worker_create(context, &wp, &rx_worker);
+      if (s != UCS_OK) fail(ErrorCode::System, "UCX: cannot create the receiving worker on rank " + std::to_string(rank) + ": " + status(s));
+    }
+    ucp_am_handler_param_t hp{};
+    hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
+    hp.id = kAmId;
+    hp.cb = &Impl::on_am;
+    hp.arg = this;
+    const ucs_status_t s = api->worker_set_am_recv_handler(am_worker(), &hp);
+    if (s != UCS_OK) fail(ErrorCode::System, "UCX: cannot set weft's active-message handler: " + status(s));
+  }
+
+  /// The worker peers' active messages arrive on.
+  ucp_worker_h am_worker() const { return rx_worker != nullptr ? rx_worker : worker; }
+
+  /// The receive thread: progresses rx_worker until stopped, polling while messages come and
+  /// for WEFT_PROXY_SPIN_US after the last, then sleeping 50 us at a time.
+  void rx_loop(uint64_t spin_ns) {
+    auto last = Clock::now();
+    while (!rx_stop.load(std::memory_order_relaxed)) {
+      unsigned n = 0;
+      for (int i = 0; i < 16; ++i) {
+        const unsigned k = api->worker_progress(rx_worker);
+        if (k == 0) break;
+        n += k;
+      }
+      const auto now = Clock::now();
+      if (n != 0 || rndv_open.load(std::memory_order_relaxed) != 0) {
+        last = now;
+        continue;
+      }
+      const auto idle_ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now - last).count());
+      if (idle_ns < 2'000) continue;
+      if (idle_ns < spin_ns) std::this_thread::yield();
+      else std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+
+  void stop_rx() {
+    if (!rx_thread.joinable()) return;
+    rx_stop.store(true);
+    rx_thread.join();
   }
 
   ucs_status_t receive(const void* header, size_t header_length, void* data, size_t length, bool rndv) {
@@ -174,7 +243,7 @@ struct UcxTransport::Impl {
     if (h.tag != kAmTag || h.from < 0 || h.from >= nranks || h.from == rank || !peers[static_cast<size_t>(h.from)])
       return refuse(nullptr, "tag " + std::to_string(h.tag) + ", from rank " + std::to_string(h.from));
     Peer& p = *peers[static_cast<size_t>(h.from)];
-    if (!p.refused.empty()) return UCS_ERR_INVALID_PARAM;  // nothing more from a peer that sent garbage
+    if (refused_from(p)) return UCS_ERR_INVALID_PARAM;  // nothing more from a peer that sent garbage
     const std::string what = std::to_string(length) + " bytes for address " + std::to_string(h.address);
     if (h.kind == kAmData) {
       char* dst = inbox->locate(h.address, length);
@@ -205,14 +274,14 @@ struct UcxTransport::Impl {
     rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     rp.cb.recv_am = &Impl::on_rndv_done;
     rp.user_data = ctx;
-    ucs_status_ptr_t r = api->am_recv_data_nbx(worker, desc, dst, length, &rp);
+    ucs_status_ptr_t r = api->am_recv_data_nbx(am_worker(), desc, dst, length, &rp);
     if (UCS_PTR_IS_PTR(r)) {
       ++rndv_open;
       return UCS_OK;
     }
     delete ctx;
     if (r == nullptr) inbox->landed(p.rank);
-    else if (p.failed == UCS_OK) p.failed = UCS_PTR_STATUS(r);
+    else refuse(&p, std::string("a rendezvous whose data could not be received: ") + status(UCS_PTR_STATUS(r)));
     return UCS_OK;
   }
 
@@ -225,7 +294,7 @@ struct UcxTransport::Impl {
     --m->rndv_open;
     Peer* p = m->peers[static_cast<size_t>(peer)].get();
     if (s == UCS_OK) m->inbox->landed(peer);
-    else if (p != nullptr && p->failed == UCS_OK) p->failed = s;
+    else if (p != nullptr) m->refuse(p, std::string("a rendezvous whose data did not arrive: ") + m->status(s));
   }
 
   Peer& peer(int r) const {
@@ -235,10 +304,13 @@ struct UcxTransport::Impl {
   }
 
   void check(const Peer& p) const {
-    if (!p.refused.empty() || !refused_unknown.empty())
-      fail(ErrorCode::Remote, "UCX transport of rank " + std::to_string(rank) + ": " +
-                                  (p.refused.empty() ? refused_unknown : rank_name(p.rank) + " sent " + p.refused) +
-                                  "; the message was dropped and the link to it is no longer trusted");
+    if (any_refused.load(std::memory_order_acquire)) {
+      std::lock_guard<std::mutex> lock(refuse_mu);
+      if (!p.refused.empty() || !refused_unknown.empty())
+        fail(ErrorCode::Remote, "UCX transport of rank " + std::to_string(rank) + ": " +
+                                    (p.refused.empty() ? refused_unknown : rank_name(p.rank) + " sent " + p.refused) +
+                                    "; the message was dropped and the link to it is no longer trusted");
+    }
     if (p.failed == UCS_ERR_UNREACHABLE)
       fail(ErrorCode::Remote, "UCX endpoint to " + rank_name(p.rank) + " has failed (" + status(p.failed) + "): rank " +
                                   std::to_string(rank) + " cannot reach it with " + ucx_settings() +
@@ -259,7 +331,10 @@ struct UcxTransport::Impl {
   }
 
   bool idle(const Peer& p) const {
-    return p.pending.empty() && p.marks.empty() && !recent && (!am || (rndv_open == 0 && inbox->waiting(p.rank) == 0));
+    // A receive thread watches its own work; else the proxy keeps polling while a
+    // rendezvous or a signal waiting for data is open (AmInbox is this thread's then).
+    return p.pending.empty() && p.marks.empty() && !recent &&
+           (!am || rx_worker != nullptr || (rndv_open == 0 && inbox->waiting(p.rank) == 0));
   }
 
   /// Frees the finished requests of `p`; throws Remote when one failed.
@@ -510,14 +585,16 @@ UcxTransport::UcxTransport(int rank, int nranks, AllGather allgather, double tim
   m.rndv_bytes = static_cast<uint64_t>(config::get_int("WEFT_NET_RNDV_BYTES"));
   const UcxApi& api = *m.api;
   const bool want_am = proto == "am" && api.has_am();
+  const bool want_rx = want_am && config::get_bool("WEFT_NET_RECV_THREAD");
 
   ucp_config_t* cfg = nullptr;
   ucs_status_t s = api.config_read(nullptr, nullptr, &cfg);
   if (s != UCS_OK) fail(ErrorCode::System, "UCX: cannot read its configuration (UCX_* variables): " + m.status(s));
   const std::string segments = set_tcp_segments(api, cfg);
   ucp_params_t params{};
-  params.field_mask = UCP_PARAM_FIELD_FEATURES;
+  params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
   params.features = UCP_FEATURE_RMA | (want_am ? UCP_FEATURE_AM : 0);
+  params.mt_workers_shared = want_rx ? 1 : 0;  // two workers, two threads: the context is shared
   s = api.init_version(UCP_API_MAJOR, UCP_API_MINOR, &params, cfg, &m.context);
   api.config_release(cfg);
   if (s != UCS_OK)
@@ -537,23 +614,15 @@ UcxTransport::UcxTransport(int rank, int nranks, AllGather allgather, double tim
   wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;  // the owner sets up, then the proxy thread alone drives it
   s = api.worker_create(m.context, &wp, &m.worker);
   if (s != UCS_OK) fail(ErrorCode::System, "UCX: cannot create a worker on rank " + std::to_string(rank) + ": " + m.status(s));
-  if (m.am) {
-    m.inbox = std::make_unique<AmInbox>(nranks);
-    ucp_am_handler_param_t hp{};
-    hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
-    hp.id = kAmId;
-    hp.cb = &Impl::on_am;
-    hp.arg = &m;
-    s = api.worker_set_am_recv_handler(m.worker, &hp);
-    if (s != UCS_OK) fail(ErrorCode::System, "UCX: cannot set weft's active-message handler: " + m.status(s));
-  }
+  if (m.am) m.start_active_messages(want_rx, wp);
 
+  // Peers connect to the worker that receives: the receive thread's where there is one.
   ucp_address_t* address = nullptr;
   size_t address_len = 0;
-  s = api.worker_get_address(m.worker, &address, &address_len);
+  s = api.worker_get_address(m.am_worker(), &address, &address_len);
   if (s != UCS_OK) fail(ErrorCode::System, "UCX: cannot get the worker's address: " + m.status(s));
   if (address_len == 0 || address_len > kAddressBlock - 8) {
-    api.worker_release_address(m.worker, address);
+    api.worker_release_address(m.am_worker(), address);
     fail(ErrorCode::Internal, "UCX worker address of " + std::to_string(address_len) + " bytes does not fit weft's " +
                                   std::to_string(kAddressBlock - 8) + "-byte block");
   }
@@ -562,7 +631,7 @@ UcxTransport::UcxTransport(int rank, int nranks, AllGather allgather, double tim
   uint32_t header[2] = {m.am ? kAddressTagAm : kAddressTag, static_cast<uint32_t>(address_len)};
   std::memcpy(mine, header, sizeof header);
   std::memcpy(mine + 8, address, address_len);
-  api.worker_release_address(m.worker, address);
+  api.worker_release_address(m.am_worker(), address);
   m.allgather(blocks.data(), kAddressBlock);
 
   m.peers.resize(static_cast<size_t>(nranks));
@@ -600,7 +669,18 @@ UcxTransport::UcxTransport(int rank, int nranks, AllGather allgather, double tim
   WEFT_LOG(Info, "NET", "UCX transport of rank " << rank << ": " << nranks - 1 << " endpoints, CUDA memory "
                                                   << (m.cuda ? "registered directly" : "not supported by this UCX")
                                                   << "; data by " << (m.am ? "active messages" : "RMA puts")
+                                                  << (m.rx_worker != nullptr ? ", received by a thread of their own" : "")
                                                   << "; " << segments);
+  if (m.rx_worker != nullptr) {
+    const uint64_t spin_ns = static_cast<uint64_t>(config::get_int("WEFT_PROXY_SPIN_US")) * 1000;
+    m.rx_thread = std::thread([&m, spin_ns] { m.rx_loop(spin_ns); });
+    // Finish every connection's wire-up now, while both sides progress: a wire-up reply of
+    // the receiving worker still pending when its peer dies is fatal inside UCX 1.13
+    // (ucp_request.c: "got REP message", seen when a peer that never progressed its
+    // sending worker exited).
+    for (auto& p : m.peers)
+      if (p) m.flush(*p, std::min(m.timeout_s, 30.0));
+  }
 }
 
 UcxTransport::~UcxTransport() = default;

@@ -145,6 +145,11 @@ std::vector<Variable> execution_variables() {
      "it belongs and applies a signal once the data its sender sent before it has landed, so the sender never waits "
      "for its puts to land; used where UCX cannot register CUDA memory, else put) or put (UCX RMA puts, which UCX's TCP transport emulates "
      "with 8 KiB active messages and an acknowledgement each, and signals ordered by WEFT_NET_ORDER)."},
+    {"WEFT_NET_RECV_THREAD", Type::Bool, "0",
+     "Experimental, WEFT_NET_PROTO=am: peers' messages arrive on a UCX worker of their own that a thread of the "
+     "transport progresses (copying them into place, applying signals) while the proxy's thread sends. With UCX "
+     "1.13 a peer that dies before its sending worker has ever progressed can abort this process inside UCX; 0 "
+     "(default): the proxy's thread does both."},
     {"WEFT_NET_RNDV_BYTES", Type::Int, "4194304",
      "WEFT_NET_PROTO=am: messages of at least this many bytes go by UCX's rendezvous, smaller ones eagerly (over "
      "TCP: sent from where they are, copied into place on arrival).", 1, int64_t{1} << 40},
