@@ -16,6 +16,7 @@
 #   NET_ROUND_AB=1    also run weft alone (--no-nccl) over both ranges with the network path as it was
 #                     before issue 29's segments and active messages (WEFT_NET_PROTO=put
 #                     WEFT_NET_TCP_SEG_BYTES=0): a column "weft before" beside the table's
+#   NET_ROUND_RX=1    the same with the experimental receive thread (WEFT_NET_RECV_THREAD=1): "weft rx"
 #   UCX_TLS, UCX_NET_DEVICES, WEFT_NET_ORDER, WEFT_PROXY_CPUS, ...  passed through as set
 # NCCL runs in the same rank processes as weft (weft bench loads libnccl.so.2 there), so the
 # NCCL_* variables below reach it: no peer-to-peer, no shared memory, the socket transport.
@@ -57,8 +58,12 @@ LARGE=${NET_ROUND_LARGE:-64M:1G}
 bench small 50 1M:16M 3 10
 bench large 90 "$LARGE" 1 3
 if [ "${NET_ROUND_AB:-0}" = 1 ]; then
-  WEFT_NET_PROTO=put WEFT_NET_TCP_SEG_BYTES=0 bench before_small 40 1M:16M 3 10 --no-nccl --no-sim
-  WEFT_NET_PROTO=put WEFT_NET_TCP_SEG_BYTES=0 bench before_large 60 "$LARGE" 1 3 --no-nccl --no-sim
+  WEFT_NET_PROTO=put WEFT_NET_TCP_SEG_BYTES=0 bench variant_before_small 40 1M:16M 3 10 --no-nccl --no-sim
+  WEFT_NET_PROTO=put WEFT_NET_TCP_SEG_BYTES=0 bench variant_before_large 60 "$LARGE" 1 3 --no-nccl --no-sim
+fi
+if [ "${NET_ROUND_RX:-0}" = 1 ]; then
+  WEFT_NET_RECV_THREAD=1 bench variant_rx_small 40 1M:16M 3 10 --no-nccl --no-sim
+  WEFT_NET_RECV_THREAD=1 bench variant_rx_large 60 "$LARGE" 1 3 --no-nccl --no-sim
 fi
 
 # What ran: UCX's lanes, where the proxies sit, direct or staged.
@@ -72,17 +77,19 @@ if [ "${NET_ROUND_TRACE:-0}" = 1 ]; then
   python3 "$HERE/net_trace_overlap.py" "$OUT"/trace.*.tsv 2>&1 | tee -a "$OUT/summary.txt"
 fi
 
-cat "$OUT"/small.jsonl "$OUT"/large.jsonl 2>/dev/null | BEFORE="$(cat "$OUT"/before_*.jsonl 2>/dev/null)" python3 -c '
+cat "$OUT"/small.jsonl "$OUT"/large.jsonl 2>/dev/null | VARIANTS="$(cd "$OUT" && for v in before rx; do
+  cat variant_${v}_*.jsonl 2>/dev/null | sed "s/^/$v /"; done)" python3 -c '
 import json, os, sys
 rows = [json.loads(l) for l in sys.stdin if l.startswith("{")]
-before = {}
-for l in os.environ.get("BEFORE", "").splitlines():
-    if l.startswith("{"):
-        r = json.loads(l)
-        before[(r["collective"], r["bytes"])] = r["weft_busbw"]
-ab = " weft before |" if before else ""
-print("| collective | bytes | weft busbw GB/s | NCCL sockets busbw | ratio |%s weft us | sim us | sim err %% | weft TBs | weft plan |" % ab)
-print("| --- | --- | --- | --- | --- |%s --- | --- | --- | --- | --- |" % (" --- |" if before else ""))
+variants = {}  # name -> {(collective, bytes): weft busbw}, in the order they come
+for l in os.environ.get("VARIANTS", "").splitlines():
+    name, _, js = l.partition(" ")
+    if js.startswith("{"):
+        r = json.loads(js)
+        variants.setdefault(name, {})[(r["collective"], r["bytes"])] = r["weft_busbw"]
+cols = "".join(" weft %s |" % v for v in variants)
+print("| collective | bytes | weft busbw GB/s | NCCL sockets busbw | ratio |%s weft us | sim us | sim err %% | weft TBs | weft plan |" % cols)
+print("| --- | --- | --- | --- | --- |%s --- | --- | --- | --- | --- |" % (" --- |" * len(variants)))
 worst = None
 for r in rows:
     w, n = r["weft_busbw"], r["nccl_busbw"]
@@ -93,8 +100,7 @@ for r in rows:
     err = "-" if r["sim_err_pct"] is None else "%.1f" % r["sim_err_pct"]
     b = r["bytes"]
     size = "%d GiB" % (b >> 30) if b >= 1 << 30 else "%d MiB" % (b >> 20)
-    b0 = before.get((r["collective"], b))
-    old = (" %.2f |" % b0 if b0 is not None else " - |") if before else ""
+    old = "".join(" %.2f |" % v[(r["collective"], b)] if (r["collective"], b) in v else " - |" for v in variants.values())
     print("| %s | %s | %.2f%s | %.2f | %.2f |%s %.0f | %s | %s | %d | %s |" % (r["collective"], size, w, wrong, n, ratio, old, r["weft_us"], sim, err, r["weft_tbs"], r["weft_plan"]))
 print("# %d rows; lowest ratio %s (target: 1.0 or more at every size)" % (len(rows), "-" if worst is None else "%.2f" % worst))
 ' 2>&1 | tee -a "$OUT/summary.txt"

@@ -57,4 +57,9 @@ NET_ROUND_AB=1 NET_ROUND_LARGE=64M:256M bash "$HERE/bench/net_round.sh" "$T/bund
 [ "$(grep -lx 'WEFT_NET_PROTO=put' "$T"/env.* | wc -l)" = 2 ] || fail "the runs before are not WEFT_NET_PROTO=put"
 grep -q '| collective | bytes | weft busbw GB/s | NCCL sockets busbw | ratio | weft before |' "$T/stdout" || fail "no weft before column"
 grep -q '| AllReduce | 1 MiB | 2.10 | 2.02 | 1.04 | 2.10 | 500 |' "$T/stdout" || fail "the 1 MiB row lacks its before value"
+# NET_ROUND_RX=1 beside it: the receive thread's runs, a "weft rx" column after "weft before".
+rm -f "$T"/env.* "$T/args"
+NET_ROUND_AB=1 NET_ROUND_RX=1 bash "$HERE/bench/net_round.sh" "$T/bundle" > "$T/stdout" 2>&1 || fail "the A/B/rx round failed"
+[ "$(grep -lx 'WEFT_NET_RECV_THREAD=1' "$T"/env.* | wc -l)" = 2 ] || fail "the receive thread's runs are not WEFT_NET_RECV_THREAD=1"
+grep -q '| ratio | weft before | weft rx | weft us |' "$T/stdout" || fail "no weft rx column after weft before"
 echo "net_round_dryrun: ok"
