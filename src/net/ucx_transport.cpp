@@ -6,10 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
-#include <mutex>
-#include <thread>
 
-#include "net/am_inbox.hpp"
+#include "net/ucx_active.hpp"
 #include "net/ucx_api.hpp"
 #include "bootstrap/bootstrap.hpp"
 #include "util/config.hpp"
@@ -66,22 +64,6 @@ constexpr size_t kMemoryBlock = 2048;
 constexpr size_t kMemoryHeader = 24;           // tag, rkey length, address, bytes
 constexpr uint64_t kMaxRegistration = 1ull << 48;
 
-// Active-message mode (WEFT_NET_PROTO=am): one handler id; every message starts with an
-// AmHeader, checked field by field on arrival (net/am_inbox.hpp holds the receiving rules).
-constexpr unsigned kAmId = 0x57;
-constexpr uint32_t kAmTag = 0x57414d31;  // "WAM1"
-constexpr uint32_t kAmData = 1;          // the data is `bytes` for `address`
-constexpr uint32_t kAmWords = 2;         // the data is `words` 8-byte words for `address`
-constexpr uint32_t kMaxAmWords = 4096;
-struct AmHeader {
-  uint32_t tag = kAmTag;
-  uint32_t kind = 0;
-  int32_t from = 0;      // the sender's rank
-  uint32_t words = 0;    // kAmWords
-  uint64_t address = 0;  // where on the receiver (inside memory it registered)
-  uint64_t after = 0;    // kAmWords: data messages the sender had sent the receiver before these words
-};
-
 struct Pending {
   void* request = nullptr;
   std::unique_ptr<uint64_t> value;    // a signal's value stays put until its operation completes
@@ -100,7 +82,6 @@ struct UcxTransport::Impl {
     std::deque<std::pair<uint64_t, void*>> marks;  // (ticket, its flush request), oldest first
     uint64_t marked = 0, landed = 0;
     uint64_t data_sent = 0;  // active-message mode: data messages sent to this peer
-    std::string refused;     // active-message mode: why a message of this peer was refused
   };
 
   const UcxApi* api = nullptr;
@@ -114,16 +95,9 @@ struct UcxTransport::Impl {
   bool recent = false;       // the last progress() handled events
   bool am = false;           // WEFT_NET_PROTO=am: active messages (else RMA puts)
   uint64_t rndv_bytes = 0;   // am: messages of at least this size go by rendezvous
-  std::unique_ptr<AmInbox> inbox;  // am: where peers' messages land, when their signals apply
-  std::string refused_unknown;     // am: a message that named no peer of this rank
-  std::atomic<uint64_t> rndv_open{0};  // am: rendezvous receives under way
-  // am with a receive thread (WEFT_NET_RECV_THREAD): peers' messages arrive on rx_worker,
-  // which rx_thread alone progresses; the endpoints (worker) send from the proxy's thread.
-  ucp_worker_h rx_worker = nullptr;
-  std::thread rx_thread;
-  std::atomic<bool> rx_stop{false};
-  mutable std::mutex refuse_mu;          // Peer::refused, refused_unknown (written on the receiving side)
-  std::atomic<bool> any_refused{false};
+  // am: where peers' messages arrive and land (net/ucx_active.hpp); on a worker of its own
+  // with a thread of its own under WEFT_NET_RECV_THREAD, else on `worker`.
+  std::unique_ptr<AmReceiver> rx;
   std::vector<std::unique_ptr<Peer>> peers;  // index: rank (null for this rank)
   std::vector<ucp_mem_h> memories;
   std::vector<ucp_rkey_h> rkeys;
@@ -133,9 +107,8 @@ struct UcxTransport::Impl {
     if (api == nullptr) return;
     for (ucp_rkey_h k : rkeys) api->rkey_destroy(k);
     if (worker != nullptr) close_all(false);
-    stop_rx();  // after the endpoints closed: peers' closing flushes need it until then
+    rx.reset();  // after the endpoints closed: peers' closing flushes need its progress until then
     for (ucp_mem_h h : memories) api->mem_unmap(context, h);
-    if (rx_worker != nullptr) api->worker_destroy(rx_worker);
     if (worker != nullptr) api->worker_destroy(worker);
     if (context != nullptr) api->cleanup(context);
   }
@@ -148,155 +121,6 @@ struct UcxTransport::Impl {
 
   std::string status(ucs_status_t s) const { return api->status_string(s); }
 
-  // --- active-message mode, the receiving side (called inside worker progress) ---
-  struct RndvRecv {
-    Impl* m;
-    int peer;
-  };
-
-  static ucs_status_t on_am(void* arg, const void* header, size_t header_length, void* data, size_t length,
-                            const ucp_am_recv_param_t* param) {
-    auto* m = static_cast<Impl*>(arg);
-    const bool rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
-    ucs_status_t s = UCS_ERR_INVALID_PARAM;
-    try {
-      s = m->receive(header, header_length, data, length, rndv);
-    } catch (const std::exception& e) {  // never through UCX's C frames
-      m->refuse(nullptr, std::string("a message that could not be handled: ") + e.what());
-    }
-    // An error fails the sender's rendezvous; an eager message is simply dropped (UCX
-    // accepts only UCS_OK for one whose data it does not keep).
-    return rndv ? s : UCS_OK;
-  }
-
-  /// Drops a message of `p` (or of no known peer, p null): recorded, reported by check().
-  ucs_status_t refuse(Peer* p, const std::string& why) {
-    std::lock_guard<std::mutex> lock(refuse_mu);
-    std::string& slot = p != nullptr ? p->refused : refused_unknown;
-    if (slot.empty()) {
-      slot = p != nullptr ? why : "a message naming no peer of this rank (" + why + ")";
-      any_refused.store(true, std::memory_order_release);
-      WEFT_LOG(Warn, "NET", "UCX transport of rank " << rank << ": refused " << slot);
-    }
-    return UCS_ERR_INVALID_PARAM;
-  }
-
-  bool refused_from(const Peer& p) const {
-    if (!any_refused.load(std::memory_order_acquire)) return false;
-    std::lock_guard<std::mutex> lock(refuse_mu);
-    return !p.refused.empty();
-  }
-
-  /// Active-message mode: the inbox, the receiving worker (a second one when `own_thread`,
-  /// created like the first with `wp`) and weft's handler on it.
-  void start_active_messages(bool own_thread, const ucp_worker_params_t& wp) {
-    inbox = std::make_unique<AmInbox>(nranks);
-    if (own_thread) {
-      const ucs_status_t s = api->worker_create(context, &wp, &rx_worker);
-      if (s != UCS_OK) fail(ErrorCode::System, "UCX: cannot create the receiving worker on rank " + std::to_string(rank) + ": " + status(s));
-    }
-    ucp_am_handler_param_t hp{};
-    hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
-    hp.id = kAmId;
-    hp.cb = &Impl::on_am;
-    hp.arg = this;
-    const ucs_status_t s = api->worker_set_am_recv_handler(am_worker(), &hp);
-    if (s != UCS_OK) fail(ErrorCode::System, "UCX: cannot set weft's active-message handler: " + status(s));
-  }
-
-  /// The worker peers' active messages arrive on.
-  ucp_worker_h am_worker() const { return rx_worker != nullptr ? rx_worker : worker; }
-
-  /// The receive thread: progresses rx_worker until stopped, polling while messages come and
-  /// for WEFT_PROXY_SPIN_US after the last, then sleeping 50 us at a time.
-  void rx_loop(uint64_t spin_ns) {
-    auto last = Clock::now();
-    while (!rx_stop.load(std::memory_order_relaxed)) {
-      unsigned n = 0;
-      for (int i = 0; i < 16; ++i) {
-        const unsigned k = api->worker_progress(rx_worker);
-        if (k == 0) break;
-        n += k;
-      }
-      const auto now = Clock::now();
-      if (n != 0 || rndv_open.load(std::memory_order_relaxed) != 0) {
-        last = now;
-        continue;
-      }
-      const auto idle_ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now - last).count());
-      if (idle_ns < 2'000) continue;
-      if (idle_ns < spin_ns) std::this_thread::yield();
-      else std::this_thread::sleep_for(std::chrono::microseconds(50));
-    }
-  }
-
-  void stop_rx() {
-    if (!rx_thread.joinable()) return;
-    rx_stop.store(true);
-    rx_thread.join();
-  }
-
-  ucs_status_t receive(const void* header, size_t header_length, void* data, size_t length, bool rndv) {
-    AmHeader h;
-    if (header_length != sizeof h) return refuse(nullptr, "a header of " + std::to_string(header_length) + " bytes");
-    std::memcpy(&h, header, sizeof h);
-    if (h.tag != kAmTag || h.from < 0 || h.from >= nranks || h.from == rank || !peers[static_cast<size_t>(h.from)])
-      return refuse(nullptr, "tag " + std::to_string(h.tag) + ", from rank " + std::to_string(h.from));
-    Peer& p = *peers[static_cast<size_t>(h.from)];
-    if (refused_from(p)) return UCS_ERR_INVALID_PARAM;  // nothing more from a peer that sent garbage
-    const std::string what = std::to_string(length) + " bytes for address " + std::to_string(h.address);
-    if (h.kind == kAmData) {
-      char* dst = inbox->locate(h.address, length);
-      if (dst == nullptr) return refuse(&p, "data of " + what + ", outside the memory this rank registered");
-      if (!rndv) {
-        std::memcpy(dst, data, length);
-        inbox->landed(p.rank);
-        return UCS_OK;
-      }
-      return receive_rndv(p, data, dst, length);
-    }
-    if (h.kind != kAmWords) return refuse(&p, "a message of unknown kind " + std::to_string(h.kind));
-    if (rndv || h.words == 0 || h.words > kMaxAmWords || length != h.words * sizeof(uint64_t))
-      return refuse(&p, "a signal of " + std::to_string(h.words) + " words in " + what);
-    auto* where = reinterpret_cast<uint64_t*>(inbox->locate(h.address, length, sizeof(uint64_t)));
-    if (where == nullptr) return refuse(&p, "a signal of " + what + ", misaligned or outside the memory this rank registered");
-    uint64_t values[kMaxAmWords];
-    std::memcpy(values, data, length);
-    if (!inbox->signal(p.rank, h.after, where, values, h.words))
-      return refuse(&p, "more than " + std::to_string(AmInbox::kMaxWaiting) + " signals after data it never sent");
-    return UCS_OK;
-  }
-
-  /// Starts receiving a rendezvous message straight into `dst`; it counts as landed once done.
-  ucs_status_t receive_rndv(Peer& p, void* desc, char* dst, size_t length) {
-    auto* ctx = new RndvRecv{this, p.rank};
-    ucp_request_param_t rp{};
-    rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-    rp.cb.recv_am = &Impl::on_rndv_done;
-    rp.user_data = ctx;
-    ucs_status_ptr_t r = api->am_recv_data_nbx(am_worker(), desc, dst, length, &rp);
-    if (UCS_PTR_IS_PTR(r)) {
-      ++rndv_open;
-      return UCS_OK;
-    }
-    delete ctx;
-    if (r == nullptr) inbox->landed(p.rank);
-    else refuse(&p, std::string("a rendezvous whose data could not be received: ") + status(UCS_PTR_STATUS(r)));
-    return UCS_OK;
-  }
-
-  static void on_rndv_done(void* request, ucs_status_t s, size_t, void* user_data) {
-    auto* ctx = static_cast<RndvRecv*>(user_data);
-    Impl* m = ctx->m;
-    const int peer = ctx->peer;
-    delete ctx;
-    m->api->request_free(request);
-    --m->rndv_open;
-    Peer* p = m->peers[static_cast<size_t>(peer)].get();
-    if (s == UCS_OK) m->inbox->landed(peer);
-    else if (p != nullptr) m->refuse(p, std::string("a rendezvous whose data did not arrive: ") + m->status(s));
-  }
-
   Peer& peer(int r) const {
     if (r < 0 || r >= nranks || r == rank || !peers[static_cast<size_t>(r)])
       fail(ErrorCode::InvalidArgument, "UCX transport of rank " + std::to_string(rank) + ": no endpoint to rank " + std::to_string(r));
@@ -304,11 +128,10 @@ struct UcxTransport::Impl {
   }
 
   void check(const Peer& p) const {
-    if (any_refused.load(std::memory_order_acquire)) {
-      std::lock_guard<std::mutex> lock(refuse_mu);
-      if (!p.refused.empty() || !refused_unknown.empty())
-        fail(ErrorCode::Remote, "UCX transport of rank " + std::to_string(rank) + ": " +
-                                    (p.refused.empty() ? refused_unknown : rank_name(p.rank) + " sent " + p.refused) +
+    if (rx) {
+      const std::string why = rx->refused(p.rank);
+      if (!why.empty())
+        fail(ErrorCode::Remote, "UCX transport of rank " + std::to_string(rank) + ": " + why +
                                     "; the message was dropped and the link to it is no longer trusted");
     }
     if (p.failed == UCS_ERR_UNREACHABLE)
@@ -333,8 +156,7 @@ struct UcxTransport::Impl {
   bool idle(const Peer& p) const {
     // A receive thread watches its own work; else the proxy keeps polling while a
     // rendezvous or a signal waiting for data is open (AmInbox is this thread's then).
-    return p.pending.empty() && p.marks.empty() && !recent &&
-           (!am || rx_worker != nullptr || (rndv_open == 0 && inbox->waiting(p.rank) == 0));
+    return p.pending.empty() && p.marks.empty() && !recent && (!rx || rx->quiet(p.rank));
   }
 
   /// Frees the finished requests of `p`; throws Remote when one failed.
@@ -614,15 +436,16 @@ UcxTransport::UcxTransport(int rank, int nranks, AllGather allgather, double tim
   wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;  // the owner sets up, then the proxy thread alone drives it
   s = api.worker_create(m.context, &wp, &m.worker);
   if (s != UCS_OK) fail(ErrorCode::System, "UCX: cannot create a worker on rank " + std::to_string(rank) + ": " + m.status(s));
-  if (m.am) m.start_active_messages(want_rx, wp);
+  if (m.am) m.rx = std::make_unique<AmReceiver>(api, m.context, rank, nranks, want_rx ? &wp : nullptr, m.worker);
+  ucp_worker_h receiving = m.am ? m.rx->worker() : m.worker;
 
   // Peers connect to the worker that receives: the receive thread's where there is one.
   ucp_address_t* address = nullptr;
   size_t address_len = 0;
-  s = api.worker_get_address(m.am_worker(), &address, &address_len);
+  s = api.worker_get_address(receiving, &address, &address_len);
   if (s != UCS_OK) fail(ErrorCode::System, "UCX: cannot get the worker's address: " + m.status(s));
   if (address_len == 0 || address_len > kAddressBlock - 8) {
-    api.worker_release_address(m.am_worker(), address);
+    api.worker_release_address(receiving, address);
     fail(ErrorCode::Internal, "UCX worker address of " + std::to_string(address_len) + " bytes does not fit weft's " +
                                   std::to_string(kAddressBlock - 8) + "-byte block");
   }
@@ -631,7 +454,7 @@ UcxTransport::UcxTransport(int rank, int nranks, AllGather allgather, double tim
   uint32_t header[2] = {m.am ? kAddressTagAm : kAddressTag, static_cast<uint32_t>(address_len)};
   std::memcpy(mine, header, sizeof header);
   std::memcpy(mine + 8, address, address_len);
-  api.worker_release_address(m.am_worker(), address);
+  api.worker_release_address(receiving, address);
   m.allgather(blocks.data(), kAddressBlock);
 
   m.peers.resize(static_cast<size_t>(nranks));
@@ -669,11 +492,10 @@ UcxTransport::UcxTransport(int rank, int nranks, AllGather allgather, double tim
   WEFT_LOG(Info, "NET", "UCX transport of rank " << rank << ": " << nranks - 1 << " endpoints, CUDA memory "
                                                   << (m.cuda ? "registered directly" : "not supported by this UCX")
                                                   << "; data by " << (m.am ? "active messages" : "RMA puts")
-                                                  << (m.rx_worker != nullptr ? ", received by a thread of their own" : "")
+                                                  << (m.rx && m.rx->threaded() ? ", received by a thread of their own" : "")
                                                   << "; " << segments);
-  if (m.rx_worker != nullptr) {
-    const uint64_t spin_ns = static_cast<uint64_t>(config::get_int("WEFT_PROXY_SPIN_US")) * 1000;
-    m.rx_thread = std::thread([&m, spin_ns] { m.rx_loop(spin_ns); });
+  if (m.rx && m.rx->threaded()) {
+    m.rx->start(static_cast<uint64_t>(config::get_int("WEFT_PROXY_SPIN_US")) * 1000);
     // Finish every connection's wire-up now, while both sides progress: a wire-up reply of
     // the receiving worker still pending when its peer dies is fatal inside UCX 1.13
     // (ucp_request.c: "got REP message", seen when a peer that never progressed its
@@ -709,7 +531,7 @@ std::vector<char> UcxTransport::register_local(void* ptr, uint64_t bytes, bool c
   ucs_status_t s = api.mem_map(m.context, &mp, &memh);
   if (s != UCS_OK) fail(ErrorCode::System, "UCX cannot register " + std::to_string(bytes) + " bytes: " + m.status(s));
   m.memories.push_back(memh);
-  if (m.am) m.inbox->add_memory(reinterpret_cast<uint64_t>(ptr), bytes);
+  if (m.am) m.rx->add_memory(reinterpret_cast<uint64_t>(ptr), bytes);
   void* rkey = nullptr;
   size_t rkey_len = 0;
   s = api.rkey_pack(m.context, memh, &rkey, &rkey_len);
