@@ -138,6 +138,10 @@ struct UcxTransport::Impl {
       fail(ErrorCode::Remote, "UCX endpoint to " + rank_name(p.rank) + " has failed (" + status(p.failed) + "): rank " +
                                   std::to_string(rank) + " cannot reach it with " + ucx_settings() +
                                   "; set UCX_TLS and UCX_NET_DEVICES to a network every host shares");
+    if (p.failed == UCS_ERR_INVALID_PARAM && am)
+      fail(ErrorCode::Remote, "UCX endpoint to " + rank_name(p.rank) + " has failed (" + status(p.failed) + "): " +
+                                  rank_name(p.rank) + " refused a rendezvous of this rank (its log says why: an "
+                                  "address outside the memory it registered, or an earlier malformed message)");
     if (p.failed != UCS_OK)
       fail(ErrorCode::Remote, "UCX endpoint to " + rank_name(p.rank) + " has failed (" + status(p.failed) +
                                   "): the peer died, closed its endpoint or cannot be reached");
