@@ -35,19 +35,55 @@ namespace {
 /// UCX's TCP transport cuts every message it copies into TX_SEG_SIZE pieces (8 KiB by
 /// default), each a system call on both sides and, for RMA puts (active messages inside
 /// UCX), an acknowledgement each; its receive segment (64 KiB) bounds a zero-copy message.
-/// weft asks for WEFT_NET_TCP_SEG_BYTES for both unless the user set either UCX variable.
-/// Returns what it did, for the log.
-std::string set_tcp_segments(const UcxApi& api, ucp_config_t* cfg) {
+/// weft asks for WEFT_NET_TCP_SEG_BYTES for both, unless the user set either UCX variable
+/// or UCX's own variables leave TCP out (UCX warns about settings no transport uses):
+/// UCX_TLS without tcp (or all), UCX_NET_DEVICES naming only ports (mlx5_0:1), no interface.
+/// Returns the bytes to ask for (0: none) and says why in `why`.
+int64_t tcp_segment_bytes(std::string* why) {
+  auto items = [](const char* list) {
+    std::vector<std::string> out;
+    std::string cur;
+    for (const char* c = list; ; ++c) {
+      if (*c == ',' || *c == '\0') {
+        out.push_back(cur);
+        cur.clear();
+        if (*c == '\0') break;
+      } else {
+        cur += *c;
+      }
+    }
+    return out;
+  };
   const int64_t seg = config::get_int("WEFT_NET_TCP_SEG_BYTES");
-  if (seg == 0) return "UCX's TCP segment sizes (WEFT_NET_TCP_SEG_BYTES=0)";
+  if (seg == 0) return *why = "UCX's own (WEFT_NET_TCP_SEG_BYTES=0)", 0;
   if (std::getenv("UCX_TCP_TX_SEG_SIZE") != nullptr || std::getenv("UCX_TCP_RX_SEG_SIZE") != nullptr)
-    return "UCX_TCP_TX_SEG_SIZE / UCX_TCP_RX_SEG_SIZE as set";
+    return *why = "UCX_TCP_TX_SEG_SIZE / UCX_TCP_RX_SEG_SIZE as set", 0;
+  if (const char* tls = std::getenv("UCX_TLS"); tls != nullptr && *tls != '\0') {
+    const bool exclude = *tls == '^';
+    bool named = false;
+    for (const std::string& t : items(tls + (exclude ? 1 : 0))) named |= t == "tcp" || (!exclude && t == "all");
+    if (named == exclude) return *why = "UCX's own (UCX_TLS leaves TCP out)", 0;
+  }
+  if (const char* dev = std::getenv("UCX_NET_DEVICES"); dev != nullptr && *dev != '\0') {
+    bool netdev = false;
+    for (const std::string& d : items(dev)) netdev |= d == "all" || (!d.empty() && d.find(':') == std::string::npos);
+    if (!netdev) return *why = "UCX's own (UCX_NET_DEVICES names no network interface)", 0;
+  }
+  *why = std::to_string(seg) + " bytes (WEFT_NET_TCP_SEG_BYTES)";
+  return seg;
+}
+
+/// Asks UCX for tcp_segment_bytes(); returns what it did, for the log.
+std::string set_tcp_segments(const UcxApi& api, ucp_config_t* cfg) {
+  std::string why;
+  const int64_t seg = tcp_segment_bytes(&why);
+  if (seg == 0) return "TCP segments: " + why;
   const std::string v = std::to_string(seg);
   for (const char* name : {"TX_SEG_SIZE", "RX_SEG_SIZE"}) {  // the TCP transport's own names
     const ucs_status_t s = api.config_modify(cfg, name, v.c_str());
     if (s != UCS_OK) return std::string("UCX refused UCX_TCP_") + name + "=" + v + ": " + api.status_string(s);
   }
-  return "TCP segments of " + v + " bytes";
+  return "TCP segments of " + why;
 }
 }  // namespace
 
@@ -675,14 +711,12 @@ namespace {
 /// segments weft asks for: what UcxTransport's constructor will choose.
 std::string describe_data_path(const UcxApi& api, bool cuda) {
   const bool am = config::get_string("WEFT_NET_PROTO") == "am" && api.has_am() && !cuda;
-  const int64_t seg = config::get_int("WEFT_NET_TCP_SEG_BYTES");
-  const bool user_seg = std::getenv("UCX_TCP_TX_SEG_SIZE") != nullptr || std::getenv("UCX_TCP_RX_SEG_SIZE") != nullptr;
+  std::string segments;
+  tcp_segment_bytes(&segments);
   return std::string(am ? "data by active messages (WEFT_NET_PROTO=am), signals applied by the receiver after their data"
                         : std::string("data by RMA puts, signals ordered ") +
                               (config::get_string("WEFT_NET_ORDER") == "fence" ? "by a UCX fence" : "after their puts land")) +
-         "; UCX's TCP segments: " +
-         (user_seg ? "UCX_TCP_TX_SEG_SIZE / UCX_TCP_RX_SEG_SIZE as set"
-                   : seg == 0 ? "UCX's own" : std::to_string(seg) + " bytes (WEFT_NET_TCP_SEG_BYTES)");
+         "; UCX's TCP segments: " + segments;
 }
 }  // namespace
 
