@@ -10,7 +10,13 @@
 #   OUT               where the logs go (default ./net-round-out)
 #   NET_ROUND_SIM=0   leave out the simulator's column (default: simulated on
 #                     bench/net/h200-emulated-2x1.json, the network model to calibrate)
+#   NET_ROUND_LARGE   the large range (default 64M:1G; 64M:256M keeps the round near 100 s)
 #   NET_ROUND_TRACE=1 also trace one 256 MiB AllReduce (WEFT_NET_TRACE) and print the proxies' summaries
+#                     and bench/net_trace_overlap.py's stages (messages in flight at once, wire latency)
+#   NET_ROUND_AB=1    also run weft alone (--no-nccl) over both ranges with the network path as it was
+#                     before issue 29's segments and active messages (WEFT_NET_PROTO=put
+#                     WEFT_NET_TCP_SEG_BYTES=0): a column "weft before" beside the table's
+#   NET_ROUND_RX=1    the same with the experimental receive thread (WEFT_NET_RECV_THREAD=1): "weft rx"
 #   UCX_TLS, UCX_NET_DEVICES, WEFT_NET_ORDER, WEFT_PROXY_CPUS, ...  passed through as set
 # NCCL runs in the same rank processes as weft (weft bench loads libnccl.so.2 there), so the
 # NCCL_* variables below reach it: no peer-to-peer, no shared memory, the socket transport.
@@ -36,17 +42,29 @@ start=$(date +%s)
   echo "# NCCL: NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket; weft: WEFT_EMULATE_NODES=2 ${UCX_TLS:+UCX_TLS=$UCX_TLS }${WEFT_NET_ORDER:+WEFT_NET_ORDER=$WEFT_NET_ORDER}"
 } | tee "$OUT/summary.txt"
 
-bench() {  # bench NAME TIMEOUT SIZES WARMUP ITERS
+bench() {  # bench NAME TIMEOUT SIZES WARMUP ITERS [EXTRA ARGS...]
   local name=$1 t=$2 sizes=$3 warm=$4 iters=$5
+  shift 5
+  local extra=("$@")
+  [ ${#extra[@]} -eq 0 ] && extra=("${SIM[@]}")
   timeout -k 5 "$t" "$WEFT" bench AllReduce AllGather --ranks 2 --sizes "$sizes" --factor 4 --warmup "$warm" \
-    --iters "$iters" --json "${SIM[@]}" > "$OUT/$name.jsonl" 2> "$OUT/$name.log"
+    --iters "$iters" --json "${extra[@]}" > "$OUT/$name.jsonl" 2> "$OUT/$name.log"
   local rc=$?
   [ $rc -eq 124 ] && echo "# $name ($sizes) timed out after $t s: rows missing below are that" | tee -a "$OUT/summary.txt"
   [ $rc -ne 0 ] && [ $rc -ne 124 ] && echo "# $name ($sizes) exited $rc: $(tail -n 2 "$OUT/$name.log" | tr '\n' ' ')" | tee -a "$OUT/summary.txt"
   return 0
 }
+LARGE=${NET_ROUND_LARGE:-64M:1G}
 bench small 50 1M:16M 3 10
-bench large 90 64M:1G 1 3
+bench large 90 "$LARGE" 1 3
+if [ "${NET_ROUND_AB:-0}" = 1 ]; then
+  WEFT_NET_PROTO=put WEFT_NET_TCP_SEG_BYTES=0 bench variant_before_small 40 1M:16M 3 10 --no-nccl --no-sim
+  WEFT_NET_PROTO=put WEFT_NET_TCP_SEG_BYTES=0 bench variant_before_large 60 "$LARGE" 1 3 --no-nccl --no-sim
+fi
+if [ "${NET_ROUND_RX:-0}" = 1 ]; then
+  WEFT_NET_RECV_THREAD=1 bench variant_rx_small 40 1M:16M 3 10 --no-nccl --no-sim
+  WEFT_NET_RECV_THREAD=1 bench variant_rx_large 60 "$LARGE" 1 3 --no-nccl --no-sim
+fi
 
 # What ran: UCX's lanes, where the proxies sit, direct or staged.
 grep -h -E "UCX to rank|peers on other nodes|proxy of rank [0-9]+: thread|selection from" "$OUT"/small.log 2>/dev/null |
@@ -56,13 +74,22 @@ if [ "${NET_ROUND_TRACE:-0}" = 1 ]; then
   WEFT_NET_TRACE=$OUT/trace timeout -k 5 60 "$WEFT" bench AllReduce --ranks 2 --sizes 256M:256M --warmup 1 --iters 2 \
     --no-sim > "$OUT/trace.out" 2> "$OUT/trace.log"
   grep -h "network trace" "$OUT/trace.log" | sed 's/^/# /' | tee -a "$OUT/summary.txt"
+  python3 "$HERE/net_trace_overlap.py" "$OUT"/trace.*.tsv 2>&1 | tee -a "$OUT/summary.txt"
 fi
 
-cat "$OUT"/small.jsonl "$OUT"/large.jsonl 2>/dev/null | python3 -c '
-import json, sys
+cat "$OUT"/small.jsonl "$OUT"/large.jsonl 2>/dev/null | VARIANTS="$(cd "$OUT" && for v in before rx; do
+  cat variant_${v}_*.jsonl 2>/dev/null | sed "s/^/$v /"; done)" python3 -c '
+import json, os, sys
 rows = [json.loads(l) for l in sys.stdin if l.startswith("{")]
-print("| collective | bytes | weft busbw GB/s | NCCL sockets busbw | ratio | weft us | sim us | sim err % | weft TBs | weft plan |")
-print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+variants = {}  # name -> {(collective, bytes): weft busbw}, in the order they come
+for l in os.environ.get("VARIANTS", "").splitlines():
+    name, _, js = l.partition(" ")
+    if js.startswith("{"):
+        r = json.loads(js)
+        variants.setdefault(name, {})[(r["collective"], r["bytes"])] = r["weft_busbw"]
+cols = "".join(" weft %s |" % v for v in variants)
+print("| collective | bytes | weft busbw GB/s | NCCL sockets busbw | ratio |%s weft us | sim us | sim err %% | weft TBs | weft plan |" % cols)
+print("| --- | --- | --- | --- | --- |%s --- | --- | --- | --- | --- |" % (" --- |" * len(variants)))
 worst = None
 for r in rows:
     w, n = r["weft_busbw"], r["nccl_busbw"]
@@ -73,7 +100,8 @@ for r in rows:
     err = "-" if r["sim_err_pct"] is None else "%.1f" % r["sim_err_pct"]
     b = r["bytes"]
     size = "%d GiB" % (b >> 30) if b >= 1 << 30 else "%d MiB" % (b >> 20)
-    print("| %s | %s | %.2f%s | %.2f | %.2f | %.0f | %s | %s | %d | %s |" % (r["collective"], size, w, wrong, n, ratio, r["weft_us"], sim, err, r["weft_tbs"], r["weft_plan"]))
+    old = "".join(" %.2f |" % v[(r["collective"], b)] if (r["collective"], b) in v else " - |" for v in variants.values())
+    print("| %s | %s | %.2f%s | %.2f | %.2f |%s %.0f | %s | %s | %d | %s |" % (r["collective"], size, w, wrong, n, ratio, old, r["weft_us"], sim, err, r["weft_tbs"], r["weft_plan"]))
 print("# %d rows; lowest ratio %s (target: 1.0 or more at every size)" % (len(rows), "-" if worst is None else "%.2f" % worst))
 ' 2>&1 | tee -a "$OUT/summary.txt"
 echo "# net_round.sh: $(( $(date +%s) - start )) s; logs in $OUT" | tee -a "$OUT/summary.txt"

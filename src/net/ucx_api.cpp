@@ -35,6 +35,7 @@ Loaded load() {
   UcxApi& a = l.api;
   std::string& w = l.why;
   bool ok = resolve(lib, "ucp_config_read", a.config_read, w) & resolve(lib, "ucp_config_release", a.config_release, w) &
+            resolve(lib, "ucp_config_modify", a.config_modify, w) &
             resolve(lib, "ucp_init_version", a.init_version, w) & resolve(lib, "ucp_cleanup", a.cleanup, w) &
             resolve(lib, "ucp_context_query", a.context_query, w) & resolve(lib, "ucp_worker_create", a.worker_create, w) &
             resolve(lib, "ucp_worker_destroy", a.worker_destroy, w) &
@@ -51,6 +52,10 @@ Loaded load() {
             resolve(lib, "ucs_status_string", a.status_string, w);  // from libucs, libucp's dependency
   a.ep_print_info = reinterpret_cast<decltype(a.ep_print_info)>(dlsym(lib, "ucp_ep_print_info"));
   a.version_string = reinterpret_cast<decltype(a.version_string)>(dlsym(lib, "ucp_get_version_string"));
+  a.worker_set_am_recv_handler =
+      reinterpret_cast<decltype(a.worker_set_am_recv_handler)>(dlsym(lib, "ucp_worker_set_am_recv_handler"));
+  a.am_send_nbx = reinterpret_cast<decltype(a.am_send_nbx)>(dlsym(lib, "ucp_am_send_nbx"));
+  a.am_recv_data_nbx = reinterpret_cast<decltype(a.am_recv_data_nbx)>(dlsym(lib, "ucp_am_recv_data_nbx"));
   l.ok = ok;
   if (!ok) dlclose(lib);  // a library without what weft needs stays unloaded
   return l;

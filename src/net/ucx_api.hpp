@@ -14,6 +14,7 @@ namespace weft::net {
 struct UcxApi {
   decltype(&::ucp_config_read) config_read;
   decltype(&::ucp_config_release) config_release;
+  decltype(&::ucp_config_modify) config_modify;
   decltype(&::ucp_init_version) init_version;
   decltype(&::ucp_cleanup) cleanup;
   decltype(&::ucp_context_query) context_query;
@@ -39,6 +40,11 @@ struct UcxApi {
   // Optional (null where absent): diagnostics only.
   decltype(&::ucp_ep_print_info) ep_print_info;
   decltype(&::ucp_get_version_string) version_string;
+  // Optional: the active-message mode (WEFT_NET_PROTO=am) needs all three.
+  decltype(&::ucp_worker_set_am_recv_handler) worker_set_am_recv_handler;
+  decltype(&::ucp_am_send_nbx) am_send_nbx;
+  decltype(&::ucp_am_recv_data_nbx) am_recv_data_nbx;
+  bool has_am() const { return worker_set_am_recv_handler && am_send_nbx && am_recv_data_nbx; }
 };
 
 /// The loaded API, or null with `why` set (library absent or a symbol missing).

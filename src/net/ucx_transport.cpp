@@ -1,11 +1,13 @@
 #include "net/ucx_transport.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
 
+#include "net/ucx_active.hpp"
 #include "net/ucx_api.hpp"
 #include "bootstrap/bootstrap.hpp"
 #include "util/config.hpp"
@@ -30,11 +32,68 @@ namespace {
 #if WEFT_HAVE_UCX
 
 namespace {
+/// UCX's TCP transport cuts every message it copies into TX_SEG_SIZE pieces (8 KiB by
+/// default), each a system call on both sides and, for RMA puts (active messages inside
+/// UCX), an acknowledgement each; its receive segment (64 KiB) bounds a zero-copy message.
+/// weft asks for WEFT_NET_TCP_SEG_BYTES for both, unless the user set either UCX variable
+/// or UCX's own variables leave TCP out (UCX warns about settings no transport uses):
+/// UCX_TLS without tcp (or all), UCX_NET_DEVICES naming only ports (mlx5_0:1), no interface.
+/// Returns the bytes to ask for (0: none) and says why in `why`.
+int64_t tcp_segment_bytes(std::string* why) {
+  auto items = [](const char* list) {
+    std::vector<std::string> out;
+    std::string cur;
+    for (const char* c = list; ; ++c) {
+      if (*c == ',' || *c == '\0') {
+        out.push_back(cur);
+        cur.clear();
+        if (*c == '\0') break;
+      } else {
+        cur += *c;
+      }
+    }
+    return out;
+  };
+  const int64_t seg = config::get_int("WEFT_NET_TCP_SEG_BYTES");
+  if (seg == 0) return *why = "UCX's own (WEFT_NET_TCP_SEG_BYTES=0)", 0;
+  if (std::getenv("UCX_TCP_TX_SEG_SIZE") != nullptr || std::getenv("UCX_TCP_RX_SEG_SIZE") != nullptr)
+    return *why = "UCX_TCP_TX_SEG_SIZE / UCX_TCP_RX_SEG_SIZE as set", 0;
+  if (const char* tls = std::getenv("UCX_TLS"); tls != nullptr && *tls != '\0') {
+    const bool exclude = *tls == '^';
+    bool named = false;
+    for (const std::string& t : items(tls + (exclude ? 1 : 0))) named |= t == "tcp" || (!exclude && t == "all");
+    if (named == exclude) return *why = "UCX's own (UCX_TLS leaves TCP out)", 0;
+  }
+  if (const char* dev = std::getenv("UCX_NET_DEVICES"); dev != nullptr && *dev != '\0') {
+    bool netdev = false;
+    for (const std::string& d : items(dev)) netdev |= d == "all" || (!d.empty() && d.find(':') == std::string::npos);
+    if (!netdev) return *why = "UCX's own (UCX_NET_DEVICES names no network interface)", 0;
+  }
+  *why = std::to_string(seg) + " bytes (WEFT_NET_TCP_SEG_BYTES)";
+  return seg;
+}
+
+/// Asks UCX for tcp_segment_bytes(); returns what it did, for the log.
+std::string set_tcp_segments(const UcxApi& api, ucp_config_t* cfg) {
+  std::string why;
+  const int64_t seg = tcp_segment_bytes(&why);
+  if (seg == 0) return "TCP segments: " + why;
+  const std::string v = std::to_string(seg);
+  for (const char* name : {"TX_SEG_SIZE", "RX_SEG_SIZE"}) {  // the TCP transport's own names
+    const ucs_status_t s = api.config_modify(cfg, name, v.c_str());
+    if (s != UCS_OK) return std::string("UCX refused UCX_TCP_") + name + "=" + v + ": " + api.status_string(s);
+  }
+  return "TCP segments of " + why;
+}
+}  // namespace
+
+namespace {
 
 using Clock = std::chrono::steady_clock;
 
 // Exchanged blocks: a tag, a length, then the bytes; every field checked on arrival.
-constexpr uint32_t kAddressTag = 0x57554131;   // "WUA1": a worker address
+constexpr uint32_t kAddressTag = 0x57554131;   // "WUA1": a worker address (RMA puts)
+constexpr uint32_t kAddressTagAm = 0x57554132; // "WUA2": a worker address (active messages)
 constexpr uint32_t kMemoryTag = 0x57524b31;    // "WRK1": a registration
 constexpr size_t kAddressBlock = 4096;
 constexpr size_t kMemoryBlock = 2048;
@@ -43,7 +102,8 @@ constexpr uint64_t kMaxRegistration = 1ull << 48;
 
 struct Pending {
   void* request = nullptr;
-  std::unique_ptr<uint64_t> value;  // a signal's value stays put until its put completes
+  std::unique_ptr<uint64_t> value;    // a signal's value stays put until its operation completes
+  std::unique_ptr<AmHeader> header;   // so does an active message's header
 };
 
 }  // namespace
@@ -57,6 +117,7 @@ struct UcxTransport::Impl {
     std::vector<Pending> pending;
     std::deque<std::pair<uint64_t, void*>> marks;  // (ticket, its flush request), oldest first
     uint64_t marked = 0, landed = 0;
+    uint64_t data_sent = 0;  // active-message mode: data messages sent to this peer
   };
 
   const UcxApi* api = nullptr;
@@ -68,6 +129,11 @@ struct UcxTransport::Impl {
   bool cuda = false;
   bool order_landed = true;  // WEFT_NET_ORDER: signals after landing (else a fence each)
   bool recent = false;       // the last progress() handled events
+  bool am = false;           // WEFT_NET_PROTO=am: active messages (else RMA puts)
+  uint64_t rndv_bytes = 0;   // am: messages of at least this size go by rendezvous
+  // am: where peers' messages arrive and land (net/ucx_active.hpp); on a worker of its own
+  // with a thread of its own under WEFT_NET_RECV_THREAD, else on `worker`.
+  std::unique_ptr<AmReceiver> rx;
   std::vector<std::unique_ptr<Peer>> peers;  // index: rank (null for this rank)
   std::vector<ucp_mem_h> memories;
   std::vector<ucp_rkey_h> rkeys;
@@ -77,6 +143,7 @@ struct UcxTransport::Impl {
     if (api == nullptr) return;
     for (ucp_rkey_h k : rkeys) api->rkey_destroy(k);
     if (worker != nullptr) close_all(false);
+    rx.reset();  // after the endpoints closed: peers' closing flushes need its progress until then
     for (ucp_mem_h h : memories) api->mem_unmap(context, h);
     if (worker != nullptr) api->worker_destroy(worker);
     if (context != nullptr) api->cleanup(context);
@@ -97,10 +164,20 @@ struct UcxTransport::Impl {
   }
 
   void check(const Peer& p) const {
+    if (rx) {
+      const std::string why = rx->refused(p.rank);
+      if (!why.empty())
+        fail(ErrorCode::Remote, "UCX transport of rank " + std::to_string(rank) + ": " + why +
+                                    "; the message was dropped and the link to it is no longer trusted");
+    }
     if (p.failed == UCS_ERR_UNREACHABLE)
       fail(ErrorCode::Remote, "UCX endpoint to " + rank_name(p.rank) + " has failed (" + status(p.failed) + "): rank " +
                                   std::to_string(rank) + " cannot reach it with " + ucx_settings() +
                                   "; set UCX_TLS and UCX_NET_DEVICES to a network every host shares");
+    if (p.failed == UCS_ERR_INVALID_PARAM && am)
+      fail(ErrorCode::Remote, "UCX endpoint to " + rank_name(p.rank) + " has failed (" + status(p.failed) + "): " +
+                                  rank_name(p.rank) + " refused a rendezvous of this rank (its log says why: an "
+                                  "address outside the memory it registered, or an earlier malformed message)");
     if (p.failed != UCS_OK)
       fail(ErrorCode::Remote, "UCX endpoint to " + rank_name(p.rank) + " has failed (" + status(p.failed) +
                                   "): the peer died, closed its endpoint or cannot be reached");
@@ -116,7 +193,11 @@ struct UcxTransport::Impl {
     recent = events != 0;
   }
 
-  bool idle(const Peer& p) const { return p.pending.empty() && p.marks.empty() && !recent; }
+  bool idle(const Peer& p) const {
+    // A receive thread watches its own work; else the proxy keeps polling while a
+    // rendezvous or a signal waiting for data is open (AmInbox is this thread's then).
+    return p.pending.empty() && p.marks.empty() && !recent && (!rx || rx->quiet(p.rank));
+  }
 
   /// Frees the finished requests of `p`; throws Remote when one failed.
   void reap(Peer& p) {
@@ -167,12 +248,15 @@ struct UcxTransport::Impl {
     }
   }
 
-  void post(Peer& p, ucs_status_ptr_t r, std::unique_ptr<uint64_t> value, const char* what) {
+  void post(Peer& p, ucs_status_ptr_t r, Pending keep, const char* what) {
     if (UCS_PTR_IS_ERR(r)) {
       if (p.failed == UCS_OK) p.failed = UCS_PTR_STATUS(r);
       fail(ErrorCode::Remote, std::string("UCX ") + what + " to " + rank_name(p.rank) + " failed: " + status(UCS_PTR_STATUS(r)));
     }
-    if (r != nullptr) p.pending.push_back(Pending{r, std::move(value)});
+    if (r != nullptr) {
+      keep.request = r;
+      p.pending.push_back(std::move(keep));
+    }
     if (p.pending.size() >= 1024) {  // bound the queue: completions must keep up
       progress();
       reap(p);
@@ -181,40 +265,87 @@ struct UcxTransport::Impl {
 
   void put(Peer& p, const proxy::RemoteMemory& dst, uint64_t off, const void* src, uint64_t bytes) {
     check(p);
+    if (am) {
+      AmHeader h;
+      h.kind = kAmData;
+      h.address = dst.address + off;
+      ++p.data_sent;
+      am_send(p, h, src, bytes, bytes >= rndv_bytes, nullptr, "put");
+      return;
+    }
     ucp_request_param_t param{};
     post(p, api->put_nbx(p.ep, src, bytes, dst.address + off, static_cast<ucp_rkey_h>(const_cast<void*>(dst.key)), &param),
-         nullptr, "put");
+         Pending{}, "put");
+  }
+
+  /// Active-message mode: sends `h` (from this rank) with `bytes` of `data`, by rendezvous
+  /// or eagerly; `value` (where `data` may point) stays alive until the send completes.
+  void am_send(Peer& p, AmHeader h, const void* data, uint64_t bytes, bool rndv, std::unique_ptr<uint64_t> value,
+               const char* what) {
+    h.from = rank;
+    Pending keep;
+    keep.header = std::make_unique<AmHeader>(h);
+    keep.value = std::move(value);
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags = rndv ? UCP_AM_SEND_FLAG_RNDV : UCP_AM_SEND_FLAG_EAGER;
+    const AmHeader* header = keep.header.get();
+    post(p, api->am_send_nbx(p.ep, kAmId, header, sizeof(AmHeader), data, bytes, &param), std::move(keep), what);
+  }
+
+  /// Active-message mode: `n` words for dst + off, applied by the peer after every data
+  /// message sent before them (so no fence and no wait for landing here).
+  void am_words(Peer& p, const proxy::RemoteMemory& dst, uint64_t off, const uint64_t* values, uint64_t n,
+                std::unique_ptr<uint64_t> value) {
+    check(p);
+    for (uint64_t done = 0; done < n;) {
+      const uint64_t k = std::min<uint64_t>(n - done, kMaxAmWords);
+      AmHeader h;
+      h.kind = kAmWords;
+      h.words = static_cast<uint32_t>(k);
+      h.address = dst.address + off + done * sizeof(uint64_t);
+      h.after = p.data_sent;
+      am_send(p, h, values + done, k * sizeof(uint64_t), false, done + k == n ? std::move(value) : nullptr, "signal");
+      done += k;
+    }
   }
 
   void write_u64(Peer& p, const proxy::RemoteMemory& dst, uint64_t off, uint64_t value) {
     check(p);
+    if (am) {
+      auto v = std::make_unique<uint64_t>(value);
+      const uint64_t* data = v.get();
+      return am_words(p, dst, off, data, 1, std::move(v));
+    }
     ucs_status_t f = api->worker_fence(worker);  // the signal lands after every earlier put
     if (f != UCS_OK) fail(ErrorCode::Remote, "UCX fence before a signal to " + rank_name(p.rank) + " failed: " + status(f));
     auto v = std::make_unique<uint64_t>(value);
     ucp_request_param_t param{};
     ucs_status_ptr_t r = api->put_nbx(p.ep, v.get(), sizeof(uint64_t), dst.address + off,
                                       static_cast<ucp_rkey_h>(const_cast<void*>(dst.key)), &param);
-    post(p, r, std::move(v), "signal");
+    post(p, r, Pending{nullptr, std::move(v), nullptr}, "signal");
   }
 
   /// A signal whose puts have landed (or that follows none): no fence.
   void write_u64_landed(Peer& p, const proxy::RemoteMemory& dst, uint64_t off, uint64_t value) {
+    if (am) return write_u64(p, dst, off, value);
     check(p);
     auto v = std::make_unique<uint64_t>(value);
     ucp_request_param_t param{};
     ucs_status_ptr_t r = api->put_nbx(p.ep, v.get(), sizeof(uint64_t), dst.address + off,
                                       static_cast<ucp_rkey_h>(const_cast<void*>(dst.key)), &param);
-    post(p, r, std::move(v), "signal");
+    post(p, r, Pending{nullptr, std::move(v), nullptr}, "signal");
   }
 
   void write_words(Peer& p, const proxy::RemoteMemory& dst, uint64_t off, const uint64_t* values, uint64_t n) {
+    if (am) return am_words(p, dst, off, values, n, nullptr);
     check(p);
     ucs_status_t f = api->worker_fence(worker);  // the words land after every earlier put
     if (f != UCS_OK) fail(ErrorCode::Remote, "UCX fence before a signal to " + rank_name(p.rank) + " failed: " + status(f));
     ucp_request_param_t param{};
     post(p, api->put_nbx(p.ep, values, n * sizeof(uint64_t), dst.address + off,
                          static_cast<ucp_rkey_h>(const_cast<void*>(dst.key)), &param),
-         nullptr, "signal");
+         Pending{}, "signal");
   }
 
   /// A non-blocking flush of everything posted so far; at most kMarks outstanding (beyond
@@ -310,14 +441,22 @@ UcxTransport::UcxTransport(int rank, int nranks, AllGather allgather, double tim
   if (order != "landed" && order != "fence")
     fail(ErrorCode::InvalidArgument, "WEFT_NET_ORDER='" + order + "': expected landed or fence");
   m.order_landed = order == "landed";
+  const std::string proto = config::get_string("WEFT_NET_PROTO");
+  if (proto != "am" && proto != "put")
+    fail(ErrorCode::InvalidArgument, "WEFT_NET_PROTO='" + proto + "': expected am or put");
+  m.rndv_bytes = static_cast<uint64_t>(config::get_int("WEFT_NET_RNDV_BYTES"));
   const UcxApi& api = *m.api;
+  const bool want_am = proto == "am" && api.has_am();
+  const bool want_rx = want_am && config::get_bool("WEFT_NET_RECV_THREAD");
 
   ucp_config_t* cfg = nullptr;
   ucs_status_t s = api.config_read(nullptr, nullptr, &cfg);
   if (s != UCS_OK) fail(ErrorCode::System, "UCX: cannot read its configuration (UCX_* variables): " + m.status(s));
+  const std::string segments = set_tcp_segments(api, cfg);
   ucp_params_t params{};
-  params.field_mask = UCP_PARAM_FIELD_FEATURES;
-  params.features = UCP_FEATURE_RMA;
+  params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
+  params.features = UCP_FEATURE_RMA | (want_am ? UCP_FEATURE_AM : 0);
+  params.mt_workers_shared = want_rx ? 1 : 0;  // two workers, two threads: the context is shared
   s = api.init_version(UCP_API_MAJOR, UCP_API_MINOR, &params, cfg, &m.context);
   api.config_release(cfg);
   if (s != UCS_OK)
@@ -329,28 +468,33 @@ UcxTransport::UcxTransport(int rank, int nranks, AllGather allgather, double tim
   ucp_context_attr_t attr{};
   attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
   if (api.context_query(m.context, &attr) == UCS_OK) m.cuda = (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
+  // Active messages copy eager data on the host: only where the memory is host memory.
+  m.am = want_am && !m.cuda;
 
   ucp_worker_params_t wp{};
   wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
   wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;  // the owner sets up, then the proxy thread alone drives it
   s = api.worker_create(m.context, &wp, &m.worker);
   if (s != UCS_OK) fail(ErrorCode::System, "UCX: cannot create a worker on rank " + std::to_string(rank) + ": " + m.status(s));
+  if (m.am) m.rx = std::make_unique<AmReceiver>(api, m.context, rank, nranks, want_rx ? &wp : nullptr, m.worker);
+  ucp_worker_h receiving = m.am ? m.rx->worker() : m.worker;
 
+  // Peers connect to the worker that receives: the receive thread's where there is one.
   ucp_address_t* address = nullptr;
   size_t address_len = 0;
-  s = api.worker_get_address(m.worker, &address, &address_len);
+  s = api.worker_get_address(receiving, &address, &address_len);
   if (s != UCS_OK) fail(ErrorCode::System, "UCX: cannot get the worker's address: " + m.status(s));
   if (address_len == 0 || address_len > kAddressBlock - 8) {
-    api.worker_release_address(m.worker, address);
+    api.worker_release_address(receiving, address);
     fail(ErrorCode::Internal, "UCX worker address of " + std::to_string(address_len) + " bytes does not fit weft's " +
                                   std::to_string(kAddressBlock - 8) + "-byte block");
   }
   std::vector<char> blocks(kAddressBlock * static_cast<size_t>(nranks), 0);
   char* mine = blocks.data() + kAddressBlock * static_cast<size_t>(rank);
-  uint32_t header[2] = {kAddressTag, static_cast<uint32_t>(address_len)};
+  uint32_t header[2] = {m.am ? kAddressTagAm : kAddressTag, static_cast<uint32_t>(address_len)};
   std::memcpy(mine, header, sizeof header);
   std::memcpy(mine + 8, address, address_len);
-  api.worker_release_address(m.worker, address);
+  api.worker_release_address(receiving, address);
   m.allgather(blocks.data(), kAddressBlock);
 
   m.peers.resize(static_cast<size_t>(nranks));
@@ -359,7 +503,12 @@ UcxTransport::UcxTransport(int rank, int nranks, AllGather allgather, double tim
     const char* b = blocks.data() + kAddressBlock * static_cast<size_t>(r);
     uint32_t h[2];
     std::memcpy(h, b, sizeof h);
-    if (h[0] != kAddressTag || h[1] == 0 || h[1] > kAddressBlock - 8)
+    if (h[0] == (m.am ? kAddressTag : kAddressTagAm) && h[1] != 0 && h[1] <= kAddressBlock - 8)
+      fail(ErrorCode::InvalidUsage, "rank " + std::to_string(r) + " moves data by " + (m.am ? "RMA puts" : "active messages") +
+                                        ", rank " + std::to_string(rank) + " by " + (m.am ? "active messages" : "RMA puts") +
+                                        ": set WEFT_NET_PROTO alike on every rank (and use one UCX build, with or "
+                                        "without CUDA support, everywhere)");
+    if (h[0] != (m.am ? kAddressTagAm : kAddressTag) || h[1] == 0 || h[1] > kAddressBlock - 8)
       fail(ErrorCode::Remote, "rank " + std::to_string(r) + " sent a malformed UCX worker address (tag " + std::to_string(h[0]) +
                                   ", " + std::to_string(h[1]) + " bytes; at most " + std::to_string(kAddressBlock - 8) + ")");
     auto p = std::make_unique<Impl::Peer>();
@@ -381,7 +530,19 @@ UcxTransport::UcxTransport(int rank, int nranks, AllGather allgather, double tim
     m.peers[static_cast<size_t>(r)] = std::move(p);
   }
   WEFT_LOG(Info, "NET", "UCX transport of rank " << rank << ": " << nranks - 1 << " endpoints, CUDA memory "
-                                                  << (m.cuda ? "registered directly" : "not supported by this UCX"));
+                                                  << (m.cuda ? "registered directly" : "not supported by this UCX")
+                                                  << "; data by " << (m.am ? "active messages" : "RMA puts")
+                                                  << (m.rx && m.rx->threaded() ? ", received by a thread of their own" : "")
+                                                  << "; " << segments);
+  if (m.rx && m.rx->threaded()) {
+    m.rx->start(static_cast<uint64_t>(config::get_int("WEFT_PROXY_SPIN_US")) * 1000);
+    // Finish every connection's wire-up now, while both sides progress: a wire-up reply of
+    // the receiving worker still pending when its peer dies is fatal inside UCX 1.13
+    // (ucp_request.c: "got REP message", seen when a peer that never progressed its
+    // sending worker exited).
+    for (auto& p : m.peers)
+      if (p) m.flush(*p, std::min(m.timeout_s, 30.0));
+  }
 }
 
 UcxTransport::~UcxTransport() = default;
@@ -410,6 +571,7 @@ std::vector<char> UcxTransport::register_local(void* ptr, uint64_t bytes, bool c
   ucs_status_t s = api.mem_map(m.context, &mp, &memh);
   if (s != UCS_OK) fail(ErrorCode::System, "UCX cannot register " + std::to_string(bytes) + " bytes: " + m.status(s));
   m.memories.push_back(memh);
+  if (m.am) m.rx->add_memory(reinterpret_cast<uint64_t>(ptr), bytes);
   void* rkey = nullptr;
   size_t rkey_len = 0;
   s = api.rkey_pack(m.context, memh, &rkey, &rkey_len);
@@ -481,7 +643,7 @@ class UcxEndpoint : public proxy::Endpoint {
   }
   uint64_t mark(double timeout_s) override { return t_->mark(*p_, config::wait_seconds(timeout_s)); }
   bool landed(uint64_t ticket) override { return t_->landed(*p_, ticket); }
-  bool signals_after_landing() const override { return t_->order_landed; }
+  bool signals_after_landing() const override { return t_->order_landed && !t_->am; }
   void write_u64_landed(const proxy::RemoteMemory& dst, uint64_t off, uint64_t v) override {
     t_->write_u64_landed(*p_, dst, off, v);
   }
@@ -544,6 +706,20 @@ std::string UcxTransport::version() const {
   return impl_->api->version_string != nullptr ? impl_->api->version_string() : "";
 }
 
+namespace {
+/// "data by active messages, ..." or "data by RMA puts, signals ordered ...", and the TCP
+/// segments weft asks for: what UcxTransport's constructor will choose.
+std::string describe_data_path(const UcxApi& api, bool cuda) {
+  const bool am = config::get_string("WEFT_NET_PROTO") == "am" && api.has_am() && !cuda;
+  std::string segments;
+  tcp_segment_bytes(&segments);
+  return std::string(am ? "data by active messages (WEFT_NET_PROTO=am), signals applied by the receiver after their data"
+                        : std::string("data by RMA puts, signals ordered ") +
+                              (config::get_string("WEFT_NET_ORDER") == "fence" ? "by a UCX fence" : "after their puts land")) +
+         "; UCX's TCP segments: " + segments;
+}
+}  // namespace
+
 std::string ucx_describe() {
   std::string why;
   const UcxApi* api = ucx_api(&why);
@@ -568,7 +744,7 @@ std::string ucx_describe() {
          ", so links between nodes " +
          (direct ? "put from and into GPU memory directly"
                  : std::string("stage through page-locked host memory") + (cuda ? " (WEFT_NET_GPU_MEMORY=host)" : "")) +
-         "; signals ordered " + (config::get_string("WEFT_NET_ORDER") == "fence" ? "by a UCX fence" : "after their puts land");
+         "; " + describe_data_path(*api, cuda);
 }
 
 #else  // built without UCX's headers

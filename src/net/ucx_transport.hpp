@@ -1,7 +1,11 @@
 // weft's network transport: UCX (UCP) between the ranks of a communicator, for port
-// channels whose peer is on another host (or another emulated node). RMA put into the
-// peer's registered memory, a completion signal (an 8-byte put ordered after the data by a
-// worker fence), flush (ucp_ep_flush, bounded), worker progress driven by the proxy thread.
+// channels whose peer is on another host (or another emulated node). Two modes
+// (WEFT_NET_PROTO): `put`, RMA puts into the peer's registered memory and 8-byte signals
+// ordered after them (held until they landed, or a worker fence); `am` (the default where
+// UCX cannot register CUDA memory), active messages whose receiver writes each one into its
+// registered memory and applies a signal after the data sent before it (net/am_inbox.hpp).
+// Flush is ucp_ep_flush (bounded); worker progress is driven by the proxy thread. UCX's TCP
+// segments are raised to WEFT_NET_TCP_SEG_BYTES unless UCX_TCP_*_SEG_SIZE is set.
 //
 // Trust. Worker addresses and memory keys travel only through `allgather`, which the
 // caller backs with the bootstrap's ring (bootstrap/bootstrap.hpp), so only ranks that proved

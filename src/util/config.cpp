@@ -140,6 +140,23 @@ std::vector<Variable> execution_variables() {
      "How a signal is ordered after its data on the network: landed (the proxy holds it until a non-blocking flush "
      "shows the channel's puts landed, and keeps posting meanwhile) or fence (a UCX worker fence before each "
      "signal, which UCX 1.15+ makes a flush before the next operation)."},
+    {"WEFT_NET_PROTO", Type::String, "am",
+     "How the network transport moves data: am (UCX active messages: the receiving proxy writes each message where "
+     "it belongs and applies a signal once the data its sender sent before it has landed, so the sender never waits "
+     "for its puts to land; used where UCX cannot register CUDA memory, else put) or put (UCX RMA puts, which UCX's TCP transport emulates "
+     "with 8 KiB active messages and an acknowledgement each, and signals ordered by WEFT_NET_ORDER)."},
+    {"WEFT_NET_RECV_THREAD", Type::Bool, "0",
+     "Experimental, WEFT_NET_PROTO=am: peers' messages arrive on a UCX worker of their own that a thread of the "
+     "transport progresses (copying them into place, applying signals) while the proxy's thread sends. With UCX "
+     "1.13 a peer that dies before its sending worker has ever progressed can abort this process inside UCX; 0 "
+     "(default): the proxy's thread does both."},
+    {"WEFT_NET_RNDV_BYTES", Type::Int, "4194304",
+     "WEFT_NET_PROTO=am: messages of at least this many bytes go by UCX's rendezvous, smaller ones eagerly (over "
+     "TCP: sent from where they are, copied into place on arrival).", 1, int64_t{1} << 40},
+    {"WEFT_NET_TCP_SEG_BYTES", Type::Int, "1048576",
+     "UCX's TCP segment sizes weft asks for (UCX_TCP_TX_SEG_SIZE and UCX_TCP_RX_SEG_SIZE, whose defaults of 8 and 64 "
+     "KiB cut every message into pieces of one system call each, and for RMA puts one acknowledgement each); unused "
+     "where either UCX variable is set; 0: UCX's own.", 0, 64 << 20},
     {"WEFT_NET_GPU_MEMORY", Type::String, "auto",
      "Where the network FIFOs' slots live: auto (in GPU memory, put directly, where UCX registers CUDA memory; "
      "else page-locked host memory), host (always page-locked host memory, the staged path) or gpu (GPU memory, "

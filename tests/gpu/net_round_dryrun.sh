@@ -16,7 +16,7 @@ EOS
 cat > "$T/bundle/bin/weft" <<'EOS'
 #!/usr/bin/env bash
 if [ "$1" = env ]; then echo "network path between nodes: UCX 9.9 (fake)"; exit 0; fi
-env | grep -E '^(NCCL_|WEFT_EMULATE_NODES|WEFT_LOG)' | sort > "$FAKE_ENV.$$"
+env | grep -E '^(NCCL_|WEFT_EMULATE_NODES|WEFT_LOG|WEFT_NET_)' | sort > "$FAKE_ENV.$$"
 echo "$*" >> "$FAKE_ARGS"
 echo "vm:1 weft INFO NET rank 0: UCX to rank 1: lane[0]: 1:tcp/lo.0 md[0] -> md[0]/tcp am am_bw#0" >&2
 case "$*" in
@@ -49,4 +49,17 @@ sed 's/bench large 90 /bench large 3 /' "$HERE/bench/net_round.sh" > "$T/net_rou
 FAKE_HANG=1 bash "$T/net_round_short.sh" "$T/bundle" > "$T/stdout" 2>&1 || fail "the script failed on a timeout"
 grep -q 'large (64M:1G) timed out after 3 s' "$T/stdout" || fail "a timed-out range is not reported"
 grep -q '| AllReduce | 1 MiB |' "$T/stdout" || fail "the rows before the timeout are lost"
+# NET_ROUND_AB=1: weft alone with the network path as it was, a "weft before" column.
+rm -f "$T"/env.* "$T/args"
+NET_ROUND_AB=1 NET_ROUND_LARGE=64M:256M bash "$HERE/bench/net_round.sh" "$T/bundle" > "$T/stdout" 2>&1 || fail "the A/B round failed"
+[ "$(grep -c -- '--sizes 64M:256M .*--no-nccl' "$T/args")" = 1 ] || fail "the large range before did not run once, without NCCL"
+[ "$(grep -c -- '--sizes 1M:16M .*--no-nccl' "$T/args")" = 1 ] || fail "the small range before did not run once, without NCCL"
+[ "$(grep -lx 'WEFT_NET_PROTO=put' "$T"/env.* | wc -l)" = 2 ] || fail "the runs before are not WEFT_NET_PROTO=put"
+grep -q '| collective | bytes | weft busbw GB/s | NCCL sockets busbw | ratio | weft before |' "$T/stdout" || fail "no weft before column"
+grep -q '| AllReduce | 1 MiB | 2.10 | 2.02 | 1.04 | 2.10 | 500 |' "$T/stdout" || fail "the 1 MiB row lacks its before value"
+# NET_ROUND_RX=1 beside it: the receive thread's runs, a "weft rx" column after "weft before".
+rm -f "$T"/env.* "$T/args"
+NET_ROUND_AB=1 NET_ROUND_RX=1 bash "$HERE/bench/net_round.sh" "$T/bundle" > "$T/stdout" 2>&1 || fail "the A/B/rx round failed"
+[ "$(grep -lx 'WEFT_NET_RECV_THREAD=1' "$T"/env.* | wc -l)" = 2 ] || fail "the receive thread's runs are not WEFT_NET_RECV_THREAD=1"
+grep -q '| ratio | weft before | weft rx | weft us |' "$T/stdout" || fail "no weft rx column after weft before"
 echo "net_round_dryrun: ok"

@@ -221,6 +221,60 @@ TEST(UcxTransport, SenderKilledMidTransferIsNoShortResult) {
 
 void refuses_malformed_exchange_blocks();
 
+/// Active messages (WEFT_NET_PROTO=am) carry addresses the receiver checks: data that would
+/// run past the end of what rank 1 registered, or a misaligned signal, is dropped there and
+/// reported as an error naming rank 0; rank 1's memory stays untouched. Data sent eagerly
+/// and by rendezvous (WEFT_NET_RNDV_BYTES=1, where rank 0's put fails too, naming rank 1).
+TEST(UcxTransport, ActiveMessagesOutsideRegisteredMemoryAreRefused) {
+  SKIP_WITHOUT_UCX();
+  for (int bad : {0, 1, 2}) {
+    SCOPED_TRACE(bad == 0 ? "eager data past the end" : bad == 1 ? "misaligned signal" : "rendezvous past the end");
+    UniqueId id = start_bootstrap_root(net::resolve("127.0.0.1", 0), 0, 20);
+    auto st = fork_ranks(2, [&](int r) {
+      setenv("WEFT_NET_PROTO", "am", 1);
+      setenv("WEFT_NET_RNDV_BYTES", bad == 2 ? "1" : "4194304", 1);
+      auto boot = Bootstrap::join(id, r, 2, 10);
+      Bootstrap* b = boot.get();
+      net::UcxTransport t(r, 2, [b](void* d, size_t n) { b->allgather(d, n, 10); }, 10);
+      std::vector<uint64_t> buf(512, 0);
+      const auto mem = t.register_memory(buf.data(), buf.size() * sizeof(uint64_t));
+      auto ep = t.endpoint(1 - r);
+      int status = 0;
+      if (r == 0) {
+        std::vector<char> src(64, 1);
+        if (bad != 1) ep->put(mem[1], mem[1].bytes - 8, src.data(), src.size());
+        else ep->write_u64(mem[1], 4, 7);
+        try {
+          ep->flush(5);
+          if (bad == 2) status = 6;  // a refused rendezvous fails the sender's put
+        } catch (const Error& e) {
+          std::printf("rank 0: %s\n", e.what());
+          if (bad != 2 || e.code() != ErrorCode::Remote || std::string(e.what()).find("rank 1 refused") == std::string::npos)
+            status = 7;
+        }
+      } else {
+        std::string why;
+        for (const auto t0 = Clock::now(); why.empty() && since(t0) < 5;) {
+          try {
+            ep->progress();
+            t.check_peer(0);
+          } catch (const Error& e) {
+            why = e.what();
+            if (e.code() != ErrorCode::Remote) status = 3;
+          }
+        }
+        std::printf("rank 1: %s\n", why.c_str());
+        if (why.find("rank 0 sent") == std::string::npos) status = 4;
+        if (std::any_of(buf.begin(), buf.end(), [](uint64_t w) { return w != 0; })) status = 5;
+      }
+      boot->barrier(10);
+      return status;
+    });
+    EXPECT_TRUE(exited_ok(st[0]));
+    EXPECT_TRUE(exited_ok(st[1]));
+  }
+}
+
 TEST(UcxTransport, RefusesMalformedExchangeBlocks) {
   SKIP_WITHOUT_UCX();
   // In a child process (see ucx_missing); its gtest failures are counted there and reported
@@ -656,6 +710,46 @@ TEST(NetFifos, APeerThatDiesIsReportedNamingIt) {
     return failed.load() && since(t0) < 10 && why.find("rank 1") != std::string::npos ? 0 : 5;
   });
   EXPECT_TRUE(exited_ok(st[0])) << "rank 0";
+}
+
+/// Rank 1 dies while its messages are still arriving (no wait for acks): with active
+/// messages (WEFT_NET_PROTO=am) rank 0 handles them without replying, so the death ends in an
+/// error naming rank 1, not in UCX aborting rank 0 (the put mode's limit: UCX 1.16's TCP put
+/// handler acknowledges every 8 KiB and aborts when the peer it acknowledges has died).
+void peer_dies_mid_stream(const char* proto) {
+  UniqueId id = start_bootstrap_root(net::resolve("127.0.0.1", 0), 0, 20);
+  auto st = fork_ranks(2, [&](int r) {
+    setenv("WEFT_NET_PROTO", proto, 1);
+    auto boot = Bootstrap::join(id, r, 2, 10);
+    std::atomic<bool> failed{false};
+    std::mutex mu;
+    std::string why;
+    NetLayout l = small_layout(2, 2);
+    l.slot_bytes = 256 << 10;  // 32 pieces of 8 KiB each for a put
+    NetFifos f(*boot, host_net_memory(), l, 10, [&](const std::string& m) {
+      std::lock_guard<std::mutex> lock(mu);
+      why = m;
+      failed = true;
+    });
+    if (exchange(f, r, 2, 0, 2, failed) != 0) return 3;
+    boot->barrier(10);
+    if (r == 1) {  // two more messages on each connection, then gone with them in flight
+      exchange(f, r, 2, 2, 4, failed);
+      _exit(0);
+    }
+    const auto t0 = Clock::now();
+    exchange(f, r, 2, 2, 30, failed);
+    while (!failed.load() && since(t0) < 10) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::lock_guard<std::mutex> lock(mu);
+    std::printf("rank 0: after %.1f s: %s\n", since(t0), why.c_str());
+    return failed.load() && since(t0) < 10 && why.find("rank 1") != std::string::npos ? 0 : 5;
+  });
+  EXPECT_TRUE(exited_ok(st[0])) << "rank 0 (" << proto << "), wait status " << st[0];
+}
+
+TEST(NetFifos, APeerThatDiesMidStreamIsAnErrorWithActiveMessages) {
+  SKIP_WITHOUT_UCX();
+  for (int i = 0; i < 5; ++i) peer_dies_mid_stream("am");
 }
 
 }  // namespace
