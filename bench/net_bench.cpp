@@ -225,15 +225,7 @@ int run_fifos(const weft::UniqueId& id, int rank, const Options& o) {
         l.depth = static_cast<uint32_t>(d);
         l.slot_bytes = static_cast<uint32_t>(s);
         l.node_of_rank = {0, 1};
-        weft::NetFifoMemory m;
-        m.alloc_region = [](uint64_t bytes) { return static_cast<char*>(std::calloc(1, bytes)); };
-        m.free_region = [](char* p) { std::free(p); };
-        m.upload = [](const void* data, size_t bytes) {
-          void* p = std::malloc(std::max<size_t>(bytes, 16));
-          if (bytes > 0) std::memcpy(p, data, bytes);
-          return p;
-        };
-        m.free_upload = [](void* p) { std::free(p); };
+        weft::NetFifoMemory m = weft::host_net_fifo_memory();
         std::atomic<bool> failed{false};
         weft::NetFifos f(*boot, m, l, 30, [&](const std::string& why) {
           std::printf("rank %d: proxy failed: %s\n", rank, why.c_str());

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -170,6 +171,19 @@ bool NetFifos::drain(double max_s) {
     if (std::chrono::steady_clock::now() > end) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+}
+
+NetFifoMemory host_net_fifo_memory() {
+  NetFifoMemory m;
+  m.alloc_region = [](uint64_t bytes) { return static_cast<char*>(std::calloc(1, bytes)); };
+  m.free_region = [](char* p) { std::free(p); };
+  m.upload = [](const void* data, size_t bytes) {
+    void* p = std::malloc(std::max<size_t>(bytes, 16));
+    if (bytes > 0) std::memcpy(p, data, bytes);
+    return p;
+  };
+  m.free_upload = [](void* p) { std::free(p); };
+  return m;
 }
 
 }  // namespace weft

@@ -63,6 +63,10 @@ struct NetFifoMemory {
   std::string pci_bus_id;
 };
 
+/// Plain host memory (calloc, malloc): the memory of NetFifos whose kernels' part host code
+/// plays, in the CPU tests and bench/net_bench.
+NetFifoMemory host_net_fifo_memory();
+
 class NetFifos {
  public:
   /// Collective over `boot`. `timeout_s`: WEFT_TIMEOUT (bounds the bootstrap steps).

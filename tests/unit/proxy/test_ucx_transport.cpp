@@ -509,19 +509,6 @@ TEST(UcxTransport, PairwiseRegistration) {
 namespace weft {
 namespace {
 
-NetFifoMemory host_net_memory() {
-  NetFifoMemory m;
-  m.alloc_region = [](uint64_t bytes) { return static_cast<char*>(std::calloc(1, bytes)); };
-  m.free_region = [](char* p) { std::free(p); };
-  m.upload = [](const void* data, size_t bytes) {
-    void* p = std::malloc(std::max<size_t>(bytes, 16));
-    if (bytes > 0) std::memcpy(p, data, bytes);
-    return p;
-  };
-  m.free_upload = [](void* p) { std::free(p); };
-  return m;
-}
-
 uint64_t load(const uint64_t* p) { return std::atomic_ref<uint64_t>(*const_cast<uint64_t*>(p)).load(std::memory_order_acquire); }
 
 char message_byte(int from, int to, int k, uint64_t m, uint64_t i) {
@@ -607,7 +594,7 @@ bool all_acked(NetFifos& f, int nranks, uint64_t messages, double max_s) {
 
 int exchange_over(Bootstrap& boot, const NetLayout& layout, int r, int nranks, bool pairs_cross) {
   std::atomic<bool> failed{false};
-  NetFifos f(boot, host_net_memory(), layout, 10, [&](const std::string& m) {
+  NetFifos f(boot, host_net_fifo_memory(), layout, 10, [&](const std::string& m) {
     std::printf("rank %d: proxy failed: %s\n", r, m.c_str());
     failed = true;
   });
@@ -686,7 +673,7 @@ TEST(NetFifos, APeerThatDiesIsReportedNamingIt) {
     std::atomic<bool> failed{false};
     std::mutex mu;
     std::string why;
-    NetFifos f(*boot, host_net_memory(), small_layout(2, 2), 10, [&](const std::string& m) {
+    NetFifos f(*boot, host_net_fifo_memory(), small_layout(2, 2), 10, [&](const std::string& m) {
       std::lock_guard<std::mutex> lock(mu);
       why = m;
       failed = true;
@@ -726,7 +713,7 @@ void peer_dies_mid_stream(const char* proto) {
     std::string why;
     NetLayout l = small_layout(2, 2);
     l.slot_bytes = 256 << 10;  // 32 pieces of 8 KiB each for a put
-    NetFifos f(*boot, host_net_memory(), l, 10, [&](const std::string& m) {
+    NetFifos f(*boot, host_net_fifo_memory(), l, 10, [&](const std::string& m) {
       std::lock_guard<std::mutex> lock(mu);
       why = m;
       failed = true;
