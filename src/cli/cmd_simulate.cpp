@@ -143,7 +143,7 @@ void register_simulate(CLI::App& app) {
   cmd->add_option("--scheduler,-s", a->schedulers,
                   "hpds, algo, stage, rr or gc3, or as-given (an .xml file's own schedule); a comma list compares several "
                   "(default hpds)");
-  cmd->add_option("--alloc", a->allocator, "Thread-block allocation: state or conn (default state)");
+  cmd->add_option("--alloc", a->allocator, "Thread-block allocation: state (default), conn, peer, peer-mixed or rank (docs/compile.md)");
   cmd->add_option("--instances", a->instances, "Thread blocks per link (default: derived from the topology)")
       ->check(CLI::Range(0, 64));
   cmd->add_option("--max-tbs", a->max_tbs,
