@@ -10,10 +10,11 @@
 //   pready    time of one kernel whose block of T threads readies its data at thread, warp
 //             or block granularity, T = 1..1,024 (Figure 3)
 //   overheads psend_init, device request create, pbuf_prepare first and average (Table I)
-//   trace     [--grids ...] [--per-block G] [--rows N]  where an iteration's time goes
-//             (kernel-copy path, rank 0 -> 1): host timestamps of both ranks (WEFT_PART_TRACE,
-//             set here: one line per request for epochs 2 to 4) and device timestamps of the
-//             last epoch's producer, per block and per step of its pready (part_trace.cu)
+//   trace     [--grids ...] [--per-block G] [--rows N] [--thresholds t,...]  where an
+//             iteration's time goes (kernel-copy path, rank 0 -> 1): host timestamps of both
+//             ranks (WEFT_PART_TRACE, set here: one line per request for epochs 2 to 4) and
+//             device timestamps of the last epoch's producer, per block and per step of its
+//             pready (part_trace.cu)
 //   allreduce [--grids ...]  vector-add + partitioned AllReduce inside the kernel, against
 //             vector-add + ncclAllReduce (libnccl.so.2 loaded with dlopen) + stream synchronize
 //             (Figures 6 and 7); the NCCL column is skipped, with the reason, where NCCL is
@@ -122,6 +123,7 @@ std::vector<int> parse_list(const char* s) {
 std::vector<int> g_grids = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768};
 int g_trace_grid = 256;
 int g_trace_rows = 32;
+std::vector<int> g_trace_thresholds = {1, 0};
 
 /// Mean microseconds per iteration of start, pbuf_prepare, vadd_pready on G blocks, wait,
 /// over context `pc` (its transfer path) with `threshold` partitions per transport partition,
@@ -445,7 +447,8 @@ using namespace partbench;
 int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
   if (argc < 2) {
-    std::printf("usage: %s goodput|pready|overheads|allreduce|trace [--grids a,b,...] [--per-block G] [--rows N]\n",
+    std::printf("usage: %s goodput|pready|overheads|allreduce|trace [--grids a,b,...] [--per-block G] [--rows N] "
+                "[--thresholds t,...]\n",
                 argv[0]);
     return 2;
   }
@@ -455,6 +458,7 @@ int main(int argc, char** argv) {
     if (opt == "--grids") g_grids = parse_list(argv[++i]);
     else if (opt == "--per-block") g_trace_grid = std::atoi(argv[++i]);
     else if (opt == "--rows") g_trace_rows = std::atoi(argv[++i]);
+    else if (opt == "--thresholds") g_trace_thresholds = parse_list(argv[++i]);
   }
   if (cmd == "goodput") return gt::run_ranks(2, goodput, 1200, cmd);
   if (cmd == "pready") return gt::run_ranks(2, pready_cost, 600, cmd);

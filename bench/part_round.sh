@@ -22,11 +22,11 @@
 #   3. the summary: goodput table (blocks, traditional, kernel-copy and engine µs, ratios),
 #      pbuf_prepare mean ± sd, allreduce against NCCL
 # PART_ROUND_QUICK=1: the short round (about a minute; budget default 140 s, tests 45 s):
-#   trace at PART_TRACE_GRIDS (default 256,4096,32768: claim by one block per epoch against
-#   every block, per-block steps; PART_TRACE_ROWS of the 256-block grid's blocks sorted by
-#   pready start, default 16), goodput within the host at
-#   PART_GOODPUT_GRIDS (default 1,8,64,256,4096,32768), then the tests p2p, coll and reuse
-#   (kernel-copy path), then the goodput summary.
+#   trace at PART_TRACE_GRIDS (default 256,4096,32768), thresholds 1, 64 and all, claim by
+#   one block per epoch against every block, per-block steps; PART_TRACE_ROWS (default 16)
+#   of the 256-block grid's blocks sorted by pready start; goodput within the host at
+#   PART_GOODPUT_GRIDS (default 1,8,64,256,4096,32768); the tests p2p, coll and reuse
+#   (kernel-copy path); then the goodput and trace summaries.
 set -uo pipefail
 dir=${1:-build}
 out=${2:-part_round.txt}
@@ -78,7 +78,8 @@ step() {  # step NAME FILE LIMIT END COMMAND...: runs it for at most LIMIT s and
   : > "$tmp/overheads.txt"; : > "$tmp/goodput_nodes.txt"; : > "$tmp/allreduce.txt"
   if [[ "$quick" == 1 ]]; then
     step "trace (per-block steps; claim weft against each-block; blocks of the 256-block grid by start)" "$tmp/trace.txt" 40 "$bench_end" \
-      env WEFT_PART_TRACE=1 "$bin" trace --grids "${PART_TRACE_GRIDS:-256,4096,32768}" --per-block 256 --rows "${PART_TRACE_ROWS:-16}"
+      env WEFT_PART_TRACE=1 "$bin" trace --grids "${PART_TRACE_GRIDS:-256,4096,32768}" --per-block 256 \
+        --rows "${PART_TRACE_ROWS:-16}" --thresholds 1,64,0
     step "goodput within the host" "$tmp/goodput.txt" "$step_s" "$bench_end" "$bin" goodput --grids "$goodput_grids"
     test_list=("p2p --ranks 2" "coll --ranks 2" "reuse --ranks 2 --epochs $reuse_epochs")
   else

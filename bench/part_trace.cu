@@ -1,5 +1,6 @@
 // part_bench trace: where a partitioned iteration's time goes on the kernel-copy path,
-// rank 0 -> rank 1, per grid, at thresholds 1 and all, with two claims:
+// rank 0 -> rank 1, per grid, at the thresholds of --thresholds (default 1,0; 0 means all the
+// grid's blocks, and each is at most the grid), with two claims:
 //   weft        PsendDeviceHandle::claim (one block per epoch reads the host words)
 //   each-block  the claim before issue 28's fix, kept here to measure beside it: every block
 //               that finds the device's epoch cache behind reads `prepared` and `started`
@@ -196,12 +197,16 @@ int trace(int r, const weftUniqueId& id) {
                 "kernel_us", "add_us", "claim_us", "claim_max", "copy_us", "done_us", "pready_us", "pready_max",
                 "slope_ns", "GB/s");
   int tag = 500000;
-  for (int G : g_grids)
-    for (int thr : {1, G}) {
-      if (thr == G && G == 1) continue;
+  for (int G : g_grids) {
+    std::vector<int> thresholds;  // --thresholds, 0 = G, each at most G, once
+    for (int t : g_trace_thresholds) {
+      const int thr = t <= 0 || t > G ? G : t;
+      if (std::find(thresholds.begin(), thresholds.end(), thr) == thresholds.end()) thresholds.push_back(thr);
+    }
+    for (int thr : thresholds)
       for (int claim : {kClaimWeft, kClaimEachBlock})
         if (trace_case(k, G, thr, claim, ++tag, a, b, c, stamps)) return 1;
-    }
+  }
   return close_rank(k);
 }
 
