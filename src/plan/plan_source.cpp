@@ -12,6 +12,8 @@
 #include "plan/plan_file.hpp"
 #include "plan/hand_built.hpp"
 #include "plan/placement.hpp"
+#include "plan/root_wire.hpp"
+#include "util/log.hpp"
 #include "util/config.hpp"
 #include "util/error.hpp"
 
@@ -85,6 +87,31 @@ Topology node_topology(int nranks, const std::vector<int>& node_of_rank = {}) {
   return t;
 }
 
+/// The root's in-place plan of Broadcast or Reduce, made to exchange the messages of the
+/// out-of-place plan its peers run: as built when it does; else built again with the
+/// out-of-place plan's instances taken as given (the runtime's thread-block limit may have
+/// derived other instances for one placement than for the other); refused, before any rank
+/// launches, when even that differs.
+template <typename Build>
+Plan match_out_of_place(Plan in, Build& build, BuildOptions& bo, const std::string& what, int root) {
+  const Plan out = build(false);
+  std::string diff = root_wire_difference(in, out, root);
+  if (diff.empty()) return in;
+  const std::string first = diff;
+  bo.runtime_rule = false;
+  bo.compile.instances = max_message_instances(out);
+  Plan again = build(true);
+  diff = root_wire_difference(again, out, root);
+  if (diff.empty()) {
+    WEFT_LOG(Info, "PLAN", what << " in place at root " << root << ": " << first << "; built again with the "
+                                << bo.compile.instances << " instances of the other ranks' out-of-place plan");
+    return again;
+  }
+  fail(ErrorCode::InvalidUsage, what + " in place at root " + std::to_string(root) + " exchanges other messages than "
+                                    "the out-of-place plan the other ranks run (" + diff + "); call it out of place "
+                                    "or set WEFT_INSTANCES");
+}
+
 }  // namespace
 
 bool is_hand_built_name(const std::string& algorithm) { return algo::is_hand_built(algorithm); }
@@ -134,7 +161,6 @@ Plan make_plan(Collective c, int nranks, const std::string& algorithm, const std
     fail(ErrorCode::InvalidArgument, what + " has root " + std::to_string(aroot) + ", the call asks for root " +
                                          std::to_string(root));
   BuildOptions bo;
-  bo.compile.in_place = in_place;
   bo.compile.instances = instances;
   bo.compile.protocol = protocol == "LL" || protocol == "LL128" ? protocol : "Simple";
   bo.compile.fifo_depth = fifo_depth;
@@ -148,7 +174,14 @@ Plan make_plan(Collective c, int nranks, const std::string& algorithm, const std
   // compiler's derived instances within the runtime's budget instead (compile_for_runtime).
   // WEFT_INSTANCES, when set, is taken as given.
   bo.runtime_rule = config::get_int("WEFT_INSTANCES") <= 0;
-  Plan p = std::move(build_plan(src, topo, bo).result.plan);
+  auto build = [&](bool placement) {
+    bo.compile.in_place = placement;
+    return std::move(build_plan(src, topo, bo).result.plan);
+  };
+  Plan p = build(in_place);
+  // The root of Broadcast and Reduce alone may run in place: its peers run the out-of-place
+  // plan (plan/root_wire.hpp), whose messages its own must be.
+  if (rooted && in_place && src.kind != SourceKind::PlanFile && p.in_place) p = match_out_of_place(std::move(p), build, bo, what, root);
   if (p.in_place != in_place)
     fail(ErrorCode::InvalidArgument, what + (src.kind == SourceKind::PlanFile ? " was compiled" : " compiles") + " only for " +
                                          (p.in_place ? "in-place" : "out-of-place") + " buffers; the call is " +
