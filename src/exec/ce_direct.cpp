@@ -123,6 +123,7 @@ void CeRunner::run_direct(const Direct& d, cudaStream_t stream) {
   const uint64_t mine = static_cast<uint64_t>(me) * b;
   const char* in = d.send;
   if (d.c == Collective::AllToAll && d.in_place) in = staged_input(d, stream);
+  const bool two_phase = d.c == Collective::Broadcast && R > 2 && b >= kTwoPhaseBroadcastBytes;
   std::vector<Copy> copies;
   switch (d.c) {
     case Collective::AllGather:
@@ -140,30 +141,23 @@ void CeRunner::run_direct(const Direct& d, cudaStream_t stream) {
       }
       break;
     case Collective::Broadcast:
-      if (R > 2 && b >= kTwoPhaseBroadcastBytes) {
-        broadcast_phases(d, in, stream);
-        return;
-      }
-      if (me != d.root) break;
+      if (two_phase || me != d.root) break;
       if (!d.in_place) copies.push_back(Copy{d.recv, in, b});
       for (int j = 1; j < R; ++j) copies.push_back(Copy{d.peer_recv[static_cast<size_t>((me + j) % R)], in, b});
       break;
     default: fail(ErrorCode::Internal, "copy-engine direct path: " + std::string(to_string(d.c)) + " is not one of its");
   }
-  exec::CeSyncArgs sa = sync_args(d.tag);
-  exec::launch_ce_sync(sa, stream);  // every peer is in this call: its buffer may be written
-  const size_t ncopies = copies.size();
-  issue_copies(std::move(copies), stream);
-  sa.check_tag = 0;
-  exec::launch_ce_sync(sa, stream);  // every peer's copies into this rank have landed
-  blocks_ = Blocks{};
-  blocks_.trigger_launches = 2;
+  std::vector<std::vector<Copy>> phases;
+  if (two_phase) phases = broadcast_phases(d, in);
+  else phases.push_back(std::move(copies));
+  const size_t nphases = phases.size();
+  const size_t ncopies = run_phases(std::move(phases), d.tag, stream);
   WEFT_LOG(Debug, "CE", "rank " << me << ": " << to_string(d.c) << " of " << b << " bytes per block by copy engines, "
-                                << ncopies << " copies on " << side_.size() + 1
-                                << " stream(s) between two one-thread rendezvous kernels");
+                                << ncopies << " copies in " << nphases << " phase(s) on " << side_.size() + 1
+                                << " stream(s) between " << nphases + 1 << " one-thread rendezvous kernels");
 }
 
-exec::CeSyncArgs CeRunner::sync_args(uint64_t tag) const {
+size_t CeRunner::run_phases(std::vector<std::vector<Copy>> phases, uint64_t tag, cudaStream_t stream) {
   const int R = ctx_.nranks, me = ctx_.rank;
   exec::CeSyncArgs sa{};
   const uint64_t words = 4 * static_cast<uint64_t>(R) + 1;  // sig_: port channels' 2R, inbox 2R, epoch
@@ -178,11 +172,23 @@ exec::CeSyncArgs CeRunner::sync_args(uint64_t tag) const {
   sa.error_claim = ctx_.error_claim;
   sa.error = ctx_.error;
   sa.abort = ctx_.abort;
+  // The first rendezvous: every peer is in this call (the tag is checked), so its buffer may
+  // be written; each later one: every peer's copies of the phase before have landed.
   sa.check_tag = 1;
-  return sa;
+  size_t ncopies = 0;
+  for (std::vector<Copy>& copies : phases) {
+    exec::launch_ce_sync(sa, stream);
+    sa.check_tag = 0;
+    ncopies += copies.size();
+    issue_copies(std::move(copies), stream);
+  }
+  exec::launch_ce_sync(sa, stream);
+  blocks_ = Blocks{};
+  blocks_.trigger_launches = static_cast<int>(phases.size()) + 1;
+  return ncopies;
 }
 
-void CeRunner::broadcast_phases(const Direct& d, const char* in, cudaStream_t stream) {
+std::vector<std::vector<CeRunner::Copy>> CeRunner::broadcast_phases(const Direct& d, const char* in) const {
   // Part q (of R, 256-byte aligned) of the payload belongs to rank q. Phase 1: the root copies
   // part q into rank q's receive buffer (and the whole payload into its own, out of place).
   // Phase 2, after a rendezvous: every rank copies its part from its receive buffer into every
@@ -194,29 +200,18 @@ void CeRunner::broadcast_phases(const Direct& d, const char* in, cudaStream_t st
   const uint64_t part = ((b + static_cast<uint64_t>(R) - 1) / static_cast<uint64_t>(R) + 255) / 256 * 256;
   auto lo = [&](int q) { return std::min(b, static_cast<uint64_t>(q) * part); };
   auto len = [&](int q) { return std::min(b, lo(q) + part) - lo(q); };
-  std::vector<Copy> first, second;
+  std::vector<std::vector<Copy>> phases(2);
   if (me == d.root) {
-    if (!d.in_place) first.push_back(Copy{d.recv, in, b});
+    if (!d.in_place) phases[0].push_back(Copy{d.recv, in, b});
     for (int q = 0; q < R; ++q)
-      if (q != me) first.push_back(Copy{d.peer_recv[static_cast<size_t>(q)] + lo(q), in + lo(q), len(q)});
+      if (q != me) phases[0].push_back(Copy{d.peer_recv[static_cast<size_t>(q)] + lo(q), in + lo(q), len(q)});
   }
   const char* mine = (me == d.root ? in : d.recv) + lo(me);
   for (int j = 1; j < R; ++j) {
     const int q = (me + j) % R;
-    if (q != d.root) second.push_back(Copy{d.peer_recv[static_cast<size_t>(q)] + lo(me), mine, len(me)});
+    if (q != d.root) phases[1].push_back(Copy{d.peer_recv[static_cast<size_t>(q)] + lo(me), mine, len(me)});
   }
-  exec::CeSyncArgs sa = sync_args(d.tag);
-  exec::launch_ce_sync(sa, stream);  // every peer is in this call: its buffer may be written
-  const size_t n1 = first.size(), n2 = second.size();
-  issue_copies(std::move(first), stream);
-  sa.check_tag = 0;
-  exec::launch_ce_sync(sa, stream);  // every rank holds its part
-  issue_copies(std::move(second), stream);
-  exec::launch_ce_sync(sa, stream);  // every peer's copies into this rank have landed
-  blocks_ = Blocks{};
-  blocks_.trigger_launches = 3;
-  WEFT_LOG(Debug, "CE", "rank " << me << ": Broadcast of " << b << " bytes from rank " << d.root
-                                << " by copy engines in two phases, " << n1 << " + " << n2 << " copies");
+  return phases;
 }
 
 }  // namespace weft

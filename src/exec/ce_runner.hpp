@@ -43,9 +43,6 @@
 namespace weft {
 
 class Bootstrap;
-namespace exec {
-struct CeSyncArgs;
-}  // namespace exec
 namespace proxy {
 class Proxy;
 class Endpoint;
@@ -166,11 +163,13 @@ class CeRunner {
   void issue_copies(std::vector<Copy> copies, cudaStream_t stream);
   void batch(const std::vector<Copy>& copies, size_t first, size_t n, cudaStream_t stream, bool capturing);
   const char* staged_input(const Direct& d, cudaStream_t stream);
-  /// The rendezvous kernel's arguments for a direct call with this tag (check_tag set).
-  exec::CeSyncArgs sync_args(uint64_t tag) const;
-  /// A Broadcast on more than 2 ranks from kTwoPhaseBroadcastBytes (ce_direct.cpp): the root
-  /// scatters parts, then every rank forwards its part, between three rendezvous.
-  void broadcast_phases(const Direct& d, const char* in, cudaStream_t stream);
+  /// A direct call's copies on `stream`, phase by phase, each phase after a rendezvous of every
+  /// rank (the first checks the call's tag) and a last rendezvous after them; returns the
+  /// number of copies.
+  size_t run_phases(std::vector<std::vector<Copy>> phases, uint64_t tag, cudaStream_t stream);
+  /// A Broadcast on more than 2 ranks from kTwoPhaseBroadcastBytes (ce_direct.cpp), as two
+  /// phases: the root scatters parts, then every rank forwards its part.
+  std::vector<std::vector<Copy>> broadcast_phases(const Direct& d, const char* in) const;
   /// The side streams and events of WEFT_CE_STREAMS, made at the first direct call.
   void make_side_streams();
   /// Launches this rank's program: trigger kernels for the proxy's steps, copies and reduce
