@@ -19,6 +19,7 @@ struct TuneGpuOptions {
   bool check = true;
   bool quiet = false;              ///< no progress on stderr
   tune::SweepOptions sweep;
+  tune::PruneRule prune;           ///< candidates far behind at a large size stop there
 };
 
 /// Times every candidate of every collective at every size. Fills `tuned` (candidates,

@@ -316,6 +316,10 @@ void Progress::timed(size_t i, const Candidate& cand, size_t size_index, uint64_
   std::fflush(out_);
 }
 
+bool prune_after(const PruneRule& r, uint64_t bytes, double us, double best_before) {
+  return r.factor > 0 && bytes >= r.from_bytes && best_before > 0 && us > r.factor * best_before;
+}
+
 void Progress::skipped(size_t i, const Candidate& cand, const std::string& why) {
   if (!out_) return;
   std::fprintf(out_, "weft tune: %s: candidate %zu of %zu, %s: skipped: %s\n", std::string(to_string(c_)).c_str(), i + 1, n_,

@@ -114,6 +114,20 @@ std::string selection_json(const std::vector<Tuned>& tuned, const Provenance& p,
 /// the GPU timing loads through WEFT_SELECTION for each candidate).
 std::string candidate_table(Collective c, const Candidate& k);
 
+/// Pruning (`weft tune --prune F --prune-from SIZE`): a candidate whose time at a size of at
+/// least `from_bytes` is more than `factor` times the best that earlier candidates reached at
+/// that size is not timed at the larger sizes (their times stay unmeasured). The expensive
+/// part of a GPU sweep is the large sizes (each checked against the host reference), and a
+/// candidate that far behind in the bandwidth regime does not win further up. factor 0: off.
+struct PruneRule {
+  double factor = 1.5;
+  uint64_t from_bytes = 16ull << 20;
+};
+
+/// Whether a candidate that took `us` at `bytes` stops there; `best_before` is the best time
+/// of the earlier candidates at that size (negative: none yet, so never).
+bool prune_after(const PruneRule& r, uint64_t bytes, double us, double best_before);
+
 /// Prints progress lines to a stream (nothing when it is null): the collective, the size,
 /// candidate i of N, its time and the best so far at that size.
 class Progress {

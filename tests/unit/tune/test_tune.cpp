@@ -199,6 +199,21 @@ TEST(Tune, TheSimulatorTimesEachCandidateAsTheRuntimeWouldRunIt) {
   EXPECT_LT(t[0][0], t[0][1]);
 }
 
+TEST(Tune, PruningStopsOnlyCandidatesFarBehindFromItsSize) {
+  const tune::PruneRule r;  // 1.5 x from 16 MiB
+  const uint64_t M = 1ull << 20;
+  EXPECT_TRUE(tune::prune_after(r, 16 * M, 151.0, 100.0));
+  EXPECT_FALSE(tune::prune_after(r, 16 * M, 150.0, 100.0));   // exactly the factor: kept
+  EXPECT_FALSE(tune::prune_after(r, 8 * M, 1000.0, 100.0));   // below --prune-from
+  EXPECT_FALSE(tune::prune_after(r, 1024 * M, 1000.0, -1.0)); // the first candidate: no best yet
+  tune::PruneRule off;
+  off.factor = 0;
+  EXPECT_FALSE(tune::prune_after(off, 1024 * M, 1e9, 1.0));
+  tune::PruneRule early{2.0, 64 * 1024};
+  EXPECT_TRUE(tune::prune_after(early, 64 * 1024, 20.1, 10.0));
+  EXPECT_FALSE(tune::prune_after(early, 64 * 1024, 20.0, 10.0));
+}
+
 TEST(Tune, SizesAreWholeElementsPerRank) {
   EXPECT_EQ(tune::whole_sizes({8, 16, 100, 1000}, 3), (std::vector<uint64_t>{12, 96, 996}));
   EXPECT_THROW(tune::whole_sizes({8}, 4), Error);
@@ -274,6 +289,8 @@ TEST(TuneCli, BadArgumentsAreNamedWithExitStatus2) {
       {"tune AllReduce --microbatch 8 --ranks 2", "micro-batch 8 is not in 16 B..1 TiB"},
       {"tune AllReduce -t nowhere-1x1 --ranks 2", "weft tune: "},
       {"tune AllReduce --ranks 2 -o /nonexistent-dir/t.json", "cannot write the -o file '/nonexistent-dir/t.json'"},
+      {"tune AllReduce --ranks 2 --prune -1", "--prune"},
+      {"tune AllReduce --ranks 2 --prune-from lots", "--prune-from"},
   };
   for (const Case& k : cases) {
     CliRun r = weft(k.args + " --quiet");
