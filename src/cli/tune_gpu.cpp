@@ -187,7 +187,10 @@ int tune_gpu(const TuneGpuOptions& given, std::vector<tune::Tuned>& tuned, std::
   TuneGpuOptions o = given;
   o.sizes = tune::whole_sizes(given.sizes, R);
   std::vector<std::vector<tune::Candidate>> cands;
-  for (Collective c : o.collectives) cands.push_back(tune::candidates(c, R, o.sweep));
+  for (Collective c : o.collectives) {
+    cands.push_back(tune::candidates(c, R, o.sweep));
+    if (o.keep > 0) cands.back().insert(cands.back().begin(), tune::incumbent_candidate());
+  }
   const std::string results = "/tmp/weft-tune-" + std::to_string(getpid()) + ".results";
   const int rc = gputest::run_ranks(
       R, [&](int rank, const weftUniqueId& id) { return tune_rank(o, cands, results, rank, R, id); }, 24 * 3600, "weft tune");
@@ -214,7 +217,7 @@ int tune_gpu(const TuneGpuOptions& given, std::vector<tune::Tuned>& tuned, std::
       tuned[ci].times[k][s] = us;
   }
   unlink(results.c_str());
-  for (tune::Tuned& t : tuned) t.winners = tune::pick_winners(t.times, t.sizes);
+  for (tune::Tuned& t : tuned) t.winners = tune::pick_winners(t.times, t.sizes, o.keep > 0 ? 0 : -1, o.keep);
   return rc == gputest::kSkip ? 1 : rc;
 }
 
