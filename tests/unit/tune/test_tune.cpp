@@ -164,11 +164,11 @@ TEST(Tune, AdjacentSizesWithOneWinnerMergeAndTheTableChoosesThem) {
   EXPECT_TRUE(t.candidates[2].same(table.choose(Collective::AllReduce, 1u << 30, 4)));
   // Other rank counts, in-place calls and other collectives fall back to the default table.
   EXPECT_EQ(describe_choice(table.choose(Collective::AllReduce, 64u << 20, 8)),
-            describe_choice(default_selection_table().choose(Collective::AllReduce, 64u << 20, 8)));
+            describe_choice(default_json_table().choose(Collective::AllReduce, 64u << 20, 8)));
   EXPECT_EQ(describe_choice(table.choose(Collective::AllReduce, 64u << 20, 4, true)),
-            describe_choice(default_selection_table().choose(Collective::AllReduce, 64u << 20, 4, true)));
+            describe_choice(default_json_table().choose(Collective::AllReduce, 64u << 20, 4, true)));
   EXPECT_EQ(table.choose(Collective::AllGather, 1 << 20, 4).algorithm,
-            default_selection_table().choose(Collective::AllGather, 1 << 20, 4).algorithm);
+            default_json_table().choose(Collective::AllGather, 1 << 20, 4).algorithm);
   EXPECT_NE(text.find("weft tune, simulated on topology h200-1x8, 4 ranks, out of place, 2026-11-25: fastest at 8 KiB..16 KiB"),
             std::string::npos)
       << text;
@@ -229,7 +229,7 @@ TEST(Tune, TheDefaultTableKeepsTheSizesNoCandidateWinsByTheMargin) {
   const SelectionTable table = parse_selection_table(tune::selection_json({t}, p), "tuned.json");
   for (uint64_t b : {1024u, 4096u})
     EXPECT_EQ(describe_choice(table.choose(Collective::AllReduce, b, 4)),
-              describe_choice(default_selection_table().choose(Collective::AllReduce, b, 4)));
+              describe_choice(default_json_table().choose(Collective::AllReduce, b, 4)));
   EXPECT_TRUE(t.candidates[1].same(table.choose(Collective::AllReduce, 2048, 4)));
   // The incumbent is timed through the default table itself.
   EXPECT_EQ(tune::candidate_table(Collective::AllReduce, t.candidates[0]), std::string(default_selection_text()));
