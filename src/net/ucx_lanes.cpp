@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "proxy/affinity.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
 
@@ -309,10 +310,24 @@ bool UcxLanes::reap(Lane& lane) {
   return inflight;
 }
 
+void UcxLanes::place(const std::vector<int>& cpus) {
+  std::lock_guard<std::mutex> lock(place_mu_);
+  cpus_ = cpus;
+  placement_.fetch_add(1, std::memory_order_release);
+}
+
 void UcxLanes::run(Lane& lane) {
   std::vector<Op> local;
   auto last = Clock::now();
+  uint64_t placed = 0;
   while (!lane.stop.load(std::memory_order_relaxed)) {
+    if (const uint64_t p = placement_.load(std::memory_order_acquire); p != placed) {
+      placed = p;
+      std::lock_guard<std::mutex> lock(place_mu_);
+      if (!cpus_.empty() && !proxy::pin_this_thread(cpus_))
+        WEFT_LOG(Warn, "NET", "lane " << lane.index << " of rank " << rank_ << ": the system refused to pin it to CPUs "
+                                     << proxy::format_cpu_list(cpus_));
+    }
     {
       std::lock_guard<std::mutex> lock(lane.mu);
       local.swap(lane.queue);

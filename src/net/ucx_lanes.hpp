@@ -83,6 +83,8 @@ class UcxLanes {
   /// "4 lanes, each a UCX worker and a thread (data to higher ranks on lanes 0, 2, ...)".
   std::string describe() const;
   int count() const { return static_cast<int>(lanes_.size()); }
+  /// Every lane's thread moves onto `cpus` (none: stays where it is) at its next pass.
+  void place(const std::vector<int>& cpus);
 
  private:
   struct Lane;
@@ -106,6 +108,9 @@ class UcxLanes {
   LaneConfig config_;
   std::vector<std::unique_ptr<Lane>> lanes_;
   std::vector<Sender> senders_;  // index: rank
+  std::mutex place_mu_;
+  std::vector<int> cpus_;
+  std::atomic<uint64_t> placement_{0};  // bumped by place()
   bool closed_ = false;
 };
 

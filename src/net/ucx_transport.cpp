@@ -10,6 +10,7 @@
 
 #include "net/ucx_active.hpp"
 #include "net/ucx_lanes.hpp"
+#include "proxy/affinity.hpp"
 #include "net/ucx_api.hpp"
 #include "bootstrap/bootstrap.hpp"
 #include "util/config.hpp"
@@ -723,6 +724,17 @@ void UcxTransport::progress() {
 
 void UcxTransport::check_peer(int peer) const { impl_->check(impl_->peer(peer)); }
 
+void UcxTransport::place_threads(const std::string& pci_bus_id) {
+  if (!impl_->lanes) return;
+  std::string why;
+  try {
+    impl_->lanes->place(proxy::proxy_cpus(pci_bus_id, &why));
+  } catch (const Error& e) {  // a malformed WEFT_PROXY_CPUS: said once by the proxy too
+    why = std::string("not pinned: ") + e.what();
+  }
+  WEFT_LOG(Info, "NET", "UCX lanes of rank " << impl_->rank << ": threads " << why);
+}
+
 void UcxTransport::abort() { impl_->close_all(true); }
 
 std::string UcxTransport::describe_peer(int peer) const {
@@ -820,6 +832,7 @@ proxy::RemoteMemory UcxTransport::remote_memory(int, const void*, size_t) { retu
 std::shared_ptr<proxy::Endpoint> UcxTransport::endpoint(int) { return nullptr; }
 void UcxTransport::progress() {}
 void UcxTransport::check_peer(int) const {}
+void UcxTransport::place_threads(const std::string&) {}
 void UcxTransport::abort() {}
 std::string UcxTransport::describe_peer(int) const { return ""; }
 std::string UcxTransport::version() const { return ""; }
