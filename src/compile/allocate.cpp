@@ -1,6 +1,7 @@
 #include "compile/allocate.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <map>
 #include <numeric>
 #include <tuple>
@@ -17,6 +18,44 @@ struct Grouping {
   std::vector<int32_t> rank_offsets, rank_slots;  // slots by rank (compressed rows)
   std::vector<int64_t> group;                     // per slot
 };
+
+/// A rank's groups of connection ends to one peer, once paired by channel, paired again: the
+/// i-th that begins by sending with the i-th that begins by receiving (in program order,
+/// where their instances agree). With a channel per chunk DAG, the chunk a rank sends to a
+/// peer and the chunk it receives from that peer in the same step then share a block, as an
+/// MSCCL file's block per peer and channel has them.
+void pair_opposites(const LoweredProgram& p, UnionFind& ends) {
+  struct First {
+    int64_t key = INT64_MAX;
+    bool sends = false;
+    int32_t rank = 0, peer = 0, instances = 0;
+  };
+  std::map<int32_t, First> first;  // group root -> its first slot
+  for (const LoweredSlot& s : p.slots) {
+    if (s.send_conn < 0 && s.recv_conn < 0) continue;
+    const int32_t root = s.send_conn >= 0 ? ends.find(2 * s.send_conn) : ends.find(2 * s.recv_conn + 1);
+    First& f = first[root];
+    if (s.key >= f.key) continue;
+    f.key = s.key;
+    f.sends = s.recv_conn < 0;
+    f.rank = s.rank;
+    f.peer = s.send_conn >= 0 ? s.send_peer : s.recv_peer;
+    f.instances = s.instances;
+  }
+  // (rank, peer, instances) -> (key, root) of the groups that begin sending / receiving
+  std::map<std::tuple<int32_t, int32_t, int32_t>, std::pair<std::vector<std::pair<int64_t, int32_t>>,
+                                                            std::vector<std::pair<int64_t, int32_t>>>>
+      lists;
+  for (const auto& [root, f] : first) {
+    auto& l = lists[{f.rank, f.peer, f.instances}];
+    (f.sends ? l.first : l.second).emplace_back(f.key, root);
+  }
+  for (auto& [where, l] : lists) {
+    std::sort(l.first.begin(), l.first.end());
+    std::sort(l.second.begin(), l.second.end());
+    for (size_t i = 0; i < std::min(l.first.size(), l.second.size()); ++i) ends.unite(l.first[i].second, l.second[i].second);
+  }
+}
 
 Grouping group_slots(const LoweredProgram& p, bool locals_share, bool pair_peers = false) {
   const int32_t nconn = static_cast<int32_t>(p.connections.size());
@@ -36,6 +75,7 @@ Grouping group_slots(const LoweredProgram& p, bool locals_share, bool pair_peers
       auto back = id.find({x.dst, x.src, x.channel});
       if (back != id.end() && p.connections[back->second].instances == x.instances) ends.unite(2 * c, 2 * back->second + 1);
     }
+    pair_opposites(p, ends);
   }
   Grouping g;
   g.group.resize(p.slots.size());
@@ -233,10 +273,18 @@ Allocation allocate_peer(const LoweredProgram& p, int32_t spare, bool mixed) {
       a.tbs_per_rank[r] = assign_per_group(p, rg, a);
       continue;
     }
+    // A chain of reductions into one destination (a reduce per peer, in turn) keeps its
+    // instances on the same blocks, so that each link of the chain follows the one before in
+    // program order instead of waiting across blocks; chains start where the last ended.
+    std::map<std::pair<int32_t, int32_t>, int32_t> chain_start;  // destination -> first position
     int32_t cursor = 0;
-    for (int32_t s : local)
-      for (int32_t k = 0; k < p.slots[s].instances; ++k) a.tb[a.inst_base[s] + k] = first + cursor++ % over;
-    a.tbs_per_rank[r] = std::max(comm_tbs, first + std::min(over, total));
+    for (int32_t s : local) {
+      const LoweredSlot& ls = p.slots[s];
+      auto [it, fresh] = chain_start.emplace(std::make_pair(static_cast<int32_t>(ls.dst.buffer), ls.dst.index), cursor);
+      if (fresh) cursor += ls.instances;
+      for (int32_t k = 0; k < ls.instances; ++k) a.tb[a.inst_base[s] + k] = first + (it->second + k) % over;
+    }
+    a.tbs_per_rank[r] = std::max(comm_tbs, first + std::min(over, cursor));
   }
   return a;
 }

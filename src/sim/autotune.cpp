@@ -257,6 +257,15 @@ std::vector<TuneTrial> seeds_for(const TuneTrial& own, bool local_work) {
   // MSCCL file's channels have (the search may raise them).
   chunks.scale_intra = chunks.scale_inter = chunks.scale_local = 1.0 / 64;
   seeds.push_back(chunks);
+  // A block per peer and chunk channel, as an MSCCL file's block per peer and channel: the
+  // chunks a rank sends to a peer and receives from it on one block, its reductions dealt
+  // over those blocks (where it has local work), in step order.
+  TuneTrial chunk_peers = chunks;
+  chunk_peers.execution = "algorithm";
+  chunk_peers.aggregate = true;
+  chunk_peers.allocator = local_work ? "peer-mixed" : "peer";
+  chunk_peers.scale_local = 1;  // derived: the descent's steps from 1/64 would change nothing
+  seeds.push_back(chunk_peers);
   for (const char* e : {"task", "algorithm"})
     for (const char* alloc : {"peer", "peer-mixed"}) {
       if (!local_work && std::string(alloc) == "peer-mixed") continue;
@@ -326,15 +335,34 @@ TuneResult autotune(const Algorithm& algo, const Topology& topo, const CompileOp
       s.set_limit(s.count() + (seed.allocator == "rank" ? kRankTrials : share));
       const int32_t at = s.trial(seed);
       int32_t best = descend(s, at, classes, o.tolerance);
-      if (!s.at(at).error.empty()) best = descend(s, s.trial(s.fit(seed)), classes, o.tolerance);
+      if (!s.at(at).error.empty()) {
+        // The seed is over the budget: the descent from it may still have found variants
+        // that fit; the one from the seed scaled down to fit competes with them.
+        const int32_t fitted = descend(s, s.trial(s.fit(seed)), classes, o.tolerance);
+        if (better(s.at(fitted), s.at(best), o.tolerance)) best = fitted;
+      }
       // The peer allocator deals local work over its blocks; blocks left in the budget can
       // take a share of it.
       if (seed.allocator.rfind("peer", 0) == 0 && s.budget() > 0 && s.at(best).error.empty() && s.at(best).tbs < s.budget()) {
         TuneTrial spare = s.at(best);
         spare.spare_blocks = s.budget() - spare.tbs;
         spare.error.clear();
+        // Mixed: also as many instances of each local operation as the blocks it is dealt
+        // over (the communication blocks and the spare ones), so that every block takes a
+        // part of each. The steps of the descent rarely land on that count, and one instance
+        // more than the blocks puts the local work on blocks of its own; both are run
+        // even when the others have used up max_trials.
+        int32_t from = -1;
+        const TuneTrial& b = s.at(best);
+        if (seed.allocator == "peer-mixed" && classes.local && b.instances_local > 0 && b.instances_local < s.budget()) {
+          TuneTrial fill = spare;
+          fill.scale_local = std::clamp(b.scale_local * s.budget() / b.instances_local, 1.0 / 64, 64.0);
+          from = s.trial(fill);
+        }
         s.set_limit(s.count() + 12);
-        descend(s, s.trial(spare), classes, o.tolerance);
+        const int32_t plain = s.trial(spare);
+        if (from < 0 || better(s.at(plain), s.at(from), o.tolerance)) from = plain;
+        descend(s, from, classes, o.tolerance);
       }
     }
     s.set_limit(INT32_MAX);
