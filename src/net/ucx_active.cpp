@@ -34,8 +34,12 @@ bool AmReceiver::quiet(int peer) const {
   return rndv_open_.load(std::memory_order_relaxed) == 0 && inbox_.waiting(peer) == 0 && inbox_.early(peer) == 0;
 }
 
+namespace {
+std::string out_of_order(uint64_t seq) { return "data message " + std::to_string(seq) + " twice, or too far ahead of those landed"; }
+}  // namespace
+
 void AmReceiver::landed(int peer, uint64_t seq) {
-  if (!inbox_.landed(peer, seq)) refuse(peer, "data message " + std::to_string(seq) + " twice, or too far ahead of those landed");
+  if (!inbox_.landed(peer, seq)) refuse(peer, out_of_order(seq));
 }
 
 ucs_status_t AmReceiver::refuse(int peer, const std::string& why) {
@@ -79,7 +83,7 @@ ucs_status_t AmReceiver::receive(ucp_worker_h worker, const void* header, size_t
     char* dst = inbox_.locate(h.address, length);
     if (dst == nullptr) return refuse(p, "data of " + what + ", outside the memory this rank registered");
     if (!inbox_.admissible(p, h.seq))
-      return refuse(p, "data message " + std::to_string(h.seq) + " twice, or too far ahead of those landed");
+      return refuse(p, out_of_order(h.seq));
     if (rndv) return receive_rndv(worker, p, h.seq, data, dst, length);
     std::memcpy(dst, data, length);
     landed(p, h.seq);

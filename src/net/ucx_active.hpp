@@ -43,6 +43,31 @@ struct AmHeader {
   uint64_t seq = 0;      // kAmData: the message's number; kAmWords: the signal's (net/am_inbox.hpp)
 };
 
+/// The sender's side of the numbering AmInbox checks, one per peer: every data message and
+/// every signal gets the next number of its kind, and a signal carries how many data
+/// messages went before it. The transport's own path and the lanes both number with it.
+struct AmNumbering {
+  uint64_t data_sent = 0, signals_sent = 0;
+  AmHeader data(int from, uint64_t address) {
+    AmHeader h;
+    h.kind = kAmData;
+    h.from = from;
+    h.address = address;
+    h.seq = data_sent++;
+    return h;
+  }
+  AmHeader words(int from, uint64_t address, uint32_t n) {
+    AmHeader h;
+    h.kind = kAmWords;
+    h.from = from;
+    h.words = n;
+    h.address = address;
+    h.after = data_sent;
+    h.seq = signals_sent++;
+    return h;
+  }
+};
+
 class AmReceiver {
  public:
   AmReceiver(const UcxApi& api, int rank, int nranks);

@@ -187,11 +187,7 @@ void UcxLanes::put(int peer, uint64_t address, const void* src, uint64_t bytes) 
     Op op;
     op.kind = Op::Data;
     op.peer = peer;
-    op.header = std::make_unique<AmHeader>();
-    op.header->kind = kAmData;
-    op.header->from = rank_;
-    op.header->address = address + off;
-    op.header->seq = s.data_sent++;
+    op.header = std::make_unique<AmHeader>(s.numbering.data(rank_, address + off));
     op.data = static_cast<const char*>(src) + off;
     op.bytes = len;
     enqueue(s.data_lanes[s.cursor++ % n_lanes], std::move(op));
@@ -205,13 +201,7 @@ void UcxLanes::words(int peer, uint64_t address, const uint64_t* values, uint64_
     Op op;
     op.kind = Op::Words;
     op.peer = peer;
-    op.header = std::make_unique<AmHeader>();
-    op.header->kind = kAmWords;
-    op.header->from = rank_;
-    op.header->words = static_cast<uint32_t>(k);
-    op.header->address = address + done * sizeof(uint64_t);
-    op.header->after = s.data_sent;
-    op.header->seq = s.signals_sent++;
+    op.header = std::make_unique<AmHeader>(s.numbering.words(rank_, address + done * sizeof(uint64_t), static_cast<uint32_t>(k)));
     op.words = std::make_unique<uint64_t[]>(k);
     std::memcpy(op.words.get(), values + done, k * sizeof(uint64_t));
     op.bytes = k * sizeof(uint64_t);

@@ -91,7 +91,8 @@ class UcxLanes {
   struct Link;
   struct Op;
   struct Sender {
-    uint64_t data_sent = 0, signals_sent = 0, marked = 0;
+    AmNumbering numbering;
+    uint64_t marked = 0;
     size_t cursor = 0;
     std::vector<int> data_lanes;  ///< lanes carrying this rank's data to the peer
   };

@@ -120,8 +120,7 @@ struct UcxTransport::Impl {
     std::vector<Pending> pending;
     std::deque<std::pair<uint64_t, void*>> marks;  // (ticket, its flush request), oldest first
     uint64_t marked = 0, landed = 0;
-    uint64_t data_sent = 0;     // active-message mode without lanes: data messages sent to this peer
-    uint64_t signals_sent = 0;  // and signals
+    AmNumbering numbering;  // active-message mode without lanes: the messages sent to this peer
   };
 
   const UcxApi* api = nullptr;
@@ -275,11 +274,7 @@ struct UcxTransport::Impl {
     check(p);
     if (lanes) return lanes->put(p.rank, dst.address + off, src, bytes);
     if (am) {
-      AmHeader h;
-      h.kind = kAmData;
-      h.address = dst.address + off;
-      h.seq = p.data_sent++;
-      am_send(p, h, src, bytes, bytes >= rndv_bytes, nullptr, "put");
+      am_send(p, p.numbering.data(rank, dst.address + off), src, bytes, bytes >= rndv_bytes, nullptr, "put");
       return;
     }
     ucp_request_param_t param{};
@@ -287,11 +282,10 @@ struct UcxTransport::Impl {
          Pending{}, "put");
   }
 
-  /// Active-message mode: sends `h` (from this rank) with `bytes` of `data`, by rendezvous
-  /// or eagerly; `value` (where `data` may point) stays alive until the send completes.
-  void am_send(Peer& p, AmHeader h, const void* data, uint64_t bytes, bool rndv, std::unique_ptr<uint64_t> value,
+  /// Active-message mode: sends `h` (numbered by p.numbering) with `bytes` of `data`, by
+  /// rendezvous or eagerly; `value` (where `data` may point) stays alive until the send completes.
+  void am_send(Peer& p, const AmHeader& h, const void* data, uint64_t bytes, bool rndv, std::unique_ptr<uint64_t> value,
                const char* what) {
-    h.from = rank;
     Pending keep;
     keep.header = std::make_unique<AmHeader>(h);
     keep.value = std::move(value);
@@ -310,12 +304,7 @@ struct UcxTransport::Impl {
     if (lanes) return lanes->words(p.rank, dst.address + off, values, n);  // copies them
     for (uint64_t done = 0; done < n;) {
       const uint64_t k = std::min<uint64_t>(n - done, kMaxAmWords);
-      AmHeader h;
-      h.kind = kAmWords;
-      h.words = static_cast<uint32_t>(k);
-      h.address = dst.address + off + done * sizeof(uint64_t);
-      h.after = p.data_sent;
-      h.seq = p.signals_sent++;
+      const AmHeader h = p.numbering.words(rank, dst.address + off + done * sizeof(uint64_t), static_cast<uint32_t>(k));
       am_send(p, h, values + done, k * sizeof(uint64_t), false, done + k == n ? std::move(value) : nullptr, "signal");
       done += k;
     }
