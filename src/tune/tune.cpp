@@ -279,7 +279,7 @@ std::string selection_json(const std::vector<Tuned>& tuned, const Provenance& p,
   for (const Tuned& t : tuned) {
     names += (names.empty() ? "" : ", ") + std::string(to_string(t.collective));
     for (const Merged& m : merge_winners(t)) {
-      if (t.candidates[m.candidate].incumbent) continue;  // those sizes keep the built-in rows
+      if (t.candidates[m.candidate].incumbent) continue;  // those sizes keep default.json's rows
       ojson r = row_of(t.collective, t.candidates[m.candidate], t.ranks);
       // The byte range goes right after the rank range, where a reader looks for it.
       ojson ordered;
