@@ -60,6 +60,8 @@ struct OneShotArgs {
   uint8_t mode;             ///< OneShotMode
   uint8_t op;               ///< weftRedOp_t; avg divides in the kernel
   uint8_t dtype;
+  uint8_t one_word;         ///< 1: one word per thread, every peer polled at once (oneshot_kernel<T, 1>);
+                            ///< 0: up to kOneShotWordsPerThread, the peers in rank order
 };
 
 }  // namespace weft::exec

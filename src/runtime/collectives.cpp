@@ -167,6 +167,8 @@ void Communicator::launch_plan_call(const Call& call, const Launch& l, const cha
   a.conn_cache = cp.conn_cache;
   a.mb_window = cp.mb_window;
   a.mover_wide = cp.mover_wide ? 1 : 0;
+  a.warm = cp.warm ? 1 : 0;
+  a.ll_kernel = cp.ll_kernel && !a.net ? 1 : 0;  // exec_launch.cuh: untraced, not with the posting warp
   if (cp.fits_inline) {
     const LoweredRank& lr = cp.lp.ranks[static_cast<size_t>(rank_)];
     a.inline_plan = 1;
@@ -228,12 +230,18 @@ void Communicator::launch_oneshot_call(Collective c, const void* send, void* rec
   const uint64_t per_block_max = static_cast<uint64_t>(exec::kOneShotThreads) * exec::kOneShotWordsPerThread;
   uint64_t nb = std::clamp<uint64_t>(static_cast<uint64_t>(std::max(1, blocks)), 1, exec::kOneShotBlocks);
   nb = std::max<uint64_t>(std::min<uint64_t>(nb, words), (words + per_block_max - 1) / per_block_max);
+  // WEFT_ONESHOT_THREADS below 512: blocks of at most that many threads while the call
+  // fits one word per thread in kOneShotBlocks of them.
+  const uint64_t cap = static_cast<uint64_t>(oneshot_threads_);
+  if (cap < exec::kOneShotThreads && words <= cap * exec::kOneShotBlocks) nb = std::max(nb, (words + cap - 1) / cap);
   a.words_per_block = (words + nb - 1) / nb;
   nb = (words + a.words_per_block - 1) / a.words_per_block;
   // One word per thread where the block's share allows, in whole warps.
   const uint64_t per_thread = (a.words_per_block + exec::kOneShotThreads - 1) / exec::kOneShotThreads;
   const uint64_t threads = std::clamp<uint64_t>((a.words_per_block + per_thread - 1) / per_thread, 32,
                                                 exec::kOneShotThreads);
+  // One word per thread: the kernel that polls every peer at once (WEFT_ONESHOT_POLL=all).
+  a.one_word = per_thread == 1 && !oneshot_seq_ ? 1 : 0;
   launch_oneshot(a, static_cast<int>(nb), static_cast<int>((threads + 31) / 32 * 32), stream);
 }
 
