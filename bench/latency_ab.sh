@@ -6,12 +6,14 @@
 #     polled at once), WEFT_ONESHOT_POLL=seq (the kernel as before), WEFT_ONESHOT_THREADS=64
 #     and =128 (more blocks per call);
 #   - Broadcast and Reduce 8 B - 32 KiB in graphs (plans on the interpreter): the default (as
-#     before), WEFT_EXEC_WARM=1, WEFT_EXEC_LL_KERNEL=1, both;
+#     before), WEFT_EXEC_WARM=1, WEFT_EXEC_LL_KERNEL=1, both, and the one-shot kernel
+#     (WEFT_ALGO=Broadcast:oneshot,Reduce:oneshot);
 #   - AllReduce 256 KiB - 2 MiB plain (the one-shot kernel at 256 KiB, LL plans above): the
 #     default and both interpreter switches;
 # then the GPU tests of what the switches change: a peer that stops during a one-shot call
-# (the timeout's error record), then with all switches on graph replays and the collectives on
-# 4 counts (every type and op against the host reference).
+# (the timeout's error record), then with all switches on graph replays (Broadcast and Reduce
+# on the one-shot kernel there) and the collectives on 4 counts (every type and op against the
+# host reference).
 # Prints one table (microseconds per call; above-1 ratios are not computed, read the columns)
 # and one line per test.
 #
@@ -98,6 +100,7 @@ bench br_base 18 -- "${BR[@]}" ${NN[@]+"${NN[@]}"}
 bench br_warm 10 WEFT_EXEC_WARM=1 -- "${BR[@]}" --no-nccl
 bench br_llk 10 WEFT_EXEC_LL_KERNEL=1 -- "${BR[@]}" --no-nccl
 bench br_both 10 WEFT_EXEC_WARM=1 WEFT_EXEC_LL_KERNEL=1 -- "${BR[@]}" --no-nccl
+bench br_oneshot 10 WEFT_ALGO=Broadcast:oneshot,Reduce:oneshot -- "${BR[@]}" --no-nccl
 bench mid_base 12 -- "${MID[@]}" ${NN[@]+"${NN[@]}"}
 bench mid_both 8 WEFT_EXEC_WARM=1 WEFT_EXEC_LL_KERNEL=1 -- "${MID[@]}" --no-nccl
 
@@ -107,10 +110,10 @@ out = sys.argv[1]
 cols = [("nccl", "ar_new", "nccl_us"), ("new", "ar_new", "weft_us"), ("seq (old)", "ar_seq", "weft_us"),
         ("threads64", "ar_t64", "weft_us"), ("threads128", "ar_t128", "weft_us"),
         ("nccl", "br_base", "nccl_us"), ("base (old)", "br_base", "weft_us"), ("warm", "br_warm", "weft_us"),
-        ("ll_kernel", "br_llk", "weft_us"), ("warm+ll_kernel", "br_both", "weft_us"),
+        ("ll_kernel", "br_llk", "weft_us"), ("warm+ll_kernel", "br_both", "weft_us"), ("oneshot", "br_oneshot", "weft_us"),
         ("nccl", "mid_base", "nccl_us"), ("base (old)", "mid_base", "weft_us"), ("warm+ll_kernel", "mid_both", "weft_us")]
-groups = [("AllReduce in CUDA graphs (one-shot kernel)", cols[0:5]), ("Broadcast and Reduce in CUDA graphs", cols[5:10]),
-          ("AllReduce plain, mid sizes", cols[10:13])]
+groups = [("AllReduce in CUDA graphs (one-shot kernel)", cols[0:5]), ("Broadcast and Reduce in CUDA graphs", cols[5:11]),
+          ("AllReduce plain, mid sizes", cols[11:14])]
 rows, wrong = {}, []
 for _, step, _ in cols:
     p = os.path.join(out, step + ".jsonl")
@@ -145,6 +148,6 @@ EOF
 # The tests: every switch on (the one-shot kernel with more blocks, the interpreter's two).
 ON=(WEFT_ONESHOT_THREADS=64 WEFT_EXEC_WARM=1 WEFT_EXEC_LL_KERNEL=1)
 gtest peer_stops_oneshot 25 -- peer_stops --counts 1024
-gtest graph 25 "${ON[@]}" -- graph --ranks "$TR"
+gtest graph 25 "${ON[@]}" WEFT_ALGO=Broadcast:oneshot,Reduce:oneshot -- graph --ranks "$TR"
 gtest collectives 60 "${ON[@]}" -- collectives --ranks "$TR" --counts 7,1024,16385,65537
 echo "# elapsed $(( $(date +%s) - T0 )) s of ${BUDGET} s; logs in $OUT"

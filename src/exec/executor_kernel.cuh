@@ -627,10 +627,11 @@ __global__ void __launch_bounds__(PostWarp ? kMaxThreads + 32 : kMaxThreads) exe
   iv.tid = threadIdx.x - role * nth;
   iv.nth = nth;
   iv.bar = roles > 1 ? role + 1 : 0;
-  iv.start_ns = device::globaltimer();
-  iv.dl = device::deadline_after(a.timeout_ns, a.abort, a.error_claim);
   if (!PostWarp || threadIdx.x < movers) load_conn_states(iv, tb.conn_begin, tb.nconns);
   if (a.warm) warm_params(a, iv.tid, iv.nth);
+  // After the loads above are issued: the timer's read and the sum on it then wait beside them.
+  iv.start_ns = device::globaltimer();
+  iv.dl = device::deadline_after(a.timeout_ns, a.abort, a.error_claim);
   if (iv.tid == 0) {
     // Only slots that others wait on bump their counters, so the base is read from such
     // a slot of this block, if any (all such counters hold the same value at launch).

@@ -72,6 +72,17 @@ WEFT_DEVICE_INLINE uint64_t oneshot_fold(const uint64_t (&x)[kOneShotMaxRanks], 
 template <typename T>
 WEFT_DEVICE_INLINE void oneshot_finish_all(const OneShotArgs& a, const uint64_t (&x)[kOneShotMaxRanks], uint64_t w) {
   const int R = a.nranks;
+  if (a.mode == kOneShotBroadcast) {  // the root's word; the root itself only out of place
+    if (a.rank == a.root && a.out == a.in) return;
+    // Masks, not x[a.root] (nor a select the compiler turns back into one): a run-time
+    // index would put x in local memory.
+    uint64_t v = 0;
+#pragma unroll
+    for (int p = 0; p < kOneShotMaxRanks; ++p) v |= x[p] & (0ull - static_cast<uint64_t>(p == a.root));
+    device::store_word(a.out, w * 8, a.bytes, v);
+    return;
+  }
+  if (a.mode == kOneShotReduce && a.rank != a.root) return;  // only the root has an output
   if (a.mode == kOneShotAllGather) {
 #pragma unroll
     for (int p = 0; p < kOneShotMaxRanks; ++p) {
@@ -133,7 +144,7 @@ WEFT_DEVICE_INLINE void oneshot_receive_seq(const OneShotArgs& a, const uint64_t
                                             int parity, uint32_t flag, const device::Deadline& dl, uint64_t start_ns) {
   const int R = a.nranks, me = a.rank, b = static_cast<int>(blockIdx.x);
   const uint32_t nth = blockDim.x;
-  uint64_t acc[W];
+  uint64_t acc[W] = {};
   for (int p = 0; p < R; ++p) {
     uint64_t x[W];
     if (p == me) {
@@ -176,12 +187,18 @@ WEFT_DEVICE_INLINE void oneshot_receive_seq(const OneShotArgs& a, const uint64_t
         const uint64_t w = lo + threadIdx.x + static_cast<uint64_t>(u) * nth;
         if (w < hi) device::store_word(out, w * 8, a.bytes, x[u]);
       }
+    } else if (a.mode == kOneShotBroadcast) {
+      if (p == a.root) {
+#pragma unroll
+        for (int u = 0; u < W; ++u) acc[u] = x[u];
+      }
     } else {
 #pragma unroll
       for (int u = 0; u < W; ++u) acc[u] = p == 0 ? x[u] : combine8<T>(a.op, acc[u], x[u]);
     }
   }
-  if (a.mode == kOneShotAllGather) return;
+  if (a.mode == kOneShotAllGather || (a.mode == kOneShotReduce && me != a.root)) return;
+  if (a.mode == kOneShotBroadcast && me == a.root && a.out == a.in) return;  // in place: nothing to write
 #pragma unroll
   for (int u = 0; u < W; ++u) {
     const uint64_t w = lo + threadIdx.x + static_cast<uint64_t>(u) * nth;
@@ -192,7 +209,7 @@ WEFT_DEVICE_INLINE void oneshot_receive_seq(const OneShotArgs& a, const uint64_t
 }
 
 template <typename T, int W>
-__global__ void __launch_bounds__(kOneShotThreads) oneshot_kernel(const __grid_constant__ OneShotArgs a) {
+__global__ void __launch_bounds__(kOneShotThreads, 1) oneshot_kernel(const __grid_constant__ OneShotArgs a) {
   __shared__ uint64_t s_epoch;
   const int b = static_cast<int>(blockIdx.x);
   const uint64_t total = (a.bytes + 7) / 8;
@@ -203,12 +220,14 @@ __global__ void __launch_bounds__(kOneShotThreads) oneshot_kernel(const __grid_c
 
   // Own words first (ReduceScatter: this rank's chunk of the input): their loads overlap
   // the epoch's.
+  // Broadcast's non-roots have no input: they send zeros.
   const char* own_src = a.mode == kOneShotReduceScatter ? a.in + static_cast<uint64_t>(me) * a.bytes : a.in;
+  const bool has_input = a.mode != kOneShotBroadcast || me == a.root;
   uint64_t own[W];
 #pragma unroll
   for (int u = 0; u < W; ++u) {
     const uint64_t w = lo + threadIdx.x + static_cast<uint64_t>(u) * nth;
-    own[u] = w < hi ? device::load_word(own_src, w * 8, a.bytes) : 0;
+    own[u] = w < hi && has_input ? device::load_word(own_src, w * 8, a.bytes) : 0;
   }
   if (threadIdx.x == 0) {
     // Read and advance this block's epoch at once: the next launch on the stream (the
@@ -222,8 +241,6 @@ __global__ void __launch_bounds__(kOneShotThreads) oneshot_kernel(const __grid_c
   const uint64_t epoch = s_epoch;
   const uint32_t flag = static_cast<uint32_t>(epoch + 1);
   const int parity = static_cast<int>(epoch & 1);
-  const uint64_t start_ns = device::globaltimer();
-  const device::Deadline dl = device::deadline_after(a.timeout_ns, a.abort, a.error_claim);
   // Send to every peer, nearest-next first so that the ranks spread over the links.
   for (int i = 1; i < R; ++i) {
     const int p = me + i < R ? me + i : me + i - R;
@@ -237,6 +254,10 @@ __global__ void __launch_bounds__(kOneShotThreads) oneshot_kernel(const __grid_c
     }
   }
 
+  // The deadline after the sends: reading the timer and the sum that depends on it would
+  // hold the (in-order) thread before its stores.
+  const uint64_t start_ns = device::globaltimer();
+  const device::Deadline dl = device::deadline_after(a.timeout_ns, a.abort, a.error_claim);
   if constexpr (W == 1) {
     const uint64_t w = lo + threadIdx.x;
     oneshot_receive_all<T>(a, own[0], w, w < hi, lo, parity, flag, dl, start_ns);

@@ -113,7 +113,7 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
   if (l->executor == algo::Executor::OneShot) {
     if (trace_cap_ > 0)
       start_trace(nullptr, nullptr, c, to_choice(*l), payload, "the one-shot kernel records no timestamps", stream);
-    launch_oneshot_call(c, s, r, bytes, dtype, reduces ? op : weftSum, l->instances, stream);
+    launch_oneshot_call(c, s, r, bytes, dtype, reduces ? op : weftSum, l->instances, root, stream);
     note_launch(stream);
     WEFT_LOG(Debug, "COLL", what() << ": " << count << " x " << dtype_name(dtype) << " with the one-shot kernel");
     return;
@@ -205,7 +205,7 @@ void Communicator::launch_plan_call(const Call& call, const Launch& l, const cha
 }
 
 void Communicator::launch_oneshot_call(Collective c, const void* send, void* recv, uint64_t bytes, int dtype, int op,
-                                       int blocks, cudaStream_t stream) {
+                                       int blocks, int root, cudaStream_t stream) {
   exec::OneShotArgs a{};
   a.in = static_cast<const char*>(send);
   a.out = static_cast<char*>(recv);
@@ -219,9 +219,15 @@ void Communicator::launch_oneshot_call(Collective c, const void* send, void* rec
   a.abort = abort_dev_;
   a.rank = rank_;
   a.nranks = nranks_;
-  a.mode = c == Collective::AllReduce   ? exec::kOneShotAllReduce
-           : c == Collective::AllGather ? exec::kOneShotAllGather
-                                        : exec::kOneShotReduceScatter;
+  a.root = root;
+  switch (c) {
+    case Collective::AllReduce: a.mode = exec::kOneShotAllReduce; break;
+    case Collective::AllGather: a.mode = exec::kOneShotAllGather; break;
+    case Collective::ReduceScatter: a.mode = exec::kOneShotReduceScatter; break;
+    case Collective::Broadcast: a.mode = exec::kOneShotBroadcast; break;
+    case Collective::Reduce: a.mode = exec::kOneShotReduce; break;
+    default: fail(ErrorCode::Internal, std::string("the one-shot kernel does not run ") + to_string(c));
+  }
   a.op = static_cast<uint8_t>(op);
   a.dtype = static_cast<uint8_t>(dtype);
   // Every rank derives the same block count from the same arguments (the epochs rely on

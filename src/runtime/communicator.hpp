@@ -272,9 +272,9 @@ class Communicator {
                         int dtype, int op, int root, cudaStream_t stream);
   /// WEFT_ONESHOT_POLL and WEFT_ONESHOT_THREADS, checked (at creation).
   void read_oneshot_knobs();
-  /// The one-shot kernel (exec/oneshot.hpp) for `bytes` per rank and peer.
+  /// The one-shot kernel (exec/oneshot.hpp) for `bytes` per rank and peer (`root`: Broadcast, Reduce).
   void launch_oneshot_call(Collective c, const void* send, void* recv, uint64_t bytes, int dtype, int op, int blocks,
-                           cudaStream_t stream);
+                           int root, cudaStream_t stream);
   void note_launch(cudaStream_t stream);
   /// A traced call (arm_trace): the buffer and what the trace names, set in `a`; or, when
   /// `cp` is null (no interpreter launch), why nothing is recorded.
