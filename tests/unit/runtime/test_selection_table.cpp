@@ -54,7 +54,9 @@ Choice plan_choice(Collective c, uint64_t bytes, int nranks) {
   return ch;
 }
 Choice table_choice(Collective c, uint64_t bytes, int nranks) {
-  if (oneshot_fits(c, bytes, nranks) && oneshot_preferred(c, bytes, nranks))
+  // The kernel's collectives then (it runs Broadcast and Reduce only where WEFT_ALGO names it).
+  const bool kernel = c == Collective::AllReduce || c == Collective::AllGather || c == Collective::ReduceScatter;
+  if (kernel && oneshot_fits(c, bytes, nranks) && oneshot_preferred(c, bytes, nranks))
     return Choice{kOneShot, "LL", oneshot_blocks(peer(c, bytes, nranks))};
   return plan_choice(c, bytes, nranks);
 }
@@ -417,6 +419,10 @@ TEST(SelectionTable, RootedOneShotOnlyWhereNamedAndWhereItFits) {
       EXPECT_NE(select_algorithm(c, exec::kOneShotMaxBytes + 8, ranks, 32).algorithm, kOneShot) << to_string(c);
     }
   EXPECT_NE(select_algorithm(Collective::AllToAll, 8, 4, 32).algorithm, kOneShot);
+  setenv("WEFT_ALGO", "oneshot", 1);  // bare: AllReduce, AllGather and ReduceScatter only
+  EXPECT_EQ(select_algorithm(Collective::AllReduce, 8, 4, 32).algorithm, kOneShot);
+  EXPECT_NE(select_algorithm(Collective::Broadcast, 8, 4, 32).algorithm, kOneShot);
+  EXPECT_NE(select_algorithm(Collective::Reduce, 8, 4, 32).algorithm, kOneShot);
   unsetenv("WEFT_ALGO");
 }
 
