@@ -127,6 +127,20 @@ WEFT_DEVICE_INLINE void load_conn_states(const Invocation& iv, int32_t conn_begi
   }
 }
 
+/// ExecArgs::warm (WEFT_EXEC_WARM): the role's threads read one word of every 64-byte line
+/// of the launch's parameters, all at once, before the launch's first barrier, so that
+/// thread 0's chain of dependent reads of them afterwards (its thread block, each slot, the
+/// slot's connection handles, the geometry) finds them in the constant cache instead of
+/// missing once per line, one after another.
+WEFT_DEVICE_INLINE void warm_params(const ExecArgs& a, uint32_t tid, uint32_t nth) {
+  constexpr uint32_t kLines = static_cast<uint32_t>((sizeof(ExecArgs) + 63) / 64);
+  const uint32_t* words = reinterpret_cast<const uint32_t*>(&a);
+  for (uint32_t i = tid; i < kLines; i += nth) {
+    const uint32_t v = words[i * 16];
+    asm volatile("" ::"r"(v));  // keeps the load, and the barrier after it waits for it
+  }
+}
+
 /// The barrier of the invocation's thread group: barrier 0 over the whole block (as
 /// __syncthreads), or its role's named barrier over its warps (bar.sync orders the
 /// participating threads' memory accesses as __syncthreads does).
@@ -559,10 +573,11 @@ WEFT_DEVICE_INLINE bool invoke_slot(const Invocation& iv, BlockShared& sh, const
   return true;
 }
 
-/// The interpreter's invocation of slot `gs` for micro-batch `k` (invoke_slot).
-template <typename T, bool Net, bool Traced, bool PostWarp, bool Wide>
+/// The interpreter's invocation of slot `gs` for micro-batch `k` (invoke_slot); `Proto` below
+/// 0 reads the protocol from ExecArgs.
+template <typename T, bool Net, bool Traced, bool PostWarp, bool Wide, int Proto = -1>
 __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32_t k, uint32_t par) {
-  return invoke_slot<T, Net, -1, -1, Traced, PostWarp, Wide>(iv, sh, iv.slots[gs], gs, k, par);
+  return invoke_slot<T, Net, Proto, -1, Traced, PostWarp, Wide>(iv, sh, iv.slots[gs], gs, k, par);
 }
 
 /// A PostWarp launch's last warp: after each invocation's post_sync, lane 0 publishes what
@@ -585,7 +600,10 @@ WEFT_DEVICE_INLINE void post_loop(BlockShared& sh, uint32_t movers, uint32_t lan
 /// The plan interpreter. `PostWarp`: launched with 32 threads more than the movers (one thread
 /// block per CUDA block, Simple within a node, untraced; ExecArgs::post_warp), the last warp
 /// running post_loop. `Wide`: the 8 / 8 movers (ExecArgs::mover_wide; move_simple_op).
-template <typename T, bool Net = false, bool Traced = false, bool PostWarp = false, bool Wide = false>
+/// `Proto` 0 or more: built for that protocol alone (ExecArgs::ll_kernel: kLL, untraced,
+/// within a node), so that the branches on it fold and the Simple and LL128 paths leave the
+/// code a small call runs through.
+template <typename T, bool Net = false, bool Traced = false, bool PostWarp = false, bool Wide = false, int Proto = -1>
 __global__ void __launch_bounds__(PostWarp ? kMaxThreads + 32 : kMaxThreads) exec_kernel(const __grid_constant__ ExecArgs a) {
   // a.roles > 1: this CUDA block runs a.roles plan thread blocks (a.block_tbs), each on its
   // own warps with its own shared state and named barrier (plan_lowering.hpp, RoleGroups).
@@ -609,9 +627,11 @@ __global__ void __launch_bounds__(PostWarp ? kMaxThreads + 32 : kMaxThreads) exe
   iv.tid = threadIdx.x - role * nth;
   iv.nth = nth;
   iv.bar = roles > 1 ? role + 1 : 0;
+  if (!PostWarp || threadIdx.x < movers) load_conn_states(iv, tb.conn_begin, tb.nconns);
+  if (a.warm) warm_params(a, iv.tid, iv.nth);
+  // After the loads above are issued: the timer's read and the sum on it then wait beside them.
   iv.start_ns = device::globaltimer();
   iv.dl = device::deadline_after(a.timeout_ns, a.abort, a.error_claim);
-  if (!PostWarp || threadIdx.x < movers) load_conn_states(iv, tb.conn_begin, tb.nconns);
   if (iv.tid == 0) {
     // Only slots that others wait on bump their counters, so the base is read from such
     // a slot of this block, if any (all such counters hold the same value at launch).
@@ -647,7 +667,7 @@ __global__ void __launch_bounds__(PostWarp ? kMaxThreads + 32 : kMaxThreads) exe
   InvocationOrder at = order_begin(nmb, win);
   uint32_t par = 0;
   for (;; par ^= 1u) {
-    if (!invoke<T, Net, Traced, PostWarp, Wide>(iv, sh, tb.slot_begin + at.slot, at.k, par)) {
+    if (!invoke<T, Net, Traced, PostWarp, Wide, Proto>(iv, sh, tb.slot_begin + at.slot, at.k, par)) {
       if constexpr (PostWarp) post_sync(iv.nth);  // the failed wait's record stops the posting warp
       return;
     }

@@ -128,6 +128,24 @@ std::vector<Variable> execution_variables() {
     {"WEFT_MOVER_WIDE", Type::Bool, "0",
      "Simple moves keep 8 loads in flight per thread on copies and 8 of each input on reductions (NCCL's unroll on "
      "sm_90) instead of 6 and 3. Read when a plan is first used."},
+    {"WEFT_ONESHOT_POLL", Type::String, "all",
+     "The one-shot kernel (small AllReduce, AllGather, ReduceScatter): all runs calls of at most one 8-byte word per "
+     "thread with every peer's packet polled at once (one memory latency after the last packet lands); seq runs "
+     "every call with up to four words per thread and the peers polled in rank order (before issue 32: a latency "
+     "per peer). The wire format is the same. Read at creation."},
+    {"WEFT_ONESHOT_THREADS", Type::Int, "512",
+     "The one-shot kernel's threads per block while a call fits one word per thread (a multiple of 32): fewer "
+     "threads give a call more blocks (at most 32), so more multiprocessors send and poll at once. Every rank must "
+     "use the same (the blocks' epochs depend on it). Read at creation.",
+     32, 512},
+    {"WEFT_EXEC_WARM", Type::Bool, "0",
+     "The plan interpreter: at the start of a launch the block's threads read every 64-byte line of the launch's "
+     "parameters at once, so that the per-slot chain of reads of the plan that travels in them hits the constant "
+     "cache (small calls; docs/runtime.md, 'Where a small plan call's time goes'). Read when a plan is first used."},
+    {"WEFT_EXEC_LL_KERNEL", Type::Bool, "0",
+     "LL plans in the interpreter, within a node, untraced: run the interpreter built for LL alone (the protocol a "
+     "constant: its branches fold and the Simple and LL128 paths leave the code a call runs through). Read when a "
+     "plan is first used."},
     {"WEFT_LL_SLOT_BYTES", Type::Int, "65536",
      "Bytes of one LL staging slot (half of them data; a multiple of 16 in 1 KiB..16 MiB).", 1024, 16 << 20},
     {"WEFT_NET_TRACE", Type::String, "",
