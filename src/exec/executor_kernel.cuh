@@ -18,7 +18,9 @@
 // Then the whole block (role) moves the data; then thread 0 publishes: post at the receiver
 // (always, so that Simple and LL messages share one count), ack at the sender, and the
 // slot's own counter; it advances the cached positions, and stores them where the next
-// launch reads them (the post and the ack do). LL receives poll their packets instead of
+// launch reads them (the post and the ack do). With ExecArgs::post_thread (WEFT_POST_THREAD)
+// thread 32 publishes instead (thread 0 still advances the positions), so that one message's
+// fence overlaps thread 0's waits for the next. LL receives poll their packets instead of
 // waiting for the post. Launched with a posting warp (PostWarp, WEFT_POST_WARP), that warp
 // publishes instead, while the block's movers go on with the next invocation. Invocations run
 // in exec::InvocationOrder.
@@ -555,7 +557,11 @@ WEFT_DEVICE_INLINE bool invoke_slot(const Invocation& iv, BlockShared& sh, const
   }
   role_sync(iv);
   if (sh.proc_status[par] != 0) return false;
-  if (iv.tid == 0) {
+  // Who publishes: thread 0, or with ExecArgs::post_thread (within a node, untraced) thread
+  // 32, so that the system fence of this message's post overlaps thread 0's waits for the
+  // next invocation. Thread 0 alone moves the connection states it reads next.
+  const uint32_t poster = !Net && !Traced && a.post_thread != 0 && iv.nth > 32 ? 32u : 0u;
+  if (iv.tid == poster) {
     if constexpr (Traced) trace_invocation(iv, sh, gs, k, recvs, sends);
     // LL: the data carries its own flags and the block's reads have returned, so neither
     // count needs a fence (which would wait for every packet to land).
@@ -573,11 +579,13 @@ WEFT_DEVICE_INLINE bool invoke_slot(const Invocation& iv, BlockShared& sh, const
       else if (device::WaitResult r = rc->ack(rpos, iv.dl); r != device::WaitResult::Ok)
         record_error(iv, r, gs, s.prim, kWaitProxy, rc->peer, k, -1, rpos + 1, 0);
     }
+    if (s.flags & kHasDependents) device::st_release_gpu(&a.counters[gs], sh.base + k + 1);
+  }
+  if (iv.tid == 0) {
     // The next invocation on these connections takes the next messages (after a failed
     // network push every block ends at its next wait, so the count no longer matters).
     if (sends) conn_state(iv, s.send_conn).pos = spos + 1;
     if (recvs) conn_state(iv, s.recv_conn).pos = rpos + 1;
-    if (s.flags & kHasDependents) device::st_release_gpu(&a.counters[gs], sh.base + k + 1);
   }
   return true;
 }

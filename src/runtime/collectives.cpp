@@ -167,6 +167,7 @@ void Communicator::launch_plan_call(const Call& call, const Launch& l, const cha
   a.conn_cache = cp.conn_cache;
   a.mb_window = cp.mb_window;
   a.mover_wide = cp.mover_wide ? 1 : 0;
+  a.post_thread = cp.post_thread ? 1 : 0;
   if (cp.fits_inline) {
     const LoweredRank& lr = cp.lp.ranks[static_cast<size_t>(rank_)];
     a.inline_plan = 1;

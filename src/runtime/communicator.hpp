@@ -212,6 +212,7 @@ class Communicator {
     uint32_t mb_window = 1;            ///< ExecArgs::mb_window: WEFT_MB_WINDOW, or 1 (bulk_options)
     bool post_warp = false;            ///< ExecArgs::post_warp: WEFT_POST_WARP where it applies
     bool mover_wide = false;           ///< ExecArgs::mover_wide: WEFT_MOVER_WIDE on a Simple plan
+    bool post_thread = false;          ///< ExecArgs::post_thread: WEFT_POST_THREAD on a Simple plan within a node
     std::vector<exec::ChannelHandle> conns_host;
     /// Executor::Generated: the plan's generated kernels, by [weftDataType_t][op], made at first use.
     bool gen = false;              ///< generated kernels run this plan (decide() chose Executor::Generated)
