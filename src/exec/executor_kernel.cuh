@@ -18,7 +18,9 @@
 // Then the whole block (role) moves the data; then thread 0 publishes: post at the receiver
 // (always, so that Simple and LL messages share one count), ack at the sender, and the
 // slot's own counter; it advances the cached positions, and stores them where the next
-// launch reads them (the post and the ack do). LL receives poll their packets instead of
+// launch reads them (the post and the ack do). With ExecArgs::post_thread (WEFT_POST_THREAD)
+// thread 32 publishes instead (thread 0 still advances the positions), so that one message's
+// fence overlaps thread 0's waits for the next. LL receives poll their packets instead of
 // waiting for the post. Launched with a posting warp (PostWarp, WEFT_POST_WARP), that warp
 // publishes instead, while the block's movers go on with the next invocation. Invocations run
 // in exec::InvocationOrder.
@@ -205,12 +207,39 @@ WEFT_DEVICE_INLINE void store_vecs(const uint4 (&x)[N], uint4* o1, uint4* o2, ui
   }
 }
 
+/// A thread's last, shorter round (fewer than N vectors left at i, i + nth, ... below nvec):
+/// every load issued before the first store, so that the rest costs one memory latency
+/// rather than one per vector. b null: a copy. Out of line: inlined, its predicated round
+/// made ptxas spill in move_simple and in exec_kernel around it.
+template <typename T, int Op, uint32_t N, bool Reduce>
+__device__ __noinline__ void move_rest(const uint4* a, const uint4* b, uint4* o1, uint4* o2, uint64_t i,
+                                       uint64_t nvec, uint32_t nth) {
+  const uint32_t m = static_cast<uint32_t>(div_u64(nvec - i + nth - 1, nth));  // vectors left: 1 .. N - 1
+  uint4 x[N], y[N];
+#pragma unroll
+  for (uint32_t u = 0; u < N; ++u) {
+    x[u] = u < m ? device::ld_cg_v4(a + i + u * nth) : make_uint4(0, 0, 0, 0);
+    if constexpr (Reduce) y[u] = u < m ? device::ld_cg_v4(b + i + u * nth) : make_uint4(0, 0, 0, 0);
+  }
+  if constexpr (Reduce) {
+#pragma unroll
+    for (uint32_t u = 0; u < N; ++u) x[u] = apply16<T, Op>(x[u], y[u]);
+  }
+#pragma unroll
+  for (uint32_t u = 0; u < N; ++u)
+    if (u < m) {
+      if (o1 != nullptr) o1[i + u * nth] = x[u];
+      if (o2 != nullptr) o2[i + u * nth] = x[u];
+    }
+}
+
 /// The thread group (threads tid of nth: the block, or one role's warps of a block that
 /// hosts several plan thread blocks) moves n elements: x = a (op) b (b may be null), then x
 /// to o1 and/or o2. a and b may be staging memory another GPU wrote: every load bypasses L1.
 /// Each thread keeps several independent 16-byte loads in flight before its stores (a plain
 /// copy: U loads of a; with b: R loads of each), which is what a block's copy rate depends
-/// on (memory latency x bytes in flight). U = 6, R = 3: the movers stay spill-free and
+/// on (memory latency x bytes in flight); its last, shorter round loads all it has left at
+/// once (a 512 KiB message at 6 was 10 rounds of 6 and then 4 of one vector each). U = 6, R = 3: the movers stay spill-free and
 /// exec_kernel<float> spills least within its 128 registers (ptxas -v: 64 / 156 bytes of
 /// spill stores / loads, outside the movers; 4 / 4 gives 84 / 216, 8 / 4 gives 100 / 256);
 /// bench/exec_copy_bench.cu measures 6 / 3 against the former 4 / 4 and 16 / 8.
@@ -234,6 +263,7 @@ __device__ __noinline__ void move_simple(const T* a, const T* b, T* o1, T* o2, u
         for (uint32_t u = 0; u < U; ++u) x[u] = device::ld_cg_v4(av + i + u * nth);
         store_vecs<U>(x, v1, v2, i, nth);
       }
+      if (i < nvec) move_rest<T, Op, U, false>(av, nullptr, v1, v2, i, nvec, nth);  // fewer than U left
     } else {
       constexpr uint32_t kR = R > 0 ? R : 1;
       for (; i + (kR - 1) * nth < nvec; i += kR * nth) {
@@ -246,12 +276,7 @@ __device__ __noinline__ void move_simple(const T* a, const T* b, T* o1, T* o2, u
         for (uint32_t u = 0; u < kR; ++u) x[u] = apply16<T, Op>(x[u], y[u]);
         store_vecs<kR>(x, v1, v2, i, nth);
       }
-    }
-    for (; i < nvec; i += nth) {
-      uint4 x = device::ld_cg_v4(av + i);
-      if (bv != nullptr) x = apply16<T, Op>(x, device::ld_cg_v4(bv + i));
-      if (v1 != nullptr) v1[i] = x;
-      if (v2 != nullptr) v2[i] = x;
+      if (i < nvec) move_rest<T, Op, kR, true>(av, bv, v1, v2, i, nvec, nth);  // fewer than R of each left
     }
     done = nvec * 16 / sizeof(T);
   }
@@ -546,7 +571,11 @@ WEFT_DEVICE_INLINE bool invoke_slot(const Invocation& iv, BlockShared& sh, const
   }
   role_sync(iv);
   if (sh.proc_status[par] != 0) return false;
-  if (iv.tid == 0) {
+  // Who publishes: thread 0, or with ExecArgs::post_thread (within a node, untraced) thread
+  // 32, so that the system fence of this message's post overlaps thread 0's waits for the
+  // next invocation. Thread 0 alone moves the connection states it reads next.
+  const uint32_t poster = !Net && !Traced && a.post_thread != 0 && iv.nth > 32 ? 32u : 0u;
+  if (iv.tid == poster) {
     if constexpr (Traced) trace_invocation(iv, sh, gs, k, recvs, sends);
     // LL: the data carries its own flags and the block's reads have returned, so neither
     // count needs a fence (which would wait for every packet to land).
@@ -564,11 +593,13 @@ WEFT_DEVICE_INLINE bool invoke_slot(const Invocation& iv, BlockShared& sh, const
       else if (device::WaitResult r = rc->ack(rpos, iv.dl); r != device::WaitResult::Ok)
         record_error(iv, r, gs, s.prim, kWaitProxy, rc->peer, k, -1, rpos + 1, 0);
     }
+    if (s.flags & kHasDependents) device::st_release_gpu(&a.counters[gs], sh.base + k + 1);
+  }
+  if (iv.tid == 0) {
     // The next invocation on these connections takes the next messages (after a failed
     // network push every block ends at its next wait, so the count no longer matters).
     if (sends) conn_state(iv, s.send_conn).pos = spos + 1;
     if (recvs) conn_state(iv, s.recv_conn).pos = rpos + 1;
-    if (s.flags & kHasDependents) device::st_release_gpu(&a.counters[gs], sh.base + k + 1);
   }
   return true;
 }

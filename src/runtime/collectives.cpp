@@ -169,6 +169,7 @@ void Communicator::launch_plan_call(const Call& call, const Launch& l, const cha
   a.mover_wide = cp.mover_wide ? 1 : 0;
   a.warm = cp.warm ? 1 : 0;
   a.ll_kernel = cp.ll_kernel && !a.net ? 1 : 0;  // exec_launch.cuh: untraced, not with the posting warp
+  a.post_thread = cp.post_thread ? 1 : 0;
   if (cp.fits_inline) {
     const LoweredRank& lr = cp.lp.ranks[static_cast<size_t>(rank_)];
     a.inline_plan = 1;

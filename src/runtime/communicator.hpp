@@ -214,6 +214,7 @@ class Communicator {
     bool mover_wide = false;           ///< ExecArgs::mover_wide: WEFT_MOVER_WIDE on a Simple plan
     bool warm = false;                 ///< ExecArgs::warm: WEFT_EXEC_WARM
     bool ll_kernel = false;            ///< ExecArgs::ll_kernel: WEFT_EXEC_LL_KERNEL on an LL plan, the interpreter
+    bool post_thread = false;          ///< ExecArgs::post_thread: WEFT_POST_THREAD on a Simple plan within a node
     std::vector<exec::ChannelHandle> conns_host;
     /// Executor::Generated: the plan's generated kernels, by [weftDataType_t][op], made at first use.
     bool gen = false;              ///< generated kernels run this plan (decide() chose Executor::Generated)

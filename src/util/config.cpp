@@ -125,6 +125,11 @@ std::vector<Variable> execution_variables() {
      "(the Broadcast root), a thread block that only copies the chunks another block sends is folded into that "
      "send (out-of-place AllGather), and a receive-reduce-copy-send into scratch nothing reads becomes "
      "receive-reduce-send (ReduceScatter rings); 0: plans as compiled. Read when a plan is first used."},
+    {"WEFT_POST_THREAD", Type::Bool, "0",
+     "Simple plans within a node: thread 32 of each thread block publishes its messages (the system fence and the "
+     "posted count, the ack, the slot's counter) instead of thread 0, so that one message's fence overlaps thread "
+     "0's waits for the next; no extra warp (WEFT_POST_WARP, which wins where both apply). Read when a plan is "
+     "first used."},
     {"WEFT_MOVER_WIDE", Type::Bool, "0",
      "Simple moves keep 8 loads in flight per thread on copies and 8 of each input on reductions (NCCL's unroll on "
      "sm_90) instead of 6 and 3. Read when a plan is first used."},
