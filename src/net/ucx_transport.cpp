@@ -140,6 +140,7 @@ struct UcxTransport::Impl {
   // am with WEFT_NET_LANES > 0: the workers and threads that carry the data (net/ucx_lanes.hpp).
   std::unique_ptr<UcxLanes> lanes;
   std::vector<std::unique_ptr<Peer>> peers;  // index: rank (null for this rank)
+  bool stalled = false;  // an operation timed out: close_all forces every endpoint closed
   std::vector<ucp_mem_h> memories;
   std::vector<ucp_rkey_h> rkeys;
 
@@ -147,6 +148,7 @@ struct UcxTransport::Impl {
   ~Impl() {
     if (api == nullptr) return;
     for (ucp_rkey_h k : rkeys) api->rkey_destroy(k);
+    if (lanes && stalled) lanes->close(true);
     lanes.reset();  // stops their threads, closes their endpoints
     if (worker != nullptr) close_all(false);
     rx.reset();  // after the endpoints closed: peers' closing flushes need its progress until then
@@ -239,6 +241,7 @@ struct UcxTransport::Impl {
       if (p.failed != UCS_OK) break;
       if (Clock::now() > end) {
         api->request_free(request);  // released by UCX once it ends
+        stalled = true;              // close_all forces: a flushing close to it would wait in vain
         fail(ErrorCode::Timeout, std::string("UCX ") + what + " to " + rank_name(p.rank) + " did not complete within " +
                                      std::to_string(wait_s) + " s: " + rank_name(p.rank) + " is stalled or unreachable");
       }
@@ -413,14 +416,20 @@ struct UcxTransport::Impl {
     const uint64_t t = lanes->mark(p.rank);
     const auto end = Clock::now() + std::chrono::duration<double>(wait_s);
     while (!landed(p, t)) {
-      if (Clock::now() > end)
+      if (Clock::now() > end) {
+        stalled = true;
         fail(ErrorCode::Timeout, "UCX flush to " + rank_name(p.rank) + " did not complete within " + std::to_string(wait_s) +
                                      " s: " + rank_name(p.rank) + " is stalled or unreachable");
+      }
       std::this_thread::yield();
     }
   }
 
   void close_all(bool force) {
+    // After a timeout a peer may hold requests that never end; a flushing close would leave
+    // them to worker_destroy, which a UCX built with assertions aborts on (ucp_ep.c: proto_reqs
+    // not empty). A forced close discards them.
+    force = force || stalled;
     if (lanes) lanes->close(force);
     std::vector<std::pair<Peer*, ucs_status_ptr_t>> closing;
     for (auto& p : peers) {
