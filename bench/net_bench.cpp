@@ -38,6 +38,7 @@
 #include "net/ucx_transport.hpp"
 #include "proxy/endpoint.hpp"
 #include "proxy/proxy.hpp"
+#include "util/config.hpp"
 #include "util/error.hpp"
 
 namespace {
@@ -262,6 +263,11 @@ int main(int argc, char** argv) {
   std::printf("# net_bench %s: 2 rank processes on loopback, UCX_TLS=%s%s%s\n", o.mode.c_str(), std::getenv("UCX_TLS"),
               std::getenv("UCX_TCP_TX_SEG_SIZE") ? ", UCX_TCP_TX_SEG_SIZE=" : "",
               std::getenv("UCX_TCP_TX_SEG_SIZE") ? std::getenv("UCX_TCP_TX_SEG_SIZE") : "");
+  // The data path as configured (not ucx_describe(): no UCX context before the fork).
+  std::printf("# WEFT_NET_PROTO=%s WEFT_NET_LANES=%lld WEFT_NET_LANE_SPLIT=%d WEFT_NET_STRIPE_BYTES=%lld\n",
+              weft::config::get_string("WEFT_NET_PROTO").c_str(), static_cast<long long>(weft::config::get_int("WEFT_NET_LANES")),
+              weft::config::get_bool("WEFT_NET_LANE_SPLIT") ? 1 : 0,
+              static_cast<long long>(weft::config::get_int("WEFT_NET_STRIPE_BYTES")));
   std::printf("| mode | message | in flight | messages | s | GB/s each way |\n| --- | --- | --- | --- | --- | --- |\n");
   std::fflush(stdout);
   // The fifos mode joins one bootstrap per row: a root per row, started here before forking.

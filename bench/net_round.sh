@@ -10,13 +10,17 @@
 #   OUT               where the logs go (default ./net-round-out)
 #   NET_ROUND_SIM=0   leave out the simulator's column (default: simulated on
 #                     bench/net/h200-emulated-2x1.json, the network model to calibrate)
-#   NET_ROUND_LARGE   the large range (default 64M:1G; 64M:256M keeps the round near 100 s)
+#   NET_ROUND_LARGE   the large range (default 64M:1G; 64M:256M keeps the round near 100 s), by factors of 4
+#   NET_ROUND_FACTOR  the small range's factor (default 4: 1, 4, 16 MiB; 16: 1 and 16 MiB)
 #   NET_ROUND_TRACE=1 also trace one 256 MiB AllReduce (WEFT_NET_TRACE) and print the proxies' summaries
 #                     and bench/net_trace_overlap.py's stages (messages in flight at once, wire latency)
 #   NET_ROUND_AB=1    also run weft alone (--no-nccl) over both ranges with the network path as it was
 #                     before issue 29's segments and active messages (WEFT_NET_PROTO=put
 #                     WEFT_NET_TCP_SEG_BYTES=0): a column "weft before" beside the table's
-#   NET_ROUND_RX=1    the same with the experimental receive thread (WEFT_NET_RECV_THREAD=1): "weft rx"
+#   NET_ROUND_SWEEP   variants of weft alone (--no-nccl) over both ranges, one column each: a
+#                     space-separated list, each VAR=VALUE[,VAR=VALUE...], e.g.
+#                     "WEFT_NET_LANES=0 WEFT_NET_LANES=8 WEFT_NET_LANES=8,WEFT_NET_STRIPE_BYTES=65536";
+#                     the column is named by the variant without its WEFT_NET_ prefixes ("weft LANES=0")
 #   UCX_TLS, UCX_NET_DEVICES, WEFT_NET_ORDER, WEFT_PROXY_CPUS, ...  passed through as set
 # NCCL runs in the same rank processes as weft (weft bench loads libnccl.so.2 there), so the
 # NCCL_* variables below reach it: no peer-to-peer, no shared memory, the socket transport.
@@ -39,7 +43,7 @@ start=$(date +%s)
 {
   echo "# weft network round, $(date -u +%FT%TZ), $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sort | uniq -c | tr '\n' ' ')"
   echo "# $("$WEFT" env 2>/dev/null | tail -n 1)"
-  echo "# NCCL: NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket; weft: WEFT_EMULATE_NODES=2 ${UCX_TLS:+UCX_TLS=$UCX_TLS }${WEFT_NET_ORDER:+WEFT_NET_ORDER=$WEFT_NET_ORDER}"
+  echo "# NCCL: NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket; weft: WEFT_EMULATE_NODES=2 ${UCX_TLS:+UCX_TLS=$UCX_TLS }${WEFT_NET_ORDER:+WEFT_NET_ORDER=$WEFT_NET_ORDER }${WEFT_NET_LANES:+WEFT_NET_LANES=$WEFT_NET_LANES}"
 } | tee "$OUT/summary.txt"
 
 bench() {  # bench NAME TIMEOUT SIZES WARMUP ITERS [EXTRA ARGS...]
@@ -47,7 +51,9 @@ bench() {  # bench NAME TIMEOUT SIZES WARMUP ITERS [EXTRA ARGS...]
   shift 5
   local extra=("$@")
   [ ${#extra[@]} -eq 0 ] && extra=("${SIM[@]}")
-  timeout -k 5 "$t" "$WEFT" bench AllReduce AllGather --ranks 2 --sizes "$sizes" --factor 4 --warmup "$warm" \
+  local factor=4
+  case $name in *small) factor=$FACTOR ;; esac
+  timeout -k 5 "$t" "$WEFT" bench AllReduce AllGather --ranks 2 --sizes "$sizes" --factor "$factor" --warmup "$warm" \
     --iters "$iters" --json "${extra[@]}" > "$OUT/$name.jsonl" 2> "$OUT/$name.log"
   local rc=$?
   [ $rc -eq 124 ] && echo "# $name ($sizes) timed out after $t s: rows missing below are that" | tee -a "$OUT/summary.txt"
@@ -55,20 +61,28 @@ bench() {  # bench NAME TIMEOUT SIZES WARMUP ITERS [EXTRA ARGS...]
   return 0
 }
 LARGE=${NET_ROUND_LARGE:-64M:1G}
+FACTOR=${NET_ROUND_FACTOR:-4}
 bench small 50 1M:16M 3 10
 bench large 90 "$LARGE" 1 3
 if [ "${NET_ROUND_AB:-0}" = 1 ]; then
   WEFT_NET_PROTO=put WEFT_NET_TCP_SEG_BYTES=0 bench variant_before_small 40 1M:16M 3 10 --no-nccl --no-sim
   WEFT_NET_PROTO=put WEFT_NET_TCP_SEG_BYTES=0 bench variant_before_large 60 "$LARGE" 1 3 --no-nccl --no-sim
 fi
-if [ "${NET_ROUND_RX:-0}" = 1 ]; then
-  WEFT_NET_RECV_THREAD=1 bench variant_rx_small 40 1M:16M 3 10 --no-nccl --no-sim
-  WEFT_NET_RECV_THREAD=1 bench variant_rx_large 60 "$LARGE" 1 3 --no-nccl --no-sim
-fi
+VARIANT_NAMES="before"
+n=0
+for v in ${NET_ROUND_SWEEP:-}; do
+  n=$((n + 1))
+  label=$(echo "$v" | sed 's/WEFT_NET_//g')
+  echo "$label" > "$OUT/variant_s$n.name"
+  VARIANT_NAMES="$VARIANT_NAMES s$n"
+  (IFS=,; for kv in $v; do export "${kv?}"; done; unset IFS
+   bench variant_s${n}_small 30 1M:16M 3 10 --no-nccl --no-sim
+   bench variant_s${n}_large 45 "$LARGE" 1 3 --no-nccl --no-sim)
+done
 
 # What ran: UCX's lanes, where the proxies sit, direct or staged.
-grep -h -E "UCX to rank|peers on other nodes|proxy of rank [0-9]+: thread|selection from" "$OUT"/small.log 2>/dev/null |
-  sed 's/^/# /' | sort -u | head -n 8 | tee -a "$OUT/summary.txt"
+grep -h -E "UCX transport of rank 0|UCX to rank|peers on other nodes|proxy of rank [0-9]+: thread|selection from" "$OUT"/small.log 2>/dev/null |
+  sed 's/^/# /' | sort -u | head -n 9 | tee -a "$OUT/summary.txt"
 
 if [ "${NET_ROUND_TRACE:-0}" = 1 ]; then
   WEFT_NET_TRACE=$OUT/trace timeout -k 5 60 "$WEFT" bench AllReduce --ranks 2 --sizes 256M:256M --warmup 1 --iters 2 \
@@ -77,8 +91,9 @@ if [ "${NET_ROUND_TRACE:-0}" = 1 ]; then
   python3 "$HERE/net_trace_overlap.py" "$OUT"/trace.*.tsv 2>&1 | tee -a "$OUT/summary.txt"
 fi
 
-cat "$OUT"/small.jsonl "$OUT"/large.jsonl 2>/dev/null | VARIANTS="$(cd "$OUT" && for v in before rx; do
-  cat variant_${v}_*.jsonl 2>/dev/null | sed "s/^/$v /"; done)" python3 -c '
+cat "$OUT"/small.jsonl "$OUT"/large.jsonl 2>/dev/null | VARIANTS="$(cd "$OUT" && for v in $VARIANT_NAMES; do
+  name=$v; [ -f "variant_$v.name" ] && name=$(cat "variant_$v.name")
+  cat variant_${v}_*.jsonl 2>/dev/null | sed "s/^/$name /"; done)" python3 -c '
 import json, os, sys
 rows = [json.loads(l) for l in sys.stdin if l.startswith("{")]
 variants = {}  # name -> {(collective, bytes): weft busbw}, in the order they come

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -28,6 +29,8 @@ struct TuneArgs {
   std::string sizes = "8:256M";
   double factor = 2;
   int ranks = 0, warmup = 5, iters = 20;
+  double prune = 1.5, keep = 1.05;
+  std::string prune_from = "16M";
   bool simulate = false, quiet = false, no_check = false, no_fallback = false;
   std::string topology = "h200-1x8";
   std::string output;
@@ -116,6 +119,8 @@ int run(const TuneArgs& a) {
   std::vector<tune::Tuned> tuned;
   int status = 0;
   bool measured = false;
+  // Parsed whether or not a GPU times the sweep, so that a bad value is an error everywhere.
+  const uint64_t prune_from = parse_option("--prune-from", [&] { return text::parse_bytes(a.prune_from); });
 #if WEFT_HAVE_CUDA
   if (!a.simulate) {
     TuneGpuOptions g;
@@ -125,6 +130,9 @@ int run(const TuneArgs& a) {
     g.warmup = a.warmup;
     g.iters = a.iters;
     g.check = !a.no_check;
+    g.prune.factor = a.prune;
+    g.prune.from_bytes = prune_from;
+    g.keep = a.keep;
     g.quiet = a.quiet;
     g.sweep = sweep;
     status = tune_gpu(g, tuned, prov.machine);
@@ -195,6 +203,19 @@ void register_tune(CLI::App& app) {
       ->check(CLI::Range(0, 4096));
   cmd->add_option("--warmup", a->warmup, "GPU: untimed calls per candidate and size (default 5)")->check(CLI::Range(0, 1000000));
   cmd->add_option("--iters", a->iters, "GPU: timed calls per candidate and size (default 20)")->check(CLI::Range(1, 1000000));
+  cmd->add_option("--prune", a->prune,
+                  "GPU: a candidate more than F x the best so far at a size from --prune-from on is not timed at larger sizes (default 1.5; 0: off)")
+      ->check(CLI::Range(0.0, 1e6));
+  cmd->add_option("--keep", a->keep,
+                  "GPU: the default table's choice is timed too and keeps a size unless a candidate is more than F x faster "
+                  "(default 1.05; 0: not timed)")
+      ->check([](const std::string& v) {
+        char* end = nullptr;
+        const double f = std::strtod(v.c_str(), &end);
+        return end != v.c_str() && *end == 0 && (f == 0 || (f >= 1 && f <= 1e6)) ? std::string()
+                                                                                  : std::string("--keep wants 0 or a factor from 1 to 1e6");
+      });
+  cmd->add_option("--prune-from", a->prune_from, "GPU: the smallest size --prune looks at (default 16M)");
   cmd->add_flag("--no-check", a->no_check, "GPU: do not check each candidate's result against the host reference");
   cmd->add_flag("--simulate", a->simulate, "use the simulator even where there are GPUs");
   cmd->add_option("--topology,-t", a->topology, "simulator: topology preset or file, one node of it (default h200-1x8)");

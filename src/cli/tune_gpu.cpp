@@ -18,34 +18,36 @@ namespace weft::cli {
 
 namespace {
 
-/// Both verdicts of a rank (failed, wrong elements), summed over the ranks through the
-/// control communicator; false when that exchange fails.
-bool agree_verdicts(weftComm_t ctl, RankCtx& x, char* shared, double failed, double wrong, double sums[2]) {
-  double v[2] = {failed, wrong};
+/// A rank's verdicts (failed, wrong elements) and its time (rank 0's counts: the others give
+/// 0), summed over the ranks through the control communicator, so that every rank takes the
+/// same decisions (leave out, prune); false when that exchange fails.
+bool agree_verdicts(weftComm_t ctl, RankCtx& x, char* shared, double failed, double wrong, double us, double sums[3]) {
+  double v[3] = {failed, wrong, x.rank == 0 ? us : 0.0};
   cudaMemcpyAsync(shared + 128, v, sizeof v, cudaMemcpyHostToDevice, x.st);
-  bool ok = weftAllReduce(shared + 128, shared + 128, 2, weftFloat64, weftSum, ctl, reinterpret_cast<weftStream_t>(x.st)) ==
+  bool ok = weftAllReduce(shared + 128, shared + 128, 3, weftFloat64, weftSum, ctl, reinterpret_cast<weftStream_t>(x.st)) ==
                 weftSuccess &&
             gputest::sync_bounded(reinterpret_cast<weftStream_t>(x.st), 300);
-  cudaMemcpy(sums, shared + 128, 2 * sizeof(double), cudaMemcpyDeviceToHost);
+  cudaMemcpy(sums, shared + 128, 3 * sizeof(double), cudaMemcpyDeviceToHost);
   return ok;
 }
 
 /// Times candidate k of collective ci at each of `sizes` on x.weft, writing "c k s us"
-/// lines to `out` (rank 0). Returns -1 when the ranks cannot agree (give up), 1 when the
-/// candidate computed wrong elements, 0 otherwise (also when it stopped at a size some
-/// rank could not run).
+/// lines to `out` (rank 0) and lowering `best` (per size, rank 0's times, the same on every
+/// rank). Returns -1 when the ranks cannot agree (give up), 1 when the candidate computed
+/// wrong elements, 0 otherwise (also when it stopped at a size some rank could not run, or
+/// was pruned: o.prune).
 template <typename Agree>
 int time_candidate(const TuneGpuOptions& o, RankCtx& x, const BenchOptions& bo, size_t ci, size_t k,
-                   const tune::Candidate& cand, const std::vector<size_t>& sizes, tune::Progress& progress, std::FILE* out,
-                   Agree&& agree) {
+                   const tune::Candidate& cand, const std::vector<size_t>& sizes, std::vector<double>& best,
+                   tune::Progress& progress, std::FILE* out, Agree&& agree) {
   const Collective c = o.collectives[ci];
-  double sums[2] = {0, 0};
+  double sums[3] = {0, 0, 0};
   for (size_t s : sizes) {
     const uint64_t count = count_for(c, o.sizes[s], 4, x.R);
     const double us = time_calls(x, Lib::Weft, c, count, bo);
     const std::string error = us < 0 ? weftGetLastError(nullptr) : "";
     const long wrong = us >= 0 && o.check ? check(x, Lib::Weft, c, count, o.sizes[s] * 7 + 11) : 0;
-    if (!agree(us < 0 ? 1 : 0, static_cast<double>(wrong), sums)) return -1;
+    if (!agree(us < 0 ? 1 : 0, static_cast<double>(wrong), us, sums)) return -1;
     if (sums[0] > 0) {
       // The plan is the same on every rank: where one cannot run it, none can.
       progress.skipped(k, cand, text::format("%s: %s", text::format_bytes(o.sizes[s]).c_str(),
@@ -63,6 +65,14 @@ int time_candidate(const TuneGpuOptions& o, RankCtx& x, const BenchOptions& bo, 
     if (out) {
       std::fprintf(out, "%zu %zu %zu %.6f\n", ci, k, s, us);
       std::fflush(out);
+    }
+    const double before = best[s];
+    if (before < 0 || sums[2] < before) best[s] = sums[2];
+    if (tune::prune_after(o.prune, o.sizes[s], sums[2], before) && s != sizes.back()) {
+      progress.skipped(k, cand, text::format("larger sizes not timed (--prune %g): %.2f us at %s, more than %g x the best so far (%.2f us)",
+                                             o.prune.factor, sums[2], text::format_bytes(o.sizes[s]).c_str(),
+                                             o.prune.factor, before));
+      return 0;
     }
   }
   return 0;
@@ -111,11 +121,14 @@ int tune_rank(const TuneGpuOptions& o, const std::vector<std::vector<tune::Candi
   BenchOptions bo;
   bo.warmup = o.warmup;
   bo.iters = o.iters;
-  auto agree = [&](double failed, double wrong, double sums[2]) { return agree_verdicts(ctl, x, shared, failed, wrong, sums); };
+  auto agree = [&](double failed, double wrong, double us, double sums[3]) {
+    return agree_verdicts(ctl, x, shared, failed, wrong, us, sums);
+  };
   int status = 0;
   for (size_t ci = 0; ci < o.collectives.size(); ++ci) {
     const Collective c = o.collectives[ci];
     tune::Progress progress(rank == 0 && !o.quiet ? stderr : nullptr, c, cands[ci].size(), o.sizes.size());
+    std::vector<double> best(o.sizes.size(), -1.0);
     for (size_t k = 0; k < cands[ci].size(); ++k) {
       const tune::Candidate& cand = cands[ci][k];
       std::vector<size_t> sizes;
@@ -138,17 +151,17 @@ int tune_rank(const TuneGpuOptions& o, const std::vector<std::vector<tune::Candi
           !gputest::sync_bounded(reinterpret_cast<weftStream_t>(x.st), 300))
         return 1;
       cudaMemcpy(nid.internal, shared, sizeof nid.internal, cudaMemcpyDeviceToHost);
-      double sums[2] = {0, 0};
+      double sums[3] = {0, 0, 0};
       const bool made = weftCommInitRank(&x.weft, R, nid, rank) == weftSuccess;
       const std::string made_error = made ? "" : weftGetLastError(nullptr);
-      if (!agree(made ? 0 : 1, 0, sums)) return 1;
+      if (!agree(made ? 0 : 1, 0, 0, sums)) return 1;
       if (sums[0] > 0) {
         progress.skipped(k, cand, made ? "another rank could not create its communicator" : made_error);
         if (made) weftCommDestroy(x.weft);
         status = 1;
         continue;
       }
-      const int rc = time_candidate(o, x, bo, ci, k, cand, sizes, progress, out, agree);
+      const int rc = time_candidate(o, x, bo, ci, k, cand, sizes, best, progress, out, agree);
       if (rc < 0) return 1;
       if (rc > 0) status = 1;
       weftCommDestroy(x.weft);
@@ -174,7 +187,10 @@ int tune_gpu(const TuneGpuOptions& given, std::vector<tune::Tuned>& tuned, std::
   TuneGpuOptions o = given;
   o.sizes = tune::whole_sizes(given.sizes, R);
   std::vector<std::vector<tune::Candidate>> cands;
-  for (Collective c : o.collectives) cands.push_back(tune::candidates(c, R, o.sweep));
+  for (Collective c : o.collectives) {
+    cands.push_back(tune::candidates(c, R, o.sweep));
+    if (o.keep > 0) cands.back().insert(cands.back().begin(), tune::incumbent_candidate());
+  }
   const std::string results = "/tmp/weft-tune-" + std::to_string(getpid()) + ".results";
   const int rc = gputest::run_ranks(
       R, [&](int rank, const weftUniqueId& id) { return tune_rank(o, cands, results, rank, R, id); }, 24 * 3600, "weft tune");
@@ -201,7 +217,7 @@ int tune_gpu(const TuneGpuOptions& given, std::vector<tune::Tuned>& tuned, std::
       tuned[ci].times[k][s] = us;
   }
   unlink(results.c_str());
-  for (tune::Tuned& t : tuned) t.winners = tune::pick_winners(t.times, t.sizes);
+  for (tune::Tuned& t : tuned) t.winners = tune::pick_winners(t.times, t.sizes, o.keep > 0 ? 0 : -1, o.keep);
   return rc == gputest::kSkip ? 1 : rc;
 }
 

@@ -19,6 +19,10 @@ struct TuneGpuOptions {
   bool check = true;
   bool quiet = false;              ///< no progress on stderr
   tune::SweepOptions sweep;
+  tune::PruneRule prune;           ///< candidates far behind at a large size stop there
+  /// The default table's choice is timed first (tune::Candidate::incumbent) and keeps a size
+  /// unless a candidate is more than `keep` times faster; 0: not timed.
+  double keep = 1.05;
 };
 
 /// Times every candidate of every collective at every size. Fills `tuned` (candidates,

@@ -30,6 +30,7 @@ NetFifos::NetFifos(Bootstrap& boot, NetFifoMemory memory, NetLayout layout, doub
   const uint64_t total = layout_.total(rank_);
   try {
     ucx_ = net::transport_over(boot, config::wait_seconds(timeout_s), timeout_s);
+    ucx_->place_threads(memory_.pci_bus_id);
     allocate_region(total);
     const std::vector<proxy::RemoteMemory> mem = ucx_->register_memory(region_, total, on_device_);
 
@@ -77,7 +78,10 @@ NetFifos::NetFifos(Bootstrap& boot, NetFifoMemory memory, NetLayout layout, doub
                             << (on_device_ ? "GPU memory that UCX puts from and into directly"
                                            : "page-locked host memory the kernels stage through")
                             << ", " << layout_.channels(rank_) << " port channels; signals "
-                            << (config::get_string("WEFT_NET_ORDER") == "fence" ? "fenced" : "after landing"));
+                            << (peers.empty() || !ucx_->endpoint(peers[0])->signals_after_landing()
+                                    ? (config::get_string("WEFT_NET_PROTO") == "am" && !on_device_ ? "applied by the receiver after their data"
+                                                                                                  : "fenced")
+                                    : "after landing"));
   if (!peers.empty()) WEFT_LOG(Info, "NET", who << ": UCX to rank " << peers[0] << ": " << ucx_->describe_peer(peers[0]));
 }
 

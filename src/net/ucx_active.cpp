@@ -1,7 +1,6 @@
 #include "net/ucx_active.hpp"
 
 #if WEFT_HAVE_UCX
-#include <chrono>
 #include <cstring>
 
 #include "util/error.hpp"
@@ -9,65 +8,18 @@
 
 namespace weft::net {
 
-AmReceiver::AmReceiver(const UcxApi& api, ucp_context_h context, int rank, int nranks, const ucp_worker_params_t* own,
-                       ucp_worker_h shared)
-    : api_(api), rank_(rank), nranks_(nranks), shared_(shared), inbox_(nranks),
-      refused_(static_cast<size_t>(nranks > 0 ? nranks : 0)) {
-  if (own != nullptr) {
-    const ucs_status_t s = api_.worker_create(context, own, &own_);
-    if (s != UCS_OK)
-      fail(ErrorCode::System, "UCX: cannot create the receiving worker on rank " + std::to_string(rank) + ": " +
-                                  api_.status_string(s));
-  }
+AmReceiver::AmReceiver(const UcxApi& api, int rank, int nranks)
+    : api_(api), rank_(rank), nranks_(nranks), inbox_(nranks), refused_(static_cast<size_t>(nranks > 0 ? nranks : 0)) {}
+
+void AmReceiver::install(ucp_worker_h worker) {
+  hooks_.push_back(std::make_unique<Hook>(Hook{this, worker}));
   ucp_am_handler_param_t hp{};
   hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
   hp.id = kAmId;
   hp.cb = &AmReceiver::on_am;
-  hp.arg = this;
-  const ucs_status_t s = api_.worker_set_am_recv_handler(worker(), &hp);
-  if (s != UCS_OK) {
-    if (own_ != nullptr) api_.worker_destroy(own_);
-    fail(ErrorCode::System, std::string("UCX: cannot set weft's active-message handler: ") + api_.status_string(s));
-  }
-}
-
-AmReceiver::~AmReceiver() {
-  stop();
-  if (own_ != nullptr) api_.worker_destroy(own_);
-}
-
-void AmReceiver::start(uint64_t spin_ns) {
-  if (own_ == nullptr || thread_.joinable()) return;
-  stop_.store(false);
-  thread_ = std::thread([this, spin_ns] { loop(spin_ns); });
-}
-
-void AmReceiver::stop() {
-  if (!thread_.joinable()) return;
-  stop_.store(true);
-  thread_.join();
-}
-
-void AmReceiver::loop(uint64_t spin_ns) {
-  using Clock = std::chrono::steady_clock;
-  auto last = Clock::now();
-  while (!stop_.load(std::memory_order_relaxed)) {
-    unsigned n = 0;
-    for (int i = 0; i < 16; ++i) {
-      const unsigned k = api_.worker_progress(own_);
-      if (k == 0) break;
-      n += k;
-    }
-    const auto now = Clock::now();
-    if (n != 0 || rndv_open_.load(std::memory_order_relaxed) != 0) {
-      last = now;
-      continue;
-    }
-    const auto idle_ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now - last).count());
-    if (idle_ns < 2'000) continue;
-    if (idle_ns < spin_ns) std::this_thread::yield();
-    else std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
+  hp.arg = hooks_.back().get();
+  const ucs_status_t s = api_.worker_set_am_recv_handler(worker, &hp);
+  if (s != UCS_OK) fail(ErrorCode::System, std::string("UCX: cannot set weft's active-message handler: ") + api_.status_string(s));
 }
 
 std::string AmReceiver::refused(int peer) const {
@@ -79,7 +31,15 @@ std::string AmReceiver::refused(int peer) const {
 }
 
 bool AmReceiver::quiet(int peer) const {
-  return rndv_open_.load(std::memory_order_relaxed) == 0 && (threaded() || inbox_.waiting(peer) == 0);
+  return rndv_open_.load(std::memory_order_relaxed) == 0 && inbox_.waiting(peer) == 0 && inbox_.early(peer) == 0;
+}
+
+namespace {
+std::string out_of_order(uint64_t seq) { return "data message " + std::to_string(seq) + " twice, or too far ahead of those landed"; }
+}  // namespace
+
+void AmReceiver::landed(int peer, uint64_t seq) {
+  if (!inbox_.landed(peer, seq)) refuse(peer, out_of_order(seq));
 }
 
 ucs_status_t AmReceiver::refuse(int peer, const std::string& why) {
@@ -95,11 +55,12 @@ ucs_status_t AmReceiver::refuse(int peer, const std::string& why) {
 
 ucs_status_t AmReceiver::on_am(void* arg, const void* header, size_t header_length, void* data, size_t length,
                                const ucp_am_recv_param_t* param) {
-  auto* self = static_cast<AmReceiver*>(arg);
+  auto* hook = static_cast<Hook*>(arg);
+  AmReceiver* self = hook->self;
   const bool rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
   ucs_status_t s = UCS_ERR_INVALID_PARAM;
   try {
-    s = self->receive(header, header_length, data, length, rndv);
+    s = self->receive(hook->worker, header, header_length, data, length, rndv);
   } catch (const std::exception& e) {  // never through UCX's C frames
     self->refuse(-1, std::string("a message that could not be handled: ") + e.what());
   }
@@ -108,7 +69,8 @@ ucs_status_t AmReceiver::on_am(void* arg, const void* header, size_t header_leng
   return rndv ? s : UCS_OK;
 }
 
-ucs_status_t AmReceiver::receive(const void* header, size_t header_length, void* data, size_t length, bool rndv) {
+ucs_status_t AmReceiver::receive(ucp_worker_h worker, const void* header, size_t header_length, void* data, size_t length,
+                                 bool rndv) {
   AmHeader h;
   if (header_length != sizeof h) return refuse(-1, "a header of " + std::to_string(header_length) + " bytes");
   std::memcpy(&h, header, sizeof h);
@@ -120,9 +82,11 @@ ucs_status_t AmReceiver::receive(const void* header, size_t header_length, void*
   if (h.kind == kAmData) {
     char* dst = inbox_.locate(h.address, length);
     if (dst == nullptr) return refuse(p, "data of " + what + ", outside the memory this rank registered");
-    if (rndv) return receive_rndv(p, data, dst, length);
+    if (!inbox_.admissible(p, h.seq))
+      return refuse(p, out_of_order(h.seq));
+    if (rndv) return receive_rndv(worker, p, h.seq, data, dst, length);
     std::memcpy(dst, data, length);
-    inbox_.landed(p);
+    landed(p, h.seq);
     return UCS_OK;
   }
   if (h.kind != kAmWords) return refuse(p, "a message of unknown kind " + std::to_string(h.kind));
@@ -132,24 +96,25 @@ ucs_status_t AmReceiver::receive(const void* header, size_t header_length, void*
   if (where == nullptr) return refuse(p, "a signal of " + what + ", misaligned or outside the memory this rank registered");
   uint64_t values[kMaxAmWords];
   std::memcpy(values, data, length);
-  if (!inbox_.signal(p, h.after, where, values, h.words))
-    return refuse(p, "more than " + std::to_string(AmInbox::kMaxWaiting) + " signals after data it never sent");
+  if (!inbox_.signal(p, h.seq, h.after, where, values, h.words))
+    return refuse(p, "signal " + std::to_string(h.seq) + " twice or too far ahead, or more than " +
+                         std::to_string(AmInbox::kMaxWaiting) + " signals after data it never sent");
   return UCS_OK;
 }
 
-ucs_status_t AmReceiver::receive_rndv(int peer, void* desc, char* dst, size_t length) {
-  auto* ctx = new Rndv{this, peer};
+ucs_status_t AmReceiver::receive_rndv(ucp_worker_h worker, int peer, uint64_t seq, void* desc, char* dst, size_t length) {
+  auto* ctx = new Rndv{this, peer, seq};
   ucp_request_param_t rp{};
   rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   rp.cb.recv_am = &AmReceiver::on_rndv_done;
   rp.user_data = ctx;
-  ucs_status_ptr_t r = api_.am_recv_data_nbx(worker(), desc, dst, length, &rp);
+  ucs_status_ptr_t r = api_.am_recv_data_nbx(worker, desc, dst, length, &rp);
   if (UCS_PTR_IS_PTR(r)) {
     ++rndv_open_;
     return UCS_OK;
   }
   delete ctx;
-  if (r == nullptr) inbox_.landed(peer);
+  if (r == nullptr) landed(peer, seq);
   else refuse(peer, std::string("a rendezvous whose data could not be received: ") + api_.status_string(UCS_PTR_STATUS(r)));
   return UCS_OK;
 }
@@ -158,11 +123,12 @@ void AmReceiver::on_rndv_done(void* request, ucs_status_t status, size_t, void* 
   auto* ctx = static_cast<Rndv*>(user_data);
   AmReceiver* self = ctx->self;
   const int peer = ctx->peer;
+  const uint64_t seq = ctx->seq;
   delete ctx;
   self->api_.request_free(request);
-  --self->rndv_open_;
-  if (status == UCS_OK) self->inbox_.landed(peer);
+  if (status == UCS_OK) self->landed(peer, seq);
   else self->refuse(peer, std::string("a rendezvous whose data did not arrive: ") + self->api_.status_string(status));
+  --self->rndv_open_;  // after landing: quiet() never sees a gap between the two
 }
 
 }  // namespace weft::net

@@ -6,8 +6,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <thread>
 
 #include "net/ucx_active.hpp"
+#include "net/ucx_lanes.hpp"
+#include "proxy/affinity.hpp"
 #include "net/ucx_api.hpp"
 #include "bootstrap/bootstrap.hpp"
 #include "util/config.hpp"
@@ -93,7 +96,7 @@ using Clock = std::chrono::steady_clock;
 
 // Exchanged blocks: a tag, a length, then the bytes; every field checked on arrival.
 constexpr uint32_t kAddressTag = 0x57554131;   // "WUA1": a worker address (RMA puts)
-constexpr uint32_t kAddressTagAm = 0x57554132; // "WUA2": a worker address (active messages)
+constexpr uint32_t kAddressTagAm = 0x57554133; // "WUA3": a worker address (active messages; lanes in the length word's high half)
 constexpr uint32_t kMemoryTag = 0x57524b31;    // "WRK1": a registration
 constexpr size_t kAddressBlock = 4096;
 constexpr size_t kMemoryBlock = 2048;
@@ -117,7 +120,7 @@ struct UcxTransport::Impl {
     std::vector<Pending> pending;
     std::deque<std::pair<uint64_t, void*>> marks;  // (ticket, its flush request), oldest first
     uint64_t marked = 0, landed = 0;
-    uint64_t data_sent = 0;  // active-message mode: data messages sent to this peer
+    AmNumbering numbering;  // active-message mode without lanes: the messages sent to this peer
   };
 
   const UcxApi* api = nullptr;
@@ -131,9 +134,11 @@ struct UcxTransport::Impl {
   bool recent = false;       // the last progress() handled events
   bool am = false;           // WEFT_NET_PROTO=am: active messages (else RMA puts)
   uint64_t rndv_bytes = 0;   // am: messages of at least this size go by rendezvous
-  // am: where peers' messages arrive and land (net/ucx_active.hpp); on a worker of its own
-  // with a thread of its own under WEFT_NET_RECV_THREAD, else on `worker`.
+  // am: where peers' messages arrive and land (net/ucx_active.hpp), on `worker` and on
+  // every lane's worker.
   std::unique_ptr<AmReceiver> rx;
+  // am with WEFT_NET_LANES > 0: the workers and threads that carry the data (net/ucx_lanes.hpp).
+  std::unique_ptr<UcxLanes> lanes;
   std::vector<std::unique_ptr<Peer>> peers;  // index: rank (null for this rank)
   std::vector<ucp_mem_h> memories;
   std::vector<ucp_rkey_h> rkeys;
@@ -142,6 +147,7 @@ struct UcxTransport::Impl {
   ~Impl() {
     if (api == nullptr) return;
     for (ucp_rkey_h k : rkeys) api->rkey_destroy(k);
+    lanes.reset();  // stops their threads, closes their endpoints
     if (worker != nullptr) close_all(false);
     rx.reset();  // after the endpoints closed: peers' closing flushes need its progress until then
     for (ucp_mem_h h : memories) api->mem_unmap(context, h);
@@ -170,16 +176,17 @@ struct UcxTransport::Impl {
         fail(ErrorCode::Remote, "UCX transport of rank " + std::to_string(rank) + ": " + why +
                                     "; the message was dropped and the link to it is no longer trusted");
     }
-    if (p.failed == UCS_ERR_UNREACHABLE)
-      fail(ErrorCode::Remote, "UCX endpoint to " + rank_name(p.rank) + " has failed (" + status(p.failed) + "): rank " +
+    const ucs_status_t failed = p.failed != UCS_OK || !lanes ? p.failed : lanes->failed(p.rank);
+    if (failed == UCS_ERR_UNREACHABLE)
+      fail(ErrorCode::Remote, "UCX endpoint to " + rank_name(p.rank) + " has failed (" + status(failed) + "): rank " +
                                   std::to_string(rank) + " cannot reach it with " + ucx_settings() +
                                   "; set UCX_TLS and UCX_NET_DEVICES to a network every host shares");
-    if (p.failed == UCS_ERR_INVALID_PARAM && am)
-      fail(ErrorCode::Remote, "UCX endpoint to " + rank_name(p.rank) + " has failed (" + status(p.failed) + "): " +
+    if (failed == UCS_ERR_INVALID_PARAM && am)
+      fail(ErrorCode::Remote, "UCX endpoint to " + rank_name(p.rank) + " has failed (" + status(failed) + "): " +
                                   rank_name(p.rank) + " refused a rendezvous of this rank (its log says why: an "
                                   "address outside the memory it registered, or an earlier malformed message)");
-    if (p.failed != UCS_OK)
-      fail(ErrorCode::Remote, "UCX endpoint to " + rank_name(p.rank) + " has failed (" + status(p.failed) +
+    if (failed != UCS_OK)
+      fail(ErrorCode::Remote, "UCX endpoint to " + rank_name(p.rank) + " has failed (" + status(failed) +
                                   "): the peer died, closed its endpoint or cannot be reached");
   }
 
@@ -194,9 +201,9 @@ struct UcxTransport::Impl {
   }
 
   bool idle(const Peer& p) const {
-    // A receive thread watches its own work; else the proxy keeps polling while a
-    // rendezvous or a signal waiting for data is open (AmInbox is this thread's then).
-    return p.pending.empty() && p.marks.empty() && !recent && (!rx || rx->quiet(p.rank));
+    // The proxy keeps polling while a rendezvous or a signal waiting for data is open, and
+    // while a lane has work.
+    return p.pending.empty() && p.marks.empty() && !recent && (!rx || rx->quiet(p.rank)) && (!lanes || lanes->idle());
   }
 
   /// Frees the finished requests of `p`; throws Remote when one failed.
@@ -265,12 +272,9 @@ struct UcxTransport::Impl {
 
   void put(Peer& p, const proxy::RemoteMemory& dst, uint64_t off, const void* src, uint64_t bytes) {
     check(p);
+    if (lanes) return lanes->put(p.rank, dst.address + off, src, bytes);
     if (am) {
-      AmHeader h;
-      h.kind = kAmData;
-      h.address = dst.address + off;
-      ++p.data_sent;
-      am_send(p, h, src, bytes, bytes >= rndv_bytes, nullptr, "put");
+      am_send(p, p.numbering.data(rank, dst.address + off), src, bytes, bytes >= rndv_bytes, nullptr, "put");
       return;
     }
     ucp_request_param_t param{};
@@ -278,11 +282,10 @@ struct UcxTransport::Impl {
          Pending{}, "put");
   }
 
-  /// Active-message mode: sends `h` (from this rank) with `bytes` of `data`, by rendezvous
-  /// or eagerly; `value` (where `data` may point) stays alive until the send completes.
-  void am_send(Peer& p, AmHeader h, const void* data, uint64_t bytes, bool rndv, std::unique_ptr<uint64_t> value,
+  /// Active-message mode: sends `h` (numbered by p.numbering) with `bytes` of `data`, by
+  /// rendezvous or eagerly; `value` (where `data` may point) stays alive until the send completes.
+  void am_send(Peer& p, const AmHeader& h, const void* data, uint64_t bytes, bool rndv, std::unique_ptr<uint64_t> value,
                const char* what) {
-    h.from = rank;
     Pending keep;
     keep.header = std::make_unique<AmHeader>(h);
     keep.value = std::move(value);
@@ -298,13 +301,10 @@ struct UcxTransport::Impl {
   void am_words(Peer& p, const proxy::RemoteMemory& dst, uint64_t off, const uint64_t* values, uint64_t n,
                 std::unique_ptr<uint64_t> value) {
     check(p);
+    if (lanes) return lanes->words(p.rank, dst.address + off, values, n);  // copies them
     for (uint64_t done = 0; done < n;) {
       const uint64_t k = std::min<uint64_t>(n - done, kMaxAmWords);
-      AmHeader h;
-      h.kind = kAmWords;
-      h.words = static_cast<uint32_t>(k);
-      h.address = dst.address + off + done * sizeof(uint64_t);
-      h.after = p.data_sent;
+      const AmHeader h = p.numbering.words(rank, dst.address + off + done * sizeof(uint64_t), static_cast<uint32_t>(k));
       am_send(p, h, values + done, k * sizeof(uint64_t), false, done + k == n ? std::move(value) : nullptr, "signal");
       done += k;
     }
@@ -353,6 +353,7 @@ struct UcxTransport::Impl {
   static constexpr size_t kMarks = 256;
   uint64_t mark(Peer& p, double wait_s) {
     check(p);
+    if (lanes) return lanes->mark(p.rank);
     if (p.marks.size() >= kMarks) {
       auto [t, r] = p.marks.front();
       p.marks.pop_front();
@@ -372,6 +373,11 @@ struct UcxTransport::Impl {
   }
 
   bool landed(Peer& p, uint64_t ticket) {
+    if (lanes) {
+      progress();  // the transport's own worker: wire-up, keepalive
+      check(p);
+      return lanes->landed(p.rank, ticket);
+    }
     if (p.landed >= ticket) return true;
     progress();
     while (!p.marks.empty()) {
@@ -396,12 +402,26 @@ struct UcxTransport::Impl {
 
   void flush(Peer& p, double wait_s) {
     check(p);
+    if (lanes) return flush_lanes(p, wait_s);
     ucp_request_param_t param{};
     wait(p, api->ep_flush_nbx(p.ep, &param), "flush", wait_s);
     reap(p);
   }
 
+  /// Everything queued to `p` on the lanes handed to UCX and flushed, within `wait_s`.
+  void flush_lanes(Peer& p, double wait_s) {
+    const uint64_t t = lanes->mark(p.rank);
+    const auto end = Clock::now() + std::chrono::duration<double>(wait_s);
+    while (!landed(p, t)) {
+      if (Clock::now() > end)
+        fail(ErrorCode::Timeout, "UCX flush to " + rank_name(p.rank) + " did not complete within " + std::to_string(wait_s) +
+                                     " s: " + rank_name(p.rank) + " is stalled or unreachable");
+      std::this_thread::yield();
+    }
+  }
+
   void close_all(bool force) {
+    if (lanes) lanes->close(force);
     std::vector<std::pair<Peer*, ucs_status_ptr_t>> closing;
     for (auto& p : peers) {
       if (!p || p->ep == nullptr) continue;
@@ -426,6 +446,70 @@ struct UcxTransport::Impl {
   }
 };
 
+namespace {
+/// Exchanges the transport worker's address (with the mode and the lane count) and
+/// connects to every peer's; every block checked.
+void connect_peers(UcxTransport::Impl& m, int lanes) {
+  const UcxApi& api = *m.api;
+  ucp_address_t* address = nullptr;
+  size_t address_len = 0;
+  ucs_status_t s = api.worker_get_address(m.worker, &address, &address_len);
+  if (s != UCS_OK) fail(ErrorCode::System, "UCX: cannot get the worker's address: " + m.status(s));
+  if (address_len == 0 || address_len > kAddressBlock - 8) {
+    api.worker_release_address(m.worker, address);
+    fail(ErrorCode::Internal, "UCX worker address of " + std::to_string(address_len) + " bytes does not fit weft's " +
+                                  std::to_string(kAddressBlock - 8) + "-byte block");
+  }
+  std::vector<char> blocks(kAddressBlock * static_cast<size_t>(m.nranks), 0);
+  char* mine = blocks.data() + kAddressBlock * static_cast<size_t>(m.rank);
+  // Low half of the second word: the address's length; high half: the lanes (am only).
+  uint32_t header[2] = {m.am ? kAddressTagAm : kAddressTag, static_cast<uint32_t>(address_len) | (static_cast<uint32_t>(lanes) << 16)};
+  std::memcpy(mine, header, sizeof header);
+  std::memcpy(mine + 8, address, address_len);
+  api.worker_release_address(m.worker, address);
+  m.allgather(blocks.data(), kAddressBlock);
+
+  const std::string me = "rank " + std::to_string(m.rank);
+  m.peers.resize(static_cast<size_t>(m.nranks));
+  for (int r = 0; r < m.nranks; ++r) {
+    if (r == m.rank) continue;
+    const char* b = blocks.data() + kAddressBlock * static_cast<size_t>(r);
+    uint32_t h[2];
+    std::memcpy(h, b, sizeof h);
+    const uint32_t len = h[1] & 0xffff, their_lanes = h[1] >> 16;
+    if ((h[0] == kAddressTag || h[0] == kAddressTagAm) && h[0] != (m.am ? kAddressTagAm : kAddressTag) && len != 0 &&
+        len <= kAddressBlock - 8)
+      fail(ErrorCode::InvalidUsage, "rank " + std::to_string(r) + " moves data by " + (m.am ? "RMA puts" : "active messages") +
+                                        ", " + me + " by " + (m.am ? "active messages" : "RMA puts") +
+                                        ": set WEFT_NET_PROTO alike on every rank (and use one UCX build, with or "
+                                        "without CUDA support, everywhere)");
+    if (h[0] != (m.am ? kAddressTagAm : kAddressTag) || len == 0 || len > kAddressBlock - 8)
+      fail(ErrorCode::Remote, "rank " + std::to_string(r) + " sent a malformed UCX worker address (tag " + std::to_string(h[0]) +
+                                  ", " + std::to_string(len) + " bytes; at most " + std::to_string(kAddressBlock - 8) + ")");
+    if (their_lanes != static_cast<uint32_t>(lanes))
+      fail(ErrorCode::InvalidUsage, "rank " + std::to_string(r) + " runs " + std::to_string(their_lanes) + " network lanes, " +
+                                        me + " " + std::to_string(lanes) + ": set WEFT_NET_LANES alike on every rank");
+    auto p = std::make_unique<UcxTransport::Impl::Peer>();
+    p->owner = &m;
+    p->rank = r;
+    ucp_ep_params_t ep{};
+    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    ep.address = reinterpret_cast<const ucp_address_t*>(b + 8);
+    ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    ep.err_handler.cb = &UcxTransport::Impl::on_error;
+    ep.err_handler.arg = p.get();
+    s = api.ep_create(m.worker, &ep, &p->ep);
+    if (s != UCS_OK)
+      fail(ErrorCode::Remote, "UCX: " + me + " cannot reach rank " + std::to_string(r) + ": " + m.status(s) + " (" +
+                                  ucx_settings() + " on " + me +
+                                  "): the two ranks' UCX share no transport and device that connect them; set "
+                                  "UCX_TLS and UCX_NET_DEVICES alike on every host, to a network they share "
+                                  "(`ucx_info -d` on each host lists its devices)");
+    m.peers[static_cast<size_t>(r)] = std::move(p);
+  }
+}
+}  // namespace
+
 UcxTransport::UcxTransport(int rank, int nranks, AllGather allgather, double timeout_s) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   std::string why;
@@ -447,7 +531,7 @@ UcxTransport::UcxTransport(int rank, int nranks, AllGather allgather, double tim
   m.rndv_bytes = static_cast<uint64_t>(config::get_int("WEFT_NET_RNDV_BYTES"));
   const UcxApi& api = *m.api;
   const bool want_am = proto == "am" && api.has_am();
-  const bool want_rx = want_am && config::get_bool("WEFT_NET_RECV_THREAD");
+  const int64_t want_lanes = want_am ? config::get_int("WEFT_NET_LANES") : 0;
 
   ucp_config_t* cfg = nullptr;
   ucs_status_t s = api.config_read(nullptr, nullptr, &cfg);
@@ -456,7 +540,7 @@ UcxTransport::UcxTransport(int rank, int nranks, AllGather allgather, double tim
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
   params.features = UCP_FEATURE_RMA | (want_am ? UCP_FEATURE_AM : 0);
-  params.mt_workers_shared = want_rx ? 1 : 0;  // two workers, two threads: the context is shared
+  params.mt_workers_shared = want_lanes > 0 ? 1 : 0;  // workers on several threads share the context
   s = api.init_version(UCP_API_MAJOR, UCP_API_MINOR, &params, cfg, &m.context);
   api.config_release(cfg);
   if (s != UCS_OK)
@@ -476,73 +560,29 @@ UcxTransport::UcxTransport(int rank, int nranks, AllGather allgather, double tim
   wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;  // the owner sets up, then the proxy thread alone drives it
   s = api.worker_create(m.context, &wp, &m.worker);
   if (s != UCS_OK) fail(ErrorCode::System, "UCX: cannot create a worker on rank " + std::to_string(rank) + ": " + m.status(s));
-  if (m.am) m.rx = std::make_unique<AmReceiver>(api, m.context, rank, nranks, want_rx ? &wp : nullptr, m.worker);
-  ucp_worker_h receiving = m.am ? m.rx->worker() : m.worker;
-
-  // Peers connect to the worker that receives: the receive thread's where there is one.
-  ucp_address_t* address = nullptr;
-  size_t address_len = 0;
-  s = api.worker_get_address(receiving, &address, &address_len);
-  if (s != UCS_OK) fail(ErrorCode::System, "UCX: cannot get the worker's address: " + m.status(s));
-  if (address_len == 0 || address_len > kAddressBlock - 8) {
-    api.worker_release_address(receiving, address);
-    fail(ErrorCode::Internal, "UCX worker address of " + std::to_string(address_len) + " bytes does not fit weft's " +
-                                  std::to_string(kAddressBlock - 8) + "-byte block");
+  if (m.am) {
+    m.rx = std::make_unique<AmReceiver>(api, rank, nranks);
+    m.rx->install(m.worker);
   }
-  std::vector<char> blocks(kAddressBlock * static_cast<size_t>(nranks), 0);
-  char* mine = blocks.data() + kAddressBlock * static_cast<size_t>(rank);
-  uint32_t header[2] = {m.am ? kAddressTagAm : kAddressTag, static_cast<uint32_t>(address_len)};
-  std::memcpy(mine, header, sizeof header);
-  std::memcpy(mine + 8, address, address_len);
-  api.worker_release_address(receiving, address);
-  m.allgather(blocks.data(), kAddressBlock);
-
-  m.peers.resize(static_cast<size_t>(nranks));
-  for (int r = 0; r < nranks; ++r) {
-    if (r == rank) continue;
-    const char* b = blocks.data() + kAddressBlock * static_cast<size_t>(r);
-    uint32_t h[2];
-    std::memcpy(h, b, sizeof h);
-    if (h[0] == (m.am ? kAddressTag : kAddressTagAm) && h[1] != 0 && h[1] <= kAddressBlock - 8)
-      fail(ErrorCode::InvalidUsage, "rank " + std::to_string(r) + " moves data by " + (m.am ? "RMA puts" : "active messages") +
-                                        ", rank " + std::to_string(rank) + " by " + (m.am ? "active messages" : "RMA puts") +
-                                        ": set WEFT_NET_PROTO alike on every rank (and use one UCX build, with or "
-                                        "without CUDA support, everywhere)");
-    if (h[0] != (m.am ? kAddressTagAm : kAddressTag) || h[1] == 0 || h[1] > kAddressBlock - 8)
-      fail(ErrorCode::Remote, "rank " + std::to_string(r) + " sent a malformed UCX worker address (tag " + std::to_string(h[0]) +
-                                  ", " + std::to_string(h[1]) + " bytes; at most " + std::to_string(kAddressBlock - 8) + ")");
-    auto p = std::make_unique<Impl::Peer>();
-    p->owner = &m;
-    p->rank = r;
-    ucp_ep_params_t ep{};
-    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
-    ep.address = reinterpret_cast<const ucp_address_t*>(b + 8);
-    ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-    ep.err_handler.cb = &Impl::on_error;
-    ep.err_handler.arg = p.get();
-    s = api.ep_create(m.worker, &ep, &p->ep);
-    if (s != UCS_OK)
-      fail(ErrorCode::Remote, "UCX: rank " + std::to_string(rank) + " cannot reach rank " + std::to_string(r) + ": " +
-                                  m.status(s) + " (" + ucx_settings() + " on rank " + std::to_string(rank) +
-                                  "): the two ranks' UCX share no transport and device that connect them; set "
-                                  "UCX_TLS and UCX_NET_DEVICES alike on every host, to a network they share "
-                                  "(`ucx_info -d` on each host lists its devices)");
-    m.peers[static_cast<size_t>(r)] = std::move(p);
+  const int lanes = m.am ? static_cast<int>(want_lanes) : 0;
+  connect_peers(m, lanes);
+  if (lanes > 0) {
+    LaneConfig lc;
+    lc.lanes = lanes;
+    lc.split = config::get_bool("WEFT_NET_LANE_SPLIT");
+    lc.stripe_bytes = static_cast<uint64_t>(config::get_int("WEFT_NET_STRIPE_BYTES"));
+    lc.rndv_bytes = m.rndv_bytes;
+    lc.spin_ns = static_cast<uint64_t>(config::get_int("WEFT_PROXY_SPIN_US")) * 1000;
+    lc.timeout_s = m.timeout_s;
+    m.lanes = std::make_unique<UcxLanes>(api, m.context, rank, nranks, *m.rx, lc);
+    m.lanes->connect(m.allgather, std::min(m.timeout_s, 30.0));
   }
   WEFT_LOG(Info, "NET", "UCX transport of rank " << rank << ": " << nranks - 1 << " endpoints, CUDA memory "
                                                   << (m.cuda ? "registered directly" : "not supported by this UCX")
-                                                  << "; data by " << (m.am ? "active messages" : "RMA puts")
-                                                  << (m.rx && m.rx->threaded() ? ", received by a thread of their own" : "")
+                                                  << "; data by " << (m.am ? "active messages" : "RMA puts") << "; "
+                                                  << (m.lanes ? m.lanes->describe()
+                                                              : std::string("sent and received by the proxy's thread"))
                                                   << "; " << segments);
-  if (m.rx && m.rx->threaded()) {
-    m.rx->start(static_cast<uint64_t>(config::get_int("WEFT_PROXY_SPIN_US")) * 1000);
-    // Finish every connection's wire-up now, while both sides progress: a wire-up reply of
-    // the receiving worker still pending when its peer dies is fatal inside UCX 1.13
-    // (ucp_request.c: "got REP message", seen when a peer that never progressed its
-    // sending worker exited).
-    for (auto& p : m.peers)
-      if (p) m.flush(*p, std::min(m.timeout_s, 30.0));
-  }
 }
 
 UcxTransport::~UcxTransport() = default;
@@ -673,6 +713,17 @@ void UcxTransport::progress() {
 
 void UcxTransport::check_peer(int peer) const { impl_->check(impl_->peer(peer)); }
 
+void UcxTransport::place_threads(const std::string& pci_bus_id) {
+  if (!impl_->lanes) return;
+  std::string why;
+  try {
+    impl_->lanes->place(proxy::proxy_cpus(pci_bus_id, &why));
+  } catch (const Error& e) {  // a malformed WEFT_PROXY_CPUS: said once by the proxy too
+    why = std::string("not pinned: ") + e.what();
+  }
+  WEFT_LOG(Info, "NET", "UCX lanes of rank " << impl_->rank << ": threads " << why);
+}
+
 void UcxTransport::abort() { impl_->close_all(true); }
 
 std::string UcxTransport::describe_peer(int peer) const {
@@ -713,7 +764,15 @@ std::string describe_data_path(const UcxApi& api, bool cuda) {
   const bool am = config::get_string("WEFT_NET_PROTO") == "am" && api.has_am() && !cuda;
   std::string segments;
   tcp_segment_bytes(&segments);
-  return std::string(am ? "data by active messages (WEFT_NET_PROTO=am), signals applied by the receiver after their data"
+  const int64_t lanes = am ? config::get_int("WEFT_NET_LANES") : 0;
+  const std::string threads =
+      lanes == 0 ? std::string("sent and received by the proxy's thread (WEFT_NET_LANES=0)")
+                 : std::to_string(lanes) + " lanes (WEFT_NET_LANES), each a UCX worker, a connection per peer and a thread" +
+                       (lanes >= 2 && config::get_bool("WEFT_NET_LANE_SPLIT") ? ", half sending, half receiving on 2 ranks"
+                                                                              : ", each both ways") +
+                       ", puts of 2 x " + std::to_string(config::get_int("WEFT_NET_STRIPE_BYTES")) +
+                       " bytes or more striped over them";
+  return std::string(am ? "data by active messages (WEFT_NET_PROTO=am), signals applied by the receiver after their data; " + threads
                         : std::string("data by RMA puts, signals ordered ") +
                               (config::get_string("WEFT_NET_ORDER") == "fence" ? "by a UCX fence" : "after their puts land")) +
          "; UCX's TCP segments: " + segments;
@@ -762,6 +821,7 @@ proxy::RemoteMemory UcxTransport::remote_memory(int, const void*, size_t) { retu
 std::shared_ptr<proxy::Endpoint> UcxTransport::endpoint(int) { return nullptr; }
 void UcxTransport::progress() {}
 void UcxTransport::check_peer(int) const {}
+void UcxTransport::place_threads(const std::string&) {}
 void UcxTransport::abort() {}
 std::string UcxTransport::describe_peer(int) const { return ""; }
 std::string UcxTransport::version() const { return ""; }

@@ -88,6 +88,10 @@ class UcxTransport {
   /// Throws Remote if `peer`'s endpoint has failed.
   void check_peer(int peer) const;
 
+  /// Moves the transport's own threads (the lanes', WEFT_NET_LANES) near the GPU at
+  /// `pci_bus_id`, as WEFT_PROXY_CPUS says for proxies (proxy/affinity.hpp); logs where.
+  void place_threads(const std::string& pci_bus_id);
+
   /// Closes every endpoint at once, without flushing (abort; tests: a failing endpoint).
   void abort();
 

@@ -306,13 +306,17 @@ SelectionTable compose_selection_tables(const SelectionTable& fallback,
   return t;
 }
 
+const SelectionTable& default_json_table() {
+  static const SelectionTable t = parse_selection_table(default_selection_text(), "(built-in selection/default.json)");
+  return t;
+}
+
 const SelectionTable& default_selection_table() {
   static const SelectionTable t = [] {
     std::vector<std::pair<int, SelectionTable>> per_count;
     for (const RankTableText& rt : builtin_rank_table_texts())
       per_count.emplace_back(rt.ranks, parse_selection_table(rt.text, "(built-in selection/" + std::string(rt.file) + ")"));
-    return compose_selection_tables(parse_selection_table(default_selection_text(), "(built-in selection/default.json)"),
-                                    per_count);
+    return compose_selection_tables(default_json_table(), per_count);
   }();
   return t;
 }

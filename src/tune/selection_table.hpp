@@ -142,6 +142,11 @@ SelectionTable compose_selection_tables(const SelectionTable& fallback,
 /// before it (compose_selection_tables), as built into the library, parsed once.
 const SelectionTable& default_selection_table();
 
+/// selection/default.json alone, as built into the library, parsed once: the rules
+/// docs/runtime.md writes down, without the measured tables per rank count. What `weft tune`
+/// times as its incumbent and appends as fallback rows; what tests of those rules read.
+const SelectionTable& default_json_table();
+
 /// The text of selection/default.json as built into the library.
 std::string_view default_selection_text();
 

@@ -93,11 +93,21 @@ std::vector<uint64_t> whole_sizes(const std::vector<uint64_t>& sizes, int nranks
   return out;
 }
 
-std::string Candidate::label() const { return oneshot() ? "oneshot (kernel)" : describe_choice(choice); }
+std::string Candidate::label() const {
+  if (incumbent) return "default table (selection/default.json)";
+  return oneshot() ? "oneshot (kernel)" : describe_choice(choice);
+}
 
-bool Candidate::oneshot() const { return choice.algorithm == kOneShot; }
+bool Candidate::oneshot() const { return !incumbent && choice.algorithm == kOneShot; }
+
+Candidate incumbent_candidate() {
+  Candidate k;
+  k.incumbent = true;
+  return k;
+}
 
 bool Candidate::same(const Choice& o) const {
+  if (incumbent) return false;                    // no row names it: it is the table itself
   if (oneshot()) return o.algorithm == kOneShot;  // its blocks follow from the payload
   const Choice& c = choice;
   const bool compiled = !is_hand_built_name(c.algorithm);
@@ -189,7 +199,7 @@ bool applies(const Candidate& cand, Collective c, uint64_t bytes, int nranks) {
   return !cand.oneshot() || oneshot_fits(c, bytes, nranks);
 }
 
-std::vector<Winner> pick_winners(const Times& times, const std::vector<uint64_t>& sizes) {
+std::vector<Winner> pick_winners(const Times& times, const std::vector<uint64_t>& sizes, long incumbent, double keep) {
   std::vector<Winner> out;
   for (size_t s = 0; s < sizes.size(); ++s) {
     Winner w;
@@ -216,6 +226,15 @@ std::vector<Winner> pick_winners(const Times& times, const std::vector<uint64_t>
     }
     if (!have) continue;
     w.ratio = second ? (w.us > 0 ? runner / w.us : 1.0) : 0;
+    if (incumbent >= 0 && static_cast<size_t>(incumbent) < times.size() && w.best != static_cast<size_t>(incumbent)) {
+      const double inc = times[static_cast<size_t>(incumbent)][s];
+      if (inc >= 0 && inc <= keep * w.us) {  // beaten by less than the margin: it keeps the size
+        w.runner_up = w.best;
+        w.ratio = inc > 0 ? w.us / inc : 1.0;
+        w.best = static_cast<size_t>(incumbent);
+        w.us = inc;
+      }
+    }
     out.push_back(w);
   }
   return out;
@@ -249,6 +268,7 @@ std::string today() {
 }
 
 std::string candidate_table(Collective c, const Candidate& k) {
+  if (k.incumbent) return std::string(default_selection_text());
   return table_text("weft tune: one candidate, " + k.label(), {row_of(c, k, 0).dump()});
 }
 
@@ -259,6 +279,7 @@ std::string selection_json(const std::vector<Tuned>& tuned, const Provenance& p,
   for (const Tuned& t : tuned) {
     names += (names.empty() ? "" : ", ") + std::string(to_string(t.collective));
     for (const Merged& m : merge_winners(t)) {
+      if (t.candidates[m.candidate].incumbent) continue;  // those sizes keep default.json's rows
       ojson r = row_of(t.collective, t.candidates[m.candidate], t.ranks);
       // The byte range goes right after the rank range, where a reader looks for it.
       ojson ordered;
@@ -314,6 +335,10 @@ void Progress::timed(size_t i, const Candidate& cand, size_t size_index, uint64_
                text::format_bytes(bytes).c_str(), i + 1, n_, cand.label().c_str(), us >= 0 ? us_text(us).c_str() : "failed",
                best >= 0 ? (us_text(best) + ", " + best_label_[size_index]).c_str() : "none yet");
   std::fflush(out_);
+}
+
+bool prune_after(const PruneRule& r, uint64_t bytes, double us, double best_before) {
+  return r.factor > 0 && bytes >= r.from_bytes && best_before > 0 && us > r.factor * best_before;
 }
 
 void Progress::skipped(size_t i, const Candidate& cand, const std::string& why) {

@@ -25,6 +25,12 @@ std::vector<uint64_t> whole_sizes(const std::vector<uint64_t>& sizes, int nranks
 /// One way to run a collective: what a selection row names.
 struct Candidate {
   Choice choice;  ///< instances: the row's fixed count (oneshot: the kernel's own rule)
+  /// The incumbent: what weft's default table (selection/default.json) chooses at each
+  /// size, timed through a WEFT_SELECTION file holding that table. A size it keeps
+  /// (pick_winners' `keep`) gets no tuned row, so such calls take the default table's row,
+  /// whether the tuned table is loaded with its fallback rows (WEFT_SELECTION) or ships as
+  /// selection/ranks-N.json (which falls through to default.json).
+  bool incumbent = false;
   /// "ring_allreduce (compiled algo/state, Simple, x8)", as `weft bench` names what ran
   /// ("oneshot (kernel)": its blocks follow from the size).
   std::string label() const;
@@ -81,12 +87,22 @@ struct Tuned {
 };
 
 /// The winner per size (the earliest candidate on a tie). Sizes no candidate ran are left out.
-std::vector<Winner> pick_winners(const Times& times, const std::vector<uint64_t>& sizes);
+/// With `incumbent` (an index, or -1: none) the incumbent keeps a size where it was timed
+/// unless the fastest candidate beats it by more than `keep` (its time more than keep x the
+/// fastest's); the fastest is then its runner-up (ratio below 1: faster, within the margin).
+/// Small calls are launch-bound and their times differ by a few percent from run to run: a
+/// measured table should not trade what ships for a tie.
+std::vector<Winner> pick_winners(const Times& times, const std::vector<uint64_t>& sizes, long incumbent = -1,
+                                 double keep = 1.0);
+
+/// The incumbent candidate (Candidate::incumbent).
+Candidate incumbent_candidate();
 
 /// A run of adjacent sizes with the same winner: one row covering bytes lo..hi (hi
 /// UINT64_MAX: no bound). The first run starts at 0 and the last has no bound, so that
 /// the rows cover every size; a run ends one byte below the next run's first size (a size
-/// between two timed ones goes to the smaller one's winner).
+/// between two timed ones goes to the smaller one's winner). The incumbent's runs are runs
+/// too; selection_json writes no row for them.
 struct Merged {
   uint64_t lo = 0, hi = UINT64_MAX;
   size_t candidate = 0;
@@ -111,8 +127,23 @@ std::string today();
 std::string selection_json(const std::vector<Tuned>& tuned, const Provenance& p, bool fallback = true);
 
 /// A table whose one row runs `k` for `c` at any size and rank count, out of place (what
-/// the GPU timing loads through WEFT_SELECTION for each candidate).
+/// the GPU timing loads through WEFT_SELECTION for each candidate); for the incumbent, the
+/// default table itself.
 std::string candidate_table(Collective c, const Candidate& k);
+
+/// Pruning (`weft tune --prune F --prune-from SIZE`): a candidate whose time at a size of at
+/// least `from_bytes` is more than `factor` times the best that earlier candidates reached at
+/// that size is not timed at the larger sizes (their times stay unmeasured). The expensive
+/// part of a GPU sweep is the large sizes (each checked against the host reference), and a
+/// candidate that far behind in the bandwidth regime does not win further up. factor 0: off.
+struct PruneRule {
+  double factor = 1.5;
+  uint64_t from_bytes = 16ull << 20;
+};
+
+/// Whether a candidate that took `us` at `bytes` stops there; `best_before` is the best time
+/// of the earlier candidates at that size (negative: none yet, so never).
+bool prune_after(const PruneRule& r, uint64_t bytes, double us, double best_before);
 
 /// Prints progress lines to a stream (nothing when it is null): the collective, the size,
 /// candidate i of N, its time and the best so far at that size.

@@ -145,11 +145,18 @@ std::vector<Variable> execution_variables() {
      "it belongs and applies a signal once the data its sender sent before it has landed, so the sender never waits "
      "for its puts to land; used where UCX cannot register CUDA memory, else put) or put (UCX RMA puts, which UCX's TCP transport emulates "
      "with 8 KiB active messages and an acknowledgement each, and signals ordered by WEFT_NET_ORDER)."},
-    {"WEFT_NET_RECV_THREAD", Type::Bool, "0",
-     "Experimental, WEFT_NET_PROTO=am: peers' messages arrive on a UCX worker of their own that a thread of the "
-     "transport progresses (copying them into place, applying signals) while the proxy's thread sends. With UCX "
-     "1.13 a peer that dies before its sending worker has ever progressed can abort this process inside UCX; 0 "
-     "(default): the proxy's thread does both."},
+    {"WEFT_NET_LANES", Type::Int, "0",
+     "WEFT_NET_PROTO=am: lanes of the network transport, each a UCX worker with its own connection to every peer and "
+     "a thread that posts the sends queued on it and receives what arrives on it (copies into place included), so "
+     "sending and receiving run on several threads while the proxy's thread only takes triggers; 0: the proxy's "
+     "thread sends and receives on one worker (the default until a GPU round measures lanes; on a 2-core machine they "
+     "were slower). Alike on every rank.", 0, 16},
+    {"WEFT_NET_LANE_SPLIT", Type::Bool, "1",
+     "WEFT_NET_LANES >= 2: data to higher ranks on the even lanes, to lower ranks on the odd ones, so on 2 ranks "
+     "every lane's thread works one direction; 0: every lane carries both."},
+    {"WEFT_NET_STRIPE_BYTES", Type::Int, "131072",
+     "WEFT_NET_LANES >= 2: a put of at least twice this many bytes is cut into pieces (4 KiB multiples, at most one "
+     "per data lane) sent on different lanes at once.", 4096, int64_t{1} << 32},
     {"WEFT_NET_RNDV_BYTES", Type::Int, "4194304",
      "WEFT_NET_PROTO=am: messages of at least this many bytes go by UCX's rendezvous, smaller ones eagerly (over "
      "TCP: sent from where they are, copied into place on arrival).", 1, int64_t{1} << 40},

@@ -57,9 +57,17 @@ NET_ROUND_AB=1 NET_ROUND_LARGE=64M:256M bash "$HERE/bench/net_round.sh" "$T/bund
 [ "$(grep -lx 'WEFT_NET_PROTO=put' "$T"/env.* | wc -l)" = 2 ] || fail "the runs before are not WEFT_NET_PROTO=put"
 grep -q '| collective | bytes | weft busbw GB/s | NCCL sockets busbw | ratio | weft before |' "$T/stdout" || fail "no weft before column"
 grep -q '| AllReduce | 1 MiB | 2.10 | 2.02 | 1.04 | 2.10 | 500 |' "$T/stdout" || fail "the 1 MiB row lacks its before value"
-# NET_ROUND_RX=1 beside it: the receive thread's runs, a "weft rx" column after "weft before".
+# NET_ROUND_SWEEP beside it: each variant's runs with its variables, a column each after
+# "weft before", named without WEFT_NET_; NET_ROUND_FACTOR sets the small range's factor only.
 rm -f "$T"/env.* "$T/args"
-NET_ROUND_AB=1 NET_ROUND_RX=1 bash "$HERE/bench/net_round.sh" "$T/bundle" > "$T/stdout" 2>&1 || fail "the A/B/rx round failed"
-[ "$(grep -lx 'WEFT_NET_RECV_THREAD=1' "$T"/env.* | wc -l)" = 2 ] || fail "the receive thread's runs are not WEFT_NET_RECV_THREAD=1"
-grep -q '| ratio | weft before | weft rx | weft us |' "$T/stdout" || fail "no weft rx column after weft before"
+NET_ROUND_AB=1 NET_ROUND_FACTOR=16 NET_ROUND_SWEEP="WEFT_NET_LANES=0 WEFT_NET_LANES=8,WEFT_NET_STRIPE_BYTES=65536" \
+  bash "$HERE/bench/net_round.sh" "$T/bundle" > "$T/stdout" 2>&1 || fail "the sweep round failed"
+[ "$(grep -lx 'WEFT_NET_LANES=0' "$T"/env.* | wc -l)" = 2 ] || fail "the LANES=0 runs are not WEFT_NET_LANES=0"
+[ "$(grep -lx 'WEFT_NET_STRIPE_BYTES=65536' "$T"/env.* | xargs grep -lx 'WEFT_NET_LANES=8' | wc -l)" = 2 ] ||
+  fail "the second variant's runs lack one of its variables"
+[ "$(grep -c -- '--sizes 1M:16M --factor 16 ' "$T/args")" = 4 ] || fail "the small ranges did not run with factor 16"
+[ "$(grep -c -- '--sizes 64M:1G --factor 4 ' "$T/args")" = 4 ] || fail "the large ranges did not keep factor 4"
+grep -q '| ratio | weft before | weft LANES=0 | weft LANES=8,STRIPE_BYTES=65536 | weft us |' "$T/stdout" ||
+  fail "no sweep columns after weft before"
+grep -q '| AllReduce | 1 MiB | 2.10 | 2.02 | 1.04 | 2.10 | 2.10 | 2.10 | 500 |' "$T/stdout" || fail "the 1 MiB row lacks its sweep values"
 echo "net_round_dryrun: ok"

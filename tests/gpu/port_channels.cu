@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -229,6 +230,9 @@ int ucx_round() {
   CHECK(cudaSetDevice(0));
   load_kernels();  // the receiver spins while the sender is launched, on the same GPU
   // Rank 0 of 2 whose rank 1 is itself: the exchange copies its own block to the peer's.
+  // RMA puts: in active-message mode the receiver refuses messages that name itself as the
+  // sender (a peer never does), which is every message here.
+  setenv("WEFT_NET_PROTO", "put", 1);
   net::UcxTransport ucx(0, 2, [](void* d, size_t n) { std::memcpy(static_cast<char*>(d) + n, d, n); }, 10);
   uint8_t* src = nullptr;
   uint8_t* dst = nullptr;      // page-locked, mapped: the network writes it, the kernel reads it

@@ -12,6 +12,7 @@
 #      no other weft row runs;
 #   4. a budget spent at once: every step says NOT RUN and the round still writes its files.
 #   5. 2 GPUs, --part 1, NT_EXTRA="r2 zero eff": the windows and CTA-policy rows and their tables.
+#   6. 2 GPUs, --part 1, ROUND_TUNE: `weft tune` first, the gate runs its table, ranks-2.json.
 # Usage: tests/gpu/round_n_dryrun.sh [KEEP_DIR]   (KEEP_DIR: scenario 1's $OUT is copied there)
 # Needs bash, python3 and a C compiler (cc, gcc or clang); exits 77 (skipped) without one. Exit 0 when every check passes;
 # each failed check prints one line.
@@ -109,8 +110,19 @@ check "4: steps say NOT RUN" test "$(count 'NOT RUN (round budget of 20 s spent)
 check "4: the round ends at once ($(( $(date +%s) - t0 )) s)" test $(( $(date +%s) - t0 )) -lt 15
 check "4: the summary and the tables are still written" sh -c "test -s '$O/tables.md' && grep -q '^elapsed:' '$O/summary.txt'"
 
+# ---- 6. two GPUs, --part 1, ROUND_TUNE: tune first, the gate on its table, ranks-2.json --------
+round r6 FAKE_NGPU=2 ROUND_TUNE=8:128M ROUND_BUDGET_S=200 bash "$D/bundle/run_round_n.sh" "$D/bundle" --part 1
+O=$D/r6
+check "6: the tune step ran on 2 ranks" grep -q "^tune_2 .*rc=0" "$O/summary.txt"
+check "6: the gate ran the tuned table" grep -q "fake weft_gpu_tests collectives .*selection: .*tuned-2.json" "$O/all.log"
+check "6: ranks-2.json holds the tuned row alone and loads as JSON" python3 -c "
+import json, sys
+t = json.load(open('$O/ranks-2.json'))
+sys.exit(0 if len(t['rows']) == 1 and t['rows'][0]['ranks'] == [2, 2] and 'Tuned rows only' in t['description'] else 1)"
+check "6: at most 8 files" test "$(find "$O" -type f | wc -l)" -le 8
+
 if [ "$fails" != 0 ]; then
-  for s in r1 r2 r3 r4 r5; do echo "---- $s (last 25 lines):"; tail -n 25 "$D/$s.stdout"; done
+  for s in r1 r2 r3 r4 r5 r6; do echo "---- $s (last 25 lines):"; tail -n 25 "$D/$s.stdout"; done
   exit 1
 fi
-echo "round_n dry run: all checks passed (5 scenarios)"
+echo "round_n dry run: all checks passed (6 scenarios)"

@@ -127,7 +127,8 @@ EOF
 make_fake_bundle() {
   local D=$1 ROOT=$2 B=$3 name=$4
   mkdir -p "$B/bin" "$B/lib" "$B/include/weft" "$B/share/weft" "$B/torch" "$B/nccl-tests-src/src"
-  cp "$ROOT/tests/gpu/run_round_n.sh" "$ROOT/tests/gpu/round_nccltests.sh" "$ROOT/scripts/round_n_tables.py" "$B/"
+  cp "$ROOT/tests/gpu/run_round_n.sh" "$ROOT/tests/gpu/round_nccltests.sh" "$ROOT/scripts/round_n_tables.py" \
+     "$ROOT/scripts/tuned_rows.py" "$B/"
   cp "$ROOT/include/weft/nccl.h" "$B/include/weft/"
   echo "fake Makefile: the fake make reads none of this" >"$B/nccl-tests-src/src/Makefile"
   echo "// fake" >"$B/nccl-tests-src/src/all_reduce.cu"; echo "// fake" >"$B/nccl-tests-src/src/common.h"
@@ -139,12 +140,19 @@ make_fake_bundle() {
 if [ "\${1:-}" = bench ] && [ "\${2:-}" = --help ]; then
   echo "  --no-check  skip the #wrong check"; [ "$name" = bundle ] && echo "  --no-sim  leave out the simulator"; exit 0
 fi
-[ "\${1:-}" = bench ] || { echo "fake weft: only bench"; exit 2; }
+if [ "\${1:-}" = tune ]; then  # a table as \`weft tune -o\` writes it: a tuned row, then a default one
+  o=""; while [ \$# -gt 0 ]; do [ "\$1" = -o ] && o=\$2; shift; done
+  printf '{"format":"weft-selection","version":1,"description":"Written by weft tune (fake). The tuned rows come first; the rest follow.","rows":[\n' >"\$o"
+  printf '{"collectives":["AllReduce"],"ranks":[2,2],"bytes":[0,null],"placement":"out","algorithm":"ring","protocol":"Simple","instances":8,"note":"weft tune, measured (fake)"},\n' >>"\$o"
+  printf '{"collectives":["AllReduce"],"algorithm":"ring","protocol":"Simple","instances":8,"note":"weft'"'"'s default table (calls the tuned rows do not cover)"}]}\n' >>"\$o"
+  echo "# weft tune: measured on fake GPU"; exit 0
+fi
+[ "\${1:-}" = bench ] || { echo "fake weft: only bench and tune"; exit 2; }
 shift; exec python3 "$D/fake_bench.py" "$name" "\$@"
 EOF
   cat >"$B/bin/weft_gpu_tests" <<'EOF'
 #!/bin/bash
-echo "fake weft_gpu_tests $*"
+echo "fake weft_gpu_tests $* (selection: ${WEFT_SELECTION:-built-in})"
 if [ "$1" = collectives ] && [ -n "${FAKE_GATE_FAIL:-}" ]; then echo "FAIL AllReduce float32 sum count 7: element 3 is 5, want 6"; exit 1; fi
 echo "rank 0: 123 cases, 0 failures, 1.0 s"
 EOF

@@ -21,7 +21,8 @@
 # (step names), NT_ARGS (-b 8 -e 1G -f 8 -g 1 -n 20 -w 5 -c 1), NT_GRAPH_ARGS (-G 20), NT_EXTRA (more nccl-tests variants: r1 r2 zero eff;
 # round_nccltests.sh), NT_BIG_ARGS (the sizes of zero and eff),
 # NT_SRC (nccl-tests' source), NT_BUILD_DIR (/tmp/weft-nccl-tests-build), NT_HEADER
-# (weft | machine), SMALL_ARGS (--iters 100 --warmup 20), PY (python with torch).
+# (weft | machine), SMALL_ARGS (--iters 100 --warmup 20), PY (python with torch), ROUND_TUNE
+# (FROM:TO: `weft tune` first, the round then runs its table; ROUND_TUNE_S, default 240).
 # Writes at most 8 files under $OUT: summary.txt, all.log, machine.log, bench.csv,
 # nccltests.log, tables.md, part.txt. Exit 0 when nothing failed, 1 otherwise, 2 on a bad
 # bundle, 77 with fewer than 2 GPUs.
@@ -180,6 +181,26 @@ if [ "$PART" != 2 ]; then
       wbench "small_${mode}_new$rep" "$B" new "$rep" "$mode" AllReduce --sizes 8:64K $SMALL_ARGS $g
     done
   done
+fi
+
+# ---- c2. ROUND_TUNE=FROM:TO: `weft tune` on the N GPUs, and the rest of the round on its table --
+# (issue 32 item 4). The six collectives, factor 8 (nccl-tests' rows), 8 and 24 blocks per link,
+# pruned (docs/tune.md). The table with weft's default rows after the tuned ones becomes
+# WEFT_SELECTION for the gate and nccl-tests (in-place calls take the default rows); the tuned
+# rows alone go to $OUT/ranks-N.json, the shape selection/ranks-N.json ships in.
+if [ -n "${ROUND_TUNE:-}" ]; then
+  step "tune_$N" "${ROUND_TUNE_S:-240}" env LD_LIBRARY_PATH="$ORIG_LD" WEFT_DATA_DIR="$B/share/weft" "$B/bin/weft" tune \
+    AllReduce ReduceScatter AllGather Broadcast Reduce AllToAll --sizes "$ROUND_TUNE" --factor 8 --ranks "$N" \
+    --instances 8,24 -o "$TMP/tuned-$N.json"
+  if [ "$LAST_RC" = 0 ] && [ -s "$TMP/tuned-$N.json" ]; then
+    export WEFT_SELECTION=$TMP/tuned-$N.json
+    TR=""; for p in "$B/tuned_rows.py" "$HERE/../../scripts/tuned_rows.py"; do [ -f "$p" ] && TR=$p && break; done
+    python3 "$TR" "$TMP/tuned-$N.json" "$OUT/ranks-$N.json" >>"$ALL" 2>&1 ||
+      note "tuned_rows.py failed (see all.log): no ranks-$N.json"
+    note "tune: the gate and nccl-tests run the tuned table (WEFT_SELECTION); tuned rows in ranks-$N.json"
+  else
+    note "FAIL: tune_$N ended rc=$LAST_RC: the round runs weft's built-in tables"; FAILS=$((FAILS + 1))
+  fi
 fi
 
 # ---- d. the gate: weft's collectives and graphs on N ranks, every element checked -------------

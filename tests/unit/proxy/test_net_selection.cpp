@@ -61,7 +61,7 @@ TEST(NetSelection, HierarchicalPlansFitTheNodesWithNoMoreBlocksThanTheRing) {
       ASSERT_EQ(hm.algorithm.rfind("hm_", 0), 0u) << hm.algorithm;
       const Plan p = make_plan(c, 4, hm.algorithm, hm.protocol, hm.instances, false, 0, 4, hm.scheduler, hm.allocator, nodes);
       // The default table's ring at this size, as a single node would run it.
-      const Choice rc = default_selection_table().choose(c, bytes, 4, false, true);
+      const Choice rc = default_json_table().choose(c, bytes, 4, false, true);  // default.json's rule, not a measured table
       ASSERT_EQ(rc.algorithm, ring);
       const Plan r = make_plan(c, 4, rc.algorithm, rc.protocol, rc.instances, false, 0, 4, rc.scheduler, rc.allocator, nodes);
       std::printf("%s x%d: %d blocks per rank, %s x%d: %d, %zu links\n", hm.algorithm.c_str(), hm.instances, p.max_tbs_per_rank(), ring, rc.instances, r.max_tbs_per_rank(), p.links.size());

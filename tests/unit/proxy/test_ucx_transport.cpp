@@ -624,6 +624,51 @@ TEST(NetFifos, EmulatedNodesCarryEveryMessageIntact) {
   }
 }
 
+/// The lanes (net/ucx_lanes.hpp) in every shape, 2 ranks as 2 nodes over TCP, messages of 1
+/// byte to 64 KiB striped in 4 KiB pieces, those of 16 KiB or more by rendezvous, so pieces
+/// of one message land out of order on different lanes and threads: every byte checked, and
+/// no signal may overtake its data (the receiver would read a slot not yet written). Shapes:
+/// 3 lanes split by direction (2 carry rank 0's data, 1 rank 1's), 3 lanes each both ways,
+/// and none (the proxy's thread sends and receives).
+TEST(NetFifos, LanesCarryEveryMessageIntact) {
+  SKIP_WITHOUT_UCX();
+  for (const char* shape : {"3 split", "3 both", "0"}) {
+    SCOPED_TRACE(shape);
+    UniqueId id = start_bootstrap_root(net::resolve("127.0.0.1", 0), 0, 20);
+    auto st = fork_ranks(2, [&](int r) {
+      setenv("WEFT_NET_LANES", shape[0] == '3' ? "3" : "0", 1);
+      setenv("WEFT_NET_LANE_SPLIT", std::string(shape) == "3 both" ? "0" : "1", 1);
+      setenv("WEFT_NET_STRIPE_BYTES", "4096", 1);
+      setenv("WEFT_NET_RNDV_BYTES", "16384", 1);
+      auto boot = Bootstrap::join(id, r, 2, 10);
+      NetLayout l = small_layout(2, 2);
+      l.depth = 4;
+      l.slot_bytes = 64 << 10;
+      return exchange_over(*boot, l, r, 2, true);
+    });
+    for (int r = 0; r < 2; ++r) EXPECT_TRUE(exited_ok(st[static_cast<size_t>(r)])) << "rank " << r;
+  }
+}
+
+/// Ranks that run different numbers of lanes cannot talk: each fails at creation naming
+/// WEFT_NET_LANES, within the bootstrap's deadline.
+TEST(NetFifos, LaneCountsMustMatch) {
+  SKIP_WITHOUT_UCX();
+  UniqueId id = start_bootstrap_root(net::resolve("127.0.0.1", 0), 0, 20);
+  auto st = fork_ranks(2, [&](int r) {
+    setenv("WEFT_NET_LANES", r == 0 ? "2" : "4", 1);
+    auto boot = Bootstrap::join(id, r, 2, 10);
+    try {
+      auto t = net::transport_over(*boot, 10, 10);
+      return 1;
+    } catch (const Error& e) {
+      std::printf("rank %d: %s\n", r, e.what());
+      return e.code() == ErrorCode::InvalidUsage && std::string(e.what()).find("WEFT_NET_LANES") != std::string::npos ? 0 : 2;
+    }
+  });
+  for (int r = 0; r < 2; ++r) EXPECT_TRUE(exited_ok(st[static_cast<size_t>(r)])) << "rank " << r;
+}
+
 /// The same with each signal ordered by a UCX fence (WEFT_NET_ORDER=fence, the path before
 /// signals after landing), over TCP: 2 ranks as 2 nodes.
 TEST(NetFifos, FencedSignalsCarryEveryMessageIntact) {

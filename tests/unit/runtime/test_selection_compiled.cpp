@@ -140,11 +140,11 @@ TEST(SelectionCompiled, RootedRowsAgreeAcrossPlacements) {
     for (int R = 2; R <= 8; ++R)
       for (uint64_t b : sizes())
         for (int root : {0, R - 1}) {
-          const Choice d = default_selection_table().choose(c, b, R, true, true);
+          const Choice d = default_json_table().choose(c, b, R, true, true);
           if (is_hand_built_name(d.algorithm)) continue;
           SCOPED_TRACE(std::string(to_string(c)) + " " + std::to_string(b) + " B on " + std::to_string(R) +
                        " ranks, root " + std::to_string(root) + ": " + describe_choice(d));
-          ASSERT_EQ(describe_choice(default_selection_table().choose(c, b, R, false, true)), describe_choice(d));
+          ASSERT_EQ(describe_choice(default_json_table().choose(c, b, R, false, true)), describe_choice(d));
           const Plan in = make_plan(c, R, d.algorithm, d.protocol, d.instances, true, root, kDefaultFifoDepth,
                                     d.scheduler, d.allocator);
           const Plan out = make_plan(c, R, d.algorithm, d.protocol, d.instances, false, root, kDefaultFifoDepth,
@@ -164,7 +164,7 @@ TEST(SelectionCompiled, HandBuiltRemainsOnlyWhereNoCompiledPlanMatches) {
     for (int R = 2; R <= 8; ++R)
       for (uint64_t b : sizes())
         for (bool in_place : {false, true}) {
-          const Choice d = default_selection_table().choose(c, b, R, in_place, true);
+          const Choice d = default_json_table().choose(c, b, R, in_place, true);
           if (!is_hand_built_name(d.algorithm)) continue;
           SCOPED_TRACE(std::string(to_string(c)) + " " + std::to_string(b) + " B on " + std::to_string(R) + " ranks" +
                        (in_place ? " in place: " : " out of place: ") + describe_choice(d));
@@ -182,7 +182,7 @@ TEST(SelectionCompiled, HandBuiltRemainsOnlyWhereNoCompiledPlanMatches) {
 // and the most instances it asks for, within the runtime's 72 blocks.
 TEST(SelectionCompiled, EveryRowBuildsForEveryRankCountItCovers) {
   int built = 0;
-  for (const SelectionRow& row : default_selection_table().rows) {
+  for (const SelectionRow& row : default_json_table().rows) {
     if (row.algorithm == kOneShot || row.algorithm == "ce") continue;
     for (Collective c : row.collectives)
       for (int R = std::max<int>(2, static_cast<int>(row.ranks.lo)); R <= 8 && static_cast<uint64_t>(R) <= row.ranks.hi; ++R)

@@ -41,7 +41,7 @@ SelectionTable composed() {
   std::vector<std::pair<int, SelectionTable>> per;
   per.emplace_back(2, parse_selection_table(kTwo, "ranks-2.json"));
   per.emplace_back(4, parse_selection_table(kFour, "ranks-4.json"));
-  return compose_selection_tables(default_selection_table(), per);
+  return compose_selection_tables(default_json_table(), per);
 }
 
 std::vector<uint64_t> sizes() {
@@ -52,8 +52,8 @@ std::vector<uint64_t> sizes() {
 
 TEST(SelectionRanks, ATableForOneRankCountWinsThere) {
   const SelectionTable t = composed();
-  EXPECT_EQ(t.origin, "ranks-2.json, ranks-4.json, " + default_selection_table().origin);
-  EXPECT_EQ(t.rows.size(), default_selection_table().rows.size() + 3);
+  EXPECT_EQ(t.origin, "ranks-2.json, ranks-4.json, " + default_json_table().origin);
+  EXPECT_EQ(t.rows.size(), default_json_table().rows.size() + 3);
   EXPECT_EQ(describe(t.choose(Collective::AllReduce, 1 << 20, 4)), "ring_allreduce/LL/7/hpds/state");
   EXPECT_EQ(describe(t.choose(Collective::AllReduce, 8, 4, true)), "ring_allreduce/LL/7/hpds/state");
   EXPECT_EQ(describe(t.choose(Collective::Broadcast, 1 << 30, 4)), "chain_broadcast/Simple/3/hpds/state");
@@ -93,7 +93,7 @@ TEST(SelectionRanks, EveryCallTheTableLeavesOutFallsBackToTheDefaultRows) {
             if (covered) continue;
             SCOPED_TRACE(std::string(to_string(c)) + " " + std::to_string(b) + " B on " + std::to_string(R) + " ranks");
             EXPECT_EQ(describe(t.choose(c, b, R, in_place, plans_only)),
-                      describe(default_selection_table().choose(c, b, R, in_place, plans_only)));
+                      describe(default_json_table().choose(c, b, R, in_place, plans_only)));
             ++fell_back;
           }
   EXPECT_GT(fell_back, 1000);
@@ -102,9 +102,9 @@ TEST(SelectionRanks, EveryCallTheTableLeavesOutFallsBackToTheDefaultRows) {
 }
 
 TEST(SelectionRanks, NoTableIsTheDefaultItself) {
-  const SelectionTable t = compose_selection_tables(default_selection_table(), {});
-  EXPECT_EQ(t.origin, default_selection_table().origin);
-  EXPECT_EQ(t.rows.size(), default_selection_table().rows.size());
+  const SelectionTable t = compose_selection_tables(default_json_table(), {});
+  EXPECT_EQ(t.origin, default_json_table().origin);
+  EXPECT_EQ(t.rows.size(), default_json_table().rows.size());
 }
 
 std::string error_of(const std::vector<std::pair<int, std::string>>& tables) {
@@ -112,7 +112,7 @@ std::string error_of(const std::vector<std::pair<int, std::string>>& tables) {
     std::vector<std::pair<int, SelectionTable>> per;
     for (const auto& [n, text] : tables)
       per.emplace_back(n, parse_selection_table(text, "ranks-" + std::to_string(n) + ".json"));
-    compose_selection_tables(default_selection_table(), per);
+    compose_selection_tables(default_json_table(), per);
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::Parse) << e.what();
     return e.what();

@@ -164,11 +164,11 @@ TEST(Tune, AdjacentSizesWithOneWinnerMergeAndTheTableChoosesThem) {
   EXPECT_TRUE(t.candidates[2].same(table.choose(Collective::AllReduce, 1u << 30, 4)));
   // Other rank counts, in-place calls and other collectives fall back to the default table.
   EXPECT_EQ(describe_choice(table.choose(Collective::AllReduce, 64u << 20, 8)),
-            describe_choice(default_selection_table().choose(Collective::AllReduce, 64u << 20, 8)));
+            describe_choice(default_json_table().choose(Collective::AllReduce, 64u << 20, 8)));
   EXPECT_EQ(describe_choice(table.choose(Collective::AllReduce, 64u << 20, 4, true)),
-            describe_choice(default_selection_table().choose(Collective::AllReduce, 64u << 20, 4, true)));
+            describe_choice(default_json_table().choose(Collective::AllReduce, 64u << 20, 4, true)));
   EXPECT_EQ(table.choose(Collective::AllGather, 1 << 20, 4).algorithm,
-            default_selection_table().choose(Collective::AllGather, 1 << 20, 4).algorithm);
+            default_json_table().choose(Collective::AllGather, 1 << 20, 4).algorithm);
   EXPECT_NE(text.find("weft tune, simulated on topology h200-1x8, 4 ranks, out of place, 2026-11-25: fastest at 8 KiB..16 KiB"),
             std::string::npos)
       << text;
@@ -197,6 +197,58 @@ TEST(Tune, TheSimulatorTimesEachCandidateAsTheRuntimeWouldRunIt) {
     EXPECT_LT(t[3][s], 0) << "an AllGather plan cannot run an AllReduce";
   }
   EXPECT_LT(t[0][0], t[0][1]);
+}
+
+TEST(Tune, TheDefaultTableKeepsTheSizesNoCandidateWinsByTheMargin) {
+  tune::Tuned t;
+  t.collective = Collective::AllReduce;
+  t.ranks = 4;
+  t.candidates = {tune::incumbent_candidate(), cand("allpairs", "LL", 2), cand("ring_allreduce", "Simple", 24)};
+  t.sizes = {1024, 2048, 4096, 8192};
+  // 1 KiB: 4% faster, kept; 2 KiB: 25% faster, taken; 4 KiB: the incumbent is fastest;
+  // 8 KiB: the ring, 2x faster.
+  t.times = {{10, 10, 10, 20}, {9.6, 8, 11, 30}, {12, 12, 12, 10}};
+  t.winners = tune::pick_winners(t.times, t.sizes, 0, 1.05);
+  ASSERT_EQ(t.winners.size(), 4u);
+  EXPECT_EQ(t.winners[0].best, 0u);
+  EXPECT_EQ(t.winners[0].runner_up, 1u);
+  EXPECT_DOUBLE_EQ(t.winners[0].ratio, 0.96);  // the runner-up was faster, within the margin
+  EXPECT_EQ(t.winners[1].best, 1u);
+  EXPECT_EQ(t.winners[2].best, 0u);
+  EXPECT_EQ(t.winners[3].best, 2u);
+  // Without an incumbent the fastest wins, as before.
+  EXPECT_EQ(tune::pick_winners(t.times, t.sizes)[0].best, 1u);
+  // The incumbent's sizes get no row: the table holds 2 KiB..4 KiB-1 and 8 KiB on.
+  tune::Provenance p{false, "NVIDIA H200", "2026-11-28"};
+  const SelectionTable only = parse_selection_table(tune::selection_json({t}, p, false), "only.json");
+  ASSERT_EQ(only.rows.size(), 2u);
+  EXPECT_EQ(only.rows[0].bytes.lo, 2048u);
+  EXPECT_EQ(only.rows[0].bytes.hi, 4095u);
+  EXPECT_EQ(only.rows[1].bytes.lo, 8192u);
+  // With the fallback, the kept sizes choose what the default table chooses.
+  const SelectionTable table = parse_selection_table(tune::selection_json({t}, p), "tuned.json");
+  for (uint64_t b : {1024u, 4096u})
+    EXPECT_EQ(describe_choice(table.choose(Collective::AllReduce, b, 4)),
+              describe_choice(default_json_table().choose(Collective::AllReduce, b, 4)));
+  EXPECT_TRUE(t.candidates[1].same(table.choose(Collective::AllReduce, 2048, 4)));
+  // The incumbent is timed through the default table itself.
+  EXPECT_EQ(tune::candidate_table(Collective::AllReduce, t.candidates[0]), std::string(default_selection_text()));
+  EXPECT_FALSE(t.candidates[0].same(table.choose(Collective::AllReduce, 1024, 4)));
+}
+
+TEST(Tune, PruningStopsOnlyCandidatesFarBehindFromItsSize) {
+  const tune::PruneRule r;  // 1.5 x from 16 MiB
+  const uint64_t M = 1ull << 20;
+  EXPECT_TRUE(tune::prune_after(r, 16 * M, 151.0, 100.0));
+  EXPECT_FALSE(tune::prune_after(r, 16 * M, 150.0, 100.0));   // exactly the factor: kept
+  EXPECT_FALSE(tune::prune_after(r, 8 * M, 1000.0, 100.0));   // below --prune-from
+  EXPECT_FALSE(tune::prune_after(r, 1024 * M, 1000.0, -1.0)); // the first candidate: no best yet
+  tune::PruneRule off;
+  off.factor = 0;
+  EXPECT_FALSE(tune::prune_after(off, 1024 * M, 1e9, 1.0));
+  tune::PruneRule early{2.0, 64 * 1024};
+  EXPECT_TRUE(tune::prune_after(early, 64 * 1024, 20.1, 10.0));
+  EXPECT_FALSE(tune::prune_after(early, 64 * 1024, 20.0, 10.0));
 }
 
 TEST(Tune, SizesAreWholeElementsPerRank) {
@@ -274,6 +326,9 @@ TEST(TuneCli, BadArgumentsAreNamedWithExitStatus2) {
       {"tune AllReduce --microbatch 8 --ranks 2", "micro-batch 8 is not in 16 B..1 TiB"},
       {"tune AllReduce -t nowhere-1x1 --ranks 2", "weft tune: "},
       {"tune AllReduce --ranks 2 -o /nonexistent-dir/t.json", "cannot write the -o file '/nonexistent-dir/t.json'"},
+      {"tune AllReduce --ranks 2 --prune -1", "--prune"},
+      {"tune AllReduce --ranks 2 --keep 0.5", "--keep wants 0 or a factor from 1 to 1e6"},
+      {"tune AllReduce --ranks 2 --prune-from lots", "--prune-from"},
   };
   for (const Case& k : cases) {
     CliRun r = weft(k.args + " --quiet");
