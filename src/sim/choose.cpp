@@ -78,7 +78,12 @@ ScheduleChoice choose_schedule(const Algorithm& algo, const Plan* given, const T
                             w.time_us, w.busbw_GBps, w.tbs, static_cast<unsigned long long>(options.bytes));
   if (second >= 0) {
     const ScheduleCandidate& s = out.candidates[second];
-    out.reason += text::format("; the next, %s, %.1f us with %d", s.scheduler.c_str(), s.time_us, s.tbs);
+    if (s.time_us <= w.time_us * (1 + 1e-9))
+      out.reason += text::format("; %s is as fast with %d (a tie goes to fewer blocks, then to the one listed first)",
+                                 s.scheduler.c_str(), s.tbs);
+    else
+      out.reason += text::format("; the next, %s, %.1f us with %d (%.1f%% slower)", s.scheduler.c_str(), s.time_us, s.tbs,
+                                 100.0 * (s.time_us / w.time_us - 1));
   }
   out.reason += text::format(" (%zu candidates, simulated%s)", out.candidates.size(),
                              out.max_tbs > 0 ? text::format(", at most %d thread blocks per rank", out.max_tbs).c_str() : "");

@@ -186,6 +186,9 @@ TEST(GivenSchedules, TheChoiceIsTheFastestCandidateAndNeverSlowerThanTheFile) {
   EXPECT_LE(chosen, run(*src.given, t, o.bytes).time_us);
   EXPECT_LE(ch.plan.max_tbs_per_rank(), ch.max_tbs);
   EXPECT_NE(ch.reason.find(ch.scheduler), std::string::npos);
+  // The runner-up and by how much it is slower (or that it ties).
+  EXPECT_TRUE(ch.reason.find("% slower)") != std::string::npos || ch.reason.find(" is as fast with ") != std::string::npos)
+      << ch.reason;
   EXPECT_THROW(choose_schedule(*src.algorithm, &*src.given, t, CompileOptions{}, TuneOptions{}, {"hpds"}), Error);
 }
 
