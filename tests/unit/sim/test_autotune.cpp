@@ -175,6 +175,7 @@ TEST(GivenSchedules, TheChoiceIsTheFastestCandidateAndNeverSlowerThanTheFile) {
   // The runner-up and by how much it is slower (or that it ties).
   EXPECT_TRUE(ch.reason.find("% slower)") != std::string::npos || ch.reason.find(" is as fast with ") != std::string::npos)
       << ch.reason;
+  EXPECT_NE(ch.reason.find("as-given"), std::string::npos) << ch.reason;  // always against the file's own
   EXPECT_THROW(choose_schedule(*src.algorithm, &*src.given, t, CompileOptions{}, TuneOptions{}, {"hpds"}), Error);
 }
 
