@@ -134,7 +134,8 @@ TEST(GivenSchedules, HpdsWithinTheProjectsOwnFilesBlocksIsNoSlower) {
   // The project's MSCCL files (tests/data/msccl/README.md) that a 1-node preset runs.
   for (const char* f : {"exported/ring_allreduce_8_ll.xml", "exported/allpairs_allreduce_4_ll.xml",
                         "exported/ring_allgather_4.xml", "exported/alltoall_direct_4.xml",
-                        "exported/chain_broadcast_4.xml"})
+                        "exported/chain_broadcast_4.xml", "exported/allpairs_allreduce_2.xml",
+                        "exported/ring_allgather_2.xml"})
     compare_with_given(test::own_msccl_dir() + "/" + f, f);
 }
 

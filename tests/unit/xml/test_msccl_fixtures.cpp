@@ -37,6 +37,9 @@ const Exported kExported[] = {
     {"alltoall_direct_4.xml", "alltoall_direct", "h200-1x4", "Simple"},
     {"chain_broadcast_4.xml", "chain_broadcast", "h200-1x4", "Simple"},
     {"allpairs_allreduce_4_ll.xml", "allpairs_allreduce", "h200-1x4", "LL"},
+    // 2 GPUs: the as-given side of a 2-GPU round (docs/scheduling.md, "On the GPU").
+    {"allpairs_allreduce_2.xml", "allpairs_allreduce", "h200-1x2", "Simple"},
+    {"ring_allgather_2.xml", "ring_allgather", "h200-1x2", "Simple"},
 };
 
 /// The built-in compiled for the topology (hpds, in place, defaults otherwise) and exported.
