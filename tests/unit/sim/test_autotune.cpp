@@ -145,6 +145,21 @@ TEST(GivenSchedules, HpdsWithinTheProjectsOwnFilesBlocksIsNoSlower) {
     compare_with_given(test::own_msccl_dir() + "/" + f, f);
 }
 
+TEST(GivenSchedules, AFileForOutOfPlaceBuffersOnlyIsCompiledOutOfPlace) {
+  // So that `weft compile` and `weft simulate` compare (and choose between) its own schedule
+  // and the compiler's for the same buffers.
+  const PlanSource oop = load_source(test::own_msccl_dir() + "/exported/ring_allgather_2_oop.xml", preset_for(2), {});
+  ASSERT_TRUE(oop.given);
+  EXPECT_FALSE(oop.given->in_place);
+  EXPECT_FALSE(compile_in_place(oop, true));
+  EXPECT_FALSE(compile_in_place(oop, false));
+  const PlanSource in = load_source(test::own_msccl_dir() + "/exported/allpairs_allreduce_4_ll.xml", preset_for(4), {});
+  EXPECT_TRUE(compile_in_place(in, true));
+  EXPECT_FALSE(compile_in_place(in, false));
+  const PlanSource builtin = load_source("ring_allgather", preset_for(2), {});
+  EXPECT_TRUE(compile_in_place(builtin, true));
+}
+
 TEST(GivenSchedules, HpdsWithinTheWrittenSchedulesBlocksIsNoSlowerOnEveryBuiltin) {
   const Topology t = topology_preset("h200-1x8");
   for (const std::string& name : builtin_algorithm_names()) {
