@@ -92,7 +92,9 @@ void run_compile(const CompileArgs& a) {
   so.params = text::parse_kv_list(a.params);
   so.verify = !a.no_verify;
   so.as_given_only = as_given;
-  BuiltPlan b = build_plan(a.algo, topo, so, bo);
+  const PlanSource src = load_source(a.algo, topo, so);
+  o.in_place = compile_in_place(src, !a.out_of_place);
+  BuiltPlan b = build_plan(src, topo, bo);
   const CompileResult& r = b.result;
   if (!a.output.empty()) save_plan(r.plan, a.output);
 

@@ -62,6 +62,7 @@ void run_compile_sized(const CompileArgs& a) {
   so.params = text::parse_kv_list(a.params);
   so.verify = !a.no_verify;
   const PlanSource src = load_source(a.algo, topo, so);
+  o.in_place = compile_in_place(src, !a.out_of_place);
   if (!src.algorithm) fail(ErrorCode::InvalidArgument, a.algo + " is a plan file, compiled already");
   if (a.instances > 0)
     fail(ErrorCode::InvalidArgument, "--size tunes derived instances: leave out --instances (or compile without --size)");

@@ -4,6 +4,7 @@
 #include <climits>
 #include <map>
 #include <numeric>
+#include <vector>
 #include <tuple>
 
 #include "compile/union_find.hpp"
@@ -236,6 +237,52 @@ Allocation allocate_state(const LoweredProgram& p) {
   return a;
 }
 
+/// Deals a rank's local slots (`local`, in key order) over the blocks first .. first+over-1,
+/// among which the slots `comm` (sends and receives) are already assigned; returns how many of
+/// them took work. A chain of reductions into one destination (a reduce per peer, in turn)
+/// keeps its instances on the same blocks, so that each link of the chain follows the one
+/// before in program order instead of waiting across blocks. A chain starts on the blocks
+/// with the fewest chains, taken round robin from where the last chain ended, among those
+/// that have begun their communication before the chain's first link (or have none): on a
+/// block whose first send or receive comes later in program order the chain would run
+/// first and hold that communication up (with a channel per chunk, the reductions of the
+/// chunks of an MSCCL file's channel 0 before the sends of its channel 1).
+int32_t deal_locals(const LoweredProgram& p, const std::vector<int32_t>& local, const std::vector<int32_t>& comm,
+                    int32_t first, int32_t over, Allocation& a) {
+  std::vector<int64_t> begins(over, INT64_MIN);  // per position: the key of its first send or receive
+  for (int32_t s : comm) {
+    const LoweredSlot& ls = p.slots[s];
+    for (int32_t k = 0; k < ls.instances; ++k) {
+      const int32_t q = a.tb[a.inst_base[s] + k] - first;
+      if (q >= 0 && q < over) begins[q] = begins[q] == INT64_MIN ? ls.key : std::min(begins[q], ls.key);
+    }
+  }
+  std::map<std::pair<int32_t, int32_t>, std::vector<int32_t>> chains;  // destination -> positions
+  std::vector<int32_t> load(over, 0), order(over);
+  int32_t cursor = 0, top = 0;
+  for (int32_t s : local) {
+    const LoweredSlot& ls = p.slots[s];
+    auto [it, fresh] = chains.try_emplace(std::make_pair(static_cast<int32_t>(ls.dst.buffer), ls.dst.index));
+    if (fresh) {
+      std::iota(order.begin(), order.end(), 0);
+      auto rank_of = [&](int32_t q) { return std::make_tuple(begins[q] > ls.key, load[q], (q - cursor + over) % over); };
+      std::sort(order.begin(), order.end(), [&](int32_t x, int32_t y) { return rank_of(x) < rank_of(y); });
+      for (int32_t k = 0; k < std::min(ls.instances, over); ++k) {
+        it->second.push_back(order[k]);
+        ++load[order[k]];
+      }
+      cursor = (it->second.back() + 1) % over;
+    }
+    const std::vector<int32_t>& at = it->second;
+    for (int32_t k = 0; k < ls.instances; ++k) {
+      const int32_t q = k < static_cast<int32_t>(at.size()) ? at[k] : (at.front() + k) % over;
+      a.tb[a.inst_base[s] + k] = first + q;
+      top = std::max(top, q + 1);
+    }
+  }
+  return top;
+}
+
 /// Both directions of a connection to a peer on one block per instance. Local copies and
 /// reductions: with `mixed`, dealt round robin (each instance of a slot on a different block)
 /// over the communication blocks and `spare` more; otherwise on blocks of their own, or dealt
@@ -273,18 +320,7 @@ Allocation allocate_peer(const LoweredProgram& p, int32_t spare, bool mixed) {
       a.tbs_per_rank[r] = assign_per_group(p, rg, a);
       continue;
     }
-    // A chain of reductions into one destination (a reduce per peer, in turn) keeps its
-    // instances on the same blocks, so that each link of the chain follows the one before in
-    // program order instead of waiting across blocks; chains start where the last ended.
-    std::map<std::pair<int32_t, int32_t>, int32_t> chain_start;  // destination -> first position
-    int32_t cursor = 0;
-    for (int32_t s : local) {
-      const LoweredSlot& ls = p.slots[s];
-      auto [it, fresh] = chain_start.emplace(std::make_pair(static_cast<int32_t>(ls.dst.buffer), ls.dst.index), cursor);
-      if (fresh) cursor += ls.instances;
-      for (int32_t k = 0; k < ls.instances; ++k) a.tb[a.inst_base[s] + k] = first + (it->second + k) % over;
-    }
-    a.tbs_per_rank[r] = std::max(comm_tbs, first + std::min(over, cursor));
+    a.tbs_per_rank[r] = std::max(comm_tbs, first + deal_locals(p, local, mixed ? comm.slots : std::vector<int32_t>{}, first, over, a));
   }
   return a;
 }

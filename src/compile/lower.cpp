@@ -233,6 +233,11 @@ class Lowering {
     if (oa.instances != ob.instances || oa.channel != ob.channel) return -1;
     if (fuse_within_subpipeline_ && oa.sp != ob.sp) return -1;
     if (unit_len_[oa.unit] >= kMaxFusedChain) return -1;
+    // With a channel per chunk each send has a connection (and blocks) of its own: a reduction
+    // whose result other sends also forward stays apart from its first send, so that those
+    // sends wait for the reduction alone and not for it and a send in one primitive
+    // (ndv5-ar-4m's rrc 0<-1 and its sends to 1, 2 and 3, as the file has them).
+    if (chunk_channels_ && oa.kind == TransferOp::Reduce && sent_elsewhere(a, b)) return -1;
     // The fused slot runs on the block of b's connection, after what that connection
     // carried before. Under task-level execution a receive from another connection would
     // wait behind every micro-batch of those sends while its sender stalls on full staging
@@ -260,6 +265,21 @@ class Lowering {
       for (int32_t q : g_.preds_of(op_tasks_[i]))
         if (ops_[op_of_[q]].unit != oa.unit && order_[q] >= key) return -1;
     return a;
+  }
+
+  /// Whether what op `a` reduces is also sent to another rank by an op other than `b`.
+  bool sent_elsewhere(int32_t a, int32_t b) const {
+    const Op& oa = ops_[a];
+    for (int32_t i = oa.tasks_begin; i < oa.tasks_end; ++i) {
+      int32_t t = op_tasks_[i];
+      for (int32_t s : g_.succs_of(t))
+        for (const TaskEdge& e : g_.edges_to(s))
+          if (e.from == t && e.kind == DepKind::True && e.rank == oa.dst && op_of_[s] != b) {
+            const Op& os = ops_[op_of_[s]];
+            if (os.src != os.dst) return true;
+          }
+    }
+    return false;
   }
 
   /// rrs: what op `a` reduces is read by op `b` only and later overwritten by a copy.

@@ -113,6 +113,10 @@ void check_build_options(const BuildOptions& options) {
   check_allocator_name(options.compile.allocator);
 }
 
+bool compile_in_place(const PlanSource& source, bool in_place_asked) {
+  return in_place_asked && !(source.given && source.kind == SourceKind::MscclXml && !source.given->in_place);
+}
+
 BuiltPlan build_plan(const PlanSource& source, const Topology& topo, const BuildOptions& options) {
   BuiltPlan b;
   b.kind = source.kind;

@@ -70,6 +70,12 @@ struct PlanSource {
 /// or a structurally inconsistent plan file (naming the file and the JSON path).
 PlanSource load_source(const std::string& source, const Topology& topo, const SourceOptions& options = {});
 
+/// The buffer layout the command-line tools compile `source` for: in place unless asked
+/// otherwise, except that an MSCCL file imported for out-of-place buffers only (it does not
+/// declare in place, or `InPlace=0`) is compiled out of place too, so that its own schedule and
+/// the compiler's are compared, and chosen between, for the same buffers.
+bool compile_in_place(const PlanSource& source, bool in_place_asked);
+
 struct BuildOptions {
   /// scheduler "as-given" keeps an .xml file's own schedule; fifo_depth is the deadlock
   /// check's for every kind. A plan file ignores the rest (it is compiled already).

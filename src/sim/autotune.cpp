@@ -236,8 +236,14 @@ int32_t descend(Search& s, int32_t start, const Classes& classes, double toleran
   return cur;
 }
 
-/// Trials the rank allocator's seed may take (autotune).
+/// Trials the rank allocator's seed, and the seed of chunk channels with a peer allocator, may
+/// take each (autotune).
 constexpr int32_t kRankTrials = 16;
+
+/// Seeds with a fixed share of kRankTrials: few algorithms need them.
+bool fixed_share(const TuneTrial& seed) {
+  return seed.allocator == "rank" || (seed.channels == "chunk" && seed.allocator.rfind("peer", 0) == 0);
+}
 
 /// The seeds of a task-level scheduler's search besides its own shape: algorithm level in
 /// step order, chunk channels not aggregated with one instance each, the peer allocators at
@@ -325,14 +331,14 @@ TuneResult autotune(const Algorithm& algo, const Topology& topo, const CompileOp
     const Classes classes = classes_of(algo, topo);
     // Each seed as it is and, when that is over the budget, scaled down until it fits.
     // Every seed gets an equal share of the trials, so that a long descent from one does not
-    // leave the others unexplored; the rank allocator's seed, which few algorithms need, a
-    // fixed share of kRankTrials.
+    // leave the others unexplored; the rank allocator's seed and the chunk-channel peer
+    // seed, which few algorithms need, a fixed share of kRankTrials each.
     int32_t ranked = 0;
-    for (const TuneTrial& seed : seeds) ranked += seed.allocator == "rank";
+    for (const TuneTrial& seed : seeds) ranked += fixed_share(seed);
     const int32_t main_seeds = std::max<int32_t>(1, static_cast<int32_t>(seeds.size()) - ranked);
     const int32_t share = std::max<int32_t>(2, (o.max_trials - s.count() - ranked * kRankTrials) / main_seeds);
     for (const TuneTrial& seed : seeds) {
-      s.set_limit(s.count() + (seed.allocator == "rank" ? kRankTrials : share));
+      s.set_limit(s.count() + (fixed_share(seed) ? kRankTrials : share));
       const int32_t at = s.trial(seed);
       int32_t best = descend(s, at, classes, o.tolerance);
       if (!s.at(at).error.empty()) {

@@ -45,7 +45,7 @@ struct TuneOptions {
   int32_t max_tbs = 0;
   SimOptions sim;          ///< how variants are simulated (bytes is set from `bytes`)
   double tolerance = 0.0;  ///< variants this close to the fastest (a fraction) count as as fast
-  int32_t max_trials = 176; ///< variants compiled at most
+  int32_t max_trials = 192; ///< variants compiled at most
   /// Largest plan tuned: past this many slots (all ranks) the derived plan is taken as it
   /// is (1,024-GPU HM AllReduce has 4.6 million; simulating it takes a minute).
   int64_t max_slots = 200'000;

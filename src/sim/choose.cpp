@@ -6,6 +6,42 @@
 
 namespace weft::sim {
 
+namespace {
+
+/// How candidate `other` (called `name`) compares with the winner `w`: how much slower it is,
+/// or that it ties (with how a tie is settled when `settle`).
+std::string against(const ScheduleCandidate& w, const ScheduleCandidate& other, const std::string& name, bool next,
+                    bool settle) {
+  if (other.time_us <= w.time_us * (1 + 1e-9))
+    return text::format("; %s is as fast with %d%s", name.c_str(), other.tbs,
+                        settle ? " (a tie goes to fewer blocks, then to the one listed first)" : "");
+  return text::format("; %s%s, %.1f us with %d (%.1f%% slower)", next ? "the next, " : "", name.c_str(), other.time_us,
+                      other.tbs, 100.0 * (other.time_us / w.time_us - 1));
+}
+
+/// Why candidate `best` was chosen: its figures, the runner-up's, and the given schedule's
+/// where it is neither.
+std::string explain(const std::vector<ScheduleCandidate>& cs, int32_t best, uint64_t bytes, int32_t max_tbs) {
+  const ScheduleCandidate& w = cs[best];
+  int32_t second = -1, given = -1;
+  for (int32_t i = 0; i < static_cast<int32_t>(cs.size()); ++i) {
+    if (i == best || !cs[i].error.empty()) continue;
+    if (second < 0 || cs[i].time_us < cs[second].time_us) second = i;
+    if (cs[i].scheduler == "as-given") given = i;
+  }
+  std::string why = text::format("%s runs %.1f us (%.1f GB/s busbw) with %d thread blocks per rank at %llu bytes",
+                                 w.scheduler.c_str(), w.time_us, w.busbw_GBps, w.tbs, static_cast<unsigned long long>(bytes));
+  auto name = [&](int32_t i) { return cs[i].scheduler + (i == given ? " (the file's own schedule)" : ""); };
+  if (second >= 0) why += against(w, cs[second], name(second), true, true);
+  if (given >= 0 && given != second)
+    why += against(w, cs[given], name(given), false, second < 0 || cs[second].time_us > w.time_us * (1 + 1e-9));
+  why += text::format(" (%zu candidates, simulated%s)", cs.size(),
+                      max_tbs > 0 ? text::format(", at most %d thread blocks per rank", max_tbs).c_str() : "");
+  return why;
+}
+
+}  // namespace
+
 std::vector<std::string> auto_schedulers(bool has_given) {
   std::vector<std::string> s;
   for (std::string_view n : scheduler_names()) s.emplace_back(n);
@@ -69,19 +105,7 @@ ScheduleChoice choose_schedule(const Algorithm& algo, const Plan* given, const T
     out.compiled = std::move(best_tune->result);
     out.plan = out.compiled->plan;
   }
-  // Why: against the runner-up.
-  int32_t second = -1;
-  for (int32_t i = 0; i < static_cast<int32_t>(out.candidates.size()); ++i)
-    if (i != best && out.candidates[i].error.empty() && (second < 0 || out.candidates[i].time_us < out.candidates[second].time_us))
-      second = i;
-  out.reason = text::format("%s runs %.1f us (%.1f GB/s busbw) with %d thread blocks per rank at %llu bytes", w.scheduler.c_str(),
-                            w.time_us, w.busbw_GBps, w.tbs, static_cast<unsigned long long>(options.bytes));
-  if (second >= 0) {
-    const ScheduleCandidate& s = out.candidates[second];
-    out.reason += text::format("; the next, %s, %.1f us with %d", s.scheduler.c_str(), s.time_us, s.tbs);
-  }
-  out.reason += text::format(" (%zu candidates, simulated%s)", out.candidates.size(),
-                             out.max_tbs > 0 ? text::format(", at most %d thread blocks per rank", out.max_tbs).c_str() : "");
+  out.reason = explain(out.candidates, best, options.bytes, out.max_tbs);
   return out;
 }
 

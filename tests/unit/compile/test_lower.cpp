@@ -53,6 +53,32 @@ TEST(Lower, ForwardedChunksFuse) {
   EXPECT_EQ(compile(test::ring_allreduce(4), test::a100(1, 4), o).fused_primitives, 0);
 }
 
+TEST(Lower, WithAChannelPerChunkAReductionThatFansOutDoesNotFuseWithASend) {
+  // AllReduce on 4 ranks: rank c reduces chunk c from c+1, c+2 and c+3 in turn, then sends
+  // the sum to its 3 peers (ndv5-ar-4m's shape within a node). With a channel per chunk, in
+  // step order as the tuner takes it, c's last reduction stays a receive-reduce (rrc) and
+  // the 3 sends wait for it alone (docs/compile.md, "Fusion"); fused, it would be an rrcs
+  // (4 of them, and 20 sends instead of 24).
+  Algorithm a = test::resccl("reduce_then_fan_out", Collective::AllReduce, 4);
+  for (int c = 0; c < 4; ++c) {
+    for (int h = 1; h < 4; ++h) test::transfer(a, (c + h) % 4, c, h - 1, c, true);
+    for (int d = 1; d < 4; ++d) test::transfer(a, c, (c + d) % 4, 3, c, false);
+  }
+  CompileOptions o = opts("hpds");
+  o.channels = "chunk";
+  o.aggregate = false;
+  o.step_order = true;
+  const CompileResult r = compile(a, test::a100(1, 4), o);
+  auto n = count_primitives(r.plan);
+  EXPECT_EQ(n[Primitive::RecvReduceCopySend], 0);
+  EXPECT_EQ(n[Primitive::RecvReduceCopy], 12);
+  EXPECT_EQ(n[Primitive::Send], 4 * 6);
+  for (int32_t lane = 0; lane < plan_lanes(r.plan); ++lane) {
+    VerifyResult v = verify(replay_plan(r.plan, lane));
+    EXPECT_TRUE(v.ok) << "lane " << lane << ": " << (v.errors.empty() ? "" : v.errors[0]);
+  }
+}
+
 TEST(Lower, StepOrderRunsARingAsOneChainPerChunkStartingWithEachRanksOwnSend) {
   // In step order a chunk's chain may come back to a rank: the final sum fuses with the
   // first AllGather hop (rrcs), as in NCCL's ring, and every rank's one thread block per

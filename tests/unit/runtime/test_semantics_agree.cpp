@@ -126,7 +126,7 @@ TEST(SemanticsAgree, OwnMscclSchedulesAsGiven) {
   // The hand-written ring forwards with rrs before it drains its first receive: with one
   // staging slot per connection every gpu waits for the next one.
   EXPECT_EQ(expect_msccl_schedules_agree(test::own_msccl_dir() + "/hand", {"ring_allreduce_2ch.xml"}), 8);
-  EXPECT_EQ(expect_msccl_schedules_agree(test::own_msccl_dir() + "/exported"), 6);
+  EXPECT_EQ(expect_msccl_schedules_agree(test::own_msccl_dir() + "/exported"), 8);
 }
 
 /// A random plan of 2 or 3 ranks, 1 or 2 thread blocks per rank, 0 to 2 connections per

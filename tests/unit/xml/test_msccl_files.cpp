@@ -79,6 +79,8 @@ const MscclFile kOwn[] = {
     {"exported", "alltoall_direct_4.xml", "h200-1x4", A2A, "Simple", true, 224, 224, 168, 0, 174, 2, 50, false},
     {"exported", "chain_broadcast_4.xml", "h200-1x4", BC, "Simple", true, 76, 76, 0, 0, 228, 3, 19, false},
     {"exported", "allpairs_allreduce_4_ll.xml", "h200-1x4", AR, "LL", true, 140, 140, 140, 0, 228, 5, 47, false},
+    {"exported", "allpairs_allreduce_2_oop.xml", "h200-1x2", AR, "Simple", false, 32, 32, 32, 0, 96, 3, 40, false},
+    {"exported", "ring_allgather_2_oop.xml", "h200-1x2", AG, "Simple", false, 16, 32, 0, 0, 48, 1, 40, false},
 };
 
 int gpus_of(const char* topology) {

@@ -28,6 +28,7 @@ struct Exported {
   const char* builtin;   ///< algorithm name (algorithms/*.rccl)
   const char* topology;  ///< its gpus are the ranks
   const char* protocol;
+  bool in_place = true;  ///< false: compiled for distinct input and output buffers
 };
 
 const Exported kExported[] = {
@@ -37,15 +38,21 @@ const Exported kExported[] = {
     {"alltoall_direct_4.xml", "alltoall_direct", "h200-1x4", "Simple"},
     {"chain_broadcast_4.xml", "chain_broadcast", "h200-1x4", "Simple"},
     {"allpairs_allreduce_4_ll.xml", "allpairs_allreduce", "h200-1x4", "LL"},
+    // 2 GPUs: the as-given side of a 2-GPU round (docs/scheduling.md, "On the GPU").
+    // Out of place, as `weft bench` calls (nccl-tests' convention).
+    {"allpairs_allreduce_2_oop.xml", "allpairs_allreduce", "h200-1x2", "Simple", false},
+    {"ring_allgather_2_oop.xml", "ring_allgather", "h200-1x2", "Simple", false},
 };
 
-/// The built-in compiled for the topology (hpds, in place, defaults otherwise) and exported.
+/// The built-in compiled for the topology (hpds, in place unless the entry says not, defaults
+/// otherwise) and exported.
 std::string export_builtin(const Exported& e) {
   Topology topo = topology_preset(e.topology);
   const int32_t ranks = topo.nodes * topo.gpus_per_node;
   Algorithm a = load_algorithm(e.builtin, {{"nRanks", std::to_string(ranks)}});
   CompileOptions o;
   o.protocol = e.protocol;
+  o.in_place = e.in_place;
   o.keep_graph = false;
   return export_msccl(compile(a, topo, o).plan);
 }
