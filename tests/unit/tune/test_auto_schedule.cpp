@@ -78,6 +78,15 @@ TEST(AutoSchedule, TheFilesOwnScheduleWinsSmallCallsAndHpdsLargeOnes) {
   EXPECT_EQ(large.plan.scheduler, again.scheduler);
 }
 
+TEST(AutoSchedule, InPlaceCallsOfAnOutOfPlaceFileTakeTheCompilersSchedules) {
+  const AutoChoice ch = choose_auto_schedule(Collective::AllReduce, 2, kFile, "LL", 1, true, 0, 4, "state", {}, KiB, 32 * KiB);
+  EXPECT_NE(ch.scheduler, "as-given");
+  EXPECT_TRUE(ch.plan.in_place);
+  ASSERT_EQ(ch.candidates.back().scheduler, "as-given");
+  EXPECT_NE(ch.candidates.back().error.find("compiles only for out-of-place buffers"), std::string::npos);
+  EXPECT_NE(ch.reason.find("(5 of 6 candidates"), std::string::npos) << ch.reason;
+}
+
 TEST(AutoSchedule, ASourceForAnotherCollectiveIsRefusedNamingIt) {
   try {
     choose_auto_schedule(Collective::AllGather, 2, kFile, "Simple", 1, false, 0, 4, "state", {}, MiB, 512 * KiB);
