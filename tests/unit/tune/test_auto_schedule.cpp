@@ -7,6 +7,8 @@
 #include <string>
 
 #include "cli_run.hpp"
+#include "exec/plan_check.hpp"
+#include "exec/plan_lowering.hpp"
 #include "plan/auto_schedule.hpp"
 #include "plan/plan_source.hpp"
 #include "scoped_env.hpp"
@@ -72,6 +74,10 @@ TEST(AutoSchedule, TheFilesOwnScheduleWinsSmallCallsAndHpdsLargeOnes) {
   expect_fastest(large);
   EXPECT_EQ(large.scheduler, "hpds") << large.reason;
   EXPECT_EQ(large.bytes, 64 * MiB);  // 40 MiB falls in the bucket chosen at 64 MiB
+  // Both pass what every plan passes before upload: lowering (32 connections per pair, the
+  // default WEFT_CONNECTIONS) and the emulator against the host reference.
+  EXPECT_NO_THROW(check_plan_on_emulator(lower_plan(small.plan, 2, 32), 4, exec::kLL));
+  EXPECT_NO_THROW(check_plan_on_emulator(lower_plan(large.plan, 2, 32), 4, exec::kSimple));
   // The plan is the one make_plan builds with the chosen scheduler.
   const Plan again = make_plan(Collective::AllReduce, 2, kFile, "Simple", 24, false, 0, 4, "hpds", "state");
   EXPECT_EQ(large.plan.max_tbs_per_rank(), again.max_tbs_per_rank());
