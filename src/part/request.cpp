@@ -38,6 +38,14 @@ RequestDesc peer_desc(const RequestDesc& d, const MailMessage& m) {
 
 }  // namespace
 
+uint64_t* alloc_started_cell(ContextImpl& ctx) {
+  auto* cell = static_cast<uint64_t*>(ctx.alloc_device(kCellWords * sizeof(uint64_t)));
+  uint64_t init[kCellWords];
+  for (uint32_t w = 0; w < kCellWords; ++w) init[w] = cell_initial(w);
+  ctx.write(cell, init, sizeof(init));
+  return cell;
+}
+
 RequestImpl::RequestImpl(ContextImpl& ctx, const RequestDesc& d, void* buf)
     : ctx_(ctx), st_(d, ctx.rank()), buf_(static_cast<char*>(buf)), tracing_(ctx.trace_epochs() > 0) {
   if (buf == nullptr) fail(ErrorCode::InvalidArgument, describe(d, ctx.rank()) + ": the buffer is null");
@@ -59,6 +67,7 @@ RequestImpl::RequestImpl(ContextImpl& ctx, const RequestDesc& d, void* buf)
     }
   } else {
     flags_ = static_cast<uint64_t*>(ctx_.alloc_device((kFlagFirst + d.partitions) * sizeof(uint64_t)));
+    cell_ = alloc_started_cell(ctx_);
   }
 }
 
@@ -73,6 +82,7 @@ RequestImpl::~RequestImpl() {
   ctx_.unmap(peer, reinterpret_cast<char*>(remote_flags_));
   ctx_.free_device(ctl_);
   ctx_.free_device(flags_);
+  ctx_.free_device(cell_);
   if (err_host_) cudaFreeHost(err_host_);
 }
 
@@ -461,6 +471,7 @@ PrecvDeviceHandle RequestImpl::recv_handle() {
   h.buf = buf_;
   h.flags = flags_;
   h.host = ctx_.words_device(host_index_);
+  h.cell = cell_;
   h.partitions = st_.desc().partitions;
   h.partition_bytes = st_.desc().partition_bytes();
   return h;
