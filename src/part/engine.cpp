@@ -95,6 +95,7 @@ void ProgressEngine::set_epoch(Job* job, uint64_t epoch, uint32_t threshold) {
   job->epoch = epoch;
   job->cursor = 0;
   job->signals = 0;
+  job->hold.reset();
   cv_.notify_all();
   // Nothing is in flight (settled above): the epoch is delivered when this many more have landed.
   job->done_target = job->completed.load(std::memory_order_relaxed) +
@@ -218,23 +219,26 @@ uint64_t ProgressEngine::retire(Job& j) {
   return landed;
 }
 
-uint64_t ProgressEngine::serve(Job& j) {
+uint64_t ProgressEngine::serve(Job& j, bool force) {
   uint64_t moved = retire(j);
   const uint64_t e = j.epoch;
   if (e == 0) return moved;
   const uint32_t transports = transport_partitions(j.desc.partitions, j.desc.threshold);
   while (j.cursor < transports && j.done[j.cursor] == e) ++j.cursor;
   // Runs of adjacent ready transport partitions, from the cursor on, each cut at kEngineChunkBytes.
+  const size_t room = kEngineInflight - std::min<size_t>(j.inflight.size(), kEngineInflight);
+  j.runs.clear();
   std::optional<TransportRun> run;
+  uint64_t ready = j.cursor;  // ready or taken in this epoch
+  bool rest_ready = true;     // every transport partition from the cursor on is
   auto close = [&] {
-    if (run && j.inflight.size() < kEngineInflight) {
-      post(j, *run);
-      moved += run->count;
-    }
+    if (run && j.runs.size() < room) j.runs.push_back(*run);
     run.reset();
   };
-  for (uint32_t t = j.cursor; t < transports && j.inflight.size() < kEngineInflight; ++t) {
+  uint32_t t = j.cursor;
+  for (; t < transports && j.runs.size() < room; ++t) {
     if (j.done[t] == e) {
+      ++ready;
       close();
       continue;
     }
@@ -244,12 +248,14 @@ uint64_t ProgressEngine::serve(Job& j) {
         bool pending = false;
         plan_transport_put(j.desc, t, v, e, &pending);  // throws, naming the value
       }
+      rest_ready = false;
       close();
       continue;
     }
     bool pending = false;
     const TransportPut p = plan_transport_put(j.desc, t, v, e, &pending);  // checks the range
     if (!pending) continue;
+    ++ready;
     if (run && run->first + run->count == t && run->bytes + p.bytes <= kEngineChunkBytes) {
       ++run->count;
       run->bytes += p.bytes;
@@ -259,6 +265,15 @@ uint64_t ProgressEngine::serve(Job& j) {
     }
   }
   close();
+  if (j.runs.empty()) return moved;
+  const bool all = force || (rest_ready && t == transports) || j.runs.size() >= room ||
+                   j.hold.post(ready, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                          Clock::now().time_since_epoch()).count());
+  for (const TransportRun& r : j.runs)
+    if (all || r.bytes >= kEngineEagerBytes) {
+      post(j, r);
+      moved += r.count;
+    }
   return moved;
 }
 
@@ -306,7 +321,11 @@ void ProgressEngine::drain(J& j, bool take) {
   for (;;) {
     if (progress_) progress_();
     if constexpr (std::is_same_v<J, Job>) j.endpoint->progress();
-    const uint64_t moved = take ? serve(j) : retire(j);
+    uint64_t moved = 0;
+    if constexpr (std::is_same_v<J, Job>)
+      moved = take ? serve(j, true) : retire(j);
+    else
+      moved = take ? serve(j) : retire(j);
     if (j.inflight.empty() && moved == 0) return;
     if (Clock::now() > end)
       fail(ErrorCode::Timeout, j.desc.who + ": " + std::to_string(j.inflight.size()) +

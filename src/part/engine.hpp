@@ -90,6 +90,8 @@ class ProgressEngine {
     uint32_t cursor = 0;                  ///< every transport partition below it is taken
     uint32_t signals = 0;                 ///< staged: ring slots used in this epoch
     std::deque<Op> inflight;
+    RunHold hold;                         ///< short runs wait while more becomes ready
+    std::vector<TransportRun> runs;       ///< a pass's runs (kept: no allocation per pass)
     std::atomic<uint64_t> completed{0};   ///< transport partitions delivered (landed), all epochs
     /// The request's done word (weft/part/common.hpp kWordDone; null: none): the engine stores
     /// the epoch there once `completed` reaches done_target (every transport partition of the
@@ -165,7 +167,8 @@ class ProgressEngine {
   static constexpr uint32_t kIdlePasses = 1u << 16;
   void record(ErrorCode code, const std::string& what);
   /// One pass over one job (never waits); returns the transport partitions it moved on.
-  uint64_t serve(Job& j);
+  /// `force`: post every ready run now (no hold: finish_epoch's drain).
+  uint64_t serve(Job& j, bool force = false);
   uint64_t serve(RecvJob& j);
   /// Advances the transfers in flight; returns the transport partitions that landed.
   uint64_t retire(Job& j);
