@@ -11,7 +11,7 @@
 #include "util/text.hpp"
 #include "plan/algorithms.hpp"
 #include "plan/plan_source.hpp"
-#include "plan/auto_schedule.hpp"
+#include "tune/auto_schedule.hpp"
 #include "util/log.hpp"
 #include "sim/call_model.hpp"
 #include "util/config.hpp"
@@ -72,7 +72,7 @@ Prediction BenchPredictor::predict(Collective c, uint64_t bytes, bool trace) {
       const algo::Algorithm& a = algo::registry().at(d.algorithm);
       const std::string proto(algo::to_string(d.protocol));
       Plan plan;
-      if (a.auto_schedule()) {  // as the communicator chooses, per size bucket (plan/auto_schedule.hpp)
+      if (a.auto_schedule()) {  // as the communicator chooses, per size bucket (tune/auto_schedule.hpp)
         AutoChoice ch = choose_auto_schedule(c, ranks_, a.name(), proto, d.instances, false, 0, depth, a.allocator(),
                                              node_of_rank, bytes, ll ? decider_->shape().ll_slot_bytes / 2
                                                                      : decider_->shape().slot_bytes);

@@ -28,7 +28,7 @@ struct Prediction {
   std::optional<sim::SimReport> report;  ///< the simulated plan's run (none for the one-shot kernel)
   std::string plan;                      ///< what the selection chose, as `weft bench` names it
   int oneshot_blocks = 0;                ///< the one-shot kernel's thread blocks (a plan's are in the report)
-  std::string schedule_why;              ///< scheduler auto: which schedule it chose and why (plan/auto_schedule.hpp)
+  std::string schedule_why;              ///< scheduler auto: which schedule it chose and why (tune/auto_schedule.hpp)
 };
 
 class BenchPredictor {

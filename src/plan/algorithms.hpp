@@ -12,7 +12,7 @@
 //   4   chain     Interpreter         hand-built
 //   5.. a source  Interpreter         compiled by the plan builder (plan/builder.hpp): an
 //                                     algorithm of algorithms/, dsl:NAME or a file, with a
-//                                     scheduler (or "auto": plan/auto_schedule.hpp) and
+//                                     scheduler (or "auto": tune/auto_schedule.hpp) and
 //                                     allocator
 //
 // A plan algorithm runs on the interpreter or on a kernel generated for the plan
@@ -136,7 +136,7 @@ class Algorithm {
   /// Compiled sources: the compiler's scheduler and allocator; empty for the others.
   const std::string& scheduler() const { return scheduler_; }
   const std::string& allocator() const { return allocator_; }
-  /// Scheduler "auto": the schedule is chosen per size bucket (plan/auto_schedule.hpp).
+  /// Scheduler "auto": the schedule is chosen per size bucket (tune/auto_schedule.hpp).
   bool auto_schedule() const { return auto_; }
   const Limits& limits() const { return limits_; }
 
@@ -229,7 +229,7 @@ constexpr int oneshot_blocks(uint64_t peer_bytes) {
   return static_cast<int>(b < 1 ? 1 : b > exec::kOneShotBlocks ? exec::kOneShotBlocks : b);
 }
 
-/// Scheduler "auto" (plan/auto_schedule.hpp): a call of `bytes` falls in size bucket
+/// Scheduler "auto" (tune/auto_schedule.hpp): a call of `bytes` falls in size bucket
 /// ceil(log2(bytes)), at least kAutoMinBucket (every call of at most 4 KiB shares one bucket)
 /// and at most kAutoMaxBucket.
 inline constexpr int kAutoMinBucket = 12, kAutoMaxBucket = 40;

@@ -21,7 +21,7 @@
 #include "tune/net_selection.hpp"
 #include "exec/plan_check.hpp"
 #include "plan/plan_source.hpp"
-#include "plan/auto_schedule.hpp"
+#include "tune/auto_schedule.hpp"
 #include "util/cuda_check.hpp"
 #include "exec/executor.hpp"
 #include "bootstrap/host_identity.hpp"

@@ -222,7 +222,7 @@ struct PlanKey {
   bool in_place = false;
   int32_t instances = 1;
   int32_t root = 0;  ///< Broadcast and Reduce; 0 for the others
-  int8_t bucket = 0;  ///< scheduler "auto": the call's size bucket (plan/auto_schedule.hpp); 0 for the others
+  int8_t bucket = 0;  ///< scheduler "auto": the call's size bucket (tune/auto_schedule.hpp); 0 for the others
   bool operator==(const PlanKey&) const = default;
 };
 struct PlanKeyHash {

@@ -1,4 +1,4 @@
-// Scheduler "auto" in the runtime (plan/auto_schedule.hpp): the size buckets, the choice on
+// Scheduler "auto" in the runtime (tune/auto_schedule.hpp): the size buckets, the choice on
 // a file of weft's own fixtures where the file's own schedule wins small calls and HPDS
 // large ones, the plan key that keeps one plan per bucket, WEFT_SCHEDULER, a selection row
 // naming "auto", and `weft bench --predict` saying what it chose.
@@ -9,7 +9,7 @@
 #include "cli_run.hpp"
 #include "exec/plan_check.hpp"
 #include "exec/plan_lowering.hpp"
-#include "plan/auto_schedule.hpp"
+#include "tune/auto_schedule.hpp"
 #include "plan/plan_source.hpp"
 #include "scoped_env.hpp"
 #include "tune/decide.hpp"

@@ -1,4 +1,4 @@
-#include "plan/auto_schedule.hpp"
+#include "tune/auto_schedule.hpp"
 
 #include "compile/schedule.hpp"
 #include "plan/builder.hpp"
