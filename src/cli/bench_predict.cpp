@@ -82,9 +82,7 @@ Prediction BenchPredictor::predict(Collective c, uint64_t bytes, bool trace) {
       o.microbatch_bytes = std::min(it->second->runtime_microbatch_bytes(o.staging_slot_bytes), d.microbatch_bytes);
     }
     o.fifo_depth = depth;
-    o.ll = ll;
-    o.whole_messages = !ll;
-    o.extra_alpha_us = ll ? 0.0 : sim::kCallCosts.simple_alpha_extra_us;
+    sim::set_runtime_protocol(o, ll);
     o.trace = trace;
     p.report = it->second->run(o);
     p.us = p.report->time_us + sim::call_overhead_us(graph_);

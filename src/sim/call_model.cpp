@@ -1,10 +1,71 @@
 #include "sim/call_model.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "plan/algorithms.hpp"
+#include "sim/simulator.hpp"
+#include "util/error.hpp"
+#include "util/text.hpp"
 
 namespace weft::sim {
+
+namespace {
+
+CallCosts& current() {
+  static CallCosts k = kCallCosts;
+  return k;
+}
+
+struct Field {
+  const char* name;
+  double CallCosts::*member;
+  double lo, hi;
+};
+
+constexpr Field kFields[] = {
+    {"launch_us", &CallCosts::launch_us, 0, 1e6},
+    {"graph_launch_us", &CallCosts::graph_launch_us, 0, 1e6},
+    {"oneshot_exchange_us", &CallCosts::oneshot_exchange_us, 0, 1e6},
+    {"oneshot_GBps", &CallCosts::oneshot_GBps, 0.001, 1e6},
+    {"ll_latency_scale", &CallCosts::ll_latency_scale, 0.001, 1000},
+    {"ll_rate_scale", &CallCosts::ll_rate_scale, 0.001, 1000},
+    {"simple_alpha_extra_us", &CallCosts::simple_alpha_extra_us, 0, 1e6},
+    {"simple_rate_scale", &CallCosts::simple_rate_scale, 0.001, 1000},
+};
+
+}  // namespace
+
+const CallCosts& call_costs() { return current(); }
+
+void set_call_costs(const CallCosts& k) { current() = k; }
+
+CallCosts with_call_cost_overrides(CallCosts base, const std::map<std::string, std::string>& overrides) {
+  for (const auto& [name, value] : overrides) {
+    const Field* f = nullptr;
+    for (const Field& x : kFields)
+      if (name == x.name) f = &x;
+    if (!f) {
+      std::string names;
+      for (const Field& x : kFields) names += std::string(names.empty() ? "" : ", ") + x.name;
+      fail(ErrorCode::InvalidArgument, "unknown call cost '" + name + "' (known: " + names + ")");
+    }
+    char* end = nullptr;
+    const double v = std::strtod(value.c_str(), &end);
+    if (value.empty() || *end != '\0' || !(v >= f->lo && v <= f->hi))
+      fail(ErrorCode::InvalidArgument,
+           text::format("call cost %s=%s: wants a number from %g to %g", name.c_str(), value.c_str(), f->lo, f->hi));
+    base.*(f->member) = v;
+  }
+  return base;
+}
+
+void set_runtime_protocol(SimOptions& o, bool ll, const CallCosts& k) {
+  o.ll = ll;
+  o.whole_messages = !ll;
+  o.extra_alpha_us = ll ? 0.0 : k.simple_alpha_extra_us;
+  o.rate_scale = ll ? 1.0 : k.simple_rate_scale;
+}
 
 double call_overhead_us(bool graph, const CallCosts& k) { return graph ? k.graph_launch_us : k.launch_us; }
 

@@ -9,10 +9,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <string>
 
 #include "ir/algorithm.hpp"
 
 namespace weft::sim {
+
+struct SimOptions;
 
 /// Measured figures (docs/cost-model.md, "Small messages", says where each comes from).
 struct CallCosts {
@@ -39,12 +43,30 @@ struct CallCosts {
   /// ("Small messages"): AllReduce of 1 MiB (17.6 us per plain call) and the three
   /// collectives at 256 MiB and 1 GiB, all within 8.1% with 2.0 (1.3: 14%, 2.5: 9.6%).
   double simple_alpha_extra_us = 2.0;
+  /// Simple plans as the runtime runs them: a thread block's rate over the presets'
+  /// tb_copy_GBps (the 'ideal' figure the compiler and `weft simulate` keep).
+  double simple_rate_scale = 1.0;
 };
 
 inline constexpr CallCosts kCallCosts{};
 
+/// The figures the simulator's runtime model uses in this process: kCallCosts unless
+/// set_call_costs() replaced them (`weft tune --call-cost`, the calibration's fit).
+const CallCosts& call_costs();
+void set_call_costs(const CallCosts& k);
+
+/// `base` with the named figures replaced (name=value, the field names above). An unknown name
+/// or a value outside its bounds (times 0 to 1e6 us, rates 0.001 to 1e6 GB/s, scales 0.001
+/// to 1000) is InvalidArgument naming it.
+CallCosts with_call_cost_overrides(CallCosts base, const std::map<std::string, std::string>& overrides);
+
+/// Sets `o` to run a plan as the runtime's protocol does (docs/cost-model.md, "Small
+/// messages"): LL's scaled hops, or Simple's whole messages and extra alpha. LL128 is
+/// modelled as Simple.
+void set_runtime_protocol(SimOptions& o, bool ll, const CallCosts& k = call_costs());
+
 /// The launch a call pays on top of its kernel's time.
-double call_overhead_us(bool graph, const CallCosts& k = kCallCosts);
+double call_overhead_us(bool graph, const CallCosts& k = call_costs());
 
 /// Whether the runtime's one-shot kernel can carry this call on one node: the algorithm
 /// registry's oneshot answers (plan/algorithms.hpp; AllReduce, AllGather or ReduceScatter,
@@ -54,6 +76,6 @@ bool oneshot_carries(Collective c, uint64_t bytes, int32_t ranks);
 
 /// The one-shot kernel's time per call, launch included, for `bytes` (nccl-tests' size):
 /// launch + exchange + 2 x (ranks - 1) x bytes per peer / oneshot_GBps.
-double oneshot_time_us(Collective c, uint64_t bytes, int32_t ranks, bool graph, const CallCosts& k = kCallCosts);
+double oneshot_time_us(Collective c, uint64_t bytes, int32_t ranks, bool graph, const CallCosts& k = call_costs());
 
 }  // namespace weft::sim

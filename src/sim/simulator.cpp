@@ -87,10 +87,13 @@ SimReport Simulator::run(const SimOptions& options) const {
   if (!(options.extra_alpha_us >= 0 && options.extra_alpha_us <= 1e6))
     fail(ErrorCode::InvalidArgument, text::format("extra alpha %g us is out of range [0, 1e6]", options.extra_alpha_us));
   cost.alpha_us += options.extra_alpha_us;
+  if (!(options.rate_scale >= 0.001 && options.rate_scale <= 1000))
+    fail(ErrorCode::InvalidArgument, text::format("rate scale %g is out of range [0.001, 1000]", options.rate_scale));
+  ep.rate_scale = options.rate_scale;
   if (options.ll) {
-    ep.latency_scale = kCallCosts.ll_latency_scale;
-    ep.rate_scale = kCallCosts.ll_rate_scale;
-    cost.alpha_us *= kCallCosts.ll_latency_scale;
+    ep.latency_scale = call_costs().ll_latency_scale;
+    ep.rate_scale = call_costs().ll_rate_scale;
+    cost.alpha_us *= call_costs().ll_latency_scale;
   }
   auto t0 = std::chrono::steady_clock::now();
   run_engine(prog, cost, ep, r);

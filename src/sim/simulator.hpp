@@ -38,6 +38,9 @@ struct SimOptions {
   bool whole_messages = false;
   /// Added to every invocation's alpha (the runtime's Simple invocation: CallCosts::simple_alpha_extra_us).
   double extra_alpha_us = 0;
+  /// Thread blocks' per-block rates x this (the runtime's Simple blocks: CallCosts::simple_rate_scale);
+  /// LL runs use ll_rate_scale instead.
+  double rate_scale = 1;
   bool trace = false;                   ///< record spans for a Chrome trace
   /// Record when each slot first began to work and last finished (SimReport::slot_first_us,
   /// slot_last_us): the timeline the tuner merges thread blocks on (sim/autotune.hpp).

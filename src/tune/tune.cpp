@@ -10,6 +10,7 @@
 #include "lang/load.hpp"
 #include "plan/builder.hpp"
 #include "plan/hand_built.hpp"
+#include "sim/call_model.hpp"
 #include "plan/plan_source.hpp"
 #include "tune/selection.hpp"
 #include "sim/simulator.hpp"
@@ -393,7 +394,9 @@ Times simulate_times(Collective c, int nranks, const std::vector<Candidate>& can
           so.runtime_microbatch = false;
           so.microbatch_bytes = std::min(simulator.runtime_microbatch_bytes(slot), ch.microbatch_bytes);
         }
-        times[i][s] = simulator.run(so).time_us;
+        // As `weft tune` times a call on GPUs: the runtime's protocol and the launch.
+        sim::set_runtime_protocol(so, ch.protocol == "LL");
+        times[i][s] = simulator.run(so).time_us + sim::call_overhead_us(false);
         progress.timed(i, k, s, sizes[s], times[i][s]);
       }
     } catch (const Error& e) {
