@@ -148,9 +148,8 @@ struct UcxTransport::Impl {
   ~Impl() {
     if (api == nullptr) return;
     for (ucp_rkey_h k : rkeys) api->rkey_destroy(k);
-    if (lanes && stalled) lanes->close(true);
-    lanes.reset();  // stops their threads, closes their endpoints
-    if (worker != nullptr) close_all(false);
+    if (worker != nullptr) close_all(false);  // the lanes' threads and endpoints first, then this worker's
+    lanes.reset();
     rx.reset();  // after the endpoints closed: peers' closing flushes need its progress until then
     for (ucp_mem_h h : memories) api->mem_unmap(context, h);
     if (worker != nullptr) api->worker_destroy(worker);

@@ -8,11 +8,21 @@ namespace weft::sim {
 
 namespace {
 
+/// Simulated times within this fraction of each other tie (sums differ in their last bits).
+constexpr double kTie = 1e-9;
+
+bool as_fast(double t, double best) { return t <= best * (1 + kTie); }
+
+/// Whether `c` beats `b`: faster, or as fast with fewer thread blocks per rank.
+bool beats(const ScheduleCandidate& c, const ScheduleCandidate& b) {
+  return c.time_us < b.time_us * (1 - kTie) || (as_fast(c.time_us, b.time_us) && c.tbs < b.tbs);
+}
+
 /// How candidate `other` (called `name`) compares with the winner `w`: how much slower it is,
 /// or that it ties (with how a tie is settled when `settle`).
 std::string against(const ScheduleCandidate& w, const ScheduleCandidate& other, const std::string& name, bool next,
                     bool settle) {
-  if (other.time_us <= w.time_us * (1 + 1e-9))
+  if (as_fast(other.time_us, w.time_us))
     return text::format("; %s is as fast with %d%s", name.c_str(), other.tbs,
                         settle ? " (a tie goes to fewer blocks, then to the one listed first)" : "");
   return text::format("; %s%s, %.1f us with %d (%.1f%% slower)", next ? "the next, " : "", name.c_str(), other.time_us,
@@ -34,7 +44,7 @@ std::string explain(const std::vector<ScheduleCandidate>& cs, int32_t best, uint
   auto name = [&](int32_t i) { return cs[i].scheduler + (i == given ? " (the file's own schedule)" : ""); };
   if (second >= 0) why += against(w, cs[second], name(second), true, true);
   if (given >= 0 && given != second)
-    why += against(w, cs[given], name(given), false, second < 0 || cs[second].time_us > w.time_us * (1 + 1e-9));
+    why += against(w, cs[given], name(given), false, second < 0 || !as_fast(cs[second].time_us, w.time_us));
   why += text::format(" (%zu candidates, simulated%s)", cs.size(),
                       max_tbs > 0 ? text::format(", at most %d thread blocks per rank", max_tbs).c_str() : "");
   return why;
@@ -76,9 +86,7 @@ ScheduleChoice choose_schedule(const Algorithm& algo, const Plan* given, const T
         const TuneTrial& tr = t.trials[t.chosen];
         c.time_us = tr.time_us, c.busbw_GBps = tr.busbw_GBps, c.tb_idle_mean = tr.tb_idle_mean, c.tbs = tr.tbs;
         c.variant = tr.label;
-        if (best < 0 || c.time_us < out.candidates[best].time_us * (1 - 1e-9) ||
-            (c.time_us <= out.candidates[best].time_us * (1 + 1e-9) && c.tbs < out.candidates[best].tbs))
-          best_tune = std::move(t);
+        if (best < 0 || beats(c, out.candidates[best])) best_tune = std::move(t);
       }
     } catch (const Error& e) {
       if (e.code() != ErrorCode::InvalidArgument && e.code() != ErrorCode::Verify) throw;
@@ -87,9 +95,7 @@ ScheduleChoice choose_schedule(const Algorithm& algo, const Plan* given, const T
     out.candidates.push_back(c);
     const int32_t i = static_cast<int32_t>(out.candidates.size()) - 1;
     if (!c.error.empty()) continue;
-    if (best < 0 || c.time_us < out.candidates[best].time_us * (1 - 1e-9) ||
-        (c.time_us <= out.candidates[best].time_us * (1 + 1e-9) && c.tbs < out.candidates[best].tbs))
-      best = i;
+    if (best < 0 || beats(c, out.candidates[best])) best = i;
   }
   if (best < 0) {
     std::string why;
