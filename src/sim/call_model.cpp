@@ -69,6 +69,16 @@ void set_runtime_protocol(SimOptions& o, bool ll, const CallCosts& k) {
 
 double call_overhead_us(bool graph, const CallCosts& k) { return graph ? k.graph_launch_us : k.launch_us; }
 
+void set_back_to_back(SimOptions& o, bool graph, const CallCosts& k) {
+  o.calls = kTimedCalls;
+  o.call_gap_us = call_overhead_us(graph, k);
+}
+
+double per_call_us(const SimReport& r, const SimOptions& o, bool graph, const CallCosts& k) {
+  const double end = r.rank_end_us.empty() ? r.time_us : r.rank_end_us[0];
+  return (end + call_overhead_us(graph, k)) / o.calls;
+}
+
 bool oneshot_carries(Collective c, uint64_t bytes, int32_t ranks) {
   return algo::registry().at(algo::kOneShot).supports(algo::CallShape{c, bytes, ranks, false});
 }

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "ir/algorithm.hpp"
+#include "sim/report.hpp"
 
 namespace weft::sim {
 
@@ -71,6 +72,19 @@ void set_runtime_protocol(SimOptions& o, bool ll, const CallCosts& k = call_cost
 
 /// The launch a call pays on top of its kernel's time.
 double call_overhead_us(bool graph, const CallCosts& k = call_costs());
+
+/// Calls `weft bench` and `weft tune` time back to back on every rank's stream (after a
+/// warm-up and a synchronize), and take rank 0's mean: the simulator runs as many
+/// (SimOptions::calls), so that ranks that do not wait for the whole call (a Broadcast's root,
+/// the ranks feeding a Reduce's root) overlap consecutive calls as they do on the GPUs.
+inline constexpr int32_t kTimedCalls = 20;
+
+/// Sets `o` to run kTimedCalls back-to-back calls, a launch (call_overhead_us) apart.
+void set_back_to_back(SimOptions& o, bool graph, const CallCosts& k = call_costs());
+
+/// Rank 0's mean time per call of a run `o` set up by set_back_to_back (or of one call):
+/// (its end of the last call + one launch) / calls.
+double per_call_us(const SimReport& r, const SimOptions& o, bool graph, const CallCosts& k = call_costs());
 
 /// Whether the runtime's one-shot kernel can carry this call on one node: the algorithm
 /// registry's oneshot answers (plan/algorithms.hpp; AllReduce, AllGather or ReduceScatter,

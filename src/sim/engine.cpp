@@ -36,7 +36,9 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr int kMaxPath = 4;  // NIC tx, rack uplink, rack downlink, NIC rx
 
-enum class Phase : uint8_t { Ready, WaitDeps, WaitData, WaitCredit, Timed, Flow, Finished };
+// Barrier: done with this call, its rank's other blocks are not (EngineParams::calls);
+// Launch: the last of them, its event starting the rank's next call.
+enum class Phase : uint8_t { Ready, WaitDeps, WaitData, WaitCredit, Timed, Flow, Barrier, Launch, Finished };
 
 // A thread block's state: what one event touches, packed in two cache lines. The current
 // slot's fields are copied in when the block moves to it (once per slot under task-level
@@ -129,6 +131,8 @@ class Engine {
   void wake(int32_t owner);
   int32_t done_of(int32_t owner, int32_t slot) const;
   void schedule(int32_t t, double time);
+  void end_call(int32_t t);
+  void relaunch(int32_t rank);
   double mb_bytes(const TbState& s) const {
     return static_cast<double>(s.k + 1 < par_.microbatches ? par_.microbatch_bytes : last_mb_);
   }
@@ -167,6 +171,10 @@ class Engine {
   std::vector<ResState> res_;
   std::vector<double> local_rate_;   // per rank: bytes/us of one block's local work
   std::vector<int32_t> ready_;
+  // Per rank (EngineParams::calls): its blocks with slots, how many have not ended the
+  // current call, and which call that is.
+  std::vector<std::vector<int32_t>> rank_blocks_;
+  std::vector<int32_t> rank_left_, rank_call_;
   EventQueue queue_;
   int64_t events_ = 0;
 };
@@ -215,15 +223,20 @@ void Engine::run() {
   }
   ready_.reserve(p_.tbs.size());
 
+  rank_blocks_.assign(static_cast<size_t>(p_.num_ranks), {});
+  rank_call_.assign(static_cast<size_t>(p_.num_ranks), 0);
   for (size_t t = 0; t < p_.tbs.size(); ++t) {
     TbState& s = tb_[t];
     if (p_.tbs[t].slot_begin == p_.tbs[t].slot_end) {
       s.phase = Phase::Finished;
       continue;
     }
+    rank_blocks_[static_cast<size_t>(p_.tbs[t].rank)].push_back(static_cast<int32_t>(t));
     enter_slot(static_cast<int32_t>(t), p_.tbs[t].slot_begin);
     ready_.push_back(static_cast<int32_t>(t));
   }
+  rank_left_.resize(rank_blocks_.size());
+  for (size_t r = 0; r < rank_blocks_.size(); ++r) rank_left_[r] = static_cast<int32_t>(rank_blocks_[r].size());
   // Stack order: lower ids first, for readable traces.
   std::reverse(ready_.begin(), ready_.end());
   while (true) {
@@ -255,6 +268,11 @@ void Engine::run() {
   double end = 0;
   for (double f : finish_) end = std::max(end, f);
   out_.time_us = end;
+  out_.rank_end_us.assign(static_cast<size_t>(p_.num_ranks), 0.0);
+  for (size_t t = 0; t < p_.tbs.size(); ++t) {
+    double& e = out_.rank_end_us[static_cast<size_t>(p_.tbs[t].rank)];
+    e = std::max(e, finish_[t]);
+  }
   out_.events = events_;
   out_.tbs.clear();
   for (size_t t = 0; t < p_.tbs.size(); ++t) {
@@ -322,7 +340,7 @@ void Engine::schedule(int32_t t, double time) {
 // has come. This keeps no per-slot counter (a large, cold array at scale).
 int32_t Engine::done_of(int32_t owner, int32_t slot) const {
   const TbState& o = tb_[static_cast<size_t>(owner)];
-  if (o.phase == Phase::Finished) return par_.microbatches;
+  if (o.phase == Phase::Finished || o.phase == Phase::Barrier || o.phase == Phase::Launch) return par_.microbatches;
   if (p_.execution == ExecutionModel::Task) return slot < o.slot ? par_.microbatches : (slot == o.slot ? o.k : 0);
   return slot < o.slot ? o.k + 1 : o.k;
 }
@@ -359,7 +377,7 @@ void Engine::wake(int32_t owner) {
 void Engine::advance(int32_t t) {
   TbState& s = tb_[static_cast<size_t>(t)];
   while (true) {
-    if (s.phase == Phase::Timed || s.phase == Phase::Flow || s.phase == Phase::Finished) return;
+    if (s.phase == Phase::Timed || s.phase == Phase::Flow || s.phase >= Phase::Barrier) return;
     if (!s.deps_done) {
       while (s.dep_cursor < s.dep_end) {
         const int32_t d = p_.deps[s.dep_cursor], owner = p_.dep_tbs[s.dep_cursor];
@@ -468,6 +486,10 @@ void Engine::schedule_receive(int32_t t) {
 
 void Engine::on_event(int32_t t) {
   TbState& s = tb_[static_cast<size_t>(t)];
+  if (s.phase == Phase::Launch) {
+    relaunch(p_.tbs[static_cast<size_t>(t)].rank);
+    return;
+  }
   if (s.phase == Phase::Timed) {
     complete(t);
     ready_.push_back(t);
@@ -559,8 +581,7 @@ void Engine::complete(int32_t t) {
     }
   }
   if (finished) {
-    s.phase = Phase::Finished;
-    finish_[static_cast<size_t>(t)] = now_;
+    end_call(t);
   } else {
     s.phase = Phase::Ready;
     if (next != s.slot) {
@@ -572,6 +593,36 @@ void Engine::complete(int32_t t) {
   }
   // Its new position is the counter the waiters read.
   if (s.waiters >= 0) wake(t);
+}
+
+// The block ended the call: it waits for its rank's other blocks, and the last of them
+// starts the rank's next call call_gap_us later (its stream's next kernel), if any.
+void Engine::end_call(int32_t t) {
+  TbState& s = tb_[static_cast<size_t>(t)];
+  finish_[static_cast<size_t>(t)] = now_;
+  const size_t r = static_cast<size_t>(p_.tbs[static_cast<size_t>(t)].rank);
+  const bool last = --rank_left_[r] == 0;
+  if (rank_call_[r] + 1 >= par_.calls) {
+    s.phase = Phase::Finished;
+    return;
+  }
+  s.phase = last ? Phase::Launch : Phase::Barrier;
+  if (last) schedule(t, now_ + par_.call_gap_us);
+}
+
+// The rank's next call: every block from its first slot, all at once (a block's done_of
+// reads the others' positions, which must all belong to the same call).
+void Engine::relaunch(int32_t rank) {
+  const size_t r = static_cast<size_t>(rank);
+  ++rank_call_[r];
+  rank_left_[r] = static_cast<int32_t>(rank_blocks_[r].size());
+  for (int32_t t : rank_blocks_[r]) {
+    TbState& b = tb_[static_cast<size_t>(t)];
+    b.k = 0;
+    b.phase = Phase::Ready;
+    enter_slot(t, p_.tbs[static_cast<size_t>(t)].slot_begin);
+    ready_.push_back(t);
+  }
 }
 
 // ---- flows ----------------------------------------------------------------------------

@@ -21,10 +21,12 @@ struct EngineParams {
   double latency_scale = 1;       ///< connections' latencies x this (LL: SimOptions::ll)
   double rate_scale = 1;          ///< connections' per-block rates x this
   bool whole_messages = false;    ///< SimOptions::whole_messages
+  int32_t calls = 1;              ///< SimOptions::calls: back-to-back calls on every rank
+  double call_gap_us = 0;         ///< SimOptions::call_gap_us: a rank's last block of a call to its next call
 };
 
-/// Runs `prog` and fills the timing fields of `out`: time_us, links, tbs, trace, the check
-/// arrays, invocations, events. Throws Error(Verify) when the plan deadlocks.
+/// Runs `prog` and fills the timing fields of `out`: time_us, rank_end_us, links, tbs, trace,
+/// the check arrays, invocations, events. Throws Error(Verify) when the plan deadlocks.
 void run_engine(const Program& prog, const CostModel& cost, const EngineParams& params, SimReport& out);
 
 }  // namespace weft::sim

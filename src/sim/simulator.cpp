@@ -83,6 +83,12 @@ SimReport Simulator::run(const SimOptions& options) const {
   ep.check = options.check;
   ep.slot_times = options.slot_times;
   ep.whole_messages = options.whole_messages;
+  if (options.calls < 1 || options.calls > 1000 || (options.check && options.calls > 1))
+    fail(ErrorCode::InvalidArgument, text::format("%d calls: wants 1 to 1000, and 1 in check mode", options.calls));
+  if (!(options.call_gap_us >= 0 && options.call_gap_us <= 1e6))
+    fail(ErrorCode::InvalidArgument, text::format("call gap %g us is out of range [0, 1e6]", options.call_gap_us));
+  ep.calls = options.calls;
+  ep.call_gap_us = options.call_gap_us;
   CostModel cost = cost_;
   if (!(options.extra_alpha_us >= 0 && options.extra_alpha_us <= 1e6))
     fail(ErrorCode::InvalidArgument, text::format("extra alpha %g us is out of range [0, 1e6]", options.extra_alpha_us));

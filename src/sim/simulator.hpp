@@ -36,6 +36,14 @@ struct SimOptions {
   /// Receive as the runtime's Simple protocol does: a message is read (copied, reduced or
   /// forwarded) once its sender has posted all of it, not as its bytes land.
   bool whole_messages = false;
+  /// Back-to-back calls of the plan, as `weft tune` and `weft bench` time them (a stream of
+  /// calls per rank): a rank's next call starts `call_gap_us` after the last of its thread
+  /// blocks ended the call before, while its connections keep their messages and credits,
+  /// so a rank that only sends (a Broadcast's root) runs ahead of the ranks it feeds by up to
+  /// fifo_depth messages. The report's time_us is then the end of the last call, and
+  /// rank_end_us says when each rank ended it. 1 to 1000; not with `check`.
+  int32_t calls = 1;
+  double call_gap_us = 0;  ///< 0 to 1e6 us
   /// Added to every invocation's alpha (the runtime's Simple invocation: CallCosts::simple_alpha_extra_us).
   double extra_alpha_us = 0;
   /// Thread blocks' per-block rates x this (the runtime's Simple blocks: CallCosts::simple_rate_scale);

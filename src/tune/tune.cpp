@@ -394,9 +394,10 @@ Times simulate_times(Collective c, int nranks, const std::vector<Candidate>& can
           so.runtime_microbatch = false;
           so.microbatch_bytes = std::min(simulator.runtime_microbatch_bytes(slot), ch.microbatch_bytes);
         }
-        // As `weft tune` times a call on GPUs: the runtime's protocol and the launch.
+        // As `weft tune` times a call on GPUs: the runtime's protocol, calls back to back, rank 0's mean.
         sim::set_runtime_protocol(so, ch.protocol == "LL");
-        times[i][s] = simulator.run(so).time_us + sim::call_overhead_us(false);
+        sim::set_back_to_back(so, false);
+        times[i][s] = sim::per_call_us(simulator.run(so), so, false);
         progress.timed(i, k, s, sizes[s], times[i][s]);
       }
     } catch (const Error& e) {
