@@ -32,6 +32,9 @@ constexpr Field kFields[] = {
     {"ll_rate_scale", &CallCosts::ll_rate_scale, 0.001, 1000},
     {"simple_alpha_extra_us", &CallCosts::simple_alpha_extra_us, 0, 1e6},
     {"simple_rate_scale", &CallCosts::simple_rate_scale, 0.001, 1000},
+    {"ll128_latency_scale", &CallCosts::ll128_latency_scale, 0.001, 1000},
+    {"ll128_rate_scale", &CallCosts::ll128_rate_scale, 0.001, 1000},
+    {"nvlink_gamma", &CallCosts::nvlink_gamma, 0, 1000},
 };
 
 }  // namespace
@@ -60,11 +63,20 @@ CallCosts with_call_cost_overrides(CallCosts base, const std::map<std::string, s
   return base;
 }
 
-void set_runtime_protocol(SimOptions& o, bool ll, const CallCosts& k) {
-  o.ll = ll;
-  o.whole_messages = !ll;
-  o.extra_alpha_us = ll ? 0.0 : k.simple_alpha_extra_us;
-  o.rate_scale = ll ? 1.0 : k.simple_rate_scale;
+void set_runtime_protocol(SimOptions& o, algo::Protocol p, const CallCosts& k) {
+  const bool simple = p == algo::Protocol::Simple, ll = p == algo::Protocol::LL;
+  o.whole_messages = simple;
+  o.extra_alpha_us = simple ? k.simple_alpha_extra_us : 0.0;
+  o.latency_scale = simple ? 1.0 : ll ? k.ll_latency_scale : k.ll128_latency_scale;
+  o.rate_scale = simple ? k.simple_rate_scale : ll ? k.ll_rate_scale : k.ll128_rate_scale;
+  o.polled_receive_scale = simple ? 0.0 : o.rate_scale;
+  o.nvlink_gamma = k.nvlink_gamma;
+}
+
+uint64_t runtime_slot_data_bytes(algo::Protocol p, uint64_t slot_bytes, uint64_t ll_slot_bytes) {
+  if (p == algo::Protocol::LL) return ll_slot_bytes / 2;
+  if (p == algo::Protocol::LL128) return slot_bytes / 128 * 120;
+  return slot_bytes;
 }
 
 double call_overhead_us(bool graph, const CallCosts& k) { return graph ? k.graph_launch_us : k.launch_us; }

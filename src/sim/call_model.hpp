@@ -13,6 +13,7 @@
 #include <string>
 
 #include "ir/algorithm.hpp"
+#include "plan/algorithms.hpp"
 #include "sim/report.hpp"
 
 namespace weft::sim {
@@ -51,6 +52,15 @@ struct CallCosts {
   /// makes up with faster blocks for what the model charges pipelines too much
   /// (SimOptions::whole_messages; docs/cost-model.md says where).
   double simple_rate_scale = 1.5;
+  /// LL128 plans: the alphas and latencies of a hop scale by this (no post fence: the
+  /// receiver polls each 128-byte line's flag, as LL polls packets).
+  double ll128_latency_scale = 1.0;
+  /// LL128 plans: a block's rate (sending, and polling what it receives) is this x
+  /// tb_copy_GBps; lines carry 120 data bytes in 128.
+  double ll128_rate_scale = 1.0;
+  /// Every protocol: the contention penalty of NVLink pairs and ports (the topology's
+  /// contention_gamma is paper 001's, measured on NICs; SimOptions::nvlink_gamma).
+  double nvlink_gamma = 0.15;
 };
 
 inline constexpr CallCosts kCallCosts{};
@@ -66,9 +76,13 @@ void set_call_costs(const CallCosts& k);
 CallCosts with_call_cost_overrides(CallCosts base, const std::map<std::string, std::string>& overrides);
 
 /// Sets `o` to run a plan as the runtime's protocol does (docs/cost-model.md, "Small
-/// messages"): LL's scaled hops, or Simple's whole messages and extra alpha. LL128 is
-/// modelled as Simple.
-void set_runtime_protocol(SimOptions& o, bool ll, const CallCosts& k = call_costs());
+/// messages"): Simple's whole messages, extra alpha and block rate; LL's and LL128's
+/// scaled hops and block rates, their receivers polling the data as it lands.
+void set_runtime_protocol(SimOptions& o, algo::Protocol p, const CallCosts& k = call_costs());
+
+/// The runtime's staging bytes per block and message for `p`: half of an LL slot
+/// (`ll_slot_bytes`) is flags, an LL128 line of the Simple slot carries 120 bytes in 128.
+uint64_t runtime_slot_data_bytes(algo::Protocol p, uint64_t slot_bytes, uint64_t ll_slot_bytes);
 
 /// The launch a call pays on top of its kernel's time.
 double call_overhead_us(bool graph, const CallCosts& k = call_costs());

@@ -108,6 +108,7 @@ struct ResState {
   double cap = 0;             // bytes/us
   double demand = 0;          // bytes/us: sum of the per-TB rates of the flows on it
   double factor = 1;
+  double gamma = 0;           // contention penalty (CostModel::gamma, or EngineParams::nvlink_gamma)
   std::vector<int32_t> flows; // thread blocks whose flow uses it
   double max_load = 0;
 };
@@ -207,6 +208,9 @@ void Engine::run() {
     res_[r].cap = p_.resources[r].capacity_GBps * 1e3;
     // Check mode tracks every resource, so that the load check sees every flow.
     res_[r].saturable = p_.resources[r].saturable || par_.check;
+    const ResourceKind kind = p_.resources[r].id.kind;
+    const bool nvlink = kind == ResourceKind::NvlinkPair || kind == ResourceKind::NvlinkEgress || kind == ResourceKind::NvlinkIngress;
+    res_[r].gamma = nvlink && par_.nvlink_gamma >= 0 ? par_.nvlink_gamma : cost_.gamma;
   }
   // A block's local work runs at its own rate, or at its share of the GPU's HBM if all the
   // rank's blocks worked at once (a static bound: HBM is rarely the limit).
@@ -316,6 +320,9 @@ void Engine::enter_slot(int32_t t, int32_t slot) {
   // A merged block (weight k) does k blocks' local work at k times one block's rate.
   const ProgTb& pt = p_.tbs[static_cast<size_t>(t)];
   s.local_us = ps.scale / pt.weight * CostModel::local_traffic_factor(ps.prim) / local_rate_[static_cast<size_t>(pt.rank)];
+  // A polled receive (LL, LL128) takes its bytes no faster than the block polls them.
+  if (par_.polled_receive_GBps > 0 && (ps.prim == Primitive::Recv || ps.prim == Primitive::RecvReduceCopy))
+    s.local_us = std::max(s.local_us, ps.scale / pt.weight / (par_.polled_receive_GBps * 1e3));
   s.dep_begin = ps.dep_begin;
   s.dep_cursor = ps.dep_begin;
   s.deps_done = false;
@@ -677,7 +684,7 @@ void Engine::end_flow(int32_t t) {
 
 void Engine::refactor(int32_t r, int32_t skip) {
   ResState& rs = res_[static_cast<size_t>(r)];
-  const double f = cost_.share_factor(rs.cap, rs.demand);
+  const double f = CostModel::share_factor(rs.cap, rs.demand, rs.gamma);
   if (f == rs.factor) return;
   rs.factor = f;
   for (int32_t other : rs.flows)

@@ -93,14 +93,19 @@ SimReport Simulator::run(const SimOptions& options) const {
   if (!(options.extra_alpha_us >= 0 && options.extra_alpha_us <= 1e6))
     fail(ErrorCode::InvalidArgument, text::format("extra alpha %g us is out of range [0, 1e6]", options.extra_alpha_us));
   cost.alpha_us += options.extra_alpha_us;
+  if (!(options.latency_scale >= 0.001 && options.latency_scale <= 1000))
+    fail(ErrorCode::InvalidArgument, text::format("latency scale %g is out of range [0.001, 1000]", options.latency_scale));
+  if (!(options.polled_receive_scale == 0 || (options.polled_receive_scale >= 0.001 && options.polled_receive_scale <= 1000)))
+    fail(ErrorCode::InvalidArgument,
+         text::format("polled receive scale %g: wants 0 or 0.001 to 1000", options.polled_receive_scale));
+  ep.latency_scale = options.latency_scale;
+  cost.alpha_us *= options.latency_scale;
+  ep.polled_receive_GBps = options.polled_receive_scale * cost.tb_copy_GBps;
+  if (!(options.nvlink_gamma <= 1000)) fail(ErrorCode::InvalidArgument, text::format("NVLink gamma %g is above 1000", options.nvlink_gamma));
+  ep.nvlink_gamma = options.nvlink_gamma;
   if (!(options.rate_scale >= 0.001 && options.rate_scale <= 1000))
     fail(ErrorCode::InvalidArgument, text::format("rate scale %g is out of range [0.001, 1000]", options.rate_scale));
   ep.rate_scale = options.rate_scale;
-  if (options.ll) {
-    ep.latency_scale = call_costs().ll_latency_scale;
-    ep.rate_scale = call_costs().ll_rate_scale;
-    cost.alpha_us *= call_costs().ll_latency_scale;
-  }
   auto t0 = std::chrono::steady_clock::now();
   run_engine(prog, cost, ep, r);
   r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
