@@ -1,19 +1,22 @@
 #!/usr/bin/env python3
-"""Fits the simulator's runtime figures to measured `weft tune` candidate times.
+"""Fits the simulator's runtime figures to measured candidate times.
 
 The fixtures (tests/data/calibration/*.csv: tune-h200x4.csv made by scripts/tune_log_csv.py
-from a round's log, bench-h200x2.csv the 2-GPU rows of docs/cost-model.md) hold measured
-times per candidate and size. The 2-GPU rows count first in the score, so that the many
-4-GPU rows cannot trade them away. This runs `weft tune --simulate` on the
-same collectives, ranks, sizes and candidates with trial figures (--call-cost for the
-runtime's call model, --cost for the topology), searches them coordinate by coordinate for
-the most candidate times within 15% (ties: the smallest median |error|), and prints the
-before/after table per collective, size and protocol. LL128 is left out of the fit (the
-simulator has no model of it); its rows are printed for the record.
+from a `weft tune` round log, bench-h200x2.csv by scripts/bench_log_csv.py from `weft bench`
+logs) hold measured times per candidate and size. This runs `weft tune --simulate` on the
+same collectives, ranks, sizes, instances and candidates with trial figures (--call-cost for
+the runtime's call model), searches them coordinate by coordinate for the most training
+times within 15% (issue 32's target; ties: the smallest median |error|), and prints the
+before/after table per ranks, collective, size and protocol (Simple, LL and LL128).
 
-    scripts/fit_calibration.py build/bin/weft tests/data/calibration/*.csv [--no-search]
+Held out (never scored by the search, reported apart): every row of 2 ranks, and the 4-rank
+rows at 2 MiB.
 
---no-search prints the table of the figures before the fit against the shipped ones.
+    scripts/fit_calibration.py build/bin/weft tests/data/calibration/*.csv [--no-search] [--before OLD_WEFT]
+
+--no-search prints the table of the shipped figures (the "after" columns) against the
+"before" ones: another binary's own figures with --before (an earlier model), else this
+binary with the grids' first values.
 """
 import argparse
 import csv
@@ -114,21 +117,21 @@ def table(rows, before, after):
         b = [x[0] for x in groups[g]]
         a = [x[1] for x in groups[g]]
         wb, wa = sum(abs(x) <= 0.15 for x in b), sum(abs(x) <= 0.15 for x in a)
-        t = tot[g[3]]
+        t = tot[(g[0], g[3])]
         t[0] += len(b); t[1] += wb; t[2] += wa
         size = f"{g[2] >> 20} MiB" if g[2] >= 1 << 20 else f"{g[2] >> 10} KiB"
         print(f"| {g[0]} | {g[1]} | {size} | {g[3]} | {len(b)} | {statistics.median(b) * 100:+.0f}% | {wb} | "
               f"{statistics.median(a) * 100:+.0f}% | {wa} |")
     print()
-    for proto, (n, wb, wa) in sorted(tot.items()):
-        print(f"{proto}: {wb} of {n} candidate times within 15% before, {wa} after.")
+    for (ranks, proto), (n, wb, wa) in sorted(tot.items()):
+        print(f"{ranks} ranks, {proto}: {wb} of {n} candidate times within 15% before, {wa} after.")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("weft")
     ap.add_argument("fixture", nargs="+")
-    ap.add_argument("--no-search", action="store_true", help="no search: the table of the figures before the fit against the shipped ones")
+    ap.add_argument("--no-search", action="store_true", help="no search: the table of the 'before' figures against the shipped ones")
     ap.add_argument("--passes", type=int, default=2)
     ap.add_argument("--before", metavar="WEFT", help="another weft binary (an earlier model) for the table's 'before' "
                     "columns, run with its own shipped figures (default: this one with the grids' first values)")
@@ -138,12 +141,12 @@ def main():
     start = {n: (o, g[0]) for n, o, g in SEARCH}
     base = simulate(a.before, rows, {}) if a.before else simulate(a.weft, rows, start)
     shipped = simulate(a.weft, rows, {})
+    print(f"before: {describe(errors(rows, base))}", file=sys.stderr)
     print(f"shipped figures: {describe(errors(rows, shipped))}", file=sys.stderr)
     if a.no_search:
         table(rows, base, shipped)
         return 0
     best, best_score = dict(start), score(errors(rows, simulate(a.weft, rows, start)))
-    print(f"figures before the fit: {describe(errors(rows, base))}", file=sys.stderr)
     for _ in range(a.passes):
         for n, o, grid in SEARCH:
             for v in grid:
