@@ -164,10 +164,10 @@ int run(const TuneArgs& a) {
     prov.simulated = true;
     prov.machine = "topology " + topo.name;
     std::printf("# weft tune: %s; every time below is SIMULATED on topology %s, %d ranks, not measured (cost model: "
-                "docs/cost-model.md: the runtime's launch, Simple and LL protocols; no LL128, executor or one-shot kernel)\n",
+                "docs/cost-model.md: the runtime's launch, calls back to back, Simple, LL and LL128; no executor or one-shot kernel)\n",
                 a.simulate ? "--simulate" : "no GPU in use", topo.name.c_str(), R);
     std::fflush(stdout);
-    // The simulator tells protocols apart only by their staging slots: Simple alone unless asked.
+    // Simple alone unless asked (docs/tune.md).
     if (sweep.protocols.empty()) sweep.protocols = {"Simple"};
     if (!sweep.executors.empty() && !a.quiet)
       std::fprintf(stderr, "weft tune: the simulator models no executor: each executor's rows time alike\n");
