@@ -133,6 +133,7 @@ class Engine {
   int32_t done_of(int32_t owner, int32_t slot) const;
   void schedule(int32_t t, double time);
   void end_call(int32_t t);
+  void collect_results();
   void relaunch(int32_t rank);
   double mb_bytes(const TbState& s) const {
     return static_cast<double>(s.k + 1 < par_.microbatches ? par_.microbatch_bytes : last_mb_);
@@ -267,8 +268,10 @@ void Engine::run() {
 
   for (const TbState& s : tb_)
     if (s.phase != Phase::Finished) deadlock();
+  collect_results();
+}
 
-  // Results.
+void Engine::collect_results() {
   double end = 0;
   for (double f : finish_) end = std::max(end, f);
   out_.time_us = end;
