@@ -30,6 +30,7 @@ struct SimulateArgs {
   int32_t instances = 0;
   int32_t max_tbs = 0;
   bool out_of_place = false;
+  bool pace = false;
   std::string size;
   std::string sizes;
   std::string microbatch = "1M";
@@ -62,6 +63,7 @@ void run(const SimulateArgs& a) {
   spec.instances = a.instances;
   spec.max_tbs = a.max_tbs;
   spec.in_place = !a.out_of_place;
+  spec.pace = a.pace;
   // Tuned by default where the source is an MSCCL file, whose own schedule is the yardstick
   // (within its thread blocks); elsewhere on asking.
   if (a.tune && a.no_tune) fail(ErrorCode::InvalidArgument, "give at most one of --tune and --no-tune");
@@ -151,6 +153,9 @@ void register_simulate(CLI::App& app) {
                   "(default 0: no limit)")
       ->check(CLI::Range(0, 1 << 20));
   cmd->add_flag("--out-of-place", a->out_of_place, "Compile for distinct input and output buffers (default: in place)");
+  cmd->add_flag("--pace", a->pace,
+                "Task level across nodes: NVLink work whose data come through the network on only the blocks that keep "
+                "pace with it (docs/compile.md, \"Paced instances\"; untuned runs, the tuner tries it itself)");
   cmd->add_option("--size", a->size, "Message size in bytes (nccl-tests convention), e.g. 256M");
   cmd->add_option("--sizes", a->sizes, "Size range FROM:TO[:FACTOR], doubling by default, e.g. 1M:4G");
   cmd->add_option("--microbatch", a->microbatch, "Micro-batch size per chunk slot (default 1M, the paper's), or 'runtime': as the GPU runtime sizes it "

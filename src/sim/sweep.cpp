@@ -80,6 +80,7 @@ void run_sweep(const SweepSpec& spec, const SweepCallback& on_report) {
     bo.compile.allocator = spec.allocator;
     bo.compile.instances = spec.instances;
     bo.compile.max_tbs = spec.max_tbs;
+    bo.compile.pace = spec.pace;
     bo.compile.in_place = compile_in_place(src, spec.in_place);
     bo.compile.max_memory_bytes = spec.max_memory_bytes;
     bo.compile.fifo_depth = spec.options.fifo_depth;

@@ -40,6 +40,7 @@ struct SweepSpec {
   bool tune = false;
   double tolerance = 0;  ///< TuneOptions::tolerance
   bool in_place = true;                       ///< CompileOptions::in_place
+  bool pace = false;                          ///< CompileOptions::pace (untuned runs; the tuner tries both)
   std::vector<uint64_t> sizes;
   SimOptions options;                         ///< per-run options; `bytes` is set per size
   uint64_t max_memory_bytes = 0;              ///< compiler's and simulator's budget (0: the default)
