@@ -213,7 +213,7 @@ std::vector<char> nic_fed_tasks(const TaskGraph& g, const Pipeline& p) {
 }
 
 std::unordered_map<int64_t, int32_t> nic_fed_instances(const TaskGraph& g, const Topology& topo,
-                                                       const std::vector<char>& fed, const Instances& k) {
+                                                       const std::vector<char>& fed, const Instances& k, double load) {
   std::unordered_map<int64_t, int32_t> out;
   const double bound = call_bound(g, topo);
   if (bound <= 0 || topo.tb_copy_GBps <= 0) return out;
@@ -227,9 +227,9 @@ std::unordered_map<int64_t, int32_t> nic_fed_instances(const TaskGraph& g, const
     (fed[t] ? f : u) += x.transfer.count;
   }
   // Block i < n carries U / m + F / n chunks (m the connection's count), the others U / m;
-  // each moves at most bound * tb_copy_GBps chunks in the call's time, so n is the smallest
+  // each moves at most load * bound * tb_copy_GBps chunks (bound: the call's time), so n is the smallest
   // divisor of m with U / m + F / n within that, else m.
-  const double per_block = bound * topo.tb_copy_GBps;
+  const double per_block = load * bound * topo.tb_copy_GBps;
   for (const auto& [key, fu] : chunks) {
     const auto [f, u] = fu;
     if (f <= 0) continue;

@@ -54,9 +54,9 @@ class Lowering {
     // (docs/compile.md, "Paced instances"); the connection keeps its count for the others.
     // (The rank allocator shares one block per instance count, which would put a connection's
     // instance on two blocks: it takes no pacing.)
-    if (opt_.pace && out_.execution == ExecutionModel::Task && opt_.allocator != "rank") {
+    if (opt_.pace > 0 && out_.execution == ExecutionModel::Task && opt_.allocator != "rank") {
       nic_fed_ = nic_fed_tasks(g_, p_);
-      nic_fed_k_ = nic_fed_instances(g_, topo_, nic_fed_, k_);
+      nic_fed_k_ = nic_fed_instances(g_, topo_, nic_fed_, k_, opt_.pace);
     }
     make_ops();
     if (!fuse_and_emit()) return std::nullopt;

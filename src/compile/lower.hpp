@@ -119,9 +119,9 @@ std::vector<char> nic_fed_tasks(const TaskGraph& graph, const Pipeline& pipeline
 /// fewest of its `k` instances (a divisor of its count m) on which those tasks still fit in
 /// the call's bound T (the busiest NIC side or GPU port, as paced_instances in
 /// instances.cpp): its first n blocks carry U / m of its other chunks and F / n of the
-/// NIC-fed ones, at most T x tb_copy_GBps each. Empty in one node.
+/// NIC-fed ones, at most load x T x tb_copy_GBps each. Empty in one node.
 std::unordered_map<int64_t, int32_t> nic_fed_instances(const TaskGraph& graph, const Topology& topo,
-                                                       const std::vector<char>& fed, const Instances& k);
+                                                       const std::vector<char>& fed, const Instances& k, double load = 1);
 
 /// Whether a scheduler's plans use the algorithm-level execution model (algo, stage).
 ExecutionModel execution_model_of(std::string_view scheduler);
