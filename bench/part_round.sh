@@ -27,7 +27,7 @@
 #   emulated nodes at PART_NODES_GRIDS (default 1,8,64,256), overheads (pbuf_prepare),
 #   allreduce against NCCL (1K to 32K blocks), trace at PART_TRACE_GRIDS (default 256),
 #   thresholds 1 and all, PART_TRACE_ROWS (default 16) blocks by pready start; the tests p2p
-#   and reuse on the kernel-copy path, reuse on the engine path and started; then every summary.
+#   and reuse on the kernel-copy path and reuse on the engine path; then every summary.
 set -uo pipefail
 dir=${1:-build}
 out=${2:-part_round.txt}
@@ -89,7 +89,7 @@ step() {  # step NAME FILE LIMIT END COMMAND...: runs it for at most LIMIT s and
     step "trace (per-block steps; claim weft against each-block; blocks of the 256-block grid by start)" "$tmp/trace.txt" 30 "$bench_end" \
       env WEFT_PART_TRACE=1 "$bin" trace --grids "${PART_TRACE_GRIDS:-256}" --per-block 256 \
         --rows "${PART_TRACE_ROWS:-16}" --thresholds 1,0
-    test_list=("p2p --ranks 2" "reuse --ranks 2 --epochs $reuse_epochs" "reuse --ranks 2 --path proxy --epochs $reuse_epochs" "started --epochs 200")
+    test_list=("p2p --ranks 2" "reuse --ranks 2 --epochs $reuse_epochs" "reuse --ranks 2 --path proxy --epochs $reuse_epochs")
   else
     step "overheads" "$tmp/overheads.txt" "$step_s" "$bench_end" "$bin" overheads
     step "pready" "$tmp/pready.txt" "$step_s" "$bench_end" "$bin" pready

@@ -111,7 +111,6 @@ CollectiveImpl::CollectiveImpl(ContextImpl& ctx, Schedule sched, std::string nam
   handle_.ctl = static_cast<uint64_t*>(ctx_.alloc_device(kCtlWords * sizeof(uint64_t)));
   handle_.stamps = static_cast<uint64_t*>(ctx_.alloc_device(partitions * sizeof(uint64_t)));
   handle_.finished = static_cast<uint64_t*>(ctx_.alloc_device(partitions * sizeof(uint64_t)));
-  handle_.cell = alloc_started_cell(ctx_);
   handle_.timeout_ns = static_cast<uint64_t>(ctx_.timeout_s() * 1e9);
   host_index_ = ctx_.alloc_words();
   host_ = ctx_.words(ctx_.rank(), host_index_);
@@ -135,7 +134,6 @@ CollectiveImpl::~CollectiveImpl() {
   ctx_.free_device(handle_.ctl);
   ctx_.free_device(handle_.stamps);
   ctx_.free_device(handle_.finished);
-  ctx_.free_device(handle_.cell);
   if (err_host_) cudaFreeHost(err_host_);
 }
 
@@ -296,13 +294,15 @@ std::unique_ptr<Request> ContextImpl::precv_init(void* buf, uint32_t partitions,
 }
 
 void ContextImpl::pbuf_prepare_all(const std::vector<Request*>& requests) {
-  // Checked first, then cast again per phase: no allocation per epoch.
-  for (Request* r : requests)
-    if (dynamic_cast<RequestImpl*>(r) == nullptr)
-      fail(ErrorCode::InvalidArgument, "pbuf_prepare_all: a request is null or not a weft request");
+  std::vector<RequestImpl*> rs;
+  for (Request* r : requests) {
+    auto* impl = dynamic_cast<RequestImpl*>(r);
+    if (impl == nullptr) fail(ErrorCode::InvalidArgument, "pbuf_prepare_all: a request is null or not a weft request");
+    rs.push_back(impl);
+  }
   for (auto ph : {RequestImpl::Phase::Offer, RequestImpl::Phase::Answer, RequestImpl::Phase::Finish,
                   RequestImpl::Phase::Ready, RequestImpl::Phase::AwaitReady})
-    for (Request* r : requests) static_cast<RequestImpl*>(r)->prepare_phase(ph);
+    for (RequestImpl* r : rs) r->prepare_phase(ph);
 }
 
 std::unique_ptr<Collective> ContextImpl::pallreduce_init(void* buf, uint32_t partitions, uint64_t count, int dtype,

@@ -38,14 +38,6 @@ RequestDesc peer_desc(const RequestDesc& d, const MailMessage& m) {
 
 }  // namespace
 
-uint64_t* alloc_started_cell(ContextImpl& ctx) {
-  auto* cell = static_cast<uint64_t*>(ctx.alloc_device(kCellWords * sizeof(uint64_t)));
-  uint64_t init[kCellWords];
-  for (uint32_t w = 0; w < kCellWords; ++w) init[w] = cell_initial(w);
-  ctx.write(cell, init, sizeof(init));
-  return cell;
-}
-
 RequestImpl::RequestImpl(ContextImpl& ctx, const RequestDesc& d, void* buf)
     : ctx_(ctx), st_(d, ctx.rank()), buf_(static_cast<char*>(buf)), tracing_(ctx.trace_epochs() > 0) {
   if (buf == nullptr) fail(ErrorCode::InvalidArgument, describe(d, ctx.rank()) + ": the buffer is null");
@@ -67,7 +59,6 @@ RequestImpl::RequestImpl(ContextImpl& ctx, const RequestDesc& d, void* buf)
     }
   } else {
     flags_ = static_cast<uint64_t*>(ctx_.alloc_device((kFlagFirst + d.partitions) * sizeof(uint64_t)));
-    cell_ = alloc_started_cell(ctx_);
   }
 }
 
@@ -82,7 +73,6 @@ RequestImpl::~RequestImpl() {
   ctx_.unmap(peer, reinterpret_cast<char*>(remote_flags_));
   ctx_.free_device(ctl_);
   ctx_.free_device(flags_);
-  ctx_.free_device(cell_);
   if (err_host_) cudaFreeHost(err_host_);
 }
 
@@ -265,24 +255,13 @@ bool RequestImpl::test() {
   } else {
     // Across (emulated) nodes the flags are all that comes: read the flag block.
     if (recv_job_ != nullptr) ctx_.engine().check();  // a staged receive's engine failed: its error
-    // Only the words the threshold last seen there needs (one copy per poll, not the whole
-    // block); again when the block names a threshold with more transport partitions.
     const uint32_t U = st_.desc().partitions;
-    flag_block_.resize(kFlagFirst + U);  // grows once
-    uint64_t words = flag_words_to_read(U, seen_threshold_);
-    ctx_.read(flag_block_.data(), flags_, words * sizeof(uint64_t));
-    uint64_t thr = flag_block_[kFlagThreshold];
-    if (flag_words_to_read(U, thr) > words) {
-      words = flag_words_to_read(U, thr);
-      ctx_.read(flag_block_.data(), flags_, words * sizeof(uint64_t));
-      thr = flag_block_[kFlagThreshold];
-    }
-    seen_threshold_ = thr;
-    // The threshold comes from the peer: its transport partitions as flag_words_to_read counts
-    // them (64-bit, at most U), never a truncated value.
-    const uint64_t T = flag_words_to_read(U, thr) - kFlagFirst;
-    done = thr != 0 && kFlagFirst + T <= words;
-    for (uint64_t t = 0; done && t < T; ++t) done = flag_block_[kFlagFirst + t] >= e;
+    flag_block_.resize(kFlagFirst + U);
+    ctx_.read(flag_block_.data(), flags_, flag_block_.size() * sizeof(uint64_t));
+    const uint64_t thr = flag_block_[kFlagThreshold];
+    done = thr != 0;
+    for (uint32_t t = 0; done && t < transport_partitions(U, static_cast<uint32_t>(thr)); ++t)
+      done = flag_block_[kFlagFirst + t] >= e;
   }
   if (done) st_.complete();
   return done;
@@ -482,7 +461,6 @@ PrecvDeviceHandle RequestImpl::recv_handle() {
   h.buf = buf_;
   h.flags = flags_;
   h.host = ctx_.words_device(host_index_);
-  h.cell = cell_;
   h.partitions = st_.desc().partitions;
   h.partition_bytes = st_.desc().partition_bytes();
   return h;

@@ -19,10 +19,6 @@ namespace weft::part {
 
 class DeviceRequestImpl;
 
-/// A started cell (weft/part/common.hpp, kCell*) in device memory, as created (one copy):
-/// what device parrived reads its epoch from, once per grid.
-uint64_t* alloc_started_cell(ContextImpl& ctx);
-
 class RequestImpl : public Request {
  public:
   RequestImpl(ContextImpl& ctx, const RequestDesc& d, void* buf);
@@ -115,9 +111,7 @@ class RequestImpl : public Request {
   // Receive side.
   uint64_t* flags_ = nullptr;            ///< kFlagFirst + partitions words, device
   uint64_t* peer_words_ = nullptr;       ///< the sender's host words (its ready and done words)
-  uint64_t* cell_ = nullptr;             ///< the started cell of device parrived (kCell*, device)
   std::vector<uint64_t> flag_block_;     ///< across nodes: test's copy of the flag block
-  uint64_t seen_threshold_ = 0;          ///< across nodes: the threshold test last saw in it
   // Both sides: this request's host words (kWord*) in this rank's shared segment.
   uint32_t host_index_ = 0;
   uint64_t* host_ = nullptr;

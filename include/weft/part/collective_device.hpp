@@ -69,7 +69,6 @@ struct PcollDeviceHandle {
   uint64_t* host = nullptr;
   uint64_t* stamps = nullptr;      ///< per partition: its preadies over all epochs (claim)
   uint64_t* finished = nullptr;    ///< per partition: epoch it last finished in
-  uint64_t* cell = nullptr;        ///< the started cell (kCell*): parrived's epoch, once per grid
   DeviceErrorRecord* error = nullptr;
   uint64_t timeout_ns = 0;         ///< WEFT_TIMEOUT; 0: none
   const volatile uint32_t* abort = nullptr;
@@ -180,10 +179,10 @@ struct PcollDeviceHandle {
     }
   }
   /// Any thread: true once partition u of the current epoch (the host's last start, as for
-  /// PrecvDeviceHandle::parrived: read once per grid; a kernel that calls it must call it after
-  /// start and finish before the next start) has finished on this rank.
+  /// PrecvDeviceHandle::parrived: a kernel that calls it must finish before the next start)
+  /// has finished on this rank.
   WEFT_DEVICE_INLINE bool parrived(uint32_t u) const {
-    return u < partitions && arrived_in(device::ld_acquire_gpu(finished + u), detail::started(cell, host));
+    return u < partitions && arrived_in(device::ld_acquire_gpu(finished + u), device::ld_acquire_sys(host + kWordStarted));
   }
 #endif
 };

@@ -86,66 +86,11 @@ WEFT_HOST_DEVICE_INLINE bool completes_epoch(unsigned long long before, uint32_t
 
 /// parrived's rule, host and device, receive requests and collectives: a partition whose
 /// flag holds the epoch it last arrived (or finished) in has arrived in the current epoch
-/// once that flag reaches `started`, the epoch of the request's last start. On the host
-/// `started` is the request's own epoch; on the device it is what the calling grid read
-/// (started_epoch below: once per grid, not per call), so every device parrived of epoch e
-/// must be called after start(e) and its kernel must finish before start(e + 1)
-/// (docs/partitioned.md, "Epochs back to back").
+/// once that flag reaches `started`, the epoch of the request's last start. `started` is read
+/// at each call, so a call of epoch e that is still polling when the host starts epoch e + 1
+/// waits for e + 1's data: every device parrived of an epoch must have returned (its kernel
+/// finished) before the next start (docs/partitioned.md, "Epochs back to back").
 WEFT_HOST_DEVICE_INLINE bool arrived_in(uint64_t flag, uint64_t started) { return started != 0 && flag >= started; }
-
-// The started epoch of a device parrived, read once per grid. A request (or collective) that
-// parrived is called on owns a *started cell* of kCellWords device words:
-//   kCellReader     the grid (%gridid) elected to read the host's started word for its calls
-//   kCellPublished  the grid whose reader has raised kCellEpoch (released after it)
-//   kCellEpoch      the largest started epoch any reader read (device memory)
-// The first call of a grid takes kCellReader (an atomic exchange: one reader per grid), reads
-// kWordStarted from host memory, raises kCellEpoch to it and publishes its grid; every later
-// call of the grid finds kCellPublished naming it and reads kCellEpoch from device memory. The
-// started epoch cannot change while a grid calls parrived (the kernel of epoch e finishes
-// before start(e + 1); its calls begin after start(e)), so the grid's first read answers all
-// of its calls. Other calls of the grid that come before the reader has published wait on
-// the two device words (bounded: kClaimWaitNs), then read the host word themselves; so does
-// a call whose reader found the request never started (0: nothing is cached, the reader
-// gives the election back and every call reads the host word, as before the first start).
-// A grid's number names one launch in its CUDA context (PTX's %gridid); a grid that finds
-// another grid's name in kCellPublished (two kernels of one epoch at once) elects a reader
-// again: more host reads, the same answers.
-//
-// Written over the memory operations of `M` so that the CPU test
-// (tests/unit/part/test_part_started.cpp) runs it with threads as grids and blocks:
-//   grid()                    this call's grid
-//   take_reader(g) -> old     atomic exchange of kCellReader
-//   give_back(g)              kCellReader from g back to kNoGrid (compare and swap)
-//   load_reader(), load_published()  (published acquired)
-//   raise_epoch(e)            atomic max on kCellEpoch
-//   publish(g)                kCellPublished = g, released after raise_epoch
-//   load_epoch()              kCellEpoch
-//   load_started()            the host word (system scope, acquire)
-//   wait(ready) -> bool       polls ready() until true (true) or kClaimWaitNs passed (false)
-constexpr uint32_t kCellReader = 0, kCellPublished = 1, kCellEpoch = 2, kCellWords = 3;
-/// No grid: the cell's reader and published words before any read (no launch has this number).
-constexpr uint64_t kNoGrid = ~uint64_t{0};
-/// The cell's words as created: no reader, nothing published, epoch 0.
-WEFT_HOST_DEVICE_INLINE uint64_t cell_initial(uint32_t word) { return word == kCellEpoch ? 0 : kNoGrid; }
-
-template <typename M>
-WEFT_DEVICE_INLINE uint64_t started_epoch(M& m) {
-  const uint64_t g = m.grid();
-  if (m.load_published() == g) return m.load_epoch();
-  if (m.take_reader(g) != g) {  // elected: the first call of this grid (or of its turn)
-    const uint64_t s = m.load_started();
-    if (s == 0) {  // never started: cache nothing
-      m.give_back(g);
-      return 0;
-    }
-    m.raise_epoch(s);
-    m.publish(g);  // after the epoch: a call that sees g sees the epoch raised
-    return s;
-  }
-  const bool answered = m.wait([&] { return m.load_published() == g || m.load_reader() != g; });
-  if (answered && m.load_published() == g) return m.load_epoch();
-  return m.load_started();  // the reader is late, gave the election back, or lost it to another grid
-}
 
 /// A partition's stamp counts its preadies over every epoch (resynced to the completed epochs
 /// after a misuse), so the pready that finds it at `stamp` belongs to epoch stamp + 1. That
@@ -259,57 +204,6 @@ struct DeviceClaimMemory {
     record_error(error, ctl + kCtlClaim, code, p, e);
   }
 };
-
-/// started_epoch's memory operations on the device: the started cell (device memory) and the
-/// host words (host memory mapped here).
-struct DeviceStartedMemory {
-  uint64_t* cell;
-  const uint64_t* host;
-
-  WEFT_DEVICE_INLINE static uint64_t grid() {
-    uint64_t g;
-    asm("mov.u64 %0, %%gridid;" : "=l"(g));
-    return g;
-  }
-  WEFT_DEVICE_INLINE uint64_t take_reader(uint64_t g) {
-    return atomicExch(reinterpret_cast<unsigned long long*>(cell + kCellReader), static_cast<unsigned long long>(g));
-  }
-  WEFT_DEVICE_INLINE void give_back(uint64_t g) {
-    atomicCAS(reinterpret_cast<unsigned long long*>(cell + kCellReader), static_cast<unsigned long long>(g),
-              static_cast<unsigned long long>(kNoGrid));
-  }
-  WEFT_DEVICE_INLINE uint64_t load_reader() { return device::ld_relaxed_gpu(cell + kCellReader); }
-  WEFT_DEVICE_INLINE uint64_t load_published() { return device::ld_acquire_gpu(cell + kCellPublished); }
-  WEFT_DEVICE_INLINE void raise_epoch(uint64_t e) {
-    atomicMax(reinterpret_cast<unsigned long long*>(cell + kCellEpoch), static_cast<unsigned long long>(e));
-  }
-  WEFT_DEVICE_INLINE void publish(uint64_t g) { device::st_release_gpu(cell + kCellPublished, g); }
-  WEFT_DEVICE_INLINE uint64_t load_epoch() { return device::ld_relaxed_gpu(cell + kCellEpoch); }
-  WEFT_DEVICE_INLINE uint64_t load_started() { return device::ld_acquire_sys(host + kWordStarted); }
-  template <typename Ready>
-  WEFT_DEVICE_INLINE bool wait(Ready ready) {
-    uint32_t ns = 32;
-    const auto polled = [&] {
-      if (ready()) return true;
-      __nanosleep(ns);
-      if (ns < 1024) ns *= 2;
-      return false;
-    };
-    return device::spin_until(polled, device::deadline_after(kClaimWaitNs)) == device::WaitResult::Ok;
-  }
-};
-
-/// The calling grid's started epoch (started_epoch): one device load once the grid's reader
-/// has published. The first call of a grid takes the out-of-line path.
-inline __device__ __noinline__ uint64_t started_slow(uint64_t* cell, const uint64_t* host) {
-  DeviceStartedMemory m{cell, host};
-  return started_epoch(m);
-}
-WEFT_DEVICE_INLINE uint64_t started(uint64_t* cell, const uint64_t* host) {
-  if (device::ld_acquire_gpu(cell + kCellPublished) == DeviceStartedMemory::grid())
-    return device::ld_relaxed_gpu(cell + kCellEpoch);
-  return started_slow(cell, host);
-}
 
 /// The claim's slow path, out of line (it costs the caller's hot path no registers).
 inline __device__ __noinline__ uint64_t claim_slow(uint64_t* ctl, const uint64_t* host, DeviceErrorRecord* error,

@@ -143,11 +143,8 @@ static_assert(std::is_trivially_copyable_v<PsendDeviceHandle>);
 struct PrecvDeviceHandle {
   const char* buf = nullptr;        ///< the receive buffer
   const uint64_t* flags = nullptr;  ///< this request's flag block (kFlag*)
-  /// This request's host words (host memory mapped here): kWordStarted is the current epoch,
-  /// read once per grid into `cell`.
+  /// This request's host words (host memory mapped here): kWordStarted is the current epoch.
   const uint64_t* host = nullptr;
-  /// The started cell (kCell*, device memory): the epoch parrived compares with, per grid.
-  uint64_t* cell = nullptr;
   uint32_t partitions = 0;
   uint64_t partition_bytes = 0;
 
@@ -155,15 +152,13 @@ struct PrecvDeviceHandle {
   /// Any thread: true once partition p of the current epoch has arrived (false when p is
   /// out of range). A true result orders the partition's data before the caller's later reads
   /// (read them with ld.cg / volatile loads, or after a __syncthreads for the block). The
-  /// current epoch is the one the host's last start began (arrived_in), read from host memory
-  /// once per grid (detail::started): the kernel that calls parrived for epoch e must call it
-  /// after start(e) and finish before the host starts epoch e + 1.
+  /// current epoch is the one the host's last start began (arrived_in): the kernel that calls
+  /// parrived for epoch e must finish before the host starts epoch e + 1.
   WEFT_DEVICE_INLINE bool parrived(uint32_t p) const {
     if (p >= partitions) return false;
     const uint64_t thr = device::ld_acquire_sys(flags + kFlagThreshold);
-    if (thr == 0) return false;
-    const uint64_t e = detail::started(cell, host);
-    if (e == 0) return false;
+    const uint64_t e = device::ld_acquire_sys(host + kWordStarted);
+    if (thr == 0 || e == 0) return false;
     return arrived_in(device::ld_acquire_sys(flags + kFlagFirst + transport_of(p, static_cast<uint32_t>(thr))), e);
   }
 #endif

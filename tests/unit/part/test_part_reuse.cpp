@@ -5,8 +5,7 @@
 // sender's producing kernel and the receiver's checking kernel. The device steps are
 // weft/part/common.hpp's: the claim (claim_error against prepared and started), the
 // transport counters, completes_epoch storing done, and parrived's rule (arrived_in against
-// the receiver's started epoch, read once per checking kernel through the started cell:
-// started_epoch, each checking kernel a grid of its own number).
+// the receiver's started word, read at each call).
 //
 // The receiver's checking kernel of epoch e may still be polling parrived when the host
 // moves on. In the order the GPU test had on 2026-11-28 (start e + 1, then wait for the
@@ -30,7 +29,6 @@
 
 #include "part/poll.hpp"
 #include "part/state.hpp"
-#include "started_memory.hpp"
 #include "weft/part/common.hpp"
 
 using namespace weft::part;
@@ -96,8 +94,7 @@ constexpr uint64_t kPoison = 0xA5A5A5A5A5A5A5A5ull;
 /// block and buffer (the sender writes them through its mapping), the sender's device state.
 struct Pair {
   uint32_t partitions, threshold, transports;
-  std::atomic<uint64_t> ready{0}, done{0}, prepared{0}, started_send{0}, flag_threshold{0};
-  Cell recv_cell;  ///< the receiver's started word (recv_cell.started) and its started cell
+  std::atomic<uint64_t> ready{0}, done{0}, prepared{0}, started_send{0}, started_recv{0}, flag_threshold{0};
   std::unique_ptr<std::atomic<uint64_t>[]> flags, data;
   std::vector<uint64_t> stamps, counters;  // the producer's alone
   uint64_t sent = 0, cache = 0, done_stores = 0, errors = 0;
@@ -132,13 +129,10 @@ struct Pair {
       }
     }
   }
-  /// PrecvDeviceHandle::parrived, called by the checking kernel numbered `grid`.
-  bool parrived(uint32_t p, uint64_t grid) {
-    const uint64_t thr = flag_threshold.load(std::memory_order_acquire);
-    if (thr == 0) return false;
-    HostStartedMemory m{recv_cell, grid};
-    const uint64_t e = started_epoch(m);
-    if (e == 0) return false;
+  /// PrecvDeviceHandle::parrived.
+  bool parrived(uint32_t p) const {
+    const uint64_t thr = flag_threshold.load(std::memory_order_acquire), e = started_recv.load(std::memory_order_acquire);
+    if (thr == 0 || e == 0) return false;
     return arrived_in(flags[transport_of(p, static_cast<uint32_t>(thr))].load(std::memory_order_acquire), e);
   }
   /// The checking kernel of epoch e: waits (up to `poll_s`) for each partition, then checks it.
@@ -149,7 +143,7 @@ struct Pair {
     for (uint32_t p = 0; p < partitions; ++p) {
       Poller poll(poll_s);
       bool ok = true;
-      while (ok && !parrived(p, e)) ok = poll.next();  // the check of epoch e: grid e
+      while (ok && !parrived(p)) ok = poll.next();
       if (!ok) {
         uint64_t zero = 0;
         stalled.compare_exchange_strong(zero, e);
@@ -204,7 +198,7 @@ Outcome run_epochs(Pair& pair, uint64_t epochs, bool start_first, uint32_t lag_e
       return checker.sync(kWaitS);
     };
     if (!start_first && !poison_and_sync()) break;
-    pair.recv_cell.started.store(e, std::memory_order_release);  // start
+    pair.started_recv.store(e, std::memory_order_release);  // start
     if (start_first && !poison_and_sync()) break;
     pair.ready.store(e, std::memory_order_release);  // pbuf_prepare: ready-to-receive
     const bool lagging = lag_every != 0 && e % lag_every == 0;
@@ -237,8 +231,6 @@ TEST(PartReuse, ManyEpochsBackToBackEveryElementRight) {
     EXPECT_EQ(pair.stalled.load(), 0u) << "threshold " << thr << ": the check of this epoch never saw its partitions";
     EXPECT_EQ(pair.checked.load(), epochs * 48) << "threshold " << thr;
     EXPECT_EQ(pair.wrong.load(), 0u) << "threshold " << thr;
-    EXPECT_EQ(pair.recv_cell.host_loads.load(), epochs)
-        << "threshold " << thr << ": the receiver's started word read other than once per checking kernel";
     EXPECT_EQ(pair.done_stores, epochs) << "threshold " << thr << ": done stored once per epoch";
     EXPECT_EQ(pair.errors, 0u) << "threshold " << thr << ": a pready was refused";
     EXPECT_EQ(pair.done.load(), epochs);
