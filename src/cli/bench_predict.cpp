@@ -11,6 +11,8 @@
 #include "util/text.hpp"
 #include "plan/algorithms.hpp"
 #include "plan/plan_source.hpp"
+#include "tune/auto_schedule.hpp"
+#include "util/log.hpp"
 #include "sim/call_model.hpp"
 #include "util/config.hpp"
 #include "util/error.hpp"
@@ -68,10 +70,25 @@ Prediction BenchPredictor::predict(Collective c, uint64_t bytes, bool trace) {
     auto it = sims.find(key);
     if (it == sims.end()) {
       const algo::Algorithm& a = algo::registry().at(d.algorithm);
-      const Plan plan = make_plan(c, ranks_, a.name(), std::string(algo::to_string(d.protocol)), d.instances, false, 0, depth,
-                                  a.scheduler(), a.allocator(), node_of_rank);  // hand-built: no scheduler
+      const std::string proto(algo::to_string(d.protocol));
+      Plan plan;
+      if (a.auto_schedule()) {  // as the communicator chooses, per size bucket (tune/auto_schedule.hpp)
+        AutoChoice ch = choose_auto_schedule(c, ranks_, a.name(), proto, d.instances, false, 0, depth, a.allocator(),
+                                             node_of_rank, bytes, ll ? decider_->shape().ll_slot_bytes / 2
+                                                                     : decider_->shape().slot_bytes);
+        auto_why_[key] = "auto chose " + ch.reason;
+        WEFT_LOG(Info, "PLAN", "weft bench --predict: " << to_string(c) << ": scheduler " << auto_why_[key]);
+        plan = std::move(ch.plan);
+      } else {
+        plan = make_plan(c, ranks_, a.name(), proto, d.instances, false, 0, depth, a.scheduler(), a.allocator(),
+                         node_of_rank);  // hand-built: no scheduler
+      }
       // A traced run keeps every thread block apart, as the measured trace does.
       it = sims.emplace(key, std::make_unique<sim::Simulator>(plan, *topo_, !trace)).first;
+    }
+    if (auto w = auto_why_.find(key); w != auto_why_.end()) {
+      p.schedule_why = w->second;
+      p.plan += ", " + w->second.substr(0, w->second.find(" for "));  // "auto chose hpds"
     }
     sim::SimOptions o;
     o.bytes = bytes;
@@ -117,9 +134,10 @@ void run_predicted_bench(const std::vector<Collective>& collectives, const std::
         *csv << to_string(c) << ',' << bytes << ',' << bytes / dtype_bytes << ',' << dtype << ',' << p.us << ',' << algbw << ','
              << busbw << ',' << tbs << ',' << nlohmann::json(plan).dump() << '\n';
       if (json) {
-        std::printf("{\"collective\":\"%s\",\"bytes\":%llu,\"sim_us\":%.3f,\"sim_busbw\":%.3f,\"tbs\":%d,\"weft_plan\":%s}\n",
+        const std::string why = p.schedule_why.empty() ? "" : ",\"schedule_reason\":" + nlohmann::json(p.schedule_why).dump();
+        std::printf("{\"collective\":\"%s\",\"bytes\":%llu,\"sim_us\":%.3f,\"sim_busbw\":%.3f,\"tbs\":%d,\"weft_plan\":%s%s}\n",
                     std::string(to_string(c)).c_str(), static_cast<unsigned long long>(bytes), p.us, busbw, tbs,
-                    nlohmann::json(plan).dump().c_str());
+                    nlohmann::json(plan).dump().c_str(), why.c_str());
         continue;
       }
       t.add_row({std::to_string(bytes), std::to_string(bytes / dtype_bytes), dtype, p.us >= 0 ? text::format("%.2f", p.us) : "-",

@@ -28,6 +28,7 @@ struct Prediction {
   std::optional<sim::SimReport> report;  ///< the simulated plan's run (none for the one-shot kernel)
   std::string plan;                      ///< what the selection chose, as `weft bench` names it
   int oneshot_blocks = 0;                ///< the one-shot kernel's thread blocks (a plan's are in the report)
+  std::string schedule_why;              ///< scheduler auto: which schedule it chose and why (tune/auto_schedule.hpp)
 };
 
 class BenchPredictor {
@@ -52,6 +53,7 @@ class BenchPredictor {
   std::optional<Topology> topo_;
   std::unique_ptr<Decider> decider_;  ///< the runtime's decision for one node of `ranks`
   std::unordered_map<PlanKey, std::unique_ptr<sim::Simulator>, PlanKeyHash> sims_[2];  ///< [traced]
+  std::unordered_map<PlanKey, std::string, PlanKeyHash> auto_why_;  ///< scheduler auto: the choice's reason
 };
 
 /// `weft bench --predict` (nothing runs on a GPU): per collective, an nccl-tests style table (or JSON

@@ -12,7 +12,8 @@
 //   4   chain     Interpreter         hand-built
 //   5.. a source  Interpreter         compiled by the plan builder (plan/builder.hpp): an
 //                                     algorithm of algorithms/, dsl:NAME or a file, with a
-//                                     scheduler and allocator
+//                                     scheduler (or "auto": tune/auto_schedule.hpp) and
+//                                     allocator
 //
 // A plan algorithm runs on the interpreter or on a kernel generated for the plan
 // (Executor::Generated): decide() (tune/decide.hpp) chooses per call. Compiled sources are
@@ -134,6 +135,8 @@ class Algorithm {
   /// Compiled sources: the compiler's scheduler and allocator; empty for the others.
   const std::string& scheduler() const { return scheduler_; }
   const std::string& allocator() const { return allocator_; }
+  /// Scheduler "auto": the schedule is chosen per size bucket (tune/auto_schedule.hpp).
+  bool auto_schedule() const { return auto_; }
   const Limits& limits() const { return limits_; }
 
   /// Whether it implements `c`. A compiled source answers for every standard collective: the
@@ -159,7 +162,7 @@ class Algorithm {
   Algorithm(std::string name, Executor executor, PlanOrigin origin, Limits limits, std::string scheduler = {},
             std::string allocator = {})
       : name_(std::move(name)), executor_(executor), origin_(origin), limits_(limits), scheduler_(std::move(scheduler)),
-        allocator_(std::move(allocator)) {}
+        allocator_(std::move(allocator)), auto_(scheduler_ == "auto") {}
 
   Id id_ = kNone;
   std::string name_;
@@ -167,6 +170,7 @@ class Algorithm {
   PlanOrigin origin_;
   Limits limits_;
   std::string scheduler_, allocator_;
+  bool auto_ = false;
 };
 
 /// Every algorithm of the process, by id: the named primitives at their fixed ids, then the
@@ -223,5 +227,17 @@ constexpr int oneshot_blocks(uint64_t peer_bytes) {
   b = b > need ? b : need;
   return static_cast<int>(b < 1 ? 1 : b > exec::kOneShotBlocks ? exec::kOneShotBlocks : b);
 }
+
+/// Scheduler "auto" (tune/auto_schedule.hpp): a call of `bytes` falls in size bucket
+/// ceil(log2(bytes)), at least kAutoMinBucket (every call of at most 4 KiB shares one bucket)
+/// and at most kAutoMaxBucket.
+inline constexpr int kAutoMinBucket = 12, kAutoMaxBucket = 40;
+constexpr int auto_bucket(uint64_t bytes) {
+  int b = 0;
+  while (b < kAutoMaxBucket && (uint64_t{1} << b) < bytes) ++b;
+  return b < kAutoMinBucket ? kAutoMinBucket : b;
+}
+/// The size a bucket is chosen at: 2^bucket bytes (its largest call).
+constexpr uint64_t auto_bucket_bytes(int bucket) { return uint64_t{1} << bucket; }
 
 }  // namespace weft::algo

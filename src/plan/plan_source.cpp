@@ -60,33 +60,6 @@ SourceOptions options_for(const std::string& algorithm, int nranks, int root, bo
   return so;
 }
 
-/// The communicator's machine: WEFT_TOPOLOGY (a file, a preset or "detect"), by default the
-/// h200-1x8 preset's figures, as one node of `nranks` GPUs unless the topology has exactly
-/// `nranks` (ir/topology_detect.hpp). The compiler uses it to choose instances and to
-/// schedule, not for correctness. Under WEFT_EMULATE_NODES=N (dividing the ranks) it is N
-/// nodes of nranks / N GPUs, one NIC per GPU, so that the compiler sees which links cross
-/// the (emulated) network; the NIC figures are assumptions (a 100 Gb/s NIC), as the emulated
-/// network is UCX on one machine. With the communicator's layout (`node_of_rank`: ranks on
-/// several hosts) the same reshaping applies where its nodes are regular
-/// (plan/placement.hpp); an irregular layout is scheduled as one node, and the runtime
-/// records the links it builds on the plan either way.
-Topology node_topology(int nranks, const std::vector<int>& node_of_rank = {}) {
-  Topology t = detect::configured_topology(nranks);
-  const int g = emulated_gpus_per_node(nranks, node_of_rank);
-  if (g != nranks) {
-    t.gpus_per_node = g;
-    t.nodes = nranks / g;
-    t.name = "h200-emulated-" + std::to_string(t.nodes) + "x" + std::to_string(g);
-    t.nics_per_node = g;
-    t.nic_of_gpu.clear();
-    for (int i = 0; i < g; ++i) t.nic_of_gpu.push_back(i);
-    t.nic_bandwidth_GBps = 12.5;
-    t.nic_latency_us = 10.0;
-    t.tb_net_GBps = 6.25;
-  }
-  return t;
-}
-
 /// The root's in-place plan of Broadcast or Reduce, made to exchange the messages of the
 /// out-of-place plan its peers run: as built when it does; else built again with the
 /// out-of-place plan's instances taken as given (the runtime's thread-block limit may have
@@ -113,6 +86,33 @@ Plan match_out_of_place(Plan in, Build& build, BuildOptions& bo, const std::stri
 }
 
 }  // namespace
+
+/// The communicator's machine: WEFT_TOPOLOGY (a file, a preset or "detect"), by default the
+/// h200-1x8 preset's figures, as one node of `nranks` GPUs unless the topology has exactly
+/// `nranks` (ir/topology_detect.hpp). The compiler uses it to choose instances and to
+/// schedule, not for correctness. Under WEFT_EMULATE_NODES=N (dividing the ranks) it is N
+/// nodes of nranks / N GPUs, one NIC per GPU, so that the compiler sees which links cross
+/// the (emulated) network; the NIC figures are assumptions (a 100 Gb/s NIC), as the emulated
+/// network is UCX on one machine. With the communicator's layout (`node_of_rank`: ranks on
+/// several hosts) the same reshaping applies where its nodes are regular
+/// (plan/placement.hpp); an irregular layout is scheduled as one node, and the runtime
+/// records the links it builds on the plan either way.
+Topology node_topology(int nranks, const std::vector<int>& node_of_rank) {
+  Topology t = detect::configured_topology(nranks);
+  const int g = emulated_gpus_per_node(nranks, node_of_rank);
+  if (g != nranks) {
+    t.gpus_per_node = g;
+    t.nodes = nranks / g;
+    t.name = "h200-emulated-" + std::to_string(t.nodes) + "x" + std::to_string(g);
+    t.nics_per_node = g;
+    t.nic_of_gpu.clear();
+    for (int i = 0; i < g; ++i) t.nic_of_gpu.push_back(i);
+    t.nic_bandwidth_GBps = 12.5;
+    t.nic_latency_us = 10.0;
+    t.tb_net_GBps = 6.25;
+  }
+  return t;
+}
 
 bool is_hand_built_name(const std::string& algorithm) { return algo::is_hand_built(algorithm); }
 

@@ -19,6 +19,7 @@
 
 #include "compile/deadlock.hpp"
 #include "ir/plan.hpp"
+#include "ir/topology.hpp"
 
 namespace weft {
 
@@ -28,6 +29,11 @@ bool is_hand_built_name(const std::string& algorithm);
 /// The collective an algorithm name, algorithm file or plan file implements (loaded once for
 /// `nranks` ranks and cached). Throws weft::Error naming the file when it cannot be loaded.
 Collective algorithm_collective(const std::string& algorithm, int nranks);
+
+/// The machine the runtime compiles for: WEFT_TOPOLOGY (a file, a preset or "detect"), by
+/// default the h200-1x8 preset's figures as one node of `nranks` GPUs; split into nodes where
+/// WEFT_EMULATE_NODES or the communicator's regular layout (`node_of_rank`) says so.
+Topology node_topology(int nranks, const std::vector<int>& node_of_rank = {});
 
 /// Builds (or compiles) the plan of `algorithm` for collective `c` on `nranks` ranks; a
 /// compiled plan is scheduled with `scheduler` and `allocator` and checked for deadlock with

@@ -21,6 +21,7 @@
 #include "tune/net_selection.hpp"
 #include "exec/plan_check.hpp"
 #include "plan/plan_source.hpp"
+#include "tune/auto_schedule.hpp"
 #include "util/cuda_check.hpp"
 #include "exec/executor.hpp"
 #include "bootstrap/host_identity.hpp"
@@ -543,9 +544,18 @@ Communicator::CachedPlan& Communicator::plan_for(const Call& call, const Launch&
   auto cp = std::make_unique<CachedPlan>();
   cp->gen = gen;
   const std::string protocol(algo::to_string(l.protocol));
-  cp->lp = lower_plan(make_plan(c, nranks_, a.name(), protocol, l.instances, call.in_place, key.root, layout_.cfg.depth,
-                                a.scheduler(), a.allocator(), placement_.node_of_rank),  // hand-built: no scheduler
-                      nranks_, layout_.cfg.connections);
+  Plan plan;
+  if (a.auto_schedule()) {  // one choice per size bucket (the key's), logged with its reason
+    const uint64_t slot = l.protocol == algo::Protocol::LL ? layout_.cfg.ll_slot_bytes / 2 : layout_.cfg.slot_bytes;
+    AutoChoice ch = choose_auto_schedule(c, nranks_, a.name(), protocol, l.instances, call.in_place, key.root,
+                                         layout_.cfg.depth, a.allocator(), placement_.node_of_rank, call.bytes, slot);
+    WEFT_LOG(Info, "PLAN", "rank " << rank_ << ": " << name << ": scheduler auto chose " << ch.reason);
+    plan = std::move(ch.plan);
+  } else {
+    plan = make_plan(c, nranks_, a.name(), protocol, l.instances, call.in_place, key.root, layout_.cfg.depth, a.scheduler(),
+                     a.allocator(), placement_.node_of_rank);  // hand-built: no scheduler
+  }
+  cp->lp = lower_plan(std::move(plan), nranks_, layout_.cfg.connections);
   // Each link runs on the channel the plan records (plan/placement.hpp); one the
   // communicator cannot build for these ranks' hosts and nodes refuses the plan, on every
   // rank alike.

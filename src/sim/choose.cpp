@@ -45,7 +45,7 @@ std::string explain(const std::vector<ScheduleCandidate>& cs, int32_t best, uint
   if (second >= 0) why += against(w, cs[second], name(second), true, true);
   if (given >= 0 && given != second)
     why += against(w, cs[given], name(given), false, second < 0 || !as_fast(cs[second].time_us, w.time_us));
-  why += text::format(" (%zu candidates, simulated%s)", cs.size(),
+  why += text::format(" (%zu %s, simulated%s)", cs.size(), cs.size() == 1 ? "candidate" : "candidates",
                       max_tbs > 0 ? text::format(", at most %d thread blocks per rank", max_tbs).c_str() : "");
   return why;
 }

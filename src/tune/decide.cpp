@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "plan/builder.hpp"
 #include "plan/plan_source.hpp"
 #include "tune/cta_policy.hpp"
 #include "util/config.hpp"
@@ -23,6 +24,7 @@ constexpr Collective kStandard[] = {Collective::AllGather, Collective::ReduceSca
 DecideEnv DecideEnv::from_environment() {
   DecideEnv e;
   e.algo = config::get_string("WEFT_ALGO");
+  e.scheduler = config::get_string("WEFT_SCHEDULER");
   e.proto = config::get_string("WEFT_PROTO");
   e.instances = config::get_int("WEFT_INSTANCES");
   e.microbatch = config::get_int("WEFT_MICROBATCH_BYTES");
@@ -55,6 +57,15 @@ void Decider::resolve_algo_env() {
   for (Collective c : kStandard) {
     std::string named;
     try {
+      if (!env_.scheduler.empty() && env_.scheduler != "auto") {
+        BuildOptions bo;
+        bo.compile.scheduler = env_.scheduler;
+        try {
+          check_build_options(bo);
+        } catch (const Error& e) {
+          fail(e.code(), std::string("WEFT_SCHEDULER: ") + e.what());
+        }
+      }
       for (const std::string& raw : text::split(env_.algo, ',')) {
         std::string entry(text::trim(raw));
         if (entry.empty()) continue;
@@ -86,7 +97,8 @@ void Decider::resolve_algo_env() {
     n.fixed = reg.named(named);
     if (n.fixed != algo::kNone) continue;
     for (const SelectionRow& r : table_->rows)
-      n.by_row.push_back(algo::registry().compiled(named, r.scheduler, r.allocator));
+      n.by_row.push_back(
+          algo::registry().compiled(named, env_.scheduler.empty() ? r.scheduler : env_.scheduler, r.allocator));
   }
 }
 

@@ -112,6 +112,7 @@ struct Chosen {
 /// The environment decide() reads (from_environment: once, when a communicator is created).
 struct DecideEnv {
   std::string algo;         ///< WEFT_ALGO
+  std::string scheduler;    ///< WEFT_SCHEDULER: the scheduler of the sources WEFT_ALGO names; empty: the row's
   std::string proto;        ///< WEFT_PROTO
   int64_t instances = 0;    ///< WEFT_INSTANCES (0: the table's)
   int64_t microbatch = 0;   ///< WEFT_MICROBATCH_BYTES (0: the row's)
@@ -221,21 +222,25 @@ struct PlanKey {
   bool in_place = false;
   int32_t instances = 1;
   int32_t root = 0;  ///< Broadcast and Reduce; 0 for the others
+  int8_t bucket = 0;  ///< scheduler "auto": the call's size bucket (tune/auto_schedule.hpp); 0 for the others
   bool operator==(const PlanKey&) const = default;
 };
 struct PlanKeyHash {
   size_t operator()(const PlanKey& k) const noexcept {
     uint64_t h = static_cast<uint64_t>(static_cast<uint16_t>(k.algorithm)) | static_cast<uint64_t>(k.collective) << 16 |
                  static_cast<uint64_t>(k.protocol) << 24 | static_cast<uint64_t>(k.executor) << 32 |
-                 static_cast<uint64_t>(k.in_place) << 40;
+                 static_cast<uint64_t>(k.in_place) << 40 | static_cast<uint64_t>(static_cast<uint8_t>(k.bucket)) << 48;
     h ^= (static_cast<uint64_t>(static_cast<uint32_t>(k.instances)) << 32 | static_cast<uint32_t>(k.root)) * 0x9e3779b97f4a7c15ull;
     return static_cast<size_t>(h ^ (h >> 29));
   }
 };
-/// The key of a plan launch `l` of `call` (root: the call's for Broadcast and Reduce).
+/// The key of a plan launch `l` of `call` (root: the call's for Broadcast and Reduce; a
+/// source under scheduler "auto": the size bucket of call.bytes, one plan per bucket).
 inline PlanKey plan_key(const Call& call, const Launch& l, int root) {
   const bool rooted = call.collective == Collective::Broadcast || call.collective == Collective::Reduce;
-  return PlanKey{l.algorithm, call.collective, l.protocol, l.executor, call.in_place, l.instances, rooted ? root : 0};
+  const bool by_size = l.algorithm >= algo::kFirstCompiled && algo::registry().at(l.algorithm).auto_schedule();
+  return PlanKey{l.algorithm, call.collective, l.protocol,  l.executor, call.in_place, l.instances, rooted ? root : 0,
+                 static_cast<int8_t>(by_size ? algo::auto_bucket(call.bytes) : 0)};
 }
 
 }  // namespace weft

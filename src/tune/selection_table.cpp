@@ -217,7 +217,7 @@ SelectionRow read_row(const json& row, const RowReader& in) {
     return r;
   }
   BuildOptions bo;
-  bo.compile.scheduler = r.scheduler;
+  bo.compile.scheduler = r.scheduler == "auto" ? "hpds" : r.scheduler;  // auto: tune/auto_schedule.hpp
   bo.compile.allocator = r.allocator;
   try {
     check_build_options(bo);

@@ -43,6 +43,9 @@ std::vector<Variable> general_variables() {
      "Micro-batch size in bytes per chunk slot; 0 lets the selection row choose (its microbatch_bytes, else the staging slots' size).", 0, 1ll << 40},
     {"WEFT_ALGO", Type::String, "",
      "Algorithms instead of the selection table: comma-separated 'name' or 'Collective:name'; a name is a hand-built plan (ring, allpairs, chain), oneshot, ce (copy engines into registered buffers: AllGather, AllReduce), an algorithm of algorithms/ (ring_allreduce, ...) or a file."},
+    {"WEFT_SCHEDULER", Type::String, "",
+     "The compiler's scheduler for the sources WEFT_ALGO names (hpds, algo, stage, rr, gc3, as-given for an .xml file, "
+     "or auto: chosen per size bucket by the simulator, docs/runtime.md); empty: each selection row's."},
     {"WEFT_SELECTION", Type::String, "",
      "Path of a selection table (JSON, docs/runtime.md) to use instead of weft's default, read when a communicator "
      "is created; a malformed table is an error there naming the file and line."},
