@@ -21,6 +21,13 @@
 #                     space-separated list, each VAR=VALUE[,VAR=VALUE...], e.g.
 #                     "WEFT_NET_LANES=0 WEFT_NET_LANES=8 WEFT_NET_LANES=8,WEFT_NET_STRIPE_BYTES=65536";
 #                     the column is named by the variant without its WEFT_NET_ prefixes ("weft LANES=0")
+#   NET_ROUND_ALGOS   algorithms forced with WEFT_ALGO, weft alone (--no-nccl) over NET_ROUND_ALGO_SIZES,
+#                     a column each "weft hm" / "weft ring" / "weft allpairs" (default "hm ring allpairs";
+#                     "" leaves them out); where both ran, a column "hm/ring"
+#   NET_ROUND_ALGO_SIZES  their sizes, by factors of 16 (default 1M:256M: 1, 16 and 256 MiB)
+#   NET_ROUND_RANKS4  1: also 4 ranks as 2 emulated nodes of 2 (only the links between nodes over UCX),
+#                     weft vs NCCL sockets and the algorithms at NET_ROUND_ALGO_SIZES, a second table
+#                     (default: 1 where nvidia-smi lists 4 GPUs or more)
 #   UCX_TLS, UCX_NET_DEVICES, WEFT_NET_ORDER, WEFT_PROXY_CPUS, ...  passed through as set
 # NCCL runs in the same rank processes as weft (weft bench loads libnccl.so.2 there), so the
 # NCCL_* variables below reach it: no peer-to-peer, no shared memory, the socket transport.
@@ -46,14 +53,15 @@ start=$(date +%s)
   echo "# NCCL: NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket; weft: WEFT_EMULATE_NODES=2 ${UCX_TLS:+UCX_TLS=$UCX_TLS }${WEFT_NET_ORDER:+WEFT_NET_ORDER=$WEFT_NET_ORDER }${WEFT_NET_LANES:+WEFT_NET_LANES=$WEFT_NET_LANES}"
 } | tee "$OUT/summary.txt"
 
-bench() {  # bench NAME TIMEOUT SIZES WARMUP ITERS [EXTRA ARGS...]
+bench() {  # bench NAME TIMEOUT SIZES WARMUP ITERS [EXTRA ARGS...]; RANKS (default 2), FACTOR_OF (default by name)
   local name=$1 t=$2 sizes=$3 warm=$4 iters=$5
   shift 5
   local extra=("$@")
   [ ${#extra[@]} -eq 0 ] && extra=("${SIM[@]}")
   local factor=4
   case $name in *small) factor=$FACTOR ;; esac
-  timeout -k 5 "$t" "$WEFT" bench AllReduce AllGather --ranks 2 --sizes "$sizes" --factor "$factor" --warmup "$warm" \
+  [ -n "${FACTOR_OF:-}" ] && factor=$FACTOR_OF
+  timeout -k 5 "$t" "$WEFT" bench AllReduce AllGather --ranks "${RANKS:-2}" --sizes "$sizes" --factor "$factor" --warmup "$warm" \
     --iters "$iters" --json "${extra[@]}" > "$OUT/$name.jsonl" 2> "$OUT/$name.log"
   local rc=$?
   [ $rc -eq 124 ] && echo "# $name ($sizes) timed out after $t s: rows missing below are that" | tee -a "$OUT/summary.txt"
@@ -80,6 +88,37 @@ for v in ${NET_ROUND_SWEEP:-}; do
    bench variant_s${n}_large 45 "$LARGE" 1 3 --no-nccl --no-sim)
 done
 
+ALGO_SIZES=${NET_ROUND_ALGO_SIZES:-1M:256M}
+algo_env() {  # the WEFT_ALGO of a NET_ROUND_ALGOS name
+  case $1 in
+    hm) echo "AllReduce:hm_allreduce,AllGather:hm_allgather" ;;
+    ring) echo "AllReduce:ring_allreduce,AllGather:ring_allgather" ;;
+    allpairs) echo "AllReduce:allpairs,AllGather:allpairs_allgather" ;;
+    *) echo "net_round.sh: NET_ROUND_ALGOS: unknown '$1' (hm, ring or allpairs)" >&2; return 1 ;;
+  esac
+}
+algos() {  # algos PREFIX: each NET_ROUND_ALGOS name forced, weft alone, as variants PREFIXa_NAME
+  local a
+  for a in ${NET_ROUND_ALGOS-hm ring allpairs}; do
+    local algo
+    algo=$(algo_env "$a") || continue
+    echo "$a" > "$OUT/variant_${1}a_$a.name"
+    VARIANTS_OF="$VARIANTS_OF ${1}a_$a"
+    WEFT_ALGO=$algo FACTOR_OF=16 bench "variant_${1}a_${a}_all" 60 "$ALGO_SIZES" 1 3 --no-nccl --no-sim
+  done
+}
+VARIANTS_OF=""
+algos ""
+VARIANT_NAMES="$VARIANT_NAMES$VARIANTS_OF"
+RANKS4=${NET_ROUND_RANKS4:-0}
+[ "$gpus" -ge 4 ] && RANKS4=${NET_ROUND_RANKS4:-1}
+if [ "$RANKS4" = 1 ]; then
+  RANKS=4 FACTOR_OF=16 bench r4_main 90 "$ALGO_SIZES" 1 3 --no-sim
+  VARIANTS_OF=""
+  RANKS=4 algos r4_
+  R4_VARIANTS=$VARIANTS_OF
+fi
+
 # What ran: UCX's lanes, where the proxies sit, direct or staged.
 grep -h -E "UCX transport of rank 0|UCX to rank|peers on other nodes|proxy of rank [0-9]+: thread|selection from" "$OUT"/small.log 2>/dev/null |
   sed 's/^/# /' | sort -u | head -n 9 | tee -a "$OUT/summary.txt"
@@ -91,9 +130,13 @@ if [ "${NET_ROUND_TRACE:-0}" = 1 ]; then
   python3 "$HERE/net_trace_overlap.py" "$OUT"/trace.*.tsv 2>&1 | tee -a "$OUT/summary.txt"
 fi
 
-cat "$OUT"/small.jsonl "$OUT"/large.jsonl 2>/dev/null | VARIANTS="$(cd "$OUT" && for v in $VARIANT_NAMES; do
-  name=$v; [ -f "variant_$v.name" ] && name=$(cat "variant_$v.name")
-  cat variant_${v}_*.jsonl 2>/dev/null | sed "s/^/$name /"; done)" python3 -c '
+table() {  # table MAIN_JSONL_FILES... -- VARIANT_IDS: the ratio table, a column per variant
+  local files=() v name
+  while [ "$1" != -- ]; do files+=("$1"); shift; done
+  shift
+  cat "${files[@]}" 2>/dev/null | VARIANTS="$(cd "$OUT" && for v in "$@"; do
+    name=$v; [ -f "variant_$v.name" ] && name=$(cat "variant_$v.name")
+    cat variant_${v}_*.jsonl 2>/dev/null | sed "s/^/$name /"; done)" python3 -c '
 import json, os, sys
 rows = [json.loads(l) for l in sys.stdin if l.startswith("{")]
 variants = {}  # name -> {(collective, bytes): weft busbw}, in the order they come
@@ -102,9 +145,10 @@ for l in os.environ.get("VARIANTS", "").splitlines():
     if js.startswith("{"):
         r = json.loads(js)
         variants.setdefault(name, {})[(r["collective"], r["bytes"])] = r["weft_busbw"]
-cols = "".join(" weft %s |" % v for v in variants)
+hmring = "hm" in variants and "ring" in variants
+cols = "".join(" weft %s |" % v for v in variants) + (" hm/ring |" if hmring else "")
 print("| collective | bytes | weft busbw GB/s | NCCL sockets busbw | ratio |%s weft us | sim us | sim err %% | weft TBs | weft plan |" % cols)
-print("| --- | --- | --- | --- | --- |%s --- | --- | --- | --- | --- |" % (" --- |" * len(variants)))
+print("| --- | --- | --- | --- | --- |%s --- | --- | --- | --- | --- |" % (" --- |" * (len(variants) + hmring)))
 worst = None
 for r in rows:
     w, n = r["weft_busbw"], r["nccl_busbw"]
@@ -115,8 +159,19 @@ for r in rows:
     err = "-" if r["sim_err_pct"] is None else "%.1f" % r["sim_err_pct"]
     b = r["bytes"]
     size = "%d GiB" % (b >> 30) if b >= 1 << 30 else "%d MiB" % (b >> 20)
-    old = "".join(" %.2f |" % v[(r["collective"], b)] if (r["collective"], b) in v else " - |" for v in variants.values())
+    key = (r["collective"], b)
+    old = "".join(" %.2f |" % v[key] if key in v else " - |" for v in variants.values())
+    if hmring:
+        hm, ring = variants["hm"].get(key), variants["ring"].get(key)
+        old += " %.2f |" % (hm / ring) if hm and ring else " - |"
     print("| %s | %s | %.2f%s | %.2f | %.2f |%s %.0f | %s | %s | %d | %s |" % (r["collective"], size, w, wrong, n, ratio, old, r["weft_us"], sim, err, r["weft_tbs"], r["weft_plan"]))
 print("# %d rows; lowest ratio %s (target: 1.0 or more at every size)" % (len(rows), "-" if worst is None else "%.2f" % worst))
 ' 2>&1 | tee -a "$OUT/summary.txt"
+}
+table "$OUT"/small.jsonl "$OUT"/large.jsonl -- $VARIANT_NAMES
+if [ "$RANKS4" = 1 ]; then
+  echo "# 4 ranks as 2 emulated nodes of 2 (links between nodes over UCX; target: hm/ring 1.3 or more from 16 MiB)" |
+    tee -a "$OUT/summary.txt"
+  table "$OUT"/r4_main.jsonl -- $R4_VARIANTS
+fi
 echo "# net_round.sh: $(( $(date +%s) - start )) s; logs in $OUT" | tee -a "$OUT/summary.txt"

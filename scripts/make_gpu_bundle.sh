@@ -54,7 +54,7 @@ die() { echo "make_gpu_bundle.sh: $*" >&2; exit 1; }
 [ -f "$SRC/CMakeLists.txt" ] && [ -d "$SRC/algorithms" ] || die "$SRC is not a weft checkout"
 TARGETS="weft weft_gpu_tests weft_gpu_steady weft_nccl part_bench weft_part_gpu_tests"
 # GPU tests of windows, CTA policies and copy engines (tests/gpu/README.md), where the build has them.
-EXTRA="weft_window_gpu_tests weft_ce_gpu_tests nccl_api_gpu_tests weft_channel_tests weft_gpu_port_tests"
+EXTRA="weft_window_gpu_tests weft_ce_gpu_tests nccl_api_gpu_tests weft_channel_tests weft_gpu_port_tests example_allreduce"
 [ "$ONLY" = 1 ] && TARGETS=weft
 
 if [ "$NOBUILD" = 0 ] && [ ! -f "$BUILD/CMakeCache.txt" ]; then
@@ -107,7 +107,7 @@ if [ "$ONLY" = 0 ]; then
   cp "$HERE"/tests/gpu/nccl/{torch_check.py,torch_compare.py,nccl_which.py} "$OUTDIR/torch/"
   # `ctest -L gpu` without the build tree: run_ctest.sh runs ctest_gpu.list (scripts/bundle_ctest.py).
   mkdir -p "$OUTDIR/tests"
-  cp "$HERE"/tests/gpu/{gen_cache.sh,tune_gpu.sh,bench_trace_check.sh} "$OUTDIR/tests/"
+  cp "$HERE"/tests/gpu/{gen_cache.sh,tune_gpu.sh,bench_trace_check.sh,launch_recipes.sh} "$OUTDIR/tests/"
   cp "$HERE/tests/gpu/run_bundle_ctest.sh" "$OUTDIR/run_ctest.sh"
   python3 "$HERE/scripts/bundle_ctest.py" "$BUILD" "$SRC" "$OUTDIR" "$OUTDIR/ctest_gpu.list"
   chmod +x "$OUTDIR"/*.sh "$OUTDIR"/tests/*.sh

@@ -16,7 +16,7 @@ EOS
 cat > "$T/bundle/bin/weft" <<'EOS'
 #!/usr/bin/env bash
 if [ "$1" = env ]; then echo "network path between nodes: UCX 9.9 (fake)"; exit 0; fi
-env | grep -E '^(NCCL_|WEFT_EMULATE_NODES|WEFT_LOG|WEFT_NET_)' | sort > "$FAKE_ENV.$$"
+env | grep -E '^(NCCL_|WEFT_EMULATE_NODES|WEFT_LOG|WEFT_NET_|WEFT_ALGO=)' | sort > "$FAKE_ENV.$$"
 echo "$*" >> "$FAKE_ARGS"
 echo "vm:1 weft INFO NET rank 0: UCX to rank 1: lane[0]: 1:tcp/lo.0 md[0] -> md[0]/tcp am am_bw#0" >&2
 case "$*" in
@@ -28,6 +28,7 @@ esac
 EOS
 chmod +x "$T/bundle/bin/weft" "$T/path/nvidia-smi"
 export PATH="$T/path:$PATH" FAKE_ENV="$T/env" FAKE_ARGS="$T/args" OUT="$T/out"
+export NET_ROUND_ALGOS=""  # the algorithms' columns are checked at the end
 fail() { echo "net_round_dryrun: $*"; echo "--- output:"; cat "$T/stdout" 2>/dev/null; exit 1; }
 bash "$HERE/bench/net_round.sh" "$T/bundle" > "$T/stdout" 2>&1 || fail "the script failed"
 for f in "$T"/env.*; do
@@ -70,4 +71,23 @@ NET_ROUND_AB=1 NET_ROUND_FACTOR=16 NET_ROUND_SWEEP="WEFT_NET_LANES=0 WEFT_NET_LA
 grep -q '| ratio | weft before | weft LANES=0 | weft LANES=8,STRIPE_BYTES=65536 | weft us |' "$T/stdout" ||
   fail "no sweep columns after weft before"
 grep -q '| AllReduce | 1 MiB | 2.10 | 2.02 | 1.04 | 2.10 | 2.10 | 2.10 | 500 |' "$T/stdout" || fail "the 1 MiB row lacks its sweep values"
+# NET_ROUND_ALGOS (default hm ring allpairs): each forced with WEFT_ALGO, weft alone, a column
+# each and hm/ring; NET_ROUND_RANKS4=1: the same on 4 ranks with NCCL, a second table.
+unset NET_ROUND_ALGOS
+rm -rf "$T"/env.* "$T/args" "$T/out"
+NET_ROUND_RANKS4=1 bash "$HERE/bench/net_round.sh" "$T/bundle" > "$T/stdout" 2>&1 || fail "the algorithms' round failed"
+for a in AllReduce:hm_allreduce,AllGather:hm_allgather AllReduce:ring_allreduce,AllGather:ring_allgather \
+         AllReduce:allpairs,AllGather:allpairs_allgather; do
+  [ "$(grep -lx "WEFT_ALGO=$a" "$T"/env.* | wc -l)" = 2 ] || fail "WEFT_ALGO=$a did not run on 2 and on 4 ranks"
+done
+[ "$(grep -c -- '--ranks 2 --sizes 1M:256M --factor 16 .*--no-nccl' "$T/args")" = 3 ] || fail "the 3 algorithms did not run on 2 ranks, alone"
+[ "$(grep -c -- '--ranks 4 --sizes 1M:256M --factor 16 .*--no-nccl' "$T/args")" = 3 ] || fail "the 3 algorithms did not run on 4 ranks, alone"
+[ "$(grep -c -- '--ranks 4 --sizes 1M:256M --factor 16 --warmup 1 --iters 3 --json --no-sim$' "$T/args")" = 1 ] ||
+  fail "4 ranks did not run once against NCCL"
+[ "$(grep -c '| ratio | weft hm | weft ring | weft allpairs | hm/ring | weft us |' "$T/stdout")" = 2 ] ||
+  fail "the 2-rank and the 4-rank tables do not both have the algorithm columns"
+grep -q '| AllReduce | 1 MiB | 2.10 | 2.02 | 1.04 | 2.10 | 2.10 | 2.10 | 1.00 | 500 |' "$T/stdout" || fail "the 1 MiB row lacks its algorithms"
+grep -q '2 emulated nodes of 2' "$T/stdout" || fail "the 4-rank table is not introduced"
+NET_ROUND_ALGOS="hm bogus" bash "$HERE/bench/net_round.sh" "$T/bundle" > "$T/stdout" 2>&1 || fail "an unknown algorithm failed the round"
+grep -q "NET_ROUND_ALGOS: unknown 'bogus'" "$T/stdout" || fail "an unknown algorithm is not named"
 echo "net_round_dryrun: ok"
