@@ -64,7 +64,6 @@ Prediction BenchPredictor::predict(Collective c, uint64_t bytes, bool trace) {
       return p;
     }
     const int depth = static_cast<int>(config::get_int("WEFT_FIFO_DEPTH"));
-    const bool ll = d.protocol == algo::Protocol::LL;
     const PlanKey key = plan_key(call, d, 0);
     auto& sims = sims_[trace ? 1 : 0];
     auto it = sims.find(key);
@@ -93,18 +92,19 @@ Prediction BenchPredictor::predict(Collective c, uint64_t bytes, bool trace) {
     sim::SimOptions o;
     o.bytes = bytes;
     o.runtime_microbatch = true;
-    o.staging_slot_bytes = ll ? decider_->shape().ll_slot_bytes / 2 : decider_->shape().slot_bytes;
+    o.staging_slot_bytes = sim::runtime_slot_data_bytes(d.protocol, decider_->shape().slot_bytes, decider_->shape().ll_slot_bytes);
     if (d.microbatch_bytes > 0) {  // the row's or WEFT_MICROBATCH_BYTES, as the runtime caps its micro-batches
       o.runtime_microbatch = false;
       o.microbatch_bytes = std::min(it->second->runtime_microbatch_bytes(o.staging_slot_bytes), d.microbatch_bytes);
     }
     o.fifo_depth = depth;
-    o.ll = ll;
-    o.whole_messages = !ll;
-    o.extra_alpha_us = ll ? 0.0 : sim::kCallCosts.simple_alpha_extra_us;
+    sim::set_runtime_protocol(o, d.protocol);
     o.trace = trace;
+    // Timed as `weft bench` times the GPUs: calls back to back, rank 0's mean; a traced run
+    // shows one call.
+    if (!trace) sim::set_back_to_back(o, graph_);
     p.report = it->second->run(o);
-    p.us = p.report->time_us + sim::call_overhead_us(graph_);
+    p.us = sim::per_call_us(*p.report, o, graph_);
   } catch (const Error& e) {
     p.us = -1;
     p.why = e.what();

@@ -12,6 +12,8 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "sim/call_model.hpp"
+#include "sim/cost_model.hpp"
 #include "tune/tune.hpp"
 #include "util/config.hpp"
 #include "util/error.hpp"
@@ -35,7 +37,19 @@ struct TuneArgs {
   std::string topology = "h200-1x8";
   std::string output;
   std::vector<std::string> algorithms, schedulers, protocols, instances, microbatches, executors;
+  std::vector<std::string> cost, call_cost;  ///< simulator: topology and runtime figures, name=value,...
 };
+
+/// Repeated name=value,... options merged into one map (a later name wins).
+std::map<std::string, std::string> kv_options(const char* option, const std::vector<std::string>& values) {
+  std::map<std::string, std::string> out;
+  parse_option(option, [&] {
+    for (const std::string& v : values)
+      for (auto& [k, x] : text::parse_kv_list(v)) out[k] = x;
+    return 0;
+  });
+  return out;
+}
 
 /// Splits repeated, comma-separated option values into one list.
 std::vector<std::string> words(const std::vector<std::string>& values) {
@@ -142,15 +156,18 @@ int run(const TuneArgs& a) {
 #endif
   if (!measured) {
     // No GPU in use: the simulator, and the output says so first.
-    const Topology topo = tune::simulation_topology(a.topology, a.ranks);
+    Topology topo = tune::simulation_topology(a.topology, a.ranks);
+    parse_option("--cost", [&] { sim::apply_cost_overrides(topo, kv_options("--cost", a.cost)); });
+    parse_option("--call-cost",
+                 [&] { sim::set_call_costs(sim::with_call_cost_overrides(sim::call_costs(), kv_options("--call-cost", a.call_cost))); });
     const int R = topo.num_gpus();
     prov.simulated = true;
     prov.machine = "topology " + topo.name;
     std::printf("# weft tune: %s; every time below is SIMULATED on topology %s, %d ranks, not measured (cost model: "
-                "docs/cost-model.md; it models no protocol costs, no executor and no one-shot kernel)\n",
+                "docs/cost-model.md: the runtime's launch, calls back to back, Simple, LL and LL128; no executor or one-shot kernel)\n",
                 a.simulate ? "--simulate" : "no GPU in use", topo.name.c_str(), R);
     std::fflush(stdout);
-    // The simulator tells protocols apart only by their staging slots: Simple alone unless asked.
+    // Simple alone unless asked (docs/tune.md).
     if (sweep.protocols.empty()) sweep.protocols = {"Simple"};
     if (!sweep.executors.empty() && !a.quiet)
       std::fprintf(stderr, "weft tune: the simulator models no executor: each executor's rows time alike\n");
@@ -228,6 +245,9 @@ void register_tune(CLI::App& app) {
   cmd->add_option("--microbatch", a->microbatches,
                   "micro-batch bytes per chunk slot, or auto: the runtime's sizing (default auto)");
   cmd->add_option("--executors", a->executors, "interp, gen or default (a row without executor: the runtime's own) (default: default)");
+  cmd->add_option("--cost", a->cost, "simulator: override topology cost figures, name=value,... (docs/cost-model.md)");
+  cmd->add_option("--call-cost", a->call_cost,
+                  "simulator: override the runtime's call figures, name=value,... (docs/cost-model.md, 'Small messages')");
   cmd->add_option("-o,--output", a->output, "write the selection table (weft-selection JSON) to this file");
   cmd->add_flag("--no-fallback", a->no_fallback, "write the tuned rows only, without weft's default rows after them");
   cmd->add_flag("--quiet,-q", a->quiet, "no progress on standard error");

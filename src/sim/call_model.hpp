@@ -9,10 +9,16 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <string>
 
 #include "ir/algorithm.hpp"
+#include "plan/algorithms.hpp"
+#include "sim/report.hpp"
 
 namespace weft::sim {
+
+struct SimOptions;
 
 /// Measured figures (docs/cost-model.md, "Small messages", says where each comes from).
 struct CallCosts {
@@ -26,25 +32,76 @@ struct CallCosts {
   /// LL packet bytes (16 per 8 data bytes) one GPU writes to its peers per microsecond x
   /// 1e-3 (GB/s): AllReduce of 512 KiB took 3.5 us more than 8 B (8.7 against 5.2 us).
   double oneshot_GBps = 300;
-  /// LL plans: the alphas and latencies of a hop scale by this (a flag carried with the
-  /// data instead of a post and a poll): the interpreter's LL AllReduce of 8 B took 8.0 us
-  /// per plain call, two hops, 2.05 us each after the launch, where the presets' Simple hop
-  /// (alpha, latency, alpha) is 4 us.
-  double ll_latency_scale = 0.5;
-  /// LL plans: packets carry 8 data bytes in 16, so a block's rate is halved.
-  double ll_rate_scale = 0.5;
+  /// The seven figures below are fitted (scripts/fit_calibration.py) to the Simple, LL and
+  /// LL128 candidates `weft tune` timed on 4 x H200 at 256 KiB, 16 MiB and 128 MiB (round 5
+  /// call 4, tests/data/calibration/tune-h200x4.csv); its 2 MiB rows and every 2-GPU row
+  /// (bench-h200x2.csv) are held out (docs/cost-model.md, "Calibration against weft tune").
+  /// LL plans: the alphas and latencies of a hop scale by this (an LL step of the interpreter
+  /// costs twice the presets' Simple hop at these sizes).
+  double ll_latency_scale = 2.0;
+  /// LL plans: packets carry 8 data bytes in 16, and a block polls every packet: its rate,
+  /// sending and receiving, is this x tb_copy_GBps.
+  double ll_rate_scale = 0.35;
   /// Simple plans as the runtime runs them: each invocation's alpha over the presets'
-  /// (assumed) 1 us, for its two barriers and system-scope fence per micro-batch. Chosen to
-  /// minimise the largest error over the measured nvidia-h200-x2 rows of docs/cost-model.md
-  /// ("Small messages"): AllReduce of 1 MiB (17.6 us per plain call) and the three
-  /// collectives at 256 MiB and 1 GiB, all within 8.1% with 2.0 (1.3: 14%, 2.5: 9.6%).
-  double simple_alpha_extra_us = 2.0;
+  /// (assumed) 1 us, for its two barriers and system-scope fence per micro-batch.
+  double simple_alpha_extra_us = 3.5;
+  /// Simple plans as the runtime runs them: a thread block's rate over the presets'
+  /// tb_copy_GBps (the figure the compiler and `weft simulate` keep). Not a stand-in for
+  /// pipelining any more (Broadcast and Reduce pipelines are timed back to back, as the GPUs
+  /// run them: SimOptions::calls): the held-out 2-GPU allpairs AllReduce with 8 instances,
+  /// which only the blocks' rate bounds, still comes out 16% slow with it (1 GiB: 128 MiB
+  /// a sending block in 5362 us measured, 25 GB/s): the presets' 20 GB/s understates an
+  /// H200 block's NVLink writes.
+  double simple_rate_scale = 1.6;
+  /// LL128 plans: the alphas and latencies of a hop scale by this (no post fence: the
+  /// receiver polls each 128-byte line's flag, as LL polls packets).
+  double ll128_latency_scale = 2.5;
+  /// LL128 plans: a block's rate, sending and polling what it receives, is this x
+  /// tb_copy_GBps; lines carry 120 data bytes in 128.
+  double ll128_rate_scale = 0.4;
+  /// Every protocol: the contention penalty of NVLink pairs and ports, in place of the
+  /// topology's contention_gamma (paper 001's, measured on NICs): a GPU's NVSwitch port
+  /// asked for more than it carries still delivers it (SimOptions::nvlink_gamma). The fit's
+  /// grid was 0 to 0.15.
+  double nvlink_gamma = 0;
 };
 
 inline constexpr CallCosts kCallCosts{};
 
+/// The figures the simulator's runtime model uses in this process: kCallCosts unless
+/// set_call_costs() replaced them (`weft tune --call-cost`, the calibration's fit).
+const CallCosts& call_costs();
+void set_call_costs(const CallCosts& k);
+
+/// `base` with the named figures replaced (name=value, the field names above). An unknown name
+/// or a value outside its bounds (times 0 to 1e6 us, rates 0.001 to 1e6 GB/s, scales 0.001
+/// to 1000) is InvalidArgument naming it.
+CallCosts with_call_cost_overrides(CallCosts base, const std::map<std::string, std::string>& overrides);
+
+/// Sets `o` to run a plan as the runtime's protocol does (docs/cost-model.md, "Small
+/// messages"): Simple's whole messages, extra alpha and block rate; LL's and LL128's
+/// scaled hops and block rates, their receivers polling the data as it lands.
+void set_runtime_protocol(SimOptions& o, algo::Protocol p, const CallCosts& k = call_costs());
+
+/// The runtime's staging bytes per block and message for `p`: half of an LL slot
+/// (`ll_slot_bytes`) is flags, an LL128 line of the Simple slot carries 120 bytes in 128.
+uint64_t runtime_slot_data_bytes(algo::Protocol p, uint64_t slot_bytes, uint64_t ll_slot_bytes);
+
 /// The launch a call pays on top of its kernel's time.
-double call_overhead_us(bool graph, const CallCosts& k = kCallCosts);
+double call_overhead_us(bool graph, const CallCosts& k = call_costs());
+
+/// Calls `weft bench` and `weft tune` time back to back on every rank's stream (after a
+/// warm-up and a synchronize), and take rank 0's mean: the simulator runs as many
+/// (SimOptions::calls), so that ranks that do not wait for the whole call (a Broadcast's root,
+/// the ranks feeding a Reduce's root) overlap consecutive calls as they do on the GPUs.
+inline constexpr int32_t kTimedCalls = 20;
+
+/// Sets `o` to run kTimedCalls back-to-back calls, a launch (call_overhead_us) apart.
+void set_back_to_back(SimOptions& o, bool graph, const CallCosts& k = call_costs());
+
+/// Rank 0's mean time per call of a run `o` set up by set_back_to_back (or of one call):
+/// (its end of the last call + one launch) / calls.
+double per_call_us(const SimReport& r, const SimOptions& o, bool graph, const CallCosts& k = call_costs());
 
 /// Whether the runtime's one-shot kernel can carry this call on one node: the algorithm
 /// registry's oneshot answers (plan/algorithms.hpp; AllReduce, AllGather or ReduceScatter,
@@ -54,6 +111,6 @@ bool oneshot_carries(Collective c, uint64_t bytes, int32_t ranks);
 
 /// The one-shot kernel's time per call, launch included, for `bytes` (nccl-tests' size):
 /// launch + exchange + 2 x (ranks - 1) x bytes per peer / oneshot_GBps.
-double oneshot_time_us(Collective c, uint64_t bytes, int32_t ranks, bool graph, const CallCosts& k = kCallCosts);
+double oneshot_time_us(Collective c, uint64_t bytes, int32_t ranks, bool graph, const CallCosts& k = call_costs());
 
 }  // namespace weft::sim

@@ -46,13 +46,16 @@ struct CostModel {
 
   /// Delivered fraction of a resource's capacity when its flows ask z times what it
   /// carries: 1 for z <= 1, 1 / (1 + gamma (z - 1)) beyond.
-  double efficiency(double z) const { return z <= 1.0 ? 1.0 : 1.0 / (1.0 + gamma * (z - 1.0)); }
+  double efficiency(double z) const { return efficiency(z, gamma); }
+  static double efficiency(double z, double g) { return z <= 1.0 ? 1.0 : 1.0 / (1.0 + g * (z - 1.0)); }
 
   /// Share factor of a resource of capacity `cap_GBps` asked for `demand_GBps`: the
   /// fraction of its own rate each flow through it gets (1 when not saturated).
-  double share_factor(double cap_GBps, double demand_GBps) const {
+  double share_factor(double cap_GBps, double demand_GBps) const { return share_factor(cap_GBps, demand_GBps, gamma); }
+  /// The same with contention penalty `g` instead of gamma.
+  static double share_factor(double cap_GBps, double demand_GBps, double g) {
     if (demand_GBps <= cap_GBps) return 1.0;
-    return cap_GBps * efficiency(demand_GBps / cap_GBps) / demand_GBps;
+    return cap_GBps * efficiency(demand_GBps / cap_GBps, g) / demand_GBps;
   }
 
   /// HBM bytes moved per payload byte by the receive side of a primitive (or by a local

@@ -36,7 +36,9 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr int kMaxPath = 4;  // NIC tx, rack uplink, rack downlink, NIC rx
 
-enum class Phase : uint8_t { Ready, WaitDeps, WaitData, WaitCredit, Timed, Flow, Finished };
+// Barrier: done with this call, its rank's other blocks are not (EngineParams::calls);
+// Launch: the last of them, its event starting the rank's next call.
+enum class Phase : uint8_t { Ready, WaitDeps, WaitData, WaitCredit, Timed, Flow, Barrier, Launch, Finished };
 
 // A thread block's state: what one event touches, packed in two cache lines. The current
 // slot's fields are copied in when the block moves to it (once per slot under task-level
@@ -106,6 +108,7 @@ struct ResState {
   double cap = 0;             // bytes/us
   double demand = 0;          // bytes/us: sum of the per-TB rates of the flows on it
   double factor = 1;
+  double gamma = 0;           // contention penalty (CostModel::gamma, or EngineParams::nvlink_gamma)
   std::vector<int32_t> flows; // thread blocks whose flow uses it
   double max_load = 0;
 };
@@ -129,6 +132,9 @@ class Engine {
   void wake(int32_t owner);
   int32_t done_of(int32_t owner, int32_t slot) const;
   void schedule(int32_t t, double time);
+  void end_call(int32_t t);
+  void collect_results();
+  void relaunch(int32_t rank);
   double mb_bytes(const TbState& s) const {
     return static_cast<double>(s.k + 1 < par_.microbatches ? par_.microbatch_bytes : last_mb_);
   }
@@ -167,6 +173,10 @@ class Engine {
   std::vector<ResState> res_;
   std::vector<double> local_rate_;   // per rank: bytes/us of one block's local work
   std::vector<int32_t> ready_;
+  // Per rank (EngineParams::calls): its blocks with slots, how many have not ended the
+  // current call, and which call that is.
+  std::vector<std::vector<int32_t>> rank_blocks_;
+  std::vector<int32_t> rank_left_, rank_call_;
   EventQueue queue_;
   int64_t events_ = 0;
 };
@@ -199,6 +209,9 @@ void Engine::run() {
     res_[r].cap = p_.resources[r].capacity_GBps * 1e3;
     // Check mode tracks every resource, so that the load check sees every flow.
     res_[r].saturable = p_.resources[r].saturable || par_.check;
+    const ResourceKind kind = p_.resources[r].id.kind;
+    const bool nvlink = kind == ResourceKind::NvlinkPair || kind == ResourceKind::NvlinkEgress || kind == ResourceKind::NvlinkIngress;
+    res_[r].gamma = nvlink && par_.nvlink_gamma >= 0 ? par_.nvlink_gamma : cost_.gamma;
   }
   // A block's local work runs at its own rate, or at its share of the GPU's HBM if all the
   // rank's blocks worked at once (a static bound: HBM is rarely the limit).
@@ -215,15 +228,20 @@ void Engine::run() {
   }
   ready_.reserve(p_.tbs.size());
 
+  rank_blocks_.assign(static_cast<size_t>(p_.num_ranks), {});
+  rank_call_.assign(static_cast<size_t>(p_.num_ranks), 0);
   for (size_t t = 0; t < p_.tbs.size(); ++t) {
     TbState& s = tb_[t];
     if (p_.tbs[t].slot_begin == p_.tbs[t].slot_end) {
       s.phase = Phase::Finished;
       continue;
     }
+    rank_blocks_[static_cast<size_t>(p_.tbs[t].rank)].push_back(static_cast<int32_t>(t));
     enter_slot(static_cast<int32_t>(t), p_.tbs[t].slot_begin);
     ready_.push_back(static_cast<int32_t>(t));
   }
+  rank_left_.resize(rank_blocks_.size());
+  for (size_t r = 0; r < rank_blocks_.size(); ++r) rank_left_[r] = static_cast<int32_t>(rank_blocks_[r].size());
   // Stack order: lower ids first, for readable traces.
   std::reverse(ready_.begin(), ready_.end());
   while (true) {
@@ -250,11 +268,18 @@ void Engine::run() {
 
   for (const TbState& s : tb_)
     if (s.phase != Phase::Finished) deadlock();
+  collect_results();
+}
 
-  // Results.
+void Engine::collect_results() {
   double end = 0;
   for (double f : finish_) end = std::max(end, f);
   out_.time_us = end;
+  out_.rank_end_us.assign(static_cast<size_t>(p_.num_ranks), 0.0);
+  for (size_t t = 0; t < p_.tbs.size(); ++t) {
+    double& e = out_.rank_end_us[static_cast<size_t>(p_.tbs[t].rank)];
+    e = std::max(e, finish_[t]);
+  }
   out_.events = events_;
   out_.tbs.clear();
   for (size_t t = 0; t < p_.tbs.size(); ++t) {
@@ -298,6 +323,9 @@ void Engine::enter_slot(int32_t t, int32_t slot) {
   // A merged block (weight k) does k blocks' local work at k times one block's rate.
   const ProgTb& pt = p_.tbs[static_cast<size_t>(t)];
   s.local_us = ps.scale / pt.weight * CostModel::local_traffic_factor(ps.prim) / local_rate_[static_cast<size_t>(pt.rank)];
+  // A polled receive (LL, LL128) takes its bytes no faster than the block polls them.
+  if (par_.polled_receive_GBps > 0 && (ps.prim == Primitive::Recv || ps.prim == Primitive::RecvReduceCopy))
+    s.local_us = std::max(s.local_us, ps.scale / pt.weight / (par_.polled_receive_GBps * 1e3));
   s.dep_begin = ps.dep_begin;
   s.dep_cursor = ps.dep_begin;
   s.deps_done = false;
@@ -322,7 +350,7 @@ void Engine::schedule(int32_t t, double time) {
 // has come. This keeps no per-slot counter (a large, cold array at scale).
 int32_t Engine::done_of(int32_t owner, int32_t slot) const {
   const TbState& o = tb_[static_cast<size_t>(owner)];
-  if (o.phase == Phase::Finished) return par_.microbatches;
+  if (o.phase == Phase::Finished || o.phase == Phase::Barrier || o.phase == Phase::Launch) return par_.microbatches;
   if (p_.execution == ExecutionModel::Task) return slot < o.slot ? par_.microbatches : (slot == o.slot ? o.k : 0);
   return slot < o.slot ? o.k + 1 : o.k;
 }
@@ -359,7 +387,7 @@ void Engine::wake(int32_t owner) {
 void Engine::advance(int32_t t) {
   TbState& s = tb_[static_cast<size_t>(t)];
   while (true) {
-    if (s.phase == Phase::Timed || s.phase == Phase::Flow || s.phase == Phase::Finished) return;
+    if (s.phase == Phase::Timed || s.phase == Phase::Flow || s.phase >= Phase::Barrier) return;
     if (!s.deps_done) {
       while (s.dep_cursor < s.dep_end) {
         const int32_t d = p_.deps[s.dep_cursor], owner = p_.dep_tbs[s.dep_cursor];
@@ -468,6 +496,10 @@ void Engine::schedule_receive(int32_t t) {
 
 void Engine::on_event(int32_t t) {
   TbState& s = tb_[static_cast<size_t>(t)];
+  if (s.phase == Phase::Launch) {
+    relaunch(p_.tbs[static_cast<size_t>(t)].rank);
+    return;
+  }
   if (s.phase == Phase::Timed) {
     complete(t);
     ready_.push_back(t);
@@ -559,8 +591,7 @@ void Engine::complete(int32_t t) {
     }
   }
   if (finished) {
-    s.phase = Phase::Finished;
-    finish_[static_cast<size_t>(t)] = now_;
+    end_call(t);
   } else {
     s.phase = Phase::Ready;
     if (next != s.slot) {
@@ -572,6 +603,36 @@ void Engine::complete(int32_t t) {
   }
   // Its new position is the counter the waiters read.
   if (s.waiters >= 0) wake(t);
+}
+
+// The block ended the call: it waits for its rank's other blocks, and the last of them
+// starts the rank's next call call_gap_us later (its stream's next kernel), if any.
+void Engine::end_call(int32_t t) {
+  TbState& s = tb_[static_cast<size_t>(t)];
+  finish_[static_cast<size_t>(t)] = now_;
+  const size_t r = static_cast<size_t>(p_.tbs[static_cast<size_t>(t)].rank);
+  const bool last = --rank_left_[r] == 0;
+  if (rank_call_[r] + 1 >= par_.calls) {
+    s.phase = Phase::Finished;
+    return;
+  }
+  s.phase = last ? Phase::Launch : Phase::Barrier;
+  if (last) schedule(t, now_ + par_.call_gap_us);
+}
+
+// The rank's next call: every block from its first slot, all at once (a block's done_of
+// reads the others' positions, which must all belong to the same call).
+void Engine::relaunch(int32_t rank) {
+  const size_t r = static_cast<size_t>(rank);
+  ++rank_call_[r];
+  rank_left_[r] = static_cast<int32_t>(rank_blocks_[r].size());
+  for (int32_t t : rank_blocks_[r]) {
+    TbState& b = tb_[static_cast<size_t>(t)];
+    b.k = 0;
+    b.phase = Phase::Ready;
+    enter_slot(t, p_.tbs[static_cast<size_t>(t)].slot_begin);
+    ready_.push_back(t);
+  }
 }
 
 // ---- flows ----------------------------------------------------------------------------
@@ -626,7 +687,7 @@ void Engine::end_flow(int32_t t) {
 
 void Engine::refactor(int32_t r, int32_t skip) {
   ResState& rs = res_[static_cast<size_t>(r)];
-  const double f = cost_.share_factor(rs.cap, rs.demand);
+  const double f = CostModel::share_factor(rs.cap, rs.demand, rs.gamma);
   if (f == rs.factor) return;
   rs.factor = f;
   for (int32_t other : rs.flows)

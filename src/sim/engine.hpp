@@ -18,13 +18,17 @@ struct EngineParams {
   size_t trace_limit = 0;
   bool check = false;
   bool slot_times = false;        ///< SimOptions::slot_times
-  double latency_scale = 1;       ///< connections' latencies x this (LL: SimOptions::ll)
+  double latency_scale = 1;       ///< connections' latencies x this (SimOptions::latency_scale)
+  double polled_receive_GBps = 0; ///< SimOptions::polled_receive_scale x tb_copy_GBps (0: none)
+  double nvlink_gamma = -1;       ///< SimOptions::nvlink_gamma (< 0: the cost model's gamma)
   double rate_scale = 1;          ///< connections' per-block rates x this
   bool whole_messages = false;    ///< SimOptions::whole_messages
+  int32_t calls = 1;              ///< SimOptions::calls: back-to-back calls on every rank
+  double call_gap_us = 0;         ///< SimOptions::call_gap_us: a rank's last block of a call to its next call
 };
 
-/// Runs `prog` and fills the timing fields of `out`: time_us, links, tbs, trace, the check
-/// arrays, invocations, events. Throws Error(Verify) when the plan deadlocks.
+/// Runs `prog` and fills the timing fields of `out`: time_us, rank_end_us, links, tbs, trace,
+/// the check arrays, invocations, events. Throws Error(Verify) when the plan deadlocks.
 void run_engine(const Program& prog, const CostModel& cost, const EngineParams& params, SimReport& out);
 
 }  // namespace weft::sim

@@ -72,6 +72,9 @@ struct SimReport {
 
   // Results.
   double time_us = 0;
+  /// Per rank: when its last thread block ended its last call (SimOptions::calls), from the
+  /// first call's launch at 0.
+  std::vector<double> rank_end_us;
   double algbw_GBps = 0;
   double busbw_GBps = 0;
   double link_utilization = 0;            ///< mean busy fraction of the links used (Table 1)

@@ -83,15 +83,29 @@ SimReport Simulator::run(const SimOptions& options) const {
   ep.check = options.check;
   ep.slot_times = options.slot_times;
   ep.whole_messages = options.whole_messages;
+  if (options.calls < 1 || options.calls > 1000 || (options.check && options.calls > 1))
+    fail(ErrorCode::InvalidArgument, text::format("%d calls: wants 1 to 1000, and 1 in check mode", options.calls));
+  if (!(options.call_gap_us >= 0 && options.call_gap_us <= 1e6))
+    fail(ErrorCode::InvalidArgument, text::format("call gap %g us is out of range [0, 1e6]", options.call_gap_us));
+  ep.calls = options.calls;
+  ep.call_gap_us = options.call_gap_us;
   CostModel cost = cost_;
   if (!(options.extra_alpha_us >= 0 && options.extra_alpha_us <= 1e6))
     fail(ErrorCode::InvalidArgument, text::format("extra alpha %g us is out of range [0, 1e6]", options.extra_alpha_us));
   cost.alpha_us += options.extra_alpha_us;
-  if (options.ll) {
-    ep.latency_scale = kCallCosts.ll_latency_scale;
-    ep.rate_scale = kCallCosts.ll_rate_scale;
-    cost.alpha_us *= kCallCosts.ll_latency_scale;
-  }
+  if (!(options.latency_scale >= 0.001 && options.latency_scale <= 1000))
+    fail(ErrorCode::InvalidArgument, text::format("latency scale %g is out of range [0.001, 1000]", options.latency_scale));
+  if (!(options.polled_receive_scale == 0 || (options.polled_receive_scale >= 0.001 && options.polled_receive_scale <= 1000)))
+    fail(ErrorCode::InvalidArgument,
+         text::format("polled receive scale %g: wants 0 or 0.001 to 1000", options.polled_receive_scale));
+  ep.latency_scale = options.latency_scale;
+  cost.alpha_us *= options.latency_scale;
+  ep.polled_receive_GBps = options.polled_receive_scale * cost.tb_copy_GBps;
+  if (!(options.nvlink_gamma <= 1000)) fail(ErrorCode::InvalidArgument, text::format("NVLink gamma %g is above 1000", options.nvlink_gamma));
+  ep.nvlink_gamma = options.nvlink_gamma;
+  if (!(options.rate_scale >= 0.001 && options.rate_scale <= 1000))
+    fail(ErrorCode::InvalidArgument, text::format("rate scale %g is out of range [0.001, 1000]", options.rate_scale));
+  ep.rate_scale = options.rate_scale;
   auto t0 = std::chrono::steady_clock::now();
   run_engine(prog, cost, ep, r);
   r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -30,14 +30,34 @@ struct SimOptions {
   bool runtime_microbatch = false;
   uint64_t staging_slot_bytes = 512 << 10;  ///< the runtime's default Simple staging slot
   int32_t fifo_depth = 4;               ///< staging slots per connection (the runtime's default)
-  /// Run the plan as the LL protocol does: alphas and latencies scaled by
-  /// CallCosts::ll_latency_scale, thread-block rates by ll_rate_scale (sim/call_model.hpp).
-  bool ll = false;
+  /// Every alpha (extra_alpha_us included) and connection latency x this (the runtime's LL
+  /// and LL128 steps: sim/call_model.hpp, set_runtime_protocol).
+  double latency_scale = 1;
+  /// Above 0: a receiving block polls its data as it lands (LL, LL128), so that a receive
+  /// (Recv, RecvReduceCopy) also takes its bytes at most at tb_copy_GBps x this, not only at
+  /// the block's local (HBM) rate: a block receiving from several peers in turn takes them
+  /// one after the other at that rate. 0: local rate only (Simple reads a landed message).
+  double polled_receive_scale = 0;
+  /// At least 0: the contention penalty of NVLink resources (pairs and ports) instead of the
+  /// topology's contention_gamma (the runtime's NVSwitch ports: CallCosts::nvlink_gamma);
+  /// below 0: the topology's. NICs and rack links keep the topology's.
+  double nvlink_gamma = -1;
   /// Receive as the runtime's Simple protocol does: a message is read (copied, reduced or
   /// forwarded) once its sender has posted all of it, not as its bytes land.
   bool whole_messages = false;
+  /// Back-to-back calls of the plan, as `weft tune` and `weft bench` time them (a stream of
+  /// calls per rank): a rank's next call starts `call_gap_us` after the last of its thread
+  /// blocks ended the call before, while its connections keep their messages and credits,
+  /// so a rank that only sends (a Broadcast's root) runs ahead of the ranks it feeds by up to
+  /// fifo_depth messages. The report's time_us is then the end of the last call, and
+  /// rank_end_us says when each rank ended it. 1 to 1000; not with `check`.
+  int32_t calls = 1;
+  double call_gap_us = 0;  ///< 0 to 1e6 us
   /// Added to every invocation's alpha (the runtime's Simple invocation: CallCosts::simple_alpha_extra_us).
   double extra_alpha_us = 0;
+  /// Thread blocks' per-block rates x this (the runtime's blocks: CallCosts::simple_rate_scale,
+  /// ll_rate_scale, ll128_rate_scale).
+  double rate_scale = 1;
   bool trace = false;                   ///< record spans for a Chrome trace
   /// Record when each slot first began to work and last finished (SimReport::slot_first_us,
   /// slot_last_us): the timeline the tuner merges thread blocks on (sim/autotune.hpp).

@@ -10,6 +10,7 @@
 #include "lang/load.hpp"
 #include "plan/builder.hpp"
 #include "plan/hand_built.hpp"
+#include "sim/call_model.hpp"
 #include "plan/plan_source.hpp"
 #include "tune/selection.hpp"
 #include "sim/simulator.hpp"
@@ -369,7 +370,7 @@ Times simulate_times(Collective c, int nranks, const std::vector<Candidate>& can
                      const Topology& topo, Progress& progress) {
   Times times(cands.size(), std::vector<double>(sizes.size(), -1));
   const uint64_t simple_slot = static_cast<uint64_t>(config::get_int("WEFT_SLOT_BYTES"));
-  const uint64_t ll_slot = static_cast<uint64_t>(config::get_int("WEFT_LL_SLOT_BYTES")) / 2;  // half of LL's is flags
+  const uint64_t ll_slot = static_cast<uint64_t>(config::get_int("WEFT_LL_SLOT_BYTES"));
   for (size_t i = 0; i < cands.size(); ++i) {
     const Candidate& k = cands[i];
     if (k.oneshot()) {
@@ -381,7 +382,8 @@ Times simulate_times(Collective c, int nranks, const std::vector<Candidate>& can
       const Plan plan = make_plan(c, nranks, ch.algorithm, ch.protocol, ch.instances, false, 0, kDefaultFifoDepth,
                                   ch.scheduler, ch.allocator);
       const sim::Simulator simulator(plan, topo);
-      const uint64_t slot = ch.protocol == "LL" ? ll_slot : simple_slot;
+      const algo::Protocol proto = algo::protocol_from_string(ch.protocol).value_or(algo::Protocol::Simple);
+      const uint64_t slot = sim::runtime_slot_data_bytes(proto, simple_slot, ll_slot);
       const uint64_t chunks = static_cast<uint64_t>(std::max(plan.input_chunks, plan.output_chunks));
       for (size_t s = 0; s < sizes.size(); ++s) {
         if (sizes[s] < chunks) continue;  // less than a byte per chunk slot
@@ -393,7 +395,10 @@ Times simulate_times(Collective c, int nranks, const std::vector<Candidate>& can
           so.runtime_microbatch = false;
           so.microbatch_bytes = std::min(simulator.runtime_microbatch_bytes(slot), ch.microbatch_bytes);
         }
-        times[i][s] = simulator.run(so).time_us;
+        // As `weft tune` times a call on GPUs: the runtime's protocol, calls back to back, rank 0's mean.
+        sim::set_runtime_protocol(so, proto);
+        sim::set_back_to_back(so, false);
+        times[i][s] = sim::per_call_us(simulator.run(so), so, false);
         progress.timed(i, k, s, sizes[s], times[i][s]);
       }
     } catch (const Error& e) {

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <gtest/gtest-spi.h>
 
+#include <algorithm>
 #include <string>
 
 #include "sim/simulator.hpp"
@@ -275,6 +276,53 @@ TEST(Engine, RunsAreDeterministic) {
   SimReport b = simulate(chain(ExecutionModel::Task), t, opts(16 << 20));
   EXPECT_EQ(a.time_us, b.time_us);
   EXPECT_EQ(a.inv_end_us, b.inv_end_us);
+}
+
+// Back-to-back calls (SimOptions::calls), as weft bench and weft tune time them: along a
+// chain 0 -> 1 -> 2 -> 3 forwarding whole messages, the root only sends and runs ahead by
+// up to fifo_depth messages, so its time per call is about one hop and a launch, not the
+// three hops one call takes; around a ring 0 -> 1 -> 2 -> 3 -> 0 rank 0 waits for its own
+// call's data to come back, so nothing overlaps.
+TEST(Engine, BackToBackCallsOverlapAlongAChainNotAroundARing) {
+  Topology t = test_topology(1, 4);
+  PlanBuilder chain(4), ring(4);
+  chain.add(0, 0, Primitive::Send, 1, -1);
+  chain.add(1, 0, Primitive::RecvCopySend, 2, 0);
+  chain.add(2, 0, Primitive::RecvCopySend, 3, 1);
+  chain.add(3, 0, Primitive::Recv, -1, 2);
+  ring.add(0, 0, Primitive::Send, 1, -1);
+  ring.add(1, 0, Primitive::RecvCopySend, 2, 0);
+  ring.add(2, 0, Primitive::RecvCopySend, 3, 1);
+  ring.add(3, 0, Primitive::RecvCopySend, 0, 2);
+  ring.add(0, 0, Primitive::Recv, -1, 3);
+  SimOptions o;
+  o.bytes = 4 << 20;
+  o.microbatch_bytes = 4 << 20;
+  o.whole_messages = true;
+  const double gap = 4.0;
+  for (PlanBuilder* b : {&chain, &ring}) {
+    const SimReport one = simulate(b->plan(), t, o);
+    ASSERT_EQ(one.rank_end_us.size(), 4u);
+    EXPECT_DOUBLE_EQ(*std::max_element(one.rank_end_us.begin(), one.rank_end_us.end()), one.time_us);
+    SimOptions many = o;
+    many.calls = 20;
+    many.call_gap_us = gap;
+    const SimReport r = simulate(b->plan(), t, many);
+    const double rank0_per_call = (r.rank_end_us[0] + gap) / 20;
+    if (b == &chain) {
+      const double hop = (4 << 20) / 20e3;
+      EXPECT_LT(one.rank_end_us[0], 0.5 * one.time_us);  // one call: the root is done after its hop
+      EXPECT_LT(rank0_per_call, 1.3 * (hop + gap));
+      EXPECT_GT(rank0_per_call, hop);
+      EXPECT_LT(r.time_us, one.time_us + 20 * (1.3 * (hop + gap)));  // the others keep its pace
+    } else {
+      EXPECT_NEAR(rank0_per_call, one.time_us + gap, 0.02 * (one.time_us + gap));
+    }
+  }
+  SimOptions checked = o;
+  checked.calls = 2;
+  checked.check = true;
+  EXPECT_NE(error_of(chain.plan(), t, checked).find("2 calls"), std::string::npos);
 }
 
 }  // namespace

@@ -294,7 +294,7 @@ TEST(CallModel, LLPlansScaleHopLatencyAndRate) {
   // ll_latency_scale, the block's rate x ll_rate_scale.
   SimOptions o;
   const double simple = one_transfer_us(o);
-  o.ll = true;
+  set_runtime_protocol(o, algo::Protocol::LL, kCallCosts);
   const double ll = one_transfer_us(o);
   const double mib_us = (1 << 20) / 20e3;  // 1 MiB at 20 GB/s
   EXPECT_NEAR(simple, 1 + mib_us + 2 + 1, 0.01 * simple);
