@@ -195,6 +195,10 @@ void register_compile(CLI::App& app) {
                   "With --size: variants this much slower than the fastest (a fraction) count as fast, the fewest thread "
                   "blocks per rank wins (default 0)")
       ->check(CLI::Range(0.0, 0.99));
+  cmd->add_option("--max-idle", args->max_idle,
+                  "With --size: only variants whose thread blocks idle at most this fraction of their lifetime on average "
+                  "(simulated, paper 001 Table 3's Avg Idle) compete, when any does (default 1: no bound)")
+      ->check(CLI::Range(0.0, 1.0));
   cmd->add_flag("--no-tune", args->no_tune, "With --size: keep derived instances (the simulator only compares schedulers)");
   add_memory_budget_option(cmd, args->memory_budget);
   cmd->callback([args] {

@@ -30,6 +30,7 @@ struct SimulateArgs {
   int32_t instances = 0;
   int32_t max_tbs = 0;
   bool out_of_place = false;
+  double pace = 0;
   std::string size;
   std::string sizes;
   std::string microbatch = "1M";
@@ -39,6 +40,7 @@ struct SimulateArgs {
   bool json = false;
   bool tune = false, no_tune = false;
   double tolerance = 0;
+  double max_idle = 1;
   std::string memory_budget;
 };
 
@@ -62,11 +64,13 @@ void run(const SimulateArgs& a) {
   spec.instances = a.instances;
   spec.max_tbs = a.max_tbs;
   spec.in_place = !a.out_of_place;
+  spec.pace = a.pace;
   // Tuned by default where the source is an MSCCL file, whose own schedule is the yardstick
   // (within its thread blocks); elsewhere on asking.
   if (a.tune && a.no_tune) fail(ErrorCode::InvalidArgument, "give at most one of --tune and --no-tune");
   spec.tune = a.tune || (!a.no_tune && is_msccl_xml_path(a.algorithm));
   spec.tolerance = a.tolerance;
+  spec.max_idle = a.max_idle;
   if (a.size.empty() == a.sizes.empty()) fail(ErrorCode::InvalidArgument, "give exactly one of --size BYTES and --sizes FROM:TO");
   spec.sizes = a.size.empty() ? parse_option("--sizes", [&] { return sim::parse_size_range(a.sizes); })
                               : std::vector<uint64_t>{parse_option("--size", [&] { return text::parse_bytes(a.size); })};
@@ -151,6 +155,11 @@ void register_simulate(CLI::App& app) {
                   "(default 0: no limit)")
       ->check(CLI::Range(0, 1 << 20));
   cmd->add_flag("--out-of-place", a->out_of_place, "Compile for distinct input and output buffers (default: in place)");
+  cmd->add_option("--pace", a->pace,
+                  "Task level across nodes: NVLink work whose data come through the network on only the blocks that keep "
+                  "pace with it, each taking up to this multiple of what it moves in the call's bound time (docs/compile.md, "
+                  "\"Paced instances\"; default 0: off; untuned runs, the tuner tries it itself)")
+      ->check(CLI::Range(0.0, 64.0));
   cmd->add_option("--size", a->size, "Message size in bytes (nccl-tests convention), e.g. 256M");
   cmd->add_option("--sizes", a->sizes, "Size range FROM:TO[:FACTOR], doubling by default, e.g. 1M:4G");
   cmd->add_option("--microbatch", a->microbatch, "Micro-batch size per chunk slot (default 1M, the paper's), or 'runtime': as the GPU runtime sizes it "
@@ -166,6 +175,10 @@ void register_simulate(CLI::App& app) {
                   "When tuning: variants this much slower than the fastest (a fraction, e.g. 0.05) count as fast, and the one "
                   "with the fewest thread blocks per rank is taken (default 0: the fastest)")
       ->check(CLI::Range(0.0, 0.99));
+  cmd->add_option("--max-idle", a->max_idle,
+                  "When tuning: only variants whose thread blocks idle at most this fraction of their lifetime on average "
+                  "(paper 001 Table 3's Avg Idle) compete, when any does (default 1: no bound)")
+      ->check(CLI::Range(0.0, 1.0));
   cmd->add_flag("--tune", a->tune,
                 "Tune a compiler scheduler without --instances for each size by the simulator (docs/compile.md, \"Automatic "
                 "instances\"), within --max-tbs, else an .xml file's own thread blocks, else the scheduler's own plan's; the "

@@ -19,6 +19,7 @@ struct CompileArgs {
   bool out_of_place = false, no_fuse = false, no_aggregate = false, no_verify = false, json = false;
   bool no_tune = false;
   double tolerance = 0;           ///< --tolerance: TuneOptions::tolerance
+  double max_idle = 1;            ///< --max-idle: TuneOptions::max_idle
 };
 
 /// `weft compile --size S` (and `--scheduler auto`, which needs it): instances tuned for the

@@ -45,6 +45,7 @@ void run_compile_sized(const CompileArgs& a) {
   to.sim.fifo_depth = a.fifo_depth > 0 ? a.fifo_depth : 1;
   to.max_tbs = a.max_tbs;
   to.tolerance = a.tolerance;
+  to.max_idle = a.max_idle;
   BuildOptions bo;
   CompileOptions& o = bo.compile;
   o.scheduler = a.scheduler == "auto" ? "hpds" : a.scheduler;

@@ -129,10 +129,12 @@ RankGroups rank_groups(const LoweredProgram& p, const Grouping& g, int32_t r) {
     size_t k = std::lower_bound(sorted.begin(), sorted.end(), ids[i]) - sorted.begin();
     if (dense[k] < 0) {
       dense[k] = rg.count++;
-      rg.instances.push_back(p.slots[rg.slots[i]].instances);
+      rg.instances.push_back(0);
     }
-    WEFT_ASSERT(rg.instances[dense[k]] == p.slots[rg.slots[i]].instances,
-                "a fused primitive joins connections with different instance counts");
+    // A group takes as many blocks as its slot with the most instances (a NIC-fed op may
+    // take fewer than its connection's others, CompileOptions::pace): instance k of every
+    // slot runs on the group's k-th block.
+    rg.instances[dense[k]] = std::max(rg.instances[dense[k]], p.slots[rg.slots[i]].instances);
     rg.group_of[i] = dense[k];
   }
   return rg;
@@ -170,26 +172,44 @@ int32_t assign_by_state(const LoweredProgram& p, const RankGroups& rg, Allocatio
   // sub-pipelines are no barriers at run time, so a connection with tasks in sub-pipelines 0
   // and 2 keeps its thread block busy in between, and one that shared it with a connection
   // active in sub-pipeline 1 would serialize the two (a NIC's send and receive, taking turns).
-  std::vector<uint64_t> active(static_cast<size_t>(rg.count) * words, 0);
-  std::vector<size_t> first(rg.count, SIZE_MAX), last(rg.count, 0);
+  // Each instance of a group is a node of its own, active over the slots that have that
+  // instance (a NIC-fed op may have fewer than the group's others, CompileOptions::pace).
+  std::vector<int32_t> node_base(rg.count + 1, 0);
+  for (int32_t gi = 0; gi < rg.count; ++gi) node_base[gi + 1] = node_base[gi] + rg.instances[gi];
+  const int32_t num_nodes = node_base[rg.count];
+  std::vector<uint64_t> active(static_cast<size_t>(num_nodes) * words, 0);
+  std::vector<size_t> first(num_nodes, SIZE_MAX), last(num_nodes, 0);
   for (size_t i = 0; i < rg.slots.size(); ++i) {
     const LoweredSlot& s = p.slots[rg.slots[i]];
-    first[rg.group_of[i]] = std::min(first[rg.group_of[i]], index(s.sp_first));
-    last[rg.group_of[i]] = std::max(last[rg.group_of[i]], index(s.sp_last));
+    for (int32_t k = 0; k < s.instances; ++k) {
+      const int32_t n = node_base[rg.group_of[i]] + k;
+      first[n] = std::min(first[n], index(s.sp_first));
+      last[n] = std::max(last[n], index(s.sp_last));
+    }
   }
-  for (int32_t gi = 0; gi < rg.count; ++gi) {
-    uint64_t* bits = &active[static_cast<size_t>(gi) * words];
-    for (size_t b = first[gi]; b <= last[gi] && first[gi] != SIZE_MAX; ++b) bits[b / 64] |= uint64_t(1) << (b % 64);
+  // An instance that only some of its group's slots have (the blocks a NIC-fed op leaves
+  // out) ends early and shares with nothing: sub-pipelines are no barriers, and a group that
+  // followed it on its block would wait for it (a NIC's first send behind an NVLink part).
+  std::vector<int32_t> fewest(rg.count, INT32_MAX);
+  for (size_t i = 0; i < rg.slots.size(); ++i)
+    fewest[rg.group_of[i]] = std::min(fewest[rg.group_of[i]], p.slots[rg.slots[i]].instances);
+  for (int32_t gi = 0; gi < rg.count; ++gi)
+    for (int32_t k = fewest[gi]; k < rg.instances[gi]; ++k) first[node_base[gi] + k] = 0, last[node_base[gi] + k] = points.size() - 1;
+  for (int32_t n = 0; n < num_nodes; ++n) {
+    uint64_t* bits = &active[static_cast<size_t>(n) * words];
+    for (size_t b = first[n]; b <= last[n] && first[n] != SIZE_MAX; ++b) bits[b / 64] |= uint64_t(1) << (b % 64);
   }
-  std::vector<int32_t> nodes(rg.count);
-  std::iota(nodes.begin(), nodes.end(), 0);
-  std::stable_sort(nodes.begin(), nodes.end(), [&](int32_t x, int32_t y) { return first[x] < first[y]; });
+  // Groups in order of first activity, each group's instances together.
+  std::vector<int32_t> groups(rg.count);
+  std::iota(groups.begin(), groups.end(), 0);
+  std::stable_sort(groups.begin(), groups.end(),
+                   [&](int32_t x, int32_t y) { return first[node_base[x]] < first[node_base[y]]; });
   std::vector<uint64_t> used;  // per thread block, its activity
   std::vector<std::vector<int32_t>> node_tb(rg.count);
   int32_t tbs = 0;
-  for (int32_t gi : nodes) {
-    const uint64_t* bits = &active[static_cast<size_t>(gi) * words];
+  for (int32_t gi : groups) {
     for (int32_t k = 0; k < rg.instances[gi]; ++k) {
+      const uint64_t* bits = &active[static_cast<size_t>(node_base[gi] + k) * words];
       int32_t chosen = -1;
       for (int32_t t = 0; t < tbs && chosen < 0; ++t) {
         const uint64_t* u = &used[static_cast<size_t>(t) * words];
@@ -425,7 +445,11 @@ void assemble_plan(const LoweredProgram& p, const Allocation& a, Plan& plan) {
         s.primitive = ls.primitive;
         s.send_peer = ls.send_peer;
         s.recv_peer = ls.recv_peer;
-        s.channel = ls.channel * ls.instances + instance;
+        // A connection's instance i is its physical channel c * m + i, m its count; a NIC-fed
+        // op with fewer instances (CompileOptions::pace) rides on the first of them.
+        const int32_t conn = ls.send_conn >= 0 ? ls.send_conn : ls.recv_conn;
+        const int32_t m = conn >= 0 ? p.connections[conn].instances : ls.instances;
+        s.channel = ls.channel * m + instance;
         s.src = ls.src;
         s.dst = ls.dst;
         s.count = ls.count;

@@ -43,6 +43,13 @@ struct CompileOptions {
   /// Derived instances are multiplied by these (per link class) before any limit applies;
   /// the tuner (sim/autotune.hpp) searches them. Given instances ignore them.
   double scale_intra = 1, scale_inter = 1, scale_local = 1;
+  /// Task level across nodes: an NVLink op whose data come through the network (it reads
+  /// what a NIC delivered) takes only the blocks that keep pace with the network, fewer than
+  /// its connection's other ops; the connection's other blocks take no part in it and end
+  /// early (docs/compile.md, "Paced instances"). 0 (default) off; else how much load one
+  /// block may take, as a multiple of what it moves in the call's bound time (1: exactly
+  /// that). The tuner tries it.
+  double pace = 0;
   bool in_place = true;            ///< lower for in-place or out-of-place buffers
   bool fuse = true;                ///< fuse rcs / rrcs / rrs
   /// Algorithm-level schedulers (algo, stage): run each rank's slots in step order, a fused

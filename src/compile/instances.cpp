@@ -122,15 +122,12 @@ Instances concurrency_instances(const TaskGraph& g, const Pipeline& p, const Top
   return k;
 }
 
-/// Across nodes: the call cannot end before its busiest NIC side or GPU port has moved its
-/// chunks (T); a connection carrying b chunks gets the blocks that move them in T, never
-/// more than its class's concurrency count.
-Instances paced_instances(const TaskGraph& g, const Pipeline& p, const Topology& topo) {
-  Instances k = concurrency_instances(g, p, topo);
+/// Across nodes, the chunks / (GB/s) of the busiest NIC side or GPU port: proportional to
+/// the time below which the call cannot end.
+double call_bound(const TaskGraph& g, const Topology& topo) {
   const int32_t gpus = topo.num_gpus();
   const int32_t nics = std::max(1, topo.nodes * topo.nics_per_node);
   std::vector<double> egress(gpus, 0), ingress(gpus, 0), tx(nics, 0), rx(nics, 0);
-  std::unordered_map<int64_t, double> conn;
   for (const Task& t : g.tasks) {
     const Transfer& x = t.transfer;
     if (t.link == LinkClass::Local) continue;
@@ -141,12 +138,24 @@ Instances paced_instances(const TaskGraph& g, const Pipeline& p, const Topology&
       tx[topo.nic_of(x.src_rank)] += x.count;
       rx[topo.nic_of(x.dst_rank)] += x.count;
     }
-    conn[link_key(x.src_rank, x.dst_rank, gpus)] += x.count;
   }
-  double bound = 0;  // chunks / (GB/s): proportional to the time of the busiest link
+  double bound = 0;
   for (int32_t i = 0; i < gpus; ++i)
     bound = std::max(bound, std::max(egress[i], ingress[i]) / topo.nvlink_bandwidth_GBps);
   for (int32_t i = 0; i < nics; ++i) bound = std::max(bound, std::max(tx[i], rx[i]) / topo.nic_bandwidth_GBps);
+  return bound;
+}
+
+/// Across nodes: the call cannot end before its busiest NIC side or GPU port has moved its
+/// chunks (T); a connection carrying b chunks gets the blocks that move them in T, never
+/// more than its class's concurrency count.
+Instances paced_instances(const TaskGraph& g, const Pipeline& p, const Topology& topo) {
+  Instances k = concurrency_instances(g, p, topo);
+  const int32_t gpus = topo.num_gpus();
+  std::unordered_map<int64_t, double> conn;
+  for (const Task& t : g.tasks)
+    if (t.link != LinkClass::Local) conn[link_key(t.transfer.src_rank, t.transfer.dst_rank, gpus)] += t.transfer.count;
+  const double bound = call_bound(g, topo);
   if (bound <= 0) return k;
   int32_t most_intra = 1, most_inter = 1;
   for (const auto& [key, chunks] : conn) {
@@ -189,6 +198,47 @@ Instances derive_instances(const TaskGraph& g, const Pipeline& p, const Topology
   bool crosses = false;
   for (const Task& t : g.tasks) crosses = crosses || t.link == LinkClass::Inter;
   return crosses ? paced_instances(g, p, topo) : phase_paced(g, p, topo);
+}
+
+std::vector<char> nic_fed_tasks(const TaskGraph& g, const Pipeline& p) {
+  std::vector<char> fed(static_cast<size_t>(g.size()), 0);
+  // The pipeline's order respects every data edge, so a task's producers are decided first.
+  for (const std::vector<int32_t>& sp : p.subpipelines)
+    for (int32_t t : sp) {
+      if (g.tasks[t].link == LinkClass::Inter) continue;
+      for (const TaskEdge& e : g.edges_to(t))
+        if (e.kind == DepKind::True && (g.tasks[e.from].link == LinkClass::Inter || fed[e.from])) fed[t] = 1;
+    }
+  return fed;
+}
+
+std::unordered_map<int64_t, int32_t> nic_fed_instances(const TaskGraph& g, const Topology& topo,
+                                                       const std::vector<char>& fed, const Instances& k, double load) {
+  std::unordered_map<int64_t, int32_t> out;
+  const double bound = call_bound(g, topo);
+  if (bound <= 0 || topo.tb_copy_GBps <= 0) return out;
+  // Per NVLink connection: chunks its NIC-fed ops carry (F) and its other ops (U).
+  std::unordered_map<int64_t, std::pair<double, double>> chunks;
+  const int32_t gpus = topo.num_gpus();
+  for (int32_t t = 0; t < g.size(); ++t) {
+    const Task& x = g.tasks[t];
+    if (x.link != LinkClass::Intra) continue;
+    auto& [f, u] = chunks[link_key(x.transfer.src_rank, x.transfer.dst_rank, gpus)];
+    (fed[t] ? f : u) += x.transfer.count;
+  }
+  // Block i < n carries U / m + F / n chunks (m the connection's count), the others U / m;
+  // each moves at most load * bound * tb_copy_GBps chunks (bound: the call's time), so n is the smallest
+  // divisor of m with U / m + F / n within that, else m.
+  const double per_block = load * bound * topo.tb_copy_GBps;
+  for (const auto& [key, fu] : chunks) {
+    const auto [f, u] = fu;
+    if (f <= 0) continue;
+    const int32_t m = k.of(static_cast<int32_t>(key / gpus), static_cast<int32_t>(key % gpus), LinkClass::Intra, gpus);
+    int32_t n = 1;
+    while (n < m && (m % n != 0 || u / m + f / n > per_block * (1 + 1e-9))) ++n;
+    out[key] = n;
+  }
+  return out;
 }
 
 int64_t parts_needed(const Instances& k) {

@@ -19,6 +19,7 @@ struct Op {
   BufferRange src_range, dst_range, acc_range;
   int32_t count = 0;
   int32_t sp = 0, channel = 0, instances = 1;
+  int32_t conn_instances = 1;  ///< its connection's count (more than `instances` for a NIC-fed op)
   int64_t key = 0;       ///< pipeline position of its task
   int32_t tasks_begin = 0, tasks_end = 0;
   int32_t unit = -1;
@@ -49,6 +50,14 @@ class Lowering {
     // a link's tasks have blocks of their own, so fusion is free there.
     fuse_within_subpipeline_ = out_.execution == ExecutionModel::Task && !chunk_channels_ &&
                                (p_.scheduler == "hpds" || p_.scheduler == "rr");
+    // NIC-fed NVLink ops keep pace with the network on fewer blocks than their connection's
+    // (docs/compile.md, "Paced instances"); the connection keeps its count for the others.
+    // (The rank allocator shares one block per instance count, which would put a connection's
+    // instance on two blocks: it takes no pacing.)
+    if (opt_.pace > 0 && out_.execution == ExecutionModel::Task && opt_.allocator != "rank") {
+      nic_fed_ = nic_fed_tasks(g_, p_);
+      nic_fed_k_ = nic_fed_instances(g_, topo_, nic_fed_, k_, opt_.pace);
+    }
     make_ops();
     if (!fuse_and_emit()) return std::nullopt;
     dependencies();
@@ -56,9 +65,16 @@ class Lowering {
   }
 
  private:
-  int32_t instances_of(int32_t t) const {
+  int32_t conn_instances_of(int32_t t) const {
     const Transfer& x = g_.tasks[t].transfer;
     return k_.of(x.src_rank, x.dst_rank, g_.tasks[t].link, out_.num_ranks);
+  }
+  int32_t instances_of(int32_t t) const {
+    const int32_t k = conn_instances_of(t);
+    if (nic_fed_.empty() || !nic_fed_[t] || g_.tasks[t].link != LinkClass::Intra) return k;
+    const Transfer& x = g_.tasks[t].transfer;
+    auto it = nic_fed_k_.find(static_cast<int64_t>(x.src_rank) * out_.num_ranks + x.dst_rank);
+    return it == nic_fed_k_.end() ? k : it->second;
   }
   int32_t channel_of(int32_t t) const {
     if (chunk_channels_) return g_.tasks[t].chunk;
@@ -81,6 +97,7 @@ class Lowering {
       o.acc_range = x.op == TransferOp::Reduce ? BufferRange{k.acc_buffer, k.acc_index} : o.dst_range;
       o.count = x.count;
       o.sp = sp_of_[t], o.channel = channel_of(t), o.instances = instances_of(t);
+      o.conn_instances = conn_instances_of(t);
       o.key = order_[t];
       o.tasks_begin = t, o.tasks_end = t + 1;
       op_tasks_[t] = t;
@@ -107,7 +124,7 @@ class Lowering {
         continue;
       }
       int32_t a = opt_.fuse ? fusion_partner(o) : -1;
-      int32_t conn = connection(op.src, op.dst, op.channel, op.instances);
+      int32_t conn = connection(op.src, op.dst, op.channel, op.conn_instances);
       if (a >= 0) {
         Op& prev = ops_[a];
         op.unit = prev.unit;
@@ -230,7 +247,7 @@ class Lowering {
     const Op& oa = ops_[a];
     if (oa.src == oa.dst || oa.dst != ob.src || oa.recv_fused) return -1;
     if (!(oa.dst_range == ob.src_range) || oa.count != ob.count) return -1;
-    if (oa.instances != ob.instances || oa.channel != ob.channel) return -1;
+    if (oa.instances != ob.instances || oa.conn_instances != ob.conn_instances || oa.channel != ob.channel) return -1;
     if (fuse_within_subpipeline_ && oa.sp != ob.sp) return -1;
     if (unit_len_[oa.unit] >= kMaxFusedChain) return -1;
     // With a channel per chunk each send has a connection (and blocks) of its own: a reduction
@@ -374,6 +391,8 @@ class Lowering {
   std::vector<std::pair<int32_t, int32_t>> slot_ops_;  // per slot: (receiving op, sending op)
   std::unordered_map<int64_t, int32_t> conn_ids_;
   std::vector<int32_t> last_fed_by_;  // per connection: the receive connection its last send forwarded, or -1
+  std::vector<char> nic_fed_;                           // per task, with CompileOptions::pace
+  std::unordered_map<int64_t, int32_t> nic_fed_k_;      // per connection, its NIC-fed ops' count
 };
 
 }  // namespace

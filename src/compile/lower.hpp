@@ -110,6 +110,19 @@ int32_t link_fill_blocks(const Topology& topo, LinkClass link);
 Instances derive_instances(const TaskGraph& graph, const Pipeline& pipeline, const Topology& topo,
                            int32_t override_instances);
 
+/// Per task, whether its data come through the network: a task in a node that reads (through
+/// true data edges, transitively) what a task across nodes delivered. Such a task cannot run
+/// faster than the NIC feeds it (CompileOptions::pace, docs/compile.md "Paced instances").
+std::vector<char> nic_fed_tasks(const TaskGraph& graph, const Pipeline& pipeline);
+
+/// Across nodes, per NVLink connection (src * ranks + dst) that carries NIC-fed tasks: the
+/// fewest of its `k` instances (a divisor of its count m) on which those tasks still fit in
+/// the call's bound T (the busiest NIC side or GPU port, as paced_instances in
+/// instances.cpp): its first n blocks carry U / m of its other chunks and F / n of the
+/// NIC-fed ones, at most load x T x tb_copy_GBps each. Empty in one node.
+std::unordered_map<int64_t, int32_t> nic_fed_instances(const TaskGraph& graph, const Topology& topo,
+                                                       const std::vector<char>& fed, const Instances& k, double load = 1);
+
 /// Whether a scheduler's plans use the algorithm-level execution model (algo, stage).
 ExecutionModel execution_model_of(std::string_view scheduler);
 /// The execution model of a compilation: CompileOptions::execution where set, else the

@@ -60,6 +60,7 @@ class Search {
     c.aggregate = t.aggregate;
     c.allocator = t.allocator;
     c.spare_blocks = t.spare_blocks;
+    c.pace = t.pace;
     c.scale_intra = t.scale_intra, c.scale_inter = t.scale_inter, c.scale_local = t.scale_local;
     c.max_tbs = max_tbs;
     return c;
@@ -162,13 +163,15 @@ class Search {
 
   /// Compiles and simulates one variant (once per distinct variant); returns its index.
   int32_t trial(TuneTrial t) {
-    const auto key = std::make_tuple(t.execution, t.channels, t.aggregate, t.allocator + "/" + std::to_string(t.spare_blocks),
+    const auto key = std::make_tuple(t.execution, t.channels, t.aggregate,
+                                     t.allocator + "/" + std::to_string(t.spare_blocks) + (t.pace > 0 ? text::format("/paced %g", t.pace) : std::string()),
                                      t.scale_intra, t.scale_inter, t.scale_local);
     if (auto it = seen_.find(key); it != seen_.end()) return it->second;
-    t.label = text::format("%s, %s channels%s, %s%s, instances x%g/x%g/x%g", t.execution.c_str(), t.channels.c_str(),
+    t.label = text::format("%s, %s channels%s, %s%s, instances x%g/x%g/x%g%s", t.execution.c_str(), t.channels.c_str(),
                            t.aggregate ? "" : ", not aggregated", t.allocator.c_str(),
                            t.spare_blocks > 0 ? text::format(" + %d blocks for local work", t.spare_blocks).c_str() : "",
-                           t.scale_intra, t.scale_inter, t.scale_local);
+                           t.scale_intra, t.scale_inter, t.scale_local,
+                           t.pace > 0 ? text::format(", NIC-fed work paced x%g", t.pace).c_str() : "");
     try {
       const CompileResult r = build(t);
       last_slots_ = r.slots;
@@ -287,6 +290,42 @@ std::vector<TuneTrial> seeds_for(const TuneTrial& own, bool local_work) {
   return seeds;
 }
 
+/// Paced twins tried (autotune) and the trials the descent from the best of them may take.
+constexpr int32_t kPacedTwins = 6, kPacedTrials = 12;
+/// The loads (CompileOptions::pace) the twins take.
+constexpr double kPaceLoads[] = {0.5, 1, 1.5};
+
+/// Across nodes: the fastest task-level variants (state, conn or peer allocators) again with
+/// NIC-fed NVLink work on only the blocks that keep pace with the network
+/// (CompileOptions::pace), and a descent from the best of those.
+void paced_twins(Search& s, const Classes& classes, double tolerance) {
+  std::vector<int32_t> order;
+  for (int32_t i = 0; i < s.count(); ++i) {
+    const TuneTrial& t = s.at(i);
+    if (t.error.empty() && t.pace == 0 && t.execution == "task" && t.allocator != "rank") order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return s.at(a).time_us < s.at(b).time_us; });
+  if (order.size() > static_cast<size_t>(kPacedTwins)) order.resize(kPacedTwins);
+  s.set_limit(s.count() + static_cast<int32_t>(order.size() * std::size(kPaceLoads)) + kPacedTrials);
+  int32_t best = -1;
+  for (int32_t i : order)
+    for (double load : kPaceLoads) {
+      TuneTrial twin = s.at(i);
+      twin.pace = load;
+      twin.error.clear();
+      const int32_t t = s.trial(twin);
+      if (best < 0 || better(s.at(t), s.at(best), tolerance)) best = t;
+    }
+  if (best >= 0 && s.at(best).error.empty()) descend(s, best, classes, tolerance);
+}
+
+int32_t fastest_of_all(const std::vector<TuneTrial>& ts) {
+  int32_t f = -1;
+  for (int32_t i = 0; i < static_cast<int32_t>(ts.size()); ++i)
+    if (ts[i].error.empty() && (f < 0 || ts[i].time_us < ts[f].time_us)) f = i;
+  return f;
+}
+
 std::string describe(const TuneResult& out, const std::vector<TuneTrial>& ts, int32_t first) {
   const TuneTrial& c = ts[out.chosen];
   std::string budget = out.max_tbs > 0 ? text::format(", at most %d thread blocks per rank", out.max_tbs) : "";
@@ -371,19 +410,24 @@ TuneResult autotune(const Algorithm& algo, const Topology& topo, const CompileOp
         descend(s, from, classes, o.tolerance);
       }
     }
+    if (topo.nodes > 1) paced_twins(s, classes, o.tolerance);
     s.set_limit(INT32_MAX);
   }
-  // The fastest variant, then the fewest blocks among those within the tolerance of it.
+  // The fastest variant, then the fewest blocks among those within the tolerance of it; with
+  // an idle bound, among the variants within it (all of them when none is).
   const std::vector<TuneTrial>& ts = s.trials();
+  bool idle_met = false;
+  for (const TuneTrial& t : ts) idle_met = idle_met || (t.error.empty() && t.tb_idle_mean <= o.max_idle + 1e-9);
+  auto competes = [&](const TuneTrial& t) { return t.error.empty() && (!idle_met || t.tb_idle_mean <= o.max_idle + 1e-9); };
   int32_t fastest = -1;
   for (int32_t i = 0; i < static_cast<int32_t>(ts.size()); ++i)
-    if (ts[i].error.empty() && (fastest < 0 || ts[i].time_us < ts[fastest].time_us)) fastest = i;
+    if (competes(ts[i]) && (fastest < 0 || ts[i].time_us < ts[fastest].time_us)) fastest = i;
   if (fastest < 0)
     fail(ErrorCode::InvalidArgument, text::format("no variant of %s on %s fits: %s", algo.name.c_str(), topo.name.c_str(),
                                                   ts[first].error.c_str()));
   int32_t chosen = fastest;
   for (int32_t i = 0; i < static_cast<int32_t>(ts.size()); ++i)
-    if (ts[i].error.empty() && ts[i].time_us <= ts[fastest].time_us * (1 + o.tolerance) + 1e-9 &&
+    if (competes(ts[i]) && ts[i].time_us <= ts[fastest].time_us * (1 + o.tolerance) + 1e-9 &&
         (ts[i].tbs < ts[chosen].tbs || (ts[i].tbs == ts[chosen].tbs && ts[i].time_us < ts[chosen].time_us)))
       chosen = i;
   // The chosen variant once more (compilation is deterministic), its blocks merged on the
@@ -396,6 +440,12 @@ TuneResult autotune(const Algorithm& algo, const Topology& topo, const CompileOp
   out.reason = out.tuned ? describe(out, out.trials, first)
                          : text::format("the plan has %lld slots, more than the %lld tuned; derived instances as they are",
                                         static_cast<long long>(s.last_slots()), static_cast<long long>(o.max_slots));
+  if (out.tuned && o.max_idle < 1)
+    out.reason += idle_met ? text::format("; among the variants whose blocks idle at most %.0f%% of their lifetime (the "
+                                          "fastest of all: %.1f us)",
+                                          100 * o.max_idle, ts[fastest_of_all(ts)].time_us)
+                           : text::format("; no variant's blocks idle at most %.0f%% of their lifetime, so all competed",
+                                          100 * o.max_idle);
   return out;
 }
 

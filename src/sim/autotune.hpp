@@ -16,6 +16,9 @@
 //     own, as an MSCCL file's channels do);
 //   - instances: from the derived counts, each link class's count multiplied or divided by
 //     2, then by 1.5, as long as the result improves (coordinate descent);
+//   - across nodes, at task level: the best variants again with NIC-fed NVLink work on only
+//     the blocks that keep pace with the network (CompileOptions::pace), the connection's
+//     other blocks ending early;
 //   - blocks merged on the simulated timeline (task level): the variant is simulated once,
 //     and blocks whose work never overlaps are merged (compile/merge_blocks.hpp) when the
 //     merged plan is no slower;
@@ -23,7 +26,8 @@
 //     with CompileOptions::max_tbs (fewer instances) and merged again; one still over it is
 //     discarded.
 // Among variants whose simulated time is within `tolerance` of the fastest, the one with the
-// fewest thread blocks per rank wins, then the faster.
+// fewest thread blocks per rank wins, then the faster; with `max_idle`, among those whose
+// thread blocks idle no more than that only.
 #pragma once
 
 #include <cstdint>
@@ -45,6 +49,10 @@ struct TuneOptions {
   int32_t max_tbs = 0;
   SimOptions sim;          ///< how variants are simulated (bytes is set from `bytes`)
   double tolerance = 0.0;  ///< variants this close to the fastest (a fraction) count as as fast
+  /// Only variants whose mean thread-block idle (SimReport::tb_idle_mean) is at most this
+  /// compete (paper 001 Table 3's "Avg Idle"); when none is, all do, and the reason says so.
+  /// 1 (default): no bound.
+  double max_idle = 1.0;
   int32_t max_trials = 192; ///< variants compiled at most
   /// Largest plan tuned: past this many slots (all ranks) the derived plan is taken as it
   /// is (1,024-GPU HM AllReduce has 4.6 million; simulating it takes a minute).
@@ -59,6 +67,7 @@ struct TuneTrial {
   bool aggregate = true;
   std::string allocator = "state";
   int32_t spare_blocks = 0;  ///< peer: blocks added for local work
+  double pace = 0;           ///< CompileOptions::pace: NIC-fed NVLink work on fewer blocks
   double scale_intra = 1, scale_inter = 1, scale_local = 1;
   int32_t instances_intra = 0, instances_inter = 0, instances_local = 0;  ///< the largest per class
   int32_t tbs = 0;       ///< thread blocks per rank, max

@@ -45,6 +45,7 @@ void run_tuned(const SweepSpec& spec, const PlanSource& src, const CompileOption
   TuneOptions to;
   to.sim = spec.options;
   to.tolerance = spec.tolerance;
+  to.max_idle = spec.max_idle;
   to.max_tbs = spec.max_tbs > 0 ? spec.max_tbs : src.given ? src.given->max_tbs_per_rank() : 0;
   CompileOptions c = base;
   c.max_tbs = 0;
@@ -80,6 +81,7 @@ void run_sweep(const SweepSpec& spec, const SweepCallback& on_report) {
     bo.compile.allocator = spec.allocator;
     bo.compile.instances = spec.instances;
     bo.compile.max_tbs = spec.max_tbs;
+    bo.compile.pace = spec.pace;
     bo.compile.in_place = compile_in_place(src, spec.in_place);
     bo.compile.max_memory_bytes = spec.max_memory_bytes;
     bo.compile.fifo_depth = spec.options.fifo_depth;

@@ -39,7 +39,9 @@ struct SweepSpec {
   /// scheduler's own plan's.
   bool tune = false;
   double tolerance = 0;  ///< TuneOptions::tolerance
+  double max_idle = 1;   ///< TuneOptions::max_idle
   bool in_place = true;                       ///< CompileOptions::in_place
+  double pace = 0;                            ///< CompileOptions::pace (untuned runs; the tuner tries it itself)
   std::vector<uint64_t> sizes;
   SimOptions options;                         ///< per-run options; `bytes` is set per size
   uint64_t max_memory_bytes = 0;              ///< compiler's and simulator's budget (0: the default)
