@@ -73,8 +73,9 @@ Prediction BenchPredictor::predict(Collective c, uint64_t bytes, bool trace) {
       Plan plan;
       if (a.auto_schedule()) {  // as the communicator chooses, per size bucket (tune/auto_schedule.hpp)
         AutoChoice ch = choose_auto_schedule(c, ranks_, a.name(), proto, d.instances, false, 0, depth, a.allocator(),
-                                             node_of_rank, bytes, ll ? decider_->shape().ll_slot_bytes / 2
-                                                                     : decider_->shape().slot_bytes);
+                                             node_of_rank, bytes,
+                                             sim::runtime_slot_data_bytes(d.protocol, decider_->shape().slot_bytes,
+                                                                          decider_->shape().ll_slot_bytes));
         auto_why_[key] = "auto chose " + ch.reason;
         WEFT_LOG(Info, "PLAN", "weft bench --predict: " << to_string(c) << ": scheduler " << auto_why_[key]);
         plan = std::move(ch.plan);

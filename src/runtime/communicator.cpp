@@ -22,6 +22,7 @@
 #include "exec/plan_check.hpp"
 #include "plan/plan_source.hpp"
 #include "tune/auto_schedule.hpp"
+#include "sim/call_model.hpp"
 #include "util/cuda_check.hpp"
 #include "exec/executor.hpp"
 #include "bootstrap/host_identity.hpp"
@@ -546,7 +547,7 @@ Communicator::CachedPlan& Communicator::plan_for(const Call& call, const Launch&
   const std::string protocol(algo::to_string(l.protocol));
   Plan plan;
   if (a.auto_schedule()) {  // one choice per size bucket (the key's), logged with its reason
-    const uint64_t slot = l.protocol == algo::Protocol::LL ? layout_.cfg.ll_slot_bytes / 2 : layout_.cfg.slot_bytes;
+    const uint64_t slot = sim::runtime_slot_data_bytes(l.protocol, layout_.cfg.slot_bytes, layout_.cfg.ll_slot_bytes);
     AutoChoice ch = choose_auto_schedule(c, nranks_, a.name(), protocol, l.instances, call.in_place, key.root,
                                          layout_.cfg.depth, a.allocator(), placement_.node_of_rank, call.bytes, slot);
     WEFT_LOG(Info, "PLAN", "rank " << rank_ << ": " << name << ": scheduler auto chose " << ch.reason);

@@ -67,9 +67,8 @@ AutoChoice choose_auto_schedule(Collective c, int nranks, const std::string& alg
   o.runtime_microbatch = true;
   o.staging_slot_bytes = slot_bytes;
   o.fifo_depth = fifo_depth;
-  o.ll = protocol == "LL";
-  o.whole_messages = !o.ll;
-  o.extra_alpha_us = o.ll ? 0.0 : sim::kCallCosts.simple_alpha_extra_us;
+  // The runtime's protocol figures (one call: the choice compares schedules of one call).
+  sim::set_runtime_protocol(o, algo::protocol_from_string(protocol).value_or(algo::Protocol::Simple));
   size_t best = SIZE_MAX;
   ErrorCode first_code = ErrorCode::InvalidArgument;
   std::vector<Plan> plans;
