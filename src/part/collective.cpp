@@ -110,7 +110,7 @@ CollectiveImpl::CollectiveImpl(ContextImpl& ctx, Schedule sched, std::string nam
   handle_.peers = dev_peers_;
   handle_.ctl = static_cast<uint64_t*>(ctx_.alloc_device(kCtlWords * sizeof(uint64_t)));
   handle_.stamps = static_cast<uint64_t*>(ctx_.alloc_device(partitions * sizeof(uint64_t)));
-  handle_.finished = static_cast<uint64_t*>(ctx_.alloc_device(partitions * sizeof(uint64_t)));
+  handle_.finished = static_cast<uint64_t*>(ctx_.alloc_device((partitions + 1) * sizeof(uint64_t)));  // + parrived's cache
   handle_.timeout_ns = static_cast<uint64_t>(ctx_.timeout_s() * 1e9);
   host_index_ = ctx_.alloc_words();
   host_ = ctx_.words(ctx_.rank(), host_index_);
