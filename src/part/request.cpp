@@ -234,7 +234,7 @@ bool RequestImpl::parrived(uint32_t p) {
   uint64_t thr = 0, flag = 0;
   ctx_.read(&thr, flags_ + kFlagThreshold, sizeof(thr));
   if (thr == 0) return false;
-  ctx_.read(&flag, flags_ + kFlagFirst + transport_of(p, static_cast<uint32_t>(thr)), sizeof(flag));
+  ctx_.read(&flag, flags_ + kFlagFirst + transport_of_peer(p, thr, st_.desc().partitions), sizeof(flag));
   return arrived_in(flag, st_.epoch());
 }
 

@@ -67,6 +67,12 @@ constexpr uint32_t kWordReady = 0, kWordDone = 1, kWordPrepared = 2, kWordStarte
 
 /// The transport partition of user partition p.
 WEFT_HOST_DEVICE_INLINE uint32_t transport_of(uint32_t p, uint32_t threshold) { return p / threshold; }
+/// transport_of for a threshold read from a receive request's flag block (kFlagThreshold: the
+/// peer writes it, so any 64-bit value; callers have refused 0): one at or above `partitions`
+/// is one transport partition, never a value truncated to 32 bits (2^32 would divide by 0).
+WEFT_HOST_DEVICE_INLINE uint32_t transport_of_peer(uint32_t p, uint64_t threshold, uint32_t partitions) {
+  return threshold >= partitions ? 0 : p / static_cast<uint32_t>(threshold);
+}
 /// User partitions in transport partition t of `partitions` (threshold, or the remainder).
 WEFT_HOST_DEVICE_INLINE uint64_t transport_size(uint32_t partitions, uint32_t threshold, uint32_t t) {
   const uint32_t first = t * threshold;

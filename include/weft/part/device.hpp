@@ -158,7 +158,7 @@ struct PrecvDeviceHandle {
     if (p >= partitions) return false;
     const uint64_t thr = device::ld_acquire_sys(flags + kFlagThreshold);
     if (thr == 0) return false;
-    const uint64_t f = device::ld_acquire_sys(flags + kFlagFirst + transport_of(p, static_cast<uint32_t>(thr)));
+    const uint64_t f = device::ld_acquire_sys(flags + kFlagFirst + transport_of_peer(p, thr, partitions));
     struct Mem {
       const PrecvDeviceHandle& h;
       WEFT_DEVICE_INLINE uint64_t load_seen() const { return device::ld_relaxed_gpu(h.flags + kFlagStartedSeen); }

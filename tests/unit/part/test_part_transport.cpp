@@ -128,3 +128,15 @@ TEST(PartTransport, FlagWordsATestAcrossNodesReads) {
   EXPECT_EQ(flag_words_to_read(100, ~uint64_t{0}), kFlagFirst + 1);
   EXPECT_EQ(flag_words_to_read(1u << 20, 1), kFlagFirst + (1u << 20));
 }
+
+TEST(PartTransport, TransportOfAPeersThreshold) {
+  // The flag block's threshold is the peer's word: within 1..partitions it maps as
+  // transport_of does; at or above the partitions (2^32 and 2^32 + 3 included, which 32 bits
+  // would read as 0 and 3) every partition is in transport partition 0.
+  for (uint32_t p : {0u, 5u, 99u}) {
+    for (uint64_t thr : {1u, 3u, 7u, 99u})
+      EXPECT_EQ(transport_of_peer(p, thr, 100), transport_of(p, static_cast<uint32_t>(thr)));
+    for (uint64_t thr : {uint64_t{100}, uint64_t{101}, uint64_t{1} << 32, (uint64_t{1} << 32) + 3, ~uint64_t{0}})
+      EXPECT_EQ(transport_of_peer(p, thr, 100), 0u) << "partition " << p << " threshold " << thr;
+  }
+}
