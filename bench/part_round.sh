@@ -17,8 +17,8 @@
 #   2. when DIR/bin/weft_part_gpu_tests exists and PART_ROUND_TESTS is not 0, within
 #      PART_TESTS_BUDGET seconds (default 60), each test at most PART_TEST_TIMEOUT (default
 #      30) with WEFT_TIMEOUT=20: p2p, coll, reuse (PART_REUSE_EPOCHS epochs per case,
-#      default 200) and misuse on the kernel-copy path, reuse and misuse on the
-#      progression-engine path
+#      default 200), arrived (200 epochs, one GPU) and misuse on the kernel-copy path, reuse
+#      and misuse on the progression-engine path
 #   3. the summary: goodput table (blocks, traditional, kernel-copy and engine µs, ratios),
 #      pbuf_prepare mean ± sd, allreduce against NCCL
 # PART_ROUND_QUICK=1: the short round, every target of issue 28 in one call (budget default
@@ -27,7 +27,7 @@
 #   emulated nodes at PART_NODES_GRIDS (default 1,8,64,256), overheads (pbuf_prepare),
 #   allreduce against NCCL (1K to 32K blocks), trace at PART_TRACE_GRIDS (default 256),
 #   thresholds 1 and all, PART_TRACE_ROWS (default 16) blocks by pready start; the tests p2p
-#   and reuse on the kernel-copy path and reuse on the engine path; then every summary.
+#   reuse and arrived on the kernel-copy path and reuse on the engine path; then every summary.
 set -uo pipefail
 dir=${1:-build}
 out=${2:-part_round.txt}
@@ -89,7 +89,7 @@ step() {  # step NAME FILE LIMIT END COMMAND...: runs it for at most LIMIT s and
     step "trace (per-block steps; claim weft against each-block; blocks of the 256-block grid by start)" "$tmp/trace.txt" 30 "$bench_end" \
       env WEFT_PART_TRACE=1 "$bin" trace --grids "${PART_TRACE_GRIDS:-256}" --per-block 256 \
         --rows "${PART_TRACE_ROWS:-16}" --thresholds 1,0
-    test_list=("p2p --ranks 2" "reuse --ranks 2 --epochs $reuse_epochs" "reuse --ranks 2 --path proxy --epochs $reuse_epochs")
+    test_list=("p2p --ranks 2" "reuse --ranks 2 --epochs $reuse_epochs" "reuse --ranks 2 --path proxy --epochs $reuse_epochs" "arrived --epochs 200")
   else
     step "overheads" "$tmp/overheads.txt" "$step_s" "$bench_end" "$bin" overheads
     step "pready" "$tmp/pready.txt" "$step_s" "$bench_end" "$bin" pready
@@ -98,7 +98,7 @@ step() {  # step NAME FILE LIMIT END COMMAND...: runs it for at most LIMIT s and
     step "goodput across 2 emulated nodes (WEFT_EMULATE_NODES=2: prox over UCX; part stays within the host)" \
       "$tmp/goodput_nodes.txt" "$step_s" "$bench_end" env WEFT_EMULATE_NODES=2 "$bin" goodput --grids "$goodput_grids"
     step "allreduce" "$tmp/allreduce.txt" "$step_s" "$bench_end" "$bin" allreduce --grids 1024,2048,4096,8192,16384,32768
-    test_list=("p2p --ranks 2" "coll --ranks 2" "reuse --ranks 2 --epochs $reuse_epochs" "misuse"
+    test_list=("p2p --ranks 2" "coll --ranks 2" "reuse --ranks 2 --epochs $reuse_epochs" "arrived --epochs 200" "misuse"
                "reuse --ranks 2 --path proxy --epochs $reuse_epochs" "misuse --path proxy")
   fi
   if (( run_tests )); then

@@ -14,9 +14,12 @@ policies run two roles per block). The one-shot kernel is left out.
     scripts/bench_log_csv.py --ranks 2 --collective AllReduce LOG_OR_MD... > rows.csv
 """
 import argparse
-import csv
+import os
 import re
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tune_log_csv import write_rows  # noqa: E402  (the fixture's one CSV writer)
 
 HEAD = re.compile(r"^# (\w+)\s+\S+ \S+\s+(\d+) ranks")
 ROW = re.compile(r"^\s*(\d+)\s+\d+\s+\w+ \|\s+([\d.]+)\s.*\|\s+\S+\s+(\w+ \(.*, (?:Simple|LL|LL128), x\d+\))\s*$")
@@ -72,11 +75,7 @@ def main():
     if not out:
         print(f"bench_log_csv.py: no plan times from {a.min_bytes} bytes in {' '.join(a.files)}", file=sys.stderr)
         return 1
-    w = csv.writer(sys.stdout, lineterminator="\n")
-    if not a.no_header:
-        w.writerow(["ranks", "collective", "bytes", "candidate", "measured_us"])
-    for coll, size, cand, us in out:
-        w.writerow([a.ranks, coll, size, cand, us])
+    write_rows(a.ranks, out, header=not a.no_header)
     return 0
 
 

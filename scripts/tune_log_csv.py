@@ -38,11 +38,17 @@ def main():
     if not rows:
         print(f"tune_log_csv.py: no candidate times from {a.min_bytes} bytes in {a.log}", file=sys.stderr)
         return 1
-    w = csv.writer(sys.stdout, lineterminator="\n")
-    w.writerow(["ranks", "collective", "bytes", "candidate", "measured_us"])
-    for coll, size, cand, us in rows:
-        w.writerow([a.ranks, coll, size, cand, us])
+    write_rows(a.ranks, rows)
     return 0
+
+
+def write_rows(ranks, rows, header=True, out=None):
+    """The fixture's CSV (tests/data/calibration): ranks,collective,bytes,candidate,measured_us."""
+    w = csv.writer(out or sys.stdout, lineterminator="\n")
+    if header:
+        w.writerow(["ranks", "collective", "bytes", "candidate", "measured_us"])
+    for coll, size, cand, us in rows:
+        w.writerow([ranks, coll, size, cand, us])
 
 
 if __name__ == "__main__":

@@ -130,7 +130,9 @@ weftResult_t weftPbufPrepareAll(int n, weftPrequest_t* requests) {
   return guard("weftPbufPrepareAll", [&] {
     if (n < 0) fail(ErrorCode::InvalidArgument, "n is negative");
     if (n > 0) need(requests, "requests");
-    std::vector<weft::part::Request*> rs;
+    // Kept between calls (cleared, not freed): no allocation per epoch once it has grown.
+    thread_local std::vector<weft::part::Request*> rs;
+    rs.clear();
     weft::part::ContextImpl* ctx = nullptr;
     for (int i = 0; i < n; ++i) {
       auto* impl = dynamic_cast<weft::part::RequestImpl*>(&get(requests[i], "a request"));

@@ -110,7 +110,7 @@ CollectiveImpl::CollectiveImpl(ContextImpl& ctx, Schedule sched, std::string nam
   handle_.peers = dev_peers_;
   handle_.ctl = static_cast<uint64_t*>(ctx_.alloc_device(kCtlWords * sizeof(uint64_t)));
   handle_.stamps = static_cast<uint64_t*>(ctx_.alloc_device(partitions * sizeof(uint64_t)));
-  handle_.finished = static_cast<uint64_t*>(ctx_.alloc_device(partitions * sizeof(uint64_t)));
+  handle_.finished = static_cast<uint64_t*>(ctx_.alloc_device((partitions + 1) * sizeof(uint64_t)));  // + parrived's cache
   handle_.timeout_ns = static_cast<uint64_t>(ctx_.timeout_s() * 1e9);
   host_index_ = ctx_.alloc_words();
   host_ = ctx_.words(ctx_.rank(), host_index_);
@@ -294,15 +294,13 @@ std::unique_ptr<Request> ContextImpl::precv_init(void* buf, uint32_t partitions,
 }
 
 void ContextImpl::pbuf_prepare_all(const std::vector<Request*>& requests) {
-  std::vector<RequestImpl*> rs;
-  for (Request* r : requests) {
-    auto* impl = dynamic_cast<RequestImpl*>(r);
-    if (impl == nullptr) fail(ErrorCode::InvalidArgument, "pbuf_prepare_all: a request is null or not a weft request");
-    rs.push_back(impl);
-  }
+  // Checked first, then cast again per phase: no allocation per epoch.
+  for (Request* r : requests)
+    if (dynamic_cast<RequestImpl*>(r) == nullptr)
+      fail(ErrorCode::InvalidArgument, "pbuf_prepare_all: a request is null or not a weft request");
   for (auto ph : {RequestImpl::Phase::Offer, RequestImpl::Phase::Answer, RequestImpl::Phase::Finish,
                   RequestImpl::Phase::Ready, RequestImpl::Phase::AwaitReady})
-    for (RequestImpl* r : rs) r->prepare_phase(ph);
+    for (Request* r : requests) static_cast<RequestImpl*>(r)->prepare_phase(ph);
 }
 
 std::unique_ptr<Collective> ContextImpl::pallreduce_init(void* buf, uint32_t partitions, uint64_t count, int dtype,

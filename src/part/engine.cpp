@@ -79,10 +79,17 @@ void ProgressEngine::set_epoch(Job* job, uint64_t epoch, uint32_t threshold) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!failed_.load()) settle(*job, false);  // the words below are read by transfers of the last epoch
   if (epoch != 0) {
-    ProgressJobDesc d = job->desc;
-    d.threshold = threshold;
-    check_progress_job(d);
-    job->desc = d;
+    if (threshold != job->desc.threshold) {  // a new threshold only: no copy of the description per epoch
+      const uint32_t old = job->desc.threshold;
+      job->desc.threshold = threshold;
+      try {
+        check_progress_job(job->desc);
+      } catch (...) {
+        job->desc.threshold = old;
+        throw;
+      }
+    }
+    const ProgressJobDesc& d = job->desc;
     if (!d.staged) std::fill(job->words, job->words + transport_partitions(d.partitions, threshold), epoch);
   }
   job->epoch = epoch;

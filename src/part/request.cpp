@@ -234,7 +234,7 @@ bool RequestImpl::parrived(uint32_t p) {
   uint64_t thr = 0, flag = 0;
   ctx_.read(&thr, flags_ + kFlagThreshold, sizeof(thr));
   if (thr == 0) return false;
-  ctx_.read(&flag, flags_ + kFlagFirst + transport_of(p, static_cast<uint32_t>(thr)), sizeof(flag));
+  ctx_.read(&flag, flags_ + kFlagFirst + transport_of_peer(p, thr, st_.desc().partitions), sizeof(flag));
   return arrived_in(flag, st_.epoch());
 }
 
@@ -255,13 +255,24 @@ bool RequestImpl::test() {
   } else {
     // Across (emulated) nodes the flags are all that comes: read the flag block.
     if (recv_job_ != nullptr) ctx_.engine().check();  // a staged receive's engine failed: its error
+    // Only the words the threshold last seen there needs (one copy per poll, not the whole
+    // block); again when the block names a threshold with more transport partitions.
     const uint32_t U = st_.desc().partitions;
-    flag_block_.resize(kFlagFirst + U);
-    ctx_.read(flag_block_.data(), flags_, flag_block_.size() * sizeof(uint64_t));
-    const uint64_t thr = flag_block_[kFlagThreshold];
-    done = thr != 0;
-    for (uint32_t t = 0; done && t < transport_partitions(U, static_cast<uint32_t>(thr)); ++t)
-      done = flag_block_[kFlagFirst + t] >= e;
+    flag_block_.resize(kFlagFirst + U);  // grows once
+    uint64_t words = flag_words_to_read(U, seen_threshold_);
+    ctx_.read(flag_block_.data(), flags_, words * sizeof(uint64_t));
+    uint64_t thr = flag_block_[kFlagThreshold];
+    if (flag_words_to_read(U, thr) > words) {
+      words = flag_words_to_read(U, thr);
+      ctx_.read(flag_block_.data(), flags_, words * sizeof(uint64_t));
+      thr = flag_block_[kFlagThreshold];
+    }
+    seen_threshold_ = thr;
+    // The threshold comes from the peer: its transport partitions as flag_words_to_read counts
+    // them (64-bit, at most U), never a truncated value.
+    const uint64_t T = flag_words_to_read(U, thr) - kFlagFirst;
+    done = thr != 0 && kFlagFirst + T <= words;
+    for (uint64_t t = 0; done && t < T; ++t) done = flag_block_[kFlagFirst + t] >= e;
   }
   if (done) st_.complete();
   return done;

@@ -112,6 +112,7 @@ class RequestImpl : public Request {
   uint64_t* flags_ = nullptr;            ///< kFlagFirst + partitions words, device
   uint64_t* peer_words_ = nullptr;       ///< the sender's host words (its ready and done words)
   std::vector<uint64_t> flag_block_;     ///< across nodes: test's copy of the flag block
+  uint64_t seen_threshold_ = 0;          ///< across nodes: the threshold test last saw in it
   // Both sides: this request's host words (kWord*) in this rank's shared segment.
   uint32_t host_index_ = 0;
   uint64_t* host_ = nullptr;

@@ -60,23 +60,23 @@ std::string RequestState::out_of_range(uint64_t p, const char* call) const {
 }
 
 uint32_t RequestState::pready(uint32_t p) {
-  const std::string who = describe(desc_, rank_);
-  if (desc_.dir != Direction::Send) fail(ErrorCode::InvalidUsage, who + ": pready on a receive request");
-  if (!active_) fail(ErrorCode::InvalidUsage, who + ": pready on an inactive request (call start first)");
+  // The message is built only on a misuse: a correct call allocates nothing.
+  auto who = [&] { return describe(desc_, rank_); };
+  if (desc_.dir != Direction::Send) fail(ErrorCode::InvalidUsage, who() + ": pready on a receive request");
+  if (!active_) fail(ErrorCode::InvalidUsage, who() + ": pready on an inactive request (call start first)");
   if (p >= desc_.partitions) fail(ErrorCode::InvalidArgument, out_of_range(p, "pready"));
   if (prepared_ != epoch_)
-    fail(ErrorCode::InvalidUsage, who + ": pready before pbuf_prepare in epoch " + std::to_string(epoch_) +
+    fail(ErrorCode::InvalidUsage, who() + ": pready before pbuf_prepare in epoch " + std::to_string(epoch_) +
                                       " (the peer may not be ready to receive)");
   if (readied_[p] == epoch_)
-    fail(ErrorCode::InvalidUsage, who + ": pready twice for partition " + std::to_string(p) + " in epoch " +
+    fail(ErrorCode::InvalidUsage, who() + ": pready twice for partition " + std::to_string(p) + " in epoch " +
                                       std::to_string(epoch_));
   readied_[p] = epoch_;
   return ++ready_count_;
 }
 
 void RequestState::check_parrived(uint32_t p) const {
-  const std::string who = describe(desc_, rank_);
-  if (desc_.dir != Direction::Recv) fail(ErrorCode::InvalidUsage, who + ": parrived on a send request");
+  if (desc_.dir != Direction::Recv) fail(ErrorCode::InvalidUsage, describe(desc_, rank_) + ": parrived on a send request");
   if (p >= desc_.partitions) fail(ErrorCode::InvalidArgument, out_of_range(p, "parrived"));
 }
 

@@ -48,6 +48,15 @@ inline uint32_t transport_partitions(uint32_t partitions, uint32_t threshold) {
   return threshold == 0 ? 0 : (partitions + threshold - 1) / threshold;
 }
 
+/// Words of a receive request's flag block that a host test across nodes copies, given the
+/// threshold it last saw there: the header alone before any (nothing can be complete), else the
+/// header and the flags of that threshold's transport partitions (at most all of them).
+inline uint64_t flag_words_to_read(uint32_t partitions, uint64_t threshold) {
+  if (threshold == 0) return kFlagFirst;
+  const uint64_t t = threshold >= partitions ? 1 : (partitions + threshold - 1) / threshold;
+  return kFlagFirst + t;
+}
+
 class RequestState {
  public:
   RequestState(RequestDesc desc, int rank) : desc_(desc), rank_(rank), readied_(desc.partitions, 0) {}

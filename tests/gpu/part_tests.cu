@@ -17,6 +17,9 @@
 //                      device (after device parrived) and counted; a line per case and
 //                      progress at each quarter; an epoch that takes longer than 10 s (or a
 //                      host wait longer than WEFT_TIMEOUT, 20 s unless set) fails naming it
+//   arrived [--epochs E]  device parrived's cache of the started epoch over E epochs (default
+//                      200) of plain launches and CUDA graph replays, on one GPU without
+//                      ranks (part_arrived.cu): every answer against the host's epoch
 //   misuse             every misuse is an error with its message: device pready twice and
 //                      out of range (p2p and collective), host pready twice, out of range,
 //                      start while active, partition counts that differ from the peer's
@@ -44,6 +47,8 @@
 #include "part_common.cuh"
 
 using namespace parttest;
+
+int arrived_epochs(long long epochs);  // part_arrived.cu
 
 namespace {
 
@@ -370,7 +375,7 @@ int misuse(int nranks, int rank, const weftUniqueId& id) {
 int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
   if (argc < 2) {
-    std::printf("usage: %s p2p|coll|reuse|misuse [--ranks N] [--path kernel|proxy|env] [--epochs E (reuse)]\n",
+    std::printf("usage: %s p2p|coll|reuse|arrived|misuse [--ranks N] [--path kernel|proxy|env] [--epochs E (reuse, arrived)]\n",
                 argv[0]);
     return 2;
   }
@@ -416,6 +421,7 @@ int main(int argc, char** argv) {
     return gt::run_ranks(
         ranks, [&](int r, const weftUniqueId& id) { return reuse(ranks, r, id, static_cast<uint64_t>(epochs)); },
         60.0 + static_cast<double>(epochs) / 5, cmd);
+  if (cmd == "arrived") return arrived_epochs(epochs);
   if (cmd == "misuse") return gt::run_ranks(2, [&](int r, const weftUniqueId& id) { return misuse(2, r, id); }, 300, cmd);
   std::printf("unknown subcommand '%s'\n", cmd.c_str());
   return 2;

@@ -68,7 +68,7 @@ struct PcollDeviceHandle {
   /// epochs, and kWordDone, which the block that finishes an epoch's last partition stores.
   uint64_t* host = nullptr;
   uint64_t* stamps = nullptr;      ///< per partition: its preadies over all epochs (claim)
-  uint64_t* finished = nullptr;    ///< per partition: epoch it last finished in
+  uint64_t* finished = nullptr;    ///< per partition: epoch it last finished in; [partitions]: parrived's cache of started
   DeviceErrorRecord* error = nullptr;
   uint64_t timeout_ns = 0;         ///< WEFT_TIMEOUT; 0: none
   const volatile uint32_t* abort = nullptr;
@@ -181,8 +181,19 @@ struct PcollDeviceHandle {
   /// Any thread: true once partition u of the current epoch (the host's last start, as for
   /// PrecvDeviceHandle::parrived: a kernel that calls it must finish before the next start)
   /// has finished on this rank.
+  /// `started` is read from host memory only when the partition's word is at or above the
+  /// device's cache of it (finished[partitions]; arrived_cached, weft/part/common.hpp).
   WEFT_DEVICE_INLINE bool parrived(uint32_t u) const {
-    return u < partitions && arrived_in(device::ld_acquire_gpu(finished + u), device::ld_acquire_sys(host + kWordStarted));
+    if (u >= partitions) return false;
+    struct Mem {
+      const PcollDeviceHandle& h;
+      WEFT_DEVICE_INLINE uint64_t load_seen() const { return device::ld_relaxed_gpu(h.finished + h.partitions); }
+      WEFT_DEVICE_INLINE uint64_t load_started() const { return device::ld_acquire_sys(h.host + kWordStarted); }
+      WEFT_DEVICE_INLINE void raise_seen(uint64_t s) const {
+        atomicMax(reinterpret_cast<unsigned long long*>(h.finished + h.partitions), static_cast<unsigned long long>(s));
+      }
+    } m{*this};
+    return arrived_cached(m, device::ld_acquire_gpu(finished + u));
   }
 #endif
 };

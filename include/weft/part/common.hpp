@@ -30,10 +30,11 @@ enum DeviceErrorCode : uint32_t {
 };
 
 /// Layout of a receive request's flag block (device memory of the receiver; the sender
-/// writes into it through its mapping): [0] the sender's threshold, [1] unused (the epoch
-/// lives in the receiver's host words), then one flag per transport partition holding the
-/// epoch it last arrived in.
-constexpr uint32_t kFlagThreshold = 0, kFlagUnused = 1, kFlagFirst = 2;
+/// writes into it through its mapping): [0] the sender's threshold, [1] the largest `started`
+/// a device parrived has read from the receiver's host words (arrived_cached; only the
+/// receiver's device writes it), then one flag per transport partition holding the epoch it
+/// last arrived in.
+constexpr uint32_t kFlagThreshold = 0, kFlagStartedSeen = 1, kFlagFirst = 2;
 /// Layout of a send request's (or a collective's) control block, device memory:
 ///   kCtlEpoch    the device's cache of the prepared epoch (never above kWordPrepared: a block
 ///                that finds its epoch at or below it needs no read of host memory)
@@ -66,6 +67,12 @@ constexpr uint32_t kWordReady = 0, kWordDone = 1, kWordPrepared = 2, kWordStarte
 
 /// The transport partition of user partition p.
 WEFT_HOST_DEVICE_INLINE uint32_t transport_of(uint32_t p, uint32_t threshold) { return p / threshold; }
+/// transport_of for a threshold read from a receive request's flag block (kFlagThreshold: the
+/// peer writes it, so any 64-bit value; callers have refused 0): one at or above `partitions`
+/// is one transport partition, never a value truncated to 32 bits (2^32 would divide by 0).
+WEFT_HOST_DEVICE_INLINE uint32_t transport_of_peer(uint32_t p, uint64_t threshold, uint32_t partitions) {
+  return threshold >= partitions ? 0 : p / static_cast<uint32_t>(threshold);
+}
 /// User partitions in transport partition t of `partitions` (threshold, or the remainder).
 WEFT_HOST_DEVICE_INLINE uint64_t transport_size(uint32_t partitions, uint32_t threshold, uint32_t t) {
   const uint32_t first = t * threshold;
@@ -91,6 +98,24 @@ WEFT_HOST_DEVICE_INLINE bool completes_epoch(unsigned long long before, uint32_t
 /// waits for e + 1's data: every device parrived of an epoch must have returned (its kernel
 /// finished) before the next start (docs/partitioned.md, "Epochs back to back").
 WEFT_HOST_DEVICE_INLINE bool arrived_in(uint64_t flag, uint64_t started) { return started != 0 && flag >= started; }
+
+/// arrived_in for a device parrived without a read of host memory while it polls (issue 28:
+/// `started` lives in host memory, a PCIe round trip per call). `flag` is the partition's
+/// flag, loaded first (acquire). `m` gives load_seen() (the flag block's kFlagStartedSeen,
+/// device memory), load_started() (the host word, acquire) and raise_seen(s) (atomic max).
+/// Since `started` only grows and the cache holds a value it had, a flag below the cache has
+/// not arrived in the current epoch: false with no host read. Otherwise the host word is
+/// read (a stale cache must not make an old epoch's flag count), the cache raised to it, and
+/// arrived_in decides. So an epoch's polls read the host word about once per partition (at
+/// the start of the epoch, or where the flag already holds the cached epoch).
+template <class Mem>
+WEFT_HOST_DEVICE_INLINE bool arrived_cached(Mem& m, uint64_t flag) {
+  if (flag == 0 || flag < m.load_seen()) return false;
+  const uint64_t started = m.load_started();
+  if (started == 0) return false;
+  m.raise_seen(started);
+  return arrived_in(flag, started);
+}
 
 /// A partition's stamp counts its preadies over every epoch (resynced to the completed epochs
 /// after a misuse), so the pready that finds it at `stamp` belongs to epoch stamp + 1. That

@@ -157,9 +157,18 @@ struct PrecvDeviceHandle {
   WEFT_DEVICE_INLINE bool parrived(uint32_t p) const {
     if (p >= partitions) return false;
     const uint64_t thr = device::ld_acquire_sys(flags + kFlagThreshold);
-    const uint64_t e = device::ld_acquire_sys(host + kWordStarted);
-    if (thr == 0 || e == 0) return false;
-    return arrived_in(device::ld_acquire_sys(flags + kFlagFirst + transport_of(p, static_cast<uint32_t>(thr))), e);
+    if (thr == 0) return false;
+    const uint64_t f = device::ld_acquire_sys(flags + kFlagFirst + transport_of_peer(p, thr, partitions));
+    struct Mem {
+      const PrecvDeviceHandle& h;
+      WEFT_DEVICE_INLINE uint64_t load_seen() const { return device::ld_relaxed_gpu(h.flags + kFlagStartedSeen); }
+      WEFT_DEVICE_INLINE uint64_t load_started() const { return device::ld_acquire_sys(h.host + kWordStarted); }
+      WEFT_DEVICE_INLINE void raise_seen(uint64_t s) const {
+        atomicMax(reinterpret_cast<unsigned long long*>(const_cast<uint64_t*>(h.flags + kFlagStartedSeen)),
+                  static_cast<unsigned long long>(s));
+      }
+    } m{*this};
+    return arrived_cached(m, f);
   }
 #endif
 };

@@ -11,6 +11,7 @@
 #include <memory>
 #include <numeric>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -252,4 +253,38 @@ TEST(PartEngine, ShortRunsReadiedInAnyOrderGoAsFewTransfers) {
   ASSERT_TRUE(wait_completed(job, 64 * 4));
   EXPECT_EQ(p.recv, p.send);
   eng.check();
+}
+
+TEST(PartEngine, ANewThresholdIsCheckedInPlaceAndARefusedOneLeavesTheJob) {
+  // set_epoch checks a new threshold in the job's own description (no copy per epoch): one
+  // outside 1..partitions is refused naming it, and the job keeps its last threshold and
+  // epoch, so the next epoch with a good threshold delivers every byte and flag.
+  ProgressEngine eng(10, "rank 0's engine");
+  Pair p(10, 24);
+  ProgressEngine::Job* job = p.add(eng);
+  for (size_t i = 0; i < p.send.size(); ++i) p.send[i] = static_cast<char>(i * 13 + 1);
+  eng.set_epoch(job, 1, 2);
+  for (uint32_t t = 0; t < 5; ++t) p.mark(t, 1);
+  ASSERT_TRUE(wait_completed(job, 5));
+  for (uint32_t bad : {0u, 11u}) {
+    try {
+      eng.set_epoch(job, 2, bad);
+      ADD_FAILURE() << "threshold " << bad << " was accepted";
+    } catch (const weft::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("threshold " + std::to_string(bad) + " outside 1..10"), std::string::npos)
+          << e.what();
+    }
+    EXPECT_EQ(job->desc.threshold, 2u) << "after threshold " << bad;
+    EXPECT_EQ(job->epoch, 1u) << "after threshold " << bad;
+  }
+  for (size_t i = 0; i < p.send.size(); ++i) p.send[i] = static_cast<char>(i * 7 + 2);
+  std::fill(p.recv.begin(), p.recv.end(), 0x5a);
+  eng.set_epoch(job, 2, 5);
+  EXPECT_EQ(job->desc.threshold, 5u);
+  for (uint32_t t = 0; t < 2; ++t) p.mark(t, 2);
+  ASSERT_TRUE(wait_completed(job, 7)) << job->completed.load() << " of 7";
+  eng.check();
+  for (uint32_t t = 0; t < 2; ++t) EXPECT_EQ(p.flag(t), 2u) << "transport partition " << t;
+  EXPECT_EQ(p.recv, p.send);
+  eng.remove(job);
 }

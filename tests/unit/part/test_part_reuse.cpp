@@ -4,8 +4,8 @@
 // does; two fake streams (worker threads that run queued tasks in order) stand in for the
 // sender's producing kernel and the receiver's checking kernel. The device steps are
 // weft/part/common.hpp's: the claim (claim_error against prepared and started), the
-// transport counters, completes_epoch storing done, and parrived's rule (arrived_in against
-// the receiver's started word, read at each call).
+// transport counters, completes_epoch storing done, and parrived's rule (arrived_cached: the
+// receiver's started word read only when the flag is at or above the cache of it).
 //
 // The receiver's checking kernel of epoch e may still be polling parrived when the host
 // moves on. In the order the GPU test had on 2026-11-28 (start e + 1, then wait for the
@@ -95,6 +95,7 @@ constexpr uint64_t kPoison = 0xA5A5A5A5A5A5A5A5ull;
 struct Pair {
   uint32_t partitions, threshold, transports;
   std::atomic<uint64_t> ready{0}, done{0}, prepared{0}, started_send{0}, started_recv{0}, flag_threshold{0};
+  std::atomic<uint64_t> seen{0}, started_reads{0}, polls{0};  // parrived's cache, its host reads, its calls
   std::unique_ptr<std::atomic<uint64_t>[]> flags, data;
   std::vector<uint64_t> stamps, counters;  // the producer's alone
   uint64_t sent = 0, cache = 0, done_stores = 0, errors = 0;
@@ -129,11 +130,27 @@ struct Pair {
       }
     }
   }
-  /// PrecvDeviceHandle::parrived.
-  bool parrived(uint32_t p) const {
-    const uint64_t thr = flag_threshold.load(std::memory_order_acquire), e = started_recv.load(std::memory_order_acquire);
-    if (thr == 0 || e == 0) return false;
-    return arrived_in(flags[transport_of(p, static_cast<uint32_t>(thr))].load(std::memory_order_acquire), e);
+  /// PrecvDeviceHandle::parrived: the flag, then arrived_cached with `seen` as the flag
+  /// block's kFlagStartedSeen (raised by atomic max) and started_recv as the host word.
+  bool parrived(uint32_t p) {
+    polls.fetch_add(1, std::memory_order_relaxed);
+    const uint64_t thr = flag_threshold.load(std::memory_order_acquire);
+    if (thr == 0) return false;
+    const uint64_t f = flags[transport_of_peer(p, thr, partitions)].load(std::memory_order_acquire);
+    struct Mem {
+      Pair& q;
+      uint64_t load_seen() const { return q.seen.load(std::memory_order_relaxed); }
+      uint64_t load_started() const {
+        q.started_reads.fetch_add(1, std::memory_order_relaxed);
+        return q.started_recv.load(std::memory_order_acquire);
+      }
+      void raise_seen(uint64_t s) const {
+        uint64_t old = q.seen.load();
+        while (old < s && !q.seen.compare_exchange_weak(old, s)) {
+        }
+      }
+    } m{*this};
+    return arrived_cached(m, f);
   }
   /// The checking kernel of epoch e: waits (up to `poll_s`) for each partition, then checks it.
   /// A `lagging` one first waits for the host to wait for its stream (a kernel that is still
@@ -232,6 +249,8 @@ TEST(PartReuse, ManyEpochsBackToBackEveryElementRight) {
     EXPECT_EQ(pair.checked.load(), epochs * 48) << "threshold " << thr;
     EXPECT_EQ(pair.wrong.load(), 0u) << "threshold " << thr;
     EXPECT_EQ(pair.done_stores, epochs) << "threshold " << thr << ": done stored once per epoch";
+    EXPECT_EQ(pair.seen.load(), epochs) << "threshold " << thr << ": parrived's cache is not the last start's epoch";
+    EXPECT_LE(pair.started_reads.load(), pair.polls.load()) << "threshold " << thr;
     EXPECT_EQ(pair.errors, 0u) << "threshold " << thr << ": a pready was refused";
     EXPECT_EQ(pair.done.load(), epochs);
   }

@@ -113,3 +113,30 @@ TEST(PartTransport, ResyncAfterAnEpochThatMissedPartitions) {
   EXPECT_EQ(s.sent - before, 3u);
   for (uint32_t p = 0; p < 10; ++p) EXPECT_TRUE(s.parrived(p, 3));
 }
+
+TEST(PartTransport, FlagWordsATestAcrossNodesReads) {
+  // Before a threshold is seen: the header alone (nothing can be complete).
+  EXPECT_EQ(flag_words_to_read(100, 0), kFlagFirst);
+  // The header and one flag per transport partition of the threshold.
+  for (uint64_t thr : {1u, 3u, 7u, 50u, 99u, 100u})
+    EXPECT_EQ(flag_words_to_read(100, thr), kFlagFirst + transport_partitions(100, static_cast<uint32_t>(thr)))
+        << "threshold " << thr;
+  // A threshold above the partitions (the peer's word: hostile) is one transport partition,
+  // however large, never a value truncated to 32 bits (2^32 would read as 0: no partitions).
+  EXPECT_EQ(flag_words_to_read(100, 101), kFlagFirst + 1);
+  EXPECT_EQ(flag_words_to_read(100, uint64_t{1} << 32), kFlagFirst + 1);
+  EXPECT_EQ(flag_words_to_read(100, ~uint64_t{0}), kFlagFirst + 1);
+  EXPECT_EQ(flag_words_to_read(1u << 20, 1), kFlagFirst + (1u << 20));
+}
+
+TEST(PartTransport, TransportOfAPeersThreshold) {
+  // The flag block's threshold is the peer's word: within 1..partitions it maps as
+  // transport_of does; at or above the partitions (2^32 and 2^32 + 3 included, which 32 bits
+  // would read as 0 and 3) every partition is in transport partition 0.
+  for (uint32_t p : {0u, 5u, 99u}) {
+    for (uint64_t thr : {1u, 3u, 7u, 99u})
+      EXPECT_EQ(transport_of_peer(p, thr, 100), transport_of(p, static_cast<uint32_t>(thr)));
+    for (uint64_t thr : {uint64_t{100}, uint64_t{101}, uint64_t{1} << 32, (uint64_t{1} << 32) + 3, ~uint64_t{0}})
+      EXPECT_EQ(transport_of_peer(p, thr, 100), 0u) << "partition " << p << " threshold " << thr;
+  }
+}
