@@ -8,15 +8,8 @@ namespace weft::sim {
 
 namespace {
 
-/// Simulated times within this fraction of each other tie (sums differ in their last bits).
-constexpr double kTie = 1e-9;
-
-bool as_fast(double t, double best) { return t <= best * (1 + kTie); }
-
-/// Whether `c` beats `b`: faster, or as fast with fewer thread blocks per rank.
-bool beats(const ScheduleCandidate& c, const ScheduleCandidate& b) {
-  return c.time_us < b.time_us * (1 - kTie) || (as_fast(c.time_us, b.time_us) && c.tbs < b.tbs);
-}
+/// Whether `c` beats `b` (sim::beats: faster, or as fast with fewer thread blocks per rank).
+bool beats(const ScheduleCandidate& c, const ScheduleCandidate& b) { return sim::beats(c.time_us, c.tbs, b.time_us, b.tbs); }
 
 /// How candidate `other` (called `name`) compares with the winner `w`: how much slower it is,
 /// or that it ties (with how a tie is settled when `settle`).

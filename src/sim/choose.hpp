@@ -4,6 +4,7 @@
 // runs it and says in --json which it chose and why (docs/compile.md, "Choosing a schedule").
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,6 +16,17 @@
 #include "sim/autotune.hpp"
 
 namespace weft::sim {
+
+/// Simulated times within this fraction of each other tie (sums differ in their last bits):
+/// the one tie rule of every choice among simulated schedules (here, and the runtime's
+/// scheduler "auto", tune/auto_schedule.cpp).
+inline constexpr double kScheduleTie = 1e-9;
+/// Whether time `t` is as fast as `best` (within kScheduleTie).
+inline bool as_fast(double t, double best) { return t <= best * (1 + kScheduleTie); }
+/// Whether (t, tbs) beats (best, best_tbs): faster, or as fast with fewer thread blocks per rank.
+inline bool beats(double t, int32_t tbs, double best, int32_t best_tbs) {
+  return t < best * (1 - kScheduleTie) || (as_fast(t, best) && tbs < best_tbs);
+}
 
 struct ScheduleCandidate {
   std::string scheduler;  ///< hpds, rr, gc3, algo, stage, or as-given

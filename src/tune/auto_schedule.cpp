@@ -4,6 +4,7 @@
 #include "plan/builder.hpp"
 #include "plan/plan_source.hpp"
 #include "sim/call_model.hpp"
+#include "sim/choose.hpp"
 #include "sim/simulator.hpp"
 #include "util/error.hpp"
 #include "util/text.hpp"
@@ -12,9 +13,8 @@ namespace weft {
 
 namespace {
 
-bool faster(const AutoCandidate& a, const AutoCandidate& b) {
-  return a.time_us < b.time_us * (1 - 1e-9) || (a.time_us <= b.time_us * (1 + 1e-9) && a.tbs < b.tbs);
-}
+/// choose_schedule's tie rule (sim/choose.hpp): faster, or as fast with fewer thread blocks.
+bool faster(const AutoCandidate& a, const AutoCandidate& b) { return sim::beats(a.time_us, a.tbs, b.time_us, b.tbs); }
 
 /// Why candidate `best` won: its figures, then the runner-up's (and the file's own
 /// schedule's where it is neither).
@@ -34,7 +34,7 @@ std::string explain(const AutoChoice& ch, size_t best, Collective c, const std::
   auto against = [&](size_t i, const char* label) {
     const AutoCandidate& o = cs[i];
     const std::string name = o.scheduler + (o.scheduler == "as-given" ? " (the file's own schedule)" : "");
-    if (o.time_us <= w.time_us * (1 + 1e-9))
+    if (sim::as_fast(o.time_us, w.time_us))
       return text::format("; %s%s is as fast with %d (a tie goes to fewer blocks, then to the one listed first)", label,
                           name.c_str(), o.tbs);
     return text::format("; %s%s %.1f us with %d (%.1f%% slower)", label, name.c_str(), o.time_us, o.tbs,

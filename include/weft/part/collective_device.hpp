@@ -185,14 +185,7 @@ struct PcollDeviceHandle {
   /// device's cache of it (finished[partitions]; arrived_cached, weft/part/common.hpp).
   WEFT_DEVICE_INLINE bool parrived(uint32_t u) const {
     if (u >= partitions) return false;
-    struct Mem {
-      const PcollDeviceHandle& h;
-      WEFT_DEVICE_INLINE uint64_t load_seen() const { return device::ld_relaxed_gpu(h.finished + h.partitions); }
-      WEFT_DEVICE_INLINE uint64_t load_started() const { return device::ld_acquire_sys(h.host + kWordStarted); }
-      WEFT_DEVICE_INLINE void raise_seen(uint64_t s) const {
-        atomicMax(reinterpret_cast<unsigned long long*>(h.finished + h.partitions), static_cast<unsigned long long>(s));
-      }
-    } m{*this};
+    const detail::DeviceSeenMemory m{finished + partitions, host};
     return arrived_cached(m, device::ld_acquire_gpu(finished + u));
   }
 #endif

@@ -230,6 +230,20 @@ struct DeviceClaimMemory {
   }
 };
 
+/// arrived_cached's memory operations on the device: the cache of `started` (device memory:
+/// a receive request's flag word kFlagStartedSeen, a collective's finished[partitions]) and
+/// the host words (host memory mapped here).
+struct DeviceSeenMemory {
+  uint64_t* seen;
+  const uint64_t* host;
+
+  WEFT_DEVICE_INLINE uint64_t load_seen() const { return device::ld_relaxed_gpu(seen); }
+  WEFT_DEVICE_INLINE uint64_t load_started() const { return device::ld_acquire_sys(host + kWordStarted); }
+  WEFT_DEVICE_INLINE void raise_seen(uint64_t s) const {
+    atomicMax(reinterpret_cast<unsigned long long*>(seen), static_cast<unsigned long long>(s));
+  }
+};
+
 /// The claim's slow path, out of line (it costs the caller's hot path no registers).
 inline __device__ __noinline__ uint64_t claim_slow(uint64_t* ctl, const uint64_t* host, DeviceErrorRecord* error,
                                                    uint64_t p, uint64_t e) {

@@ -159,15 +159,7 @@ struct PrecvDeviceHandle {
     const uint64_t thr = device::ld_acquire_sys(flags + kFlagThreshold);
     if (thr == 0) return false;
     const uint64_t f = device::ld_acquire_sys(flags + kFlagFirst + transport_of_peer(p, thr, partitions));
-    struct Mem {
-      const PrecvDeviceHandle& h;
-      WEFT_DEVICE_INLINE uint64_t load_seen() const { return device::ld_relaxed_gpu(h.flags + kFlagStartedSeen); }
-      WEFT_DEVICE_INLINE uint64_t load_started() const { return device::ld_acquire_sys(h.host + kWordStarted); }
-      WEFT_DEVICE_INLINE void raise_seen(uint64_t s) const {
-        atomicMax(reinterpret_cast<unsigned long long*>(const_cast<uint64_t*>(h.flags + kFlagStartedSeen)),
-                  static_cast<unsigned long long>(s));
-      }
-    } m{*this};
+    const detail::DeviceSeenMemory m{const_cast<uint64_t*>(flags + kFlagStartedSeen), host};
     return arrived_cached(m, f);
   }
 #endif
