@@ -49,7 +49,7 @@ bool ProgressEngine::awaits_device() const {
 ProgressEngine::Job* ProgressEngine::add(const ProgressJobDesc& d, std::shared_ptr<proxy::Endpoint> endpoint,
                                          const char* local, proxy::RemoteMemory buf, proxy::RemoteMemory flags,
                                          const volatile uint64_t* ready, uint64_t* words, Staging staging,
-                                         uint64_t* done_word) {
+                                         uint64_t* done_word, uint64_t done_device) {
   check_progress_job(d);
   if (words == nullptr || (d.staged && (!staging.stage || staging.mirror == nullptr)))
     fail(ErrorCode::Internal, d.who + ": progression engine: a job without its signal words or staging mirror");
@@ -65,6 +65,7 @@ ProgressEngine::Job* ProgressEngine::add(const ProgressJobDesc& d, std::shared_p
   j.staging = std::move(staging);
   j.done.assign(d.partitions, 0);
   j.done_word = done_word;
+  j.done_device = done_word != nullptr ? done_device : 0;
   start_thread();
   return &j;
 }
@@ -96,6 +97,7 @@ void ProgressEngine::set_epoch(Job* job, uint64_t epoch, uint32_t threshold) {
   job->cursor = 0;
   job->signals = 0;
   job->hold.reset();
+  job->done_posted = false;
   cv_.notify_all();
   // Nothing is in flight (settled above): the epoch is delivered when this many more have landed.
   job->done_target = job->completed.load(std::memory_order_relaxed) +
@@ -163,24 +165,38 @@ void ProgressEngine::check_age(const std::deque<Op>& ops, const std::string& who
                                " within " + std::to_string(timeout_s_) + " s (WEFT_TIMEOUT)");
 }
 
-void ProgressEngine::post(Job& j, const TransportRun& r) {
-  Op op;
-  op.run = r;
-  op.since = Clock::now();
-  if (j.desc.staged) {
-    // Into the page-locked mirror first; post_network follows once the copy has landed.
-    const proxy::RemoteMemory mirror{reinterpret_cast<uint64_t>(j.staging.mirror), j.desc.send_bytes, nullptr};
-    if (r.bytes > 0) j.staging.stage->put(mirror, r.offset, j.local + r.offset, r.bytes);
-    op.ticket = j.staging.stage->mark(timeout_s_);
-    op.staging = true;
-  } else {
-    if (r.bytes > 0) j.endpoint->put(j.buf, r.offset, j.local + r.offset, r.bytes);
-    // One signal for the run: its flag words, from the array holding the epoch.
-    j.endpoint->write_words(j.flags, (kFlagFirst + uint64_t{r.first}) * sizeof(uint64_t), j.words + r.first, r.count);
-    op.ticket = j.endpoint->mark(timeout_s_);
+void ProgressEngine::post(Job& j, const std::vector<TransportRun>& rs) {
+  if (rs.empty()) return;
+  const uint64_t e = j.epoch;
+  j.puts.clear();
+  j.signals_of_pass.clear();
+  for (const TransportRun& r : rs) {
+    if (r.bytes > 0) j.puts.push_back(proxy::Endpoint::Put{r.offset, j.local + r.offset, r.bytes});
+    // One signal per run: its flag words, from the array holding the epoch.
+    j.signals_of_pass.push_back(
+        proxy::Endpoint::Words{(kFlagFirst + uint64_t{r.first}) * sizeof(uint64_t), j.words + r.first, r.count});
+    for (uint32_t t = r.first; t < r.first + r.count; ++t) j.done[t] = e;
   }
-  for (uint32_t t = r.first; t < r.first + r.count; ++t) j.done[t] = j.epoch;
-  j.inflight.push_back(op);
+  uint64_t ticket = 0;
+  if (j.desc.staged) {
+    // Into the page-locked mirror first; post_network follows once the copies have landed.
+    const proxy::RemoteMemory mirror{reinterpret_cast<uint64_t>(j.staging.mirror), j.desc.send_bytes, nullptr};
+    j.staging.stage->put_many(mirror, j.puts.data(), j.puts.size());
+    ticket = j.staging.stage->mark(timeout_s_);
+  } else {
+    proxy::Endpoint& c = *j.endpoint;
+    c.put_many(j.buf, j.puts.data(), j.puts.size());
+    c.write_words_many(j.flags, j.signals_of_pass.data(), j.signals_of_pass.size());
+    // The pass that takes the epoch's last transport partition also has the stream store the
+    // epoch into the done word after every copy (the hosts see it without this thread).
+    const uint32_t transports = transport_partitions(j.desc.partitions, j.desc.threshold);
+    while (j.cursor < transports && j.done[j.cursor] == e) ++j.cursor;
+    if (j.cursor == transports && j.done_device != 0 && !j.done_posted)
+      j.done_posted = c.write_mapped_word(j.done_device, e);
+    ticket = c.mark(timeout_s_);
+  }
+  const Clock::time_point now = Clock::now();
+  for (const TransportRun& r : rs) j.inflight.push_back(Op{r, ticket, j.desc.staged, now});
 }
 
 void ProgressEngine::post_network(Job& j, Op& op) {
@@ -225,7 +241,7 @@ uint64_t ProgressEngine::serve(Job& j, bool force) {
   if (e == 0) return moved;
   const uint32_t transports = transport_partitions(j.desc.partitions, j.desc.threshold);
   while (j.cursor < transports && j.done[j.cursor] == e) ++j.cursor;
-  // Runs of adjacent ready transport partitions, from the cursor on, each cut at kEngineChunkBytes.
+  // Runs of adjacent ready transport partitions, from the cursor on, each cut at engine_chunk_bytes.
   const size_t room = kEngineInflight - std::min<size_t>(j.inflight.size(), kEngineInflight);
   j.runs.clear();
   std::optional<TransportRun> run;
@@ -256,7 +272,7 @@ uint64_t ProgressEngine::serve(Job& j, bool force) {
     const TransportPut p = plan_transport_put(j.desc, t, v, e, &pending);  // checks the range
     if (!pending) continue;
     ++ready;
-    if (run && run->first + run->count == t && run->bytes + p.bytes <= kEngineChunkBytes) {
+    if (run && run->first + run->count == t && run->bytes + p.bytes <= engine_chunk_bytes(j.desc.staged)) {
       ++run->count;
       run->bytes += p.bytes;
     } else {
@@ -269,11 +285,13 @@ uint64_t ProgressEngine::serve(Job& j, bool force) {
   const bool all = force || (rest_ready && t == transports) || j.runs.size() >= room ||
                    j.hold.post(ready, std::chrono::duration_cast<std::chrono::nanoseconds>(
                                           Clock::now().time_since_epoch()).count());
+  j.posting.clear();
   for (const TransportRun& r : j.runs)
-    if (all || r.bytes >= kEngineEagerBytes) {
-      post(j, r);
+    if (all || r.bytes >= engine_eager_bytes(j.desc.staged)) {
+      j.posting.push_back(r);
       moved += r.count;
     }
+  post(j, j.posting);  // one batch of puts, one of signals, one mark
   return moved;
 }
 
@@ -290,7 +308,8 @@ uint64_t ProgressEngine::retire(RecvJob& j) {
 uint64_t ProgressEngine::serve(RecvJob& j) {
   uint64_t moved = retire(j);
   if (j.epoch == 0) return moved;
-  while (j.next < j.desc.partitions && j.inflight.size() < kEngineInflight) {
+  j.posting.clear();
+  while (j.next < j.desc.partitions && j.inflight.size() + j.posting.size() < kEngineInflight) {
     volatile uint64_t* slot = j.ring + uint64_t{j.next} * kRecordWords;
     const uint64_t record[kRecordWords] = {load_acquire(slot), load_acquire(slot + 1)};
     bool complete = false;
@@ -302,17 +321,29 @@ uint64_t ProgressEngine::serve(RecvJob& j) {
     for (uint32_t w = 0; w < kRecordWords; ++w) __atomic_store_n(const_cast<uint64_t*>(slot + w), 0, __ATOMIC_RELAXED);
     ++j.next;
     j.arrived += r.count;
-    Op op;
-    op.run = r;
-    op.since = Clock::now();
-    proxy::Endpoint& c = *j.staging.stage;
-    if (r.bytes > 0) c.put(j.buf, r.offset, j.staging.mirror + r.offset, r.bytes);
-    c.write_words(j.flags, (kFlagFirst + uint64_t{r.first}) * sizeof(uint64_t), j.words + r.first, r.count);
-    op.ticket = c.mark(timeout_s_);
-    j.inflight.push_back(op);
+    j.posting.push_back(r);
     moved += r.count;
   }
+  post(j);
   return moved;
+}
+
+void ProgressEngine::post(RecvJob& j) {
+  if (j.posting.empty()) return;
+  j.puts.clear();
+  j.signals_of_pass.clear();
+  for (const TransportRun& r : j.posting) {
+    if (r.bytes > 0) j.puts.push_back(proxy::Endpoint::Put{r.offset, j.staging.mirror + r.offset, r.bytes});
+    j.signals_of_pass.push_back(
+        proxy::Endpoint::Words{(kFlagFirst + uint64_t{r.first}) * sizeof(uint64_t), j.words + r.first, r.count});
+  }
+  proxy::Endpoint& c = *j.staging.stage;
+  c.put_many(j.buf, j.puts.data(), j.puts.size());
+  c.write_words_many(j.flags, j.signals_of_pass.data(), j.signals_of_pass.size());
+  const uint64_t ticket = c.mark(timeout_s_);
+  const Clock::time_point now = Clock::now();
+  for (const TransportRun& r : j.posting) j.inflight.push_back(Op{r, ticket, false, now});
+  j.posting.clear();
 }
 
 template <class J>

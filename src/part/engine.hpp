@@ -10,7 +10,12 @@
 // transport partitions (from a cursor below which every one is taken) becomes transfers of
 // up to kEngineChunkBytes (part/progress.hpp), each one put of the bytes and ONE signal for
 // the whole run: the receiver's flag words of the run written by one write_words from an
-// array holding the epoch (ordered after the put), or, staged, one signal record. At most
+// array holding the epoch (ordered after the put), or, staged, one signal record. The runs a
+// pass posts go as one batch (Endpoint::put_many, write_words_many, one mark shared by all;
+// on the copy engines one cudaMemcpyBatchAsync and one cuStreamBatchMemOp), and the pass that
+// takes an epoch's last transport partition appends a stream write of the epoch into the
+// request's done word (write_mapped_word), so the sender's and receiver's test/wait see the
+// epoch delivered as soon as its copies land, not when this thread next queries. At most
 // kEngineInflight transfers per request are in flight; the endpoint's mark/landed say,
 // without waiting, when one has landed, and only then is it counted delivered. A transfer not
 // landed within WEFT_TIMEOUT is an error.
@@ -92,12 +97,20 @@ class ProgressEngine {
     std::deque<Op> inflight;
     RunHold hold;                         ///< short runs wait while more becomes ready
     std::vector<TransportRun> runs;       ///< a pass's runs (kept: no allocation per pass)
+    std::vector<TransportRun> posting;    ///< the runs the pass posts (one batch)
+    std::vector<proxy::Endpoint::Put> puts;
+    std::vector<proxy::Endpoint::Words> signals_of_pass;
     std::atomic<uint64_t> completed{0};   ///< transport partitions delivered (landed), all epochs
     /// The request's done word (weft/part/common.hpp kWordDone; null: none): the engine stores
     /// the epoch there once `completed` reaches done_target (every transport partition of the
     /// epoch landed), so the hosts learn it without a CUDA call.
     uint64_t* done_word = nullptr;
     uint64_t done_target = 0;
+    /// The done word's device address (0: none): the pass that takes the epoch's last transport
+    /// partition has the endpoint's stream write the epoch there after every copy
+    /// (write_mapped_word), once per epoch (done_posted).
+    uint64_t done_device = 0;
+    bool done_posted = false;
   };
 
   /// A staged receive request: the network writes its page-locked mirror and ring; the engine
@@ -112,6 +125,9 @@ class ProgressEngine {
     uint32_t next = 0;                    ///< the ring slot read next
     uint64_t arrived = 0;                 ///< transport partitions signalled this epoch
     std::deque<Op> inflight;
+    std::vector<TransportRun> posting;    ///< a pass's signalled runs (one batch)
+    std::vector<proxy::Endpoint::Put> puts;
+    std::vector<proxy::Endpoint::Words> signals_of_pass;
   };
 
   /// `name`: "rank 0's partitioned progression engine". Host code only: the endpoints
@@ -123,9 +139,10 @@ class ProgressEngine {
 
   /// Registers a send request (checked with check_progress_job); starts the thread. `words`:
   /// kRecordWords x d.partitions words that live as long as the job. `staging`: for d.staged.
+  /// `done_word`: the request's done word; `done_device`: its device address (0: not mapped).
   Job* add(const ProgressJobDesc& d, std::shared_ptr<proxy::Endpoint> endpoint, const char* local,
            proxy::RemoteMemory buf, proxy::RemoteMemory flags, const volatile uint64_t* ready, uint64_t* words,
-           Staging staging, uint64_t* done_word = nullptr);
+           Staging staging, uint64_t* done_word = nullptr, uint64_t done_device = 0);
   /// Waits (bounded) for its transfers in flight, then forgets it.
   void remove(Job* job);
   /// The receiver is ready for `epoch`: the engine sends what the device marks ready in it,
@@ -173,8 +190,11 @@ class ProgressEngine {
   /// Advances the transfers in flight; returns the transport partitions that landed.
   uint64_t retire(Job& j);
   uint64_t retire(RecvJob& j);
-  /// Posts run `r` (taken in the job's epoch).
-  void post(Job& j, const TransportRun& r);
+  /// Posts the runs of one pass (taken in the job's epoch) as one batch: put_many, then (direct)
+  /// write_words_many of their flag words and, when they complete the epoch, the done word; one
+  /// mark, whose ticket every run's Op shares.
+  void post(Job& j, const std::vector<TransportRun>& runs);
+  void post(RecvJob& j);  ///< j.posting, the same way
   void post_network(Job& j, Op& op);
   /// Fails (Timeout) when the oldest transfer has been in flight longer than the timeout.
   void check_age(const std::deque<Op>& ops, const std::string& who, const std::string& peer) const;

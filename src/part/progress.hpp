@@ -73,6 +73,15 @@ struct RunHold {
     return now_ns - since_ns >= kEngineHoldNs;
   }
 };
+/// Staged transfers are cut smaller, so that the copy into the page-locked mirror, the network
+/// put and the receiver's copy of consecutive pieces overlap even for a message of a few MiB
+/// (with 4 MiB pieces a 2 MiB message went through the three steps one after another).
+constexpr uint64_t kEngineStagedChunkBytes = 256ull << 10;
+constexpr uint64_t engine_chunk_bytes(bool staged) { return staged ? kEngineStagedChunkBytes : kEngineChunkBytes; }
+/// A run this long is posted at once: kEngineEagerBytes, staged no more than one piece.
+constexpr uint64_t engine_eager_bytes(bool staged) {
+  return staged && kEngineStagedChunkBytes < kEngineEagerBytes ? kEngineStagedChunkBytes : kEngineEagerBytes;
+}
 /// Words of one signal record in a staged receiver's ring: (first << 32 | count), threshold.
 constexpr uint32_t kRecordWords = 2;
 

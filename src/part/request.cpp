@@ -448,8 +448,10 @@ void RequestImpl::attach_engine(const MailMessage& reply) {
     conn = std::make_shared<proxy::CopyEngineEndpoint>(ctx_.device(), "rank " + std::to_string(d.peer),
                                                          ctx_.timeout_s());
   }
+  // The done word as the GPU addresses it (the segment is registered mapped): within a node the
+  // copy engines' stream stores the epoch there after the epoch's last copy.
   job_ = ctx_.engine().add(jd, std::move(conn), buf_, buf, flags, ready_host_, words_, std::move(staging),
-                           host_ + kWordDone);
+                           host_ + kWordDone, reinterpret_cast<uint64_t>(ctx_.words_device(host_index_) + kWordDone));
 }
 
 std::unique_ptr<DeviceRequest> RequestImpl::device_request_create(uint32_t threshold) {

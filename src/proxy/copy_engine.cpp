@@ -1,5 +1,6 @@
 #include "proxy/copy_engine.hpp"
 
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <chrono>
@@ -8,6 +9,7 @@
 
 #include "util/config.hpp"
 #include "util/error.hpp"
+#include "util/log.hpp"
 
 namespace weft::proxy {
 
@@ -17,6 +19,28 @@ constexpr uint64_t kValueSlots = 1024;
 
 void check(cudaError_t e, const std::string& what) {
   if (e != cudaSuccess) fail(ErrorCode::UnhandledCuda, what + ": " + cudaGetErrorString(e));
+}
+
+using BatchMemOp = CUresult (*)(CUstream, unsigned int, CUstreamBatchMemOpParams*, unsigned int);
+using WriteValue64 = CUresult (*)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
+
+template <class F>
+F driver_function(const char* name) {
+  void* f = nullptr;
+  cudaDriverEntryPointQueryResult q;
+  if (cudaGetDriverEntryPointByVersion(name, &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+      q != cudaDriverEntryPointSuccess)
+    return nullptr;
+  return reinterpret_cast<F>(f);
+}
+
+BatchMemOp batch_mem_op() {
+  static const BatchMemOp f = driver_function<BatchMemOp>("cuStreamBatchMemOp");
+  return f;
+}
+WriteValue64 write_value64() {
+  static const WriteValue64 f = driver_function<WriteValue64>("cuStreamWriteValue64");
+  return f;
 }
 
 }  // namespace
@@ -148,6 +172,78 @@ bool CopyEngineEndpoint::landed(uint64_t ticket) {
     ++landed_;
   }
   return landed_ >= ticket;
+}
+
+}  // namespace weft::proxy
+
+namespace weft::proxy {
+
+void CopyEngineEndpoint::put_many(const RemoteMemory& dst, const Put* puts, size_t n) {
+  bind();
+  dsts_.clear();
+  srcs_.clear();
+  sizes_.clear();
+  for (size_t i = 0; i < n; ++i)
+    if (puts[i].bytes > 0) {
+      dsts_.push_back(reinterpret_cast<char*>(dst.address) + puts[i].dst_offset);
+      srcs_.push_back(puts[i].src);
+      sizes_.push_back(puts[i].bytes);
+    }
+  auto stream = static_cast<cudaStream_t>(stream_);
+  if (dsts_.size() > 1 && batch_ok_) {
+    cudaMemcpyAttributes attr{};
+    attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+    attr.flags = cudaMemcpyFlagPreferOverlapWithCompute;
+    size_t attr_index = 0;
+    const cudaError_t e =
+        cudaMemcpyBatchAsync(dsts_.data(), srcs_.data(), sizes_.data(), dsts_.size(), &attr, &attr_index, 1, stream);
+    if (e == cudaSuccess) return;
+    if (e != cudaErrorNotSupported && e != cudaErrorInvalidValue) check(e, "copy-engine puts to " + peer_);
+    cudaGetLastError();
+    batch_ok_ = false;
+    WEFT_LOG(Info, "PROXY", "copy-engine puts to " << peer_ << ": cudaMemcpyBatchAsync refused ("
+                                                   << cudaGetErrorString(e) << "); one cudaMemcpyAsync per put");
+  }
+  for (size_t i = 0; i < dsts_.size(); ++i)
+    check(cudaMemcpyAsync(dsts_[i], srcs_[i], sizes_[i], cudaMemcpyDefault, stream), "copy-engine put to " + peer_);
+}
+
+void CopyEngineEndpoint::write_words_many(const RemoteMemory& dst, const Words* w, size_t n) {
+  bind();
+  uint64_t words = 0;
+  for (size_t i = 0; i < n; ++i) words += w[i].n;
+  const BatchMemOp f = memops_ok_ ? batch_mem_op() : nullptr;
+  if (f != nullptr && words > 0 && words <= kMaxMemOps) {
+    ops_.resize(kMaxMemOps * sizeof(CUstreamBatchMemOpParams));
+    auto* ops = reinterpret_cast<CUstreamBatchMemOpParams*>(ops_.data());
+    unsigned k = 0;
+    for (size_t i = 0; i < n; ++i)
+      for (uint64_t j = 0; j < w[i].n; ++j, ++k) {
+        ops[k] = CUstreamBatchMemOpParams{};
+        ops[k].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_64;
+        ops[k].writeValue.address = dst.address + w[i].dst_offset + j * sizeof(uint64_t);
+        ops[k].writeValue.value64 = w[i].values[j];
+        ops[k].writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;  // fenced after the copies before it
+      }
+    const CUresult r = f(static_cast<CUstream>(stream_), k, ops, 0);
+    if (r == CUDA_SUCCESS) return;
+    memops_ok_ = false;
+    WEFT_LOG(Info, "PROXY", "copy-engine signals to " << peer_ << ": cuStreamBatchMemOp refused (CUresult "
+                                                      << static_cast<int>(r) << "); one page-locked copy per run");
+  }
+  for (size_t i = 0; i < n; ++i) write_words(dst, w[i].dst_offset, w[i].values, w[i].n);
+}
+
+bool CopyEngineEndpoint::write_mapped_word(uint64_t device_address, uint64_t value) {
+  bind();
+  const WriteValue64 f = memops_ok_ ? write_value64() : nullptr;
+  if (f == nullptr) return false;
+  const CUresult r = f(static_cast<CUstream>(stream_), device_address, value, CU_STREAM_WRITE_VALUE_DEFAULT);
+  if (r == CUDA_SUCCESS) return true;
+  memops_ok_ = false;
+  WEFT_LOG(Info, "PROXY", "copy-engine endpoint to " << peer_ << ": cuStreamWriteValue64 refused (CUresult "
+                                                     << static_cast<int>(r) << "); the engine stores its words itself");
+  return false;
 }
 
 }  // namespace weft::proxy

@@ -10,12 +10,20 @@
 // run on the caller's stream and can be captured in CUDA graphs; the proxy's copies are
 // not part of the graph, they follow the triggers at replay.
 //
+// The partitioned progression engine posts a pass's runs together: put_many (one
+// cudaMemcpyBatchAsync), write_words_many (the runs' flag words as one batch of stream
+// memory writes, cuStreamBatchMemOp, instead of one page-locked copy per run) and
+// write_mapped_word (a stream write of a host-mapped word after the copies: the request's
+// done word). The driver functions are reached through cudaGetDriverEntryPointByVersion (no
+// link against libcuda); a driver that refuses them leaves the copies of before.
+//
 // cuda_fifo_memory puts the FIFO in mapped page-locked memory (cudaHostAlloc) and its head
 // in device memory, for triggers posted by GPU code.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "proxy/endpoint.hpp"
 #include "proxy/fifo.hpp"
@@ -43,7 +51,17 @@ class CopyEngineEndpoint : public Endpoint {
   /// waited for, at most the endpoint's timeout); landed queries the events in order.
   uint64_t mark(double timeout_s) override;
   bool landed(uint64_t ticket) override;
+  /// n > 1: one cudaMemcpyBatchAsync (a driver that refuses it: one cudaMemcpyAsync each
+  /// from then on, logged once).
+  void put_many(const RemoteMemory& dst, const Put* puts, size_t n) override;
+  /// Up to kMaxMemOps words in all: one cuStreamBatchMemOp of 64-bit stream writes (each
+  /// fenced after the copies before it on the stream), no copy engine and no page-locked
+  /// source; more words, or a driver that refuses memory operations: write_words each.
+  void write_words_many(const RemoteMemory& dst, const Words* w, size_t n) override;
+  /// cuStreamWriteValue64 on the stream (false where the driver refuses stream memory operations).
+  bool write_mapped_word(uint64_t device_address, uint64_t value) override;
   static constexpr uint64_t kEvents = 128;
+  static constexpr size_t kMaxMemOps = 128;
 
  private:
   void bind();  // sets the proxy thread's device
@@ -55,6 +73,11 @@ class CopyEngineEndpoint : public Endpoint {
   uint64_t next_value_ = 0;    // ring slots used since the last flush
   void* events_[kEvents] = {}; // cudaEvent_t, created on first mark
   uint64_t marked_ = 0, landed_ = 0;  // tickets issued, tickets known landed
+  bool batch_ok_ = true, memops_ok_ = true;  // cleared when the driver refuses one (then per copy / memcpy)
+  std::vector<void*> dsts_;              // put_many's and write_words_many's arrays, kept
+  std::vector<const void*> srcs_;
+  std::vector<size_t> sizes_;
+  std::vector<unsigned char> ops_;       // CUstreamBatchMemOpParams x kMaxMemOps
 };
 
 }  // namespace weft::proxy

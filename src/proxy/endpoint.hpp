@@ -7,6 +7,7 @@
 // bounded, until everything posted has landed, throwing a weft::Error naming the peer.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -49,6 +50,33 @@ class Endpoint {
     return 0;
   }
   virtual bool landed(uint64_t /*ticket*/) { return true; }
+  /// Several puts into `dst` posted at once (the engine's runs of one pass). Default: one put
+  /// each; the copy-engine endpoint issues them as one cudaMemcpyBatchAsync.
+  struct Put {
+    uint64_t dst_offset = 0;
+    const void* src = nullptr;
+    uint64_t bytes = 0;
+  };
+  virtual void put_many(const RemoteMemory& dst, const Put* puts, size_t n) {
+    for (size_t i = 0; i < n; ++i)
+      if (puts[i].bytes > 0) put(dst, puts[i].dst_offset, puts[i].src, puts[i].bytes);
+  }
+  /// Several write_words into `dst` posted at once, each after every earlier put (the signals
+  /// of one pass's runs). Default: one write_words each; the copy-engine endpoint writes up to
+  /// kMaxMemOps words as one batch of stream memory operations.
+  struct Words {
+    uint64_t dst_offset = 0;
+    const uint64_t* values = nullptr;
+    uint64_t n = 0;
+  };
+  virtual void write_words_many(const RemoteMemory& dst, const Words* w, size_t n) {
+    for (size_t i = 0; i < n; ++i) write_words(dst, w[i].dst_offset, w[i].values, w[i].n);
+  }
+  /// Writes `value` into this process's host-mapped word at device address `device_address`
+  /// once everything posted before has landed (a stream write after the copies, so a host that
+  /// polls the word learns of it without this thread). False: the endpoint cannot (nothing
+  /// was posted; the caller stores the word itself once landed() says so).
+  virtual bool write_mapped_word(uint64_t /*device_address*/, uint64_t /*value*/) { return false; }
 
   // For the proxy's pipelined signals (proxy/proxy.hpp, "Signals after landing").
   /// True where ordering a signal after earlier puts costs the transport a stall (UCX: a
