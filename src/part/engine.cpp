@@ -199,28 +199,42 @@ void ProgressEngine::post(Job& j, const std::vector<TransportRun>& rs) {
   for (const TransportRun& r : rs) j.inflight.push_back(Op{r, ticket, j.desc.staged, now});
 }
 
-void ProgressEngine::post_network(Job& j, Op& op) {
-  const TransportRun& r = op.run;
-  if (j.signals >= j.desc.partitions)
+void ProgressEngine::post_network(Job& j, size_t first, size_t n) {
+  if (n == 0) return;
+  if (uint64_t{j.signals} + n > j.desc.partitions)
     fail(ErrorCode::Internal, j.desc.who + ": progression engine: more signals than ring slots (" +
                                   std::to_string(j.desc.partitions) + ") in epoch " + std::to_string(j.epoch));
-  const uint32_t slot = j.signals++;
-  uint64_t* record = j.words + uint64_t{slot} * kRecordWords;
-  encode_arrival(r, j.desc.threshold, record);
-  if (r.bytes > 0) j.endpoint->put(j.buf, r.offset, j.staging.mirror + r.offset, r.bytes);
-  j.endpoint->write_words(j.flags, uint64_t{slot} * kRecordWords * sizeof(uint64_t), record, kRecordWords);
-  op.ticket = j.endpoint->mark(timeout_s_);
-  op.staging = false;
-  op.since = Clock::now();
+  // Consecutive ring slots, so the n records go as one write after one fence.
+  const uint32_t slot = j.signals;
+  j.signals += static_cast<uint32_t>(n);
+  uint64_t* records = j.words + uint64_t{slot} * kRecordWords;
+  j.puts.clear();
+  for (size_t k = 0; k < n; ++k) {
+    const TransportRun& r = j.inflight[first + k].run;
+    encode_arrival(r, j.desc.threshold, records + k * kRecordWords);
+    if (r.bytes > 0) j.puts.push_back(proxy::Endpoint::Put{r.offset, j.staging.mirror + r.offset, r.bytes});
+  }
+  j.endpoint->put_many(j.buf, j.puts.data(), j.puts.size());
+  j.endpoint->write_words(j.flags, uint64_t{slot} * kRecordWords * sizeof(uint64_t), records, n * kRecordWords);
+  const uint64_t ticket = j.endpoint->mark(timeout_s_);
+  const Clock::time_point now = Clock::now();
+  for (size_t k = 0; k < n; ++k) {
+    Op& op = j.inflight[first + k];
+    op.ticket = ticket;
+    op.staging = false;
+    op.since = now;
+  }
 }
 
 uint64_t ProgressEngine::retire(Job& j) {
-  if (j.staging.stage)
-    for (Op& op : j.inflight) {  // copies into the mirror land in order
-      if (!op.staging) continue;
-      if (!j.staging.stage->landed(op.ticket)) break;
-      post_network(j, op);
-    }
+  if (j.staging.stage) {
+    // Copies into the mirror land in order: every one landed since the last pass goes to the
+    // network as one batch.
+    size_t first = 0, n = 0;
+    while (first < j.inflight.size() && !j.inflight[first].staging) ++first;
+    while (first + n < j.inflight.size() && j.staging.stage->landed(j.inflight[first + n].ticket)) ++n;
+    post_network(j, first, n);
+  }
   uint64_t landed = 0;
   while (!j.inflight.empty() && !j.inflight.front().staging && j.endpoint->landed(j.inflight.front().ticket)) {
     landed += j.inflight.front().run.count;

@@ -195,7 +195,10 @@ class ProgressEngine {
   /// mark, whose ticket every run's Op shares.
   void post(Job& j, const std::vector<TransportRun>& runs);
   void post(RecvJob& j);  ///< j.posting, the same way
-  void post_network(Job& j, Op& op);
+  /// Staged: ops [first, first + n) of j.inflight, whose copies into the mirror have landed, to
+  /// the network: their puts, their signal records (consecutive ring slots) as one write after
+  /// one fence, one mark.
+  void post_network(Job& j, size_t first, size_t n);
   /// Fails (Timeout) when the oldest transfer has been in flight longer than the timeout.
   void check_age(const std::deque<Op>& ops, const std::string& who, const std::string& peer) const;
   /// Serves `j` on the calling thread until nothing is in flight (and, `take`, nothing ready
