@@ -186,14 +186,15 @@ void ProgressEngine::post(Job& j, const std::vector<TransportRun>& rs) {
   } else {
     proxy::Endpoint& c = *j.endpoint;
     c.put_many(j.buf, j.puts.data(), j.puts.size());
-    c.write_words_many(j.flags, j.signals_of_pass.data(), j.signals_of_pass.size());
     // The pass that takes the epoch's last transport partition also has the stream store the
     // epoch into the done word after every copy (the hosts see it without this thread).
     const uint32_t transports = transport_partitions(j.desc.partitions, j.desc.threshold);
     while (j.cursor < transports && j.done[j.cursor] == e) ++j.cursor;
-    if (j.cursor == transports && j.done_device != 0 && !j.done_posted)
-      j.done_posted = c.write_mapped_word(j.done_device, e);
-    ticket = c.mark(timeout_s_);
+    const bool last = j.cursor == transports && j.done_device != 0 && !j.done_posted;
+    bool written = false;
+    ticket = c.signal_and_mark(j.flags, j.signals_of_pass.data(), j.signals_of_pass.size(), last ? j.done_device : 0, e,
+                               &written, timeout_s_);
+    j.done_posted = j.done_posted || written;
   }
   const Clock::time_point now = Clock::now();
   for (const TransportRun& r : rs) j.inflight.push_back(Op{r, ticket, j.desc.staged, now});
@@ -353,8 +354,9 @@ void ProgressEngine::post(RecvJob& j) {
   }
   proxy::Endpoint& c = *j.staging.stage;
   c.put_many(j.buf, j.puts.data(), j.puts.size());
-  c.write_words_many(j.flags, j.signals_of_pass.data(), j.signals_of_pass.size());
-  const uint64_t ticket = c.mark(timeout_s_);
+  bool unused = false;
+  const uint64_t ticket =
+      c.signal_and_mark(j.flags, j.signals_of_pass.data(), j.signals_of_pass.size(), 0, 0, &unused, timeout_s_);
   const Clock::time_point now = Clock::now();
   for (const TransportRun& r : j.posting) j.inflight.push_back(Op{r, ticket, false, now});
   j.posting.clear();

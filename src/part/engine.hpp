@@ -11,8 +11,9 @@
 // up to kEngineChunkBytes (part/progress.hpp), each one put of the bytes and ONE signal for
 // the whole run: the receiver's flag words of the run written by one write_words from an
 // array holding the epoch (ordered after the put), or, staged, one signal record. The runs a
-// pass posts go as one batch (Endpoint::put_many, write_words_many, one mark shared by all;
-// on the copy engines one cudaMemcpyBatchAsync and one cuStreamBatchMemOp), and the pass that
+// pass posts go as one batch (Endpoint::put_many, then signal_and_mark: the flag words and one
+// mark shared by all; on the copy engines one cudaMemcpyBatchAsync and one cuStreamBatchMemOp
+// whose last write is the ticket into a page-locked word, no event), and the pass that
 // takes an epoch's last transport partition appends a stream write of the epoch into the
 // request's done word (write_mapped_word), so the sender's and receiver's test/wait see the
 // epoch delivered as soon as its copies land, not when this thread next queries. At most
@@ -191,8 +192,8 @@ class ProgressEngine {
   uint64_t retire(Job& j);
   uint64_t retire(RecvJob& j);
   /// Posts the runs of one pass (taken in the job's epoch) as one batch: put_many, then (direct)
-  /// write_words_many of their flag words and, when they complete the epoch, the done word; one
-  /// mark, whose ticket every run's Op shares.
+  /// signal_and_mark: their flag words, the done word when they complete the epoch, one mark
+  /// whose ticket every run's Op shares (staged: the mirror's put_many and one mark).
   void post(Job& j, const std::vector<TransportRun>& runs);
   void post(RecvJob& j);  ///< j.posting, the same way
   /// Staged: ops [first, first + n) of j.inflight, whose copies into the mirror have landed, to

@@ -27,6 +27,7 @@
 
 #include "proxy/endpoint.hpp"
 #include "proxy/fifo.hpp"
+#include "proxy/tickets.hpp"
 
 namespace weft::proxy {
 
@@ -60,7 +61,12 @@ class CopyEngineEndpoint : public Endpoint {
   void write_words_many(const RemoteMemory& dst, const Words* w, size_t n) override;
   /// cuStreamWriteValue64 on the stream (false where the driver refuses stream memory operations).
   bool write_mapped_word(uint64_t device_address, uint64_t value) override;
-  static constexpr uint64_t kEvents = 128;
+  /// Flags, the mapped word and the mark in one cuStreamBatchMemOp (the mark: the ticket
+  /// written into a page-locked mapped word; landed reads it, no event) when the driver takes
+  /// stream memory operations and the words fit kMaxMemOps; else the default's calls.
+  uint64_t signal_and_mark(const RemoteMemory& dst, const Words* w, size_t n, uint64_t mapped_address,
+                           uint64_t mapped_value, bool* mapped_written, double timeout_s) override;
+  static constexpr uint64_t kEvents = TicketRing::kSlots;
   static constexpr size_t kMaxMemOps = 128;
 
  private:
@@ -72,7 +78,13 @@ class CopyEngineEndpoint : public Endpoint {
   uint64_t* values_ = nullptr; // page-locked ring of signal values
   uint64_t next_value_ = 0;    // ring slots used since the last flush
   void* events_[kEvents] = {}; // cudaEvent_t, created on first mark
-  uint64_t marked_ = 0, landed_ = 0;  // tickets issued, tickets known landed
+  TicketRing tickets_;         // events and memory-op marks (proxy/tickets.hpp)
+  /// Waits (at most timeout_s) while kEvents tickets are outstanding; the slot of the next ticket.
+  uint64_t reserve(double timeout_s);
+  /// Appends write-value ops for `n` word ranges to ops_ from index k; returns the new count.
+  unsigned append_words(const RemoteMemory& dst, const Words* w, size_t n, unsigned k);
+  uint64_t* ticket_word_ = nullptr;  // page-locked, mapped: the last ticket a memory-op mark wrote
+  uint64_t ticket_device_ = 0;       // its device address (0: marks are events only)
   bool batch_ok_ = true, memops_ok_ = true;  // cleared when the driver refuses one (then per copy / memcpy)
   std::vector<void*> dsts_;              // put_many's and write_words_many's arrays, kept
   std::vector<const void*> srcs_;

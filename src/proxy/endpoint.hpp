@@ -77,6 +77,17 @@ class Endpoint {
   /// polls the word learns of it without this thread). False: the endpoint cannot (nothing
   /// was posted; the caller stores the word itself once landed() says so).
   virtual bool write_mapped_word(uint64_t /*device_address*/, uint64_t /*value*/) { return false; }
+  /// The end of a batch: write_words_many(dst, w, n), then, when `mapped_address` is not 0,
+  /// write_mapped_word(mapped_address, mapped_value) (*mapped_written: whether it was posted),
+  /// then mark(timeout_s), whose ticket it returns. The copy-engine endpoint posts all three
+  /// as one batch of stream memory writes where it can (the mark: a write of the ticket into
+  /// a page-locked word that landed() reads).
+  virtual uint64_t signal_and_mark(const RemoteMemory& dst, const Words* w, size_t n, uint64_t mapped_address,
+                                   uint64_t mapped_value, bool* mapped_written, double timeout_s) {
+    write_words_many(dst, w, n);
+    *mapped_written = mapped_address != 0 && write_mapped_word(mapped_address, mapped_value);
+    return mark(timeout_s);
+  }
 
   // For the proxy's pipelined signals (proxy/proxy.hpp, "Signals after landing").
   /// True where ordering a signal after earlier puts costs the transport a stall (UCX: a
