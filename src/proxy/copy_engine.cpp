@@ -83,6 +83,7 @@ CopyEngineEndpoint::CopyEngineEndpoint(int device, std::string peer, double time
   void* v = nullptr;
   check(cudaHostAlloc(&v, kValueSlots * sizeof(uint64_t), cudaHostAllocPortable), "copy-engine endpoint: signal values");
   values_ = static_cast<uint64_t*>(v);
+  memops_ok_ = config::get_bool("WEFT_PART_MEMOPS");
   // The word memory-op marks write their ticket into (optional: without it marks are events).
   void* t = nullptr;
   void* td = nullptr;
