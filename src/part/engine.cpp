@@ -117,7 +117,8 @@ void ProgressEngine::finish_epoch(Job* job) {
 }
 
 ProgressEngine::RecvJob* ProgressEngine::add_recv(const ProgressJobDesc& d, Staging staging, proxy::RemoteMemory buf,
-                                                  proxy::RemoteMemory flags, volatile uint64_t* ring, uint64_t* words) {
+                                                  proxy::RemoteMemory flags, volatile uint64_t* ring, uint64_t* words,
+                                                  uint64_t* done_word, uint64_t done_device) {
   const uint64_t total = d.partition_bytes * d.partitions;
   if (!staging.stage || staging.mirror == nullptr || ring == nullptr || words == nullptr || buf.bytes < total ||
       flags.bytes < (kFlagFirst + uint64_t{d.partitions}) * sizeof(uint64_t))
@@ -131,6 +132,8 @@ ProgressEngine::RecvJob* ProgressEngine::add_recv(const ProgressJobDesc& d, Stag
   j.flags = flags;
   j.ring = ring;
   j.words = words;
+  j.done_word = done_word;
+  j.done_device = done_word != nullptr ? done_device : 0;
   start_thread();
   return &j;
 }
@@ -148,6 +151,8 @@ void ProgressEngine::set_recv_epoch(RecvJob* job, uint64_t epoch) {
   job->epoch = epoch;
   job->next = 0;
   job->arrived = 0;
+  job->transports = 0;
+  job->done_posted = false;
   cv_.notify_all();
 }
 
@@ -316,6 +321,9 @@ uint64_t ProgressEngine::retire(RecvJob& j) {
     moved += j.inflight.front().run.count;
     j.inflight.pop_front();
   }
+  if (moved > 0 && j.inflight.empty() && j.done_word != nullptr && j.epoch != 0 && j.transports != 0 &&
+      j.arrived >= j.transports)
+    __atomic_store_n(j.done_word, j.epoch, __ATOMIC_RELEASE);
   check_age(j.inflight, j.desc.who, "the receive buffer");
   return moved;
 }
@@ -336,6 +344,7 @@ uint64_t ProgressEngine::serve(RecvJob& j) {
     for (uint32_t w = 0; w < kRecordWords; ++w) __atomic_store_n(const_cast<uint64_t*>(slot + w), 0, __ATOMIC_RELAXED);
     ++j.next;
     j.arrived += r.count;
+    j.transports = transport_partitions(j.desc.partitions, threshold);
     j.posting.push_back(r);
     moved += r.count;
   }
@@ -354,9 +363,11 @@ void ProgressEngine::post(RecvJob& j) {
   }
   proxy::Endpoint& c = *j.staging.stage;
   c.put_many(j.buf, j.puts.data(), j.puts.size());
-  bool unused = false;
-  const uint64_t ticket =
-      c.signal_and_mark(j.flags, j.signals_of_pass.data(), j.signals_of_pass.size(), 0, 0, &unused, timeout_s_);
+  const bool last = j.done_device != 0 && !j.done_posted && j.arrived >= j.transports;
+  bool written = false;
+  const uint64_t ticket = c.signal_and_mark(j.flags, j.signals_of_pass.data(), j.signals_of_pass.size(),
+                                            last ? j.done_device : 0, j.epoch, &written, timeout_s_);
+  j.done_posted = j.done_posted || written;
   const Clock::time_point now = Clock::now();
   for (const TransportRun& r : j.posting) j.inflight.push_back(Op{r, ticket, false, now});
   j.posting.clear();

@@ -129,6 +129,13 @@ class ProgressEngine {
     std::vector<TransportRun> posting;    ///< a pass's signalled runs (one batch)
     std::vector<proxy::Endpoint::Put> puts;
     std::vector<proxy::Endpoint::Words> signals_of_pass;
+    uint32_t transports = 0;              ///< the epoch's transport partitions (from its records; 0: none yet)
+    /// The receive request's own done word (null: none) and its device address (0: not mapped):
+    /// the epoch once every transport partition of it is in the buffer with its flag, written by
+    /// the stream after the last run's flags (done_posted) and by this thread once they land.
+    uint64_t* done_word = nullptr;
+    uint64_t done_device = 0;
+    bool done_posted = false;
   };
 
   /// `name`: "rank 0's partitioned progression engine". Host code only: the endpoints
@@ -158,7 +165,8 @@ class ProgressEngine {
   /// A staged receive request; `words`: d.partitions page-locked words; `ring` kRecordWords x
   /// d.partitions words, zeroed. Starts the thread.
   RecvJob* add_recv(const ProgressJobDesc& d, Staging staging, proxy::RemoteMemory buf, proxy::RemoteMemory flags,
-                    volatile uint64_t* ring, uint64_t* words);
+                    volatile uint64_t* ring, uint64_t* words, uint64_t* done_word = nullptr,
+                    uint64_t done_device = 0);
   void remove_recv(RecvJob* job);
   /// The receive request is ready for `epoch` (before it tells the sender so).
   void set_recv_epoch(RecvJob* job, uint64_t epoch);

@@ -253,8 +253,21 @@ bool RequestImpl::test() {
   } else if (!ctx_.crosses_network(st_.desc().peer)) {
     done = __atomic_load_n(peer_words_ + kWordDone, __ATOMIC_ACQUIRE) >= e;
   } else {
-    // Across (emulated) nodes the flags are all that comes: read the flag block.
-    if (recv_job_ != nullptr) ctx_.engine().check();  // a staged receive's engine failed: its error
+    if (recv_job_ != nullptr) {
+      // Staged: this rank's engine stores the epoch into the request's own done word once every
+      // run of it is in the buffer with its flags (part/engine.hpp RecvJob): a host read. A
+      // sender's host pready writes the flags instead: they are copied at most every 20 us.
+      ctx_.engine().check();  // a staged receive's engine failed: its error
+      const auto now = std::chrono::steady_clock::now();
+      if (__atomic_load_n(host_ + kWordDone, __ATOMIC_ACQUIRE) >= e) {
+        st_.complete();
+        return true;
+      }
+      if (now - flags_read_ < std::chrono::microseconds(kStagedFlagReadUs)) return false;
+      flags_read_ = now;
+    }
+    // Across (emulated) nodes the flags are all that comes (UCX writing GPU memory), or a
+    // staged receive's check above found no done word: read the flag block.
     // Only the words the threshold last seen there needs (one copy per poll, not the whole
     // block); again when the block names a threshold with more transport partitions.
     const uint32_t U = st_.desc().partitions;
@@ -361,7 +374,9 @@ uint32_t RequestImpl::publish_keys(bool* staged, MailMessage* reply) {
         ctx_.timeout_s());
     stg.mirror = mirror;
     recv_job_ = ctx_.engine().add_recv(jd, std::move(stg), proxy::RemoteMemory{reinterpret_cast<uint64_t>(buf_), d.total_bytes(), nullptr},
-                                       proxy::RemoteMemory{reinterpret_cast<uint64_t>(flags_), flag_bytes, nullptr}, ring, words);
+                                       proxy::RemoteMemory{reinterpret_cast<uint64_t>(flags_), flag_bytes, nullptr}, ring, words,
+                                       host_ + kWordDone,
+                                       reinterpret_cast<uint64_t>(ctx_.words_device(host_index_) + kWordDone));
   }
   if (2 * sizeof(uint32_t) + data.size() + flags.size() > ContextImpl::kKeySlotBytes)
     fail(ErrorCode::Internal, who + ": UCX memory keys of " + std::to_string(data.size()) + " and " +
