@@ -149,7 +149,9 @@ def table(rows, before, after):
 
 def search_protocol(weft, rows, figures, proto):
     """The best of the whole product of `proto`'s grids, the other figures as in `figures`."""
-    sub = {k: v for k, v in rows.items() if protocol(k[3]) == proto}
+    sub = {k: v for k, v in rows.items() if protocol(k[3]) == proto and not held_out(k)}
+    if not sub:
+        return figures  # no training rows of this protocol: its figures stay
     names = [n for n, _ in GROUPS[proto]]
     best, best_score = None, None
     for values in itertools.product(*[g for _, g in GROUPS[proto]]):
