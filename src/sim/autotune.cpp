@@ -11,6 +11,7 @@
 #include "compile/lower.hpp"
 #include "compile/merge_blocks.hpp"
 #include "util/error.hpp"
+#include "sim/op_blocks.hpp"
 #include "sim/program.hpp"
 #include "util/error.hpp"
 #include "util/text.hpp"
@@ -111,10 +112,29 @@ class Search {
     return true;
   }
 
+  /// The variant's ops placed on fewer blocks by the timeline of its run without that
+  /// (OpPlacer); empty when it places none.
+  std::vector<OpBlocks> placement(const TuneTrial& t) const {
+    TuneTrial plain = t;
+    plain.placed = false;
+    CompileOptions c = options_for(plain, 0);
+    const CompileResult ref = compile(algo_, topo_, c);
+    SimOptions so = o_.sim;
+    so.bytes = o_.bytes;
+    so.trace = false;
+    so.slot_times = true;
+    const Simulator per_block(ref.plan, topo_, false, base_.max_memory_bytes);
+    return OpPlacer(ref, topo_, per_block, per_block.run(so)).place(algo_.transfers.size());
+  }
+
   /// Compiles, merges and simulates one variant: its plan within the budget, or an error.
   CompileResult build(TuneTrial& t, bool merge = false) const {
     CompileOptions c = options_for(t, 0);
     c.keep_graph = false;
+    if (t.placed) {
+      c.op_blocks = placement(t);
+      if (c.op_blocks.empty()) fail(ErrorCode::InvalidArgument, "no op is placed on fewer blocks");
+    }
     CompileResult r = compile(algo_, topo_, c);
     if (r.slots > o_.max_slots) {  // too large to tune: taken as compiled, not simulated
       t.tbs = t.tbs_unmerged = r.plan.max_tbs_per_rank();
@@ -164,14 +184,16 @@ class Search {
   /// Compiles and simulates one variant (once per distinct variant); returns its index.
   int32_t trial(TuneTrial t) {
     const auto key = std::make_tuple(t.execution, t.channels, t.aggregate,
-                                     t.allocator + "/" + std::to_string(t.spare_blocks) + (t.pace > 0 ? text::format("/paced %g", t.pace) : std::string()),
+                                     t.allocator + "/" + std::to_string(t.spare_blocks) + (t.pace > 0 ? text::format("/paced %g", t.pace) : std::string()) +
+                                         (t.placed ? "/placed" : ""),
                                      t.scale_intra, t.scale_inter, t.scale_local);
     if (auto it = seen_.find(key); it != seen_.end()) return it->second;
-    t.label = text::format("%s, %s channels%s, %s%s, instances x%g/x%g/x%g%s", t.execution.c_str(), t.channels.c_str(),
+    t.label = text::format("%s, %s channels%s, %s%s, instances x%g/x%g/x%g%s%s", t.execution.c_str(), t.channels.c_str(),
                            t.aggregate ? "" : ", not aggregated", t.allocator.c_str(),
                            t.spare_blocks > 0 ? text::format(" + %d blocks for local work", t.spare_blocks).c_str() : "",
                            t.scale_intra, t.scale_inter, t.scale_local,
-                           t.pace > 0 ? text::format(", NIC-fed work paced x%g", t.pace).c_str() : "");
+                           t.pace > 0 ? text::format(", NIC-fed work paced x%g", t.pace).c_str() : "",
+                           t.placed ? ", ops placed on fewer blocks" : "");
     try {
       const CompileResult r = build(t);
       last_slots_ = r.slots;
@@ -319,6 +341,29 @@ void paced_twins(Search& s, const Classes& classes, double tolerance) {
   if (best >= 0 && s.at(best).error.empty()) descend(s, best, classes, tolerance);
 }
 
+/// Variants whose ops are placed on fewer blocks tried (autotune).
+constexpr int32_t kPlacedTwins = 6;
+
+/// Across nodes: the fastest task-level variants (state, conn or peer allocators, not paced)
+/// again with each connection's ops placed on fewer of its blocks by their simulated timeline
+/// (CompileOptions::op_blocks, sim/op_blocks.hpp).
+void placed_twins(Search& s) {
+  std::vector<int32_t> order;
+  for (int32_t i = 0; i < s.count(); ++i) {
+    const TuneTrial& t = s.at(i);
+    if (t.error.empty() && t.pace == 0 && !t.placed && t.execution == "task" && t.allocator != "rank") order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return s.at(a).time_us < s.at(b).time_us; });
+  if (order.size() > static_cast<size_t>(kPlacedTwins)) order.resize(kPlacedTwins);
+  s.set_limit(s.count() + static_cast<int32_t>(order.size()));
+  for (int32_t i : order) {
+    TuneTrial twin = s.at(i);
+    twin.placed = true;
+    twin.error.clear();
+    s.trial(twin);
+  }
+}
+
 int32_t fastest_of_all(const std::vector<TuneTrial>& ts) {
   int32_t f = -1;
   for (int32_t i = 0; i < static_cast<int32_t>(ts.size()); ++i)
@@ -410,7 +455,10 @@ TuneResult autotune(const Algorithm& algo, const Topology& topo, const CompileOp
         descend(s, from, classes, o.tolerance);
       }
     }
-    if (topo.nodes > 1) paced_twins(s, classes, o.tolerance);
+    if (topo.nodes > 1) {
+      paced_twins(s, classes, o.tolerance);
+      placed_twins(s);
+    }
     s.set_limit(INT32_MAX);
   }
   // The fastest variant, then the fewest blocks among those within the tolerance of it; with

@@ -68,6 +68,9 @@ struct TuneTrial {
   std::string allocator = "state";
   int32_t spare_blocks = 0;  ///< peer: blocks added for local work
   double pace = 0;           ///< CompileOptions::pace: NIC-fed NVLink work on fewer blocks
+  /// CompileOptions::op_blocks from the simulated timeline of this variant without it
+  /// (sim/op_blocks.hpp): ops of a connection side by side on fewer of its blocks.
+  bool placed = false;
   double scale_intra = 1, scale_inter = 1, scale_local = 1;
   int32_t instances_intra = 0, instances_inter = 0, instances_local = 0;  ///< the largest per class
   int32_t tbs = 0;       ///< thread blocks per rank, max
