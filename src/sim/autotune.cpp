@@ -389,6 +389,51 @@ std::string describe(const TuneResult& out, const std::vector<TuneTrial>& ts, in
                       c.time_us, c.tbs, against.c_str(), ts.size(), budget.c_str(), merged.c_str());
 }
 
+/// The variant taken (sim/autotune.hpp, TuneOptions): the fastest, then the fewest blocks
+/// among those within the tolerance of it; with an idle bound, among the variants within it
+/// (all of them when none is); by default across nodes, the fastest of those within idle_cost
+/// of the fastest whose blocks idle at most kDefaultMaxIdle, when any does. `why` gets what
+/// the reason adds; -1 when no variant fits.
+int32_t choose(const std::vector<TuneTrial>& ts, const TuneOptions& o, const Topology& topo, std::string& why) {
+  bool idle_met = false;
+  for (const TuneTrial& t : ts) idle_met = idle_met || (t.error.empty() && t.tb_idle_mean <= o.max_idle + 1e-9);
+  auto competes = [&](const TuneTrial& t) { return t.error.empty() && (!idle_met || t.tb_idle_mean <= o.max_idle + 1e-9); };
+  int32_t fastest = -1;
+  for (int32_t i = 0; i < static_cast<int32_t>(ts.size()); ++i)
+    if (competes(ts[i]) && (fastest < 0 || ts[i].time_us < ts[fastest].time_us)) fastest = i;
+  if (fastest < 0) return -1;
+  int32_t chosen = fastest;
+  for (int32_t i = 0; i < static_cast<int32_t>(ts.size()); ++i)
+    if (competes(ts[i]) && ts[i].time_us <= ts[fastest].time_us * (1 + o.tolerance) + 1e-9 &&
+        (ts[i].tbs < ts[chosen].tbs || (ts[i].tbs == ts[chosen].tbs && ts[i].time_us < ts[chosen].time_us)))
+      chosen = i;
+  if (o.max_idle < 1) {
+    why = idle_met ? text::format("; among the variants whose blocks idle at most %.0f%% of their lifetime (the fastest of "
+                                  "all: %.1f us)",
+                                  100 * o.max_idle, ts[fastest_of_all(ts)].time_us)
+                   : text::format("; no variant's blocks idle at most %.0f%% of their lifetime, so all competed",
+                                  100 * o.max_idle);
+    return chosen;
+  }
+  // The default idle rule: across nodes, with neither a tolerance nor an idle bound given.
+  if (topo.nodes <= 1 || o.tolerance > 0 || o.idle_cost <= 0 || ts[fastest].tb_idle_mean <= kDefaultMaxIdle + 1e-9)
+    return chosen;
+  int32_t lean = -1;
+  for (int32_t i = 0; i < static_cast<int32_t>(ts.size()); ++i)
+    if (ts[i].error.empty() && ts[i].tb_idle_mean <= kDefaultMaxIdle + 1e-9 &&
+        ts[i].time_us <= ts[fastest].time_us * (1 + o.idle_cost) + 1e-9 && (lean < 0 || ts[i].time_us < ts[lean].time_us))
+      lean = i;
+  if (lean < 0) {
+    why = text::format("; no variant within %.0f%% of it has blocks idle at most %.0f%% of their lifetime (it: %.1f%%)",
+                       100 * o.idle_cost, 100 * kDefaultMaxIdle, 100 * ts[fastest].tb_idle_mean);
+    return chosen;
+  }
+  why = text::format("; the fastest of the variants within %.0f%% of the fastest (%.1f us, blocks idle %.1f%% of their "
+                     "lifetime) whose blocks idle at most %.0f%%",
+                     100 * o.idle_cost, ts[fastest].time_us, 100 * ts[fastest].tb_idle_mean, 100 * kDefaultMaxIdle);
+  return lean;
+}
+
 }  // namespace
 
 TuneResult autotune(const Algorithm& algo, const Topology& topo, const CompileOptions& base, const TuneOptions& o) {
@@ -461,23 +506,12 @@ TuneResult autotune(const Algorithm& algo, const Topology& topo, const CompileOp
     }
     s.set_limit(INT32_MAX);
   }
-  // The fastest variant, then the fewest blocks among those within the tolerance of it; with
-  // an idle bound, among the variants within it (all of them when none is).
   const std::vector<TuneTrial>& ts = s.trials();
-  bool idle_met = false;
-  for (const TuneTrial& t : ts) idle_met = idle_met || (t.error.empty() && t.tb_idle_mean <= o.max_idle + 1e-9);
-  auto competes = [&](const TuneTrial& t) { return t.error.empty() && (!idle_met || t.tb_idle_mean <= o.max_idle + 1e-9); };
-  int32_t fastest = -1;
-  for (int32_t i = 0; i < static_cast<int32_t>(ts.size()); ++i)
-    if (competes(ts[i]) && (fastest < 0 || ts[i].time_us < ts[fastest].time_us)) fastest = i;
-  if (fastest < 0)
+  std::string why;
+  const int32_t chosen = choose(ts, o, topo, why);
+  if (chosen < 0)
     fail(ErrorCode::InvalidArgument, text::format("no variant of %s on %s fits: %s", algo.name.c_str(), topo.name.c_str(),
                                                   ts[first].error.c_str()));
-  int32_t chosen = fastest;
-  for (int32_t i = 0; i < static_cast<int32_t>(ts.size()); ++i)
-    if (competes(ts[i]) && ts[i].time_us <= ts[fastest].time_us * (1 + o.tolerance) + 1e-9 &&
-        (ts[i].tbs < ts[chosen].tbs || (ts[i].tbs == ts[chosen].tbs && ts[i].time_us < ts[chosen].time_us)))
-      chosen = i;
   // The chosen variant once more (compilation is deterministic), its blocks merged on the
   // simulated timeline where that is no slower.
   TuneTrial again = ts[chosen];
@@ -488,12 +522,7 @@ TuneResult autotune(const Algorithm& algo, const Topology& topo, const CompileOp
   out.reason = out.tuned ? describe(out, out.trials, first)
                          : text::format("the plan has %lld slots, more than the %lld tuned; derived instances as they are",
                                         static_cast<long long>(s.last_slots()), static_cast<long long>(o.max_slots));
-  if (out.tuned && o.max_idle < 1)
-    out.reason += idle_met ? text::format("; among the variants whose blocks idle at most %.0f%% of their lifetime (the "
-                                          "fastest of all: %.1f us)",
-                                          100 * o.max_idle, ts[fastest_of_all(ts)].time_us)
-                           : text::format("; no variant's blocks idle at most %.0f%% of their lifetime, so all competed",
-                                          100 * o.max_idle);
+  if (out.tuned) out.reason += why;
   return out;
 }
 

@@ -114,7 +114,10 @@ class OpPlacer::Impl {
     }
   }
 
-  /// Tasks fused into one primitive (one plan slot names both) form a unit.
+  /// Tasks fused into one primitive (one plan slot names both) form a unit, except where one
+  /// crosses the bounding link and the other does not: the other then takes one block and the
+  /// two are no longer fused (a fused primitive would tie the bounding link's sends to the
+  /// other link's receives on one block).
   void join_fused() {
     std::unordered_map<int32_t, int32_t> task_of;  // transfer -> task
     for (int32_t t = 0; t < g_.size(); ++t)
@@ -124,7 +127,9 @@ class OpPlacer::Impl {
         for (const Slot& s : tb.slots)
           for (size_t i = 1; i < s.tasks.size(); ++i) {
             auto a = task_of.find(s.tasks[0]), b = task_of.find(s.tasks[i]);
-            if (a != task_of.end() && b != task_of.end()) uf_.unite(a->second, b->second);
+            if (a == task_of.end() || b == task_of.end()) continue;
+            if ((g_.tasks[a->second].link == bound_) != (g_.tasks[b->second].link == bound_)) continue;
+            uf_.unite(a->second, b->second);
           }
   }
 
