@@ -344,19 +344,30 @@ void paced_twins(Search& s, const Classes& classes, double tolerance) {
 /// Variants whose ops are placed on fewer blocks tried (autotune).
 constexpr int32_t kPlacedTwins = 6;
 
-/// Across nodes: the fastest task-level variants (state, conn or peer allocators, not paced)
-/// again with each connection's ops placed on fewer of its blocks by their simulated timeline
-/// (CompileOptions::op_blocks, sim/op_blocks.hpp).
+/// Across nodes: the scheduler's own shape and the fastest other task-level variants (state,
+/// conn or peer allocators, not paced; variants that ran alike, in time, blocks and idle,
+/// count once) again with each connection's ops placed on fewer of its blocks by their
+/// simulated timeline (CompileOptions::op_blocks, sim/op_blocks.hpp).
 void placed_twins(Search& s) {
   std::vector<int32_t> order;
   for (int32_t i = 0; i < s.count(); ++i) {
     const TuneTrial& t = s.at(i);
     if (t.error.empty() && t.pace == 0 && !t.placed && t.execution == "task" && t.allocator != "rank") order.push_back(i);
   }
-  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return s.at(a).time_us < s.at(b).time_us; });
-  if (order.size() > static_cast<size_t>(kPlacedTwins)) order.resize(kPlacedTwins);
-  s.set_limit(s.count() + static_cast<int32_t>(order.size()));
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return (a == 0) != (b == 0) ? a == 0 : s.at(a).time_us < s.at(b).time_us;
+  });
+  std::vector<int32_t> twins;
   for (int32_t i : order) {
+    const TuneTrial& t = s.at(i);
+    bool alike = false;
+    for (int32_t j : twins)
+      alike = alike || (std::abs(s.at(j).time_us - t.time_us) < 1e-6 && s.at(j).tbs == t.tbs &&
+                        std::abs(s.at(j).tb_idle_mean - t.tb_idle_mean) < 1e-9);
+    if (!alike && static_cast<int32_t>(twins.size()) < kPlacedTwins) twins.push_back(i);
+  }
+  s.set_limit(s.count() + static_cast<int32_t>(twins.size()));
+  for (int32_t i : twins) {
     TuneTrial twin = s.at(i);
     twin.placed = true;
     twin.error.clear();

@@ -51,6 +51,7 @@ class OpPlacer::Impl {
       : ref_(ref), g_(ref.graph), ranks_(ref.plan.num_ranks), k_(std::max(1, times.microbatches)),
         bound_(bounding_link(ref.graph, topo)), uf_(static_cast<size_t>(ref.graph.size())),
         tt_(static_cast<size_t>(ref.graph.size())) {
+    read_connections();
     read_run(sim.program(), times);
     join_fused();
     make_units();
@@ -73,25 +74,34 @@ class OpPlacer::Impl {
   }
 
  private:
-  /// Per task what the run saw (from its transfers' slots at its two ranks); per transfer its
-  /// connection's logical channel and block count; per physical connection its two blocks.
+  /// Per transfer its connection's logical channel and block count, per physical connection
+  /// its two blocks (global ids), from the reference plan.
+  void read_connections() {
+    int32_t block = 0;
+    for (size_t r = 0; r < ref_.plan.ranks.size(); ++r)
+      for (const ThreadBlock& tb : ref_.plan.ranks[r].tbs) {
+        const int32_t rank = static_cast<int32_t>(r);
+        for (const Slot& s : tb.slots) {
+          if (s.send_peer >= 0) ends_[{rank, s.send_peer, s.channel}][0] = block;
+          if (s.recv_peer >= 0) ends_[{s.recv_peer, rank, s.channel}][1] = block;
+          if (s.send_peer >= 0 || s.recv_peer >= 0)
+            for (int32_t x : s.tasks) conn_of_transfer_[x] = {s.channel / std::max(1, s.instances), s.instances};
+        }
+        ++block;
+      }
+    blocks_ = std::max(1, block);
+  }
+
+  /// Per task what the run saw, from its transfers' slots at its two ranks.
   void read_run(const Program& prog, const SimReport& times) {
     std::unordered_map<int64_t, Seen> seen;  // (transfer, rank)
     auto key = [&](int32_t x, int32_t rank) { return static_cast<int64_t>(x) * ranks_ + rank; };
-    std::vector<int32_t> first_block(ref_.plan.ranks.size() + 1, 0);  // global block ids, rank by rank
-    for (size_t r = 0; r < ref_.plan.ranks.size(); ++r)
-      first_block[r + 1] = first_block[r] + static_cast<int32_t>(ref_.plan.ranks[r].tbs.size());
-    blocks_ = std::max(1, first_block.back());
     for (const ProgTb& t : prog.tbs)
       for (int32_t gs = t.slot_begin; gs < t.slot_end; ++gs) {
         const Slot& s = ref_.plan.ranks[static_cast<size_t>(t.rank)].tbs[static_cast<size_t>(t.local)].slots[static_cast<size_t>(gs - t.slot_begin)];
-        const int32_t block = first_block[static_cast<size_t>(t.rank)] + t.local;
-        if (s.send_peer >= 0) ends_[{t.rank, s.send_peer, s.channel}][0] = block;
-        if (s.recv_peer >= 0) ends_[{s.recv_peer, t.rank, s.channel}][1] = block;
         const double first = times.slot_first_us[static_cast<size_t>(gs)];
+        if (first < 0) continue;  // never worked (a nop)
         for (int32_t x : s.tasks) {
-          if (s.send_peer >= 0 || s.recv_peer >= 0) conn_of_transfer_[x] = {s.channel / std::max(1, s.instances), s.instances};
-          if (first < 0) continue;  // never worked (a nop)
           auto [it, fresh] = seen.try_emplace(key(x, t.rank), Seen{first, 0, 0});
           it->second.first = std::min(it->second.first, first);
           it->second.last = std::max(it->second.last, times.slot_last_us[static_cast<size_t>(gs)]);
