@@ -19,14 +19,14 @@
 //   - across nodes, at task level: the best variants again with NIC-fed NVLink work on only
 //     the blocks that keep pace with the network (CompileOptions::pace), the connection's
 //     other blocks ending early;
+//   - across nodes, at task level: the fastest variants again with each connection's ops side
+//     by side on fewer of its blocks (CompileOptions::op_blocks, sim/op_blocks.hpp);
 //   - blocks merged on the simulated timeline (task level): the variant is simulated once,
 //     and blocks whose work never overlaps are merged (compile/merge_blocks.hpp) when the
 //     merged plan is no slower;
 //   - the budget: a variant over `max_tbs` blocks per rank after merging is compiled again
 //     with CompileOptions::max_tbs (fewer instances) and merged again; one still over it is
 //     discarded.
-//   - across nodes, at task level: the fastest variants again with each connection's ops side
-//     by side on fewer of its blocks (CompileOptions::op_blocks, sim/op_blocks.hpp);
 // Among variants whose simulated time is within `tolerance` of the fastest, the one with the
 // fewest thread blocks per rank wins, then the faster; with `max_idle`, among those whose
 // thread blocks idle no more than that only. With neither, across nodes: when the fastest

@@ -277,6 +277,31 @@ TEST(Autotune, DefaultIdleWithinFifteenPercentOnThePapersTopologies) {
   }
 }
 
+TEST(Autotune, TheIdleRuleTradesAtMostItsCostAndIsOffAtZero) {
+  // HM AllReduce over 2 servers: the default takes the placed plan (12.1% idle, 1.3% slower
+  // than the fastest); idle_cost 0 takes the fastest (18.0%); idle_cost 0.01 finds no variant
+  // within 1% whose blocks idle at most 15%, and says so.
+  const Topology t = topology_preset("a100-2x4");
+  const Algorithm a = load_algorithm("hm_allreduce", params_for_topology(t, {}));
+  TuneOptions o;
+  o.bytes = k256M;
+  auto taken = [&](double cost) {
+    o.idle_cost = cost;
+    const TuneResult r = autotune(a, t, CompileOptions{}, o);
+    return std::make_pair(r.trials[r.chosen], r.reason);
+  };
+  const auto [def, def_why] = taken(0.02);
+  const auto [off, off_why] = taken(0);
+  const auto [tight, tight_why] = taken(0.01);
+  EXPECT_TRUE(def.placed) << def_why;
+  EXPECT_LE(def.tb_idle_mean, kDefaultMaxIdle);
+  EXPECT_LE(def.time_us, off.time_us * 1.02);
+  EXPECT_GT(def.time_us, off.time_us);
+  EXPECT_GT(off.tb_idle_mean, kDefaultMaxIdle);
+  EXPECT_EQ(tight.time_us, off.time_us);
+  EXPECT_NE(tight_why.find("no variant within 1% of it has blocks idle at most 15%"), std::string::npos) << tight_why;
+}
+
 TEST(Autotune, IdleWithinFifteenPercentOnThePapersTopologies) {
   // With max_idle 0.15 the tuner takes the fastest variant whose blocks idle at most that, at
   // any cost: the same plans as the default's (HM AllReduce over 2 servers paced on 16 blocks,
