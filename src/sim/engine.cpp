@@ -194,6 +194,7 @@ void Engine::run() {
   if (par_.slot_times) {
     out_.slot_first_us.assign(p_.slots.size(), -1.0);
     out_.slot_last_us.assign(p_.slots.size(), 0.0);
+    out_.slot_busy_us.assign(p_.slots.size(), 0.0);
   }
   conn_.assign(p_.conns.size(), ConnState{});
   for (size_t c = 0; c < p_.conns.size(); ++c) {
@@ -559,6 +560,7 @@ void Engine::complete(int32_t t) {
     double& first = out_.slot_first_us[static_cast<size_t>(s.slot)];
     if (first < 0) first = b.start;
     out_.slot_last_us[static_cast<size_t>(s.slot)] = now_;
+    out_.slot_busy_us[static_cast<size_t>(s.slot)] += now_ - b.start;
   }
   if (par_.check) {
     const size_t i = static_cast<size_t>(s.slot) * static_cast<size_t>(par_.microbatches) + static_cast<size_t>(s.k);
