@@ -569,7 +569,10 @@ UcxTransport::UcxTransport(int rank, int nranks, AllGather allgather, double tim
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
   params.features = UCP_FEATURE_RMA | (want_am ? UCP_FEATURE_AM : 0);
-  params.mt_workers_shared = want_lanes != 0 ? 1 : 0;  // workers on several threads share the context
+  // Workers on several threads share the context: where lanes may run. A rank's own share
+  // bounds the chosen count (the smallest over the ranks), so no lane can run where it is 0.
+  const LaneOffer offer = local_lane_offer(want_lanes);
+  params.mt_workers_shared = offer.automatic ? (auto_lanes(offer.cpus, 1) > 0 ? 1 : 0) : (offer.lanes > 0 ? 1 : 0);
   s = api.init_version(UCP_API_MAJOR, UCP_API_MINOR, &params, cfg, &m.context);
   api.config_release(cfg);
   if (s != UCS_OK)
@@ -593,7 +596,7 @@ UcxTransport::UcxTransport(int rank, int nranks, AllGather allgather, double tim
     m.rx = std::make_unique<AmReceiver>(api, rank, nranks);
     m.rx->install(m.worker);
   }
-  const int lanes = connect_peers(m, local_lane_offer(m.am ? want_lanes : 0));
+  const int lanes = connect_peers(m, m.am ? offer : local_lane_offer(0));
   if (lanes > 0) {
     LaneConfig lc;
     lc.lanes = lanes;
