@@ -5,9 +5,15 @@ The fixtures (tests/data/calibration/*.csv: tune-h200x4.csv made by scripts/tune
 from a `weft tune` round log, bench-h200x2.csv by scripts/bench_log_csv.py from `weft bench`
 logs) hold measured times per candidate and size. This runs `weft tune --simulate` on the
 same collectives, ranks, sizes, instances and candidates with trial figures (--call-cost for
-the runtime's call model), searches them coordinate by coordinate for the most training
-times within 15% (issue 32's target; ties: the smallest median |error|), and prints the
-before/after table per ranks, collective, size and protocol (Simple, LL and LL128).
+the runtime's call model) and prints the before/after table per ranks, collective, size and
+protocol (Simple, LL and LL128).
+
+The search: a row's time depends only on its protocol's figures (and nvlink_gamma, shared),
+so each protocol's figures are searched together over the whole product of their grids (an
+alpha and a rate trade against each other; one at a time would stop on the ridge between
+them), scoring that protocol's training rows: the most within 15% (issue 32's target), ties
+by the smallest median |error|. Then nvlink_gamma over its grid on every training row, and
+the protocols once more if it moved.
 
 Held out (never scored by the search, reported apart): every row of 2 ranks, and the 4-rank
 rows at 2 MiB.
@@ -20,6 +26,7 @@ binary with the grids' first values.
 """
 import argparse
 import csv
+import itertools
 import re
 import statistics
 import subprocess
@@ -28,16 +35,27 @@ from collections import defaultdict
 
 LINE = re.compile(r"weft tune: (\w+) (\d+) (B|KiB|MiB|GiB): candidate \d+ of \d+, (.*?): ([\d.]+) us; best")
 UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
-# name, option, grid (the starting value is the first)
-SEARCH = [
-    ("simple_alpha_extra_us", "--call-cost", [3.5, 0, 1, 1.5, 2, 2.5, 3, 4, 4.5, 5, 6]),
-    ("simple_rate_scale", "--call-cost", [1.5, 1.0, 1.1, 1.2, 1.3, 1.4, 1.6, 1.7, 1.8, 2.0]),
-    ("ll_rate_scale", "--call-cost", [0.3, 0.15, 0.2, 0.25, 0.35, 0.4, 0.5, 0.6]),
-    ("ll_latency_scale", "--call-cost", [2.0, 0.5, 1, 1.5, 2.5, 3, 4]),
-    ("ll128_rate_scale", "--call-cost", [1.0, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.2, 1.5]),
-    ("ll128_latency_scale", "--call-cost", [1.0, 0.5, 1.5, 2, 2.5, 3, 4]),
-    ("nvlink_gamma", "--call-cost", [0.15, 0, 0.02, 0.05, 0.1]),
-]
+# Per protocol: name, grid (its first value: the figures before this fit). All --call-cost.
+GROUPS = {
+    "Simple": [
+        ("simple_alpha_extra_us", [3.5, 2.5, 3, 4, 4.5]),
+        ("simple_rate_scale", [1.6, 1.4, 1.8, 2.0]),
+        ("simple_local_rate_scale", [1.0, 1.25, 1.5, 2, 3]),
+    ],
+    "LL": [
+        ("ll_alpha_scale", [2.0, 3, 3.5, 4, 4.25, 4.5, 5]),
+        ("ll_rate_scale", [0.35, 0.5, 0.6, 0.65, 0.7, 0.8]),
+        ("ll_latency_scale", [2.0, 0.25, 0.5, 1]),
+    ],
+    "LL128": [
+        ("ll128_alpha_scale", [2.5, 3.5, 4, 4.5, 5, 5.5]),
+        ("ll128_rate_scale", [0.4, 0.45, 0.5, 0.55]),
+        ("ll128_latency_scale", [2.5, 0.25, 0.5, 1]),
+    ],
+}
+SHARED = [("nvlink_gamma", [0, 0.02, 0.05, 0.1, 0.15])]
+SEARCH = [(n, "--call-cost", g) for grids in GROUPS.values() for n, g in grids] + [(n, "--call-cost", g) for n, g in SHARED]
+
 
 def protocol(cand):
     m = re.search(r", (Simple|LL128|LL),", cand)
@@ -53,17 +71,19 @@ def load_fixture(paths):
     return rows
 
 
-def simulate(weft, rows, figures):
+def simulate(weft, rows, figures, protos=("Simple", "LL", "LL128")):
     out = {}
     for ranks in sorted({k[0] for k in rows}):
-        keys = [k for k in rows if k[0] == ranks]
+        keys = [k for k in rows if k[0] == ranks and protocol(k[3]) in protos]
+        if not keys:
+            continue
         colls = sorted({k[1] for k in keys})
         sizes = sorted({k[2] for k in keys})
         factor = min([b // a for a, b in zip(sizes, sizes[1:])] or [2])
         algos = sorted({k[3].split(" ")[0] for k in keys})
         insts = sorted({int(re.search(r", x(\d+)\)$", k[3]).group(1)) for k in keys})
         cmd = [weft, "tune", *colls, "--simulate", "--ranks", str(ranks), "--sizes", f"{sizes[0]}:{sizes[-1]}",
-               "--factor", str(factor), "--instances", ",".join(map(str, insts)), "--protocols", "Simple,LL,LL128",
+               "--factor", str(factor), "--instances", ",".join(map(str, insts)), "--protocols", ",".join(protos),
                "-a", ",".join(algos)]
         for opt in ("--call-cost", "--cost"):
             kv = ",".join(f"{n}={v}" for n, (o, v) in figures.items() if o == opt)
@@ -127,12 +147,46 @@ def table(rows, before, after):
         print(f"{ranks} ranks, {proto}: {wb} of {n} candidate times within 15% before, {wa} after.")
 
 
+def search_protocol(weft, rows, figures, proto):
+    """The best of the whole product of `proto`'s grids, the other figures as in `figures`."""
+    sub = {k: v for k, v in rows.items() if protocol(k[3]) == proto and not held_out(k)}
+    if not sub:
+        return figures  # no training rows of this protocol: its figures stay
+    names = [n for n, _ in GROUPS[proto]]
+    best, best_score = None, None
+    for values in itertools.product(*[g for _, g in GROUPS[proto]]):
+        trial = dict(figures)
+        trial.update({n: ("--call-cost", v) for n, v in zip(names, values)})
+        s = score(errors(sub, simulate(weft, sub, trial, (proto,))))
+        if best_score is None or s > best_score:
+            best, best_score = trial, s
+    print(f"  {proto}: " + ", ".join(f"{n}={best[n][1]}" for n in names) +
+          f": {best_score[0]} training rows within 15%, median |error| {-best_score[1] * 100:.1f}%", file=sys.stderr)
+    return best
+
+
+def search(weft, rows, figures):
+    for proto in GROUPS:
+        figures = search_protocol(weft, rows, figures, proto)
+    for n, grid in SHARED:
+        moved = False
+        for v in grid:
+            trial = dict(figures)
+            trial[n] = ("--call-cost", v)
+            if score(errors(rows, simulate(weft, rows, trial))) > score(errors(rows, simulate(weft, rows, figures))):
+                figures, moved = trial, True
+        if moved:
+            print(f"  {n}={figures[n][1]}", file=sys.stderr)
+            for proto in GROUPS:
+                figures = search_protocol(weft, rows, figures, proto)
+    return figures
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("weft")
     ap.add_argument("fixture", nargs="+")
     ap.add_argument("--no-search", action="store_true", help="no search: the table of the 'before' figures against the shipped ones")
-    ap.add_argument("--passes", type=int, default=2)
     ap.add_argument("--before", metavar="WEFT", help="another weft binary (an earlier model) for the table's 'before' "
                     "columns, run with its own shipped figures (default: this one with the grids' first values)")
     a = ap.parse_args()
@@ -146,16 +200,7 @@ def main():
     if a.no_search:
         table(rows, base, shipped)
         return 0
-    best, best_score = dict(start), score(errors(rows, simulate(a.weft, rows, start)))
-    for _ in range(a.passes):
-        for n, o, grid in SEARCH:
-            for v in grid:
-                trial = dict(best)
-                trial[n] = (o, v)
-                s = score(errors(rows, simulate(a.weft, rows, trial)))
-                if s > best_score:
-                    best, best_score = trial, s
-                    print(f"  {n}={v}: {s[0]} training rows within 15%, median |error| {-s[1] * 100:.1f}%", file=sys.stderr)
+    best = search(a.weft, rows, dict(start))
     print("fitted: " + ", ".join(f"{n}={v}" for n, (o, v) in best.items()))
     after = simulate(a.weft, rows, best)
     print(f"fitted figures: {describe(errors(rows, after))}", file=sys.stderr)

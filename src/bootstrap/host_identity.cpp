@@ -72,12 +72,18 @@ HostIdentity make_host_identity(std::string_view hostname, std::string_view boot
   return id;
 }
 
-HostIdentity local_host_identity() {
+namespace {
+HostIdentity this_machine(std::string_view override_id) {
   char host[256] = {};
   if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
-  return make_host_identity(host, first_line("/proc/sys/kernel/random/boot_id", 64),
-                            first_line("/etc/machine-id", 64), config::get_string("WEFT_HOST_ID"));
+  return make_host_identity(host, first_line("/proc/sys/kernel/random/boot_id", 64), first_line("/etc/machine-id", 64),
+                            override_id);
 }
+}  // namespace
+
+HostIdentity local_host_identity() { return this_machine(config::get_string("WEFT_HOST_ID")); }
+
+uint64_t local_machine_key() { return this_machine("").key; }
 
 HostMap map_hosts(int me, const std::vector<HostIdentity>& ids) {
   HostMap m;

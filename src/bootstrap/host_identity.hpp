@@ -36,6 +36,10 @@ HostIdentity make_host_identity(std::string_view hostname, std::string_view boot
 /// This process's identity (WEFT_HOST_ID, gethostname, the boot id, the machine id).
 HostIdentity local_host_identity();
 
+/// The key of the machine (kernel) this process runs on, WEFT_HOST_ID ignored: ranks that
+/// share CPUs share it, also where WEFT_HOST_ID makes them different hosts.
+uint64_t local_machine_key();
+
 /// Checks the identities every rank sent (rank `me` checking): a key of 0, a name without
 /// its NUL within the field, empty or with non-printable characters, and one key sent with
 /// two names are Remote errors naming the ranks. Equal names with different keys are

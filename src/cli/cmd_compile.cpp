@@ -199,6 +199,11 @@ void register_compile(CLI::App& app) {
                   "With --size: only variants whose thread blocks idle at most this fraction of their lifetime on average "
                   "(simulated, paper 001 Table 3's Avg Idle) compete, when any does (default 1: no bound)")
       ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--idle-cost", args->idle_cost,
+                  "With --size across nodes, without --tolerance and --max-idle: if the fastest variant's thread blocks idle "
+                  "more than 15% of their lifetime, take the fastest variant at most this fraction slower whose blocks idle "
+                  "at most 15%, when one does (default 0.02; 0: off)")
+      ->check(CLI::Range(0.0, 0.99));
   cmd->add_flag("--no-tune", args->no_tune, "With --size: keep derived instances (the simulator only compares schedulers)");
   add_memory_budget_option(cmd, args->memory_budget);
   cmd->callback([args] {

@@ -41,6 +41,7 @@ struct SimulateArgs {
   bool tune = false, no_tune = false;
   double tolerance = 0;
   double max_idle = 1;
+  double idle_cost = 0.02;
   std::string memory_budget;
 };
 
@@ -71,6 +72,7 @@ void run(const SimulateArgs& a) {
   spec.tune = a.tune || (!a.no_tune && is_msccl_xml_path(a.algorithm));
   spec.tolerance = a.tolerance;
   spec.max_idle = a.max_idle;
+  spec.idle_cost = a.idle_cost;
   if (a.size.empty() == a.sizes.empty()) fail(ErrorCode::InvalidArgument, "give exactly one of --size BYTES and --sizes FROM:TO");
   spec.sizes = a.size.empty() ? parse_option("--sizes", [&] { return sim::parse_size_range(a.sizes); })
                               : std::vector<uint64_t>{parse_option("--size", [&] { return text::parse_bytes(a.size); })};
@@ -179,6 +181,11 @@ void register_simulate(CLI::App& app) {
                   "When tuning: only variants whose thread blocks idle at most this fraction of their lifetime on average "
                   "(paper 001 Table 3's Avg Idle) compete, when any does (default 1: no bound)")
       ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--idle-cost", a->idle_cost,
+                  "When tuning across nodes without --tolerance and --max-idle: if the fastest variant's thread blocks idle "
+                  "more than 15% of their lifetime, take the fastest variant at most this fraction slower whose blocks idle "
+                  "at most 15%, when one does (default 0.02; 0: off)")
+      ->check(CLI::Range(0.0, 0.99));
   cmd->add_flag("--tune", a->tune,
                 "Tune a compiler scheduler without --instances for each size by the simulator (docs/compile.md, \"Automatic "
                 "instances\"), within --max-tbs, else an .xml file's own thread blocks, else the scheduler's own plan's; the "

@@ -20,6 +20,7 @@ struct CompileArgs {
   bool no_tune = false;
   double tolerance = 0;           ///< --tolerance: TuneOptions::tolerance
   double max_idle = 1;            ///< --max-idle: TuneOptions::max_idle
+  double idle_cost = 0.02;        ///< --idle-cost: TuneOptions::idle_cost
 };
 
 /// `weft compile --size S` (and `--scheduler auto`, which needs it): instances tuned for the

@@ -46,6 +46,7 @@ void run_compile_sized(const CompileArgs& a) {
   to.max_tbs = a.max_tbs;
   to.tolerance = a.tolerance;
   to.max_idle = a.max_idle;
+  to.idle_cost = a.idle_cost;
   BuildOptions bo;
   CompileOptions& o = bo.compile;
   o.scheduler = a.scheduler == "auto" ? "hpds" : a.scheduler;

@@ -131,10 +131,12 @@ RankGroups rank_groups(const LoweredProgram& p, const Grouping& g, int32_t r) {
       dense[k] = rg.count++;
       rg.instances.push_back(0);
     }
-    // A group takes as many blocks as its slot with the most instances (a NIC-fed op may
-    // take fewer than its connection's others, CompileOptions::pace): instance k of every
-    // slot runs on the group's k-th block.
-    rg.instances[dense[k]] = std::max(rg.instances[dense[k]], p.slots[rg.slots[i]].instances);
+    // A group takes as many blocks as its slots reach (a NIC-fed op may take fewer than its
+    // connection's others, CompileOptions::pace; an op may start at a later block,
+    // CompileOptions::op_blocks): instance k of a slot runs on the group's block
+    // first_block + k.
+    const LoweredSlot& ls = p.slots[rg.slots[i]];
+    rg.instances[dense[k]] = std::max(rg.instances[dense[k]], ls.first_block + ls.instances);
     rg.group_of[i] = dense[k];
   }
   return rg;
@@ -150,7 +152,8 @@ int32_t assign_per_group(const LoweredProgram& p, const RankGroups& rg, Allocati
   }
   for (size_t i = 0; i < rg.slots.size(); ++i) {
     int32_t s = rg.slots[i];
-    for (int32_t k = 0; k < p.slots[s].instances; ++k) a.tb[a.inst_base[s] + k] = first_tb[rg.group_of[i]] + k;
+    for (int32_t k = 0; k < p.slots[s].instances; ++k)
+      a.tb[a.inst_base[s] + k] = first_tb[rg.group_of[i]] + p.slots[s].first_block + k;
   }
   return next;
 }
@@ -179,22 +182,24 @@ int32_t assign_by_state(const LoweredProgram& p, const RankGroups& rg, Allocatio
   const int32_t num_nodes = node_base[rg.count];
   std::vector<uint64_t> active(static_cast<size_t>(num_nodes) * words, 0);
   std::vector<size_t> first(num_nodes, SIZE_MAX), last(num_nodes, 0);
+  std::vector<int32_t> slots_of(rg.count, 0), covered(num_nodes, 0);
   for (size_t i = 0; i < rg.slots.size(); ++i) {
     const LoweredSlot& s = p.slots[rg.slots[i]];
+    ++slots_of[rg.group_of[i]];
     for (int32_t k = 0; k < s.instances; ++k) {
-      const int32_t n = node_base[rg.group_of[i]] + k;
+      const int32_t n = node_base[rg.group_of[i]] + s.first_block + k;
+      ++covered[n];
       first[n] = std::min(first[n], index(s.sp_first));
       last[n] = std::max(last[n], index(s.sp_last));
     }
   }
   // An instance that only some of its group's slots have (the blocks a NIC-fed op leaves
-  // out) ends early and shares with nothing: sub-pipelines are no barriers, and a group that
-  // followed it on its block would wait for it (a NIC's first send behind an NVLink part).
-  std::vector<int32_t> fewest(rg.count, INT32_MAX);
-  for (size_t i = 0; i < rg.slots.size(); ++i)
-    fewest[rg.group_of[i]] = std::min(fewest[rg.group_of[i]], p.slots[rg.slots[i]].instances);
+  // out, or an op placed on some of the blocks) may end early, or start late, and shares
+  // with nothing: sub-pipelines are no barriers, and a group that followed it on its block
+  // would wait for it (a NIC's first send behind an NVLink part).
   for (int32_t gi = 0; gi < rg.count; ++gi)
-    for (int32_t k = fewest[gi]; k < rg.instances[gi]; ++k) first[node_base[gi] + k] = 0, last[node_base[gi] + k] = points.size() - 1;
+    for (int32_t n = node_base[gi]; n < node_base[gi + 1]; ++n)
+      if (covered[n] < slots_of[gi]) first[n] = 0, last[n] = points.size() - 1;
   for (int32_t n = 0; n < num_nodes; ++n) {
     uint64_t* bits = &active[static_cast<size_t>(n) * words];
     for (size_t b = first[n]; b <= last[n] && first[n] != SIZE_MAX; ++b) bits[b / 64] |= uint64_t(1) << (b % 64);
@@ -229,7 +234,8 @@ int32_t assign_by_state(const LoweredProgram& p, const RankGroups& rg, Allocatio
   }
   for (size_t i = 0; i < rg.slots.size(); ++i) {
     int32_t s = rg.slots[i];
-    for (int32_t k = 0; k < p.slots[s].instances; ++k) a.tb[a.inst_base[s] + k] = node_tb[rg.group_of[i]][k];
+    for (int32_t k = 0; k < p.slots[s].instances; ++k)
+      a.tb[a.inst_base[s] + k] = node_tb[rg.group_of[i]][p.slots[s].first_block + k];
   }
   return tbs;
 }
@@ -446,10 +452,11 @@ void assemble_plan(const LoweredProgram& p, const Allocation& a, Plan& plan) {
         s.send_peer = ls.send_peer;
         s.recv_peer = ls.recv_peer;
         // A connection's instance i is its physical channel c * m + i, m its count; a NIC-fed
-        // op with fewer instances (CompileOptions::pace) rides on the first of them.
+        // op with fewer instances (CompileOptions::pace) rides on the first of them, an op
+        // placed on some of them (CompileOptions::op_blocks) on first_block onwards.
         const int32_t conn = ls.send_conn >= 0 ? ls.send_conn : ls.recv_conn;
         const int32_t m = conn >= 0 ? p.connections[conn].instances : ls.instances;
-        s.channel = ls.channel * m + instance;
+        s.channel = ls.channel * m + ls.first_block + instance;
         s.src = ls.src;
         s.dst = ls.dst;
         s.count = ls.count;

@@ -39,6 +39,10 @@ void check_options(const CompileOptions& o) {
     fail(ErrorCode::InvalidArgument, text::format("FIFO depth must be between 0 and 1048576, not %d", o.fifo_depth));
   if (o.protocol != "Simple" && o.protocol != "LL" && o.protocol != "LL128")
     fail(ErrorCode::InvalidArgument, "unknown protocol '" + o.protocol + "' (known: Simple, LL, LL128)");
+  for (size_t i = 0; i < o.op_blocks.size(); ++i)
+    if (o.op_blocks[i].first < 0 || o.op_blocks[i].count < 0 || o.op_blocks[i].first > 64 || o.op_blocks[i].count > 64)
+      fail(ErrorCode::InvalidArgument, text::format("op_blocks[%zu] is first %d, count %d; each must be between 0 and 64", i,
+                                                    o.op_blocks[i].first, o.op_blocks[i].count));
 }
 
 // Bytes the compiler takes per transfer (task graph, schedule, lowering) and per plan slot

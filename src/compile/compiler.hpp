@@ -10,6 +10,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "ir/algorithm.hpp"
 #include "ir/plan.hpp"
@@ -17,6 +18,13 @@
 #include "ir/topology.hpp"
 
 namespace weft {
+
+/// Where one operation runs among its connection's m thread blocks (CompileOptions::op_blocks):
+/// blocks first .. first + count - 1; count 0 takes all m.
+struct OpBlocks {
+  int32_t first = 0, count = 0;
+  bool operator==(const OpBlocks&) const = default;
+};
 
 struct CompileOptions {
   std::string scheduler = "hpds";  ///< hpds | algo | stage | rr | gc3
@@ -50,6 +58,16 @@ struct CompileOptions {
   /// block may take, as a multiple of what it moves in the call's bound time (1: exactly
   /// that). The tuner tries it.
   double pace = 0;
+  /// Task level, not with the rank allocator: per Algorithm transfer (its index in
+  /// Algorithm::transfers; an aggregated task takes its first transfer's), which of its
+  /// connection's blocks its op runs on (docs/compile.md, "Ops on fewer blocks"), so that
+  /// ops of one connection can run side by side on different blocks instead of each op
+  /// taking a part of every block. Clamped to the connection's count; ops it does not name
+  /// (or names with count 0) take all the blocks (or the paced ones, with `pace`). A fused
+  /// chain's ops must agree or are not fused. Empty (default): every op on all its
+  /// connection's blocks. The tuner fills it from the simulated timeline
+  /// (sim/op_blocks.hpp).
+  std::vector<OpBlocks> op_blocks;
   bool in_place = true;            ///< lower for in-place or out-of-place buffers
   bool fuse = true;                ///< fuse rcs / rrcs / rrs
   /// Algorithm-level schedulers (algo, stage): run each rank's slots in step order, a fused

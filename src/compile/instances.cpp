@@ -123,8 +123,8 @@ Instances concurrency_instances(const TaskGraph& g, const Pipeline& p, const Top
 }
 
 /// Across nodes, the chunks / (GB/s) of the busiest NIC side or GPU port: proportional to
-/// the time below which the call cannot end.
-double call_bound(const TaskGraph& g, const Topology& topo) {
+/// the time below which the call cannot end; `which` (when given) says which of the two.
+double call_bound(const TaskGraph& g, const Topology& topo, LinkClass* which = nullptr) {
   const int32_t gpus = topo.num_gpus();
   const int32_t nics = std::max(1, topo.nodes * topo.nics_per_node);
   std::vector<double> egress(gpus, 0), ingress(gpus, 0), tx(nics, 0), rx(nics, 0);
@@ -139,11 +139,13 @@ double call_bound(const TaskGraph& g, const Topology& topo) {
       rx[topo.nic_of(x.dst_rank)] += x.count;
     }
   }
-  double bound = 0;
+  double port = 0, nic = 0;
   for (int32_t i = 0; i < gpus; ++i)
-    bound = std::max(bound, std::max(egress[i], ingress[i]) / topo.nvlink_bandwidth_GBps);
-  for (int32_t i = 0; i < nics; ++i) bound = std::max(bound, std::max(tx[i], rx[i]) / topo.nic_bandwidth_GBps);
-  return bound;
+    if (topo.nvlink_bandwidth_GBps > 0) port = std::max(port, std::max(egress[i], ingress[i]) / topo.nvlink_bandwidth_GBps);
+  for (int32_t i = 0; i < nics; ++i)
+    if (topo.nic_bandwidth_GBps > 0) nic = std::max(nic, std::max(tx[i], rx[i]) / topo.nic_bandwidth_GBps);
+  if (which) *which = nic > port ? LinkClass::Inter : port > 0 ? LinkClass::Intra : LinkClass::Local;
+  return std::max(port, nic);
 }
 
 /// Across nodes: the call cannot end before its busiest NIC side or GPU port has moved its
@@ -239,6 +241,12 @@ std::unordered_map<int64_t, int32_t> nic_fed_instances(const TaskGraph& g, const
     out[key] = n;
   }
   return out;
+}
+
+LinkClass bounding_link(const TaskGraph& graph, const Topology& topo) {
+  LinkClass which = LinkClass::Local;
+  call_bound(graph, topo, &which);
+  return which;
 }
 
 int64_t parts_needed(const Instances& k) {

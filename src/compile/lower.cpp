@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 #include <optional>
+#include <span>
 #include <unordered_map>
 
 #include "compile/schedule.hpp"
@@ -20,6 +21,7 @@ struct Op {
   int32_t count = 0;
   int32_t sp = 0, channel = 0, instances = 1;
   int32_t conn_instances = 1;  ///< its connection's count (more than `instances` for a NIC-fed op)
+  int32_t first_block = 0;     ///< the first of the connection's blocks it runs on (op_blocks)
   int64_t key = 0;       ///< pipeline position of its task
   int32_t tasks_begin = 0, tasks_end = 0;
   int32_t unit = -1;
@@ -58,6 +60,9 @@ class Lowering {
       nic_fed_ = nic_fed_tasks(g_, p_);
       nic_fed_k_ = nic_fed_instances(g_, topo_, nic_fed_, k_, opt_.pace);
     }
+    // Ops placed on some of their connection's blocks (docs/compile.md, "Ops on fewer
+    // blocks"); the rank allocator, like pacing, takes none.
+    use_op_blocks_ = !opt_.op_blocks.empty() && out_.execution == ExecutionModel::Task && opt_.allocator != "rank";
     make_ops();
     if (!fuse_and_emit()) return std::nullopt;
     dependencies();
@@ -75,6 +80,23 @@ class Lowering {
     const Transfer& x = g_.tasks[t].transfer;
     auto it = nic_fed_k_.find(static_cast<int64_t>(x.src_rank) * out_.num_ranks + x.dst_rank);
     return it == nic_fed_k_.end() ? k : it->second;
+  }
+  /// The blocks of its connection task t's op runs on: CompileOptions::op_blocks where it
+  /// names the task's first transfer (clamped to the connection's count), else the first
+  /// instances_of(t).
+  OpBlocks blocks_of(int32_t t) const {
+    if (use_op_blocks_ && g_.tasks[t].link != LinkClass::Local) {
+      const std::span<const int32_t> origins = g_.origins_of(t);
+      if (!origins.empty() && static_cast<size_t>(origins[0]) < opt_.op_blocks.size()) {
+        const OpBlocks b = opt_.op_blocks[static_cast<size_t>(origins[0])];
+        const int32_t m = conn_instances_of(t);
+        if (b.count > 0) {
+          const int32_t n = std::min(b.count, m);
+          return {std::min(b.first, m - n), n};
+        }
+      }
+    }
+    return {0, instances_of(t)};
   }
   int32_t channel_of(int32_t t) const {
     if (chunk_channels_) return g_.tasks[t].chunk;
@@ -96,7 +118,8 @@ class Lowering {
       o.dst_range = {x.dst_buffer, x.dst_index};
       o.acc_range = x.op == TransferOp::Reduce ? BufferRange{k.acc_buffer, k.acc_index} : o.dst_range;
       o.count = x.count;
-      o.sp = sp_of_[t], o.channel = channel_of(t), o.instances = instances_of(t);
+      const OpBlocks b = blocks_of(t);
+      o.sp = sp_of_[t], o.channel = channel_of(t), o.instances = b.count, o.first_block = b.first;
       o.conn_instances = conn_instances_of(t);
       o.key = order_[t];
       o.tasks_begin = t, o.tasks_end = t + 1;
@@ -149,7 +172,7 @@ class Lowering {
         LoweredSlot s = base_slot(op.src, op.unit, op.sp);
         s.primitive = Primitive::Send;
         s.src = s.dst = op.src_range;
-        s.count = op.count, s.instances = op.instances, s.channel = op.channel;
+        s.count = op.count, s.instances = op.instances, s.channel = op.channel, s.first_block = op.first_block;
         s.send_peer = op.dst, s.send_conn = conn;
         last_fed_by_[conn] = -1;
         op.send_slot = add_slot(s, -1, o);
@@ -157,7 +180,7 @@ class Lowering {
       LoweredSlot r = base_slot(op.dst, op.unit, op.sp);
       r.primitive = op.kind == TransferOp::Copy ? Primitive::Recv : Primitive::RecvReduceCopy;
       r.src = op.acc_range, r.dst = op.dst_range;
-      r.count = op.count, r.instances = op.instances, r.channel = op.channel;
+      r.count = op.count, r.instances = op.instances, r.channel = op.channel, r.first_block = op.first_block;
       r.recv_peer = op.src, r.recv_conn = conn;
       op.recv_slot = add_slot(r, o, -1);
     }
@@ -247,7 +270,9 @@ class Lowering {
     const Op& oa = ops_[a];
     if (oa.src == oa.dst || oa.dst != ob.src || oa.recv_fused) return -1;
     if (!(oa.dst_range == ob.src_range) || oa.count != ob.count) return -1;
-    if (oa.instances != ob.instances || oa.conn_instances != ob.conn_instances || oa.channel != ob.channel) return -1;
+    if (oa.instances != ob.instances || oa.conn_instances != ob.conn_instances || oa.channel != ob.channel ||
+        oa.first_block != ob.first_block)
+      return -1;
     if (fuse_within_subpipeline_ && oa.sp != ob.sp) return -1;
     if (unit_len_[oa.unit] >= kMaxFusedChain) return -1;
     // With a channel per chunk each send has a connection (and blocks) of its own: a reduction
@@ -383,7 +408,7 @@ class Lowering {
   const bool step_order_;
   LoweredProgram out_;
   std::vector<int32_t> order_, sp_of_;
-  bool stage_channels_ = false, chunk_channels_ = false, fuse_within_subpipeline_ = false;
+  bool stage_channels_ = false, chunk_channels_ = false, fuse_within_subpipeline_ = false, use_op_blocks_ = false;
   std::vector<Op> ops_;
   std::vector<int32_t> op_tasks_, op_of_;
   std::vector<int64_t> unit_key_;

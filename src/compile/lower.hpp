@@ -46,6 +46,9 @@ struct LoweredSlot {
   BufferRange src, dst;
   int32_t count = 1;
   int32_t instances = 1;
+  /// The first of its connection's blocks its instances run on (CompileOptions::op_blocks;
+  /// 0 otherwise): instance i uses physical channel channel * m + first_block + i.
+  int32_t first_block = 0;
   int32_t sp_first = 0, sp_last = 0;  ///< sub-pipelines in which it runs
   int32_t unit = 0;
   int64_t key = 0;                     ///< program order (the unit's key)
@@ -122,6 +125,11 @@ std::vector<char> nic_fed_tasks(const TaskGraph& graph, const Pipeline& pipeline
 /// NIC-fed ones, at most load x T x tb_copy_GBps each. Empty in one node.
 std::unordered_map<int64_t, int32_t> nic_fed_instances(const TaskGraph& graph, const Topology& topo,
                                                        const std::vector<char>& fed, const Instances& k, double load = 1);
+
+/// The class of link whose busiest side bounds the call (the call bound of paced_instances,
+/// instances.cpp): Inter when a NIC side (its chunks over the NIC's bandwidth), Intra when a
+/// GPU's NVLink port, Local when no transfer crosses a link.
+LinkClass bounding_link(const TaskGraph& graph, const Topology& topo);
 
 /// Whether a scheduler's plans use the algorithm-level execution model (algo, stage).
 ExecutionModel execution_model_of(std::string_view scheduler);

@@ -8,6 +8,7 @@
 #include <deque>
 #include <thread>
 
+#include "net/lane_choice.hpp"
 #include "net/ucx_active.hpp"
 #include "net/ucx_lanes.hpp"
 #include "proxy/affinity.hpp"
@@ -99,6 +100,8 @@ constexpr uint32_t kAddressTag = 0x57554131;   // "WUA1": a worker address (RMA 
 constexpr uint32_t kAddressTagAm = 0x57554133; // "WUA3": a worker address (active messages; lanes in the length word's high half)
 constexpr uint32_t kMemoryTag = 0x57524b31;    // "WRK1": a registration
 constexpr size_t kAddressBlock = 4096;
+constexpr size_t kAddressRoom = kAddressBlock - 8 - 16;  // the header before, the lane offer after
+constexpr uint32_t kMaxLanes = UcxLanes::kMaxLanes;
 constexpr size_t kMemoryBlock = 2048;
 constexpr size_t kMemoryHeader = 24;           // tag, rkey length, address, bytes
 constexpr uint64_t kMaxRegistration = 1ull << 48;
@@ -455,48 +458,65 @@ struct UcxTransport::Impl {
 };
 
 namespace {
-/// Exchanges the transport worker's address (with the mode and the lane count) and
-/// connects to every peer's; every block checked.
-void connect_peers(UcxTransport::Impl& m, int lanes) {
+/// Exchanges the transport worker's address (with the mode and this rank's lane offer,
+/// net/lane_choice.hpp) and connects to every peer's; every block checked. Returns the lanes
+/// every rank runs (0 in put mode).
+int connect_peers(UcxTransport::Impl& m, const LaneOffer& offer) {
   const UcxApi& api = *m.api;
   ucp_address_t* address = nullptr;
   size_t address_len = 0;
   ucs_status_t s = api.worker_get_address(m.worker, &address, &address_len);
   if (s != UCS_OK) fail(ErrorCode::System, "UCX: cannot get the worker's address: " + m.status(s));
-  if (address_len == 0 || address_len > kAddressBlock - 8) {
+  if (address_len == 0 || address_len > kAddressRoom) {
     api.worker_release_address(m.worker, address);
     fail(ErrorCode::Internal, "UCX worker address of " + std::to_string(address_len) + " bytes does not fit weft's " +
-                                  std::to_string(kAddressBlock - 8) + "-byte block");
+                                  std::to_string(kAddressRoom) + "-byte room");
   }
   std::vector<char> blocks(kAddressBlock * static_cast<size_t>(m.nranks), 0);
   char* mine = blocks.data() + kAddressBlock * static_cast<size_t>(m.rank);
   // Low half of the second word: the address's length; high half: the lanes (am only).
-  uint32_t header[2] = {m.am ? kAddressTagAm : kAddressTag, static_cast<uint32_t>(address_len) | (static_cast<uint32_t>(lanes) << 16)};
+  uint32_t header[2] = {m.am ? kAddressTagAm : kAddressTag, static_cast<uint32_t>(address_len) | (offer.lanes << 16)};
   std::memcpy(mine, header, sizeof header);
   std::memcpy(mine + 8, address, address_len);
+  // The block's last 16 bytes: the machine, the CPUs and whether the lanes are to be chosen.
+  const uint32_t cpus_auto[2] = {offer.cpus, offer.automatic ? 1u : 0u};
+  std::memcpy(mine + kAddressBlock - 16, &offer.machine, 8);
+  std::memcpy(mine + kAddressBlock - 8, cpus_auto, 8);
   api.worker_release_address(m.worker, address);
   m.allgather(blocks.data(), kAddressBlock);
 
   const std::string me = "rank " + std::to_string(m.rank);
   m.peers.resize(static_cast<size_t>(m.nranks));
+  std::vector<LaneOffer> offers(static_cast<size_t>(m.nranks));
   for (int r = 0; r < m.nranks; ++r) {
-    if (r == m.rank) continue;
     const char* b = blocks.data() + kAddressBlock * static_cast<size_t>(r);
     uint32_t h[2];
     std::memcpy(h, b, sizeof h);
     const uint32_t len = h[1] & 0xffff, their_lanes = h[1] >> 16;
     if ((h[0] == kAddressTag || h[0] == kAddressTagAm) && h[0] != (m.am ? kAddressTagAm : kAddressTag) && len != 0 &&
-        len <= kAddressBlock - 8)
+        len <= kAddressRoom)
       fail(ErrorCode::InvalidUsage, "rank " + std::to_string(r) + " moves data by " + (m.am ? "RMA puts" : "active messages") +
                                         ", " + me + " by " + (m.am ? "active messages" : "RMA puts") +
                                         ": set WEFT_NET_PROTO alike on every rank (and use one UCX build, with or "
                                         "without CUDA support, everywhere)");
-    if (h[0] != (m.am ? kAddressTagAm : kAddressTag) || len == 0 || len > kAddressBlock - 8)
-      fail(ErrorCode::Remote, "rank " + std::to_string(r) + " sent a malformed UCX worker address (tag " + std::to_string(h[0]) +
-                                  ", " + std::to_string(len) + " bytes; at most " + std::to_string(kAddressBlock - 8) + ")");
-    if (their_lanes != static_cast<uint32_t>(lanes))
-      fail(ErrorCode::InvalidUsage, "rank " + std::to_string(r) + " runs " + std::to_string(their_lanes) + " network lanes, " +
-                                        me + " " + std::to_string(lanes) + ": set WEFT_NET_LANES alike on every rank");
+    uint32_t cpus_auto[2];
+    std::memcpy(cpus_auto, b + kAddressBlock - 8, 8);
+    if (h[0] != (m.am ? kAddressTagAm : kAddressTag) || len == 0 || len > kAddressRoom || cpus_auto[1] > 1 ||
+        their_lanes > kMaxLanes)
+      fail(ErrorCode::Remote, "rank " + std::to_string(r) + " sent a malformed UCX worker address block (tag " +
+                                  std::to_string(h[0]) + ", " + std::to_string(len) + " bytes of address, at most " +
+                                  std::to_string(kAddressRoom) + "; " + std::to_string(their_lanes) + " lanes, at most " +
+                                  std::to_string(kMaxLanes) + "; choice flag " + std::to_string(cpus_auto[1]) + ")");
+    LaneOffer& o = offers[static_cast<size_t>(r)];
+    o.automatic = cpus_auto[1] == 1;
+    o.lanes = their_lanes;
+    std::memcpy(&o.machine, b + kAddressBlock - 16, 8);
+    o.cpus = cpus_auto[0];
+  }
+  const int lanes = agree_lanes(offers, m.rank);
+  for (int r = 0; r < m.nranks; ++r) {
+    if (r == m.rank) continue;
+    const char* b = blocks.data() + kAddressBlock * static_cast<size_t>(r);
     auto p = std::make_unique<UcxTransport::Impl::Peer>();
     p->owner = &m;
     p->rank = r;
@@ -515,6 +535,7 @@ void connect_peers(UcxTransport::Impl& m, int lanes) {
                                   "(`ucx_info -d` on each host lists its devices)");
     m.peers[static_cast<size_t>(r)] = std::move(p);
   }
+  return lanes;
 }
 }  // namespace
 
@@ -539,7 +560,7 @@ UcxTransport::UcxTransport(int rank, int nranks, AllGather allgather, double tim
   m.rndv_bytes = static_cast<uint64_t>(config::get_int("WEFT_NET_RNDV_BYTES"));
   const UcxApi& api = *m.api;
   const bool want_am = proto == "am" && api.has_am();
-  const int64_t want_lanes = want_am ? config::get_int("WEFT_NET_LANES") : 0;
+  const int64_t want_lanes = want_am ? config::get_int("WEFT_NET_LANES") : 0;  // -1: chosen in connect_peers
 
   ucp_config_t* cfg = nullptr;
   ucs_status_t s = api.config_read(nullptr, nullptr, &cfg);
@@ -548,7 +569,10 @@ UcxTransport::UcxTransport(int rank, int nranks, AllGather allgather, double tim
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
   params.features = UCP_FEATURE_RMA | (want_am ? UCP_FEATURE_AM : 0);
-  params.mt_workers_shared = want_lanes > 0 ? 1 : 0;  // workers on several threads share the context
+  // Workers on several threads share the context: where lanes may run. A rank's own share
+  // bounds the chosen count (the smallest over the ranks), so no lane can run where it is 0.
+  const LaneOffer offer = local_lane_offer(want_lanes);
+  params.mt_workers_shared = offer.automatic ? (auto_lanes(offer.cpus, 1) > 0 ? 1 : 0) : (offer.lanes > 0 ? 1 : 0);
   s = api.init_version(UCP_API_MAJOR, UCP_API_MINOR, &params, cfg, &m.context);
   api.config_release(cfg);
   if (s != UCS_OK)
@@ -572,8 +596,7 @@ UcxTransport::UcxTransport(int rank, int nranks, AllGather allgather, double tim
     m.rx = std::make_unique<AmReceiver>(api, rank, nranks);
     m.rx->install(m.worker);
   }
-  const int lanes = m.am ? static_cast<int>(want_lanes) : 0;
-  connect_peers(m, lanes);
+  const int lanes = connect_peers(m, m.am ? offer : local_lane_offer(0));
   if (lanes > 0) {
     LaneConfig lc;
     lc.lanes = lanes;
@@ -775,8 +798,8 @@ std::string describe_data_path(const UcxApi& api, bool cuda) {
   const int64_t lanes = am ? config::get_int("WEFT_NET_LANES") : 0;
   const std::string threads =
       lanes == 0 ? std::string("sent and received by the proxy's thread (WEFT_NET_LANES=0)")
-                 : std::to_string(lanes) + " lanes (WEFT_NET_LANES), each a UCX worker, a connection per peer and a thread" +
-                       (lanes >= 2 && config::get_bool("WEFT_NET_LANE_SPLIT") ? ", half sending, half receiving on 2 ranks"
+                 : "lanes: " + describe_lane_rule(lanes) + "; each lane a UCX worker, a connection per peer and a thread" +
+                       (lanes != 1 && config::get_bool("WEFT_NET_LANE_SPLIT") ? ", half sending, half receiving on 2 ranks"
                                                                               : ", each both ways") +
                        ", puts of 2 x " + std::to_string(config::get_int("WEFT_NET_STRIPE_BYTES")) +
                        " bytes or more striped over them";

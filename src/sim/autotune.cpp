@@ -11,6 +11,7 @@
 #include "compile/lower.hpp"
 #include "compile/merge_blocks.hpp"
 #include "util/error.hpp"
+#include "sim/op_blocks.hpp"
 #include "sim/program.hpp"
 #include "util/error.hpp"
 #include "util/text.hpp"
@@ -111,10 +112,29 @@ class Search {
     return true;
   }
 
+  /// The variant's ops placed on fewer blocks by the timeline of its run without that
+  /// (OpPlacer); empty when it places none.
+  std::vector<OpBlocks> placement(const TuneTrial& t) const {
+    TuneTrial plain = t;
+    plain.placed = false;
+    CompileOptions c = options_for(plain, 0);
+    const CompileResult ref = compile(algo_, topo_, c);
+    SimOptions so = o_.sim;
+    so.bytes = o_.bytes;
+    so.trace = false;
+    so.slot_times = true;
+    const Simulator per_block(ref.plan, topo_, false, base_.max_memory_bytes);
+    return OpPlacer(ref, topo_, per_block, per_block.run(so)).place(algo_.transfers.size());
+  }
+
   /// Compiles, merges and simulates one variant: its plan within the budget, or an error.
   CompileResult build(TuneTrial& t, bool merge = false) const {
     CompileOptions c = options_for(t, 0);
     c.keep_graph = false;
+    if (t.placed) {
+      c.op_blocks = placement(t);
+      if (c.op_blocks.empty()) fail(ErrorCode::InvalidArgument, "no op is placed on fewer blocks");
+    }
     CompileResult r = compile(algo_, topo_, c);
     if (r.slots > o_.max_slots) {  // too large to tune: taken as compiled, not simulated
       t.tbs = t.tbs_unmerged = r.plan.max_tbs_per_rank();
@@ -164,14 +184,16 @@ class Search {
   /// Compiles and simulates one variant (once per distinct variant); returns its index.
   int32_t trial(TuneTrial t) {
     const auto key = std::make_tuple(t.execution, t.channels, t.aggregate,
-                                     t.allocator + "/" + std::to_string(t.spare_blocks) + (t.pace > 0 ? text::format("/paced %g", t.pace) : std::string()),
+                                     t.allocator + "/" + std::to_string(t.spare_blocks) + (t.pace > 0 ? text::format("/paced %g", t.pace) : std::string()) +
+                                         (t.placed ? "/placed" : ""),
                                      t.scale_intra, t.scale_inter, t.scale_local);
     if (auto it = seen_.find(key); it != seen_.end()) return it->second;
-    t.label = text::format("%s, %s channels%s, %s%s, instances x%g/x%g/x%g%s", t.execution.c_str(), t.channels.c_str(),
+    t.label = text::format("%s, %s channels%s, %s%s, instances x%g/x%g/x%g%s%s", t.execution.c_str(), t.channels.c_str(),
                            t.aggregate ? "" : ", not aggregated", t.allocator.c_str(),
                            t.spare_blocks > 0 ? text::format(" + %d blocks for local work", t.spare_blocks).c_str() : "",
                            t.scale_intra, t.scale_inter, t.scale_local,
-                           t.pace > 0 ? text::format(", NIC-fed work paced x%g", t.pace).c_str() : "");
+                           t.pace > 0 ? text::format(", NIC-fed work paced x%g", t.pace).c_str() : "",
+                           t.placed ? ", ops placed on fewer blocks" : "");
     try {
       const CompileResult r = build(t);
       last_slots_ = r.slots;
@@ -319,6 +341,40 @@ void paced_twins(Search& s, const Classes& classes, double tolerance) {
   if (best >= 0 && s.at(best).error.empty()) descend(s, best, classes, tolerance);
 }
 
+/// Variants whose ops are placed on fewer blocks tried (autotune).
+constexpr int32_t kPlacedTwins = 6;
+
+/// Across nodes: the scheduler's own shape and the fastest other task-level variants (state,
+/// conn or peer allocators, not paced; variants that ran alike, in time, blocks and idle,
+/// count once) again with each connection's ops placed on fewer of its blocks by their
+/// simulated timeline (CompileOptions::op_blocks, sim/op_blocks.hpp).
+void placed_twins(Search& s) {
+  std::vector<int32_t> order;
+  for (int32_t i = 0; i < s.count(); ++i) {
+    const TuneTrial& t = s.at(i);
+    if (t.error.empty() && t.pace == 0 && !t.placed && t.execution == "task" && t.allocator != "rank") order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return (a == 0) != (b == 0) ? a == 0 : s.at(a).time_us < s.at(b).time_us;
+  });
+  std::vector<int32_t> twins;
+  for (int32_t i : order) {
+    const TuneTrial& t = s.at(i);
+    bool alike = false;
+    for (int32_t j : twins)
+      alike = alike || (std::abs(s.at(j).time_us - t.time_us) < 1e-6 && s.at(j).tbs == t.tbs &&
+                        std::abs(s.at(j).tb_idle_mean - t.tb_idle_mean) < 1e-9);
+    if (!alike && static_cast<int32_t>(twins.size()) < kPlacedTwins) twins.push_back(i);
+  }
+  s.set_limit(s.count() + static_cast<int32_t>(twins.size()));
+  for (int32_t i : twins) {
+    TuneTrial twin = s.at(i);
+    twin.placed = true;
+    twin.error.clear();
+    s.trial(twin);
+  }
+}
+
 int32_t fastest_of_all(const std::vector<TuneTrial>& ts) {
   int32_t f = -1;
   for (int32_t i = 0; i < static_cast<int32_t>(ts.size()); ++i)
@@ -342,6 +398,51 @@ std::string describe(const TuneResult& out, const std::vector<TuneTrial>& ts, in
                             : "the scheduler's own shape, which did not fit (" + ts[first].error + ")";
   return text::format("%s ran %.1f us with %d thread blocks per rank, against %s (best of %zu variants%s)%s", c.label.c_str(),
                       c.time_us, c.tbs, against.c_str(), ts.size(), budget.c_str(), merged.c_str());
+}
+
+/// The variant taken (sim/autotune.hpp, TuneOptions): the fastest, then the fewest blocks
+/// among those within the tolerance of it; with an idle bound, among the variants within it
+/// (all of them when none is); by default across nodes, the fastest of those within idle_cost
+/// of the fastest whose blocks idle at most kDefaultMaxIdle, when any does. `why` gets what
+/// the reason adds; -1 when no variant fits.
+int32_t choose(const std::vector<TuneTrial>& ts, const TuneOptions& o, const Topology& topo, std::string& why) {
+  bool idle_met = false;
+  for (const TuneTrial& t : ts) idle_met = idle_met || (t.error.empty() && t.tb_idle_mean <= o.max_idle + 1e-9);
+  auto competes = [&](const TuneTrial& t) { return t.error.empty() && (!idle_met || t.tb_idle_mean <= o.max_idle + 1e-9); };
+  int32_t fastest = -1;
+  for (int32_t i = 0; i < static_cast<int32_t>(ts.size()); ++i)
+    if (competes(ts[i]) && (fastest < 0 || ts[i].time_us < ts[fastest].time_us)) fastest = i;
+  if (fastest < 0) return -1;
+  int32_t chosen = fastest;
+  for (int32_t i = 0; i < static_cast<int32_t>(ts.size()); ++i)
+    if (competes(ts[i]) && ts[i].time_us <= ts[fastest].time_us * (1 + o.tolerance) + 1e-9 &&
+        (ts[i].tbs < ts[chosen].tbs || (ts[i].tbs == ts[chosen].tbs && ts[i].time_us < ts[chosen].time_us)))
+      chosen = i;
+  if (o.max_idle < 1) {
+    why = idle_met ? text::format("; among the variants whose blocks idle at most %.0f%% of their lifetime (the fastest of "
+                                  "all: %.1f us)",
+                                  100 * o.max_idle, ts[fastest_of_all(ts)].time_us)
+                   : text::format("; no variant's blocks idle at most %.0f%% of their lifetime, so all competed",
+                                  100 * o.max_idle);
+    return chosen;
+  }
+  // The default idle rule: across nodes, with neither a tolerance nor an idle bound given.
+  if (topo.nodes <= 1 || o.tolerance > 0 || o.idle_cost <= 0 || ts[fastest].tb_idle_mean <= kDefaultMaxIdle + 1e-9)
+    return chosen;
+  int32_t lean = -1;
+  for (int32_t i = 0; i < static_cast<int32_t>(ts.size()); ++i)
+    if (ts[i].error.empty() && ts[i].tb_idle_mean <= kDefaultMaxIdle + 1e-9 &&
+        ts[i].time_us <= ts[fastest].time_us * (1 + o.idle_cost) + 1e-9 && (lean < 0 || ts[i].time_us < ts[lean].time_us))
+      lean = i;
+  if (lean < 0) {
+    why = text::format("; no variant within %.0f%% of it has blocks idle at most %.0f%% of their lifetime (it: %.1f%%)",
+                       100 * o.idle_cost, 100 * kDefaultMaxIdle, 100 * ts[fastest].tb_idle_mean);
+    return chosen;
+  }
+  why = text::format("; the fastest of the variants within %.0f%% of the fastest (%.1f us, blocks idle %.1f%% of their "
+                     "lifetime) whose blocks idle at most %.0f%%",
+                     100 * o.idle_cost, ts[fastest].time_us, 100 * ts[fastest].tb_idle_mean, 100 * kDefaultMaxIdle);
+  return lean;
 }
 
 }  // namespace
@@ -410,26 +511,18 @@ TuneResult autotune(const Algorithm& algo, const Topology& topo, const CompileOp
         descend(s, from, classes, o.tolerance);
       }
     }
-    if (topo.nodes > 1) paced_twins(s, classes, o.tolerance);
+    if (topo.nodes > 1) {
+      paced_twins(s, classes, o.tolerance);
+      placed_twins(s);
+    }
     s.set_limit(INT32_MAX);
   }
-  // The fastest variant, then the fewest blocks among those within the tolerance of it; with
-  // an idle bound, among the variants within it (all of them when none is).
   const std::vector<TuneTrial>& ts = s.trials();
-  bool idle_met = false;
-  for (const TuneTrial& t : ts) idle_met = idle_met || (t.error.empty() && t.tb_idle_mean <= o.max_idle + 1e-9);
-  auto competes = [&](const TuneTrial& t) { return t.error.empty() && (!idle_met || t.tb_idle_mean <= o.max_idle + 1e-9); };
-  int32_t fastest = -1;
-  for (int32_t i = 0; i < static_cast<int32_t>(ts.size()); ++i)
-    if (competes(ts[i]) && (fastest < 0 || ts[i].time_us < ts[fastest].time_us)) fastest = i;
-  if (fastest < 0)
+  std::string why;
+  const int32_t chosen = choose(ts, o, topo, why);
+  if (chosen < 0)
     fail(ErrorCode::InvalidArgument, text::format("no variant of %s on %s fits: %s", algo.name.c_str(), topo.name.c_str(),
                                                   ts[first].error.c_str()));
-  int32_t chosen = fastest;
-  for (int32_t i = 0; i < static_cast<int32_t>(ts.size()); ++i)
-    if (competes(ts[i]) && ts[i].time_us <= ts[fastest].time_us * (1 + o.tolerance) + 1e-9 &&
-        (ts[i].tbs < ts[chosen].tbs || (ts[i].tbs == ts[chosen].tbs && ts[i].time_us < ts[chosen].time_us)))
-      chosen = i;
   // The chosen variant once more (compilation is deterministic), its blocks merged on the
   // simulated timeline where that is no slower.
   TuneTrial again = ts[chosen];
@@ -440,12 +533,7 @@ TuneResult autotune(const Algorithm& algo, const Topology& topo, const CompileOp
   out.reason = out.tuned ? describe(out, out.trials, first)
                          : text::format("the plan has %lld slots, more than the %lld tuned; derived instances as they are",
                                         static_cast<long long>(s.last_slots()), static_cast<long long>(o.max_slots));
-  if (out.tuned && o.max_idle < 1)
-    out.reason += idle_met ? text::format("; among the variants whose blocks idle at most %.0f%% of their lifetime (the "
-                                          "fastest of all: %.1f us)",
-                                          100 * o.max_idle, ts[fastest_of_all(ts)].time_us)
-                           : text::format("; no variant's blocks idle at most %.0f%% of their lifetime, so all competed",
-                                          100 * o.max_idle);
+  if (out.tuned) out.reason += why;
   return out;
 }
 

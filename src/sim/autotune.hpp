@@ -19,6 +19,8 @@
 //   - across nodes, at task level: the best variants again with NIC-fed NVLink work on only
 //     the blocks that keep pace with the network (CompileOptions::pace), the connection's
 //     other blocks ending early;
+//   - across nodes, at task level: the fastest variants again with each connection's ops side
+//     by side on fewer of its blocks (CompileOptions::op_blocks, sim/op_blocks.hpp);
 //   - blocks merged on the simulated timeline (task level): the variant is simulated once,
 //     and blocks whose work never overlaps are merged (compile/merge_blocks.hpp) when the
 //     merged plan is no slower;
@@ -27,7 +29,9 @@
 //     discarded.
 // Among variants whose simulated time is within `tolerance` of the fastest, the one with the
 // fewest thread blocks per rank wins, then the faster; with `max_idle`, among those whose
-// thread blocks idle no more than that only.
+// thread blocks idle no more than that only. With neither, across nodes: when the fastest
+// variant's blocks idle more than kDefaultMaxIdle, the fastest within `idle_cost` of it whose
+// blocks idle at most that, when one does.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +46,10 @@
 
 namespace weft::sim {
 
+/// The idle bound the tuner's default applies across nodes (TuneOptions::idle_cost): the top
+/// of paper 001's Table 3 (Avg Idle 1.7-15%).
+inline constexpr double kDefaultMaxIdle = 0.15;
+
 struct TuneOptions {
   uint64_t bytes = 0;      ///< the call's size (SimOptions::bytes convention); required
   /// Thread blocks per rank a variant may take: > 0 that many; 0 (default) no more than the
@@ -53,6 +61,11 @@ struct TuneOptions {
   /// compete (paper 001 Table 3's "Avg Idle"); when none is, all do, and the reason says so.
   /// 1 (default): no bound.
   double max_idle = 1.0;
+  /// Across nodes, when neither `tolerance` nor `max_idle` is given: if the fastest variant's
+  /// blocks idle more than kDefaultMaxIdle, the fastest of the variants at most this fraction
+  /// slower whose blocks idle at most that is taken, when one is (docs/compile.md,
+  /// "Automatic instances"). 0 turns it off; in one node it does not apply.
+  double idle_cost = 0.02;
   int32_t max_trials = 192; ///< variants compiled at most
   /// Largest plan tuned: past this many slots (all ranks) the derived plan is taken as it
   /// is (1,024-GPU HM AllReduce has 4.6 million; simulating it takes a minute).
@@ -68,6 +81,9 @@ struct TuneTrial {
   std::string allocator = "state";
   int32_t spare_blocks = 0;  ///< peer: blocks added for local work
   double pace = 0;           ///< CompileOptions::pace: NIC-fed NVLink work on fewer blocks
+  /// CompileOptions::op_blocks from the simulated timeline of this variant without it
+  /// (sim/op_blocks.hpp): ops of a connection side by side on fewer of its blocks.
+  bool placed = false;
   double scale_intra = 1, scale_inter = 1, scale_local = 1;
   int32_t instances_intra = 0, instances_inter = 0, instances_local = 0;  ///< the largest per class
   int32_t tbs = 0;       ///< thread blocks per rank, max

@@ -29,10 +29,13 @@ constexpr Field kFields[] = {
     {"oneshot_exchange_us", &CallCosts::oneshot_exchange_us, 0, 1e6},
     {"oneshot_GBps", &CallCosts::oneshot_GBps, 0.001, 1e6},
     {"ll_latency_scale", &CallCosts::ll_latency_scale, 0.001, 1000},
+    {"ll_alpha_scale", &CallCosts::ll_alpha_scale, 0.001, 1000},
     {"ll_rate_scale", &CallCosts::ll_rate_scale, 0.001, 1000},
     {"simple_alpha_extra_us", &CallCosts::simple_alpha_extra_us, 0, 1e6},
     {"simple_rate_scale", &CallCosts::simple_rate_scale, 0.001, 1000},
+    {"simple_local_rate_scale", &CallCosts::simple_local_rate_scale, 0.001, 1000},
     {"ll128_latency_scale", &CallCosts::ll128_latency_scale, 0.001, 1000},
+    {"ll128_alpha_scale", &CallCosts::ll128_alpha_scale, 0.001, 1000},
     {"ll128_rate_scale", &CallCosts::ll128_rate_scale, 0.001, 1000},
     {"nvlink_gamma", &CallCosts::nvlink_gamma, 0, 1000},
 };
@@ -68,7 +71,9 @@ void set_runtime_protocol(SimOptions& o, algo::Protocol p, const CallCosts& k) {
   o.whole_messages = simple;
   o.extra_alpha_us = simple ? k.simple_alpha_extra_us : 0.0;
   o.latency_scale = simple ? 1.0 : ll ? k.ll_latency_scale : k.ll128_latency_scale;
+  o.alpha_scale = simple ? 1.0 : ll ? k.ll_alpha_scale : k.ll128_alpha_scale;
   o.rate_scale = simple ? k.simple_rate_scale : ll ? k.ll_rate_scale : k.ll128_rate_scale;
+  o.local_rate_scale = simple ? k.simple_local_rate_scale : 1.0;
   o.polled_receive_scale = simple ? 0.0 : o.rate_scale;
   o.nvlink_gamma = k.nvlink_gamma;
 }

@@ -32,33 +32,42 @@ struct CallCosts {
   /// LL packet bytes (16 per 8 data bytes) one GPU writes to its peers per microsecond x
   /// 1e-3 (GB/s): AllReduce of 512 KiB took 3.5 us more than 8 B (8.7 against 5.2 us).
   double oneshot_GBps = 300;
-  /// The seven figures below are fitted (scripts/fit_calibration.py) to the Simple, LL and
-  /// LL128 candidates `weft tune` timed on 4 x H200 at 256 KiB, 16 MiB and 128 MiB (round 5
-  /// call 4, tests/data/calibration/tune-h200x4.csv); its 2 MiB rows and every 2-GPU row
-  /// (bench-h200x2.csv) are held out (docs/cost-model.md, "Calibration against weft tune").
-  /// LL plans: the alphas and latencies of a hop scale by this (an LL step of the interpreter
-  /// costs twice the presets' Simple hop at these sizes).
-  double ll_latency_scale = 2.0;
+  /// The ten figures below are fitted (scripts/fit_calibration.py, each protocol's figures
+  /// searched together) to the Simple, LL and LL128 candidates `weft tune` timed on 4 x H200
+  /// at 256 KiB, 16 MiB and 128 MiB (round 5 call 4, tests/data/calibration/tune-h200x4.csv);
+  /// its 2 MiB rows and every 2-GPU row (bench-h200x2.csv) are held out (docs/cost-model.md,
+  /// "Calibration against weft tune"). A step of the runtime's interpreter costs about the
+  /// same in every protocol (its waits, barriers and counter updates): 4.5 us for Simple (1 +
+  /// 3.5), 4.25 for LL, 5 for LL128; the hop latencies differ.
+  /// LL plans: each step's alpha (the presets' 1 us) scales by this.
+  double ll_alpha_scale = 4.25;
+  /// LL plans: the latency of a hop (the presets' 2 us) scales by this: the receiver polls
+  /// the packets as they land, with no post to wait for (1 us).
+  double ll_latency_scale = 0.5;
   /// LL plans: packets carry 8 data bytes in 16, and a block polls every packet: its rate,
-  /// sending and receiving, is this x tb_copy_GBps.
-  double ll_rate_scale = 0.35;
+  /// sending and receiving, is this x tb_copy_GBps (14 GB/s on the H200 presets' 20).
+  double ll_rate_scale = 0.7;
   /// Simple plans as the runtime runs them: each invocation's alpha over the presets'
   /// (assumed) 1 us, for its two barriers and system-scope fence per micro-batch.
   double simple_alpha_extra_us = 3.5;
   /// Simple plans as the runtime runs them: a thread block's rate over the presets'
-  /// tb_copy_GBps (the figure the compiler and `weft simulate` keep). Not a stand-in for
-  /// pipelining any more (Broadcast and Reduce pipelines are timed back to back, as the GPUs
-  /// run them: SimOptions::calls): the held-out 2-GPU allpairs AllReduce with 8 instances,
-  /// which only the blocks' rate bounds, still comes out 16% slow with it (1 GiB: 128 MiB
-  /// a sending block in 5362 us measured, 25 GB/s): the presets' 20 GB/s understates an
-  /// H200 block's NVLink writes.
+  /// tb_copy_GBps (the figure the compiler and `weft simulate` keep): 32 GB/s on the H200
+  /// presets' 20.
   double simple_rate_scale = 1.6;
-  /// LL128 plans: the alphas and latencies of a hop scale by this (no post fence: the
-  /// receiver polls each 128-byte line's flag, as LL polls packets).
-  double ll128_latency_scale = 2.5;
+  /// Simple plans as the runtime runs them: a block's local work (copying or reducing a
+  /// landed message out of staging, a local copy) at tb_local_GBps x this (100 GB/s of HBM
+  /// traffic on the H200 presets' 80, an assumed figure): with 1.0 a Reduce's root took
+  /// longer to reduce each landed message than its peer took to send it, and the 2-GPU
+  /// allpairs AllReduce with 8 instances came out 16% slow.
+  double simple_local_rate_scale = 1.25;
+  /// LL128 plans: each step's alpha scales by this.
+  double ll128_alpha_scale = 5.0;
+  /// LL128 plans: the latency of a hop scales by this (no post fence: the receiver polls
+  /// each 128-byte line's flag as it lands; 0.5 us).
+  double ll128_latency_scale = 0.25;
   /// LL128 plans: a block's rate, sending and polling what it receives, is this x
   /// tb_copy_GBps; lines carry 120 data bytes in 128.
-  double ll128_rate_scale = 0.4;
+  double ll128_rate_scale = 0.45;
   /// Every protocol: the contention penalty of NVLink pairs and ports, in place of the
   /// topology's contention_gamma (paper 001's, measured on NICs): a GPU's NVSwitch port
   /// asked for more than it carries still delivers it (SimOptions::nvlink_gamma). The fit's

@@ -194,6 +194,7 @@ void Engine::run() {
   if (par_.slot_times) {
     out_.slot_first_us.assign(p_.slots.size(), -1.0);
     out_.slot_last_us.assign(p_.slots.size(), 0.0);
+    out_.slot_busy_us.assign(p_.slots.size(), 0.0);
   }
   conn_.assign(p_.conns.size(), ConnState{});
   for (size_t c = 0; c < p_.conns.size(); ++c) {
@@ -206,11 +207,12 @@ void Engine::run() {
   ring_.assign(p_.conns.size() * static_cast<size_t>(par_.fifo_depth), Message{0.0, kInf});
   res_.resize(p_.resources.size());
   for (size_t r = 0; r < res_.size(); ++r) {
-    res_[r].cap = p_.resources[r].capacity_GBps * 1e3;
-    // Check mode tracks every resource, so that the load check sees every flow.
-    res_[r].saturable = p_.resources[r].saturable || par_.check;
     const ResourceKind kind = p_.resources[r].id.kind;
     const bool nvlink = kind == ResourceKind::NvlinkPair || kind == ResourceKind::NvlinkEgress || kind == ResourceKind::NvlinkIngress;
+    res_[r].cap = p_.resources[r].capacity_GBps * 1e3;
+    // Check mode tracks every resource, so that the load check sees every flow. Rates scaled
+    // up can oversubscribe a resource the plan's figures do not.
+    res_[r].saturable = par_.check || p_.resources[r].demand_GBps * 1e3 * par_.rate_scale > res_[r].cap * (1.0 + 1e-12);
     res_[r].gamma = nvlink && par_.nvlink_gamma >= 0 ? par_.nvlink_gamma : cost_.gamma;
   }
   // A block's local work runs at its own rate, or at its share of the GPU's HBM if all the
@@ -218,7 +220,7 @@ void Engine::run() {
   local_rate_.resize(static_cast<size_t>(p_.num_ranks));
   for (int32_t r = 0; r < p_.num_ranks; ++r) {
     int32_t n = std::max(1, p_.rank_tbs[static_cast<size_t>(r)]);
-    local_rate_[static_cast<size_t>(r)] = std::min(cost_.tb_local_GBps, cost_.hbm_GBps / n) * 1e3;
+    local_rate_[static_cast<size_t>(r)] = std::min(cost_.tb_local_GBps * par_.local_rate_scale, cost_.hbm_GBps / n) * 1e3;
   }
   if (par_.check) {
     out_.inv_count.assign(p_.slots.size() * n_mb, 0);
@@ -558,6 +560,7 @@ void Engine::complete(int32_t t) {
     double& first = out_.slot_first_us[static_cast<size_t>(s.slot)];
     if (first < 0) first = b.start;
     out_.slot_last_us[static_cast<size_t>(s.slot)] = now_;
+    out_.slot_busy_us[static_cast<size_t>(s.slot)] += now_ - b.start;
   }
   if (par_.check) {
     const size_t i = static_cast<size_t>(s.slot) * static_cast<size_t>(par_.microbatches) + static_cast<size_t>(s.k);

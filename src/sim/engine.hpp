@@ -22,6 +22,7 @@ struct EngineParams {
   double polled_receive_GBps = 0; ///< SimOptions::polled_receive_scale x tb_copy_GBps (0: none)
   double nvlink_gamma = -1;       ///< SimOptions::nvlink_gamma (< 0: the cost model's gamma)
   double rate_scale = 1;          ///< connections' per-block rates x this
+  double local_rate_scale = 1;    ///< SimOptions::local_rate_scale
   bool whole_messages = false;    ///< SimOptions::whole_messages
   int32_t calls = 1;              ///< SimOptions::calls: back-to-back calls on every rank
   double call_gap_us = 0;         ///< SimOptions::call_gap_us: a rank's last block of a call to its next call

@@ -169,8 +169,10 @@ void mark_saturable(Program& p) {
     if (i + 1 < uses.size() && uses[i + 1].first == uses[i].first) continue;
     demand[static_cast<size_t>(uses[i].first >> 32)] += uses[i].second;
   }
-  for (size_t r = 0; r < p.resources.size(); ++r)
+  for (size_t r = 0; r < p.resources.size(); ++r) {
+    p.resources[r].demand_GBps = demand[r];
     p.resources[r].saturable = demand[r] > p.resources[r].capacity_GBps * (1.0 + 1e-12);
+  }
 }
 
 }  // namespace

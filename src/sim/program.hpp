@@ -55,9 +55,12 @@ struct ProgResource {
   /// dependency: a GPU pair inside a node, a NIC direction, a rack link). Utilization is
   /// reported over these; NVLink ports are resources but not links.
   bool is_link = false;
-  /// Whether the flows through it can ever ask for more than it carries: the per-TB rates
-  /// of all the distinct thread blocks that send through it add up past its capacity. The
-  /// engine tracks the flows of saturable resources only; the others never slow anyone.
+  /// The most its flows can ask for at once: the per-TB rates of all the distinct thread
+  /// blocks that send through it, added up (GB/s, at the topology's rates).
+  double demand_GBps = 0;
+  /// Whether that demand passes its capacity. The engine tracks the flows of saturable
+  /// resources only (with its run's rate and capacity scales applied to both figures); the
+  /// others never slow anyone.
   bool saturable = true;
 };
 

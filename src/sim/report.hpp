@@ -102,8 +102,9 @@ struct SimReport {
   std::vector<int32_t> trace_tb;          ///< global thread block of each trace span
   bool trace_truncated = false;
   // With SimOptions::slot_times, per slot of the simulated program (Simulator::program()):
-  // when its first invocation began to work and its last one ended.
-  std::vector<double> slot_first_us, slot_last_us;
+  // when its first invocation began to work and its last one ended, and how long its
+  // invocations were busy (TbStat::busy_us, per slot).
+  std::vector<double> slot_first_us, slot_last_us, slot_busy_us;
 
   // Check mode only (SimOptions::check): per invocation (slot * microbatches + k).
   std::vector<uint32_t> inv_count;        ///< times each invocation ran (must be 1)

@@ -42,6 +42,35 @@ Simulator::~Simulator() = default;
 Simulator::Simulator(Simulator&&) noexcept = default;
 Simulator& Simulator::operator=(Simulator&&) noexcept = default;
 
+namespace {
+
+void check_scale(const char* what, double v) {
+  if (!(v >= 0.001 && v <= 1000)) fail(ErrorCode::InvalidArgument, text::format("%s %g is out of range [0.001, 1000]", what, v));
+}
+
+// The runtime protocol's figures of `options` (SimOptions: alphas, latencies, block rates,
+// NVLink), checked, into the cost model and the engine's parameters.
+void apply_protocol_options(const SimOptions& options, CostModel& cost, EngineParams& ep) {
+  if (!(options.extra_alpha_us >= 0 && options.extra_alpha_us <= 1e6))
+    fail(ErrorCode::InvalidArgument, text::format("extra alpha %g us is out of range [0, 1e6]", options.extra_alpha_us));
+  check_scale("latency scale", options.latency_scale);
+  check_scale("alpha scale", options.alpha_scale);
+  check_scale("rate scale", options.rate_scale);
+  check_scale("local rate scale", options.local_rate_scale);
+  if (!(options.polled_receive_scale == 0 || (options.polled_receive_scale >= 0.001 && options.polled_receive_scale <= 1000)))
+    fail(ErrorCode::InvalidArgument,
+         text::format("polled receive scale %g: wants 0 or 0.001 to 1000", options.polled_receive_scale));
+  if (!(options.nvlink_gamma <= 1000)) fail(ErrorCode::InvalidArgument, text::format("NVLink gamma %g is above 1000", options.nvlink_gamma));
+  cost.alpha_us = (cost.alpha_us + options.extra_alpha_us) * options.alpha_scale;
+  ep.latency_scale = options.latency_scale;
+  ep.polled_receive_GBps = options.polled_receive_scale * cost.tb_copy_GBps;
+  ep.nvlink_gamma = options.nvlink_gamma;
+  ep.rate_scale = options.rate_scale;
+  ep.local_rate_scale = options.local_rate_scale;
+}
+
+}  // namespace
+
 SimReport Simulator::run(const SimOptions& options) const {
   const Program& prog = *program_;
   const uint64_t mb_bytes = options.runtime_microbatch ? runtime_microbatch_bytes(options.staging_slot_bytes) : options.microbatch_bytes;
@@ -90,22 +119,7 @@ SimReport Simulator::run(const SimOptions& options) const {
   ep.calls = options.calls;
   ep.call_gap_us = options.call_gap_us;
   CostModel cost = cost_;
-  if (!(options.extra_alpha_us >= 0 && options.extra_alpha_us <= 1e6))
-    fail(ErrorCode::InvalidArgument, text::format("extra alpha %g us is out of range [0, 1e6]", options.extra_alpha_us));
-  cost.alpha_us += options.extra_alpha_us;
-  if (!(options.latency_scale >= 0.001 && options.latency_scale <= 1000))
-    fail(ErrorCode::InvalidArgument, text::format("latency scale %g is out of range [0.001, 1000]", options.latency_scale));
-  if (!(options.polled_receive_scale == 0 || (options.polled_receive_scale >= 0.001 && options.polled_receive_scale <= 1000)))
-    fail(ErrorCode::InvalidArgument,
-         text::format("polled receive scale %g: wants 0 or 0.001 to 1000", options.polled_receive_scale));
-  ep.latency_scale = options.latency_scale;
-  cost.alpha_us *= options.latency_scale;
-  ep.polled_receive_GBps = options.polled_receive_scale * cost.tb_copy_GBps;
-  if (!(options.nvlink_gamma <= 1000)) fail(ErrorCode::InvalidArgument, text::format("NVLink gamma %g is above 1000", options.nvlink_gamma));
-  ep.nvlink_gamma = options.nvlink_gamma;
-  if (!(options.rate_scale >= 0.001 && options.rate_scale <= 1000))
-    fail(ErrorCode::InvalidArgument, text::format("rate scale %g is out of range [0.001, 1000]", options.rate_scale));
-  ep.rate_scale = options.rate_scale;
+  apply_protocol_options(options, cost, ep);
   auto t0 = std::chrono::steady_clock::now();
   run_engine(prog, cost, ep, r);
   r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

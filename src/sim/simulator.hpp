@@ -30,9 +30,11 @@ struct SimOptions {
   bool runtime_microbatch = false;
   uint64_t staging_slot_bytes = 512 << 10;  ///< the runtime's default Simple staging slot
   int32_t fifo_depth = 4;               ///< staging slots per connection (the runtime's default)
-  /// Every alpha (extra_alpha_us included) and connection latency x this (the runtime's LL
-  /// and LL128 steps: sim/call_model.hpp, set_runtime_protocol).
+  /// Every connection latency x this (the runtime's LL and LL128 hops: sim/call_model.hpp,
+  /// set_runtime_protocol).
   double latency_scale = 1;
+  /// Every alpha (extra_alpha_us included) x this (the runtime's LL and LL128 steps).
+  double alpha_scale = 1;
   /// Above 0: a receiving block polls its data as it lands (LL, LL128), so that a receive
   /// (Recv, RecvReduceCopy) also takes its bytes at most at tb_copy_GBps x this, not only at
   /// the block's local (HBM) rate: a block receiving from several peers in turn takes them
@@ -58,6 +60,9 @@ struct SimOptions {
   /// Thread blocks' per-block rates x this (the runtime's blocks: CallCosts::simple_rate_scale,
   /// ll_rate_scale, ll128_rate_scale).
   double rate_scale = 1;
+  /// A block's local work (copying or reducing out of staging, local copies and reductions)
+  /// runs at tb_local_GBps x this (the runtime's Simple blocks: CallCosts::simple_local_rate_scale).
+  double local_rate_scale = 1;
   bool trace = false;                   ///< record spans for a Chrome trace
   /// Record when each slot first began to work and last finished (SimReport::slot_first_us,
   /// slot_last_us): the timeline the tuner merges thread blocks on (sim/autotune.hpp).

@@ -46,6 +46,7 @@ void run_tuned(const SweepSpec& spec, const PlanSource& src, const CompileOption
   to.sim = spec.options;
   to.tolerance = spec.tolerance;
   to.max_idle = spec.max_idle;
+  to.idle_cost = spec.idle_cost;
   to.max_tbs = spec.max_tbs > 0 ? spec.max_tbs : src.given ? src.given->max_tbs_per_rank() : 0;
   CompileOptions c = base;
   c.max_tbs = 0;

@@ -40,6 +40,7 @@ struct SweepSpec {
   bool tune = false;
   double tolerance = 0;  ///< TuneOptions::tolerance
   double max_idle = 1;   ///< TuneOptions::max_idle
+  double idle_cost = 0.02;  ///< TuneOptions::idle_cost
   bool in_place = true;                       ///< CompileOptions::in_place
   double pace = 0;                            ///< CompileOptions::pace (untuned runs; the tuner tries it itself)
   std::vector<uint64_t> sizes;

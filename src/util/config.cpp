@@ -176,12 +176,13 @@ std::vector<Variable> execution_variables() {
      "it belongs and applies a signal once the data its sender sent before it has landed, so the sender never waits "
      "for its puts to land; used where UCX cannot register CUDA memory, else put) or put (UCX RMA puts, which UCX's TCP transport emulates "
      "with 8 KiB active messages and an acknowledgement each, and signals ordered by WEFT_NET_ORDER)."},
-    {"WEFT_NET_LANES", Type::Int, "0",
+    {"WEFT_NET_LANES", Type::Int, "-1",
      "WEFT_NET_PROTO=am: lanes of the network transport, each a UCX worker with its own connection to every peer and "
      "a thread that posts the sends queued on it and receives what arrives on it (copies into place included), so "
      "sending and receiving run on several threads while the proxy's thread only takes triggers; 0: the proxy's "
-     "thread sends and receives on one worker (the default until a GPU round measures lanes; on a 2-core machine they "
-     "were slower). Alike on every rank.", 0, 16},
+     "thread sends and receives on one worker; -1 (the default): chosen when the transport is created, the same on "
+     "every rank: the smallest over the ranks of min(8, CPUs the rank may use / ranks on its machine - 2), 0 where "
+     "that is below 2 (docs/port-channels.md, 'Lanes'). Alike on every rank.", -1, 16},
     {"WEFT_NET_LANE_SPLIT", Type::Bool, "1",
      "WEFT_NET_LANES >= 2: data to higher ranks on the even lanes, to lower ranks on the odd ones, so on 2 ranks "
      "every lane's thread works one direction; 0: every lane carries both."},

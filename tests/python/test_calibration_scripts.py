@@ -1,6 +1,7 @@
 """scripts/tune_log_csv.py and scripts/bench_log_csv.py (docs/simulator.md, the calibration
 fixtures): measured times out of `weft tune` and `weft bench` logs, on small logs written
-here, every row checked; sections run with switches that change a plan are left out."""
+here, every row checked; sections run with switches that change a plan are left out. And
+scripts/fit_calibration.py's search, on a stand-in simulator."""
 import csv
 import io
 import os
@@ -66,3 +67,41 @@ def test_bench_log_keeps_plain_sections_of_the_rank_count(tmp_path):
                     ["2", "AllReduce", "2097152", ring, "31.42"]]
     rc, rows, err = run("bench_log_csv.py", "--ranks", "2", "--no-header", str(log))
     assert rc == 0 and len(rows) == 2 and rows[0][0] == "2"
+
+
+def load_fit():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("fit_calibration", os.path.join(ROOT, "scripts", "fit_calibration.py"))
+    fc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fc)
+    return fc
+
+
+def test_fit_searches_a_protocols_figures_together_on_training_rows_only(monkeypatch):
+    # scripts/fit_calibration.py's search without a weft binary: a stand-in simulator whose LL
+    # time is 2 x alpha + MiB / rate. The training rows (256 KiB, 16 MiB) were measured at
+    # alpha 4, rate 0.7, the held-out 2 MiB row at alpha 2, rate 0.7. The search tries the
+    # product of both grids on the LL rows alone and keeps the training point; the held-out
+    # row is reported (58% off there), not fitted.
+    fc = load_fit()
+    cand = "ring (hand-built, LL, x8)"
+    rows = {(4, "AllReduce", 256 << 10, cand): 8 + 0.25 / 0.7, (4, "AllReduce", 16 << 20, cand): 8 + 16 / 0.7,
+            (4, "AllReduce", 2 << 20, cand): 4 + 2 / 0.7}
+    calls = []
+
+    def fake_simulate(weft, rows_, figures, protos=("Simple", "LL", "LL128")):
+        calls.append(protos)
+        a, r = float(figures["ll_alpha_scale"][1]), float(figures["ll_rate_scale"][1])
+        return {k: 2 * a + k[2] / (1 << 20) / r for k in rows_ if fc.protocol(k[3]) in protos}
+
+    monkeypatch.setattr(fc, "simulate", fake_simulate)
+    monkeypatch.setattr(fc, "GROUPS", {"LL": [("ll_alpha_scale", [2.0, 4.0]), ("ll_rate_scale", [0.35, 0.7])]})
+    monkeypatch.setattr(fc, "SHARED", [])
+    start = {"ll_alpha_scale": ("--call-cost", 2.0), "ll_rate_scale": ("--call-cost", 0.35)}
+    best = fc.search("weft", rows, dict(start))
+    assert best == {"ll_alpha_scale": ("--call-cost", 4.0), "ll_rate_scale": ("--call-cost", 0.7)}
+    assert calls and all(p == ("LL",) for p in calls)  # one protocol's rows per trial
+    e = fc.errors(rows, fake_simulate("weft", rows, best))
+    assert fc.score(e)[0] == 2  # both training rows exact
+    assert abs(e[(4, "AllReduce", 2 << 20, cand)]) > 0.15  # the held-out row is reported, not fitted
+    assert "held out, 4 ranks: 0 of 1 within 15%" in fc.describe(e)

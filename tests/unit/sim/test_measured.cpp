@@ -292,17 +292,63 @@ double one_transfer_us(SimOptions o) {
   return simulate(b.plan(), testing::test_topology(1, 2), o).time_us;
 }
 
-TEST(CallModel, LLPlansScaleHopLatencyAndRate) {
-  // alpha + bytes / rate + latency + alpha (Simple); LL: alphas and latency x
-  // ll_latency_scale, the block's rate x ll_rate_scale.
+TEST(CallModel, LLPlansScaleAlphaLatencyAndRateApart) {
+  // alpha + bytes / rate + latency + alpha (Simple); LL: the alphas x ll_alpha_scale, the
+  // hop's latency x ll_latency_scale (two figures: an LL step costs 4.25 us, its hop 1 us),
+  // the block's rate x ll_rate_scale; LL128 the same with its own figures.
   SimOptions o;
   const double simple = one_transfer_us(o);
-  set_runtime_protocol(o, algo::Protocol::LL, kCallCosts);
-  const double ll = one_transfer_us(o);
   const double mib_us = (1 << 20) / 20e3;  // 1 MiB at 20 GB/s
   EXPECT_NEAR(simple, 1 + mib_us + 2 + 1, 0.01 * simple);
-  const double k = kCallCosts.ll_latency_scale;
-  EXPECT_NEAR(ll, k * (1 + 2 + 1) + mib_us / kCallCosts.ll_rate_scale, 0.01 * ll);
+  const CallCosts& k = kCallCosts;
+  set_runtime_protocol(o, algo::Protocol::LL, k);
+  const double ll = one_transfer_us(o);
+  EXPECT_NEAR(ll, 2 * k.ll_alpha_scale + 2 * k.ll_latency_scale + mib_us / k.ll_rate_scale, 0.01 * ll);
+  set_runtime_protocol(o, algo::Protocol::LL128, k);
+  const double ll128 = one_transfer_us(o);
+  EXPECT_NEAR(ll128, 2 * k.ll128_alpha_scale + 2 * k.ll128_latency_scale + mib_us / k.ll128_rate_scale, 0.01 * ll128);
+  // Each figure moves its own term only.
+  CallCosts twice = k;
+  twice.ll_alpha_scale *= 2;
+  set_runtime_protocol(o, algo::Protocol::LL, twice);
+  EXPECT_NEAR(one_transfer_us(o) - ll, 2 * k.ll_alpha_scale, 0.01 * ll);
+  twice = k;
+  twice.ll_latency_scale *= 2;
+  set_runtime_protocol(o, algo::Protocol::LL, twice);
+  EXPECT_NEAR(one_transfer_us(o) - ll, 2 * k.ll_latency_scale, 0.01 * ll);
+}
+
+TEST(CallModel, RuntimeRatesOversubscribeWhatThePlanRatesDoNot) {
+  // Twelve blocks of 20 GB/s ask a 300 GB/s NVLink pair for 240: never saturated at the
+  // plan's rates, so the engine need not track it. At the runtime's rates (x2: 480) it is,
+  // and 1 MiB takes the link's time, not the blocks' (an engine that still skipped the
+  // link would finish in 1 + 2.2 + 2 + 1 us).
+  testing::PlanBuilder b(2);
+  constexpr int kBlocks = 12;
+  for (int i = 0; i < kBlocks; ++i) {
+    b.add(0, i, Primitive::Send, 1, -1, i, {}, i, kBlocks);
+    b.add(1, i, Primitive::Recv, -1, 0, i, {}, i, kBlocks);
+  }
+  SimOptions o;
+  o.bytes = 1 << 20;
+  o.nvlink_gamma = 0;  // an oversubscribed link still delivers its capacity
+  o.rate_scale = 2;
+  const double link_us = (1 << 20) / 300e3;
+  const double t = simulate(b.plan(), testing::test_topology(1, 2), o).time_us;
+  EXPECT_NEAR(t, 1 + link_us + 2 + 1, 0.01 * t);
+}
+
+TEST(CallModel, LocalRateScaleSpeedsTheReceiversCopy) {
+  // A Simple receive copies the landed message at tb_local_GBps x local_rate_scale (2 bytes
+  // of HBM traffic a byte): 1 MiB at 80 GB/s of traffic, then at 2 x 80.
+  SimOptions o;
+  o.whole_messages = true;
+  const double mib_us = (1 << 20) / 20e3, copy_us = 2.0 * (1 << 20) / 80e3;
+  EXPECT_NEAR(one_transfer_us(o), 1 + mib_us + 2 + copy_us + 1, 0.01 * (mib_us + copy_us));
+  o.local_rate_scale = 2;
+  EXPECT_NEAR(one_transfer_us(o), 1 + mib_us + 2 + copy_us / 2 + 1, 0.01 * (mib_us + copy_us));
+  o.local_rate_scale = 0;
+  EXPECT_THROW(one_transfer_us(o), Error);
 }
 
 TEST(CallModel, WholeMessagesAndExtraAlpha) {

@@ -117,29 +117,76 @@ TEST(Calibration, FittedModelOnFourH200) {
   const Fit f = fit_ranks(rows, 4, [](const Row& r) { return !held_out(r); });
   // Every measured candidate is simulated (a renamed candidate shows here).
   EXPECT_EQ(f.matched, training);
-  // scripts/fit_calibration.py: 489 of 803 within 15%, median |error| 11.8% (the model before
-  // back-to-back calls, polled receives and LL128: 363 and 17.9%).
-  EXPECT_GE(f.within, 480) << "of " << f.matched;
-  EXPECT_LE(median(f.abs_errors), 0.125);
+  // scripts/fit_calibration.py: 582 of 803 within 15%, median |error| 9.4% (the model before
+  // LL's and LL128's alphas apart from their hops and the Simple blocks' local rate: 489 and
+  // 11.8%; before back-to-back calls, polled receives and LL128: 363 and 17.9%).
+  EXPECT_GE(f.within, 575) << "of " << f.matched;
+  EXPECT_LE(median(f.abs_errors), 0.10);
 }
 
 TEST(Calibration, HeldOutRowsOfFourH200) {
-  // The 2 MiB rows, which the fit never saw: 234 of 354 within 15%, median |error| 9.5%.
+  // The 2 MiB rows, which the fit never saw: 254 of 354 within 15%, median |error| 8.1% (234
+  // and 9.5% before).
   const std::vector<Row> rows = load_fixture(kDir + "tune-h200x4.csv", 4);
   const Fit f = fit_ranks(rows, 4, held_out);
   EXPECT_EQ(f.matched, 354);
-  EXPECT_GE(f.within, 228) << "of " << f.matched;
-  EXPECT_LE(median(f.abs_errors), 0.10);
+  EXPECT_GE(f.within, 248) << "of " << f.matched;
+  EXPECT_LE(median(f.abs_errors), 0.09);
 }
 
 TEST(Calibration, HeldOutRowsOfTwoH200) {
   // AllReduce on 2 ranks from weft bench (allpairs x8-x24, ring_allreduce and hm_allreduce
-  // x8/x24, 256 KiB to 1 GiB), none seen by the fit: 12 of 17 within 15%; hm_allreduce at
-  // 128 MiB and 1 GiB measured twice the ring's time and is predicted at the ring's (-53%).
+  // x8/x24, 256 KiB to 1 GiB), none seen by the fit: 14 of 17 within 15% (12 before);
+  // hm_allreduce at 128 MiB and 1 GiB measured twice the ring's time and is predicted at the
+  // ring's (-52%, -53%): on 2 ranks the two compile to the same plan (docs/simulator.md).
   const Fit f = fit_ranks(load_fixture(kDir + "bench-h200x2.csv", 2), 2, [](const Row&) { return true; });
   EXPECT_EQ(f.matched, 17);
-  EXPECT_GE(f.within, 12) << "of " << f.matched;
-  EXPECT_LE(median(f.abs_errors), 0.10);
+  EXPECT_GE(f.within, 14) << "of " << f.matched;
+  EXPECT_LE(median(f.abs_errors), 0.07);
+}
+
+// One fixture row: its measured time and the simulated one.
+double simulated_row(const std::string& file, int ranks, const std::string& collective, uint64_t bytes,
+                     const std::string& candidate, double* measured) {
+  std::vector<Row> rows = load_fixture(kDir + file, ranks);
+  std::erase_if(rows, [&](const Row& r) { return r.collective != collective || r.bytes != bytes || r.candidate != candidate; });
+  if (rows.size() != 1) throw std::runtime_error("no fixture row " + collective + " " + candidate);
+  *measured = rows[0].us;
+  const Fit f = fit_ranks(rows, ranks, [](const Row&) { return true; });
+  if (f.matched != 1) throw std::runtime_error("not simulated: " + candidate);
+  return f.abs_errors[0];
+}
+
+TEST(Calibration, EachNewTermBringsRowsTheModelMissedWithin15Percent) {
+  // Rows the model before these terms missed by more than 15% (docs/simulator.md has the
+  // before and after per collective, protocol and size), now within it.
+  struct Case {
+    const char* file;
+    int ranks;
+    const char* collective;
+    uint64_t bytes;
+    const char* candidate;
+    const char* term;  // and the error before it
+  };
+  const Case cases[] = {
+      // An LL step's alpha apart from its hop's latency: small calls cost their steps, not
+      // their bytes (the block rate and alpha traded on one ridge before).
+      {"tune-h200x4.csv", 4, "AllToAll", 256 << 10, "allpairs (hand-built, LL, x24)", "ll_alpha_scale (-26%)"},
+      {"tune-h200x4.csv", 4, "Reduce", 256 << 10, "allpairs (hand-built, LL, x24)", "ll_alpha_scale (-28%)"},
+      // The same for LL128.
+      {"tune-h200x4.csv", 4, "Reduce", 256 << 10, "allpairs (hand-built, LL128, x24)", "ll128_alpha_scale (-30%)"},
+      {"tune-h200x4.csv", 4, "Broadcast", 256 << 10, "chain (hand-built, LL128, x24)", "ll128_alpha_scale (-20%)"},
+      // A Simple block reducing a landed message at 100 GB/s of HBM traffic, not 80: the
+      // Reduce's root no longer lags its peers (fitted on 4 GPUs; the 2-GPU row is held out).
+      {"tune-h200x4.csv", 4, "Reduce", 16 << 20, "allpairs (hand-built, Simple, x8)", "simple_local_rate_scale (+21%)"},
+      {"bench-h200x2.csv", 2, "AllReduce", 1ull << 30, "allpairs (hand-built, Simple, x8)", "simple_local_rate_scale (+16%)"},
+  };
+  for (const Case& c : cases) {
+    double measured = 0;
+    const double e = simulated_row(c.file, c.ranks, c.collective, c.bytes, c.candidate, &measured);
+    EXPECT_LE(e, 0.15) << c.collective << " " << c.bytes << " B " << c.candidate << " (" << measured << " us measured), "
+                       << c.term << ": " << e * 100 << "% off";
+  }
 }
 
 TEST(Calibration, CallCostOverridesAreChecked) {

@@ -1,0 +1,262 @@
+#include "sim/op_blocks.hpp"
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <memory>
+#include <tuple>
+#include <unordered_map>
+
+#include "compile/lower.hpp"
+#include "compile/schedule.hpp"
+#include "compile/union_find.hpp"
+#include "sim/program.hpp"
+
+namespace weft::sim {
+namespace {
+
+/// What the run saw of one op at one rank: its slots' first start, last end and busy time
+/// (all instances together).
+struct Seen {
+  double first = 0, last = 0, busy = 0;
+};
+
+/// One task as the run saw it (both ends together).
+struct TaskTimes {
+  bool seen = false;
+  double first = 0, last = 0;  ///< first start, last end
+  double work = 0;             ///< busy time of all its blocks at its busiest end
+};
+
+using ConnKey = std::tuple<int32_t, int32_t, int32_t>;  ///< (src, dst, channel)
+
+/// One unit (ops fused into one primitive, placed together) and where it was placed.
+struct Unit {
+  std::vector<int32_t> tasks;
+  std::vector<ConnKey> conns;  ///< its logical connections
+  int32_t m = 0;               ///< their blocks (-1: unknown or they disagree: it takes all)
+  bool narrowable = true;      ///< none of its ops crosses the link that bounds the call
+  double work = 0;             ///< one block's time for all of it (the busiest end)
+  double began = 1e300;        ///< when it began in the run
+  bool placed = false;
+  OpBlocks at;
+  double first = 0, end = 0;   ///< when its first micro-batch and its last end, as placed
+};
+
+}  // namespace
+
+class OpPlacer::Impl {
+ public:
+  Impl(const CompileResult& ref, const Topology& topo, const Simulator& sim, const SimReport& times)
+      : ref_(ref), g_(ref.graph), ranks_(ref.plan.num_ranks), k_(std::max(1, times.microbatches)),
+        bound_(bounding_link(ref.graph, topo)), uf_(static_cast<size_t>(ref.graph.size())),
+        tt_(static_cast<size_t>(ref.graph.size())) {
+    read_connections();
+    read_run(sim.program(), times);
+    join_fused();
+    make_units();
+  }
+
+  std::vector<OpBlocks> place(size_t transfers) {
+    std::vector<double> free(static_cast<size_t>(blocks_), 0.0);  // per block of the run: busy until
+    std::vector<OpBlocks> out(transfers);
+    bool fewer = false;
+    for (Unit& u : units_) {
+      if (u.m <= 0) continue;
+      fit(u, free);
+      fewer = fewer || u.at.count < u.m;
+      for (int32_t t : u.tasks)
+        for (int32_t x : g_.origins_of(t))
+          if (static_cast<size_t>(x) < transfers) out[static_cast<size_t>(x)] = u.at;
+    }
+    if (!fewer) out.clear();
+    return out;
+  }
+
+ private:
+  /// Per transfer its connection's logical channel and block count, per physical connection
+  /// its two blocks (global ids), from the reference plan.
+  void read_connections() {
+    int32_t block = 0;
+    for (size_t r = 0; r < ref_.plan.ranks.size(); ++r)
+      for (const ThreadBlock& tb : ref_.plan.ranks[r].tbs) {
+        const int32_t rank = static_cast<int32_t>(r);
+        for (const Slot& s : tb.slots) {
+          if (s.send_peer >= 0) ends_[{rank, s.send_peer, s.channel}][0] = block;
+          if (s.recv_peer >= 0) ends_[{s.recv_peer, rank, s.channel}][1] = block;
+          if (s.send_peer >= 0 || s.recv_peer >= 0)
+            for (int32_t x : s.tasks) conn_of_transfer_[x] = {s.channel / std::max(1, s.instances), s.instances};
+        }
+        ++block;
+      }
+    blocks_ = std::max(1, block);
+  }
+
+  /// Per task what the run saw, from its transfers' slots at its two ranks.
+  void read_run(const Program& prog, const SimReport& times) {
+    std::unordered_map<int64_t, Seen> seen;  // (transfer, rank)
+    auto key = [&](int32_t x, int32_t rank) { return static_cast<int64_t>(x) * ranks_ + rank; };
+    for (const ProgTb& t : prog.tbs)
+      for (int32_t gs = t.slot_begin; gs < t.slot_end; ++gs) {
+        const Slot& s = ref_.plan.ranks[static_cast<size_t>(t.rank)].tbs[static_cast<size_t>(t.local)].slots[static_cast<size_t>(gs - t.slot_begin)];
+        const double first = times.slot_first_us[static_cast<size_t>(gs)];
+        if (first < 0) continue;  // never worked (a nop)
+        for (int32_t x : s.tasks) {
+          auto [it, fresh] = seen.try_emplace(key(x, t.rank), Seen{first, 0, 0});
+          it->second.first = std::min(it->second.first, first);
+          it->second.last = std::max(it->second.last, times.slot_last_us[static_cast<size_t>(gs)]);
+          it->second.busy += times.slot_busy_us[static_cast<size_t>(gs)];
+        }
+      }
+    for (int32_t t = 0; t < g_.size(); ++t) {
+      const auto origins = g_.origins_of(t);
+      if (origins.empty()) continue;
+      const Transfer& x = g_.tasks[t].transfer;
+      TaskTimes& tt = tt_[static_cast<size_t>(t)];
+      for (int32_t rank : {x.src_rank, x.dst_rank}) {
+        auto it = seen.find(key(origins[0], rank));
+        if (it == seen.end()) continue;
+        tt.first = tt.seen ? std::min(tt.first, it->second.first) : it->second.first;
+        tt.last = std::max(tt.last, it->second.last);
+        tt.work = std::max(tt.work, it->second.busy);
+        tt.seen = true;
+      }
+    }
+  }
+
+  /// Tasks fused into one primitive (one plan slot names both) form a unit, except where one
+  /// crosses the bounding link and the other does not: the other then takes one block and the
+  /// two are no longer fused (a fused primitive would tie the bounding link's sends to the
+  /// other link's receives on one block).
+  void join_fused() {
+    std::unordered_map<int32_t, int32_t> task_of;  // transfer -> task
+    for (int32_t t = 0; t < g_.size(); ++t)
+      for (int32_t x : g_.origins_of(t)) task_of[x] = t;
+    for (const RankPlan& rp : ref_.plan.ranks)
+      for (const ThreadBlock& tb : rp.tbs)
+        for (const Slot& s : tb.slots)
+          for (size_t i = 1; i < s.tasks.size(); ++i) {
+            auto a = task_of.find(s.tasks[0]), b = task_of.find(s.tasks[i]);
+            if (a == task_of.end() || b == task_of.end()) continue;
+            if ((g_.tasks[a->second].link == bound_) != (g_.tasks[b->second].link == bound_)) continue;
+            uf_.unite(a->second, b->second);
+          }
+  }
+
+  /// Units of the connection tasks, in program order (their first task's pipeline position),
+  /// with their connections and what the run saw of them.
+  void make_units() {
+    const std::vector<int32_t> order = pipeline_order(g_, ref_.pipeline);
+    std::vector<int32_t> by_order(static_cast<size_t>(g_.size()));
+    for (int32_t t = 0; t < g_.size(); ++t) by_order[static_cast<size_t>(order[t])] = t;
+    std::map<int32_t, int32_t> index;  // root -> unit
+    unit_of_.assign(static_cast<size_t>(g_.size()), -1);
+    for (int32_t t : by_order) {
+      if (g_.tasks[t].link == LinkClass::Local) continue;
+      auto [it, fresh] = index.try_emplace(uf_.find(t), static_cast<int32_t>(units_.size()));
+      if (fresh) units_.emplace_back();
+      Unit& u = units_[static_cast<size_t>(it->second)];
+      unit_of_[static_cast<size_t>(t)] = it->second;
+      u.tasks.push_back(t);
+      u.narrowable = u.narrowable && g_.tasks[t].link != bound_;
+      const TaskTimes& tt = tt_[static_cast<size_t>(t)];
+      const auto origins = g_.origins_of(t);
+      auto ci = origins.empty() ? conn_of_transfer_.end() : conn_of_transfer_.find(origins[0]);
+      if (ci == conn_of_transfer_.end() || !tt.seen) {
+        u.m = -1;
+        continue;
+      }
+      u.work = std::max(u.work, tt.work);
+      u.began = std::min(u.began, tt.first);
+      const auto [channel, m] = ci->second;
+      const ConnKey c{g_.tasks[t].transfer.src_rank, g_.tasks[t].transfer.dst_rank, channel};
+      if (std::find(u.conns.begin(), u.conns.end(), c) == u.conns.end()) u.conns.push_back(c);
+      u.m = u.m == 0 || u.m == m ? m : -1;
+    }
+  }
+
+  /// When what the unit reads (or whose buffer it reuses) has made its first micro-batch and
+  /// its last: by this placement for units placed before it, by the run otherwise.
+  std::pair<double, double> inputs(const Unit& u) {
+    double release = 0, feed = 0;
+    for (int32_t t : u.tasks)
+      for (const TaskEdge& e : g_.edges_to(t)) {
+        if (uf_.find(e.from) == uf_.find(t)) continue;
+        const TaskTimes& p = tt_[static_cast<size_t>(e.from)];
+        if (!p.seen) continue;
+        const int32_t pu = unit_of_[static_cast<size_t>(e.from)];
+        const bool placed = pu >= 0 && units_[static_cast<size_t>(pu)].placed;
+        release = std::max(release, placed ? units_[static_cast<size_t>(pu)].first : p.first + (p.last - p.first) / k_);
+        feed = std::max(feed, placed ? units_[static_cast<size_t>(pu)].end : p.last);
+      }
+    return {release, feed};
+  }
+
+  /// The blocks (both ends) that drive block `lane` of a logical connection of m in the run.
+  std::array<int32_t, 2> lane_blocks(const ConnKey& c, int32_t m, int32_t lane) const {
+    auto it = ends_.find({std::get<0>(c), std::get<1>(c), std::get<2>(c) * m + lane});
+    return it == ends_.end() ? std::array<int32_t, 2>{0, 0} : it->second;
+  }
+
+  /// When blocks a .. a+n-1 of all the unit's connections are free.
+  double ready(const Unit& u, const std::vector<double>& free, int32_t a, int32_t n) const {
+    double at = 0;
+    for (const ConnKey& c : u.conns)
+      for (int32_t l = a; l < a + n; ++l)
+        for (int32_t b : lane_blocks(c, u.m, l)) at = std::max(at, free[static_cast<size_t>(b)]);
+    return at;
+  }
+
+  /// Places the unit: one block when it may take fewer (the lowest on which it starts within
+  /// a micro-batch of when it began in the run, or of its inputs when they now come later;
+  /// else the one on which it starts first), all its connection's blocks otherwise; holds
+  /// them until it ends.
+  void fit(Unit& u, std::vector<double>& free) {
+    const auto [release, feed] = inputs(u);
+    u.at = {0, u.m};
+    if (u.narrowable && u.m > 1) {
+      const double in_time = std::max(u.began, release) + u.work / k_;
+      double soonest = 1e300;
+      for (int32_t a = 0; a < u.m; ++a) {
+        const double start = std::max(release, ready(u, free, a, 1));
+        if (start <= in_time) {
+          u.at = {a, 1};
+          break;
+        }
+        if (start < soonest) soonest = start, u.at = {a, 1};
+      }
+    }
+    const int32_t n = u.at.count;
+    const double start = std::max(release, ready(u, free, u.at.first, n));
+    const double step = u.work / (n * static_cast<double>(k_));  // one micro-batch on n blocks
+    u.first = start + step;
+    u.end = std::max(start + u.work / n, feed + step);
+    u.placed = true;
+    for (const ConnKey& c : u.conns)
+      for (int32_t l = u.at.first; l < u.at.first + n; ++l)
+        for (int32_t b : lane_blocks(c, u.m, l)) free[static_cast<size_t>(b)] = u.end;
+  }
+
+  const CompileResult& ref_;
+  const TaskGraph& g_;
+  const int32_t ranks_;
+  const int32_t k_;
+  const LinkClass bound_;  ///< ops on this link class keep all their blocks
+  UnionFind uf_;
+  std::vector<TaskTimes> tt_;
+  std::vector<Unit> units_;
+  std::vector<int32_t> unit_of_;  ///< per task, its unit (-1: local)
+  std::unordered_map<int32_t, std::pair<int32_t, int32_t>> conn_of_transfer_;  ///< transfer -> (logical channel, blocks)
+  std::map<ConnKey, std::array<int32_t, 2>> ends_;  ///< physical connection -> its two blocks (global ids)
+  int32_t blocks_ = 0;
+};
+
+OpPlacer::OpPlacer(const CompileResult& reference, const Topology& topo, const Simulator& sim, const SimReport& times) {
+  if (reference.plan.execution == ExecutionModel::Task && reference.graph.size() > 0 && !times.slot_first_us.empty())
+    impl_ = std::make_unique<Impl>(reference, topo, sim, times);
+}
+OpPlacer::~OpPlacer() = default;
+
+std::vector<OpBlocks> OpPlacer::place(size_t transfers) { return impl_ ? impl_->place(transfers) : std::vector<OpBlocks>{}; }
+
+}  // namespace weft::sim

@@ -1,0 +1,48 @@
+// Ops on fewer blocks (docs/compile.md, "Ops on fewer blocks"): where each connection's ops
+// run among its m thread blocks, chosen from a simulated run of the plan in which every op
+// takes all m (CompileOptions::op_blocks).
+//
+// A connection's ops split over all its blocks run one after the other, each on every block;
+// an op whose data come at another link's pace (a NIC's) then holds all m blocks waiting, and
+// a connection that needs 1.6 blocks of work over the call keeps 2 busy 80% of it. Placed
+// instead, the ops of one connection run side by side on different blocks, one block each,
+// and a block whose ops are done ends early.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "compile/compiler.hpp"
+#include "ir/topology.hpp"
+#include "sim/report.hpp"
+#include "sim/simulator.hpp"
+
+namespace weft::sim {
+
+/// From `reference` (compiled at task level with its graph and pipeline kept, no op_blocks,
+/// no pacing) and its run on `sim` (a Simulator of reference.plan built without merging
+/// instances, run with SimOptions::slot_times): a placement of its ops on their connections'
+/// blocks.
+class OpPlacer {
+ public:
+  OpPlacer(const CompileResult& reference, const Topology& topo, const Simulator& sim, const SimReport& times);
+  ~OpPlacer();
+  /// CompileOptions::op_blocks for `transfers` transfers. Units (ops fused into one
+  /// primitive) in program order: a unit none of whose ops crosses the link class that
+  /// bounds the call (compile/lower.hpp, bounding_link) takes one block of its connection,
+  /// the lowest on which it can start within one micro-batch of when it began in the run (or
+  /// of when what it reads is ready, where that now comes later), else the one on which it
+  /// starts first; any other unit takes all its connection's blocks. Each unit holds its
+  /// blocks (at both ends) until it ends: its work (its busy time in the run summed over its
+  /// blocks, at its busiest end) over its blocks after it starts, and at least one
+  /// micro-batch after what it reads has ended, by the run's figures or by this placement's
+  /// for units placed before it. Empty when no unit takes fewer blocks than its connection
+  /// has, or when the plan is not at task level or the run has no slot times.
+  std::vector<OpBlocks> place(size_t transfers);
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace weft::sim
