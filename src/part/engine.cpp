@@ -104,9 +104,10 @@ void ProgressEngine::set_epoch(Job* job, uint64_t epoch, uint32_t threshold) {
                      (epoch != 0 ? transport_partitions(job->desc.partitions, job->desc.threshold) : 0);
 }
 
-void ProgressEngine::set_progress(std::function<void()> progress) {
+void ProgressEngine::set_progress(std::function<void()> progress, std::function<void(int)> check_peer) {
   std::lock_guard<std::mutex> lock(mu_);
   progress_ = std::move(progress);
+  check_peer_ = std::move(check_peer);
   start_thread();
 }
 
@@ -412,6 +413,14 @@ void ProgressEngine::record(ErrorCode code, const std::string& what) {
   WEFT_LOG(Error, "PROXY", *error_);
 }
 
+bool ProgressEngine::has_work(const Job& j) {
+  return !j.inflight.empty() || (j.epoch != 0 && j.completed.load(std::memory_order_relaxed) < j.done_target);
+}
+
+bool ProgressEngine::has_work(const RecvJob& j) {
+  return !j.inflight.empty() || (j.epoch != 0 && (j.transports == 0 || j.arrived < j.transports));
+}
+
 void ProgressEngine::run() {
   uint32_t idle = 0;
   while (!stop_.load(std::memory_order_relaxed)) {
@@ -420,11 +429,19 @@ void ProgressEngine::run() {
       std::lock_guard<std::mutex> lock(mu_);
       try {
         if (progress_) progress_();
+        // A job without work is left alone: its endpoint's progress would report a peer
+        // that has left once every request with it was done.
         for (Job& j : jobs_) {
+          if (!has_work(j)) continue;
+          if (check_peer_ && j.desc.peer >= 0) check_peer_(j.desc.peer);
           j.endpoint->progress();
           moved += serve(j);
         }
-        for (RecvJob& j : recv_jobs_) moved += serve(j);
+        for (RecvJob& j : recv_jobs_) {
+          if (!has_work(j)) continue;
+          if (check_peer_ && j.desc.peer >= 0) check_peer_(j.desc.peer);
+          moved += serve(j);
+        }
       } catch (const Error& err) {
         record(err.code(), err.what());
       } catch (const std::exception& err) {

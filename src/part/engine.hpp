@@ -180,12 +180,18 @@ class ProgressEngine {
     std::lock_guard<std::mutex> lock(mu_);
     f();
   }
-  /// Called on every pass, jobs or not (a network transport's progress, which a receiver
-  /// needs too); starts the thread.
-  void set_progress(std::function<void()> progress);
+  /// `progress` is called on every pass, jobs or not (a network transport's progress, which
+  /// a receiver needs too); it should not fail for a peer that has left. `check_peer` (may
+  /// be empty) throws for a peer whose link has failed: it is called, on every pass, for the
+  /// peer of each job that has work (an epoch or transfers in flight), and for no other, so a
+  /// peer that leaves once its requests are done fails nothing. Starts the thread.
+  void set_progress(std::function<void()> progress, std::function<void(int)> check_peer = {});
 
  private:
   void run();
+  /// An epoch not yet delivered, or transfers in flight: the job's peer is needed.
+  static bool has_work(const Job& j);
+  static bool has_work(const RecvJob& j);
   /// Under mu_: true while the device, a transfer or the network may bring work (the thread
   /// polls), false when nothing can arrive until a job or an epoch is added (it parks).
   bool awaits_device() const;
@@ -224,6 +230,7 @@ class ProgressEngine {
   std::list<Job> jobs_;
   std::list<RecvJob> recv_jobs_;
   std::function<void()> progress_;
+  std::function<void(int)> check_peer_;
   std::atomic<bool> stop_{false}, failed_{false};
   std::condition_variable cv_;  ///< wakes a parked thread (with mu_)
   std::thread thread_;

@@ -40,6 +40,10 @@ struct ProgressJobDesc {
   /// data goes through page-locked mirrors, and a run's signal is one record in the receiver's
   /// ring (kRecordWords words per slot, `partitions` slots) instead of its flag words.
   bool staged = false;
+  /// The rank at the other end (-1: none named). The engine checks that rank's network
+  /// endpoint only while this job has work (an epoch or transfers in flight), so a peer that
+  /// leaves once its requests are done is not an error for the requests of other peers.
+  int peer = -1;
 };
 
 /// The engine's transfers: a run of ready transport partitions is cut, at transport-partition

@@ -363,6 +363,7 @@ uint32_t RequestImpl::publish_keys(bool* staged, MailMessage* reply) {
     reply->ring = reinterpret_cast<uint64_t>(ring);
     ProgressJobDesc jd;
     jd.who = who;
+    jd.peer = d.peer;
     jd.partitions = d.partitions;
     jd.partition_bytes = d.partition_bytes();
     jd.send_bytes = jd.remote_bytes = d.total_bytes();
@@ -392,6 +393,7 @@ void RequestImpl::attach_engine(const MailMessage& reply) {
   const RequestDesc& d = st_.desc();
   ProgressJobDesc jd;
   jd.who = describe(d, ctx_.rank());
+  jd.peer = d.peer;
   jd.partitions = d.partitions;
   jd.threshold = 1;
   jd.partition_bytes = d.partition_bytes();
