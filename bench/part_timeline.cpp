@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <utility>
 #include <numeric>
 
 namespace partbench {
@@ -160,6 +161,38 @@ void print_timeline(const std::vector<TimelineRow>& rows) {
                 i == 0 ? 0.0 : r.mean_us - prev, r.epochs);
     prev = r.mean_us;
   }
+}
+
+namespace {
+/// The floor line's columns: (header, event).
+constexpr std::pair<const char*, int> kFloorColumns[] = {
+    {"r_ready", kRecvReady},      {"s_ready", kSendReadySeen}, {"s_prep", kSendPrepared}, {"launched", kLaunchOut},
+    {"k_first", kKernelFirst},    {"k_last", kKernelLast},     {"e_seen", kEngineSeen},   {"e_post", kEnginePost},
+    {"e_landed", kEngineLanded},  {"s_done", kSendWaitOut},    {"r_done", kRecvWaitOut},
+};
+}  // namespace
+
+void print_floor_header() {
+  std::printf("# floor lines: blocks, path, threshold, then the mean us from the sender's start of an epoch of: r_ready "
+              "receiver stored ready-to-receive, s_ready sender saw it, s_prep sender stored prepared, launched kernel "
+              "launch returned, k_first first block started, k_last last block's pready returned, e_seen engine saw a "
+              "ready flag, e_post its first copy submitted, e_landed every copy landed, s_done / r_done sender's / "
+              "receiver's wait returned; period: start to next start\n");
+  std::printf("%-5s %6s %6s %9s", "floor", "blocks", "path", "threshold");
+  for (const auto& c : kFloorColumns) std::printf(" %8s", c.first);
+  std::printf(" %9s\n", "period");
+}
+
+void print_floor_row(int blocks, const char* path, int threshold, const std::vector<TimelineRow>& rows, double period_us) {
+  std::printf("%-5s %6d %6s %9d", "floor", blocks, path, threshold);
+  for (const auto& c : kFloorColumns) {
+    const TimelineRow* hit = nullptr;
+    for (const TimelineRow& r : rows)
+      if (r.event == kNames[c.second].name) hit = &r;
+    if (hit) std::printf(" %8.2f", hit->mean_us);
+    else std::printf(" %8s", "-");
+  }
+  std::printf(" %9.2f\n", period_us);
 }
 
 Steps analyse_blocks(int G, const std::vector<uint64_t>& st, std::vector<int>* order) {

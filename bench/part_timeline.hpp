@@ -53,6 +53,11 @@ double mean_period_us(const std::vector<weft::part::EpochTraceRecord>& sender);
 /// Prints the rows as `#   ` lines: event, rank, mean, min, max, the gap from the row above.
 void print_timeline(const std::vector<TimelineRow>& rows);
 
+/// One `floor` line: the means (us from the sender's start) of the events an iteration's
+/// floor is made of, "-" where not recorded, and the period; floor_header names the columns.
+void print_floor_header();
+void print_floor_row(int blocks, const char* path, int threshold, const std::vector<TimelineRow>& rows, double period_us);
+
 /// The producer's stamps per block (%globaltimer ns): entry, pready start, claimed, copied,
 /// pready end.
 constexpr int kStamps = 5;

@@ -204,7 +204,9 @@ void report(int G, int thr, bool proxy, int claim, const std::vector<uint64_t>& 
               claim_name(claim), proxy ? "proxy" : "kernel", s.span, s.add, s.claim, s.claim_max, s.copy, s.done,
               s.pready, s.pready_max, s.slope_ns, static_cast<double>(bytes) / (s.span * 1e3), mean_period_us(sender));
   if (G == g_trace_grid) print_blocks(G, st, order, g_trace_rows);
-  print_timeline(build_timeline(sender, receiver, bench));
+  const std::vector<TimelineRow> rows = build_timeline(sender, receiver, bench);
+  print_timeline(rows);
+  print_floor_row(G, proxy ? "proxy" : "kernel", thr, rows, mean_period_us(sender));
   for (const std::vector<EpochTraceRecord>* v : {&sender, &receiver}) {
     if (v->empty()) continue;
     const EpochTraceRecord& r = *std::max_element(v->begin(), v->end(), [](auto& x, auto& y) { return x.epoch < y.epoch; });
@@ -291,6 +293,7 @@ void print_header(const Rank& k) {
               kIters, k.shared_gpu ? " (both ranks share one GPU)" : "", "blocks", "threshold", "claim", "path",
               "kernel_us", "add_us", "claim_us", "claim_max", "copy_us", "done_us", "pready_us", "pready_max",
               "slope_ns", "GB/s", "period_us");
+  print_floor_header();
 }
 
 }  // namespace

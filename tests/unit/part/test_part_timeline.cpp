@@ -3,6 +3,7 @@
 // the iteration period, and the per-block steps (the claim's staircase slope).
 #include <gtest/gtest.h>
 
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -151,4 +152,34 @@ TEST(PartTimeline, ClaimsServedOneAfterAnotherShowAsTheirSlope) {
   EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
   EXPECT_DOUBLE_EQ(r.span, (3000 + 700 + 550 - 1000) / 1e3);
   EXPECT_DOUBLE_EQ(r.copy, 0.5);
+}
+
+TEST(PartTimeline, TheFloorLineHasAColumnPerStepAndADashWhereNoneWasRecorded) {
+  const std::vector<EpochTraceRecord> S = {sender(2, false), sender(3, false)};
+  const std::vector<EpochTraceRecord> R = {receiver(2), receiver(3)};
+  testing::internal::CaptureStdout();
+  print_floor_header();
+  print_floor_row(8, "kernel", 8, build_timeline(S, R, {}), mean_period_us(S));
+  const std::string out = testing::internal::GetCapturedStdout();
+  const size_t nl = out.find('\n', out.find("\nfloor") + 1);
+  const std::string header = out.substr(out.find("\nfloor") + 1, nl - out.find("\nfloor") - 1);
+  const std::string row = out.substr(nl + 1);
+  // floor blocks path threshold r_ready s_ready s_prep launched k_first k_last e_seen e_post e_landed s_done r_done period
+  std::vector<std::string> h, v;
+  for (auto* dst : {&h, &v}) {
+    std::istringstream in(dst == &h ? header : row);
+    for (std::string w; in >> w;) dst->push_back(w);
+  }
+  ASSERT_EQ(h.size(), 16u) << header;
+  ASSERT_EQ(v.size(), 16u) << row;
+  EXPECT_EQ(v[0], "floor");
+  EXPECT_EQ(v[1], "8");
+  EXPECT_EQ(v[2], "kernel");
+  EXPECT_EQ(v[4], "0.80");   // r_ready
+  EXPECT_EQ(v[5], "1.25");   // s_ready: 1.2 and 1.3
+  EXPECT_EQ(v[7], "-");      // launched: no bench stamps
+  EXPECT_EQ(v[10], "-");     // e_seen: no engine on this path
+  EXPECT_EQ(v[13], "14.00"); // s_done
+  EXPECT_EQ(v[14], "15.00"); // r_done
+  EXPECT_EQ(v[15], "100.00");
 }
