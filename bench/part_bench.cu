@@ -10,15 +10,20 @@
 //   pready    time of one kernel whose block of T threads readies its data at thread, warp
 //             or block granularity, T = 1..1,024 (Figure 3)
 //   overheads psend_init, device request create, pbuf_prepare first and average (Table I)
-//   trace     [--grids ...] [--per-block G] [--rows N] [--thresholds t,...]  where an
-//             iteration's time goes (kernel-copy path, rank 0 -> 1): host timestamps of both
-//             ranks (WEFT_PART_TRACE, set here: one line per request for epochs 2 to 4) and
-//             device timestamps of the last epoch's producer, per block and per step of its
-//             pready (part_trace.cu)
-//   allreduce [--grids ...]  vector-add + partitioned AllReduce inside the kernel, against
-//             vector-add + ncclAllReduce (libnccl.so.2 loaded with dlopen) + stream synchronize
-//             (Figures 6 and 7); the NCCL column is skipped, with the reason, where NCCL is
-//             not found or the ranks share one GPU (NCCL refuses two ranks on one device)
+//   trace     [--grids ...] [--per-block G] [--rows N] [--thresholds t,...] [--paths
+//             kernel,proxy] [--claims weft,each-block]  where an iteration's time goes (rank
+//             0 -> 1): both ranks' WEFT_PART_TRACE records of every epoch (WEFT_PART_TRACE set
+//             here, taken through the record sink), the launch, each epoch's first and last
+//             block on the host clock, on one timeline with a `floor` line per case, and the
+//             last epoch's producer per block and per step of its pready (part_trace.cu)
+//   allreduce [--grids ...] [--max-blocks N]  vector-add + partitioned AllReduce inside the
+//             kernel, against vector-add + ncclAllReduce (libnccl.so.2 loaded with dlopen) +
+//             stream synchronize (Figures 6 and 7); the NCCL column is skipped, with the
+//             reason, where NCCL is not found, the ranks share one GPU (NCCL refuses two ranks
+//             on one device) or ncclCommInitRank fails; with the ranks on one GPU only grids of
+//             at most --max-blocks (default SMs / 2) run, since both ranks' blocks must be
+//             resident at once
+// Every mode sets WEFT_TIMEOUT=20 unless set: a wait that cannot end fails in the process.
 // The other modes use the kernel-copy path. With WEFT_EMULATE_NODES=2 the two ranks are on
 // two emulated nodes: goodput's progression-engine column goes over UCX (staged through
 // page-locked memory where UCX cannot register GPU memory, or with WEFT_PART_STAGE=1), and

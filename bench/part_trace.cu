@@ -177,7 +177,6 @@ int exchange_records(Rank& k, int tag, std::vector<EpochTraceRecord>* mine, std:
 
 }  // namespace
 
-
 namespace {
 
 struct TraceBuffers {
