@@ -312,7 +312,7 @@ uint64_t ProgressEngine::serve(Job& j, bool force) {
     bool pending = false;
     const TransportPut p = plan_transport_put(j.desc, t, v, e, &pending);  // checks the range
     if (!pending) continue;
-    if (j.trace) EngineStamps::mark_once(j.stamps.seen, EngineStamps::now_ns());
+    if (j.trace && j.stamps.seen.load(std::memory_order_relaxed) == 0) j.stamps.seen.store(EngineStamps::now_ns(), std::memory_order_relaxed);
     ++ready;
     if (run && run->first + run->count == t && run->bytes + p.bytes <= engine_chunk_bytes(j.desc.staged)) {
       ++run->count;
