@@ -24,10 +24,12 @@
 # PART_ROUND_QUICK=1: the short round, every target of issue 28 in one call (budget default
 #   225 s, tests 45 s, each benchmark step at most PART_STEP_TIMEOUT, default 45 s): goodput
 #   within the host at PART_GOODPUT_GRIDS (default 1,8,64,256,4096,32768), goodput across 2
-#   emulated nodes at PART_NODES_GRIDS (default 1,8,64,256), overheads (pbuf_prepare),
-#   allreduce against NCCL (1K to 32K blocks), trace at PART_TRACE_GRIDS (default 256),
-#   thresholds 1 and all, PART_TRACE_ROWS (default 16) blocks by pready start; the tests p2p
-#   reuse and arrived on the kernel-copy path and reuse on the engine path; then every summary.
+#   emulated nodes at PART_NODES_GRIDS (default 1,8,64,256), overheads (pbuf_prepare), trace
+#   at PART_TRACE_GRIDS (default 256), thresholds 1 and all, PART_TRACE_ROWS (default 16)
+#   blocks by pready start, allreduce against NCCL (1K to 32K blocks; with one GPU only the
+#   grids both ranks' blocks fit at once, and no NCCL column); the tests p2p, reuse and
+#   arrived on the kernel-copy path and reuse on the engine path; then every summary.
+# One GPU under CUDA MPS, the floor of an epoch step by step: bench/part_floor_mps.sh.
 set -uo pipefail
 dir=${1:-build}
 out=${2:-part_round.txt}
@@ -85,10 +87,11 @@ step() {  # step NAME FILE LIMIT END COMMAND...: runs it for at most LIMIT s and
     step "goodput across 2 emulated nodes (WEFT_EMULATE_NODES=2: prox over UCX; part stays within the host)" \
       "$tmp/goodput_nodes.txt" "$q_s" "$bench_end" env WEFT_EMULATE_NODES=2 "$bin" goodput --grids "${PART_NODES_GRIDS:-1,8,64,256}"
     step "overheads" "$tmp/overheads.txt" 30 "$bench_end" "$bin" overheads
-    step "allreduce" "$tmp/allreduce.txt" "$q_s" "$bench_end" "$bin" allreduce --grids 1024,2048,4096,8192,16384,32768
     step "trace (per-block steps; claim weft against each-block; blocks of the 256-block grid by start)" "$tmp/trace.txt" 30 "$bench_end" \
-      env WEFT_PART_TRACE=1 "$bin" trace --grids "${PART_TRACE_GRIDS:-256}" --per-block 256 \
-        --rows "${PART_TRACE_ROWS:-16}" --thresholds 1,0
+      "$bin" trace --grids "${PART_TRACE_GRIDS:-256}" --per-block 256 --rows "${PART_TRACE_ROWS:-16}" --thresholds 1,0
+    # Last of the benchmarks: with the ranks on one GPU it runs only the grids both ranks' blocks
+    # fit at once (the bench says which it skips).
+    step "allreduce" "$tmp/allreduce.txt" "$q_s" "$bench_end" "$bin" allreduce --grids 1024,2048,4096,8192,16384,32768
     test_list=("p2p --ranks 2" "reuse --ranks 2 --epochs $reuse_epochs" "reuse --ranks 2 --path proxy --epochs $reuse_epochs" "arrived --epochs 200")
   else
     step "overheads" "$tmp/overheads.txt" "$step_s" "$bench_end" "$bin" overheads
@@ -124,7 +127,7 @@ step() {  # step NAME FILE LIMIT END COMMAND...: runs it for at most LIMIT s and
   summary "$tmp/goodput.txt" "Goodput within the host (rank 0 -> rank 1, 1,024 threads x 8 B per block; mean of 20 iterations)"
   echo "Trace (kernel copy; claim_us and slope_ns per case: a staircase of claims served one by one shows as a slope near the claim's cost per block)"
   echo
-  grep -h "^# trace\|^ *blocks \|^ *[0-9]\+ \+[0-9]\+ \+\(weft\|each-block\) \|wrong" "$tmp/trace.txt" | sed 's/^/    /'
+  grep -h "^# trace\|^ *blocks \|^ *[0-9]\+ \+[0-9]\+ \+\(weft\|each-block\) \|^floor\|wrong" "$tmp/trace.txt" | sed 's/^/    /'
   echo
   summary "$tmp/goodput_nodes.txt" "Goodput across 2 emulated nodes (engine over UCX)"
   echo "pbuf_prepare after the first call (sender, 100 calls): $(sed -n 's/^pbuf_prepare, average *//p' "$tmp/overheads.txt")"

@@ -93,6 +93,7 @@ void ProgressEngine::set_epoch(Job* job, uint64_t epoch, uint32_t threshold) {
     const ProgressJobDesc& d = job->desc;
     if (!d.staged) std::fill(job->words, job->words + transport_partitions(d.partitions, threshold), epoch);
   }
+  if (job->trace) job->stamps.reset();  // after the last epoch's transfers were settled
   job->epoch = epoch;
   job->cursor = 0;
   job->signals = 0;
@@ -109,6 +110,12 @@ void ProgressEngine::set_progress(std::function<void()> progress, std::function<
   progress_ = std::move(progress);
   check_peer_ = std::move(check_peer);
   start_thread();
+}
+
+void ProgressEngine::trace(Job* job) {
+  std::lock_guard<std::mutex> lock(mu_);
+  job->stamps.reset();
+  job->trace = true;
 }
 
 void ProgressEngine::finish_epoch(Job* job) {
@@ -173,6 +180,7 @@ void ProgressEngine::check_age(const std::deque<Op>& ops, const std::string& who
 
 void ProgressEngine::post(Job& j, const std::vector<TransportRun>& rs) {
   if (rs.empty()) return;
+  if (j.trace) EngineStamps::mark_once(j.stamps.post, EngineStamps::now_ns());
   const uint64_t e = j.epoch;
   j.puts.clear();
   j.signals_of_pass.clear();
@@ -204,6 +212,11 @@ void ProgressEngine::post(Job& j, const std::vector<TransportRun>& rs) {
   }
   const Clock::time_point now = Clock::now();
   for (const TransportRun& r : rs) j.inflight.push_back(Op{r, ticket, j.desc.staged, now});
+  if (j.trace) {
+    j.stamps.posted.store(std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count(),
+                          std::memory_order_relaxed);
+    j.stamps.batches.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 void ProgressEngine::post_network(Job& j, size_t first, size_t n) {
@@ -231,6 +244,9 @@ void ProgressEngine::post_network(Job& j, size_t first, size_t n) {
     op.staging = false;
     op.since = now;
   }
+  if (j.trace)  // the network submission of staged copies: the epoch's last submission so far
+    j.stamps.posted.store(std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count(),
+                          std::memory_order_relaxed);
 }
 
 uint64_t ProgressEngine::retire(Job& j) {
@@ -249,8 +265,13 @@ uint64_t ProgressEngine::retire(Job& j) {
   }
   if (landed > 0) {
     const uint64_t now = j.completed.fetch_add(landed, std::memory_order_release) + landed;
-    if (j.done_word != nullptr && j.epoch != 0 && now >= j.done_target)
-      __atomic_store_n(j.done_word, j.epoch, __ATOMIC_RELEASE);
+    const bool epoch_landed = j.epoch != 0 && now >= j.done_target;
+    if (j.trace && epoch_landed) {  // stamped before the done word, which a waiter acquires
+      const int64_t ns = EngineStamps::now_ns();
+      EngineStamps::mark_once(j.stamps.landed, ns);
+      if (j.done_word != nullptr) EngineStamps::mark_once(j.stamps.done, ns);
+    }
+    if (j.done_word != nullptr && epoch_landed) __atomic_store_n(j.done_word, j.epoch, __ATOMIC_RELEASE);
   }
   check_age(j.inflight, j.desc.who, j.endpoint->peer());
   return landed;
@@ -292,6 +313,7 @@ uint64_t ProgressEngine::serve(Job& j, bool force) {
     bool pending = false;
     const TransportPut p = plan_transport_put(j.desc, t, v, e, &pending);  // checks the range
     if (!pending) continue;
+    if (j.trace && j.stamps.seen.load(std::memory_order_relaxed) == 0) j.stamps.seen.store(EngineStamps::now_ns(), std::memory_order_relaxed);
     ++ready;
     if (run && run->first + run->count == t && run->bytes + p.bytes <= engine_chunk_bytes(j.desc.staged)) {
       ++run->count;

@@ -58,6 +58,7 @@
 #include <vector>
 
 #include "part/progress.hpp"
+#include "part/trace.hpp"
 #include "proxy/endpoint.hpp"
 #include "util/error.hpp"
 
@@ -112,6 +113,10 @@ class ProgressEngine {
     /// (write_mapped_word), once per epoch (done_posted).
     uint64_t done_device = 0;
     bool done_posted = false;
+    /// WEFT_PART_TRACE (set by `trace`): the engine's steps in the current epoch, reset by
+    /// set_epoch (part/trace.hpp). Off: one branch per step.
+    bool trace = false;
+    EngineStamps stamps;
   };
 
   /// A staged receive request: the network writes its page-locked mirror and ring; the engine
@@ -161,6 +166,11 @@ class ProgressEngine {
   /// partition already marked ready in it, then pauses the job (set_epoch 0). Partitions
   /// readied after this are not sent.
   void finish_epoch(Job* job);
+  /// WEFT_PART_TRACE: records `job`'s steps from its next epoch on.
+  void trace(Job* job);
+  /// The steps recorded in `job`'s current epoch so far (any thread; steps not yet taken are
+  /// default time points).
+  static EngineEpochTrace trace_of(const Job* job) { return job->stamps.snapshot(); }
 
   /// A staged receive request; `words`: d.partitions page-locked words; `ring` kRecordWords x
   /// d.partitions words, zeroed. Starts the thread.

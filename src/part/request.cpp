@@ -308,9 +308,21 @@ void RequestImpl::finish_trace(uint64_t polls) {
   trace_.wait_out = now;
   trace_.polls = polls;
   const uint64_t e = st_.epoch();
-  if (trace_wanted(ctx_.trace_epochs(), e) && e == trace_epoch_ + 1)
-    std::fprintf(stderr, "%s\n",
-                 format_epoch_trace(describe(st_.desc(), ctx_.rank()), e, trace_, prev_end_).c_str());
+  if (job_ != nullptr) {  // the engine's steps of this epoch so far
+    trace_.has_engine = true;
+    trace_.engine = ProgressEngine::trace_of(job_);
+  }
+  if (trace_wanted(ctx_.trace_epochs(), e) && e == trace_epoch_ + 1) {
+    EpochTraceRecord r;
+    r.kind = is_send() ? EpochTraceRecord::kSend : EpochTraceRecord::kRecv;
+    r.rank = ctx_.rank();
+    r.peer = st_.desc().peer;
+    r.tag = st_.desc().tag;
+    r.epoch = e;
+    r.t = trace_;
+    r.prev_end = prev_end_;
+    emit_epoch_trace(describe(st_.desc(), ctx_.rank()), r);
+  }
   trace_epoch_ = e;
   prev_end_ = now;
 }
@@ -469,6 +481,7 @@ void RequestImpl::attach_engine(const MailMessage& reply) {
   // copy engines' stream stores the epoch there after the epoch's last copy.
   job_ = ctx_.engine().add(jd, std::move(conn), buf_, buf, flags, ready_host_, words_, std::move(staging),
                            host_ + kWordDone, reinterpret_cast<uint64_t>(ctx_.words_device(host_index_) + kWordDone));
+  if (tracing_) ctx_.engine().trace(job_);
 }
 
 std::unique_ptr<DeviceRequest> RequestImpl::device_request_create(uint32_t threshold) {

@@ -288,3 +288,52 @@ TEST(PartEngine, ANewThresholdIsCheckedInPlaceAndARefusedOneLeavesTheJob) {
   EXPECT_EQ(p.recv, p.send);
   eng.remove(job);
 }
+
+TEST(PartEngine, TracedEpochsRecordEachStepInOrderBeforeTheDoneWord) {
+  ProgressEngine eng(10, "rank 0's engine");
+  Pair p(8, 32);
+  std::iota(p.send.begin(), p.send.end(), 5);
+  uint64_t done_word = 0;
+  weft::proxy::RemoteMemory b{reinterpret_cast<uint64_t>(p.recv.data()), p.recv.size(), nullptr};
+  weft::proxy::RemoteMemory f{reinterpret_cast<uint64_t>(p.flags.data()), p.flags.size() * 8, nullptr};
+  ProgressEngine::Job* job = eng.add(p.desc, std::make_shared<weft::proxy::HostEndpoint>("rank 1"), p.send.data(), b, f,
+                                     p.ready.data(), p.words.data(), ProgressEngine::Staging{}, &done_word, 0);
+  using C = EngineEpochTrace::Clock;
+  // Not traced: nothing recorded.
+  eng.set_epoch(job, 1, 2);
+  for (uint32_t t = 0; t < 4; ++t) p.mark(t, 1);
+  ASSERT_TRUE(wait_completed(job, 4));
+  EXPECT_EQ(ProgressEngine::trace_of(job).seen, C::time_point{});
+  EXPECT_EQ(ProgressEngine::trace_of(job).batches, 0u);
+  eng.trace(job);
+  uint64_t delivered = 4;
+  for (uint64_t e = 2; e <= 4; ++e) {
+    const C::time_point before = C::now();
+    eng.set_epoch(job, e, 2);
+    EXPECT_EQ(ProgressEngine::trace_of(job).seen, C::time_point{}) << "reset at set_epoch, epoch " << e;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    const C::time_point marked = C::now();
+    for (uint32_t t : {3u, 0u, 2u, 1u}) p.mark(t, e);
+    delivered += 4;
+    // The done word is stored after the stamps: once it holds e, every step is there.
+    const auto end = C::now() + std::chrono::seconds(10);
+    while (std::atomic_ref<uint64_t>(done_word).load(std::memory_order_acquire) < e) {
+      ASSERT_LT(C::now(), end) << "epoch " << e << " not done";
+      std::this_thread::yield();
+    }
+    const EngineEpochTrace t = ProgressEngine::trace_of(job);
+    EXPECT_GE(t.seen, marked) << "epoch " << e << ": seen before the device marked anything";
+    EXPECT_LE(t.seen, t.post);
+    EXPECT_LE(t.post, t.posted);
+    EXPECT_LE(t.posted, t.landed);
+    EXPECT_LE(t.landed, t.done);
+    EXPECT_NE(t.done, C::time_point{});
+    EXPECT_GE(t.batches, 1u);
+    EXPECT_LE(t.batches, 4u);
+    EXPECT_GT(t.seen, before);
+    ASSERT_TRUE(wait_completed(job, delivered));
+    EXPECT_EQ(p.recv, p.send);
+  }
+  eng.check();
+  eng.remove(job);
+}
