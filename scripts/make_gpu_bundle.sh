@@ -26,7 +26,7 @@
 # lib/libweft_nccl.so).
 #
 # Bundle layout: bin/{weft,weft_gpu_tests,weft_gpu_steady,part_bench,weft_part_gpu_tests,
-# weft_window_gpu_tests,weft_ce_gpu_tests,nccl_api_gpu_tests,peer_copy_bench,part_engine_host}, lib/libweft.so.0 (the soname the
+# weft_window_gpu_tests,weft_ce_gpu_tests,nccl_api_gpu_tests,peer_copy_bench,part_engine_host,cuda_call_cost}, lib/libweft.so.0 (the soname the
 # binaries load through their RUNPATH $ORIGIN/../lib), lib/libweft_nccl.so (soname
 # libnccl.so.2; lib/weft-nccl/libnccl.so.2 links to it for nccl_api_gpu_tests, whose RUNPATH
 # holds $ORIGIN/../lib/weft-nccl), include/weft/nccl.h, share/weft/{algorithms,topologies,selection},
@@ -55,7 +55,7 @@ die() { echo "make_gpu_bundle.sh: $*" >&2; exit 1; }
 TARGETS="weft weft_gpu_tests weft_gpu_steady weft_nccl part_bench weft_part_gpu_tests"
 # GPU tests of windows, CTA policies and copy engines (tests/gpu/README.md), bench/peer_copy_bench.cu
 # (bench/bulk_ab.sh) and the example the launch-recipe test runs, where the build has them.
-EXTRA="weft_window_gpu_tests weft_ce_gpu_tests nccl_api_gpu_tests weft_channel_tests weft_gpu_port_tests peer_copy_bench example_allreduce part_engine_host"
+EXTRA="weft_window_gpu_tests weft_ce_gpu_tests nccl_api_gpu_tests weft_channel_tests weft_gpu_port_tests peer_copy_bench example_allreduce part_engine_host cuda_call_cost"
 [ "$ONLY" = 1 ] && TARGETS=weft
 
 if [ "$NOBUILD" = 0 ] && [ ! -f "$BUILD/CMakeCache.txt" ]; then
