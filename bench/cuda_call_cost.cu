@@ -12,7 +12,9 @@
 //                     host sees the word
 //   memcpy d2d 8K     cudaMemcpyAsync of 8 KiB within the GPU
 //   memcpy h2d 8B     cudaMemcpyAsync of one word from page-locked memory (a flag copy)
-//   batch 1 / 8       cudaMemcpyBatchAsync of 1 and 8 copies of 8 KiB
+//   batch 1 / 8       cudaMemcpyBatchAsync of 1 and 8 copies of 8 KiB (source order: the stream)
+//   batch 8 any       the same with cudaMemcpySrcAccessOrderAny
+//   memcpy d2d 8K x8  eight cudaMemcpyAsync of 8 KiB; memcpy d2d 64K: one of 64 KiB
 //   event record      cudaEventRecord; event query: cudaEventQuery of a completed event
 //   write value       cuStreamWriteValue64 into host-mapped memory; to done: the host sees it
 //   batch memop 1/32  cuStreamBatchMemOp of 1 and 32 64-bit writes
@@ -203,6 +205,18 @@ int main(int argc, char** argv) {
   }));
   rows.push_back(measure("batch 1", reps, s, [&](int) { batch(1); }));
   rows.push_back(measure("batch 8", reps, s, [&](int) { batch(8); }));
+  rows.push_back(measure("batch 8 any", reps, s, [&](int) {
+    cudaMemcpyAttributes any{};
+    any.srcAccessOrder = cudaMemcpySrcAccessOrderAny;
+    ok(cudaMemcpyBatchAsync(dst.data(), src.data(), sizes.data(), 8, &any, &attr_index, 1, s), "cudaMemcpyBatchAsync");
+  }));
+  rows.push_back(measure("memcpy d2d 8K x8", reps, s, [&](int) {
+    for (size_t i = 0; i < 8; ++i)
+      ok(cudaMemcpyAsync(dst[i], src[i], kBytes, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync");
+  }));
+  rows.push_back(measure("memcpy d2d 64K", reps, s, [&](int) {
+    ok(cudaMemcpyAsync(b, a, 8 * kBytes, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync");
+  }));
   rows.push_back(measure("event record", reps, s, [&](int) { ok(cudaEventRecord(ev, s), "cudaEventRecord"); }));
   rows.push_back(measure("event query", reps, s, [&](int) { (void)cudaEventQuery(ev); }));
   rows.push_back(measure(
