@@ -108,10 +108,6 @@ class RowReader {
   std::string path_;
 };
 
-bool is_oneshot_collective(Collective c) {
-  return c == Collective::AllReduce || c == Collective::AllGather || c == Collective::ReduceScatter;
-}
-
 SelectionRow read_row(const json& row, const RowReader& in) {
   if (!row.is_object()) in.bad("", "a row must be a JSON object");
   for (auto it = row.begin(); it != row.end(); ++it) {
@@ -192,8 +188,9 @@ SelectionRow read_row(const json& row, const RowReader& in) {
   r.algorithm_id = algo::registry().named(r.algorithm);
   if (r.algorithm_id == algo::kOneShot) {
     for (Collective c : r.collectives)
-      if (!is_oneshot_collective(c))
-        in.bad("algorithm", "oneshot runs AllReduce, AllGather and ReduceScatter, not " + std::string(to_string(c)));
+      if (!algo::registry().at(algo::kOneShot).implements(c))
+        in.bad("algorithm", "oneshot runs AllReduce, AllGather, ReduceScatter, Broadcast and Reduce, not " +
+                                std::string(to_string(c)));
     if (r.protocol != "LL") in.bad("protocol", "oneshot is LL by nature");
     if (!r.kernel) in.bad("instances", "oneshot takes \"kernel\" (its blocks follow from the payload)");
     if (row.contains("microbatch_bytes")) in.bad("microbatch_bytes", "oneshot has no micro-batches (it runs no plan)");

@@ -124,9 +124,10 @@ TEST(Selection, OneShotOverridesAndLimits) {
   EXPECT_EQ(ch.algorithm, "allpairs");
   EXPECT_EQ(ch.protocol, "Simple");
   EXPECT_EQ(select_algorithm(Collective::AllReduce, 8, 9, 32).algorithm, "allpairs");
-  // Not a collective it implements: ignored.
+  // Bare, it does not name the kernel for Broadcast: ignored there (on 3 ranks the table's
+  // plan; on 2 the table's own row takes the kernel, below).
   unsetenv("WEFT_PROTO");
-  EXPECT_EQ(select_algorithm(Collective::Broadcast, 8, 2, 32).algorithm, "allpairs_broadcast");
+  EXPECT_EQ(select_algorithm(Collective::Broadcast, 8, 3, 32).algorithm, "direct_broadcast");
   // ReduceScatter's payload is per rank and peer times the rank count.
   EXPECT_EQ(select_algorithm(Collective::ReduceScatter, 2 * exec::kOneShotMaxBytes, 2, 32).algorithm, kOneShot);
   EXPECT_NE(select_algorithm(Collective::ReduceScatter, 2 * exec::kOneShotMaxBytes + 16, 2, 32).algorithm, kOneShot);
@@ -161,7 +162,13 @@ TEST(Selection, OneShotWhileEachRankSendsAtMostHalfAMebibyteOrOneForAllReduceOnT
   EXPECT_NE(table_choice(Collective::AllGather, 1024 * K + 16, 2).algorithm, kOneShot);
   EXPECT_EQ(table_choice(Collective::ReduceScatter, 8 * 64 * K, 8).algorithm, kOneShot);
   EXPECT_NE(table_choice(Collective::ReduceScatter, 8 * 80 * K, 8).algorithm, kOneShot);
-  EXPECT_NE(table_choice(Collective::Broadcast, 8, 2).algorithm, kOneShot);
+  // Broadcast and Reduce on 2 ranks (measured there), their whole payload up to 512 KiB.
+  for (Collective c : {Collective::Broadcast, Collective::Reduce}) {
+    EXPECT_EQ(table_choice(c, 8, 2).algorithm, kOneShot);
+    EXPECT_EQ(table_choice(c, 512 * K, 2).algorithm, kOneShot);
+    EXPECT_NE(table_choice(c, 512 * K + 8, 2).algorithm, kOneShot);
+    EXPECT_NE(table_choice(c, 8, 3).algorithm, kOneShot);
+  }
 }
 
 TEST(Selection, OneShotBlocksCoverThePayload) {

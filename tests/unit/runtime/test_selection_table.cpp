@@ -114,6 +114,12 @@ TEST(SelectionTable, DefaultDiffersFromHandBuiltOnlyByCompiledAlgorithmsOfTheSam
                          (in_place ? " in place" : "") + (plans_only ? " (plans only)" : ""));
             Choice h = hand_built_table().choose(c, b, R, in_place, plans_only);
             Choice d = test::default_without_mid_size_rows().choose(c, b, R, in_place, plans_only);
+            // The one measured row that is no plan: Broadcast and Reduce on 2 ranks take the
+            // one-shot kernel (selection/default.json's note).
+            if (d.algorithm == kOneShot && (c == Collective::Broadcast || c == Collective::Reduce)) {
+              EXPECT_EQ(R, 2);
+              continue;
+            }
             if (d.algorithm == kOneShot || is_hand_built_name(d.algorithm)) {
               ASSERT_EQ(describe(d), describe(h));
               ++kept;
@@ -136,10 +142,10 @@ TEST(SelectionTable, BuiltInTextIsTheShippedFile) {
   ss << f.rdbuf();
   EXPECT_EQ(ss.str(), std::string(default_selection_text()));
   const SelectionTable shipped = parse_selection_table(default_selection_text(), "default.json");
-  EXPECT_EQ(shipped.rows.size(), 33u);
+  EXPECT_EQ(shipped.rows.size(), 34u);
   EXPECT_EQ(shipped.rows[0].line, 6);
   EXPECT_EQ(test::mid_size_rows().size(), 14u);
-  EXPECT_EQ(test::default_without_mid_size_rows().rows.size(), 19u);
+  EXPECT_EQ(test::default_without_mid_size_rows().rows.size(), 20u);
 }
 
 // The rows for mid sizes on 3 to 8 ranks (issue 32) apply there only: on every other rank
@@ -255,8 +261,8 @@ TEST(SelectionTable, EveryMalformedTableIsLocated) {
        "rows[1].instances.max: 2000 is not in 1..1024"},
       {table_with(R"({"collectives": ["AllReduce"], "algorithm": "ring", "protocol": "Simple", "instances": {"per": 8, "min": 1, "max": 2}})"),
        "rows[1].instances.per: unknown field"},
-      {table_with(R"({"collectives": ["Broadcast"], "algorithm": "oneshot", "protocol": "LL", "instances": "kernel"})"),
-       "rows[1].algorithm: oneshot runs AllReduce, AllGather and ReduceScatter, not Broadcast"},
+      {table_with(R"({"collectives": ["AllToAll"], "algorithm": "oneshot", "protocol": "LL", "instances": "kernel"})"),
+       "rows[1].algorithm: oneshot runs AllReduce, AllGather, ReduceScatter, Broadcast and Reduce, not AllToAll"},
       {table_with(R"({"collectives": ["AllReduce"], "algorithm": "oneshot", "protocol": "Simple", "instances": "kernel"})"),
        "rows[1].protocol: oneshot is LL by nature"},
       {table_with(R"({"collectives": ["AllReduce"], "algorithm": "oneshot", "protocol": "LL", "instances": 4})"),

@@ -120,8 +120,12 @@ std::optional<Want> mid_size(Collective c, uint64_t bytes, int R, bool in_place)
 /// The default table, as its table in docs/runtime.md puts it, and the decision's rules for
 /// links across nodes (no one-shot kernel; Simple only).
 Want documented(Collective c, uint64_t bytes, int R, bool in_place, bool multi_node) {
-  const bool kernel_collective = c == Collective::AllReduce || c == Collective::AllGather || c == Collective::ReduceScatter;
-  const uint64_t per_peer = c == Collective::AllReduce ? bytes : bytes / static_cast<uint64_t>(R);
+  // Broadcast and Reduce take it on 2 ranks (measured there; their payload per peer is the
+  // whole payload).
+  const bool rooted = c == Collective::Broadcast || c == Collective::Reduce;
+  const bool kernel_collective =
+      c == Collective::AllReduce || c == Collective::AllGather || c == Collective::ReduceScatter || (rooted && R == 2);
+  const uint64_t per_peer = c == Collective::AllReduce || rooted ? bytes : bytes / static_cast<uint64_t>(R);
   // "2 to 8 ranks, while each rank sends at most 512 KiB ((R - 1) x the payload per peer)",
   // and AllReduce on 3 to 8 ranks while each rank sends at most 1 MiB (the mid-size rows):
   // the one-shot kernel, LL; thread blocks one per 4 KiB per peer up to 16 (64 KiB), then one
@@ -290,7 +294,9 @@ TEST(Decide, WeftAlgoNamesTheAlgorithmOfTheCollectivesItImplements) {
   EXPECT_EQ(d.protocol, Protocol::LL);
   EXPECT_EQ(d.instances, 8);
   EXPECT_EQ(name_of(decide_with(env, Collective::Broadcast, 64 * KiB, 4)), "direct_broadcast");  // no ring there
-  EXPECT_EQ(name_of(decide_with(env, Collective::Broadcast, 64 * KiB, 2)), "allpairs_broadcast");
+  // No ring for Broadcast: the table's row, on 2 ranks the one-shot kernel up to 512 KiB.
+  EXPECT_EQ(name_of(decide_with(env, Collective::Broadcast, 64 * KiB, 2)), "oneshot");
+  EXPECT_EQ(name_of(decide_with(env, Collective::Broadcast, 1 * MiB, 2)), "pipe_broadcast");
   // The one-shot kernel's calls go to the plans when another algorithm is named.
   d = decide_with(env, Collective::AllReduce, 8, 2);
   EXPECT_EQ(name_of(d), "ring");
