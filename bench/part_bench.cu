@@ -10,15 +10,20 @@
 //   pready    time of one kernel whose block of T threads readies its data at thread, warp
 //             or block granularity, T = 1..1,024 (Figure 3)
 //   overheads psend_init, device request create, pbuf_prepare first and average (Table I)
-//   trace     [--grids ...] [--per-block G] [--rows N] [--thresholds t,...]  where an
-//             iteration's time goes (kernel-copy path, rank 0 -> 1): host timestamps of both
-//             ranks (WEFT_PART_TRACE, set here: one line per request for epochs 2 to 4) and
-//             device timestamps of the last epoch's producer, per block and per step of its
-//             pready (part_trace.cu)
-//   allreduce [--grids ...]  vector-add + partitioned AllReduce inside the kernel, against
-//             vector-add + ncclAllReduce (libnccl.so.2 loaded with dlopen) + stream synchronize
-//             (Figures 6 and 7); the NCCL column is skipped, with the reason, where NCCL is
-//             not found or the ranks share one GPU (NCCL refuses two ranks on one device)
+//   trace     [--grids ...] [--per-block G] [--rows N] [--thresholds t,...] [--paths
+//             kernel,proxy] [--claims weft,each-block]  where an iteration's time goes (rank
+//             0 -> 1): both ranks' WEFT_PART_TRACE records of every epoch (WEFT_PART_TRACE set
+//             here, taken through the record sink), the launch, each epoch's first and last
+//             block on the host clock, on one timeline with a `floor` line per case, and the
+//             last epoch's producer per block and per step of its pready (part_trace.cu)
+//   allreduce [--grids ...] [--max-blocks N]  vector-add + partitioned AllReduce inside the
+//             kernel, against vector-add + ncclAllReduce (libnccl.so.2 loaded with dlopen) +
+//             stream synchronize (Figures 6 and 7); the NCCL column is skipped, with the
+//             reason, where NCCL is not found, the ranks share one GPU (NCCL refuses two ranks
+//             on one device) or ncclCommInitRank fails; with the ranks on one GPU only grids of
+//             at most --max-blocks (default SMs / 2) run, since both ranks' blocks must be
+//             resident at once
+// Every mode sets WEFT_TIMEOUT=20 unless set: a wait that cannot end fails in the process.
 // The other modes use the kernel-copy path. With WEFT_EMULATE_NODES=2 the two ranks are on
 // two emulated nodes: goodput's progression-engine column goes over UCX (staged through
 // page-locked memory where UCX cannot register GPU memory, or with WEFT_PART_STAGE=1), and
@@ -110,6 +115,21 @@ long wrong_sums(const std::vector<double>& c) {
   return wrong;
 }
 
+std::vector<std::string> split_names(const char* s) {
+  std::vector<std::string> v;
+  std::string cur;
+  for (const char* p = s;; ++p) {
+    if (*p == ',' || *p == 0) {
+      if (!cur.empty()) v.push_back(cur);
+      cur.clear();
+      if (*p == 0) break;
+    } else {
+      cur += *p;
+    }
+  }
+  return v;
+}
+
 std::vector<int> parse_list(const char* s) {
   std::vector<int> v;
   for (const char* p = s; *p;) {
@@ -124,6 +144,9 @@ std::vector<int> g_grids = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4
 int g_trace_grid = 256;
 int g_trace_rows = 32;
 std::vector<int> g_trace_thresholds = {1, 0};
+std::vector<int> g_trace_paths = {0};
+std::vector<int> g_trace_claims = {0, 1};
+int g_max_blocks = 0;
 
 /// Mean microseconds per iteration of start, pbuf_prepare, vadd_pready on G blocks, wait,
 /// over context `pc` (its transfer path) with `threshold` partitions per transport partition,
@@ -339,6 +362,7 @@ struct Nccl {
   int (*CommInitRank)(void**, int, NcclId, int) = nullptr;
   int (*AllReduce)(const void*, void*, size_t, int, int, void*, cudaStream_t) = nullptr;
   int (*CommDestroy)(void*) = nullptr;
+  const char* (*GetErrorString)(int) = nullptr;  ///< optional
   bool load() {
     void* lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
     if (!lib) return false;
@@ -347,36 +371,90 @@ struct Nccl {
     AllReduce = reinterpret_cast<int (*)(const void*, void*, size_t, int, int, void*, cudaStream_t)>(
         dlsym(lib, "ncclAllReduce"));
     CommDestroy = reinterpret_cast<int (*)(void*)>(dlsym(lib, "ncclCommDestroy"));
+    GetErrorString = reinterpret_cast<const char* (*)(int)>(dlsym(lib, "ncclGetErrorString"));
     return GetUniqueId && CommInitRank && AllReduce && CommDestroy;
   }
 };
+
+/// NCCL's communicator for the AllReduce column, or null with the reason in `*why` (both
+/// ranks agree: a rank whose ncclCommInitRank failed makes both skip the column).
+int nccl_open(Rank& k, Nccl& nccl, void** ncomm, std::string* why) {
+  *ncomm = nullptr;
+  // NCCL refuses two ranks on one device (ncclCommInitRank: ncclInvalidUsage): not tried.
+  // Both ranks see the same device count, so they agree.
+  if (k.shared_gpu) {
+    *why = "the two ranks share one GPU, and NCCL refuses two ranks on one device (weft's rows still run)";
+    return 0;
+  }
+  if (!nccl.load()) {
+    *why = "libnccl.so.2 or one of its symbols was not found";
+    return 0;
+  }
+  // The NCCL id travels from rank 0 over weft.
+  char* did = nullptr;
+  OK(cudaMalloc(&did, 128));
+  NcclId hid{};
+  if (k.rank == 0) OK(nccl.GetUniqueId(&hid));
+  OK(cudaMemcpy(did, &hid, sizeof(hid), cudaMemcpyHostToDevice));
+  OK(weftBroadcast(did, did, sizeof(hid), weftUint8, 0, k.comm, reinterpret_cast<weftStream_t>(k.stream)));
+  OK(cudaStreamSynchronize(k.stream));
+  OK(cudaMemcpy(&hid, did, sizeof(hid), cudaMemcpyDeviceToHost));
+  const int rc = nccl.CommInitRank(ncomm, 2, hid, k.rank);
+  // Each rank's result in its slot, summed: both learn both.
+  int codes[2] = {0, 0};
+  codes[k.rank] = rc;
+  OK(cudaMemcpy(did, codes, sizeof(codes), cudaMemcpyHostToDevice));
+  OK(weftAllReduce(did, did, 2, weftInt32, weftSum, k.comm, reinterpret_cast<weftStream_t>(k.stream)));
+  OK(cudaStreamSynchronize(k.stream));
+  OK(cudaMemcpy(codes, did, sizeof(codes), cudaMemcpyDeviceToHost));
+  OK(cudaFree(did));
+  if (codes[0] == 0 && codes[1] == 0) return 0;
+  if (rc == 0 && *ncomm) nccl.CommDestroy(*ncomm);
+  *ncomm = nullptr;
+  auto text = [&](int c) { return std::to_string(c) + (nccl.GetErrorString ? std::string(" (") + nccl.GetErrorString(c) + ")" : ""); };
+  *why = "ncclCommInitRank returned " + text(codes[0]) + " on rank 0 and " + text(codes[1]) + " on rank 1";
+  return 0;
+}
+
+/// The grids allreduce runs: with both ranks on one GPU, only those whose blocks of the two
+/// ranks can all be resident at once (every block of a partition waits for the same
+/// partition's block on the other rank): at most --max-blocks, by default one block per SM for
+/// each rank (SMs / 2), whatever the sharing of an SM between the ranks' kernels allows.
+int allreduce_grids(const Rank& k, std::vector<int>* grids) {
+  *grids = g_grids;
+  if (!k.shared_gpu) return 0;
+  int dev = 0, sms = 0;
+  OK(cudaGetDevice(&dev));
+  OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  const int cap = g_max_blocks > 0 ? g_max_blocks : std::max(1, sms / 2);
+  std::string skipped;
+  grids->clear();
+  for (int G : g_grids)
+    if (G <= cap) grids->push_back(G);
+    else skipped += (skipped.empty() ? "" : ",") + std::to_string(G);
+  if (!skipped.empty() && k.rank == 0)
+    std::printf("# grids %s skipped: the two ranks share one GPU (%d SMs), and a partition's blocks on the two ranks "
+                "wait for each other, so both ranks' blocks must be resident at once; largest grid %d blocks "
+                "(--max-blocks, default SMs / 2)\n", skipped.c_str(), sms, cap);
+  return 0;
+}
 
 int allreduce(int r, const weftUniqueId& id) {
   Rank k;
   if (open_rank(r, id, k)) return 1;
   Nccl nccl;
-  // NCCL refuses two ranks on one device (ncclCommInitRank returns ncclInvalidUsage): where
-  // the ranks share the GPU the NCCL column is skipped, with the reason, and weft's rows run.
-  // Both ranks see the same device count, so they agree on skipping it.
-  const char* no_nccl = nullptr;
-  if (k.shared_gpu) no_nccl = "the ranks share one GPU and NCCL refuses two ranks on one device";
-  else if (!nccl.load()) no_nccl = "libnccl.so.2 or one of its symbols was not found";
-  const bool have_nccl = no_nccl == nullptr;
-  if (no_nccl && r == 0) std::printf("# NCCL column skipped: %s\n", no_nccl);
   void* ncomm = nullptr;
-  if (have_nccl) {
-    // The NCCL id travels from rank 0 over weft.
-    char* did = nullptr;
-    OK(cudaMalloc(&did, 128));
-    NcclId hid{};
-    if (r == 0) OK(nccl.GetUniqueId(&hid));
-    OK(cudaMemcpy(did, &hid, sizeof(hid), cudaMemcpyHostToDevice));
-    OK(weftBroadcast(did, did, sizeof(hid), weftUint8, 0, k.comm, reinterpret_cast<weftStream_t>(k.stream)));
-    OK(cudaStreamSynchronize(k.stream));
-    OK(cudaMemcpy(&hid, did, sizeof(hid), cudaMemcpyDeviceToHost));
-    OK(nccl.CommInitRank(&ncomm, 2, hid, r));
+  std::string no_nccl;
+  if (nccl_open(k, nccl, &ncomm, &no_nccl)) return 1;
+  const bool have_nccl = ncomm != nullptr;
+  if (!have_nccl && r == 0) std::printf("# NCCL column skipped: %s\n", no_nccl.c_str());
+  std::vector<int> grids;
+  if (allreduce_grids(k, &grids)) return 1;
+  if (grids.empty()) {
+    if (r == 0) std::printf("# no grid to run\n");
+    return close_rank(k);
   }
-  const uint64_t max_n = static_cast<uint64_t>(*std::max_element(g_grids.begin(), g_grids.end())) * kThreads;
+  const uint64_t max_n = static_cast<uint64_t>(*std::max_element(grids.begin(), grids.end())) * kThreads;
   double *a, *b, *c;
   OK(cudaMalloc(&a, max_n * 8));
   OK(cudaMalloc(&b, max_n * 8));
@@ -388,7 +466,7 @@ int allreduce(int r, const weftUniqueId& id) {
     std::printf("# vector add + AllReduce (float64 sum, 2 ranks)%s; per-iteration mean of %d, start + pbuf_prepare "
                 "included\n%8s %12s %14s %14s %8s\n", k.shared_gpu ? ", ranks share one GPU" : "", kIters, "blocks",
                 "bytes", "nccl_us", "part_us", "speedup");
-  for (int G : g_grids) {
+  for (int G : grids) {
     if (G < 2) continue;
     const uint64_t n = static_cast<uint64_t>(G) * kThreads;
     double nccl_us = 0;
@@ -453,19 +531,50 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string cmd = argv[1];
-  for (int i = 2; i + 1 < argc; ++i) {
+  for (int i = 2; i < argc; ++i) {
     const std::string opt = argv[i];
-    if (opt == "--grids") g_grids = parse_list(argv[++i]);
-    else if (opt == "--per-block") g_trace_grid = std::atoi(argv[++i]);
-    else if (opt == "--rows") g_trace_rows = std::atoi(argv[++i]);
-    else if (opt == "--thresholds") g_trace_thresholds = parse_list(argv[++i]);
+    if (i + 1 >= argc) {
+      std::printf("option %s needs a value\n", opt.c_str());
+      return 2;
+    }
+    const char* v = argv[++i];
+    if (opt == "--grids") g_grids = parse_list(v);
+    else if (opt == "--per-block") g_trace_grid = std::atoi(v);
+    else if (opt == "--rows") g_trace_rows = std::atoi(v);
+    else if (opt == "--thresholds") g_trace_thresholds = parse_list(v);
+    else if (opt == "--max-blocks") g_max_blocks = std::atoi(v);
+    else if (opt == "--paths" || opt == "--claims") {
+      const bool paths = opt == "--paths";
+      std::vector<int>& out = paths ? g_trace_paths : g_trace_claims;
+      out.clear();
+      for (const std::string& w : split_names(v)) {
+        const int x = paths ? (w == "kernel" ? 0 : w == "proxy" ? 1 : -1) : (w == "weft" ? 0 : w == "each-block" ? 1 : -1);
+        if (x < 0) {
+          std::printf("%s: '%s' is not one of %s\n", opt.c_str(), w.c_str(), paths ? "kernel, proxy" : "weft, each-block");
+          return 2;
+        }
+        out.push_back(x);
+      }
+    } else {
+      std::printf("unknown option %s\n", opt.c_str());
+      return 2;
+    }
   }
+  if (g_grids.empty() || *std::min_element(g_grids.begin(), g_grids.end()) < 1) {
+    std::printf("--grids: every grid must be at least 1 block\n");
+    return 2;
+  }
+  // A wait that cannot end (a collective whose blocks cannot all run) ends inside the process
+  // at WEFT_TIMEOUT rather than by a kill, which under CUDA MPS can leave the server refusing
+  // every later client (part_bench trace's exit 4 after a killed allreduce).
+  setenv("WEFT_TIMEOUT", "20", 0);
   if (cmd == "goodput") return gt::run_ranks(2, goodput, 1200, cmd);
   if (cmd == "pready") return gt::run_ranks(2, pready_cost, 600, cmd);
   if (cmd == "overheads") return gt::run_ranks(2, overheads, 300, cmd);
   if (cmd == "allreduce") return gt::run_ranks(2, allreduce, 1200, cmd);
   if (cmd == "trace") {
-    setenv("WEFT_PART_TRACE", "3", 0);  // the host half: epochs 2 to 4 of every request
+    // The host half: every epoch after the first of every request, taken by trace's sink.
+    setenv("WEFT_PART_TRACE", std::to_string(kIters).c_str(), 1);
     return gt::run_ranks(2, trace, 600, cmd);
   }
   std::printf("unknown benchmark '%s'\n", cmd.c_str());

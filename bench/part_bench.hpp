@@ -47,7 +47,10 @@ long wrong_sums(const std::vector<double>& c);
 extern std::vector<int> g_grids;   ///< --grids
 extern int g_trace_grid;           ///< trace --per-block G: G's blocks sorted by pready start (0: none)
 extern int g_trace_rows;           ///< trace --rows N: at most N of them (0: all)
-extern std::vector<int> g_trace_thresholds;  ///< trace --thresholds: user partitions per transport partition (0: all)
+extern std::vector<int> g_trace_thresholds;  ///< trace --thresholds: user partitions per transport partition (0: all, -d: ceil(G / d))
+extern std::vector<int> g_trace_paths;       ///< trace --paths: 0 kernel copy, 1 progression engine (proxy)
+extern std::vector<int> g_trace_claims;      ///< trace --claims: 0 weft, 1 each-block
+extern int g_max_blocks;                     ///< allreduce --max-blocks: the largest grid with the ranks on one GPU (0: SMs / 2)
 
 /// The trace mode (part_trace.cu), as a rank of gt::run_ranks.
 int trace(int r, const weftUniqueId& id);

@@ -21,12 +21,15 @@
 #      and misuse on the progression-engine path
 #   3. the summary: goodput table (blocks, traditional, kernel-copy and engine µs, ratios),
 #      pbuf_prepare mean ± sd, allreduce against NCCL
-# PART_ROUND_QUICK=1: the short round (about a minute; budget default 140 s, tests 45 s):
-#   trace at PART_TRACE_GRIDS (default 256,4096,32768), thresholds 1, 64 and all, claim by
-#   one block per epoch against every block, per-block steps; PART_TRACE_ROWS (default 16)
-#   of the 256-block grid's blocks sorted by pready start; goodput within the host at
-#   PART_GOODPUT_GRIDS (default 1,8,64,256,4096,32768); the tests p2p, coll, reuse
-#   (kernel-copy path) and arrived; then the goodput and trace summaries.
+# PART_ROUND_QUICK=1: the short round, every target of issue 28 in one call (budget default
+#   225 s, tests 45 s, each benchmark step at most PART_STEP_TIMEOUT, default 45 s): goodput
+#   within the host at PART_GOODPUT_GRIDS (default 1,8,64,256,4096,32768), goodput across 2
+#   emulated nodes at PART_NODES_GRIDS (default 1,8,64,256), overheads (pbuf_prepare), trace
+#   at PART_TRACE_GRIDS (default 256), thresholds 1 and all, PART_TRACE_ROWS (default 16)
+#   blocks by pready start, allreduce against NCCL (1K to 32K blocks; with one GPU only the
+#   grids both ranks' blocks fit at once, and no NCCL column); the tests p2p, reuse and
+#   arrived on the kernel-copy path and reuse on the engine path; then every summary.
+# One GPU under CUDA MPS, the floor of an epoch step by step: bench/part_floor_mps.sh.
 set -uo pipefail
 dir=${1:-build}
 out=${2:-part_round.txt}
@@ -37,7 +40,7 @@ export NCCL_NVLS_ENABLE=0
 quick=${PART_ROUND_QUICK:-0}
 step_s=${PART_STEP_TIMEOUT:-120}
 if [[ "$quick" == 1 ]]; then
-  budget_s=${PART_ROUND_BUDGET:-140}
+  budget_s=${PART_ROUND_BUDGET:-225}
   tests_budget_s=${PART_TESTS_BUDGET:-45}
 else
   budget_s=${PART_ROUND_BUDGET:-190}
@@ -77,11 +80,19 @@ step() {  # step NAME FILE LIMIT END COMMAND...: runs it for at most LIMIT s and
   bench_end=$(( round_end - run_tests * tests_budget_s ))
   : > "$tmp/overheads.txt"; : > "$tmp/goodput_nodes.txt"; : > "$tmp/allreduce.txt"
   if [[ "$quick" == 1 ]]; then
-    step "trace (per-block steps; claim weft against each-block; blocks of the 256-block grid by start)" "$tmp/trace.txt" 40 "$bench_end" \
-      env WEFT_PART_TRACE=1 "$bin" trace --grids "${PART_TRACE_GRIDS:-256,4096,32768}" --per-block 256 \
-        --rows "${PART_TRACE_ROWS:-16}" --thresholds 1,64,0
-    step "goodput within the host" "$tmp/goodput.txt" "$step_s" "$bench_end" "$bin" goodput --grids "$goodput_grids"
-    test_list=("p2p --ranks 2" "coll --ranks 2" "reuse --ranks 2 --epochs $reuse_epochs" "arrived --epochs 200")
+    # Every target of issue 28 in one short call: goodput within the host and across 2
+    # emulated nodes, pbuf_prepare, the AllReduce against NCCL, a short trace.
+    q_s=${PART_STEP_TIMEOUT:-45}
+    step "goodput within the host" "$tmp/goodput.txt" "$q_s" "$bench_end" "$bin" goodput --grids "$goodput_grids"
+    step "goodput across 2 emulated nodes (WEFT_EMULATE_NODES=2: prox over UCX; part stays within the host)" \
+      "$tmp/goodput_nodes.txt" "$q_s" "$bench_end" env WEFT_EMULATE_NODES=2 "$bin" goodput --grids "${PART_NODES_GRIDS:-1,8,64,256}"
+    step "overheads" "$tmp/overheads.txt" 30 "$bench_end" "$bin" overheads
+    step "trace (per-block steps; claim weft against each-block; blocks of the 256-block grid by start)" "$tmp/trace.txt" 30 "$bench_end" \
+      "$bin" trace --grids "${PART_TRACE_GRIDS:-256}" --per-block 256 --rows "${PART_TRACE_ROWS:-16}" --thresholds 1,0
+    # Last of the benchmarks: with the ranks on one GPU it runs only the grids both ranks' blocks
+    # fit at once (the bench says which it skips).
+    step "allreduce" "$tmp/allreduce.txt" "$q_s" "$bench_end" "$bin" allreduce --grids 1024,2048,4096,8192,16384,32768
+    test_list=("p2p --ranks 2" "reuse --ranks 2 --epochs $reuse_epochs" "reuse --ranks 2 --path proxy --epochs $reuse_epochs" "arrived --epochs 200")
   else
     step "overheads" "$tmp/overheads.txt" "$step_s" "$bench_end" "$bin" overheads
     step "pready" "$tmp/pready.txt" "$step_s" "$bench_end" "$bin" pready
@@ -116,9 +127,8 @@ step() {  # step NAME FILE LIMIT END COMMAND...: runs it for at most LIMIT s and
   summary "$tmp/goodput.txt" "Goodput within the host (rank 0 -> rank 1, 1,024 threads x 8 B per block; mean of 20 iterations)"
   echo "Trace (kernel copy; claim_us and slope_ns per case: a staircase of claims served one by one shows as a slope near the claim's cost per block)"
   echo
-  grep -h "^# trace\|^ *blocks \|^ *[0-9]\+ \+[0-9]\+ \+\(weft\|each-block\) \|wrong" "$tmp/trace.txt" | sed 's/^/    /'
+  grep -h "^# trace\|^ *blocks \|^ *[0-9]\+ \+[0-9]\+ \+\(weft\|each-block\) \|^floor\|wrong" "$tmp/trace.txt" | sed 's/^/    /'
   echo
-  [[ "$quick" == 1 ]] && exit 0
   summary "$tmp/goodput_nodes.txt" "Goodput across 2 emulated nodes (engine over UCX)"
   echo "pbuf_prepare after the first call (sender, 100 calls): $(sed -n 's/^pbuf_prepare, average *//p' "$tmp/overheads.txt")"
   echo

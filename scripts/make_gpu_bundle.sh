@@ -26,12 +26,12 @@
 # lib/libweft_nccl.so).
 #
 # Bundle layout: bin/{weft,weft_gpu_tests,weft_gpu_steady,part_bench,weft_part_gpu_tests,
-# weft_window_gpu_tests,weft_ce_gpu_tests,nccl_api_gpu_tests}, lib/libweft.so.0 (the soname the
+# weft_window_gpu_tests,weft_ce_gpu_tests,nccl_api_gpu_tests,peer_copy_bench,part_engine_host,cuda_call_cost}, lib/libweft.so.0 (the soname the
 # binaries load through their RUNPATH $ORIGIN/../lib), lib/libweft_nccl.so (soname
 # libnccl.so.2; lib/weft-nccl/libnccl.so.2 links to it for nccl_api_gpu_tests, whose RUNPATH
 # holds $ORIGIN/../lib/weft-nccl), include/weft/nccl.h, share/weft/{algorithms,topologies,selection},
 # nccl-tests-src/, torch/ (the PyTorch check), run_round_n.sh, round_nccltests.sh,
-# round_n_tables.py, tuned_rows.py, run_round4.sh, round_tables.py, part_round.sh, BUNDLE_INFO, and `ctest -L gpu`
+# round_n_tables.py, tuned_rows.py, run_round4.sh, round_tables.py, part_round.sh, part_floor_mps.sh, BUNDLE_INFO, and `ctest -L gpu`
 # without the build tree: run_ctest.sh, ctest_gpu.list, tests/*.sh (bin/ then also holds
 # weft_channel_tests and weft_gpu_port_tests).
 # shellcheck disable=SC2015  # "[ a ] && [ b ] || die" is meant
@@ -53,8 +53,9 @@ BUILD=${BUILD:-$SRC/build-release}
 die() { echo "make_gpu_bundle.sh: $*" >&2; exit 1; }
 [ -f "$SRC/CMakeLists.txt" ] && [ -d "$SRC/algorithms" ] || die "$SRC is not a weft checkout"
 TARGETS="weft weft_gpu_tests weft_gpu_steady weft_nccl part_bench weft_part_gpu_tests"
-# GPU tests of windows, CTA policies and copy engines (tests/gpu/README.md), where the build has them.
-EXTRA="weft_window_gpu_tests weft_ce_gpu_tests nccl_api_gpu_tests weft_channel_tests weft_gpu_port_tests example_allreduce"
+# GPU tests of windows, CTA policies and copy engines (tests/gpu/README.md), bench/peer_copy_bench.cu
+# (bench/bulk_ab.sh) and the example the launch-recipe test runs, where the build has them.
+EXTRA="weft_window_gpu_tests weft_ce_gpu_tests nccl_api_gpu_tests weft_channel_tests weft_gpu_port_tests peer_copy_bench example_allreduce part_engine_host cuda_call_cost"
 [ "$ONLY" = 1 ] && TARGETS=weft
 
 if [ "$NOBUILD" = 0 ] && [ ! -f "$BUILD/CMakeCache.txt" ]; then
@@ -104,6 +105,7 @@ if [ "$ONLY" = 0 ]; then
   cp "$HERE/tests/gpu/run_round_n.sh" "$HERE/tests/gpu/round_nccltests.sh" "$HERE/scripts/round_n_tables.py" "$HERE/scripts/tuned_rows.py" \
      "$HERE/tests/gpu/run_round4.sh" "$HERE/scripts/round_tables.py" "$OUTDIR/"
   [ -f "$SRC/bench/part_round.sh" ] && cp "$SRC/bench/part_round.sh" "$OUTDIR/"
+  [ -f "$SRC/bench/part_floor_mps.sh" ] && cp "$SRC/bench/part_floor_mps.sh" "$OUTDIR/"
   cp "$HERE"/tests/gpu/nccl/{torch_check.py,torch_compare.py,nccl_which.py} "$OUTDIR/torch/"
   # `ctest -L gpu` without the build tree: run_ctest.sh runs ctest_gpu.list (scripts/bundle_ctest.py).
   mkdir -p "$OUTDIR/tests"

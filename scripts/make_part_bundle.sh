@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes the folder the partitioned round (bench/part_round.sh) carries to the device machine:
 # bin/part_bench, bin/weft_part_gpu_tests (both link weft statically: nothing else to carry),
-# debug info stripped (about 10 MB each), and part_round.sh.
+# debug info stripped (about 10 MB each), part_round.sh and part_floor_mps.sh (one GPU under
+# CUDA MPS: `bash OUTDIR/part_floor_mps.sh OUTDIR`).
 #
 #   scripts/make_part_bundle.sh OUTDIR [BUILD_DIR]
 #   run kind=nvidia-h200-x2 carry=["OUTDIR"] command="bash OUTDIR/part_round.sh OUTDIR OUTDIR/part_round.txt"
@@ -21,5 +22,5 @@ cmake --build "$BUILD" -j "${WEFT_BUILD_JOBS:-2}" --target part_bench weft_part_
 rm -rf "$OUTDIR"
 mkdir -p "$OUTDIR/bin"
 for b in part_bench weft_part_gpu_tests; do strip --strip-debug -o "$OUTDIR/bin/$b" "$BUILD/bin/$b"; done
-cp "$ROOT/bench/part_round.sh" "$OUTDIR/"
+cp "$ROOT/bench/part_round.sh" "$ROOT/bench/part_floor_mps.sh" "$OUTDIR/"
 echo "made $OUTDIR: $(du -sh "$OUTDIR" | cut -f1)"

@@ -25,6 +25,8 @@ void launch_exec_t(const exec::ExecArgs& a, int num_tbs, int threads, size_t sme
   if (a.net) exec::exec_kernel<T, true><<<num_tbs, threads, smem, stream>>>(a);
   else if (a.post_warp) exec::exec_kernel<T, false, false, true><<<num_tbs, threads + 32, smem, stream>>>(a);
   else if (a.mover_wide) exec::exec_kernel<T, false, false, false, true><<<num_tbs, threads, smem, stream>>>(a);
+  else if (a.ll_kernel && a.protocol == exec::kLL)
+    exec::exec_kernel<T, false, false, false, false, exec::kLL><<<num_tbs, threads, smem, stream>>>(a);
   else exec::exec_kernel<T, false><<<num_tbs, threads, smem, stream>>>(a);
 }
 
@@ -42,6 +44,7 @@ void preload_exec_t() {
   WEFT_CUDA_CHECK(cudaFuncGetAttributes(&attr, exec::exec_kernel<T>));
   WEFT_CUDA_CHECK(cudaFuncGetAttributes(&attr, exec::exec_kernel<T, false, false, true>));
   WEFT_CUDA_CHECK(cudaFuncGetAttributes(&attr, exec::exec_kernel<T, false, false, false, true>));
+  WEFT_CUDA_CHECK(cudaFuncGetAttributes(&attr, exec::exec_kernel<T, false, false, false, false, exec::kLL>));
   if constexpr (std::is_same_v<T, float>) WEFT_CUDA_CHECK(cudaFuncGetAttributes(&attr, exec::exec_kernel<T, false, true>));
   WEFT_CUDA_CHECK(cudaFuncGetAttributes(&attr, exec::divide_kernel<T>));
 }

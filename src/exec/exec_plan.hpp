@@ -282,6 +282,9 @@ struct ExecArgs {
   uint32_t mb_window;        ///< algorithm-level plans: micro-batches per window (InvocationOrder); 0 or 1: one
   uint8_t post_warp;         ///< 1: launched with a posting warp after the 512 movers (exec_kernel<..., true>)
   uint8_t mover_wide;        ///< 1: Simple moves keep 8 loads in flight per input (WEFT_MOVER_WIDE)
+  uint8_t warm;              ///< 1: the launch's threads touch every line of these parameters first (WEFT_EXEC_WARM)
+  uint8_t ll_kernel;         ///< 1: an LL plan runs the interpreter built for LL alone (WEFT_EXEC_LL_KERNEL)
+  uint8_t post_thread;       ///< 1: thread 32 of a block (role) publishes its messages (WEFT_POST_THREAD; invoke_slot)
   DevTB itbs[kInlineTBs];
   DevSlot islots[kInlineSlots];
   ChannelHandle iconns[kInlineConns];

@@ -18,7 +18,9 @@
 // Then the whole block (role) moves the data; then thread 0 publishes: post at the receiver
 // (always, so that Simple and LL messages share one count), ack at the sender, and the
 // slot's own counter; it advances the cached positions, and stores them where the next
-// launch reads them (the post and the ack do). LL receives poll their packets instead of
+// launch reads them (the post and the ack do). With ExecArgs::post_thread (WEFT_POST_THREAD)
+// thread 32 publishes instead (thread 0 still advances the positions), so that one message's
+// fence overlaps thread 0's waits for the next. LL receives poll their packets instead of
 // waiting for the post. Launched with a posting warp (PostWarp, WEFT_POST_WARP), that warp
 // publishes instead, while the block's movers go on with the next invocation. Invocations run
 // in exec::InvocationOrder.
@@ -127,6 +129,20 @@ WEFT_DEVICE_INLINE void load_conn_states(const Invocation& iv, int32_t conn_begi
   }
 }
 
+/// ExecArgs::warm (WEFT_EXEC_WARM): the role's threads read one word of every 64-byte line
+/// of the launch's parameters, all at once, before the launch's first barrier, so that
+/// thread 0's chain of dependent reads of them afterwards (its thread block, each slot, the
+/// slot's connection handles, the geometry) finds them in the constant cache instead of
+/// missing once per line, one after another.
+WEFT_DEVICE_INLINE void warm_params(const ExecArgs& a, uint32_t tid, uint32_t nth) {
+  constexpr uint32_t kLines = static_cast<uint32_t>((sizeof(ExecArgs) + 63) / 64);
+  const uint32_t* words = reinterpret_cast<const uint32_t*>(&a);
+  for (uint32_t i = tid; i < kLines; i += nth) {
+    const uint32_t v = words[i * 16];
+    asm volatile("" ::"r"(v));  // keeps the load, and the barrier after it waits for it
+  }
+}
+
 /// The barrier of the invocation's thread group: barrier 0 over the whole block (as
 /// __syncthreads), or its role's named barrier over its warps (bar.sync orders the
 /// participating threads' memory accesses as __syncthreads does).
@@ -191,12 +207,39 @@ WEFT_DEVICE_INLINE void store_vecs(const uint4 (&x)[N], uint4* o1, uint4* o2, ui
   }
 }
 
+/// A thread's last, shorter round (fewer than N vectors left at i, i + nth, ... below nvec):
+/// every load issued before the first store, so that the rest costs one memory latency
+/// rather than one per vector. b null: a copy. Out of line: inlined, its predicated round
+/// made ptxas spill in move_simple and in exec_kernel around it.
+template <typename T, int Op, uint32_t N, bool Reduce>
+__device__ __noinline__ void move_rest(const uint4* a, const uint4* b, uint4* o1, uint4* o2, uint64_t i,
+                                       uint64_t nvec, uint32_t nth) {
+  const uint32_t m = static_cast<uint32_t>(div_u64(nvec - i + nth - 1, nth));  // vectors left: 1 .. N - 1
+  uint4 x[N], y[N];
+#pragma unroll
+  for (uint32_t u = 0; u < N; ++u) {
+    x[u] = u < m ? device::ld_cg_v4(a + i + u * nth) : make_uint4(0, 0, 0, 0);
+    if constexpr (Reduce) y[u] = u < m ? device::ld_cg_v4(b + i + u * nth) : make_uint4(0, 0, 0, 0);
+  }
+  if constexpr (Reduce) {
+#pragma unroll
+    for (uint32_t u = 0; u < N; ++u) x[u] = apply16<T, Op>(x[u], y[u]);
+  }
+#pragma unroll
+  for (uint32_t u = 0; u < N; ++u)
+    if (u < m) {
+      if (o1 != nullptr) o1[i + u * nth] = x[u];
+      if (o2 != nullptr) o2[i + u * nth] = x[u];
+    }
+}
+
 /// The thread group (threads tid of nth: the block, or one role's warps of a block that
 /// hosts several plan thread blocks) moves n elements: x = a (op) b (b may be null), then x
 /// to o1 and/or o2. a and b may be staging memory another GPU wrote: every load bypasses L1.
 /// Each thread keeps several independent 16-byte loads in flight before its stores (a plain
 /// copy: U loads of a; with b: R loads of each), which is what a block's copy rate depends
-/// on (memory latency x bytes in flight). U = 6, R = 3: the movers stay spill-free and
+/// on (memory latency x bytes in flight); its last, shorter round loads all it has left at
+/// once (a 512 KiB message at 6 was 10 rounds of 6 and then 4 of one vector each). U = 6, R = 3: the movers stay spill-free and
 /// exec_kernel<float> spills least within its 128 registers (ptxas -v: 64 / 156 bytes of
 /// spill stores / loads, outside the movers; 4 / 4 gives 84 / 216, 8 / 4 gives 100 / 256);
 /// bench/exec_copy_bench.cu measures 6 / 3 against the former 4 / 4 and 16 / 8.
@@ -220,6 +263,7 @@ __device__ __noinline__ void move_simple(const T* a, const T* b, T* o1, T* o2, u
         for (uint32_t u = 0; u < U; ++u) x[u] = device::ld_cg_v4(av + i + u * nth);
         store_vecs<U>(x, v1, v2, i, nth);
       }
+      if (i < nvec) move_rest<T, Op, U, false>(av, nullptr, v1, v2, i, nvec, nth);  // fewer than U left
     } else {
       constexpr uint32_t kR = R > 0 ? R : 1;
       for (; i + (kR - 1) * nth < nvec; i += kR * nth) {
@@ -232,12 +276,7 @@ __device__ __noinline__ void move_simple(const T* a, const T* b, T* o1, T* o2, u
         for (uint32_t u = 0; u < kR; ++u) x[u] = apply16<T, Op>(x[u], y[u]);
         store_vecs<kR>(x, v1, v2, i, nth);
       }
-    }
-    for (; i < nvec; i += nth) {
-      uint4 x = device::ld_cg_v4(av + i);
-      if (bv != nullptr) x = apply16<T, Op>(x, device::ld_cg_v4(bv + i));
-      if (v1 != nullptr) v1[i] = x;
-      if (v2 != nullptr) v2[i] = x;
+      if (i < nvec) move_rest<T, Op, kR, true>(av, bv, v1, v2, i, nvec, nth);  // fewer than R of each left
     }
     done = nvec * 16 / sizeof(T);
   }
@@ -532,7 +571,11 @@ WEFT_DEVICE_INLINE bool invoke_slot(const Invocation& iv, BlockShared& sh, const
   }
   role_sync(iv);
   if (sh.proc_status[par] != 0) return false;
-  if (iv.tid == 0) {
+  // Who publishes: thread 0, or with ExecArgs::post_thread (within a node, untraced) thread
+  // 32, so that the system fence of this message's post overlaps thread 0's waits for the
+  // next invocation. Thread 0 alone moves the connection states it reads next.
+  const uint32_t poster = !Net && !Traced && a.post_thread != 0 && iv.nth > 32 ? 32u : 0u;
+  if (iv.tid == poster) {
     if constexpr (Traced) trace_invocation(iv, sh, gs, k, recvs, sends);
     // LL: the data carries its own flags and the block's reads have returned, so neither
     // count needs a fence (which would wait for every packet to land).
@@ -550,19 +593,22 @@ WEFT_DEVICE_INLINE bool invoke_slot(const Invocation& iv, BlockShared& sh, const
       else if (device::WaitResult r = rc->ack(rpos, iv.dl); r != device::WaitResult::Ok)
         record_error(iv, r, gs, s.prim, kWaitProxy, rc->peer, k, -1, rpos + 1, 0);
     }
+    if (s.flags & kHasDependents) device::st_release_gpu(&a.counters[gs], sh.base + k + 1);
+  }
+  if (iv.tid == 0) {
     // The next invocation on these connections takes the next messages (after a failed
     // network push every block ends at its next wait, so the count no longer matters).
     if (sends) conn_state(iv, s.send_conn).pos = spos + 1;
     if (recvs) conn_state(iv, s.recv_conn).pos = rpos + 1;
-    if (s.flags & kHasDependents) device::st_release_gpu(&a.counters[gs], sh.base + k + 1);
   }
   return true;
 }
 
-/// The interpreter's invocation of slot `gs` for micro-batch `k` (invoke_slot).
-template <typename T, bool Net, bool Traced, bool PostWarp, bool Wide>
+/// The interpreter's invocation of slot `gs` for micro-batch `k` (invoke_slot); `Proto` below
+/// 0 reads the protocol from ExecArgs.
+template <typename T, bool Net, bool Traced, bool PostWarp, bool Wide, int Proto = -1>
 __device__ bool invoke(const Invocation& iv, BlockShared& sh, int32_t gs, uint32_t k, uint32_t par) {
-  return invoke_slot<T, Net, -1, -1, Traced, PostWarp, Wide>(iv, sh, iv.slots[gs], gs, k, par);
+  return invoke_slot<T, Net, Proto, -1, Traced, PostWarp, Wide>(iv, sh, iv.slots[gs], gs, k, par);
 }
 
 /// A PostWarp launch's last warp: after each invocation's post_sync, lane 0 publishes what
@@ -585,7 +631,10 @@ WEFT_DEVICE_INLINE void post_loop(BlockShared& sh, uint32_t movers, uint32_t lan
 /// The plan interpreter. `PostWarp`: launched with 32 threads more than the movers (one thread
 /// block per CUDA block, Simple within a node, untraced; ExecArgs::post_warp), the last warp
 /// running post_loop. `Wide`: the 8 / 8 movers (ExecArgs::mover_wide; move_simple_op).
-template <typename T, bool Net = false, bool Traced = false, bool PostWarp = false, bool Wide = false>
+/// `Proto` 0 or more: built for that protocol alone (ExecArgs::ll_kernel: kLL, untraced,
+/// within a node), so that the branches on it fold and the Simple and LL128 paths leave the
+/// code a small call runs through.
+template <typename T, bool Net = false, bool Traced = false, bool PostWarp = false, bool Wide = false, int Proto = -1>
 __global__ void __launch_bounds__(PostWarp ? kMaxThreads + 32 : kMaxThreads) exec_kernel(const __grid_constant__ ExecArgs a) {
   // a.roles > 1: this CUDA block runs a.roles plan thread blocks (a.block_tbs), each on its
   // own warps with its own shared state and named barrier (plan_lowering.hpp, RoleGroups).
@@ -609,9 +658,11 @@ __global__ void __launch_bounds__(PostWarp ? kMaxThreads + 32 : kMaxThreads) exe
   iv.tid = threadIdx.x - role * nth;
   iv.nth = nth;
   iv.bar = roles > 1 ? role + 1 : 0;
+  if (!PostWarp || threadIdx.x < movers) load_conn_states(iv, tb.conn_begin, tb.nconns);
+  if (a.warm) warm_params(a, iv.tid, iv.nth);
+  // After the loads above are issued: the timer's read and the sum on it then wait beside them.
   iv.start_ns = device::globaltimer();
   iv.dl = device::deadline_after(a.timeout_ns, a.abort, a.error_claim);
-  if (!PostWarp || threadIdx.x < movers) load_conn_states(iv, tb.conn_begin, tb.nconns);
   if (iv.tid == 0) {
     // Only slots that others wait on bump their counters, so the base is read from such
     // a slot of this block, if any (all such counters hold the same value at launch).
@@ -647,7 +698,7 @@ __global__ void __launch_bounds__(PostWarp ? kMaxThreads + 32 : kMaxThreads) exe
   InvocationOrder at = order_begin(nmb, win);
   uint32_t par = 0;
   for (;; par ^= 1u) {
-    if (!invoke<T, Net, Traced, PostWarp, Wide>(iv, sh, tb.slot_begin + at.slot, at.k, par)) {
+    if (!invoke<T, Net, Traced, PostWarp, Wide, Proto>(iv, sh, tb.slot_begin + at.slot, at.k, par)) {
       if constexpr (PostWarp) post_sync(iv.nth);  // the failed wait's record stops the posting warp
       return;
     }

@@ -1,6 +1,7 @@
 // One-shot kernel instantiations (exec/oneshot_kernel.cuh): one per data type, the
 // reduction chosen at run time (a uniform branch per word costs nothing next to a
-// cross-GPU round trip, and keeps the build to ten kernels).
+// cross-GPU round trip, and keeps the build to twenty kernels: one word per thread or up
+// to four, OneShotArgs::one_word).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -12,13 +13,15 @@ namespace weft::detail {
 
 template <typename T>
 void launch_oneshot_t(const exec::OneShotArgs& a, int blocks, int threads, cudaStream_t stream) {
-  exec::oneshot_kernel<T><<<blocks, threads, 0, stream>>>(a);
+  if (a.one_word != 0) exec::oneshot_kernel<T, 1><<<blocks, threads, 0, stream>>>(a);
+  else exec::oneshot_kernel<T, exec::kOneShotWordsPerThread><<<blocks, threads, 0, stream>>>(a);
 }
 
 template <typename T>
 void preload_oneshot_t() {
   cudaFuncAttributes attr;
-  WEFT_CUDA_CHECK(cudaFuncGetAttributes(&attr, exec::oneshot_kernel<T>));
+  WEFT_CUDA_CHECK(cudaFuncGetAttributes(&attr, exec::oneshot_kernel<T, 1>));
+  WEFT_CUDA_CHECK(cudaFuncGetAttributes(&attr, exec::oneshot_kernel<T, exec::kOneShotWordsPerThread>));
 }
 
 template void launch_oneshot_t<int8_t>(const exec::OneShotArgs&, int, int, cudaStream_t);

@@ -1,4 +1,5 @@
-// The one-shot small-message path for AllReduce, AllGather and ReduceScatter: shared by
+// The one-shot small-message path for AllReduce, AllGather and ReduceScatter (and Broadcast
+// and Reduce where WEFT_ALGO names it for them): shared by
 // the host (runtime/collectives.cpp, the arena layout) and the kernel
 // (exec/oneshot_kernel.cuh).
 //
@@ -27,7 +28,12 @@
 
 namespace weft::exec {
 
-enum OneShotMode : uint8_t { kOneShotAllReduce = 0, kOneShotAllGather = 1, kOneShotReduceScatter = 2 };
+/// Broadcast and Reduce run the AllReduce's exchange (every rank writes to and polls every
+/// peer, which keeps the epochs' two parities safe): Broadcast's non-roots send zeros and every
+/// rank keeps the root's words; Reduce's non-roots store nothing.
+enum OneShotMode : uint8_t {
+  kOneShotAllReduce = 0, kOneShotAllGather = 1, kOneShotReduceScatter = 2, kOneShotBroadcast = 3, kOneShotReduce = 4
+};
 
 /// Byte offset, within a rank's one-shot area, of the region source `src` writes for
 /// parity `parity` and thread block `block`.
@@ -57,9 +63,12 @@ struct OneShotArgs {
   volatile uint32_t* abort;
   int32_t rank;
   int32_t nranks;
+  int32_t root;             ///< Broadcast, Reduce
   uint8_t mode;             ///< OneShotMode
   uint8_t op;               ///< weftRedOp_t; avg divides in the kernel
   uint8_t dtype;
+  uint8_t one_word;         ///< 1: one word per thread, every peer polled at once (oneshot_kernel<T, 1>);
+                            ///< 0: up to kOneShotWordsPerThread, the peers in rank order
 };
 
 }  // namespace weft::exec

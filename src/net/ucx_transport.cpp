@@ -779,6 +779,8 @@ void UcxTransport::progress() {
     if (p) impl_->check(*p);
 }
 
+void UcxTransport::progress_worker() { impl_->progress(); }
+
 void UcxTransport::check_peer(int peer) const { impl_->check(impl_->peer(peer)); }
 
 void UcxTransport::place_threads(const std::string& pci_bus_id) {

@@ -85,6 +85,9 @@ class UcxTransport {
   /// Drives the worker once (the proxy calls it through its endpoints). Throws Remote for
   /// a peer whose endpoint has failed.
   void progress();
+  /// Drives the worker once and checks no peer (the partitioned engine checks the peers it
+  /// has work with, check_peer).
+  void progress_worker();
   /// Throws Remote if `peer`'s endpoint has failed.
   void check_peer(int peer) const;
 

@@ -261,8 +261,16 @@ void CollectiveImpl::wait() {
   const auto now = EpochTrace::Clock::now();
   trace_.wait_out = now;
   trace_.polls = poll.polls();
-  if (trace_wanted(ctx_.trace_epochs(), epoch_) && epoch_ == trace_epoch_ + 1)
-    std::fprintf(stderr, "%s\n", format_epoch_trace(who(), epoch_, trace_, prev_end_).c_str());
+  if (trace_wanted(ctx_.trace_epochs(), epoch_) && epoch_ == trace_epoch_ + 1) {
+    EpochTraceRecord r;
+    r.kind = EpochTraceRecord::kCollective;
+    r.rank = ctx_.rank();
+    r.tag = tag_;
+    r.epoch = epoch_;
+    r.t = trace_;
+    r.prev_end = prev_end_;
+    emit_epoch_trace(who(), r);
+  }
   trace_epoch_ = epoch_;
   prev_end_ = now;
 }

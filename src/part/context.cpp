@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "net/node_layout.hpp"
+#include "part/engine_net.hpp"
 #include "runtime/communicator.hpp"
 #include "util/cuda_check.hpp"
 #include "bootstrap/host_identity.hpp"
@@ -171,8 +172,7 @@ ContextImpl::ContextImpl(Communicator& comm, int path)
                                                                : "staged through page-locked memory (this UCX cannot "
                                                                  "register CUDA memory)")
                                                         : "puts GPU memory directly (UCX with CUDA support)"));
-      net::UcxTransport* u = ucx_.get();
-      engine().set_progress([u] { u->progress(); });
+      drive_with(engine(), ucx_.get());
     }
   }
   offers_posted_.assign(static_cast<size_t>(nranks_), 0);

@@ -49,7 +49,7 @@ bool ProgressEngine::awaits_device() const {
 ProgressEngine::Job* ProgressEngine::add(const ProgressJobDesc& d, std::shared_ptr<proxy::Endpoint> endpoint,
                                          const char* local, proxy::RemoteMemory buf, proxy::RemoteMemory flags,
                                          const volatile uint64_t* ready, uint64_t* words, Staging staging,
-                                         uint64_t* done_word) {
+                                         uint64_t* done_word, uint64_t done_device) {
   check_progress_job(d);
   if (words == nullptr || (d.staged && (!staging.stage || staging.mirror == nullptr)))
     fail(ErrorCode::Internal, d.who + ": progression engine: a job without its signal words or staging mirror");
@@ -65,6 +65,7 @@ ProgressEngine::Job* ProgressEngine::add(const ProgressJobDesc& d, std::shared_p
   j.staging = std::move(staging);
   j.done.assign(d.partitions, 0);
   j.done_word = done_word;
+  j.done_device = done_word != nullptr ? done_device : 0;
   start_thread();
   return &j;
 }
@@ -92,19 +93,29 @@ void ProgressEngine::set_epoch(Job* job, uint64_t epoch, uint32_t threshold) {
     const ProgressJobDesc& d = job->desc;
     if (!d.staged) std::fill(job->words, job->words + transport_partitions(d.partitions, threshold), epoch);
   }
+  if (job->trace) job->stamps.reset();  // after the last epoch's transfers were settled
   job->epoch = epoch;
   job->cursor = 0;
   job->signals = 0;
+  job->hold.reset();
+  job->done_posted = false;
   cv_.notify_all();
   // Nothing is in flight (settled above): the epoch is delivered when this many more have landed.
   job->done_target = job->completed.load(std::memory_order_relaxed) +
                      (epoch != 0 ? transport_partitions(job->desc.partitions, job->desc.threshold) : 0);
 }
 
-void ProgressEngine::set_progress(std::function<void()> progress) {
+void ProgressEngine::set_progress(std::function<void()> progress, std::function<void(int)> check_peer) {
   std::lock_guard<std::mutex> lock(mu_);
   progress_ = std::move(progress);
+  check_peer_ = std::move(check_peer);
   start_thread();
+}
+
+void ProgressEngine::trace(Job* job) {
+  std::lock_guard<std::mutex> lock(mu_);
+  job->stamps.reset();
+  job->trace = true;
 }
 
 void ProgressEngine::finish_epoch(Job* job) {
@@ -114,7 +125,8 @@ void ProgressEngine::finish_epoch(Job* job) {
 }
 
 ProgressEngine::RecvJob* ProgressEngine::add_recv(const ProgressJobDesc& d, Staging staging, proxy::RemoteMemory buf,
-                                                  proxy::RemoteMemory flags, volatile uint64_t* ring, uint64_t* words) {
+                                                  proxy::RemoteMemory flags, volatile uint64_t* ring, uint64_t* words,
+                                                  uint64_t* done_word, uint64_t done_device) {
   const uint64_t total = d.partition_bytes * d.partitions;
   if (!staging.stage || staging.mirror == nullptr || ring == nullptr || words == nullptr || buf.bytes < total ||
       flags.bytes < (kFlagFirst + uint64_t{d.partitions}) * sizeof(uint64_t))
@@ -128,6 +140,8 @@ ProgressEngine::RecvJob* ProgressEngine::add_recv(const ProgressJobDesc& d, Stag
   j.flags = flags;
   j.ring = ring;
   j.words = words;
+  j.done_word = done_word;
+  j.done_device = done_word != nullptr ? done_device : 0;
   start_thread();
   return &j;
 }
@@ -145,6 +159,8 @@ void ProgressEngine::set_recv_epoch(RecvJob* job, uint64_t epoch) {
   job->epoch = epoch;
   job->next = 0;
   job->arrived = 0;
+  job->transports = 0;
+  job->done_posted = false;
   cv_.notify_all();
 }
 
@@ -162,48 +178,86 @@ void ProgressEngine::check_age(const std::deque<Op>& ops, const std::string& who
                                " within " + std::to_string(timeout_s_) + " s (WEFT_TIMEOUT)");
 }
 
-void ProgressEngine::post(Job& j, const TransportRun& r) {
-  Op op;
-  op.run = r;
-  op.since = Clock::now();
-  if (j.desc.staged) {
-    // Into the page-locked mirror first; post_network follows once the copy has landed.
-    const proxy::RemoteMemory mirror{reinterpret_cast<uint64_t>(j.staging.mirror), j.desc.send_bytes, nullptr};
-    if (r.bytes > 0) j.staging.stage->put(mirror, r.offset, j.local + r.offset, r.bytes);
-    op.ticket = j.staging.stage->mark(timeout_s_);
-    op.staging = true;
-  } else {
-    if (r.bytes > 0) j.endpoint->put(j.buf, r.offset, j.local + r.offset, r.bytes);
-    // One signal for the run: its flag words, from the array holding the epoch.
-    j.endpoint->write_words(j.flags, (kFlagFirst + uint64_t{r.first}) * sizeof(uint64_t), j.words + r.first, r.count);
-    op.ticket = j.endpoint->mark(timeout_s_);
+void ProgressEngine::post(Job& j, const std::vector<TransportRun>& rs) {
+  if (rs.empty()) return;
+  if (j.trace) EngineStamps::mark_once(j.stamps.post, EngineStamps::now_ns());
+  const uint64_t e = j.epoch;
+  j.puts.clear();
+  j.signals_of_pass.clear();
+  for (const TransportRun& r : rs) {
+    if (r.bytes > 0) j.puts.push_back(proxy::Endpoint::Put{r.offset, j.local + r.offset, r.bytes});
+    // One signal per run: its flag words, from the array holding the epoch.
+    j.signals_of_pass.push_back(
+        proxy::Endpoint::Words{(kFlagFirst + uint64_t{r.first}) * sizeof(uint64_t), j.words + r.first, r.count});
+    for (uint32_t t = r.first; t < r.first + r.count; ++t) j.done[t] = e;
   }
-  for (uint32_t t = r.first; t < r.first + r.count; ++t) j.done[t] = j.epoch;
-  j.inflight.push_back(op);
+  uint64_t ticket = 0;
+  if (j.desc.staged) {
+    // Into the page-locked mirror first; post_network follows once the copies have landed.
+    const proxy::RemoteMemory mirror{reinterpret_cast<uint64_t>(j.staging.mirror), j.desc.send_bytes, nullptr};
+    j.staging.stage->put_many(mirror, j.puts.data(), j.puts.size());
+    ticket = j.staging.stage->mark(timeout_s_);
+  } else {
+    proxy::Endpoint& c = *j.endpoint;
+    c.put_many(j.buf, j.puts.data(), j.puts.size());
+    // The pass that takes the epoch's last transport partition also has the stream store the
+    // epoch into the done word after every copy (the hosts see it without this thread).
+    const uint32_t transports = transport_partitions(j.desc.partitions, j.desc.threshold);
+    while (j.cursor < transports && j.done[j.cursor] == e) ++j.cursor;
+    const bool last = j.cursor == transports && j.done_device != 0 && !j.done_posted;
+    bool written = false;
+    ticket = c.signal_and_mark(j.flags, j.signals_of_pass.data(), j.signals_of_pass.size(), last ? j.done_device : 0, e,
+                               &written, timeout_s_);
+    j.done_posted = j.done_posted || written;
+  }
+  const Clock::time_point now = Clock::now();
+  for (const TransportRun& r : rs) j.inflight.push_back(Op{r, ticket, j.desc.staged, now});
+  if (j.trace) {
+    j.stamps.posted.store(std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count(),
+                          std::memory_order_relaxed);
+    j.stamps.batches.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
-void ProgressEngine::post_network(Job& j, Op& op) {
-  const TransportRun& r = op.run;
-  if (j.signals >= j.desc.partitions)
+void ProgressEngine::post_network(Job& j, size_t first, size_t n) {
+  if (n == 0) return;
+  if (uint64_t{j.signals} + n > j.desc.partitions)
     fail(ErrorCode::Internal, j.desc.who + ": progression engine: more signals than ring slots (" +
                                   std::to_string(j.desc.partitions) + ") in epoch " + std::to_string(j.epoch));
-  const uint32_t slot = j.signals++;
-  uint64_t* record = j.words + uint64_t{slot} * kRecordWords;
-  encode_arrival(r, j.desc.threshold, record);
-  if (r.bytes > 0) j.endpoint->put(j.buf, r.offset, j.staging.mirror + r.offset, r.bytes);
-  j.endpoint->write_words(j.flags, uint64_t{slot} * kRecordWords * sizeof(uint64_t), record, kRecordWords);
-  op.ticket = j.endpoint->mark(timeout_s_);
-  op.staging = false;
-  op.since = Clock::now();
+  // Consecutive ring slots, so the n records go as one write after one fence.
+  const uint32_t slot = j.signals;
+  j.signals += static_cast<uint32_t>(n);
+  uint64_t* records = j.words + uint64_t{slot} * kRecordWords;
+  j.puts.clear();
+  for (size_t k = 0; k < n; ++k) {
+    const TransportRun& r = j.inflight[first + k].run;
+    encode_arrival(r, j.desc.threshold, records + k * kRecordWords);
+    if (r.bytes > 0) j.puts.push_back(proxy::Endpoint::Put{r.offset, j.staging.mirror + r.offset, r.bytes});
+  }
+  j.endpoint->put_many(j.buf, j.puts.data(), j.puts.size());
+  j.endpoint->write_words(j.flags, uint64_t{slot} * kRecordWords * sizeof(uint64_t), records, n * kRecordWords);
+  const uint64_t ticket = j.endpoint->mark(timeout_s_);
+  const Clock::time_point now = Clock::now();
+  for (size_t k = 0; k < n; ++k) {
+    Op& op = j.inflight[first + k];
+    op.ticket = ticket;
+    op.staging = false;
+    op.since = now;
+  }
+  if (j.trace)  // the network submission of staged copies: the epoch's last submission so far
+    j.stamps.posted.store(std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count(),
+                          std::memory_order_relaxed);
 }
 
 uint64_t ProgressEngine::retire(Job& j) {
-  if (j.staging.stage)
-    for (Op& op : j.inflight) {  // copies into the mirror land in order
-      if (!op.staging) continue;
-      if (!j.staging.stage->landed(op.ticket)) break;
-      post_network(j, op);
-    }
+  if (j.staging.stage) {
+    // Copies into the mirror land in order: every one landed since the last pass goes to the
+    // network as one batch.
+    size_t first = 0, n = 0;
+    while (first < j.inflight.size() && !j.inflight[first].staging) ++first;
+    while (first + n < j.inflight.size() && j.staging.stage->landed(j.inflight[first + n].ticket)) ++n;
+    post_network(j, first, n);
+  }
   uint64_t landed = 0;
   while (!j.inflight.empty() && !j.inflight.front().staging && j.endpoint->landed(j.inflight.front().ticket)) {
     landed += j.inflight.front().run.count;
@@ -211,30 +265,38 @@ uint64_t ProgressEngine::retire(Job& j) {
   }
   if (landed > 0) {
     const uint64_t now = j.completed.fetch_add(landed, std::memory_order_release) + landed;
-    if (j.done_word != nullptr && j.epoch != 0 && now >= j.done_target)
-      __atomic_store_n(j.done_word, j.epoch, __ATOMIC_RELEASE);
+    const bool epoch_landed = j.epoch != 0 && now >= j.done_target;
+    if (j.trace && epoch_landed) {  // stamped before the done word, which a waiter acquires
+      const int64_t ns = EngineStamps::now_ns();
+      EngineStamps::mark_once(j.stamps.landed, ns);
+      if (j.done_word != nullptr) EngineStamps::mark_once(j.stamps.done, ns);
+    }
+    if (j.done_word != nullptr && epoch_landed) __atomic_store_n(j.done_word, j.epoch, __ATOMIC_RELEASE);
   }
   check_age(j.inflight, j.desc.who, j.endpoint->peer());
   return landed;
 }
 
-uint64_t ProgressEngine::serve(Job& j) {
+uint64_t ProgressEngine::serve(Job& j, bool force) {
   uint64_t moved = retire(j);
   const uint64_t e = j.epoch;
   if (e == 0) return moved;
   const uint32_t transports = transport_partitions(j.desc.partitions, j.desc.threshold);
   while (j.cursor < transports && j.done[j.cursor] == e) ++j.cursor;
-  // Runs of adjacent ready transport partitions, from the cursor on, each cut at kEngineChunkBytes.
+  // Runs of adjacent ready transport partitions, from the cursor on, each cut at engine_chunk_bytes.
+  const size_t room = kEngineInflight - std::min<size_t>(j.inflight.size(), kEngineInflight);
+  j.runs.clear();
   std::optional<TransportRun> run;
+  uint64_t ready = j.cursor;  // ready or taken in this epoch
+  bool rest_ready = true;     // every transport partition from the cursor on is
   auto close = [&] {
-    if (run && j.inflight.size() < kEngineInflight) {
-      post(j, *run);
-      moved += run->count;
-    }
+    if (run && j.runs.size() < room) j.runs.push_back(*run);
     run.reset();
   };
-  for (uint32_t t = j.cursor; t < transports && j.inflight.size() < kEngineInflight; ++t) {
+  uint32_t t = j.cursor;
+  for (; t < transports && j.runs.size() < room; ++t) {
     if (j.done[t] == e) {
+      ++ready;
       close();
       continue;
     }
@@ -244,13 +306,16 @@ uint64_t ProgressEngine::serve(Job& j) {
         bool pending = false;
         plan_transport_put(j.desc, t, v, e, &pending);  // throws, naming the value
       }
+      rest_ready = false;
       close();
       continue;
     }
     bool pending = false;
     const TransportPut p = plan_transport_put(j.desc, t, v, e, &pending);  // checks the range
     if (!pending) continue;
-    if (run && run->first + run->count == t && run->bytes + p.bytes <= kEngineChunkBytes) {
+    if (j.trace && j.stamps.seen.load(std::memory_order_relaxed) == 0) j.stamps.seen.store(EngineStamps::now_ns(), std::memory_order_relaxed);
+    ++ready;
+    if (run && run->first + run->count == t && run->bytes + p.bytes <= engine_chunk_bytes(j.desc.staged)) {
       ++run->count;
       run->bytes += p.bytes;
     } else {
@@ -259,6 +324,17 @@ uint64_t ProgressEngine::serve(Job& j) {
     }
   }
   close();
+  if (j.runs.empty()) return moved;
+  const bool all = force || (rest_ready && t == transports) || j.runs.size() >= room ||
+                   j.hold.post(ready, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                          Clock::now().time_since_epoch()).count());
+  j.posting.clear();
+  for (const TransportRun& r : j.runs)
+    if (all || r.bytes >= engine_eager_bytes(j.desc.staged)) {
+      j.posting.push_back(r);
+      moved += r.count;
+    }
+  post(j, j.posting);  // one batch of puts, one of signals, one mark
   return moved;
 }
 
@@ -268,6 +344,9 @@ uint64_t ProgressEngine::retire(RecvJob& j) {
     moved += j.inflight.front().run.count;
     j.inflight.pop_front();
   }
+  if (moved > 0 && j.inflight.empty() && j.done_word != nullptr && j.epoch != 0 && j.transports != 0 &&
+      j.arrived >= j.transports)
+    __atomic_store_n(j.done_word, j.epoch, __ATOMIC_RELEASE);
   check_age(j.inflight, j.desc.who, "the receive buffer");
   return moved;
 }
@@ -275,7 +354,8 @@ uint64_t ProgressEngine::retire(RecvJob& j) {
 uint64_t ProgressEngine::serve(RecvJob& j) {
   uint64_t moved = retire(j);
   if (j.epoch == 0) return moved;
-  while (j.next < j.desc.partitions && j.inflight.size() < kEngineInflight) {
+  j.posting.clear();
+  while (j.next < j.desc.partitions && j.inflight.size() + j.posting.size() < kEngineInflight) {
     volatile uint64_t* slot = j.ring + uint64_t{j.next} * kRecordWords;
     const uint64_t record[kRecordWords] = {load_acquire(slot), load_acquire(slot + 1)};
     bool complete = false;
@@ -287,17 +367,33 @@ uint64_t ProgressEngine::serve(RecvJob& j) {
     for (uint32_t w = 0; w < kRecordWords; ++w) __atomic_store_n(const_cast<uint64_t*>(slot + w), 0, __ATOMIC_RELAXED);
     ++j.next;
     j.arrived += r.count;
-    Op op;
-    op.run = r;
-    op.since = Clock::now();
-    proxy::Endpoint& c = *j.staging.stage;
-    if (r.bytes > 0) c.put(j.buf, r.offset, j.staging.mirror + r.offset, r.bytes);
-    c.write_words(j.flags, (kFlagFirst + uint64_t{r.first}) * sizeof(uint64_t), j.words + r.first, r.count);
-    op.ticket = c.mark(timeout_s_);
-    j.inflight.push_back(op);
+    j.transports = transport_partitions(j.desc.partitions, threshold);
+    j.posting.push_back(r);
     moved += r.count;
   }
+  post(j);
   return moved;
+}
+
+void ProgressEngine::post(RecvJob& j) {
+  if (j.posting.empty()) return;
+  j.puts.clear();
+  j.signals_of_pass.clear();
+  for (const TransportRun& r : j.posting) {
+    if (r.bytes > 0) j.puts.push_back(proxy::Endpoint::Put{r.offset, j.staging.mirror + r.offset, r.bytes});
+    j.signals_of_pass.push_back(
+        proxy::Endpoint::Words{(kFlagFirst + uint64_t{r.first}) * sizeof(uint64_t), j.words + r.first, r.count});
+  }
+  proxy::Endpoint& c = *j.staging.stage;
+  c.put_many(j.buf, j.puts.data(), j.puts.size());
+  const bool last = j.done_device != 0 && !j.done_posted && j.arrived >= j.transports;
+  bool written = false;
+  const uint64_t ticket = c.signal_and_mark(j.flags, j.signals_of_pass.data(), j.signals_of_pass.size(),
+                                            last ? j.done_device : 0, j.epoch, &written, timeout_s_);
+  j.done_posted = j.done_posted || written;
+  const Clock::time_point now = Clock::now();
+  for (const TransportRun& r : j.posting) j.inflight.push_back(Op{r, ticket, false, now});
+  j.posting.clear();
 }
 
 template <class J>
@@ -306,7 +402,11 @@ void ProgressEngine::drain(J& j, bool take) {
   for (;;) {
     if (progress_) progress_();
     if constexpr (std::is_same_v<J, Job>) j.endpoint->progress();
-    const uint64_t moved = take ? serve(j) : retire(j);
+    uint64_t moved = 0;
+    if constexpr (std::is_same_v<J, Job>)
+      moved = take ? serve(j, true) : retire(j);
+    else
+      moved = take ? serve(j) : retire(j);
     if (j.inflight.empty() && moved == 0) return;
     if (Clock::now() > end)
       fail(ErrorCode::Timeout, j.desc.who + ": " + std::to_string(j.inflight.size()) +
@@ -335,6 +435,14 @@ void ProgressEngine::record(ErrorCode code, const std::string& what) {
   WEFT_LOG(Error, "PROXY", *error_);
 }
 
+bool ProgressEngine::has_work(const Job& j) {
+  return !j.inflight.empty() || (j.epoch != 0 && j.completed.load(std::memory_order_relaxed) < j.done_target);
+}
+
+bool ProgressEngine::has_work(const RecvJob& j) {
+  return !j.inflight.empty() || (j.epoch != 0 && (j.transports == 0 || j.arrived < j.transports));
+}
+
 void ProgressEngine::run() {
   uint32_t idle = 0;
   while (!stop_.load(std::memory_order_relaxed)) {
@@ -343,11 +451,19 @@ void ProgressEngine::run() {
       std::lock_guard<std::mutex> lock(mu_);
       try {
         if (progress_) progress_();
+        // A job without work is left alone: its endpoint's progress would report a peer
+        // that has left once every request with it was done.
         for (Job& j : jobs_) {
+          if (!has_work(j)) continue;
+          if (check_peer_ && j.desc.peer >= 0) check_peer_(j.desc.peer);
           j.endpoint->progress();
           moved += serve(j);
         }
-        for (RecvJob& j : recv_jobs_) moved += serve(j);
+        for (RecvJob& j : recv_jobs_) {
+          if (!has_work(j)) continue;
+          if (check_peer_ && j.desc.peer >= 0) check_peer_(j.desc.peer);
+          moved += serve(j);
+        }
       } catch (const Error& err) {
         record(err.code(), err.what());
       } catch (const std::exception& err) {

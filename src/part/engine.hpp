@@ -10,7 +10,13 @@
 // transport partitions (from a cursor below which every one is taken) becomes transfers of
 // up to kEngineChunkBytes (part/progress.hpp), each one put of the bytes and ONE signal for
 // the whole run: the receiver's flag words of the run written by one write_words from an
-// array holding the epoch (ordered after the put), or, staged, one signal record. At most
+// array holding the epoch (ordered after the put), or, staged, one signal record. The runs a
+// pass posts go as one batch (Endpoint::put_many, then signal_and_mark: the flag words and one
+// mark shared by all; on the copy engines one cudaMemcpyBatchAsync and one cuStreamBatchMemOp
+// whose last write is the ticket into a page-locked word, no event), and the pass that
+// takes an epoch's last transport partition appends a stream write of the epoch into the
+// request's done word (write_mapped_word), so the sender's and receiver's test/wait see the
+// epoch delivered as soon as its copies land, not when this thread next queries. At most
 // kEngineInflight transfers per request are in flight; the endpoint's mark/landed say,
 // without waiting, when one has landed, and only then is it counted delivered. A transfer not
 // landed within WEFT_TIMEOUT is an error.
@@ -52,6 +58,7 @@
 #include <vector>
 
 #include "part/progress.hpp"
+#include "part/trace.hpp"
 #include "proxy/endpoint.hpp"
 #include "util/error.hpp"
 
@@ -90,12 +97,26 @@ class ProgressEngine {
     uint32_t cursor = 0;                  ///< every transport partition below it is taken
     uint32_t signals = 0;                 ///< staged: ring slots used in this epoch
     std::deque<Op> inflight;
+    RunHold hold;                         ///< short runs wait while more becomes ready
+    std::vector<TransportRun> runs;       ///< a pass's runs (kept: no allocation per pass)
+    std::vector<TransportRun> posting;    ///< the runs the pass posts (one batch)
+    std::vector<proxy::Endpoint::Put> puts;
+    std::vector<proxy::Endpoint::Words> signals_of_pass;
     std::atomic<uint64_t> completed{0};   ///< transport partitions delivered (landed), all epochs
     /// The request's done word (weft/part/common.hpp kWordDone; null: none): the engine stores
     /// the epoch there once `completed` reaches done_target (every transport partition of the
     /// epoch landed), so the hosts learn it without a CUDA call.
     uint64_t* done_word = nullptr;
     uint64_t done_target = 0;
+    /// The done word's device address (0: none): the pass that takes the epoch's last transport
+    /// partition has the endpoint's stream write the epoch there after every copy
+    /// (write_mapped_word), once per epoch (done_posted).
+    uint64_t done_device = 0;
+    bool done_posted = false;
+    /// WEFT_PART_TRACE (set by `trace`): the engine's steps in the current epoch, reset by
+    /// set_epoch (part/trace.hpp). Off: one branch per step.
+    bool trace = false;
+    EngineStamps stamps;
   };
 
   /// A staged receive request: the network writes its page-locked mirror and ring; the engine
@@ -110,6 +131,16 @@ class ProgressEngine {
     uint32_t next = 0;                    ///< the ring slot read next
     uint64_t arrived = 0;                 ///< transport partitions signalled this epoch
     std::deque<Op> inflight;
+    std::vector<TransportRun> posting;    ///< a pass's signalled runs (one batch)
+    std::vector<proxy::Endpoint::Put> puts;
+    std::vector<proxy::Endpoint::Words> signals_of_pass;
+    uint32_t transports = 0;              ///< the epoch's transport partitions (from its records; 0: none yet)
+    /// The receive request's own done word (null: none) and its device address (0: not mapped):
+    /// the epoch once every transport partition of it is in the buffer with its flag, written by
+    /// the stream after the last run's flags (done_posted) and by this thread once they land.
+    uint64_t* done_word = nullptr;
+    uint64_t done_device = 0;
+    bool done_posted = false;
   };
 
   /// `name`: "rank 0's partitioned progression engine". Host code only: the endpoints
@@ -121,9 +152,10 @@ class ProgressEngine {
 
   /// Registers a send request (checked with check_progress_job); starts the thread. `words`:
   /// kRecordWords x d.partitions words that live as long as the job. `staging`: for d.staged.
+  /// `done_word`: the request's done word; `done_device`: its device address (0: not mapped).
   Job* add(const ProgressJobDesc& d, std::shared_ptr<proxy::Endpoint> endpoint, const char* local,
            proxy::RemoteMemory buf, proxy::RemoteMemory flags, const volatile uint64_t* ready, uint64_t* words,
-           Staging staging, uint64_t* done_word = nullptr);
+           Staging staging, uint64_t* done_word = nullptr, uint64_t done_device = 0);
   /// Waits (bounded) for its transfers in flight, then forgets it.
   void remove(Job* job);
   /// The receiver is ready for `epoch`: the engine sends what the device marks ready in it,
@@ -134,11 +166,17 @@ class ProgressEngine {
   /// partition already marked ready in it, then pauses the job (set_epoch 0). Partitions
   /// readied after this are not sent.
   void finish_epoch(Job* job);
+  /// WEFT_PART_TRACE: records `job`'s steps from its next epoch on.
+  void trace(Job* job);
+  /// The steps recorded in `job`'s current epoch so far (any thread; steps not yet taken are
+  /// default time points).
+  static EngineEpochTrace trace_of(const Job* job) { return job->stamps.snapshot(); }
 
   /// A staged receive request; `words`: d.partitions page-locked words; `ring` kRecordWords x
   /// d.partitions words, zeroed. Starts the thread.
   RecvJob* add_recv(const ProgressJobDesc& d, Staging staging, proxy::RemoteMemory buf, proxy::RemoteMemory flags,
-                    volatile uint64_t* ring, uint64_t* words);
+                    volatile uint64_t* ring, uint64_t* words, uint64_t* done_word = nullptr,
+                    uint64_t done_device = 0);
   void remove_recv(RecvJob* job);
   /// The receive request is ready for `epoch` (before it tells the sender so).
   void set_recv_epoch(RecvJob* job, uint64_t epoch);
@@ -152,12 +190,18 @@ class ProgressEngine {
     std::lock_guard<std::mutex> lock(mu_);
     f();
   }
-  /// Called on every pass, jobs or not (a network transport's progress, which a receiver
-  /// needs too); starts the thread.
-  void set_progress(std::function<void()> progress);
+  /// `progress` is called on every pass, jobs or not (a network transport's progress, which
+  /// a receiver needs too); it should not fail for a peer that has left. `check_peer` (may
+  /// be empty) throws for a peer whose link has failed: it is called, on every pass, for the
+  /// peer of each job that has work (an epoch or transfers in flight), and for no other, so a
+  /// peer that leaves once its requests are done fails nothing. Starts the thread.
+  void set_progress(std::function<void()> progress, std::function<void(int)> check_peer = {});
 
  private:
   void run();
+  /// An epoch not yet delivered, or transfers in flight: the job's peer is needed.
+  static bool has_work(const Job& j);
+  static bool has_work(const RecvJob& j);
   /// Under mu_: true while the device, a transfer or the network may bring work (the thread
   /// polls), false when nothing can arrive until a job or an epoch is added (it parks).
   bool awaits_device() const;
@@ -165,14 +209,21 @@ class ProgressEngine {
   static constexpr uint32_t kIdlePasses = 1u << 16;
   void record(ErrorCode code, const std::string& what);
   /// One pass over one job (never waits); returns the transport partitions it moved on.
-  uint64_t serve(Job& j);
+  /// `force`: post every ready run now (no hold: finish_epoch's drain).
+  uint64_t serve(Job& j, bool force = false);
   uint64_t serve(RecvJob& j);
   /// Advances the transfers in flight; returns the transport partitions that landed.
   uint64_t retire(Job& j);
   uint64_t retire(RecvJob& j);
-  /// Posts run `r` (taken in the job's epoch).
-  void post(Job& j, const TransportRun& r);
-  void post_network(Job& j, Op& op);
+  /// Posts the runs of one pass (taken in the job's epoch) as one batch: put_many, then (direct)
+  /// signal_and_mark: their flag words, the done word when they complete the epoch, one mark
+  /// whose ticket every run's Op shares (staged: the mirror's put_many and one mark).
+  void post(Job& j, const std::vector<TransportRun>& runs);
+  void post(RecvJob& j);  ///< j.posting, the same way
+  /// Staged: ops [first, first + n) of j.inflight, whose copies into the mirror have landed, to
+  /// the network: their puts, their signal records (consecutive ring slots) as one write after
+  /// one fence, one mark.
+  void post_network(Job& j, size_t first, size_t n);
   /// Fails (Timeout) when the oldest transfer has been in flight longer than the timeout.
   void check_age(const std::deque<Op>& ops, const std::string& who, const std::string& peer) const;
   /// Serves `j` on the calling thread until nothing is in flight (and, `take`, nothing ready
@@ -189,6 +240,7 @@ class ProgressEngine {
   std::list<Job> jobs_;
   std::list<RecvJob> recv_jobs_;
   std::function<void()> progress_;
+  std::function<void(int)> check_peer_;
   std::atomic<bool> stop_{false}, failed_{false};
   std::condition_variable cv_;  ///< wakes a parked thread (with mu_)
   std::thread thread_;

@@ -40,6 +40,10 @@ struct ProgressJobDesc {
   /// data goes through page-locked mirrors, and a run's signal is one record in the receiver's
   /// ring (kRecordWords words per slot, `partitions` slots) instead of its flag words.
   bool staged = false;
+  /// The rank at the other end (-1: none named). The engine checks that rank's network
+  /// endpoint only while this job has work (an epoch or transfers in flight), so a peer that
+  /// leaves once its requests are done is not an error for the requests of other peers.
+  int peer = -1;
 };
 
 /// The engine's transfers: a run of ready transport partitions is cut, at transport-partition
@@ -48,6 +52,40 @@ struct ProgressJobDesc {
 /// request has at most kEngineInflight transfers in flight.
 constexpr uint64_t kEngineChunkBytes = 4ull << 20;
 constexpr uint32_t kEngineInflight = 32;
+/// Coalescing (issue 28: on two H200s each transfer costs the engine a few host API calls,
+/// and blocks that end in any order left the ready set in many short runs, one transfer
+/// each). A run of at least kEngineEagerBytes is posted in the pass that finds it; shorter
+/// ones wait while more of the epoch keeps becoming ready: they are posted once every
+/// transport partition from the cursor on is ready, once the job has no room for more
+/// transfers, or once the count of ready ones has not grown for kEngineHoldNs (RunHold).
+constexpr uint64_t kEngineEagerBytes = 512ull << 10;
+constexpr int64_t kEngineHoldNs = 4000;
+/// The hold of one job's short runs: `post(ready, now_ns)` with the count of transport
+/// partitions ready or taken in the epoch is true once that count has stayed the same for
+/// kEngineHoldNs (so a run never waits more than that after the last partition it could
+/// join); `reset` at each epoch.
+struct RunHold {
+  uint64_t seen = ~uint64_t{0};
+  int64_t since_ns = 0;
+  void reset() { seen = ~uint64_t{0}; }
+  bool post(uint64_t ready, int64_t now_ns) {
+    if (ready != seen) {
+      seen = ready;
+      since_ns = now_ns;
+      return false;
+    }
+    return now_ns - since_ns >= kEngineHoldNs;
+  }
+};
+/// Staged transfers are cut smaller, so that the copy into the page-locked mirror, the network
+/// put and the receiver's copy of consecutive pieces overlap even for a message of a few MiB
+/// (with 4 MiB pieces a 2 MiB message went through the three steps one after another).
+constexpr uint64_t kEngineStagedChunkBytes = 256ull << 10;
+constexpr uint64_t engine_chunk_bytes(bool staged) { return staged ? kEngineStagedChunkBytes : kEngineChunkBytes; }
+/// A run this long is posted at once: kEngineEagerBytes, staged no more than one piece.
+constexpr uint64_t engine_eager_bytes(bool staged) {
+  return staged && kEngineStagedChunkBytes < kEngineEagerBytes ? kEngineStagedChunkBytes : kEngineEagerBytes;
+}
 /// Words of one signal record in a staged receiver's ring: (first << 32 | count), threshold.
 constexpr uint32_t kRecordWords = 2;
 

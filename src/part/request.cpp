@@ -253,8 +253,21 @@ bool RequestImpl::test() {
   } else if (!ctx_.crosses_network(st_.desc().peer)) {
     done = __atomic_load_n(peer_words_ + kWordDone, __ATOMIC_ACQUIRE) >= e;
   } else {
-    // Across (emulated) nodes the flags are all that comes: read the flag block.
-    if (recv_job_ != nullptr) ctx_.engine().check();  // a staged receive's engine failed: its error
+    if (recv_job_ != nullptr) {
+      // Staged: this rank's engine stores the epoch into the request's own done word once every
+      // run of it is in the buffer with its flags (part/engine.hpp RecvJob): a host read. A
+      // sender's host pready writes the flags instead: they are copied at most every 20 us.
+      ctx_.engine().check();  // a staged receive's engine failed: its error
+      const auto now = std::chrono::steady_clock::now();
+      if (__atomic_load_n(host_ + kWordDone, __ATOMIC_ACQUIRE) >= e) {
+        st_.complete();
+        return true;
+      }
+      if (now - flags_read_ < std::chrono::microseconds(kStagedFlagReadUs)) return false;
+      flags_read_ = now;
+    }
+    // Across (emulated) nodes the flags are all that comes (UCX writing GPU memory), or a
+    // staged receive's check above found no done word: read the flag block.
     // Only the words the threshold last seen there needs (one copy per poll, not the whole
     // block); again when the block names a threshold with more transport partitions.
     const uint32_t U = st_.desc().partitions;
@@ -295,9 +308,21 @@ void RequestImpl::finish_trace(uint64_t polls) {
   trace_.wait_out = now;
   trace_.polls = polls;
   const uint64_t e = st_.epoch();
-  if (trace_wanted(ctx_.trace_epochs(), e) && e == trace_epoch_ + 1)
-    std::fprintf(stderr, "%s\n",
-                 format_epoch_trace(describe(st_.desc(), ctx_.rank()), e, trace_, prev_end_).c_str());
+  if (job_ != nullptr) {  // the engine's steps of this epoch so far
+    trace_.has_engine = true;
+    trace_.engine = ProgressEngine::trace_of(job_);
+  }
+  if (trace_wanted(ctx_.trace_epochs(), e) && e == trace_epoch_ + 1) {
+    EpochTraceRecord r;
+    r.kind = is_send() ? EpochTraceRecord::kSend : EpochTraceRecord::kRecv;
+    r.rank = ctx_.rank();
+    r.peer = st_.desc().peer;
+    r.tag = st_.desc().tag;
+    r.epoch = e;
+    r.t = trace_;
+    r.prev_end = prev_end_;
+    emit_epoch_trace(describe(st_.desc(), ctx_.rank()), r);
+  }
   trace_epoch_ = e;
   prev_end_ = now;
 }
@@ -350,6 +375,7 @@ uint32_t RequestImpl::publish_keys(bool* staged, MailMessage* reply) {
     reply->ring = reinterpret_cast<uint64_t>(ring);
     ProgressJobDesc jd;
     jd.who = who;
+    jd.peer = d.peer;
     jd.partitions = d.partitions;
     jd.partition_bytes = d.partition_bytes();
     jd.send_bytes = jd.remote_bytes = d.total_bytes();
@@ -361,7 +387,9 @@ uint32_t RequestImpl::publish_keys(bool* staged, MailMessage* reply) {
         ctx_.timeout_s());
     stg.mirror = mirror;
     recv_job_ = ctx_.engine().add_recv(jd, std::move(stg), proxy::RemoteMemory{reinterpret_cast<uint64_t>(buf_), d.total_bytes(), nullptr},
-                                       proxy::RemoteMemory{reinterpret_cast<uint64_t>(flags_), flag_bytes, nullptr}, ring, words);
+                                       proxy::RemoteMemory{reinterpret_cast<uint64_t>(flags_), flag_bytes, nullptr}, ring, words,
+                                       host_ + kWordDone,
+                                       reinterpret_cast<uint64_t>(ctx_.words_device(host_index_) + kWordDone));
   }
   if (2 * sizeof(uint32_t) + data.size() + flags.size() > ContextImpl::kKeySlotBytes)
     fail(ErrorCode::Internal, who + ": UCX memory keys of " + std::to_string(data.size()) + " and " +
@@ -377,6 +405,7 @@ void RequestImpl::attach_engine(const MailMessage& reply) {
   const RequestDesc& d = st_.desc();
   ProgressJobDesc jd;
   jd.who = describe(d, ctx_.rank());
+  jd.peer = d.peer;
   jd.partitions = d.partitions;
   jd.threshold = 1;
   jd.partition_bytes = d.partition_bytes();
@@ -448,8 +477,11 @@ void RequestImpl::attach_engine(const MailMessage& reply) {
     conn = std::make_shared<proxy::CopyEngineEndpoint>(ctx_.device(), "rank " + std::to_string(d.peer),
                                                          ctx_.timeout_s());
   }
+  // The done word as the GPU addresses it (the segment is registered mapped): within a node the
+  // copy engines' stream stores the epoch there after the epoch's last copy.
   job_ = ctx_.engine().add(jd, std::move(conn), buf_, buf, flags, ready_host_, words_, std::move(staging),
-                           host_ + kWordDone);
+                           host_ + kWordDone, reinterpret_cast<uint64_t>(ctx_.words_device(host_index_) + kWordDone));
+  if (tracing_) ctx_.engine().trace(job_);
 }
 
 std::unique_ptr<DeviceRequest> RequestImpl::device_request_create(uint32_t threshold) {

@@ -113,6 +113,11 @@ class RequestImpl : public Request {
   uint64_t* peer_words_ = nullptr;       ///< the sender's host words (its ready and done words)
   std::vector<uint64_t> flag_block_;     ///< across nodes: test's copy of the flag block
   uint64_t seen_threshold_ = 0;          ///< across nodes: the threshold test last saw in it
+  /// Staged receive: when test last copied the flag block (it reads the done word its engine
+  /// stores every time, the flag block at most every kStagedFlagReadUs: a sender's host pready
+  /// writes the flags and no done word).
+  std::chrono::steady_clock::time_point flags_read_{};
+  static constexpr int64_t kStagedFlagReadUs = 20;
   // Both sides: this request's host words (kWord*) in this rank's shared segment.
   uint32_t host_index_ = 0;
   uint64_t* host_ = nullptr;

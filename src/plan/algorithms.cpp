@@ -72,7 +72,10 @@ Registry::Registry() {
   // rank and peer (plan/oneshot_limits.hpp), LL by nature; it stores into every peer's
   // memory, which only ranks of one node map.
   Limits oneshot_limits;
-  oneshot_limits.collectives = bit(Collective::AllReduce) | bit(Collective::AllGather) | bit(Collective::ReduceScatter);
+  // Broadcast and Reduce where WEFT_ALGO names it (docs/runtime.md, "The one-shot kernel"):
+  // the selection tables do not take it for them (selection_table.cpp).
+  oneshot_limits.collectives = bit(Collective::AllReduce) | bit(Collective::AllGather) | bit(Collective::ReduceScatter) |
+                               bit(Collective::Broadcast) | bit(Collective::Reduce);
   oneshot_limits.min_ranks = 2;
   oneshot_limits.max_ranks = exec::kOneShotMaxRanks;
   oneshot_limits.max_peer_bytes = exec::kOneShotMaxBytes;

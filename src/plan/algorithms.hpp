@@ -93,7 +93,8 @@ inline constexpr const char* kCopyEngineName = "ce";
 /// receive buffers): `bytes` for AllReduce, Broadcast and Reduce; AllGather's output,
 /// ReduceScatter's input and AllToAll's buffers hold one such part per rank.
 constexpr uint64_t peer_bytes(Collective c, uint64_t bytes, int nranks) {
-  return c == Collective::AllReduce ? bytes : bytes / static_cast<uint64_t>(nranks > 1 ? nranks : 1);
+  const bool whole = c == Collective::AllReduce || c == Collective::Broadcast || c == Collective::Reduce;
+  return whole ? bytes : bytes / static_cast<uint64_t>(nranks > 1 ? nranks : 1);
 }
 
 /// One call as the algorithms' limits see it.

@@ -7,6 +7,7 @@
 // bounded, until everything posted has landed, throwing a weft::Error naming the peer.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -49,6 +50,44 @@ class Endpoint {
     return 0;
   }
   virtual bool landed(uint64_t /*ticket*/) { return true; }
+  /// Several puts into `dst` posted at once (the engine's runs of one pass). Default: one put
+  /// each; the copy-engine endpoint issues them as one cudaMemcpyBatchAsync.
+  struct Put {
+    uint64_t dst_offset = 0;
+    const void* src = nullptr;
+    uint64_t bytes = 0;
+  };
+  virtual void put_many(const RemoteMemory& dst, const Put* puts, size_t n) {
+    for (size_t i = 0; i < n; ++i)
+      if (puts[i].bytes > 0) put(dst, puts[i].dst_offset, puts[i].src, puts[i].bytes);
+  }
+  /// Several write_words into `dst` posted at once, each after every earlier put (the signals
+  /// of one pass's runs). Default: one write_words each; the copy-engine endpoint writes up to
+  /// kMaxMemOps words as one batch of stream memory operations.
+  struct Words {
+    uint64_t dst_offset = 0;
+    const uint64_t* values = nullptr;
+    uint64_t n = 0;
+  };
+  virtual void write_words_many(const RemoteMemory& dst, const Words* w, size_t n) {
+    for (size_t i = 0; i < n; ++i) write_words(dst, w[i].dst_offset, w[i].values, w[i].n);
+  }
+  /// Writes `value` into this process's host-mapped word at device address `device_address`
+  /// once everything posted before has landed (a stream write after the copies, so a host that
+  /// polls the word learns of it without this thread). False: the endpoint cannot (nothing
+  /// was posted; the caller stores the word itself once landed() says so).
+  virtual bool write_mapped_word(uint64_t /*device_address*/, uint64_t /*value*/) { return false; }
+  /// The end of a batch: write_words_many(dst, w, n), then, when `mapped_address` is not 0,
+  /// write_mapped_word(mapped_address, mapped_value) (*mapped_written: whether it was posted),
+  /// then mark(timeout_s), whose ticket it returns. The copy-engine endpoint posts all three
+  /// as one batch of stream memory writes where it can (the mark: a write of the ticket into
+  /// a page-locked word that landed() reads).
+  virtual uint64_t signal_and_mark(const RemoteMemory& dst, const Words* w, size_t n, uint64_t mapped_address,
+                                   uint64_t mapped_value, bool* mapped_written, double timeout_s) {
+    write_words_many(dst, w, n);
+    *mapped_written = mapped_address != 0 && write_mapped_word(mapped_address, mapped_value);
+    return mark(timeout_s);
+  }
 
   // For the proxy's pipelined signals (proxy/proxy.hpp, "Signals after landing").
   /// True where ordering a signal after earlier puts costs the transport a stall (UCX: a

@@ -22,6 +22,7 @@ void Communicator::bulk_options(CachedPlan& cp, bool simple) {
   // (collectives.cpp also leaves it out of traced calls and grouped plans).
   cp.post_warp = config::get_bool("WEFT_POST_WARP") && net_ == nullptr && !cp.gen;
   cp.mover_wide = config::get_bool("WEFT_MOVER_WIDE");
+  cp.post_thread = config::get_bool("WEFT_POST_THREAD") && net_ == nullptr;
   // Windows of micro-batches change the order of a block's messages (every rank has the
   // same window: checked at creation); a plan that would deadlock so, on the emulator at
   // the communicator's depth, keeps windows of 1 on every rank alike.

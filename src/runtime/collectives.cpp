@@ -113,7 +113,7 @@ void Communicator::collective(Collective c, const void* send, void* recv, uint64
   if (l->executor == algo::Executor::OneShot) {
     if (trace_cap_ > 0)
       start_trace(nullptr, nullptr, c, to_choice(*l), payload, "the one-shot kernel records no timestamps", stream);
-    launch_oneshot_call(c, s, r, bytes, dtype, reduces ? op : weftSum, l->instances, stream);
+    launch_oneshot_call(c, s, r, bytes, dtype, reduces ? op : weftSum, l->instances, root, stream);
     note_launch(stream);
     WEFT_LOG(Debug, "COLL", what() << ": " << count << " x " << dtype_name(dtype) << " with the one-shot kernel");
     return;
@@ -167,6 +167,9 @@ void Communicator::launch_plan_call(const Call& call, const Launch& l, const cha
   a.conn_cache = cp.conn_cache;
   a.mb_window = cp.mb_window;
   a.mover_wide = cp.mover_wide ? 1 : 0;
+  a.warm = cp.warm ? 1 : 0;
+  a.ll_kernel = cp.ll_kernel && !a.net ? 1 : 0;  // exec_launch.cuh: untraced, not with the posting warp
+  a.post_thread = cp.post_thread ? 1 : 0;
   if (cp.fits_inline) {
     const LoweredRank& lr = cp.lp.ranks[static_cast<size_t>(rank_)];
     a.inline_plan = 1;
@@ -203,7 +206,7 @@ void Communicator::launch_plan_call(const Call& call, const Launch& l, const cha
 }
 
 void Communicator::launch_oneshot_call(Collective c, const void* send, void* recv, uint64_t bytes, int dtype, int op,
-                                       int blocks, cudaStream_t stream) {
+                                       int blocks, int root, cudaStream_t stream) {
   exec::OneShotArgs a{};
   a.in = static_cast<const char*>(send);
   a.out = static_cast<char*>(recv);
@@ -217,9 +220,15 @@ void Communicator::launch_oneshot_call(Collective c, const void* send, void* rec
   a.abort = abort_dev_;
   a.rank = rank_;
   a.nranks = nranks_;
-  a.mode = c == Collective::AllReduce   ? exec::kOneShotAllReduce
-           : c == Collective::AllGather ? exec::kOneShotAllGather
-                                        : exec::kOneShotReduceScatter;
+  a.root = root;
+  switch (c) {
+    case Collective::AllReduce: a.mode = exec::kOneShotAllReduce; break;
+    case Collective::AllGather: a.mode = exec::kOneShotAllGather; break;
+    case Collective::ReduceScatter: a.mode = exec::kOneShotReduceScatter; break;
+    case Collective::Broadcast: a.mode = exec::kOneShotBroadcast; break;
+    case Collective::Reduce: a.mode = exec::kOneShotReduce; break;
+    default: fail(ErrorCode::Internal, "the one-shot kernel does not run " + std::string(to_string(c)));
+  }
   a.op = static_cast<uint8_t>(op);
   a.dtype = static_cast<uint8_t>(dtype);
   // Every rank derives the same block count from the same arguments (the epochs rely on
@@ -228,12 +237,18 @@ void Communicator::launch_oneshot_call(Collective c, const void* send, void* rec
   const uint64_t per_block_max = static_cast<uint64_t>(exec::kOneShotThreads) * exec::kOneShotWordsPerThread;
   uint64_t nb = std::clamp<uint64_t>(static_cast<uint64_t>(std::max(1, blocks)), 1, exec::kOneShotBlocks);
   nb = std::max<uint64_t>(std::min<uint64_t>(nb, words), (words + per_block_max - 1) / per_block_max);
+  // WEFT_ONESHOT_THREADS below 512: blocks of at most that many threads while the call
+  // fits one word per thread in kOneShotBlocks of them.
+  const uint64_t cap = static_cast<uint64_t>(oneshot_threads_);
+  if (cap < exec::kOneShotThreads && words <= cap * exec::kOneShotBlocks) nb = std::max(nb, (words + cap - 1) / cap);
   a.words_per_block = (words + nb - 1) / nb;
   nb = (words + a.words_per_block - 1) / a.words_per_block;
   // One word per thread where the block's share allows, in whole warps.
   const uint64_t per_thread = (a.words_per_block + exec::kOneShotThreads - 1) / exec::kOneShotThreads;
   const uint64_t threads = std::clamp<uint64_t>((a.words_per_block + per_thread - 1) / per_thread, 32,
                                                 exec::kOneShotThreads);
+  // One word per thread: the kernel that polls every peer at once (WEFT_ONESHOT_POLL=all).
+  a.one_word = per_thread == 1 && !oneshot_seq_ ? 1 : 0;
   launch_oneshot(a, static_cast<int>(nb), static_cast<int>((threads + 31) / 32 * 32), stream);
 }
 

@@ -92,6 +92,17 @@ CommConfig CommConfig::from_env() {
 }
 
 
+void Communicator::read_oneshot_knobs() {
+  const std::string poll = config::get_string("WEFT_ONESHOT_POLL");
+  if (poll != "all" && poll != "seq")
+    fail(ErrorCode::InvalidArgument, "WEFT_ONESHOT_POLL='" + poll + "': the values are all and seq");
+  oneshot_seq_ = poll == "seq";
+  oneshot_threads_ = static_cast<int>(config::get_int("WEFT_ONESHOT_THREADS"));
+  if (oneshot_threads_ % 32 != 0)
+    fail(ErrorCode::InvalidArgument,
+         "WEFT_ONESHOT_THREADS=" + std::to_string(oneshot_threads_) + ": a multiple of 32 (whole warps) is needed");
+}
+
 std::unique_ptr<Communicator> Communicator::create(const UniqueId& id, int nranks, int rank, int device) {
   auto c = std::unique_ptr<Communicator>(new Communicator());
   c->rank_ = rank;
@@ -102,6 +113,7 @@ std::unique_ptr<Communicator> Communicator::create(const UniqueId& id, int nrank
   config::validate_environment();
   sweep_deferred();
   c->timeout_s_ = config::get_seconds("WEFT_TIMEOUT");
+  c->read_oneshot_knobs();
   // The selection table and the environment decide() reads, once (tune/decide.hpp).
   c->table_ = selection_table_for_environment();
   c->decide_env_ = DecideEnv::from_environment();
@@ -563,6 +575,10 @@ Communicator::CachedPlan& Communicator::plan_for(const Call& call, const Launch&
   check_plan_channels(cp->lp.plan, placement_);
   // WEFT_FUSE_COPY, WEFT_MB_WINDOW, WEFT_POST_WARP, WEFT_MOVER_WIDE (bulk_options.cpp)
   bulk_options(*cp, l.protocol == algo::Protocol::Simple);
+  // Small-call latency switches of the interpreter (docs/runtime.md, "Where a small plan
+  // call's time goes"): launch choices, the plan and its wire protocol unchanged.
+  cp->warm = config::get_bool("WEFT_EXEC_WARM");
+  cp->ll_kernel = config::get_bool("WEFT_EXEC_LL_KERNEL") && l.protocol == algo::Protocol::LL && !gen;
   // Every plan runs on the CPU emulator once before it reaches the GPU (deadlock, result,
   // stray writes); every rank checks the same plan, so all fail alike.
   check_plan_on_emulator(cp->lp, layout_.cfg.depth, static_cast<exec::Protocol>(l.protocol));

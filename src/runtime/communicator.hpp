@@ -212,6 +212,9 @@ class Communicator {
     uint32_t mb_window = 1;            ///< ExecArgs::mb_window: WEFT_MB_WINDOW, or 1 (bulk_options)
     bool post_warp = false;            ///< ExecArgs::post_warp: WEFT_POST_WARP where it applies
     bool mover_wide = false;           ///< ExecArgs::mover_wide: WEFT_MOVER_WIDE on a Simple plan
+    bool warm = false;                 ///< ExecArgs::warm: WEFT_EXEC_WARM
+    bool ll_kernel = false;            ///< ExecArgs::ll_kernel: WEFT_EXEC_LL_KERNEL on an LL plan, the interpreter
+    bool post_thread = false;          ///< ExecArgs::post_thread: WEFT_POST_THREAD on a Simple plan within a node
     std::vector<exec::ChannelHandle> conns_host;
     /// Executor::Generated: the plan's generated kernels, by [weftDataType_t][op], made at first use.
     bool gen = false;              ///< generated kernels run this plan (decide() chose Executor::Generated)
@@ -268,9 +271,11 @@ class Communicator {
   /// plan, the geometry of `count` elements of `esz` bytes, the launch.
   void launch_plan_call(const Call& call, const Launch& l, const char* send, char* recv, uint64_t count, size_t esz,
                         int dtype, int op, int root, cudaStream_t stream);
-  /// The one-shot kernel (exec/oneshot.hpp) for `bytes` per rank and peer.
+  /// WEFT_ONESHOT_POLL and WEFT_ONESHOT_THREADS, checked (at creation).
+  void read_oneshot_knobs();
+  /// The one-shot kernel (exec/oneshot.hpp) for `bytes` per rank and peer (`root`: Broadcast, Reduce).
   void launch_oneshot_call(Collective c, const void* send, void* recv, uint64_t bytes, int dtype, int op, int blocks,
-                           cudaStream_t stream);
+                           int root, cudaStream_t stream);
   void note_launch(cudaStream_t stream);
   /// A traced call (arm_trace): the buffer and what the trace names, set in `a`; or, when
   /// `cp` is null (no interpreter launch), why nothing is recorded.
@@ -300,6 +305,8 @@ class Communicator {
   int sm_count_ = 0;
   int max_blocks_ = 0;
   double timeout_s_ = 600;                  ///< WEFT_TIMEOUT; 0: no deadline
+  bool oneshot_seq_ = false;                ///< WEFT_ONESHOT_POLL=seq: the one-shot kernel polls peers in rank order
+  int oneshot_threads_ = exec::kOneShotThreads;  ///< WEFT_ONESHOT_THREADS: most threads of a one-word block
   std::shared_ptr<const SelectionTable> table_;  ///< WEFT_SELECTION's table, else the default
   bool gen_ = false;            ///< WEFT_EXECUTOR=gen (and no emulated nodes): generated kernels
   DecideEnv decide_env_;        ///< WEFT_ALGO, WEFT_PROTO, ... as read at creation

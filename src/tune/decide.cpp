@@ -78,7 +78,9 @@ void Decider::resolve_algo_env() {
         }
         const algo::Id id = reg.named(entry);
         if (id == algo::kOneShot) {
-          if (reg.at(id).implements(c)) named = entry;
+          // Bare, it names the kernel for AllReduce, AllGather and ReduceScatter; Broadcast
+          // and Reduce take it only as "Broadcast:oneshot" / "Reduce:oneshot".
+          if (reg.at(id).implements(c) && c != Collective::Broadcast && c != Collective::Reduce) named = entry;
         } else if (id == algo::kCopyEngine) {
           if (reg.at(id).implements(c) && shape_.nranks <= reg.at(id).max_ranks()) named = entry;
         } else if (id != algo::kNone) {

@@ -62,6 +62,11 @@ std::vector<Variable> general_variables() {
      "Partitioned progression engine between emulated nodes (WEFT_PART_PATH=proxy, WEFT_EMULATE_NODES): 1 stages "
      "every transfer through page-locked host memory even where UCX registers CUDA memory (it does so anyway where "
      "UCX cannot; docs/partitioned.md), read when a partitioned context is created."},
+    {"WEFT_PART_MEMOPS", Type::Bool, "0",
+     "Partitioned progression engine within a node (WEFT_PART_PATH=proxy): 1 writes a pass's flag words, the done "
+     "word and the mark as one batch of CUDA stream memory operations; 0 (the default: measured faster at 64 and "
+     "256 blocks, docs/partitioned.md) uses a page-locked copy per run's flags, an event per pass and the engine "
+     "thread's store of the done word. Read when a copy-engine endpoint is created."},
     {"WEFT_PART_TRACE", Type::Int, "0",
      "Partitioned requests print host timestamps of epochs 2 to N+1 on stderr, one line per request and epoch "
      "(start, pbuf_prepare, the caller's time, wait and its polls; docs/partitioned.md), read when a partitioned "
@@ -128,9 +133,32 @@ std::vector<Variable> execution_variables() {
      "(the Broadcast root), a thread block that only copies the chunks another block sends is folded into that "
      "send (out-of-place AllGather), and a receive-reduce-copy-send into scratch nothing reads becomes "
      "receive-reduce-send (ReduceScatter rings); 0: plans as compiled. Read when a plan is first used."},
+    {"WEFT_POST_THREAD", Type::Bool, "0",
+     "Simple plans within a node: thread 32 of each thread block publishes its messages (the system fence and the "
+     "posted count, the ack, the slot's counter) instead of thread 0, so that one message's fence overlaps thread "
+     "0's waits for the next; no extra warp (WEFT_POST_WARP, which wins where both apply). Read when a plan is "
+     "first used."},
     {"WEFT_MOVER_WIDE", Type::Bool, "0",
      "Simple moves keep 8 loads in flight per thread on copies and 8 of each input on reductions (NCCL's unroll on "
      "sm_90) instead of 6 and 3. Read when a plan is first used."},
+    {"WEFT_ONESHOT_POLL", Type::String, "all",
+     "The one-shot kernel (small AllReduce, AllGather, ReduceScatter): all runs calls of at most one 8-byte word per "
+     "thread with every peer's packet polled at once (one memory latency after the last packet lands); seq runs "
+     "every call with up to four words per thread and the peers polled in rank order (before issue 32: a latency "
+     "per peer). The wire format is the same. Read at creation."},
+    {"WEFT_ONESHOT_THREADS", Type::Int, "512",
+     "The one-shot kernel's threads per block while a call fits one word per thread (a multiple of 32): fewer "
+     "threads give a call more blocks (at most 32), so more multiprocessors send and poll at once. Every rank must "
+     "use the same (the blocks' epochs depend on it). Read at creation.",
+     32, 512},
+    {"WEFT_EXEC_WARM", Type::Bool, "0",
+     "The plan interpreter: at the start of a launch the block's threads read every 64-byte line of the launch's "
+     "parameters at once, so that the per-slot chain of reads of the plan that travels in them hits the constant "
+     "cache (small calls; docs/runtime.md, 'Where a small plan call's time goes'). Read when a plan is first used."},
+    {"WEFT_EXEC_LL_KERNEL", Type::Bool, "0",
+     "LL plans in the interpreter, within a node, untraced: run the interpreter built for LL alone (the protocol a "
+     "constant: its branches fold and the Simple and LL128 paths leave the code a call runs through). Read when a "
+     "plan is first used."},
     {"WEFT_LL_SLOT_BYTES", Type::Int, "65536",
      "Bytes of one LL staging slot (half of them data; a multiple of 16 in 1 KiB..16 MiB).", 1024, 16 << 20},
     {"WEFT_NET_TRACE", Type::String, "",

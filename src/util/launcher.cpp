@@ -58,7 +58,14 @@ int run_ranks(int nranks, const std::function<int(int, const weftUniqueId&)>& bo
         got += static_cast<size_t>(k);
       }
       close(fds[0]);
-      if (cudaSetDevice(r % ndev) != cudaSuccess) _exit(4);
+      if (const cudaError_t e = cudaSetDevice(r % ndev); e != cudaSuccess) {
+        // Exit 4. Under CUDA MPS this is typically the server refusing clients after an earlier
+        // client was killed with work on the GPU (cudaErrorMpsServerNotReady and kin).
+        std::printf("%s: rank %d: cudaSetDevice(%d) failed: %s (%s)\n", name.c_str(), r, r % ndev, cudaGetErrorName(e),
+                    cudaGetErrorString(e));
+        std::fflush(stdout);
+        _exit(4);
+      }
       int rc = body(r, id);
       std::fflush(stdout);
       _exit(rc);

@@ -19,7 +19,7 @@ constexpr int kSkip = 77;
 int probe_device_count();
 
 /// Runs body(rank, id) in `nranks` processes; rank r uses device r % devices (set before
-/// body runs), so with fewer GPUs than ranks the ranks share them round-robin (a check of
+/// body runs; a rank whose cudaSetDevice fails prints the CUDA error and exits 4), so with fewer GPUs than ranks the ranks share them round-robin (a check of
 /// correctness, not of speed; it says so on stdout). Skips only without any GPU. `skip_ranks` lists ranks that are started but given no id (they exit at
 /// once): "a rank never joins". Returns 0 when every started rank returned 0, kSkip when
 /// any returned kSkip, else 1. Ranks still running after `timeout_s` are killed (fail).

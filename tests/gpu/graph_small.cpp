@@ -1,5 +1,6 @@
 // Part of `weft_gpu_tests graph`: small Broadcast and Reduce calls (the interpreter's LL plans;
-// the one-shot kernel does not run these) captured three to a CUDA graph and replayed, then
+// the one-shot kernel's epochs where WEFT_ALGO=Broadcast:oneshot,Reduce:oneshot names it for
+// them: the CTest entry gpu_graph_oneshot_rooted_4) captured three to a CUDA graph and replayed, then
 // run once more outside the graph. Three replays of three calls move nine messages over each
 // connection, more than the FIFO's default depth of four, so the staging slots wrap and the
 // packet flags and the positions the interpreter keeps per launch (docs/runtime.md, "Where a

@@ -195,6 +195,66 @@ TEST(PartEngine, ParksOnlyWhenNothingCanArriveAndWakesForTheNextEpoch) {
   eng.remove(job);
 }
 
+// Coalescing (issue 28): short runs wait while the ready count grows, at most kEngineHoldNs
+// after it last grew; a pass that finds the rest of the epoch ready posts it at once.
+TEST(PartEngine, RunHoldPostsOnlyAfterTheReadyCountStopsGrowing) {
+  RunHold h;
+  EXPECT_FALSE(h.post(3, 1000));                      // first sight: the clock starts
+  EXPECT_FALSE(h.post(3, 1000 + kEngineHoldNs - 1));  // unchanged, not yet long enough
+  EXPECT_FALSE(h.post(5, 1000 + kEngineHoldNs));      // grew: the clock starts again
+  EXPECT_FALSE(h.post(5, 1000 + 2 * kEngineHoldNs - 1));
+  EXPECT_TRUE(h.post(5, 1000 + 2 * kEngineHoldNs));
+  h.reset();  // a new epoch
+  EXPECT_FALSE(h.post(5, 1000 + 3 * kEngineHoldNs));
+}
+
+namespace {
+struct CountingEndpoint : weft::proxy::HostEndpoint {
+  std::atomic<int> puts{0};
+  CountingEndpoint() : HostEndpoint("rank 1") {}
+  void put(const weft::proxy::RemoteMemory& dst, uint64_t off, const void* src, uint64_t bytes) override {
+    ++puts;
+    HostEndpoint::put(dst, off, src, bytes);
+  }
+};
+}  // namespace
+
+TEST(PartEngine, ShortRunsReadiedInAnyOrderGoAsFewTransfers) {
+  ProgressEngine eng(10, "rank 0's engine");
+  Pair p(64, 32);
+  std::iota(p.send.begin(), p.send.end(), 7);
+  auto ep = std::make_shared<CountingEndpoint>();
+  weft::proxy::RemoteMemory b{reinterpret_cast<uint64_t>(p.recv.data()), p.recv.size(), nullptr};
+  weft::proxy::RemoteMemory f{reinterpret_cast<uint64_t>(p.flags.data()), p.flags.size() * 8, nullptr};
+  ProgressEngine::Job* job =
+      eng.add(p.desc, ep, p.send.data(), b, f, p.ready.data(), p.words.data(), ProgressEngine::Staging{});
+  std::vector<uint32_t> order(64);
+  std::iota(order.begin(), order.end(), 0u);
+  std::shuffle(order.begin(), order.end(), std::mt19937(5));
+  for (uint64_t e = 1; e <= 3; ++e) {
+    eng.set_epoch(job, e, 1);
+    // Every transport partition readied between two passes, in a random order: one run.
+    eng.exclusive([&] {
+      for (uint32_t t : order) p.mark(t, e);
+    });
+    ASSERT_TRUE(wait_completed(job, 64 * e)) << "epoch " << e;
+    EXPECT_EQ(ep->puts.load(), static_cast<int>(e)) << "epoch " << e;
+    for (uint32_t t = 0; t < 64; ++t) EXPECT_EQ(p.flag(t), e) << t;
+    EXPECT_EQ(p.recv, p.send);
+  }
+  // Only the even ones: held runs still go (after the hold), nothing waits for the rest.
+  eng.set_epoch(job, 4, 1);
+  eng.exclusive([&] {
+    for (uint32_t t = 0; t < 64; t += 2) p.mark(t, 4);
+  });
+  ASSERT_TRUE(wait_completed(job, 64 * 3 + 32));
+  for (uint32_t t = 0; t < 64; ++t) EXPECT_EQ(p.flag(t), t % 2 == 0 ? 4u : 3u) << t;
+  for (uint32_t t = 1; t < 64; t += 2) p.mark(t, 4);
+  ASSERT_TRUE(wait_completed(job, 64 * 4));
+  EXPECT_EQ(p.recv, p.send);
+  eng.check();
+}
+
 TEST(PartEngine, ANewThresholdIsCheckedInPlaceAndARefusedOneLeavesTheJob) {
   // set_epoch checks a new threshold in the job's own description (no copy per epoch): one
   // outside 1..partitions is refused naming it, and the job keeps its last threshold and
@@ -226,5 +286,54 @@ TEST(PartEngine, ANewThresholdIsCheckedInPlaceAndARefusedOneLeavesTheJob) {
   eng.check();
   for (uint32_t t = 0; t < 2; ++t) EXPECT_EQ(p.flag(t), 2u) << "transport partition " << t;
   EXPECT_EQ(p.recv, p.send);
+  eng.remove(job);
+}
+
+TEST(PartEngine, TracedEpochsRecordEachStepInOrderBeforeTheDoneWord) {
+  ProgressEngine eng(10, "rank 0's engine");
+  Pair p(8, 32);
+  std::iota(p.send.begin(), p.send.end(), 5);
+  uint64_t done_word = 0;
+  weft::proxy::RemoteMemory b{reinterpret_cast<uint64_t>(p.recv.data()), p.recv.size(), nullptr};
+  weft::proxy::RemoteMemory f{reinterpret_cast<uint64_t>(p.flags.data()), p.flags.size() * 8, nullptr};
+  ProgressEngine::Job* job = eng.add(p.desc, std::make_shared<weft::proxy::HostEndpoint>("rank 1"), p.send.data(), b, f,
+                                     p.ready.data(), p.words.data(), ProgressEngine::Staging{}, &done_word, 0);
+  using C = EngineEpochTrace::Clock;
+  // Not traced: nothing recorded.
+  eng.set_epoch(job, 1, 2);
+  for (uint32_t t = 0; t < 4; ++t) p.mark(t, 1);
+  ASSERT_TRUE(wait_completed(job, 4));
+  EXPECT_EQ(ProgressEngine::trace_of(job).seen, C::time_point{});
+  EXPECT_EQ(ProgressEngine::trace_of(job).batches, 0u);
+  eng.trace(job);
+  uint64_t delivered = 4;
+  for (uint64_t e = 2; e <= 4; ++e) {
+    const C::time_point before = C::now();
+    eng.set_epoch(job, e, 2);
+    EXPECT_EQ(ProgressEngine::trace_of(job).seen, C::time_point{}) << "reset at set_epoch, epoch " << e;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    const C::time_point marked = C::now();
+    for (uint32_t t : {3u, 0u, 2u, 1u}) p.mark(t, e);
+    delivered += 4;
+    // The done word is stored after the stamps: once it holds e, every step is there.
+    const auto end = C::now() + std::chrono::seconds(10);
+    while (std::atomic_ref<uint64_t>(done_word).load(std::memory_order_acquire) < e) {
+      ASSERT_LT(C::now(), end) << "epoch " << e << " not done";
+      std::this_thread::yield();
+    }
+    const EngineEpochTrace t = ProgressEngine::trace_of(job);
+    EXPECT_GE(t.seen, marked) << "epoch " << e << ": seen before the device marked anything";
+    EXPECT_LE(t.seen, t.post);
+    EXPECT_LE(t.post, t.posted);
+    EXPECT_LE(t.posted, t.landed);
+    EXPECT_LE(t.landed, t.done);
+    EXPECT_NE(t.done, C::time_point{});
+    EXPECT_GE(t.batches, 1u);
+    EXPECT_LE(t.batches, 4u);
+    EXPECT_GT(t.seen, before);
+    ASSERT_TRUE(wait_completed(job, delivered));
+    EXPECT_EQ(p.recv, p.send);
+  }
+  eng.check();
   eng.remove(job);
 }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <numeric>
 #include <random>
 #include <thread>
@@ -196,6 +197,81 @@ TEST(PartEpoch, TraceLineNamesEveryPhase) {
     EXPECT_NE(line.find(part), std::string::npos) << part << " not in: " << line;
   t.waited_ready = false;
   EXPECT_EQ(format_epoch_trace("x", 2, t, at(9)).find("ready-to-receive"), std::string::npos);
+  // "at": start's entry on the steady clock, so the lines of two ranks line up.
+  char at_text[64];
+  std::snprintf(at_text, sizeof at_text, "; at %.3f us",
+                std::chrono::duration<double, std::micro>(t.start_in.time_since_epoch()).count());
+  EXPECT_NE(line.find(at_text), std::string::npos) << at_text << " not in: " << line;
+  EXPECT_EQ(line.find("engine"), std::string::npos) << line;
+}
+
+TEST(PartEpoch, TraceLineGivesTheEngineStepsFromStart) {
+  using C = EpochTrace::Clock;
+  const C::time_point t0 = C::now();
+  auto at = [&](double us) { return t0 + std::chrono::duration_cast<C::duration>(std::chrono::duration<double, std::micro>(us)); };
+  EpochTrace t;
+  t.start_in = at(0);
+  t.start_out = t.prep_in = t.prep_out = at(1);
+  t.wait_in = at(2);
+  t.wait_out = at(20);
+  t.has_engine = true;
+  t.engine.seen = at(6);
+  t.engine.post = at(6.5);
+  t.engine.posted = at(8.25);
+  t.engine.batches = 2;
+  t.engine.landed = at(15);
+  // done not recorded (the stream stored the done word before the engine saw the copies land)
+  const std::string line = format_epoch_trace("rank 0: psend to rank 1 (tag 4)", 3, t, at(0));
+  for (const char* part : {"; engine: ready seen +6.0 us", "copies submitted +6.5 us..+8.2 us (2 batches)",
+                           "landed +15.0 us", "done stored -"})
+    EXPECT_NE(line.find(part), std::string::npos) << part << " not in: " << line;
+}
+
+namespace {
+std::vector<EpochTraceRecord> g_records;
+void keep_record(const EpochTraceRecord& r) { g_records.push_back(r); }
+}  // namespace
+
+TEST(PartEpoch, ASinkTakesTheRecordsInsteadOfTheLines) {
+  EpochTraceRecord r;
+  r.kind = EpochTraceRecord::kRecv;
+  r.rank = 1;
+  r.peer = 0;
+  r.tag = 7;
+  r.epoch = 4;
+  r.t.polls = 9;
+  g_records.clear();
+  set_epoch_trace_sink(keep_record);
+  testing::internal::CaptureStderr();
+  emit_epoch_trace("rank 1: precv from rank 0 (tag 7)", r);
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  ASSERT_EQ(g_records.size(), 1u);
+  EXPECT_EQ(g_records[0].kind, EpochTraceRecord::kRecv);
+  EXPECT_EQ(g_records[0].rank, 1);
+  EXPECT_EQ(g_records[0].tag, 7);
+  EXPECT_EQ(g_records[0].epoch, 4u);
+  EXPECT_EQ(g_records[0].t.polls, 9u);
+  set_epoch_trace_sink(nullptr);  // back to the line on stderr
+  testing::internal::CaptureStderr();
+  emit_epoch_trace("rank 1: precv from rank 0 (tag 7)", r);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("weft part trace: rank 1: precv from rank 0 (tag 7): epoch 4:"), std::string::npos) << err;
+  EXPECT_EQ(g_records.size(), 1u);
+}
+
+TEST(PartEpoch, EngineStampsKeepTheFirstTimeOfEachStepUntilReset) {
+  EngineStamps s;
+  EXPECT_EQ(s.snapshot().seen, EngineEpochTrace::Clock::time_point{});
+  EngineStamps::mark_once(s.seen, 1000);
+  EngineStamps::mark_once(s.seen, 2000);
+  s.batches.store(3);
+  const EngineEpochTrace t = s.snapshot();
+  EXPECT_EQ(t.seen.time_since_epoch(), std::chrono::nanoseconds(1000));
+  EXPECT_EQ(t.post, EngineEpochTrace::Clock::time_point{});
+  EXPECT_EQ(t.batches, 3u);
+  s.reset();
+  EXPECT_EQ(s.snapshot().seen, EngineEpochTrace::Clock::time_point{});
+  EXPECT_EQ(s.snapshot().batches, 0u);
 }
 
 TEST(PartEpoch, HostWordSlotsAreCacheLinesOfDistinctWords) {

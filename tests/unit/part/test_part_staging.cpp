@@ -247,6 +247,7 @@ struct StagedPair {
   ProgressEngine sender{10, "rank 0's engine"}, receiver{10, "rank 1's engine"};
   ProgressEngine::Job* job = nullptr;
   ProgressEngine::RecvJob* rjob = nullptr;
+  uint64_t recv_done = 0;  // the receive request's done word (its engine stores it)
 
   StagedPair(uint32_t u, uint64_t bytes)
       : U(u), pb(bytes), send(u * bytes), send_mirror(u * bytes, 0), recv_mirror(u * bytes, 0), recv(u * bytes, 0x5a),
@@ -260,7 +261,7 @@ struct StagedPair {
     ProgressJobDesc r = describe_job("rank 1: precv from rank 0 (tag 4)", U, pb);
     r.staged = true;
     rjob = receiver.add_recv(r, ProgressEngine::Staging{unstage, recv_mirror.data()}, mem(recv.data(), recv.size()),
-                             mem(flags.data(), flags.size() * 8), ring.data(), recv_words.data());
+                             mem(flags.data(), flags.size() * 8), ring.data(), recv_words.data(), &recv_done);
   }
   ~StagedPair() {
     sender.remove(job);
@@ -280,12 +281,27 @@ TEST(PartEngineStaged, EveryByteAndFlagThroughBothMirrors) {
     for (size_t i = 0; i < p.send.size(); ++i) p.send[i] = static_cast<char>(i * 7 + e * 3);
     std::fill(p.recv.begin(), p.recv.end(), 0x5a);
     p.receiver.set_recv_epoch(p.rjob, e);  // ready to receive, then the sender learns it
+    EXPECT_EQ(load(p.recv_done), e - 1) << "epoch " << e;
     p.sender.set_epoch(p.job, e, thr);
     std::vector<uint32_t> order(T);
     std::iota(order.begin(), order.end(), 0u);
     std::shuffle(order.begin(), order.end(), rng);
-    for (uint32_t t : order) std::atomic_ref<uint64_t>(p.ready[t]).store(e, std::memory_order_release);
+    // Half first: once its flags are in place the receive's done word still holds the last epoch.
+    const uint32_t half = T / 2;
+    for (uint32_t i = 0; i < half; ++i) std::atomic_ref<uint64_t>(p.ready[order[i]]).store(e, std::memory_order_release);
+    ASSERT_TRUE(eventually([&] {
+      for (uint32_t i = 0; i < half; ++i)
+        if (load(p.flags[kFlagFirst + order[i]]) != e) return false;
+      return true;
+    })) << "epoch " << e << ": the first half did not arrive";
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    EXPECT_EQ(load(p.recv_done), e - 1) << "epoch " << e << ": done with half of it arrived";
+    for (uint32_t i = half; i < T; ++i) std::atomic_ref<uint64_t>(p.ready[order[i]]).store(e, std::memory_order_release);
     delivered += T;
+    // The receive's done word: stored only once every byte and flag of the epoch is in place.
+    ASSERT_TRUE(eventually([&] { return load(p.recv_done) == e; })) << "epoch " << e;
+    for (uint32_t t = 0; t < T; ++t) EXPECT_EQ(load(p.flags[kFlagFirst + t]), e) << "epoch " << e << " t " << t;
+    EXPECT_EQ(p.recv, p.send) << "epoch " << e << ": done before every byte landed";
     ASSERT_TRUE(eventually([&] {
       for (uint32_t t = 0; t < T; ++t)
         if (load(p.flags[kFlagFirst + t]) != e) return false;

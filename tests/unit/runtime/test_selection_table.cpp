@@ -54,7 +54,9 @@ Choice plan_choice(Collective c, uint64_t bytes, int nranks) {
   return ch;
 }
 Choice table_choice(Collective c, uint64_t bytes, int nranks) {
-  if (oneshot_fits(c, bytes, nranks) && oneshot_preferred(c, bytes, nranks))
+  // The kernel's collectives then (it runs Broadcast and Reduce only where WEFT_ALGO names it).
+  const bool kernel = c == Collective::AllReduce || c == Collective::AllGather || c == Collective::ReduceScatter;
+  if (kernel && oneshot_fits(c, bytes, nranks) && oneshot_preferred(c, bytes, nranks))
     return Choice{kOneShot, "LL", oneshot_blocks(peer(c, bytes, nranks))};
   return plan_choice(c, bytes, nranks);
 }
@@ -397,6 +399,32 @@ TEST(SelectionTable, EnvironmentLoadsATableAndWeftAlgoStillOverrides) {
   unsetenv("WEFT_ALGO");
   EXPECT_EQ(select_algorithm(Collective::AllToAll, 16 << 20, 8, 32).algorithm, "alltoall_direct");
   EXPECT_EQ(select_algorithm(Collective::AllToAll, 16 << 20, 8, 32, true).algorithm, "allpairs");
+}
+
+// Broadcast and Reduce run the one-shot kernel only where WEFT_ALGO names it for them, while
+// the payload fits its 512 KiB (peer_bytes: the whole payload for both), and never from the
+// default table.
+TEST(SelectionTable, RootedOneShotOnlyWhereNamedAndWhereItFits) {
+  unsetenv("WEFT_ALGO");
+  for (Collective c : {Collective::Broadcast, Collective::Reduce}) {
+    EXPECT_EQ(peer_bytes(c, 4096, 4), 4096u);
+    EXPECT_NE(select_algorithm(c, 8, 4, 32).algorithm, kOneShot) << to_string(c);
+  }
+  setenv("WEFT_ALGO", "Broadcast:oneshot,Reduce:oneshot", 1);
+  for (Collective c : {Collective::Broadcast, Collective::Reduce})
+    for (int ranks : {2, 4, 8}) {
+      const Choice small = select_algorithm(c, 8, ranks, 32);
+      EXPECT_EQ(small.algorithm, kOneShot) << to_string(c) << " on " << ranks;
+      EXPECT_EQ(small.instances, 1);
+      EXPECT_EQ(select_algorithm(c, exec::kOneShotMaxBytes, ranks, 32).algorithm, kOneShot) << to_string(c);
+      EXPECT_NE(select_algorithm(c, exec::kOneShotMaxBytes + 8, ranks, 32).algorithm, kOneShot) << to_string(c);
+    }
+  EXPECT_NE(select_algorithm(Collective::AllToAll, 8, 4, 32).algorithm, kOneShot);
+  setenv("WEFT_ALGO", "oneshot", 1);  // bare: AllReduce, AllGather and ReduceScatter only
+  EXPECT_EQ(select_algorithm(Collective::AllReduce, 8, 4, 32).algorithm, kOneShot);
+  EXPECT_NE(select_algorithm(Collective::Broadcast, 8, 4, 32).algorithm, kOneShot);
+  EXPECT_NE(select_algorithm(Collective::Reduce, 8, 4, 32).algorithm, kOneShot);
+  unsetenv("WEFT_ALGO");
 }
 
 }  // namespace

@@ -274,7 +274,10 @@ TEST(CallModel, OneShotLimits) {
   EXPECT_TRUE(oneshot_carries(Collective::AllReduce, 512 << 10, 2));
   EXPECT_FALSE(oneshot_carries(Collective::AllReduce, (512 << 10) + 8, 2));
   EXPECT_TRUE(oneshot_carries(Collective::AllGather, 1 << 20, 2));  // 512 KiB per peer
-  EXPECT_FALSE(oneshot_carries(Collective::Broadcast, 8, 2));
+  // Broadcast and Reduce where WEFT_ALGO names the kernel for them: the whole payload per peer.
+  EXPECT_TRUE(oneshot_carries(Collective::Broadcast, 512 << 10, 2));
+  EXPECT_FALSE(oneshot_carries(Collective::Reduce, (512 << 10) + 8, 4));
+  EXPECT_FALSE(oneshot_carries(Collective::AllToAll, 8, 2));
   EXPECT_FALSE(oneshot_carries(Collective::AllReduce, 8, 9));
   EXPECT_FALSE(oneshot_carries(Collective::AllReduce, 8, 1));
   // More peers, more packets: time grows with the rank count.

@@ -46,14 +46,22 @@ struct Result {
   Launch fallback;
 };
 
+// The one-shot kernel's collectives: AllReduce, AllGather and ReduceScatter when this rule was
+// frozen (and still what a bare WEFT_ALGO=oneshot and the tables' rows cover); issue 32
+// (h/latency) added Broadcast and Reduce where WEFT_ALGO names it for them
+// ("Broadcast:oneshot"), and their payload per peer is the whole payload.
 inline bool oneshot_collective(Collective c) {
   return c == Collective::AllReduce || c == Collective::AllGather || c == Collective::ReduceScatter;
 }
+inline bool oneshot_carries(Collective c) {
+  return oneshot_collective(c) || c == Collective::Broadcast || c == Collective::Reduce;
+}
 inline uint64_t peer_bytes(Collective c, uint64_t bytes, int nranks) {
-  return c == Collective::AllReduce ? bytes : bytes / static_cast<uint64_t>(std::max(1, nranks));
+  const bool whole = c == Collective::AllReduce || c == Collective::Broadcast || c == Collective::Reduce;
+  return whole ? bytes : bytes / static_cast<uint64_t>(std::max(1, nranks));
 }
 inline bool oneshot_fits(Collective c, uint64_t bytes, int nranks) {
-  return oneshot_collective(c) && nranks >= 2 && nranks <= 8 && peer_bytes(c, bytes, nranks) <= (512u << 10);
+  return oneshot_carries(c) && nranks >= 2 && nranks <= 8 && peer_bytes(c, bytes, nranks) <= (512u << 10);
 }
 inline int oneshot_blocks(uint64_t peer) {
   const uint64_t words = (peer + 7) / 8;
