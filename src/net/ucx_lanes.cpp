@@ -262,7 +262,10 @@ void UcxLanes::execute(Lane& lane, Op& op) {
   }
   const void* data = op.kind == Op::Words ? static_cast<const void*>(op.words.get()) : op.data;
   param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-  param.flags = op.kind == Op::Data && op.bytes >= config_.rndv_bytes ? UCP_AM_SEND_FLAG_RNDV : UCP_AM_SEND_FLAG_EAGER;
+  const auto peer = static_cast<size_t>(op.peer);
+  const bool rndv = op.kind == Op::Data && op.bytes >= config_.rndv_bytes &&
+                    (peer >= config_.rndv_peers.size() || config_.rndv_peers[peer]);
+  param.flags = rndv ? UCP_AM_SEND_FLAG_RNDV : UCP_AM_SEND_FLAG_EAGER;
   ucs_status_ptr_t r = api_.am_send_nbx(link->ep, kAmId, op.header.get(), sizeof(AmHeader), data, op.bytes, &param);
   if (UCS_PTR_IS_ERR(r)) return link->fail_with(UCS_PTR_STATUS(r));
   if (r != nullptr) link->pending.push_back(Link::Pending{r, std::move(op.header), std::move(op.words)});

@@ -43,6 +43,7 @@ struct LaneConfig {
   bool split = true;              ///< data of each direction on lanes of its own
   uint64_t stripe_bytes = 131072; ///< a put is cut into pieces of at least this many bytes
   uint64_t rndv_bytes = 4 << 20;  ///< pieces of at least this size go by rendezvous
+  std::vector<bool> rndv_peers;   ///< index: rank; false: never by rendezvous to it (empty: to every rank)
   uint64_t spin_ns = 20'000'000;  ///< a lane polls this long after its last work, then sleeps
   double timeout_s = 30;          ///< teardown bound (at most 10 s)
 };

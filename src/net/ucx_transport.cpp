@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "net/lane_choice.hpp"
+#include "net/tcp_rendezvous.hpp"
 #include "net/ucx_active.hpp"
 #include "net/ucx_lanes.hpp"
 #include "proxy/affinity.hpp"
@@ -124,6 +125,7 @@ struct UcxTransport::Impl {
     std::deque<std::pair<uint64_t, void*>> marks;  // (ticket, its flush request), oldest first
     uint64_t marked = 0, landed = 0;
     AmNumbering numbering;  // active-message mode without lanes: the messages sent to this peer
+    bool rndv = true;       // active messages of rndv_bytes or more go by rendezvous (net/tcp_rendezvous.hpp)
   };
 
   const UcxApi* api = nullptr;
@@ -279,7 +281,7 @@ struct UcxTransport::Impl {
     check(p);
     if (lanes) return lanes->put(p.rank, dst.address + off, src, bytes);
     if (am) {
-      am_send(p, p.numbering.data(rank, dst.address + off), src, bytes, bytes >= rndv_bytes, nullptr, "put");
+      am_send(p, p.numbering.data(rank, dst.address + off), src, bytes, p.rndv && bytes >= rndv_bytes, nullptr, "put");
       return;
     }
     ucp_request_param_t param{};
@@ -458,6 +460,34 @@ struct UcxTransport::Impl {
 };
 
 namespace {
+/// UCX's lanes of `ep` as ucp_ep_print_info reports them, "; "-separated, one space between
+/// words ("lane[0]: 1:tcp/lo.0 md[0] -> ... am am_bw#0"); empty where UCX cannot say.
+std::string lane_description(const UcxApi& api, ucp_ep_h ep) {
+  if (api.ep_print_info == nullptr || ep == nullptr) return "";
+  char* text = nullptr;
+  size_t len = 0;
+  std::FILE* f = open_memstream(&text, &len);
+  if (f == nullptr) return "";
+  api.ep_print_info(ep, f);
+  std::fclose(f);
+  std::string out;
+  for (const char* line = text; line != nullptr && *line != '\0';) {
+    const char* end = std::strchr(line, '\n');
+    std::string l(line, end != nullptr ? static_cast<size_t>(end - line) : std::strlen(line));
+    const size_t at = l.find("lane[");
+    if (at != std::string::npos) {
+      std::string t = l.substr(at);
+      std::string squeezed;
+      for (char c : t)
+        if (c != ' ' || squeezed.empty() || squeezed.back() != ' ') squeezed += c;
+      out += (out.empty() ? "" : "; ") + squeezed;
+    }
+    line = end != nullptr ? end + 1 : nullptr;
+  }
+  std::free(text);
+  return out;
+}
+
 /// Exchanges the transport worker's address (with the mode and this rank's lane offer,
 /// net/lane_choice.hpp) and connects to every peer's; every block checked. Returns the lanes
 /// every rank runs (0 in put mode).
@@ -597,12 +627,16 @@ UcxTransport::UcxTransport(int rank, int nranks, AllGather allgather, double tim
     m.rx->install(m.worker);
   }
   const int lanes = connect_peers(m, m.am ? offer : local_lane_offer(0));
+  int eager_only = 0;  // peers whose data goes over TCP get no rendezvous (net/tcp_rendezvous.hpp)
+  for (auto& p : m.peers)
+    if (p && m.am && !(p->rndv = rendezvous_allowed(data_over_tcp(lane_description(api, p->ep))))) ++eager_only;
   if (lanes > 0) {
     LaneConfig lc;
     lc.lanes = lanes;
     lc.split = config::get_bool("WEFT_NET_LANE_SPLIT");
     lc.stripe_bytes = static_cast<uint64_t>(config::get_int("WEFT_NET_STRIPE_BYTES"));
     lc.rndv_bytes = m.rndv_bytes;
+    for (auto& p : m.peers) lc.rndv_peers.push_back(!p || p->rndv);
     lc.spin_ns = static_cast<uint64_t>(config::get_int("WEFT_PROXY_SPIN_US")) * 1000;
     lc.timeout_s = m.timeout_s;
     m.lanes = std::make_unique<UcxLanes>(api, m.context, rank, nranks, *m.rx, lc);
@@ -613,7 +647,10 @@ UcxTransport::UcxTransport(int rank, int nranks, AllGather allgather, double tim
                                                   << "; data by " << (m.am ? "active messages" : "RMA puts") << "; "
                                                   << (m.lanes ? m.lanes->describe()
                                                               : std::string("sent and received by the proxy's thread"))
-                                                  << "; " << segments);
+                                                  << "; " << segments
+                                                  << (eager_only == 0 ? std::string()
+                                                                      : "; no rendezvous to the " + std::to_string(eager_only) +
+                                                                            " peer(s) reached over TCP (WEFT_NET_TCP_RNDV=0)"));
 }
 
 UcxTransport::~UcxTransport() = default;
@@ -759,32 +796,9 @@ void UcxTransport::place_threads(const std::string& pci_bus_id) {
 
 void UcxTransport::abort() { impl_->close_all(true); }
 
-std::string UcxTransport::describe_peer(int peer) const {
-  const Impl& m = *impl_;
-  if (m.api->ep_print_info == nullptr) return "";
-  char* text = nullptr;
-  size_t len = 0;
-  std::FILE* f = open_memstream(&text, &len);
-  if (f == nullptr) return "";
-  m.api->ep_print_info(m.peer(peer).ep, f);
-  std::fclose(f);
-  std::string out;
-  for (const char* line = text; line != nullptr && *line != '\0';) {
-    const char* end = std::strchr(line, '\n');
-    std::string l(line, end != nullptr ? static_cast<size_t>(end - line) : std::strlen(line));
-    const size_t at = l.find("lane[");
-    if (at != std::string::npos) {
-      std::string t = l.substr(at);
-      std::string squeezed;
-      for (char c : t)
-        if (c != ' ' || squeezed.empty() || squeezed.back() != ' ') squeezed += c;
-      out += (out.empty() ? "" : "; ") + squeezed;
-    }
-    line = end != nullptr ? end + 1 : nullptr;
-  }
-  std::free(text);
-  return out;
-}
+std::string UcxTransport::describe_peer(int peer) const { return lane_description(*impl_->api, impl_->peer(peer).ep); }
+
+bool UcxTransport::rendezvous_to(int peer) const { return impl_->am && impl_->peer(peer).rndv; }
 
 std::string UcxTransport::version() const {
   return impl_->api->version_string != nullptr ? impl_->api->version_string() : "";
@@ -805,7 +819,10 @@ std::string describe_data_path(const UcxApi& api, bool cuda) {
                                                                               : ", each both ways") +
                        ", puts of 2 x " + std::to_string(config::get_int("WEFT_NET_STRIPE_BYTES")) +
                        " bytes or more striped over them";
-  return std::string(am ? "data by active messages (WEFT_NET_PROTO=am), signals applied by the receiver after their data; " + threads
+  const std::string tcp_rndv = config::get_bool("WEFT_NET_TCP_RNDV") ? "rendezvous over TCP too (WEFT_NET_TCP_RNDV=1)"
+                                                                        : "none by rendezvous over TCP (WEFT_NET_TCP_RNDV=0)";
+  return std::string(am ? "data by active messages (WEFT_NET_PROTO=am), signals applied by the receiver after their data, " +
+                              tcp_rndv + "; " + threads
                         : std::string("data by RMA puts, signals ordered ") +
                               (config::get_string("WEFT_NET_ORDER") == "fence" ? "by a UCX fence" : "after their puts land")) +
          "; UCX's TCP segments: " + segments;
@@ -857,6 +874,7 @@ void UcxTransport::check_peer(int) const {}
 void UcxTransport::place_threads(const std::string&) {}
 void UcxTransport::abort() {}
 std::string UcxTransport::describe_peer(int) const { return ""; }
+bool UcxTransport::rendezvous_to(int) const { return false; }
 std::string UcxTransport::version() const { return ""; }
 std::string ucx_describe() { return "network transport unavailable: " + ucx_unavailable_reason(); }
 

@@ -101,6 +101,10 @@ class UcxTransport {
   /// UCX's lanes to `peer` as ucp_ep_print_info reports them, "; "-separated ("lane[0]:
   /// 1:tcp/lo.0 md[0] -> ... am am_bw#0"), for the log; empty where UCX cannot say.
   std::string describe_peer(int peer) const;
+  /// True where this rank's messages of WEFT_NET_RNDV_BYTES or more to `peer` go by UCX's
+  /// rendezvous: active-message mode, and the peer's data not over TCP or WEFT_NET_TCP_RNDV=1
+  /// (net/tcp_rendezvous.hpp); otherwise they go eagerly.
+  bool rendezvous_to(int peer) const;
   /// "1.16.0", or "" where UCX does not say.
   std::string version() const;
 

@@ -191,7 +191,13 @@ std::vector<Variable> execution_variables() {
      "per data lane) sent on different lanes at once.", 4096, int64_t{1} << 32},
     {"WEFT_NET_RNDV_BYTES", Type::Int, "4194304",
      "WEFT_NET_PROTO=am: messages of at least this many bytes go by UCX's rendezvous, smaller ones eagerly (over "
-     "TCP: sent from where they are, copied into place on arrival).", 1, int64_t{1} << 40},
+     "TCP: sent from where they are, copied into place on arrival); to a peer reached over TCP only with "
+     "WEFT_NET_TCP_RNDV=1.", 1, int64_t{1} << 40},
+    {"WEFT_NET_TCP_RNDV", Type::Bool, "0",
+     "WEFT_NET_PROTO=am: 1 lets messages of WEFT_NET_RNDV_BYTES or more to a peer whose data goes over UCX's TCP "
+     "transport go by rendezvous (received into place); 0 (the default) sends them eagerly, because a peer that "
+     "dies while a rendezvous to it is in flight makes a UCX built with assertions abort the surviving process "
+     "inside its TCP transport instead of reporting the failure (docs/port-channels.md)."},
     {"WEFT_NET_TCP_SEG_BYTES", Type::Int, "1048576",
      "UCX's TCP segment sizes weft asks for (UCX_TCP_TX_SEG_SIZE and UCX_TCP_RX_SEG_SIZE, whose defaults of 8 and 64 "
      "KiB cut every message into pieces of one system call each, and for RMA puts one acknowledgement each); unused "

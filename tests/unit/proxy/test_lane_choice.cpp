@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "net/lane_choice.hpp"
+#include "net/tcp_rendezvous.hpp"
+#include "scoped_env.hpp"
 #include "util/error.hpp"
 
 using weft::Error;
@@ -63,3 +65,41 @@ TEST(LaneChoice, GivenCountsMustAgree) {
 }
 
 TEST(LaneChoice, NoOffersNoLanes) { EXPECT_EQ(agree_lanes({}, 0), 0); }
+
+// Whether the active-message mode asks UCX for rendezvous to a peer (net/tcp_rendezvous.hpp):
+// not where UCX's lanes to it carry active messages over TCP, unless WEFT_NET_TCP_RNDV=1.
+// The lane lines below are ucp_ep_print_info's format (UCX 1.13 to 1.16) as describe_peer
+// squeezes them.
+TEST(TcpRendezvous, DataOverTcpReadFromUcxsLanes) {
+  using weft::net::data_over_tcp;
+  EXPECT_TRUE(data_over_tcp("lane[0]: 1:tcp/lo.0 md[0] -> md[0]/tcp/sysdev[255] am am_bw#0 keepalive wireup"));
+  EXPECT_TRUE(data_over_tcp("lane[0]: 2:tcp/eth0.0 md[1] -> md[1]/tcp/sysdev[0] am keepalive wireup"));
+  // The am usage last, before describe_peer's separator; two TCP interfaces as bandwidth lanes.
+  EXPECT_TRUE(data_over_tcp("lane[0]: 3:posix/memory.0 md[2] -> md[2]/posix/sysdev[255] keepalive; "
+                            "lane[1]: 1:tcp/eth0.0 md[0] -> md[0]/tcp/sysdev[0] am"));
+  EXPECT_TRUE(data_over_tcp("lane[0]: 5:rc_mlx5/mlx5_0:1.0 md[3] -> md[3]/ib/sysdev[1] am keepalive; "
+                            "lane[1]: 1:tcp/eth1.0 md[0] -> md[0]/tcp/sysdev[0] am_bw#1"));
+  // No active messages over TCP: InfiniBand, shared memory, TCP only for keepalive or as a
+  // connection manager, nothing at all (UCX cannot say).
+  EXPECT_FALSE(data_over_tcp("lane[0]: 5:rc_mlx5/mlx5_0:1.0 md[3] -> md[3]/ib/sysdev[1] am am_bw#0 rma_bw#0 keepalive wireup"));
+  EXPECT_FALSE(data_over_tcp("lane[0]: 3:posix/memory.0 md[2] -> md[2]/posix/sysdev[255] am am_bw#0; "
+                             "lane[1]: 4:cma/memory.0 md[4] -> md[4]/cma/sysdev[255] rma_bw#0"));
+  EXPECT_FALSE(data_over_tcp("lane[0]: 5:rc_mlx5/mlx5_0:1.0 md[3] -> md[3]/ib/sysdev[1] am am_bw#0; "
+                             "lane[1]: 1:tcp/eth0.0 md[0] -> md[0]/tcp/sysdev[0] keepalive"));
+  EXPECT_FALSE(data_over_tcp("lane[0]: cm tcp; lane[1]: 5:rc_mlx5/mlx5_0:1.0 md[3] -> md[3]/ib/sysdev[1] am"));
+  EXPECT_FALSE(data_over_tcp(""));
+  EXPECT_FALSE(data_over_tcp("lane[0]: tcp am"));  // no "N:transport/device": not a lane UCX printed
+  EXPECT_FALSE(data_over_tcp("lane[0]: 1:tcpx/lo.0 md[0] -> am_bwx"));
+}
+
+TEST(TcpRendezvous, OverTcpOnlyWithWeftNetTcpRndv) {
+  using weft::net::rendezvous_allowed;
+  {
+    weft::test::EnvVar unset("WEFT_NET_TCP_RNDV", nullptr);
+    EXPECT_TRUE(rendezvous_allowed(false));
+    EXPECT_FALSE(rendezvous_allowed(true));  // the default: eagerly over TCP
+  }
+  weft::test::EnvVar on("WEFT_NET_TCP_RNDV", "1");
+  EXPECT_TRUE(rendezvous_allowed(true));
+  EXPECT_TRUE(rendezvous_allowed(false));
+}

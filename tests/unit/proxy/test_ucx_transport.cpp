@@ -91,11 +91,15 @@ struct Side {
   }
 };
 
-void puts_with_signals(bool tcp_only) {
-  constexpr size_t kBytes = 4 << 20, kPieces = 16, kPiece = kBytes / kPieces;
+/// Rank 0 puts `bytes` in `pieces` puts, each with a signal, then flushes; rank 1 waits for
+/// every signal and checks every byte. `eager`: a put is at least WEFT_NET_RNDV_BYTES and
+/// goes eagerly all the same (over TCP, net/tcp_rendezvous.hpp), which rank 0 checks.
+void puts_with_signals(bool tcp_only, size_t kBytes = 4 << 20, size_t kPieces = 16, bool eager = false) {
+  const size_t kPiece = kBytes / kPieces;
   UniqueId id = start_bootstrap_root(net::resolve("127.0.0.1", 0), 0, 20);
   auto st = fork_ranks(2, [&](int r) {
     Side s(id, r, kBytes, 10);
+    if (eager && s.ucx->rendezvous_to(1 - r)) return 9;
     if (r == 0) {
       for (size_t i = 0; i < kBytes; ++i) s.buf[i] = static_cast<char>(i * 7 + 3);
       for (size_t p = 0; p < kPieces; ++p) s.post(device::kTriggerPut | device::kTriggerSignal, p * kPiece, p * kPiece, kPiece);
@@ -121,6 +125,13 @@ TEST(UcxTransport, PutsWithSignalsOverTcpLoopback) {
 TEST(UcxTransport, PutsWithSignalsOverUcxsChoice) {
   SKIP_WITHOUT_UCX();
   puts_with_signals(false);
+}
+
+// One put of 8 MiB, twice WEFT_NET_RNDV_BYTES, over TCP: sent eagerly (WEFT_NET_TCP_RNDV=0,
+// the default), in UCX's fragments of a TCP segment each, and intact.
+TEST(UcxTransport, LargePutOverTcpGoesEagerlyIntact) {
+  SKIP_WITHOUT_UCX();
+  puts_with_signals(true, 8 << 20, 1, true);
 }
 
 /// Rank 0 keeps sending to rank 1 until an error; rank 1 is taken down by `fault` after the
@@ -224,7 +235,8 @@ void refuses_malformed_exchange_blocks();
 /// Active messages (WEFT_NET_PROTO=am) carry addresses the receiver checks: data that would
 /// run past the end of what rank 1 registered, or a misaligned signal, is dropped there and
 /// reported as an error naming rank 0; rank 1's memory stays untouched. Data sent eagerly
-/// and by rendezvous (WEFT_NET_RNDV_BYTES=1, where rank 0's put fails too, naming rank 1).
+/// and by rendezvous (WEFT_NET_RNDV_BYTES=1 with WEFT_NET_TCP_RNDV=1, rendezvous over TCP
+/// being off by default: rank 0's put fails too, naming rank 1).
 TEST(UcxTransport, ActiveMessagesOutsideRegisteredMemoryAreRefused) {
   SKIP_WITHOUT_UCX();
   for (int bad : {0, 1, 2}) {
@@ -233,13 +245,14 @@ TEST(UcxTransport, ActiveMessagesOutsideRegisteredMemoryAreRefused) {
     auto st = fork_ranks(2, [&](int r) {
       setenv("WEFT_NET_PROTO", "am", 1);
       setenv("WEFT_NET_RNDV_BYTES", bad == 2 ? "1" : "4194304", 1);
+      if (bad == 2) setenv("WEFT_NET_TCP_RNDV", "1", 1);
       auto boot = Bootstrap::join(id, r, 2, 10);
       Bootstrap* b = boot.get();
       net::UcxTransport t(r, 2, [b](void* d, size_t n) { b->allgather(d, n, 10); }, 10);
       std::vector<uint64_t> buf(512, 0);
       const auto mem = t.register_memory(buf.data(), buf.size() * sizeof(uint64_t));
       auto ep = t.endpoint(1 - r);
-      int status = 0;
+      int status = t.rendezvous_to(1 - r) == (bad == 2) ? 0 : 8;  // over TCP only when asked
       if (r == 0) {
         std::vector<char> src(64, 1);
         if (bad != 1) ep->put(mem[1], mem[1].bytes - 8, src.data(), src.size());
@@ -625,7 +638,8 @@ TEST(NetFifos, EmulatedNodesCarryEveryMessageIntact) {
 }
 
 /// The lanes (net/ucx_lanes.hpp) in every shape, 2 ranks as 2 nodes over TCP, messages of 1
-/// byte to 64 KiB striped in 4 KiB pieces, those of 16 KiB or more by rendezvous, so pieces
+/// byte to 64 KiB striped in 4 KiB pieces, those of 16 KiB or more by rendezvous (asked for
+/// over TCP with WEFT_NET_TCP_RNDV=1), so pieces
 /// of one message land out of order on different lanes and threads: every byte checked, and
 /// no signal may overtake its data (the receiver would read a slot not yet written). Shapes:
 /// 3 lanes split by direction (2 carry rank 0's data, 1 rank 1's), 3 lanes each both ways,
@@ -640,6 +654,7 @@ TEST(NetFifos, LanesCarryEveryMessageIntact) {
       setenv("WEFT_NET_LANE_SPLIT", std::string(shape) == "3 both" ? "0" : "1", 1);
       setenv("WEFT_NET_STRIPE_BYTES", "4096", 1);
       setenv("WEFT_NET_RNDV_BYTES", "16384", 1);
+      setenv("WEFT_NET_TCP_RNDV", "1", 1);  // rendezvous over TCP (off by default)
       auto boot = Bootstrap::join(id, r, 2, 10);
       NetLayout l = small_layout(2, 2);
       l.depth = 4;
