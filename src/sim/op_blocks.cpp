@@ -55,14 +55,23 @@ class OpPlacer::Impl {
         bound_(bounding_link(ref.graph, topo)), uf_(static_cast<size_t>(ref.graph.size())),
         tt_(static_cast<size_t>(ref.graph.size())) {
     read_connections();
-    read_run(sim.program(), times);
+    tt_ = read_times(ref_.plan, sim.program(), times);
     join_fused();
     make_units();
-    find_latest();
+    find_latest(tt_, 0);
   }
 
-  std::vector<OpBlocks> place(size_t transfers) {
+  /// Latest starts again, from a run of the plan placed as place() chose (its ops on the
+  /// bounding link start as they did there; a unit that nothing follows ends by that run's
+  /// end).
+  void refine(const Plan& placed, const Simulator& sim, const SimReport& times) {
+    find_latest(read_times(placed, sim.program(), times), times.time_us);
+  }
+
+  std::vector<OpBlocks> place(size_t transfers, bool by_latest) {
+    by_latest_ = by_latest;
     std::vector<double> free(static_cast<size_t>(blocks_), 0.0);  // per block of the run: busy until
+    for (Unit& u : units_) u.placed = false;
     std::vector<OpBlocks> out(transfers);
     bool fewer = false;
     for (Unit& u : units_) {
@@ -96,13 +105,13 @@ class OpPlacer::Impl {
     blocks_ = std::max(1, block);
   }
 
-  /// Per task what the run saw, from its transfers' slots at its two ranks.
-  void read_run(const Program& prog, const SimReport& times) {
+  /// Per task what a run of `plan` saw, from its transfers' slots at its two ranks.
+  std::vector<TaskTimes> read_times(const Plan& plan, const Program& prog, const SimReport& times) const {
     std::unordered_map<int64_t, Seen> seen;  // (transfer, rank)
     auto key = [&](int32_t x, int32_t rank) { return static_cast<int64_t>(x) * ranks_ + rank; };
     for (const ProgTb& t : prog.tbs)
       for (int32_t gs = t.slot_begin; gs < t.slot_end; ++gs) {
-        const Slot& s = ref_.plan.ranks[static_cast<size_t>(t.rank)].tbs[static_cast<size_t>(t.local)].slots[static_cast<size_t>(gs - t.slot_begin)];
+        const Slot& s = plan.ranks[static_cast<size_t>(t.rank)].tbs[static_cast<size_t>(t.local)].slots[static_cast<size_t>(gs - t.slot_begin)];
         const double first = times.slot_first_us[static_cast<size_t>(gs)];
         if (first < 0) continue;  // never worked (a nop)
         for (int32_t x : s.tasks) {
@@ -112,15 +121,15 @@ class OpPlacer::Impl {
           it->second.busy += times.slot_busy_us[static_cast<size_t>(gs)];
         }
       }
+    std::vector<TaskTimes> out(static_cast<size_t>(g_.size()));
     for (int32_t t = 0; t < g_.size(); ++t) {
       const auto origins = g_.origins_of(t);
       if (origins.empty()) continue;
       const Transfer& x = g_.tasks[t].transfer;
-      TaskTimes& tt = tt_[static_cast<size_t>(t)];
+      TaskTimes& tt = out[static_cast<size_t>(t)];
       tt.rank = {x.src_rank, x.dst_rank};
       for (size_t end = 0; end < 2; ++end) {
-        const int32_t rank = tt.rank[end];
-        auto it = seen.find(key(origins[0], rank));
+        auto it = seen.find(key(origins[0], tt.rank[end]));
         if (it == seen.end()) continue;
         tt.first_at[end] = it->second.first;
         tt.last_at[end] = it->second.last;
@@ -130,6 +139,7 @@ class OpPlacer::Impl {
         tt.seen = true;
       }
     }
+    return out;
   }
 
   /// Tasks fused into one primitive (one plan slot names both) form a unit, except where one
@@ -189,7 +199,7 @@ class OpPlacer::Impl {
   /// pace; a placed one must make each micro-batch before every task that follows it through
   /// a data edge needs it (at that task's latest start and pace, at the edge's rank). A unit
   /// that no such task follows keeps the run's start.
-  void find_latest() {
+  void find_latest(const std::vector<TaskTimes>& fixed, double horizon) {
     const std::vector<int32_t> order = pipeline_order(g_, ref_.pipeline);
     std::vector<int32_t> by_order(static_cast<size_t>(g_.size()));
     for (int32_t t = 0; t < g_.size(); ++t) by_order[static_cast<size_t>(order[t])] = t;
@@ -209,10 +219,11 @@ class OpPlacer::Impl {
       const int32_t ui = unit_of_[static_cast<size_t>(t)];
       Window& wt = w[static_cast<size_t>(t)];
       if (ui < 0 || !units_[static_cast<size_t>(ui)].narrowable || units_[static_cast<size_t>(ui)].m <= 1) {
+        const TaskTimes& ft = fixed[static_cast<size_t>(t)].seen ? fixed[static_cast<size_t>(t)] : tt;
         for (size_t end = 0; end < 2; ++end) {
-          const bool at = tt.first_at[end] >= 0;
-          wt.start[end] = at ? tt.first_at[end] : tt.first;
-          wt.pace[end] = ((at ? tt.last_at[end] : tt.last) - wt.start[end]) / k_;
+          const bool at = ft.first_at[end] >= 0;
+          wt.start[end] = at ? ft.first_at[end] : ft.first;
+          wt.pace[end] = ((at ? ft.last_at[end] : ft.last) - wt.start[end]) / k_;
         }
         continue;
       }
@@ -224,10 +235,11 @@ class OpPlacer::Impl {
         if (ws.start[end] >= kNone) continue;
         latest = std::min(latest, ws.start[end] - step + std::min(0.0, (k_ - 1) * (ws.pace[end] - step)));
       }
-      if (latest >= kNone) latest = tt.first;
+      if (latest >= kNone) latest = horizon > 0 ? horizon - units_[static_cast<size_t>(ui)].work : tt.first;
       wt.start = {latest, latest};
       wt.pace = {step, step};
     }
+    for (Unit& u : units_) u.latest = kNone;
     for (size_t t = 0; t < w.size(); ++t)
       if (unit_of_[t] >= 0 && w[t].start[0] < kNone) {
         Unit& u = units_[static_cast<size_t>(unit_of_[t])];
@@ -277,7 +289,7 @@ class OpPlacer::Impl {
     u.at = {0, u.m};
     if (u.narrowable && u.m > 1) {
       const double step = u.work / k_;
-      const double in_time = std::max(std::max(u.began, release) + step, u.latest < 1e299 ? u.latest : 0.0);
+      const double in_time = std::max(std::max(u.began, release) + step, by_latest_ && u.latest < 1e299 ? u.latest : 0.0);
       std::vector<double> start(static_cast<size_t>(u.m)), end(static_cast<size_t>(u.m));
       double soonest = 1e300;
       for (int32_t a = 0; a < u.m; ++a) {
@@ -311,6 +323,7 @@ class OpPlacer::Impl {
   std::vector<TaskTimes> tt_;
   std::vector<Unit> units_;
   std::vector<int32_t> unit_of_;  ///< per task, its unit (-1: local)
+  bool by_latest_ = true;         ///< a unit may start as late as its latest start
   std::unordered_map<int32_t, std::pair<int32_t, int32_t>> conn_of_transfer_;  ///< transfer -> (logical channel, blocks)
   std::map<ConnKey, std::array<int32_t, 2>> ends_;  ///< physical connection -> its two blocks (global ids)
   int32_t blocks_ = 0;
@@ -322,6 +335,12 @@ OpPlacer::OpPlacer(const CompileResult& reference, const Topology& topo, const S
 }
 OpPlacer::~OpPlacer() = default;
 
-std::vector<OpBlocks> OpPlacer::place(size_t transfers) { return impl_ ? impl_->place(transfers) : std::vector<OpBlocks>{}; }
+std::vector<OpBlocks> OpPlacer::place(size_t transfers, bool by_latest) {
+  return impl_ ? impl_->place(transfers, by_latest) : std::vector<OpBlocks>{};
+}
+
+void OpPlacer::refine(const Plan& placed, const Simulator& sim, const SimReport& times) {
+  if (impl_ && !times.slot_first_us.empty()) impl_->refine(placed, sim, times);
+}
 
 }  // namespace weft::sim

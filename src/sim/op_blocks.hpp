@@ -38,7 +38,12 @@ class OpPlacer {
   /// micro-batch after what it reads has ended, by the run's figures or by this placement's
   /// for units placed before it. Empty when no unit takes fewer blocks than its connection
   /// has, or when the plan is not at task level or the run has no slot times.
-  std::vector<OpBlocks> place(size_t transfers);
+  std::vector<OpBlocks> place(size_t transfers, bool by_latest = true);
+  /// Takes when the ops that keep their blocks started, and the call's end, from `times`, a
+  /// run (with SimOptions::slot_times) on `sim` of `placed`, the plan compiled with what
+  /// place() returned: the next place() goes by them instead of the reference run's (which
+  /// ran every op on all its blocks, at other times).
+  void refine(const Plan& placed, const Simulator& sim, const SimReport& times);
 
  private:
   class Impl;
