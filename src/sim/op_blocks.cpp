@@ -52,8 +52,7 @@ class OpPlacer::Impl {
  public:
   Impl(const CompileResult& ref, const Topology& topo, const Simulator& sim, const SimReport& times)
       : ref_(ref), g_(ref.graph), ranks_(ref.plan.num_ranks), k_(std::max(1, times.microbatches)),
-        bound_(bounding_link(ref.graph, topo)), uf_(static_cast<size_t>(ref.graph.size())),
-        tt_(static_cast<size_t>(ref.graph.size())) {
+        bound_(bounding_link(ref.graph, topo)), uf_(static_cast<size_t>(ref.graph.size())) {
     read_connections();
     tt_ = read_times(ref_.plan, sim.program(), times);
     join_fused();
@@ -61,9 +60,7 @@ class OpPlacer::Impl {
     find_latest(tt_, 0);
   }
 
-  /// Latest starts again, from a run of the plan placed as place() chose (its ops on the
-  /// bounding link start as they did there; a unit that nothing follows ends by that run's
-  /// end).
+  /// Latest starts again, from a run of the plan placed as place() chose (OpPlacer::refine).
   void refine(const Plan& placed, const Simulator& sim, const SimReport& times) {
     find_latest(read_times(placed, sim.program(), times), times.time_us);
   }
@@ -195,10 +192,11 @@ class OpPlacer::Impl {
 
   /// Per unit, when it may start at the latest on one block (Unit::latest), going back from
   /// the end of the pipeline: a task that is not placed (it crosses the bounding link, is
-  /// local, or its blocks are unknown) starts as it did in the run, at each end, at the run's
-  /// pace; a placed one must make each micro-batch before every task that follows it through
-  /// a data edge needs it (at that task's latest start and pace, at the edge's rank). A unit
-  /// that no such task follows keeps the run's start.
+  /// local, or its blocks are unknown) starts as it did in `fixed` (a run; the reference's
+  /// where it is not there), at each end, at that run's pace; a placed one must make each
+  /// micro-batch before every task that follows it through a data edge needs it (at that
+  /// task's latest start and pace, at the edge's rank). A unit that no such task follows ends
+  /// by `horizon` (when > 0), else keeps its start in the reference run.
   void find_latest(const std::vector<TaskTimes>& fixed, double horizon) {
     const std::vector<int32_t> order = pipeline_order(g_, ref_.pipeline);
     std::vector<int32_t> by_order(static_cast<size_t>(g_.size()));
@@ -293,12 +291,13 @@ class OpPlacer::Impl {
       std::vector<double> start(static_cast<size_t>(u.m)), end(static_cast<size_t>(u.m));
       double soonest = 1e300;
       for (int32_t a = 0; a < u.m; ++a) {
-        start[a] = std::max(release, ready(u, free, a, 1));
-        end[a] = std::max(start[a] + u.work, feed + step);
-        soonest = std::min(soonest, end[a]);
+        const size_t i = static_cast<size_t>(a);
+        start[i] = std::max(release, ready(u, free, a, 1));
+        end[i] = std::max(start[i] + u.work, feed + step);
+        soonest = std::min(soonest, end[i]);
       }
       for (int32_t a = 0; a < u.m; ++a)
-        if (start[a] <= in_time || end[a] <= soonest + step) {
+        if (start[static_cast<size_t>(a)] <= in_time || end[static_cast<size_t>(a)] <= soonest + step) {
           u.at = {a, 1};
           break;
         }
