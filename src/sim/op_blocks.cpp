@@ -26,6 +26,8 @@ struct TaskTimes {
   bool seen = false;
   double first = 0, last = 0;  ///< first start, last end
   double work = 0;             ///< busy time of all its blocks at its busiest end
+  std::array<int32_t, 2> rank{-1, -1};  ///< its two ends' ranks (source, destination)
+  std::array<double, 2> first_at{-1, -1}, last_at{-1, -1};  ///< per end (-1: not seen there)
 };
 
 using ConnKey = std::tuple<int32_t, int32_t, int32_t>;  ///< (src, dst, channel)
@@ -38,6 +40,7 @@ struct Unit {
   bool narrowable = true;      ///< none of its ops crosses the link that bounds the call
   double work = 0;             ///< one block's time for all of it (the busiest end)
   double began = 1e300;        ///< when it began in the run
+  double latest = 1e300;       ///< when it may start at the latest without holding up what follows it
   bool placed = false;
   OpBlocks at;
   double first = 0, end = 0;   ///< when its first micro-batch and its last end, as placed
@@ -49,16 +52,23 @@ class OpPlacer::Impl {
  public:
   Impl(const CompileResult& ref, const Topology& topo, const Simulator& sim, const SimReport& times)
       : ref_(ref), g_(ref.graph), ranks_(ref.plan.num_ranks), k_(std::max(1, times.microbatches)),
-        bound_(bounding_link(ref.graph, topo)), uf_(static_cast<size_t>(ref.graph.size())),
-        tt_(static_cast<size_t>(ref.graph.size())) {
+        bound_(bounding_link(ref.graph, topo)), uf_(static_cast<size_t>(ref.graph.size())) {
     read_connections();
-    read_run(sim.program(), times);
+    tt_ = read_times(ref_.plan, sim.program(), times);
     join_fused();
     make_units();
+    find_latest(tt_, 0);
   }
 
-  std::vector<OpBlocks> place(size_t transfers) {
+  /// Latest starts again, from a run of the plan placed as place() chose (OpPlacer::refine).
+  void refine(const Plan& placed, const Simulator& sim, const SimReport& times) {
+    find_latest(read_times(placed, sim.program(), times), times.time_us);
+  }
+
+  std::vector<OpBlocks> place(size_t transfers, bool by_latest) {
+    by_latest_ = by_latest;
     std::vector<double> free(static_cast<size_t>(blocks_), 0.0);  // per block of the run: busy until
+    for (Unit& u : units_) u.placed = false;
     std::vector<OpBlocks> out(transfers);
     bool fewer = false;
     for (Unit& u : units_) {
@@ -92,13 +102,13 @@ class OpPlacer::Impl {
     blocks_ = std::max(1, block);
   }
 
-  /// Per task what the run saw, from its transfers' slots at its two ranks.
-  void read_run(const Program& prog, const SimReport& times) {
+  /// Per task what a run of `plan` saw, from its transfers' slots at its two ranks.
+  std::vector<TaskTimes> read_times(const Plan& plan, const Program& prog, const SimReport& times) const {
     std::unordered_map<int64_t, Seen> seen;  // (transfer, rank)
     auto key = [&](int32_t x, int32_t rank) { return static_cast<int64_t>(x) * ranks_ + rank; };
     for (const ProgTb& t : prog.tbs)
       for (int32_t gs = t.slot_begin; gs < t.slot_end; ++gs) {
-        const Slot& s = ref_.plan.ranks[static_cast<size_t>(t.rank)].tbs[static_cast<size_t>(t.local)].slots[static_cast<size_t>(gs - t.slot_begin)];
+        const Slot& s = plan.ranks[static_cast<size_t>(t.rank)].tbs[static_cast<size_t>(t.local)].slots[static_cast<size_t>(gs - t.slot_begin)];
         const double first = times.slot_first_us[static_cast<size_t>(gs)];
         if (first < 0) continue;  // never worked (a nop)
         for (int32_t x : s.tasks) {
@@ -108,20 +118,25 @@ class OpPlacer::Impl {
           it->second.busy += times.slot_busy_us[static_cast<size_t>(gs)];
         }
       }
+    std::vector<TaskTimes> out(static_cast<size_t>(g_.size()));
     for (int32_t t = 0; t < g_.size(); ++t) {
       const auto origins = g_.origins_of(t);
       if (origins.empty()) continue;
       const Transfer& x = g_.tasks[t].transfer;
-      TaskTimes& tt = tt_[static_cast<size_t>(t)];
-      for (int32_t rank : {x.src_rank, x.dst_rank}) {
-        auto it = seen.find(key(origins[0], rank));
+      TaskTimes& tt = out[static_cast<size_t>(t)];
+      tt.rank = {x.src_rank, x.dst_rank};
+      for (size_t end = 0; end < 2; ++end) {
+        auto it = seen.find(key(origins[0], tt.rank[end]));
         if (it == seen.end()) continue;
+        tt.first_at[end] = it->second.first;
+        tt.last_at[end] = it->second.last;
         tt.first = tt.seen ? std::min(tt.first, it->second.first) : it->second.first;
         tt.last = std::max(tt.last, it->second.last);
         tt.work = std::max(tt.work, it->second.busy);
         tt.seen = true;
       }
     }
+    return out;
   }
 
   /// Tasks fused into one primitive (one plan slot names both) form a unit, except where one
@@ -175,6 +190,61 @@ class OpPlacer::Impl {
     }
   }
 
+  /// Per unit, when it may start at the latest on one block (Unit::latest), going back from
+  /// the end of the pipeline: a task that is not placed (it crosses the bounding link, is
+  /// local, or its blocks are unknown) starts as it did in `fixed` (a run; the reference's
+  /// where it is not there), at each end, at that run's pace; a placed one must make each
+  /// micro-batch before every task that follows it through a data edge needs it (at that
+  /// task's latest start and pace, at the edge's rank). A unit that no such task follows ends
+  /// by `horizon` (when > 0), else keeps its start in the reference run.
+  void find_latest(const std::vector<TaskTimes>& fixed, double horizon) {
+    const std::vector<int32_t> order = pipeline_order(g_, ref_.pipeline);
+    std::vector<int32_t> by_order(static_cast<size_t>(g_.size()));
+    for (int32_t t = 0; t < g_.size(); ++t) by_order[static_cast<size_t>(order[t])] = t;
+    std::vector<std::vector<TaskEdge>> out(static_cast<size_t>(g_.size()));
+    for (int32_t t = 0; t < g_.size(); ++t)
+      for (const TaskEdge& e : g_.edges_to(t)) out[static_cast<size_t>(e.from)].push_back(e);
+    constexpr double kNone = 1e300;
+    struct Window {
+      std::array<double, 2> start{kNone, kNone};  ///< per end
+      std::array<double, 2> pace{0, 0};          ///< per micro-batch, per end
+    };
+    std::vector<Window> w(static_cast<size_t>(g_.size()));
+    for (auto it = by_order.rbegin(); it != by_order.rend(); ++it) {
+      const int32_t t = *it;
+      const TaskTimes& tt = tt_[static_cast<size_t>(t)];
+      if (!tt.seen) continue;
+      const int32_t ui = unit_of_[static_cast<size_t>(t)];
+      Window& wt = w[static_cast<size_t>(t)];
+      if (ui < 0 || !units_[static_cast<size_t>(ui)].narrowable || units_[static_cast<size_t>(ui)].m <= 1) {
+        const TaskTimes& ft = fixed[static_cast<size_t>(t)].seen ? fixed[static_cast<size_t>(t)] : tt;
+        for (size_t end = 0; end < 2; ++end) {
+          const bool at = ft.first_at[end] >= 0;
+          wt.start[end] = at ? ft.first_at[end] : ft.first;
+          wt.pace[end] = ((at ? ft.last_at[end] : ft.last) - wt.start[end]) / k_;
+        }
+        continue;
+      }
+      const double step = units_[static_cast<size_t>(ui)].work / k_;
+      double latest = kNone;
+      for (const TaskEdge& e : out[static_cast<size_t>(t)]) {
+        const Window& ws = w[static_cast<size_t>(e.to)];
+        const size_t end = tt_[static_cast<size_t>(e.to)].rank[0] == e.rank ? 0 : 1;
+        if (ws.start[end] >= kNone) continue;
+        latest = std::min(latest, ws.start[end] - step + std::min(0.0, (k_ - 1) * (ws.pace[end] - step)));
+      }
+      if (latest >= kNone) latest = horizon > 0 ? horizon - units_[static_cast<size_t>(ui)].work : tt.first;
+      wt.start = {latest, latest};
+      wt.pace = {step, step};
+    }
+    for (Unit& u : units_) u.latest = kNone;
+    for (size_t t = 0; t < w.size(); ++t)
+      if (unit_of_[t] >= 0 && w[t].start[0] < kNone) {
+        Unit& u = units_[static_cast<size_t>(unit_of_[t])];
+        u.latest = std::min(u.latest, w[t].start[0]);
+      }
+  }
+
   /// When what the unit reads (or whose buffer it reuses) has made its first micro-batch and
   /// its last: by this placement for units placed before it, by the run otherwise.
   std::pair<double, double> inputs(const Unit& u) {
@@ -207,24 +277,30 @@ class OpPlacer::Impl {
     return at;
   }
 
-  /// Places the unit: one block when it may take fewer (the lowest on which it starts within
-  /// a micro-batch of when it began in the run, or of its inputs when they now come later;
-  /// else the one on which it starts first), all its connection's blocks otherwise; holds
-  /// them until it ends.
+  /// Places the unit: one block when it may take fewer, all its connection's blocks
+  /// otherwise; holds them until it ends. Of its blocks it takes the lowest on which it
+  /// starts in time (within a micro-batch of when it began in the run or of when its inputs
+  /// now come, or by its latest start) or ends within a micro-batch of the soonest end it
+  /// has on any of them (a unit fed at another link's pace ends with its feed).
   void fit(Unit& u, std::vector<double>& free) {
     const auto [release, feed] = inputs(u);
     u.at = {0, u.m};
     if (u.narrowable && u.m > 1) {
-      const double in_time = std::max(u.began, release) + u.work / k_;
+      const double step = u.work / k_;
+      const double in_time = std::max(std::max(u.began, release) + step, by_latest_ && u.latest < 1e299 ? u.latest : 0.0);
+      std::vector<double> start(static_cast<size_t>(u.m)), end(static_cast<size_t>(u.m));
       double soonest = 1e300;
       for (int32_t a = 0; a < u.m; ++a) {
-        const double start = std::max(release, ready(u, free, a, 1));
-        if (start <= in_time) {
+        const size_t i = static_cast<size_t>(a);
+        start[i] = std::max(release, ready(u, free, a, 1));
+        end[i] = std::max(start[i] + u.work, feed + step);
+        soonest = std::min(soonest, end[i]);
+      }
+      for (int32_t a = 0; a < u.m; ++a)
+        if (start[static_cast<size_t>(a)] <= in_time || end[static_cast<size_t>(a)] <= soonest + step) {
           u.at = {a, 1};
           break;
         }
-        if (start < soonest) soonest = start, u.at = {a, 1};
-      }
     }
     const int32_t n = u.at.count;
     const double start = std::max(release, ready(u, free, u.at.first, n));
@@ -246,6 +322,7 @@ class OpPlacer::Impl {
   std::vector<TaskTimes> tt_;
   std::vector<Unit> units_;
   std::vector<int32_t> unit_of_;  ///< per task, its unit (-1: local)
+  bool by_latest_ = true;         ///< a unit may start as late as its latest start
   std::unordered_map<int32_t, std::pair<int32_t, int32_t>> conn_of_transfer_;  ///< transfer -> (logical channel, blocks)
   std::map<ConnKey, std::array<int32_t, 2>> ends_;  ///< physical connection -> its two blocks (global ids)
   int32_t blocks_ = 0;
@@ -257,6 +334,12 @@ OpPlacer::OpPlacer(const CompileResult& reference, const Topology& topo, const S
 }
 OpPlacer::~OpPlacer() = default;
 
-std::vector<OpBlocks> OpPlacer::place(size_t transfers) { return impl_ ? impl_->place(transfers) : std::vector<OpBlocks>{}; }
+std::vector<OpBlocks> OpPlacer::place(size_t transfers, bool by_latest) {
+  return impl_ ? impl_->place(transfers, by_latest) : std::vector<OpBlocks>{};
+}
+
+void OpPlacer::refine(const Plan& placed, const Simulator& sim, const SimReport& times) {
+  if (impl_ && !times.slot_first_us.empty()) impl_->refine(placed, sim, times);
+}
 
 }  // namespace weft::sim

@@ -30,15 +30,26 @@ class OpPlacer {
   /// CompileOptions::op_blocks for `transfers` transfers. Units (ops fused into one
   /// primitive) in program order: a unit none of whose ops crosses the link class that
   /// bounds the call (compile/lower.hpp, bounding_link) takes one block of its connection,
-  /// the lowest on which it can start within one micro-batch of when it began in the run (or
-  /// of when what it reads is ready, where that now comes later), else the one on which it
-  /// starts first; any other unit takes all its connection's blocks. Each unit holds its
-  /// blocks (at both ends) until it ends: its work (its busy time in the run summed over its
-  /// blocks, at its busiest end) over its blocks after it starts, and at least one
-  /// micro-batch after what it reads has ended, by the run's figures or by this placement's
-  /// for units placed before it. Empty when no unit takes fewer blocks than its connection
-  /// has, or when the plan is not at task level or the run has no slot times.
-  std::vector<OpBlocks> place(size_t transfers);
+  /// the lowest on which it starts in time or ends within one micro-batch of the soonest end
+  /// it has on any of them (a unit fed at another link's pace ends with its feed). In time:
+  /// within one micro-batch of when it began in the run (or of when what it reads is ready,
+  /// where that now comes later) or, `by_latest`, by its latest start: the latest at which it
+  /// makes each micro-batch before the ops that read it (or reuse its buffers) need it, going
+  /// back along the data edges from the ops that keep their blocks, which start as they did
+  /// in the run (at the edge's rank) and go at its pace; a unit that nothing such follows
+  /// keeps its start in the run (after refine(): ends by that run's end). Any other unit takes
+  /// all its connection's blocks. Each unit holds its blocks (at both ends) until it ends: its
+  /// work (its busy time in the run summed over its blocks, at its busiest end) over its
+  /// blocks after it starts, and at least one micro-batch after what it reads has ended, by
+  /// the run's figures or by this placement's for units placed before it. Empty when no unit
+  /// takes fewer blocks than its connection has, or when the plan is not at task level or
+  /// the run has no slot times.
+  std::vector<OpBlocks> place(size_t transfers, bool by_latest = true);
+  /// Takes when the ops that keep their blocks start (and go), and the call's end, from
+  /// `times`, a run (with SimOptions::slot_times) on `sim` of `placed`, the plan compiled
+  /// with what place() returned: the latest starts of the next place() go by them instead of
+  /// the reference run's, which ran every op on all its blocks and so at other times.
+  void refine(const Plan& placed, const Simulator& sim, const SimReport& times);
 
  private:
   class Impl;

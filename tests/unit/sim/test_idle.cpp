@@ -5,7 +5,8 @@
 //     CPU emulator, and nothing changes in one node;
 //   - ops placed on fewer of their connection's blocks (CompileOptions::op_blocks, chosen by
 //     sim::OpPlacer from the simulated timeline): the plans move the right data on the CPU
-//     emulator, nothing is placed in one node, out-of-range entries are refused;
+//     emulator, nothing is placed in one node, out-of-range entries are refused, and placed by
+//     latest start the block that goes on takes the ops the NIC needs last;
 //   - the tuner's idle bound (TuneOptions::max_idle) and its default idle rule
 //     (TuneOptions::idle_cost): the figures of HM AllReduce and AllGather on a100-2x4 and
 //     a100-4x8 at 256 MiB against the 15% of the target, within the scheduler's own
@@ -185,6 +186,49 @@ TEST(OpBlocks, PlacedPlansVerifyAndMoveTheRightDataOnTheEmulator) {
   }
 }
 
+/// Blocks of rank 0 of `p` that run one slot.
+int32_t single_op_blocks(const Plan& p) {
+  int32_t n = 0;
+  for (const ThreadBlock& tb : p.ranks[0].tbs) n += tb.slots.size() == 1;
+  return n;
+}
+
+TEST(OpBlocks, ByLatestStartTheBlockThatGoesOnTakesTheOpsTheNicNeedsLast) {
+  // HM AllReduce over 4 servers of 8: each NVLink connection carries 4 reduce-scatter chunks
+  // for 2 blocks; the NIC needs two of them at once, the third one NIC step later, the fourth
+  // two. Placed by when they began in the run of the unplaced plan (all four back to back),
+  // they alternate over the two blocks; by latest start (from the NIC's times in that run,
+  // then in the placed plan's run), the block that goes on to the all-gather takes the
+  // first, third and fourth and the other block ends after one (docs/scheduling.md, "Idle").
+  const Topology t = topology_preset("a100-4x8");
+  const Algorithm a = load_algorithm("hm_allreduce", params_for_topology(t, {}));
+  const CompileResult ref = compile(a, t, CompileOptions{});
+  SimOptions so;
+  so.bytes = k256M;
+  so.slot_times = true;
+  const Simulator sim(ref.plan, t, false);
+  OpPlacer placer(ref, t, sim, sim.run(so));
+  auto placed = [&](const std::vector<OpBlocks>& ob) {
+    CompileOptions c;
+    c.op_blocks = ob;
+    return compile(a, t, c).plan;
+  };
+  const Plan began = placed(placer.place(a.transfers.size(), false));
+  Plan latest = placed(placer.place(a.transfers.size(), true));
+  for (int32_t pass = 0; pass < 2; ++pass) {  // as the tuner does (autotune.cpp, placement)
+    const Simulator s(latest, t, false);
+    placer.refine(latest, s, s.run(so));
+    latest = placed(placer.place(a.transfers.size(), true));
+  }
+  EXPECT_LT(single_op_blocks(began), 14);
+  EXPECT_EQ(single_op_blocks(latest), 14);  // one per NVLink connection end of rank 0
+  const SimReport rb = run(began, t, k256M), rl = run(latest, t, k256M);
+  EXPECT_LE(rl.time_us, rb.time_us * (1 + 1e-9));
+  EXPECT_LT(rl.tb_idle_mean, rb.tb_idle_mean - 0.02);
+  EXPECT_EQ(latest.max_tbs_per_rank(), ref.plan.max_tbs_per_rank());
+  expect_correct(latest);
+}
+
 TEST(OpBlocks, OutOfRangeEntriesAreRefused) {
   const Topology t = topology_preset("a100-2x4");
   const Algorithm a = load_algorithm("hm_allgather", params_for_topology(t, {}));
@@ -258,10 +302,13 @@ TEST(Autotune, DefaultIdleWithinFifteenPercentOnThePapersTopologies) {
   // rule takes the paced variant (1.7% slower: the NIC's last micro-batch is forwarded by one
   // block); HM AllReduce over 2 servers the variant whose ops are placed on fewer blocks (1.3%
   // slower). HM AllReduce over 4 servers has no variant within 2% of the fastest that meets
-  // it: the fastest is taken, placed too, 7.9% faster than the default was before placement
-  // (4,961 us) at 19.7% idle instead of 42.8%.
+  // it: the fastest is taken, placed by latest start, 4,571 us (7.9% faster than the default
+  // before placement, 4,961 us, and as fast as placed by when ops began) at 17.0% idle
+  // (42.8% before placement, 19.7% placed by when ops began), its second block of each
+  // NVLink connection end ending after one reduce-scatter op (docs/scheduling.md, "Idle",
+  // says what bounds it).
   for (const IdleCase& c : {IdleCase{"hm_allgather", "a100-2x4", 0.125, 0.0}, IdleCase{"hm_allgather", "a100-4x8", 0.029, 0.017},
-                            IdleCase{"hm_allreduce", "a100-2x4", 0.121, 0.014}, IdleCase{"hm_allreduce", "a100-4x8", 0.197, 0.0}}) {
+                            IdleCase{"hm_allreduce", "a100-2x4", 0.121, 0.014}, IdleCase{"hm_allreduce", "a100-4x8", 0.170, 0.0}}) {
     SCOPED_TRACE(std::string(c.algo) + " on " + c.topo);
     const Bounded b = tuned_within_idle(c.algo, c.topo, 1.0);
     EXPECT_LE(b.chosen.tb_idle_mean, c.idle + 5e-3) << b.reason;
@@ -270,7 +317,8 @@ TEST(Autotune, DefaultIdleWithinFifteenPercentOnThePapersTopologies) {
     if (c.idle <= kDefaultMaxIdle) {
       EXPECT_LE(b.chosen.tb_idle_mean, kDefaultMaxIdle) << b.reason;
     } else {
-      EXPECT_LE(b.chosen.time_us, 4961.0 * 0.93) << b.reason;
+      EXPECT_LE(b.chosen.time_us, 4571.0 * (1 + 1e-3)) << b.reason;  // not slower than placed by when ops began
+      EXPECT_EQ(single_op_blocks(b.plan), 14) << b.reason;
       EXPECT_NE(b.reason.find("no variant within 2%"), std::string::npos) << b.reason;
     }
     if (b.plan.num_ranks <= 8) expect_correct(b.plan);  // the placed plan taken moves the right data
@@ -306,10 +354,10 @@ TEST(Autotune, IdleWithinFifteenPercentOnThePapersTopologies) {
   // With max_idle 0.15 the tuner takes the fastest variant whose blocks idle at most that, at
   // any cost: the same plans as the default's (HM AllReduce over 2 servers paced on 16 blocks,
   // as the fastest under the bound before placement, cost 18%). HM AllReduce on a100-4x8 has
-  // no variant within 15% in 32 blocks, so there every variant competes and the fastest is
-  // taken.
+  // no variant within 15% in 32 blocks (the placed one idles 17.0%), so there every variant
+  // competes and the fastest is taken.
   for (const IdleCase& c : {IdleCase{"hm_allgather", "a100-2x4", 0.125, 0.0}, IdleCase{"hm_allgather", "a100-4x8", 0.029, 0.017},
-                            IdleCase{"hm_allreduce", "a100-2x4", 0.121, 0.014}, IdleCase{"hm_allreduce", "a100-4x8", 0.197, 0.0}}) {
+                            IdleCase{"hm_allreduce", "a100-2x4", 0.121, 0.014}, IdleCase{"hm_allreduce", "a100-4x8", 0.170, 0.0}}) {
     SCOPED_TRACE(std::string(c.algo) + " on " + c.topo);
     const Bounded b = tuned_within_idle(c.algo, c.topo, 0.15);
     EXPECT_LE(b.chosen.tb_idle_mean, c.idle + 5e-3) << b.reason;
