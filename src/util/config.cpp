@@ -142,7 +142,7 @@ std::vector<Variable> execution_variables() {
      "Simple moves keep 8 loads in flight per thread on copies and 8 of each input on reductions (NCCL's unroll on "
      "sm_90) instead of 6 and 3. Read when a plan is first used."},
     {"WEFT_ONESHOT_POLL", Type::String, "all",
-     "The one-shot kernel (small AllReduce, AllGather, ReduceScatter): all runs calls of at most one 8-byte word per "
+     "The one-shot kernel (small AllReduce, AllGather, ReduceScatter; Broadcast and Reduce on 2 ranks): all runs calls of at most one 8-byte word per "
      "thread with every peer's packet polled at once (one memory latency after the last packet lands); seq runs "
      "every call with up to four words per thread and the peers polled in rank order (before issue 32: a latency "
      "per peer). The wire format is the same. Read at creation."},
