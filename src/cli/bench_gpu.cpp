@@ -25,6 +25,7 @@
 #include "exec/host_reduce.hpp"
 #include "util/launcher.hpp"
 #include "tune/decide.hpp"
+#include "tune/net_selection.hpp"
 #include "runtime/trace_api.h"
 #include "sim/measured_trace.hpp"
 #include "sim/svg_plot.hpp"
@@ -130,16 +131,25 @@ uint64_t count_for(Collective c, uint64_t bytes, size_t esz, int R) {
 namespace {
 
 /// What weft's communicator runs for `payload` bytes per rank (the larger buffer), out of
-/// place on one node, by the runtime's decision (tune/decide.hpp: WEFT_SELECTION's table or
-/// the default, then WEFT_ALGO / WEFT_PROTO / WEFT_INSTANCES ...). "x4" is the decision's
-/// instances; a compiled plan the runtime has to fit within 72 thread blocks takes the
-/// compiler's own (the TBs column shows what ran).
+/// place, by the runtime's decision (tune/decide.hpp: WEFT_SELECTION's table or the default,
+/// then WEFT_ALGO / WEFT_PROTO / WEFT_INSTANCES ...); the bench's ranks share one host, so
+/// they span nodes only under WEFT_EMULATE_NODES, where the communicator takes the
+/// multi-node table (Communicator::make_decider). "x4" is the decision's instances; a
+/// compiled plan the runtime has to fit within 72 thread blocks takes the compiler's own
+/// (the TBs column shows what ran).
 std::string plan_name(Collective c, uint64_t payload, int R) {
   try {
-    static const auto table = selection_table_for_environment();
+    const int64_t emulate = config::get_int("WEFT_EMULATE_NODES");
+    const bool multi_node = emulate >= 2 && R >= emulate;
+    static const auto one_node = selection_table_for_environment();
     static std::map<int, std::unique_ptr<Decider>> deciders;  // by rank count
     auto& d = deciders[R];
-    if (!d) d = std::make_unique<Decider>(table, CommShape::from_environment(R), DecideEnv::from_environment());
+    if (!d) {
+      CommShape shape = CommShape::from_environment(R);
+      shape.multi_node = multi_node;
+      d = std::make_unique<Decider>(multi_node ? multi_node_table_for_environment() : one_node, shape,
+                                    DecideEnv::from_environment());
+    }
     return describe(d->decide(Call{c, payload, false}));
   } catch (const Error& e) {
     return std::string("? (") + e.what() + ")";

@@ -43,7 +43,7 @@ grep -q 'hm_allreduce (compiled .*) / hm_allreduce' "$T/stdout" || fail "the hm 
 python3 - "$T/stdout" "$T/cal.json" <<'EOF' || fail "the calibration did not recover the model"
 import json, re, sys
 out = open(sys.argv[1]).read()
-m = re.search(r"nic_bandwidth_GBps ([0-9.]+) \(was 3\), nic_latency_us ([0-9.]+) \(was 30\)", out)
+m = re.search(r"nic_bandwidth_GBps ([0-9.]+) \(was [0-9.]+\), nic_latency_us ([0-9.]+) \(was [0-9.]+\)", out)
 assert m, "no calibrated line"
 bw, lat = float(m.group(1)), float(m.group(2))
 assert 1.35 <= bw <= 1.65, bw
