@@ -36,6 +36,8 @@
 #include <string>
 #include <vector>
 
+#include "util/driver_entry.hpp"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -52,14 +54,12 @@ using WriteValue64 = CUresult (*)(CUstream, CUdeviceptr, cuuint64_t, unsigned in
 
 template <class F>
 F driver_function(const char* name) {
-  void* f = nullptr;
-  cudaDriverEntryPointQueryResult q;
-  if (cudaGetDriverEntryPointByVersion(name, &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-      q != cudaDriverEntryPointSuccess) {
+  F f = weft::driver_entry<F>(name);
+  if (f == nullptr) {
     std::fprintf(stderr, "cuda_call_cost: no %s in this driver\n", name);
     std::exit(1);
   }
-  return reinterpret_cast<F>(f);
+  return f;
 }
 
 __global__ void empty_kernel() {}

@@ -46,24 +46,13 @@ mps_stop() { echo quit | nvidia-cuda-mps-control >/dev/null 2>&1; sleep 2; pgrep
 cleanup() { mps_stop; rm -rf "$tmp"; }
 trap cleanup EXIT
 
+# shellcheck source=bench/lib_steps.sh
+. "$(dirname "$0")/lib_steps.sh"
 step() {  # step NAME FILE LIMIT COMMAND...: at most LIMIT s and not past the budget
   local name=$1 file=$2 limit=$3
   shift 3
-  local t0
-  t0=$(date +%s)
-  local left=$(( end - t0 - 5 ))
-  (( left < limit )) && limit=$left
-  echo "## $name"
-  if (( limit < 5 )); then
-    echo "## $name: not run ($(( end - t0 )) s left of ${budget_s} s)"
-    : > "$file"
-    return 0
-  fi
-  timeout -k 3 "$limit" "$@" > "$file" 2>&1
-  local rc=$?
-  cat "$file"
-  echo "## $name: rc=$rc$( (( rc == 124 || rc == 137 )) && echo " (killed at ${limit} s)"), $(( $(date +%s) - t0 )) s"
-  if (( rc == 124 || rc == 137 )); then  # a killed client may leave MPS refusing the next ones
+  bounded_step "$name" "$file" "$limit" "$end" "$@"
+  if (( STEP_RC == 124 || STEP_RC == 137 )); then  # a killed client may leave MPS refusing the next ones
     echo "## restarting MPS after the kill"
     mps_stop
     mps_start

@@ -53,24 +53,10 @@ t_start=$(date +%s)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-step() {  # step NAME FILE LIMIT END COMMAND...: runs it for at most LIMIT s and not past END
-  local name=$1 file=$2 limit=$3 end=$4
-  shift 4
-  local t0=$(date +%s)
-  local left=$(( end - t0 - 5 ))  # timeout -k 5: a step that ignores TERM ends 5 s later
-  (( left < limit )) && limit=$left
-  echo "## $name"
-  if (( limit < 5 )); then
-    echo "## $name: not run ($(( end - t0 )) s left of the round's budget)"
-    : > "$file"
-    return 0
-  fi
-  timeout -k 5 "$limit" "$@" > "$file" 2>&1
-  local rc=$?
-  cat "$file"
-  echo "## $name: rc=$rc$( (( rc == 124 || rc == 137 )) && echo " (timeout ${limit} s)"), $(( $(date +%s) - t0 )) s"
-  return 0
-}
+# step NAME FILE LIMIT END COMMAND...: bench/lib_steps.sh's bounded step.
+# shellcheck source=bench/lib_steps.sh
+. "$(dirname "$0")/lib_steps.sh"
+step() { bounded_step "$@"; }
 
 {
   echo "# weft partitioned round, $(date -u +%FT%TZ), $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sort | uniq -c | tr '\n' ' ')"

@@ -31,7 +31,7 @@
 # libnccl.so.2; lib/weft-nccl/libnccl.so.2 links to it for nccl_api_gpu_tests, whose RUNPATH
 # holds $ORIGIN/../lib/weft-nccl), include/weft/nccl.h, share/weft/{algorithms,topologies,selection},
 # nccl-tests-src/, torch/ (the PyTorch check), run_round_n.sh, round_nccltests.sh,
-# round_n_tables.py, tuned_rows.py, run_round4.sh, round_tables.py, part_round.sh, part_floor_mps.sh, BUNDLE_INFO, and `ctest -L gpu`
+# round_n_tables.py, tuned_rows.py, run_round4.sh, round_tables.py, part_round.sh, part_floor_mps.sh, lib_steps.sh, BUNDLE_INFO, and `ctest -L gpu`
 # without the build tree: run_ctest.sh, ctest_gpu.list, tests/*.sh (bin/ then also holds
 # weft_channel_tests and weft_gpu_port_tests).
 # shellcheck disable=SC2015  # "[ a ] && [ b ] || die" is meant
@@ -106,6 +106,7 @@ if [ "$ONLY" = 0 ]; then
      "$HERE/tests/gpu/run_round4.sh" "$HERE/scripts/round_tables.py" "$OUTDIR/"
   [ -f "$SRC/bench/part_round.sh" ] && cp "$SRC/bench/part_round.sh" "$OUTDIR/"
   [ -f "$SRC/bench/part_floor_mps.sh" ] && cp "$SRC/bench/part_floor_mps.sh" "$OUTDIR/"
+  [ -f "$SRC/bench/lib_steps.sh" ] && cp "$SRC/bench/lib_steps.sh" "$OUTDIR/"
   cp "$HERE"/tests/gpu/nccl/{torch_check.py,torch_compare.py,nccl_which.py} "$OUTDIR/torch/"
   # `ctest -L gpu` without the build tree: run_ctest.sh runs ctest_gpu.list (scripts/bundle_ctest.py).
   mkdir -p "$OUTDIR/tests"

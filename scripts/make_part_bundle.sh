@@ -22,5 +22,5 @@ cmake --build "$BUILD" -j "${WEFT_BUILD_JOBS:-2}" --target part_bench weft_part_
 rm -rf "$OUTDIR"
 mkdir -p "$OUTDIR/bin"
 for b in part_bench weft_part_gpu_tests; do strip --strip-debug -o "$OUTDIR/bin/$b" "$BUILD/bin/$b"; done
-cp "$ROOT/bench/part_round.sh" "$ROOT/bench/part_floor_mps.sh" "$OUTDIR/"
+cp "$ROOT/bench/part_round.sh" "$ROOT/bench/part_floor_mps.sh" "$ROOT/bench/lib_steps.sh" "$OUTDIR/"
 echo "made $OUTDIR: $(du -sh "$OUTDIR" | cut -f1)"

@@ -31,6 +31,7 @@
 #include "sim/svg_plot.hpp"
 #include "sim/trace.hpp"
 #include "util/config.hpp"
+#include "util/driver_entry.hpp"
 #include "util/error.hpp"
 #include "util/text.hpp"
 #include "weft/weft.h"
@@ -228,13 +229,7 @@ static int count_tbs(RankCtx& x, Lib lib, Collective c, uint64_t count) {
     cudaGetLastError();
     // Kernels launched through the driver API (NCCL's) answer the driver's query only.
     using GetParams = CUresult (*)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS*);
-    static GetParams get = [] {
-      void* fn = nullptr;
-      cudaDriverEntryPointQueryResult q;
-      if (cudaGetDriverEntryPointByVersion("cuGraphKernelNodeGetParams", &fn, 12000, cudaEnableDefault, &q) != cudaSuccess)
-        fn = nullptr;
-      return reinterpret_cast<GetParams>(fn);
-    }();
+    static const GetParams get = driver_entry<GetParams>("cuGraphKernelNodeGetParams");
     CUDA_KERNEL_NODE_PARAMS kp{};
     if (get != nullptr && get(reinterpret_cast<CUgraphNode>(node), &kp) == CUDA_SUCCESS)
       tbs += static_cast<int>(kp.gridDimX * kp.gridDimY * kp.gridDimZ);

@@ -33,10 +33,10 @@ void launch_executor(const exec::ExecArgs& args, int num_tbs, int threads, cudaS
   WEFT_CUDA_CHECK(cudaGetLastError());
 }
 
-void launch_oneshot(const exec::OneShotArgs& args, int blocks, int threads, cudaStream_t stream) {
+void launch_oneshot(const exec::OneShotArgs& args, int blocks, int threads, cudaStream_t stream, bool pdl) {
   exec::with_dtype(args.dtype, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    detail::launch_oneshot_t<T>(args, blocks, threads, stream);
+    detail::launch_oneshot_t<T>(args, blocks, threads, stream, pdl);
   });
   WEFT_CUDA_CHECK(cudaGetLastError());
 }

@@ -23,8 +23,10 @@ void launch_executor(const exec::ExecArgs& args, int num_tbs, int threads, cudaS
 
 /// Launches the one-shot kernel (exec/oneshot.hpp) with `blocks` thread blocks of
 /// `threads` threads (1..kOneShotBlocks, 32..kOneShotThreads) on `stream`.
-/// Throws UnhandledCuda if the launch fails.
-void launch_oneshot(const exec::OneShotArgs& args, int blocks, int threads, cudaStream_t stream);
+/// `pdl`: launched as a programmatic dependent of the stream's previous kernel
+/// (WEFT_ONESHOT_PDL; the kernel waits for that kernel's end and memory before its first
+/// load, so only the launch overlaps). Throws UnhandledCuda if the launch fails.
+void launch_oneshot(const exec::OneShotArgs& args, int blocks, int threads, cudaStream_t stream, bool pdl = false);
 
 /// x[i] /= divisor for `n` elements of `dtype` (weftAvg's last step).
 void launch_divide(void* x, uint64_t n, int dtype, int divisor, cudaStream_t stream);
@@ -44,7 +46,7 @@ namespace detail {
 template <typename T>
 void launch_exec_t(const exec::ExecArgs& a, int num_tbs, int threads, size_t smem, cudaStream_t stream);
 template <typename T>
-void launch_oneshot_t(const exec::OneShotArgs& a, int blocks, int threads, cudaStream_t stream);
+void launch_oneshot_t(const exec::OneShotArgs& a, int blocks, int threads, cudaStream_t stream, bool pdl);
 template <typename T>
 void launch_divide_t(void* x, uint64_t n, int divisor, cudaStream_t stream);
 template <typename T>

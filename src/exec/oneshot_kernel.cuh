@@ -210,6 +210,14 @@ WEFT_DEVICE_INLINE void oneshot_receive_seq(const OneShotArgs& a, const uint64_t
 
 template <typename T, int W>
 __global__ void __launch_bounds__(kOneShotThreads, 1) oneshot_kernel(const __grid_constant__ OneShotArgs a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Programmatic dependent launch (WEFT_ONESHOT_PDL): both are no-ops for a kernel launched
+  // without the attribute. The wait comes before any load (the previous kernel may have
+  // written this call's input, and it advanced the epochs); the trigger lets a dependent
+  // launched the same way start its blocks now, to wait in turn for this kernel's end.
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
   __shared__ uint64_t s_epoch;
   const int b = static_cast<int>(blockIdx.x);
   const uint64_t total = (a.bytes + 7) / 8;

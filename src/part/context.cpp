@@ -13,6 +13,7 @@
 #include "part/engine_net.hpp"
 #include "runtime/communicator.hpp"
 #include "util/cuda_check.hpp"
+#include "util/driver_entry.hpp"
 #include "bootstrap/host_identity.hpp"
 #include "util/config.hpp"
 #include "util/log.hpp"
@@ -50,13 +51,7 @@ uint64_t host_id() { return local_host_identity().key; }
 
 using GetRange = int (*)(unsigned long long*, size_t*, unsigned long long);
 GetRange address_range_fn() {
-  static GetRange fn = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult q;
-    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &f, 12000, cudaEnableDefault, &q) != cudaSuccess)
-      f = nullptr;
-    return reinterpret_cast<GetRange>(f);
-  }();
+  static const GetRange fn = driver_entry<GetRange>("cuMemGetAddressRange");
   return fn;
 }
 

@@ -68,7 +68,7 @@ std::unique_ptr<Algorithm> Registry::make(std::string name, Executor e, PlanOrig
 }
 
 Registry::Registry() {
-  // The one-shot kernel: AllReduce, AllGather, ReduceScatter on 2 to 8 ranks, 512 KiB per
+  // The one-shot kernel: AllReduce, AllGather, ReduceScatter on 2 to 8 ranks, 1 MiB per
   // rank and peer (plan/oneshot_limits.hpp), LL by nature; it stores into every peer's
   // memory, which only ranks of one node map.
   Limits oneshot_limits;

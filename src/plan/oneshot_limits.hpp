@@ -9,14 +9,15 @@
 namespace weft::exec {
 
 /// Thread blocks of one call, at most.
-constexpr int kOneShotBlocks = 32;
+constexpr int kOneShotBlocks = 64;
 /// Threads per thread block, at most; each thread moves up to kOneShotWordsPerThread
 /// 8-byte words per peer.
 constexpr int kOneShotThreads = 512;
 constexpr int kOneShotWordsPerThread = 4;
 /// Packet bytes of one thread block's region (per source rank and parity).
 constexpr uint64_t kOneShotBlockBytes = 16ull * kOneShotThreads * kOneShotWordsPerThread;
-/// Largest payload (bytes per rank and peer) the path carries: 512 KiB.
+/// Largest payload (bytes per rank and peer) the path carries: 1 MiB (the tables choose it up
+/// to 512 KiB; WEFT_ALGO=oneshot forces it up to here).
 constexpr uint64_t kOneShotMaxBytes = 8ull * kOneShotThreads * kOneShotWordsPerThread * kOneShotBlocks;
 /// Largest rank count (the kernel's parameters hold every peer's address).
 constexpr int kOneShotMaxRanks = 8;

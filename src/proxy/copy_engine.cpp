@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "util/config.hpp"
+#include "util/driver_entry.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
 
@@ -24,22 +25,12 @@ void check(cudaError_t e, const std::string& what) {
 using BatchMemOp = CUresult (*)(CUstream, unsigned int, CUstreamBatchMemOpParams*, unsigned int);
 using WriteValue64 = CUresult (*)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
 
-template <class F>
-F driver_function(const char* name) {
-  void* f = nullptr;
-  cudaDriverEntryPointQueryResult q;
-  if (cudaGetDriverEntryPointByVersion(name, &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-      q != cudaDriverEntryPointSuccess)
-    return nullptr;
-  return reinterpret_cast<F>(f);
-}
-
 BatchMemOp batch_mem_op() {
-  static const BatchMemOp f = driver_function<BatchMemOp>("cuStreamBatchMemOp");
+  static const BatchMemOp f = driver_entry<BatchMemOp>("cuStreamBatchMemOp");
   return f;
 }
 WriteValue64 write_value64() {
-  static const WriteValue64 f = driver_function<WriteValue64>("cuStreamWriteValue64");
+  static const WriteValue64 f = driver_entry<WriteValue64>("cuStreamWriteValue64");
   return f;
 }
 

@@ -98,6 +98,7 @@ void Communicator::read_oneshot_knobs() {
     fail(ErrorCode::InvalidArgument, "WEFT_ONESHOT_POLL='" + poll + "': the values are all and seq");
   oneshot_seq_ = poll == "seq";
   oneshot_threads_ = static_cast<int>(config::get_int("WEFT_ONESHOT_THREADS"));
+  oneshot_pdl_ = config::get_bool("WEFT_ONESHOT_PDL");
   if (oneshot_threads_ % 32 != 0)
     fail(ErrorCode::InvalidArgument,
          "WEFT_ONESHOT_THREADS=" + std::to_string(oneshot_threads_) + ": a multiple of 32 (whole warps) is needed");

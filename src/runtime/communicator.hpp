@@ -307,6 +307,7 @@ class Communicator {
   double timeout_s_ = 600;                  ///< WEFT_TIMEOUT; 0: no deadline
   bool oneshot_seq_ = false;                ///< WEFT_ONESHOT_POLL=seq: the one-shot kernel polls peers in rank order
   int oneshot_threads_ = exec::kOneShotThreads;  ///< WEFT_ONESHOT_THREADS: most threads of a one-word block
+  bool oneshot_pdl_ = false;                ///< WEFT_ONESHOT_PDL: programmatic dependent launches
   std::shared_ptr<const SelectionTable> table_;  ///< WEFT_SELECTION's table, else the default
   bool gen_ = false;            ///< WEFT_EXECUTOR=gen (and no emulated nodes): generated kernels
   DecideEnv decide_env_;        ///< WEFT_ALGO, WEFT_PROTO, ... as read at creation

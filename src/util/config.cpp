@@ -148,9 +148,14 @@ std::vector<Variable> execution_variables() {
      "per peer). The wire format is the same. Read at creation."},
     {"WEFT_ONESHOT_THREADS", Type::Int, "512",
      "The one-shot kernel's threads per block while a call fits one word per thread (a multiple of 32): fewer "
-     "threads give a call more blocks (at most 32), so more multiprocessors send and poll at once. Every rank must "
+     "threads give a call more blocks (at most 64), so more multiprocessors send and poll at once. Every rank must "
      "use the same (the blocks' epochs depend on it). Read at creation.",
      32, 512},
+    {"WEFT_ONESHOT_PDL", Type::Bool, "0",
+     "1: the one-shot kernel is launched as a programmatic dependent of the stream's previous kernel (sm_90 and "
+     "later), so that in a CUDA graph of back-to-back calls the next call's blocks are launched while the previous "
+     "one ends; every call still waits for the previous kernel's end and memory before its first load. Off until "
+     "measured on two GPUs. Read at creation."},
     {"WEFT_EXEC_WARM", Type::Bool, "0",
      "The plan interpreter: at the start of a launch the block's threads read every 64-byte line of the launch's "
      "parameters at once, so that the per-slot chain of reads of the plan that travels in them hits the constant "

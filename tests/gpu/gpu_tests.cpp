@@ -339,6 +339,63 @@ int graph(const Options& o, int rank, const weftUniqueId& id) {
     cudaFree(dsend);
     cudaFree(drecv);
   }
+  // Back-to-back calls in one graph, each reading what the one before wrote (out of place,
+  // then three in place on the result): the one-shot kernel's epochs advance within a replay,
+  // and under WEFT_ONESHOT_PDL=1 each call's launch overlaps the previous call's end, which
+  // must not let it read its input early. The reference applies the host's AllReduce four times.
+  {
+    const size_t count = 2048, bytes = count * 4;
+    constexpr int kChain = 4;
+    float *dsend = nullptr, *drecv = nullptr;
+    CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&dsend), bytes));
+    CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&drecv), bytes));
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    CUDA_OK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+    weftResult_t r = weftSuccess;
+    for (int k = 0; k < kChain && r == weftSuccess; ++k)
+      r = weftAllReduce(k == 0 ? static_cast<const void*>(dsend) : drecv, drecv, count, weftFloat32, weftSum, comm,
+                        reinterpret_cast<weftStream_t>(st));
+    CUDA_OK(cudaStreamEndCapture(st, &g));
+    if (r != weftSuccess) {
+      std::printf("FAIL rank %d: chained AllReduce under capture: %s\n", rank, weftGetLastError(nullptr));
+      return 1;
+    }
+    CUDA_OK(cudaGraphInstantiate(&ge, g, 0));
+    for (int rep = 0; rep < 3; ++rep) {
+      std::vector<std::vector<uint8_t>> sends(static_cast<size_t>(o.ranks));
+      for (int q = 0; q < o.ranks; ++q) {
+        sends[static_cast<size_t>(q)].resize(bytes);
+        host::fill_random(weftFloat32, weftSum, sends[static_cast<size_t>(q)].data(), count, 7000 + 1000 * rep + q,
+                          kThreads);
+      }
+      std::vector<uint8_t> want;
+      for (int k = 0; k < kChain; ++k) {
+        want = host::reference_for_rank(Collective::AllReduce, weftFloat32, weftSum, 0, count, rank, sends, {}, kThreads);
+        for (auto& v : sends) v = want;  // every rank's next input is this result
+      }
+      std::vector<uint8_t> mine(bytes);
+      host::fill_random(weftFloat32, weftSum, mine.data(), count, 7000 + 1000 * rep + rank, kThreads);
+      CUDA_OK(cudaMemcpyAsync(dsend, mine.data(), bytes, cudaMemcpyHostToDevice, st));
+      CUDA_OK(cudaMemsetAsync(drecv, 0xFF, bytes, st));
+      CUDA_OK(cudaGraphLaunch(ge, st));
+      if (!gt::sync_bounded(reinterpret_cast<weftStream_t>(st), 60)) {
+        std::printf("FAIL rank %d: chained graph replay %d did not finish\n", rank, rep);
+        return 1;
+      }
+      std::vector<uint8_t> got(bytes);
+      CUDA_OK(cudaMemcpyAsync(got.data(), drecv, bytes, cudaMemcpyDeviceToHost, st));
+      CUDA_OK(cudaStreamSynchronize(st));
+      if (std::memcmp(got.data(), want.data(), bytes) != 0) {
+        ++failures;
+        std::printf("FAIL rank %d: chained graph replay %d (%d calls of %zu floats) is wrong\n", rank, rep, kChain, count);
+      }
+    }
+    cudaGraphExecDestroy(ge);
+    cudaGraphDestroy(g);
+    cudaFree(dsend);
+    cudaFree(drecv);
+  }
   failures += gt::graph_small(o.ranks, rank, comm);
   std::printf("rank %d: graph %s\n", rank, failures ? "FAILED" : "passed");
   WEFT_OK(weftCommDestroy(comm));

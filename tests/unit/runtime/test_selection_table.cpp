@@ -408,7 +408,7 @@ TEST(SelectionTable, EnvironmentLoadsATableAndWeftAlgoStillOverrides) {
 }
 
 // Broadcast and Reduce run the one-shot kernel only where WEFT_ALGO names it for them, while
-// the payload fits its 512 KiB (peer_bytes: the whole payload for both), and never from the
+// the payload fits its 1 MiB (peer_bytes: the whole payload for both), and never from the
 // default table.
 TEST(SelectionTable, RootedOneShotOnlyWhereNamedAndWhereItFits) {
   unsetenv("WEFT_ALGO");
