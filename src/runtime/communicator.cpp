@@ -128,6 +128,9 @@ std::unique_ptr<Communicator> Communicator::create(const UniqueId& id, int nrank
                                          " does not exist (" + std::to_string(ndev) + " visible)");
   DeviceGuard guard(device);
   WEFT_CUDA_CHECK(cudaDeviceGetAttribute(&c->sm_count_, cudaDevAttrMultiProcessorCount, device));
+  int cc_major = 0;
+  WEFT_CUDA_CHECK(cudaDeviceGetAttribute(&cc_major, cudaDevAttrComputeCapabilityMajor, device));
+  c->oneshot_pdl_ = c->oneshot_pdl_ && cc_major >= 9;  // programmatic dependent launch: sm_90 and later
   c->max_blocks_ = std::max(1, executor_blocks_per_sm(kExecThreadsSimple)) * c->sm_count_;
   c->boot_ = Bootstrap::join(id, rank, nranks);
   try {

@@ -151,11 +151,11 @@ std::vector<Variable> execution_variables() {
      "threads give a call more blocks (at most 64), so more multiprocessors send and poll at once. Every rank must "
      "use the same (the blocks' epochs depend on it). Read at creation.",
      32, 512},
-    {"WEFT_ONESHOT_PDL", Type::Bool, "0",
-     "1: the one-shot kernel is launched as a programmatic dependent of the stream's previous kernel (sm_90 and "
-     "later), so that in a CUDA graph of back-to-back calls the next call's blocks are launched while the previous "
-     "one ends; every call still waits for the previous kernel's end and memory before its first load. Off until "
-     "measured on two GPUs. Read at creation."},
+    {"WEFT_ONESHOT_PDL", Type::Bool, "1",
+     "1: the one-shot kernel is launched as a programmatic dependent of the stream's previous kernel (on sm_90 and "
+     "later; ignored before), so that in a CUDA graph of back-to-back calls the next call's blocks are launched "
+     "while the previous one ends; every call still waits for the previous kernel's end and memory before its "
+     "first load. 0: plain launches. Read at creation."},
     {"WEFT_EXEC_WARM", Type::Bool, "0",
      "The plan interpreter: at the start of a launch the block's threads read every 64-byte line of the launch's "
      "parameters at once, so that the per-slot chain of reads of the plan that travels in them hits the constant "
