@@ -30,10 +30,21 @@ namespace weft::exec {
 
 /// Broadcast and Reduce run the AllReduce's exchange (every rank writes to and polls every
 /// peer, which keeps the epochs' two parities safe): Broadcast's non-roots send zeros and every
-/// rank keeps the root's words; Reduce's non-roots store nothing.
+/// rank keeps the root's words; Reduce's non-roots store nothing. AllToAll sends as
+/// ReduceScatter does (its block p of the input to rank p) and stores as AllGather does
+/// (rank p's packets into its block p of the output; its own block copied from its input).
 enum OneShotMode : uint8_t {
-  kOneShotAllReduce = 0, kOneShotAllGather = 1, kOneShotReduceScatter = 2, kOneShotBroadcast = 3, kOneShotReduce = 4
+  kOneShotAllReduce = 0, kOneShotAllGather = 1, kOneShotReduceScatter = 2, kOneShotBroadcast = 3, kOneShotReduce = 4,
+  kOneShotAllToAll = 5
 };
+/// The modes whose sends take a block of the input per destination (ReduceScatter, AllToAll).
+WEFT_HOST_DEVICE_INLINE bool oneshot_sends_blocks(uint8_t mode) {
+  return mode == kOneShotReduceScatter || mode == kOneShotAllToAll;
+}
+/// The modes that store every rank's words into its own block of the output (AllGather, AllToAll).
+WEFT_HOST_DEVICE_INLINE bool oneshot_stores_blocks(uint8_t mode) {
+  return mode == kOneShotAllGather || mode == kOneShotAllToAll;
+}
 
 /// Byte offset, within a rank's one-shot area, of the region source `src` writes for
 /// parity `parity` and thread block `block`.
@@ -50,8 +61,8 @@ WEFT_HOST_DEVICE_INLINE uint64_t oneshot_epochs(int ranks) { return oneshot_regi
 
 /// Everything one launch needs (passed by value, about 200 bytes).
 struct OneShotArgs {
-  const char* in;           ///< AllReduce/AllGather: `bytes`; ReduceScatter: nranks x `bytes`
-  char* out;                ///< AllReduce/ReduceScatter: `bytes`; AllGather: nranks x `bytes`
+  const char* in;           ///< AllReduce/AllGather: `bytes`; ReduceScatter, AllToAll: nranks x `bytes`
+  char* out;                ///< AllReduce/ReduceScatter: `bytes`; AllGather, AllToAll: nranks x `bytes`
   uint64_t bytes;           ///< payload per rank and peer (count x element size)
   uint64_t words_per_block; ///< 8-byte words each thread block covers (the last may cover fewer)
   char* area;               ///< this rank's one-shot area

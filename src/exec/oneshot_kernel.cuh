@@ -45,7 +45,7 @@ WEFT_DEVICE_INLINE void oneshot_record(const OneShotArgs& a, device::WaitResult 
   e->rank = a.rank;
   e->tb = static_cast<int32_t>(blockIdx.x);
   e->slot = 0;
-  e->prim = a.mode == kOneShotAllGather ? kRecv : kRecvReduceCopy;
+  e->prim = oneshot_stores_blocks(a.mode) ? kRecv : kRecvReduceCopy;
   e->what = kWaitPacket;
   e->peer = peer;
   e->mb = 0;
@@ -83,12 +83,15 @@ WEFT_DEVICE_INLINE void oneshot_finish_all(const OneShotArgs& a, const uint64_t 
     return;
   }
   if (a.mode == kOneShotReduce && a.rank != a.root) return;  // only the root has an output
-  if (a.mode == kOneShotAllGather) {
+  if (oneshot_stores_blocks(a.mode)) {
+    // In place, this rank's block of the output is its input's already (AllGather: the input;
+    // AllToAll: the input's block for itself).
+    const char* own = a.mode == kOneShotAllToAll ? a.in + static_cast<uint64_t>(a.rank) * a.bytes : a.in;
 #pragma unroll
     for (int p = 0; p < kOneShotMaxRanks; ++p) {
       if (p >= R) break;
       char* out = a.out + static_cast<uint64_t>(p) * a.bytes;
-      if (p == a.rank && out == a.in) continue;  // in place: this rank's part is its input already
+      if (p == a.rank && out == own) continue;
       device::store_word(out, w * 8, a.bytes, x[p]);
     }
     return;
@@ -178,10 +181,10 @@ WEFT_DEVICE_INLINE void oneshot_receive_seq(const OneShotArgs& a, const uint64_t
         }
       }
     }
-    if (a.mode == kOneShotAllGather) {
+    if (oneshot_stores_blocks(a.mode)) {
       char* out = a.out + static_cast<uint64_t>(p) * a.bytes;
       // In place, this rank's part of the output is its input already.
-      if (p == me && out == a.in) continue;
+      if (p == me && out == (a.mode == kOneShotAllToAll ? a.in + static_cast<uint64_t>(me) * a.bytes : a.in)) continue;
 #pragma unroll
       for (int u = 0; u < W; ++u) {
         const uint64_t w = lo + threadIdx.x + static_cast<uint64_t>(u) * nth;
@@ -197,7 +200,7 @@ WEFT_DEVICE_INLINE void oneshot_receive_seq(const OneShotArgs& a, const uint64_t
       for (int u = 0; u < W; ++u) acc[u] = p == 0 ? x[u] : combine8<T>(a.op, acc[u], x[u]);
     }
   }
-  if (a.mode == kOneShotAllGather || (a.mode == kOneShotReduce && me != a.root)) return;
+  if (oneshot_stores_blocks(a.mode) || (a.mode == kOneShotReduce && me != a.root)) return;
   if (a.mode == kOneShotBroadcast && me == a.root && a.out == a.in) return;  // in place: nothing to write
 #pragma unroll
   for (int u = 0; u < W; ++u) {
@@ -226,10 +229,10 @@ __global__ void __launch_bounds__(kOneShotThreads, 1) oneshot_kernel(const __gri
   const uint32_t nth = blockDim.x;
   const int R = a.nranks, me = a.rank;
 
-  // Own words first (ReduceScatter: this rank's chunk of the input): their loads overlap
-  // the epoch's.
+  // Own words first (ReduceScatter, AllToAll: this rank's chunk of the input): their loads
+  // overlap the epoch's.
   // Broadcast's non-roots have no input: they send zeros.
-  const char* own_src = a.mode == kOneShotReduceScatter ? a.in + static_cast<uint64_t>(me) * a.bytes : a.in;
+  const char* own_src = oneshot_sends_blocks(a.mode) ? a.in + static_cast<uint64_t>(me) * a.bytes : a.in;
   const bool has_input = a.mode != kOneShotBroadcast || me == a.root;
   uint64_t own[W];
 #pragma unroll
@@ -254,7 +257,7 @@ __global__ void __launch_bounds__(kOneShotThreads, 1) oneshot_kernel(const __gri
     const int p = me + i < R ? me + i : me + i - R;
     device::LLPacket* dst =
         reinterpret_cast<device::LLPacket*>(a.peer_area[p] + oneshot_region(me, parity, b)) - lo;
-    const char* src = a.mode == kOneShotReduceScatter ? a.in + static_cast<uint64_t>(p) * a.bytes : nullptr;
+    const char* src = oneshot_sends_blocks(a.mode) ? a.in + static_cast<uint64_t>(p) * a.bytes : nullptr;
 #pragma unroll
     for (int u = 0; u < W; ++u) {
       const uint64_t w = lo + threadIdx.x + static_cast<uint64_t>(u) * nth;

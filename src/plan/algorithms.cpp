@@ -72,10 +72,10 @@ Registry::Registry() {
   // rank and peer (plan/oneshot_limits.hpp), LL by nature; it stores into every peer's
   // memory, which only ranks of one node map.
   Limits oneshot_limits;
-  // Broadcast and Reduce where WEFT_ALGO names it (docs/runtime.md, "The one-shot kernel"):
-  // the selection tables do not take it for them (selection_table.cpp).
+  // Broadcast, Reduce and AllToAll where WEFT_ALGO names it for them, or a table's row does
+  // (docs/runtime.md, "The one-shot kernel"); a bare WEFT_ALGO=oneshot names the other three.
   oneshot_limits.collectives = bit(Collective::AllReduce) | bit(Collective::AllGather) | bit(Collective::ReduceScatter) |
-                               bit(Collective::Broadcast) | bit(Collective::Reduce);
+                               bit(Collective::Broadcast) | bit(Collective::Reduce) | bit(Collective::AllToAll);
   oneshot_limits.min_ranks = 2;
   oneshot_limits.max_ranks = exec::kOneShotMaxRanks;
   oneshot_limits.max_peer_bytes = exec::kOneShotMaxBytes;

@@ -227,6 +227,7 @@ void Communicator::launch_oneshot_call(Collective c, const void* send, void* rec
     case Collective::ReduceScatter: a.mode = exec::kOneShotReduceScatter; break;
     case Collective::Broadcast: a.mode = exec::kOneShotBroadcast; break;
     case Collective::Reduce: a.mode = exec::kOneShotReduce; break;
+    case Collective::AllToAll: a.mode = exec::kOneShotAllToAll; break;
     default: fail(ErrorCode::Internal, "the one-shot kernel does not run " + std::string(to_string(c)));
   }
   a.op = static_cast<uint8_t>(op);

@@ -78,9 +78,12 @@ void Decider::resolve_algo_env() {
         }
         const algo::Id id = reg.named(entry);
         if (id == algo::kOneShot) {
-          // Bare, it names the kernel for AllReduce, AllGather and ReduceScatter; Broadcast
-          // and Reduce take it only as "Broadcast:oneshot" / "Reduce:oneshot".
-          if (reg.at(id).implements(c) && c != Collective::Broadcast && c != Collective::Reduce) named = entry;
+          // Bare, it names the kernel for AllReduce, AllGather and ReduceScatter; Broadcast,
+          // Reduce and AllToAll take it only as "Broadcast:oneshot", "Reduce:oneshot" and
+          // "AllToAll:oneshot".
+          if (reg.at(id).implements(c) && c != Collective::Broadcast && c != Collective::Reduce &&
+              c != Collective::AllToAll)
+            named = entry;
         } else if (id == algo::kCopyEngine) {
           if (reg.at(id).implements(c) && shape_.nranks <= reg.at(id).max_ranks()) named = entry;
         } else if (id != algo::kNone) {

@@ -189,7 +189,7 @@ SelectionRow read_row(const json& row, const RowReader& in) {
   if (r.algorithm_id == algo::kOneShot) {
     for (Collective c : r.collectives)
       if (!algo::registry().at(algo::kOneShot).implements(c))
-        in.bad("algorithm", "oneshot runs AllReduce, AllGather, ReduceScatter, Broadcast and Reduce, not " +
+        in.bad("algorithm", "oneshot runs AllReduce, AllGather, ReduceScatter, Broadcast, Reduce and AllToAll, not " +
                                 std::string(to_string(c)));
     if (r.protocol != "LL") in.bad("protocol", "oneshot is LL by nature");
     if (!r.kernel) in.bad("instances", "oneshot takes \"kernel\" (its blocks follow from the payload)");

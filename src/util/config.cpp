@@ -42,7 +42,7 @@ std::vector<Variable> general_variables() {
     {"WEFT_MICROBATCH_BYTES", Type::Int, "0",
      "Micro-batch size in bytes per chunk slot; 0 lets the selection row choose (its microbatch_bytes, else the staging slots' size).", 0, 1ll << 40},
     {"WEFT_ALGO", Type::String, "",
-     "Algorithms instead of the selection table: comma-separated 'name' or 'Collective:name'; a name is a hand-built plan (ring, allpairs, chain), oneshot, ce (copy engines into registered buffers: AllGather, AllReduce), an algorithm of algorithms/ (ring_allreduce, ...) or a file."},
+     "Algorithms instead of the selection table: comma-separated 'name' or 'Collective:name'; a name is a hand-built plan (ring, allpairs, chain), oneshot (the one-shot kernel: bare for AllReduce, AllGather and ReduceScatter; Broadcast, Reduce and AllToAll only as Collective:oneshot), ce (copy engines into registered buffers: AllGather, AllReduce), an algorithm of algorithms/ (ring_allreduce, ...) or a file."},
     {"WEFT_SCHEDULER", Type::String, "",
      "The compiler's scheduler for the sources WEFT_ALGO names (hpds, algo, stage, rr, gc3, as-given for an .xml file, "
      "or auto: chosen per size bucket by the simulator, docs/runtime.md); empty: each selection row's."},

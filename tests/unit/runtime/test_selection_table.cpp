@@ -261,8 +261,6 @@ TEST(SelectionTable, EveryMalformedTableIsLocated) {
        "rows[1].instances.max: 2000 is not in 1..1024"},
       {table_with(R"({"collectives": ["AllReduce"], "algorithm": "ring", "protocol": "Simple", "instances": {"per": 8, "min": 1, "max": 2}})"),
        "rows[1].instances.per: unknown field"},
-      {table_with(R"({"collectives": ["AllToAll"], "algorithm": "oneshot", "protocol": "LL", "instances": "kernel"})"),
-       "rows[1].algorithm: oneshot runs AllReduce, AllGather, ReduceScatter, Broadcast and Reduce, not AllToAll"},
       {table_with(R"({"collectives": ["AllReduce"], "algorithm": "oneshot", "protocol": "Simple", "instances": "kernel"})"),
        "rows[1].protocol: oneshot is LL by nature"},
       {table_with(R"({"collectives": ["AllReduce"], "algorithm": "oneshot", "protocol": "LL", "instances": 4})"),
@@ -430,6 +428,25 @@ TEST(SelectionTable, RootedOneShotOnlyWhereNamedAndWhereItFits) {
   EXPECT_EQ(select_algorithm(Collective::AllReduce, 8, 4, 32).algorithm, kOneShot);
   EXPECT_NE(select_algorithm(Collective::Broadcast, 8, 4, 32).algorithm, kOneShot);
   EXPECT_NE(select_algorithm(Collective::Reduce, 8, 4, 32).algorithm, kOneShot);
+  EXPECT_NE(select_algorithm(Collective::AllToAll, 8, 4, 32).algorithm, kOneShot);
+  unsetenv("WEFT_ALGO");
+}
+
+// AllToAll runs the one-shot kernel only where WEFT_ALGO names it for it ("AllToAll:oneshot"),
+// while each peer's block fits its 1 MiB (peer_bytes: the payload over the ranks).
+TEST(SelectionTable, AllToAllOneShotOnlyWhereNamedAndWhereItFits) {
+  unsetenv("WEFT_ALGO");
+  EXPECT_EQ(peer_bytes(Collective::AllToAll, 4096, 4), 1024u);
+  EXPECT_NE(select_algorithm(Collective::AllToAll, 64, 4, 32).algorithm, kOneShot);
+  setenv("WEFT_ALGO", "AllToAll:oneshot", 1);
+  for (int ranks : {2, 4, 8}) {
+    const uint64_t r = static_cast<uint64_t>(ranks);
+    const Choice small = select_algorithm(Collective::AllToAll, 8 * r, ranks, 32);
+    EXPECT_EQ(small.algorithm, kOneShot) << ranks << " ranks";
+    EXPECT_EQ(small.instances, 1);
+    EXPECT_EQ(select_algorithm(Collective::AllToAll, exec::kOneShotMaxBytes * r, ranks, 32).algorithm, kOneShot);
+    EXPECT_NE(select_algorithm(Collective::AllToAll, (exec::kOneShotMaxBytes + 8) * r, ranks, 32).algorithm, kOneShot);
+  }
   unsetenv("WEFT_ALGO");
 }
 

@@ -271,13 +271,17 @@ TEST(CallModel, OneShotRowsWithin30Percent) {
 }
 
 TEST(CallModel, OneShotLimits) {
-  EXPECT_TRUE(oneshot_carries(Collective::AllReduce, 512 << 10, 2));
-  EXPECT_FALSE(oneshot_carries(Collective::AllReduce, (512 << 10) + 8, 2));
-  EXPECT_TRUE(oneshot_carries(Collective::AllGather, 1 << 20, 2));  // 512 KiB per peer
+  EXPECT_TRUE(oneshot_carries(Collective::AllReduce, 1 << 20, 2));
+  EXPECT_FALSE(oneshot_carries(Collective::AllReduce, (1 << 20) + 8, 2));
+  EXPECT_TRUE(oneshot_carries(Collective::AllGather, 2 << 20, 2));  // 1 MiB per peer
+  EXPECT_FALSE(oneshot_carries(Collective::AllGather, (2 << 20) + 16, 2));
   // Broadcast and Reduce where WEFT_ALGO names the kernel for them: the whole payload per peer.
-  EXPECT_TRUE(oneshot_carries(Collective::Broadcast, 512 << 10, 2));
-  EXPECT_FALSE(oneshot_carries(Collective::Reduce, (512 << 10) + 8, 4));
-  EXPECT_FALSE(oneshot_carries(Collective::AllToAll, 8, 2));
+  EXPECT_TRUE(oneshot_carries(Collective::Broadcast, 1 << 20, 2));
+  EXPECT_FALSE(oneshot_carries(Collective::Reduce, (1 << 20) + 8, 4));
+  // AllToAll where WEFT_ALGO or a row names it: the payload's block per peer.
+  EXPECT_TRUE(oneshot_carries(Collective::AllToAll, 8, 2));
+  EXPECT_TRUE(oneshot_carries(Collective::AllToAll, 4 << 20, 4));
+  EXPECT_FALSE(oneshot_carries(Collective::AllToAll, (4 << 20) + 32, 4));
   EXPECT_FALSE(oneshot_carries(Collective::AllReduce, 8, 9));
   EXPECT_FALSE(oneshot_carries(Collective::AllReduce, 8, 1));
   // More peers, more packets: time grows with the rank count.

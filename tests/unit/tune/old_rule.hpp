@@ -12,6 +12,7 @@
 #include <string>
 
 #include "plan/hand_built.hpp"
+#include "plan/oneshot_limits.hpp"
 #include "plan/plan_source.hpp"
 #include "tune/selection_table.hpp"
 #include "util/error.hpp"
@@ -49,25 +50,28 @@ struct Result {
 // The one-shot kernel's collectives: AllReduce, AllGather and ReduceScatter when this rule was
 // frozen (and still what a bare WEFT_ALGO=oneshot and the tables' rows cover); issue 32
 // (h/latency) added Broadcast and Reduce where WEFT_ALGO names it for them
-// ("Broadcast:oneshot"), and their payload per peer is the whole payload.
+// ("Broadcast:oneshot"), and their payload per peer is the whole payload; session 9 added
+// AllToAll ("AllToAll:oneshot", a block per peer). The kernel's capacity is not the rule's: it
+// comes from plan/oneshot_limits.hpp (512 KiB per peer and 32 blocks when the rule was frozen,
+// 1 MiB and 64 since).
 inline bool oneshot_collective(Collective c) {
   return c == Collective::AllReduce || c == Collective::AllGather || c == Collective::ReduceScatter;
 }
 inline bool oneshot_carries(Collective c) {
-  return oneshot_collective(c) || c == Collective::Broadcast || c == Collective::Reduce;
+  return oneshot_collective(c) || c == Collective::Broadcast || c == Collective::Reduce || c == Collective::AllToAll;
 }
 inline uint64_t peer_bytes(Collective c, uint64_t bytes, int nranks) {
   const bool whole = c == Collective::AllReduce || c == Collective::Broadcast || c == Collective::Reduce;
   return whole ? bytes : bytes / static_cast<uint64_t>(std::max(1, nranks));
 }
 inline bool oneshot_fits(Collective c, uint64_t bytes, int nranks) {
-  return oneshot_carries(c) && nranks >= 2 && nranks <= 8 && peer_bytes(c, bytes, nranks) <= (512u << 10);
+  return oneshot_carries(c) && nranks >= 2 && nranks <= 8 && peer_bytes(c, bytes, nranks) <= exec::kOneShotMaxBytes;
 }
 inline int oneshot_blocks(uint64_t peer) {
   const uint64_t words = (peer + 7) / 8;
   uint64_t b = std::min<uint64_t>((words + 511) / 512, 16);
   b = std::max<uint64_t>(b, (words + 2047) / 2048);
-  return static_cast<int>(std::clamp<uint64_t>(b, 1, 32));
+  return static_cast<int>(std::clamp<uint64_t>(b, 1, static_cast<uint64_t>(exec::kOneShotBlocks)));
 }
 inline bool is_hand_built(const std::string& a) { return a == "ring" || a == "allpairs" || a == "chain"; }
 // The copy engines' collectives: AllGather and AllReduce when this rule was frozen; memory

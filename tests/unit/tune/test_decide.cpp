@@ -655,11 +655,11 @@ TEST(AlgorithmRegistry, NamedPrimitivesAgreeWithTheirBuildersAndKernels) {
 // The simulator's call model (sim/call_model.hpp) and the runtime's decision ask the same
 // oneshot: on one node, with WEFT_ALGO=oneshot, the runtime runs the kernel exactly where
 // the simulator says it carries the call, and with the default table only there. A bare
-// "oneshot" names the kernel for AllReduce, AllGather and ReduceScatter; Broadcast and Reduce
-// take it where WEFT_ALGO names it for them.
+// "oneshot" names the kernel for AllReduce, AllGather and ReduceScatter; Broadcast, Reduce and
+// AllToAll take it where WEFT_ALGO names it for them.
 TEST(DecideAndSimulator, OneShotIsTheSameChoice) {
   DecideEnv forced;
-  forced.algo = "oneshot,Broadcast:oneshot,Reduce:oneshot";
+  forced.algo = "oneshot,Broadcast:oneshot,Reduce:oneshot,AllToAll:oneshot";
   for (int R = 1; R <= 16; ++R) {
     const Decider plain(default_table(), one_node(R), DecideEnv{});
     const Decider named(default_table(), one_node(R), forced);
