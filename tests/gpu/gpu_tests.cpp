@@ -289,15 +289,35 @@ int p2p(const Options& o, int rank, const weftUniqueId& id) {
   return failures ? 1 : 0;
 }
 
+/// One replay of `ge`: `input` into `dsend`, `drecv` poisoned first; 1 (and a line) when a CUDA
+/// call failed or the replay did not finish, else 0 and `got` holds `drecv`.
+int replay_graph(cudaGraphExec_t ge, cudaStream_t st, void* dsend, void* drecv, const std::vector<uint8_t>& input,
+                  std::vector<uint8_t>& got, int rank, int rep) {
+  const size_t bytes = input.size();
+  CUDA_OK(cudaMemcpyAsync(dsend, input.data(), bytes, cudaMemcpyHostToDevice, st));
+  CUDA_OK(cudaMemsetAsync(drecv, 0xFF, bytes, st));
+  CUDA_OK(cudaGraphLaunch(ge, st));
+  if (!gt::sync_bounded(reinterpret_cast<weftStream_t>(st), 60)) {
+    std::printf("FAIL rank %d: graph replay %d did not finish\n", rank, rep);
+    return 1;
+  }
+  got.resize(bytes);
+  CUDA_OK(cudaMemcpyAsync(got.data(), drecv, bytes, cudaMemcpyDeviceToHost, st));
+  CUDA_OK(cudaStreamSynchronize(st));
+  return 0;
+}
+
 int graph(const Options& o, int rank, const weftUniqueId& id) {
   weftComm_t comm;
   WEFT_OK(weftCommInitRank(&comm, o.ranks, id, rank));
   cudaStream_t st;
   CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   int failures = 0;
-  // 2048 and 24577 floats run the one-shot kernel (its epochs must advance across replays),
-  // 16 Mi the plan interpreter.
-  for (size_t count : {size_t(2048), size_t(24577), size_t(16) << 20}) {
+  // One graph of `chain` AllReduce calls of `count` floats, each after the first in place on
+  // the one before's result, replayed three times on new random inputs against the host's
+  // AllReduce applied `chain` times. 1 on a failure that ends the test (a CUDA call, a replay
+  // that does not finish), else 0; wrong results count in `failures`.
+  auto check = [&](size_t count, int chain, uint64_t seed) -> int {
     const size_t bytes = count * 4;
     float *dsend = nullptr, *drecv = nullptr;
     CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&dsend), bytes));
@@ -305,60 +325,13 @@ int graph(const Options& o, int rank, const weftUniqueId& id) {
     cudaGraph_t g;
     cudaGraphExec_t ge;
     CUDA_OK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
-    weftResult_t r = weftAllReduce(dsend, drecv, count, weftFloat32, weftSum, comm, reinterpret_cast<weftStream_t>(st));
-    CUDA_OK(cudaStreamEndCapture(st, &g));
-    if (r != weftSuccess) {
-      std::printf("FAIL rank %d: AllReduce under capture: %s\n", rank, weftGetLastError(nullptr));
-      return 1;
-    }
-    CUDA_OK(cudaGraphInstantiate(&ge, g, 0));
-    for (int rep = 0; rep < 3; ++rep) {
-      std::vector<std::vector<uint8_t>> sends(static_cast<size_t>(o.ranks));
-      for (int q = 0; q < o.ranks; ++q) {
-        sends[static_cast<size_t>(q)].resize(bytes);
-        host::fill_random(weftFloat32, weftSum, sends[static_cast<size_t>(q)].data(), count, 1000 * rep + q, kThreads);
-      }
-      CUDA_OK(cudaMemcpyAsync(dsend, sends[static_cast<size_t>(rank)].data(), bytes, cudaMemcpyHostToDevice, st));
-      CUDA_OK(cudaMemsetAsync(drecv, 0xFF, bytes, st));
-      CUDA_OK(cudaGraphLaunch(ge, st));
-      if (!gt::sync_bounded(reinterpret_cast<weftStream_t>(st), 60)) {
-        std::printf("FAIL rank %d: graph replay %d did not finish\n", rank, rep);
-        return 1;
-      }
-      std::vector<uint8_t> got(bytes);
-      CUDA_OK(cudaMemcpyAsync(got.data(), drecv, bytes, cudaMemcpyDeviceToHost, st));
-      CUDA_OK(cudaStreamSynchronize(st));
-      auto want = host::reference_for_rank(Collective::AllReduce, weftFloat32, weftSum, 0, count, rank, sends, {}, kThreads);
-      if (std::memcmp(got.data(), want.data(), bytes) != 0) {
-        ++failures;
-        std::printf("FAIL rank %d: graph replay %d of %zu floats is wrong\n", rank, rep, count);
-      }
-    }
-    cudaGraphExecDestroy(ge);
-    cudaGraphDestroy(g);
-    cudaFree(dsend);
-    cudaFree(drecv);
-  }
-  // Back-to-back calls in one graph, each reading what the one before wrote (out of place,
-  // then three in place on the result): the one-shot kernel's epochs advance within a replay,
-  // and under WEFT_ONESHOT_PDL=1 each call's launch overlaps the previous call's end, which
-  // must not let it read its input early. The reference applies the host's AllReduce four times.
-  {
-    const size_t count = 2048, bytes = count * 4;
-    constexpr int kChain = 4;
-    float *dsend = nullptr, *drecv = nullptr;
-    CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&dsend), bytes));
-    CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&drecv), bytes));
-    cudaGraph_t g;
-    cudaGraphExec_t ge;
-    CUDA_OK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
     weftResult_t r = weftSuccess;
-    for (int k = 0; k < kChain && r == weftSuccess; ++k)
+    for (int k = 0; k < chain && r == weftSuccess; ++k)
       r = weftAllReduce(k == 0 ? static_cast<const void*>(dsend) : drecv, drecv, count, weftFloat32, weftSum, comm,
                         reinterpret_cast<weftStream_t>(st));
     CUDA_OK(cudaStreamEndCapture(st, &g));
     if (r != weftSuccess) {
-      std::printf("FAIL rank %d: chained AllReduce under capture: %s\n", rank, weftGetLastError(nullptr));
+      std::printf("FAIL rank %d: %d AllReduce call(s) under capture: %s\n", rank, chain, weftGetLastError(nullptr));
       return 1;
     }
     CUDA_OK(cudaGraphInstantiate(&ge, g, 0));
@@ -366,36 +339,36 @@ int graph(const Options& o, int rank, const weftUniqueId& id) {
       std::vector<std::vector<uint8_t>> sends(static_cast<size_t>(o.ranks));
       for (int q = 0; q < o.ranks; ++q) {
         sends[static_cast<size_t>(q)].resize(bytes);
-        host::fill_random(weftFloat32, weftSum, sends[static_cast<size_t>(q)].data(), count, 7000 + 1000 * rep + q,
+        host::fill_random(weftFloat32, weftSum, sends[static_cast<size_t>(q)].data(), count, seed + 1000 * rep + q,
                           kThreads);
       }
-      std::vector<uint8_t> want;
-      for (int k = 0; k < kChain; ++k) {
+      const std::vector<uint8_t> mine = sends[static_cast<size_t>(rank)];
+      std::vector<uint8_t> want, got;
+      for (int k = 0; k < chain; ++k) {
         want = host::reference_for_rank(Collective::AllReduce, weftFloat32, weftSum, 0, count, rank, sends, {}, kThreads);
         for (auto& v : sends) v = want;  // every rank's next input is this result
       }
-      std::vector<uint8_t> mine(bytes);
-      host::fill_random(weftFloat32, weftSum, mine.data(), count, 7000 + 1000 * rep + rank, kThreads);
-      CUDA_OK(cudaMemcpyAsync(dsend, mine.data(), bytes, cudaMemcpyHostToDevice, st));
-      CUDA_OK(cudaMemsetAsync(drecv, 0xFF, bytes, st));
-      CUDA_OK(cudaGraphLaunch(ge, st));
-      if (!gt::sync_bounded(reinterpret_cast<weftStream_t>(st), 60)) {
-        std::printf("FAIL rank %d: chained graph replay %d did not finish\n", rank, rep);
-        return 1;
-      }
-      std::vector<uint8_t> got(bytes);
-      CUDA_OK(cudaMemcpyAsync(got.data(), drecv, bytes, cudaMemcpyDeviceToHost, st));
-      CUDA_OK(cudaStreamSynchronize(st));
+      if (replay_graph(ge, st, dsend, drecv, mine, got, rank, rep) != 0) return 1;
       if (std::memcmp(got.data(), want.data(), bytes) != 0) {
         ++failures;
-        std::printf("FAIL rank %d: chained graph replay %d (%d calls of %zu floats) is wrong\n", rank, rep, kChain, count);
+        std::printf("FAIL rank %d: graph replay %d (%d call(s) of %zu floats) is wrong\n", rank, rep, chain, count);
       }
     }
     cudaGraphExecDestroy(ge);
     cudaGraphDestroy(g);
     cudaFree(dsend);
     cudaFree(drecv);
-  }
+    return 0;
+  };
+  // 2048 and 24577 floats run the one-shot kernel (its epochs must advance across replays),
+  // 16 Mi the plan interpreter.
+  for (size_t count : {size_t(2048), size_t(24577), size_t(16) << 20})
+    if (check(count, 1, 0) != 0) return 1;
+  // Back-to-back calls in one graph, each reading what the one before wrote: the one-shot
+  // kernel's epochs advance within a replay, and with programmatic dependent launch
+  // (WEFT_ONESHOT_PDL, the default) each call's launch overlaps the previous call's end,
+  // which must not let it read its input early.
+  if (check(2048, 4, 7000) != 0) return 1;
   failures += gt::graph_small(o.ranks, rank, comm);
   std::printf("rank %d: graph %s\n", rank, failures ? "FAILED" : "passed");
   WEFT_OK(weftCommDestroy(comm));
