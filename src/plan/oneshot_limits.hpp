@@ -19,6 +19,11 @@ constexpr uint64_t kOneShotBlockBytes = 16ull * kOneShotThreads * kOneShotWordsP
 /// Largest payload (bytes per rank and peer) the path carries: 1 MiB (the tables choose it up
 /// to 512 KiB; WEFT_ALGO=oneshot forces it up to here).
 constexpr uint64_t kOneShotMaxBytes = 8ull * kOneShotThreads * kOneShotWordsPerThread * kOneShotBlocks;
+/// Most thread blocks of a call launched as a programmatic dependent (WEFT_ONESHOT_PDL): such a
+/// call's blocks may be placed while the previous kernel still runs, and wait there; a few
+/// blocks take a few SMs, while a large call's would take SMs that another communicator's
+/// kernel on the same GPU may need to make progress. Calls of more blocks launch plainly.
+constexpr int kOneShotPdlMaxBlocks = 8;
 /// Largest rank count (the kernel's parameters hold every peer's address).
 constexpr int kOneShotMaxRanks = 8;
 

@@ -250,7 +250,8 @@ void Communicator::launch_oneshot_call(Collective c, const void* send, void* rec
                                                 exec::kOneShotThreads);
   // One word per thread: the kernel that polls every peer at once (WEFT_ONESHOT_POLL=all).
   a.one_word = per_thread == 1 && !oneshot_seq_ ? 1 : 0;
-  launch_oneshot(a, static_cast<int>(nb), static_cast<int>((threads + 31) / 32 * 32), stream, oneshot_pdl_);
+  launch_oneshot(a, static_cast<int>(nb), static_cast<int>((threads + 31) / 32 * 32), stream,
+                 oneshot_pdl_ && nb <= static_cast<uint64_t>(exec::kOneShotPdlMaxBlocks));
 }
 
 }  // namespace weft

@@ -152,8 +152,8 @@ std::vector<Variable> execution_variables() {
      "use the same (the blocks' epochs depend on it). Read at creation.",
      32, 512},
     {"WEFT_ONESHOT_PDL", Type::Bool, "1",
-     "1: the one-shot kernel is launched as a programmatic dependent of the stream's previous kernel (on sm_90 and "
-     "later; ignored before), so that in a CUDA graph of back-to-back calls the next call's blocks are launched "
+     "1: the one-shot kernel, in calls of at most 8 thread blocks, is launched as a programmatic dependent of the "
+     "stream's previous kernel (on sm_90 and later; ignored before), so that in a CUDA graph of back-to-back calls the next call's blocks are launched "
      "while the previous one ends; every call still waits for the previous kernel's end and memory before its "
      "first load. 0: plain launches. Read at creation."},
     {"WEFT_EXEC_WARM", Type::Bool, "0",
