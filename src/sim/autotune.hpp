@@ -84,6 +84,10 @@ struct TuneTrial {
   /// CompileOptions::op_blocks from the simulated timeline of this variant without it
   /// (sim/op_blocks.hpp): ops of a connection side by side on fewer of its blocks.
   bool placed = false;
+  /// With `placed`: reduce chains run in another order per chunk, so that the blocks that end
+  /// early are reached first in their chains (OpPlacer::order_chains; CompileOptions::
+  /// chain_keys and op_order).
+  bool chains = false;
   double scale_intra = 1, scale_inter = 1, scale_local = 1;
   int32_t instances_intra = 0, instances_inter = 0, instances_local = 0;  ///< the largest per class
   int32_t tbs = 0;       ///< thread blocks per rank, max
