@@ -449,9 +449,11 @@ int32_t choose(const std::vector<TuneTrial>& ts, const TuneOptions& o, const Top
   bool idle_met = false;
   for (const TuneTrial& t : ts) idle_met = idle_met || (t.error.empty() && t.tb_idle_mean <= o.max_idle + 1e-9);
   auto competes = [&](const TuneTrial& t) { return t.error.empty() && (!idle_met || t.tb_idle_mean <= o.max_idle + 1e-9); };
-  // As fast (the same simulated time), the variant whose blocks idle less goes first.
+  // Across nodes, as fast (the same simulated time), the variant whose blocks idle less goes
+  // first; in one node the one tried first, as before.
   auto quicker = [&](const TuneTrial& a, const TuneTrial& b) {
-    return a.time_us < b.time_us || (a.time_us == b.time_us && a.tb_idle_mean < b.tb_idle_mean - 1e-9);
+    return a.time_us < b.time_us ||
+           (topo.nodes > 1 && a.time_us == b.time_us && a.tb_idle_mean < b.tb_idle_mean - 1e-9);
   };
   int32_t fastest = -1;
   for (int32_t i = 0; i < static_cast<int32_t>(ts.size()); ++i)
