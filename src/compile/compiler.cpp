@@ -5,6 +5,7 @@
 
 #include "compile/allocate.hpp"
 #include "compile/buffer_contract.hpp"
+#include "compile/chain_order.hpp"
 #include "compile/deadlock.hpp"
 #include "compile/graph.hpp"
 #include "compile/layout.hpp"
@@ -43,6 +44,12 @@ void check_options(const CompileOptions& o) {
     if (o.op_blocks[i].first < 0 || o.op_blocks[i].count < 0 || o.op_blocks[i].first > 64 || o.op_blocks[i].count > 64)
       fail(ErrorCode::InvalidArgument, text::format("op_blocks[%zu] is first %d, count %d; each must be between 0 and 64", i,
                                                     o.op_blocks[i].first, o.op_blocks[i].count));
+}
+
+void check_keys(const std::vector<double>& keys, const char* name, size_t transfers) {
+  if (!keys.empty() && keys.size() != transfers)
+    fail(ErrorCode::InvalidArgument,
+         text::format("%s has %zu entries for %zu transfers; it must have one per transfer or none", name, keys.size(), transfers));
 }
 
 // Bytes the compiler takes per transfer (task graph, schedule, lowering) and per plan slot
@@ -88,8 +95,15 @@ double analysis_bytes(const Footprint& f) {
   return kBytesPerTransfer * f.transfers + std::max(placement, graph);
 }}  // namespace
 
-CompileResult compile(const Algorithm& algo, const Topology& topo, const CompileOptions& options) {
+CompileResult compile(const Algorithm& given, const Topology& topo, const CompileOptions& options) {
   check_options(options);
+  check_keys(options.chain_keys, "chain_keys", given.transfers.size());
+  check_keys(options.op_order, "op_order", given.transfers.size());
+  // Reduce chains in the order of chain_keys (compile/chain_order.hpp): their steps dealt out
+  // anew; a copy only where they are given.
+  Algorithm reordered;
+  if (!options.chain_keys.empty()) reordered = order_chains(given, options.chain_keys);
+  const Algorithm& algo = options.chain_keys.empty() ? given : reordered;
   check_topology_fits(algo, topo);
   const Footprint fp = footprint(algo, options.in_place);
   check_memory_budget(analysis_bytes(fp), options.max_memory_bytes,

@@ -68,6 +68,21 @@ struct CompileOptions {
   /// connection's blocks. The tuner fills it from the simulated timeline
   /// (sim/op_blocks.hpp).
   std::vector<OpBlocks> op_blocks;
+  /// Per Algorithm transfer, a key by which each reduce chain (Reduce transfers into one slot,
+  /// one after the other, compile/chain_order.hpp) runs: lower first, ties as written. The
+  /// chain's steps are dealt out in that order before anything else; reductions commute, so
+  /// the values are the same. Empty (default): as written. One entry per transfer or none
+  /// (InvalidArgument). The tuner fills it with op_blocks (sim/op_blocks.hpp,
+  /// OpPlacer::order_chains).
+  std::vector<double> chain_keys;
+  /// Task level: per Algorithm transfer, a key that orders the program (the order each
+  /// thread block runs its slots in, and the one global order that keeps plans free of
+  /// deadlock) instead of the schedule's sub-pipelines: tasks in a topological order of the
+  /// task graph, the lowest key first among those whose predecessors have come, ties in
+  /// the schedule's order (an aggregated task takes its first transfer's key; a task with
+  /// none its latest predecessor's). Sub-pipelines keep every other use (fusion, instances,
+  /// allocation). Empty (default): the schedule's order. One entry per transfer or none.
+  std::vector<double> op_order;
   bool in_place = true;            ///< lower for in-place or out-of-place buffers
   bool fuse = true;                ///< fuse rcs / rrcs / rrs
   /// Algorithm-level schedulers (algo, stage): run each rank's slots in step order, a fused

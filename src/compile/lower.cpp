@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 #include <optional>
+#include <queue>
 #include <span>
 #include <unordered_map>
 
@@ -30,6 +31,48 @@ struct Op {
   bool recv_fused = false;
 };
 
+/// CompileOptions::op_order: a topological order of the task graph (order[task] = position),
+/// the lowest key first among the tasks whose predecessors have all come, ties by `pos` (the
+/// schedule's order). A task takes its first transfer's key, or, with none, its latest
+/// predecessor's.
+std::vector<int32_t> keyed_order(const TaskGraph& g, const std::vector<int32_t>& pos, const std::vector<double>& keys) {
+  const int32_t n = g.size();
+  std::vector<int32_t> by_pos(static_cast<size_t>(n));
+  for (int32_t t = 0; t < n; ++t) by_pos[static_cast<size_t>(pos[t])] = t;
+  std::vector<double> key(static_cast<size_t>(n), 0.0);
+  for (int32_t t : by_pos) {
+    const std::span<const int32_t> origins = g.origins_of(t);
+    if (!origins.empty() && static_cast<size_t>(origins[0]) < keys.size()) {
+      key[static_cast<size_t>(t)] = keys[static_cast<size_t>(origins[0])];
+      continue;
+    }
+    double k = -1e300;
+    for (const TaskEdge& e : g.edges_to(t)) k = std::max(k, key[static_cast<size_t>(e.from)]);
+    key[static_cast<size_t>(t)] = k > -1e300 ? k : 0.0;
+  }
+  std::vector<int32_t> waiting(static_cast<size_t>(n), 0);
+  std::vector<std::vector<int32_t>> next(static_cast<size_t>(n));
+  for (const TaskEdge& e : g.edges) {
+    ++waiting[static_cast<size_t>(e.to)];
+    next[static_cast<size_t>(e.from)].push_back(e.to);
+  }
+  using Entry = std::pair<double, int32_t>;  // (key, schedule position)
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> ready;
+  for (int32_t t = 0; t < n; ++t)
+    if (waiting[static_cast<size_t>(t)] == 0) ready.push({key[static_cast<size_t>(t)], pos[t]});
+  std::vector<int32_t> order(static_cast<size_t>(n), -1);
+  int32_t at = 0;
+  while (!ready.empty()) {
+    const int32_t t = by_pos[static_cast<size_t>(ready.top().second)];
+    ready.pop();
+    order[static_cast<size_t>(t)] = at++;
+    for (int32_t u : next[static_cast<size_t>(t)])
+      if (--waiting[static_cast<size_t>(u)] == 0) ready.push({key[static_cast<size_t>(u)], pos[u]});
+  }
+  WEFT_ASSERT(at == n, "the task graph has a cycle");
+  return order;
+}
+
 class Lowering {
  public:
   Lowering(const TaskGraph& g, const Pipeline& p, const Topology& topo, const CompileOptions& o, Instances k,
@@ -44,6 +87,8 @@ class Lowering {
     out_.num_ranks = topo_.num_gpus();
     out_.instances_intra = k_.intra, out_.instances_inter = k_.inter, out_.instances_local = k_.local;
     order_ = pipeline_order(g_, p_);
+    // CompileOptions::op_order: the program in another topological order of the graph.
+    if (!opt_.op_order.empty() && out_.execution == ExecutionModel::Task) order_ = keyed_order(g_, order_, opt_.op_order);
     sp_of_ = pipeline_subpipeline_of(g_, p_);
     stage_channels_ = uses_stage_channels(opt_);
     chunk_channels_ = opt_.channels == "chunk";

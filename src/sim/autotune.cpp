@@ -119,9 +119,10 @@ class Search {
 
   /// The variant's ops placed on fewer blocks by the timeline of its run without that
   /// (OpPlacer); empty when it places none.
-  std::vector<OpBlocks> placement(const TuneTrial& t) const {
+  OpPlacer::Chains placement(const TuneTrial& t) const {
     TuneTrial plain = t;
     plain.placed = false;
+    plain.chains = false;
     CompileOptions c = options_for(plain, 0);
     const CompileResult ref = compile(algo_, topo_, c);
     SimOptions so = o_.sim;
@@ -148,7 +149,14 @@ class Search {
         best = c.op_blocks, best_us = rep.time_us, best_idle = rep.tb_idle_mean;
       if (pass > 0) placer.refine(placed.plan, sim, rep);
     }
-    return best;
+    if (!t.chains || best.empty()) return {best, {}, {}};
+    // With chains: the best placement with its reduce chains in another order, the program
+    // by latest start from its run.
+    c.op_blocks = best;
+    const CompileResult placed = compile(algo_, topo_, c);
+    const Simulator sim(placed.plan, topo_, false, base_.max_memory_bytes);
+    placer.refine(placed.plan, sim, sim.run(so));
+    return placer.order_chains(algo_, best);
   }
 
   /// Compiles, merges and simulates one variant: its plan within the budget, or an error.
@@ -156,8 +164,12 @@ class Search {
     CompileOptions c = options_for(t, 0);
     c.keep_graph = false;
     if (t.placed) {
-      c.op_blocks = placement(t);
-      if (c.op_blocks.empty()) fail(ErrorCode::InvalidArgument, "no op is placed on fewer blocks");
+      OpPlacer::Chains p = placement(t);
+      if (p.op_blocks.empty())
+        fail(ErrorCode::InvalidArgument, t.chains ? "no reduce chain is reordered" : "no op is placed on fewer blocks");
+      c.op_blocks = std::move(p.op_blocks);
+      c.chain_keys = std::move(p.chain_keys);
+      c.op_order = std::move(p.op_order);
     }
     CompileResult r = compile(algo_, topo_, c);
     if (r.slots > o_.max_slots) {  // too large to tune: taken as compiled, not simulated
@@ -209,15 +221,16 @@ class Search {
   int32_t trial(TuneTrial t) {
     const auto key = std::make_tuple(t.execution, t.channels, t.aggregate,
                                      t.allocator + "/" + std::to_string(t.spare_blocks) + (t.pace > 0 ? text::format("/paced %g", t.pace) : std::string()) +
-                                         (t.placed ? "/placed" : ""),
+                                         (t.placed ? "/placed" : "") + (t.chains ? "/chains" : ""),
                                      t.scale_intra, t.scale_inter, t.scale_local);
     if (auto it = seen_.find(key); it != seen_.end()) return it->second;
-    t.label = text::format("%s, %s channels%s, %s%s, instances x%g/x%g/x%g%s%s", t.execution.c_str(), t.channels.c_str(),
+    t.label = text::format("%s, %s channels%s, %s%s, instances x%g/x%g/x%g%s%s%s", t.execution.c_str(), t.channels.c_str(),
                            t.aggregate ? "" : ", not aggregated", t.allocator.c_str(),
                            t.spare_blocks > 0 ? text::format(" + %d blocks for local work", t.spare_blocks).c_str() : "",
                            t.scale_intra, t.scale_inter, t.scale_local,
                            t.pace > 0 ? text::format(", NIC-fed work paced x%g", t.pace).c_str() : "",
-                           t.placed ? ", ops placed on fewer blocks" : "");
+                           t.placed ? ", ops placed on fewer blocks" : "",
+                           t.chains ? ", reduce chains reordered" : "");
     try {
       const CompileResult r = build(t);
       last_slots_ = r.slots;
@@ -390,11 +403,14 @@ void placed_twins(Search& s) {
                         std::abs(s.at(j).tb_idle_mean - t.tb_idle_mean) < 1e-9);
     if (!alike && static_cast<int32_t>(twins.size()) < kPlacedTwins) twins.push_back(i);
   }
-  s.set_limit(s.count() + static_cast<int32_t>(twins.size()));
+  s.set_limit(s.count() + 2 * static_cast<int32_t>(twins.size()));
   for (int32_t i : twins) {
     TuneTrial twin = s.at(i);
     twin.placed = true;
     twin.error.clear();
+    s.trial(twin);
+    // And with its reduce chains in another order per chunk (OpPlacer::order_chains).
+    twin.chains = true;
     s.trial(twin);
   }
 }
@@ -433,14 +449,20 @@ int32_t choose(const std::vector<TuneTrial>& ts, const TuneOptions& o, const Top
   bool idle_met = false;
   for (const TuneTrial& t : ts) idle_met = idle_met || (t.error.empty() && t.tb_idle_mean <= o.max_idle + 1e-9);
   auto competes = [&](const TuneTrial& t) { return t.error.empty() && (!idle_met || t.tb_idle_mean <= o.max_idle + 1e-9); };
+  // Across nodes, as fast (the same simulated time), the variant whose blocks idle less goes
+  // first; in one node the one tried first, as before.
+  auto quicker = [&](const TuneTrial& a, const TuneTrial& b) {
+    return a.time_us < b.time_us ||
+           (topo.nodes > 1 && a.time_us == b.time_us && a.tb_idle_mean < b.tb_idle_mean - 1e-9);
+  };
   int32_t fastest = -1;
   for (int32_t i = 0; i < static_cast<int32_t>(ts.size()); ++i)
-    if (competes(ts[i]) && (fastest < 0 || ts[i].time_us < ts[fastest].time_us)) fastest = i;
+    if (competes(ts[i]) && (fastest < 0 || quicker(ts[i], ts[fastest]))) fastest = i;
   if (fastest < 0) return -1;
   int32_t chosen = fastest;
   for (int32_t i = 0; i < static_cast<int32_t>(ts.size()); ++i)
     if (competes(ts[i]) && ts[i].time_us <= ts[fastest].time_us * (1 + o.tolerance) + 1e-9 &&
-        (ts[i].tbs < ts[chosen].tbs || (ts[i].tbs == ts[chosen].tbs && ts[i].time_us < ts[chosen].time_us)))
+        (ts[i].tbs < ts[chosen].tbs || (ts[i].tbs == ts[chosen].tbs && quicker(ts[i], ts[chosen]))))
       chosen = i;
   if (o.max_idle < 1) {
     why = idle_met ? text::format("; among the variants whose blocks idle at most %.0f%% of their lifetime (the fastest of "

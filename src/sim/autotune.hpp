@@ -20,7 +20,10 @@
 //     the blocks that keep pace with the network (CompileOptions::pace), the connection's
 //     other blocks ending early;
 //   - across nodes, at task level: the fastest variants again with each connection's ops side
-//     by side on fewer of its blocks (CompileOptions::op_blocks, sim/op_blocks.hpp);
+//     by side on fewer of its blocks (CompileOptions::op_blocks, sim/op_blocks.hpp), and each
+//     of those once more with its reduce chains in another order per chunk so that the blocks
+//     that end early are reached first (OpPlacer::order_chains: CompileOptions::chain_keys
+//     and op_order);
 //   - blocks merged on the simulated timeline (task level): the variant is simulated once,
 //     and blocks whose work never overlaps are merged (compile/merge_blocks.hpp) when the
 //     merged plan is no slower;
@@ -31,7 +34,9 @@
 // fewest thread blocks per rank wins, then the faster; with `max_idle`, among those whose
 // thread blocks idle no more than that only. With neither, across nodes: when the fastest
 // variant's blocks idle more than kDefaultMaxIdle, the fastest within `idle_cost` of it whose
-// blocks idle at most that, when one does.
+// blocks idle at most that, when one does. Across nodes, of variants as fast (the same
+// simulated time), the one whose blocks idle less counts as faster; in one node the one tried
+// first.
 #pragma once
 
 #include <cstdint>
@@ -84,6 +89,10 @@ struct TuneTrial {
   /// CompileOptions::op_blocks from the simulated timeline of this variant without it
   /// (sim/op_blocks.hpp): ops of a connection side by side on fewer of its blocks.
   bool placed = false;
+  /// With `placed`: reduce chains run in another order per chunk, so that the blocks that end
+  /// early are reached first in their chains (OpPlacer::order_chains; CompileOptions::
+  /// chain_keys and op_order).
+  bool chains = false;
   double scale_intra = 1, scale_inter = 1, scale_local = 1;
   int32_t instances_intra = 0, instances_inter = 0, instances_local = 0;  ///< the largest per class
   int32_t tbs = 0;       ///< thread blocks per rank, max

@@ -7,6 +7,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "compile/chain_order.hpp"
 #include "compile/lower.hpp"
 #include "compile/schedule.hpp"
 #include "compile/union_find.hpp"
@@ -80,6 +81,99 @@ class OpPlacer::Impl {
           if (static_cast<size_t>(x) < transfers) out[static_cast<size_t>(x)] = u.at;
     }
     if (!fewer) out.clear();
+    return out;
+  }
+
+  OpPlacer::Chains order_chains(const Algorithm& algo, const std::vector<OpBlocks>& placed) const {
+    OpPlacer::Chains out;
+    if (placed.empty()) return out;
+    const std::vector<std::vector<int32_t>> chains = reduce_chains(algo);
+    if (chains.empty()) return out;
+    std::unordered_map<int32_t, std::pair<int32_t, int32_t>> in_chain;  // transfer -> (chain, position)
+    for (size_t c = 0; c < chains.size(); ++c)
+      for (size_t i = 0; i < chains[c].size(); ++i) in_chain[chains[c][i]] = {static_cast<int32_t>(c), static_cast<int32_t>(i)};
+    // A unit's one transfer when it is one op of one transfer in a chain, else -1.
+    auto member = [&](const Unit& u) {
+      if (u.tasks.size() != 1 || u.conns.size() != 1) return -1;
+      const auto origins = g_.origins_of(u.tasks[0]);
+      return origins.size() == 1 && in_chain.count(origins[0]) ? origins[0] : -1;
+    };
+    auto lane_of = [&](const Unit& u) -> OpBlocks {
+      const auto origins = g_.origins_of(u.tasks[0]);
+      return origins.empty() || static_cast<size_t>(origins[0]) >= placed.size() ? OpBlocks{} : placed[static_cast<size_t>(origins[0])];
+    };
+    // Per connection, per block, its units in program order.
+    std::map<ConnKey, std::map<int32_t, std::vector<int32_t>>> lanes;
+    for (size_t i = 0; i < units_.size(); ++i) {
+      const Unit& u = units_[i];
+      if (u.m <= 1 || u.conns.size() != 1) continue;
+      const OpBlocks b = lane_of(u);
+      if (b.count != 1) continue;
+      lanes[u.conns[0]][b.first].push_back(static_cast<int32_t>(i));
+    }
+    // Pairs: a lone op (its block ends after it) and the first op of a block that goes on,
+    // of two different chains.
+    struct Pair {
+      int32_t lone = -1, partner = -1;  // units
+    };
+    std::vector<Pair> pairs;
+    std::vector<int32_t> lone_per_chain(chains.size(), 0);
+    for (const auto& [conn, by_block] : lanes) {
+      int32_t lone = -1, partner = -1;
+      for (const auto& [block, us] : by_block) {
+        if (us.size() == 1 && member(units_[static_cast<size_t>(us[0])]) >= 0 && lone < 0) lone = us[0];
+        if (us.size() >= 2 && member(units_[static_cast<size_t>(us[0])]) >= 0 && partner < 0) partner = us[0];
+      }
+      if (lone < 0) continue;
+      ++lone_per_chain[static_cast<size_t>(in_chain[member(units_[static_cast<size_t>(lone)])].first)];
+      if (partner >= 0 && in_chain[member(units_[static_cast<size_t>(lone)])].first !=
+                              in_chain[member(units_[static_cast<size_t>(partner)])].first)
+        pairs.push_back({lone, partner});
+    }
+    // The lone op moves to the partner's chain where that has fewer lone ops by two or more.
+    std::vector<OpBlocks> blocks = placed;
+    std::unordered_map<int32_t, bool> lone;  // transfer -> the only op on its block
+    for (const auto& [conn, by_block] : lanes)
+      for (const auto& [block, us] : by_block)
+        if (us.size() == 1 && member(units_[static_cast<size_t>(us[0])]) >= 0) lone[member(units_[static_cast<size_t>(us[0])])] = true;
+    bool swapped = false;
+    for (const Pair& p : pairs) {
+      const int32_t a = member(units_[static_cast<size_t>(p.lone)]), b = member(units_[static_cast<size_t>(p.partner)]);
+      const size_t ca = static_cast<size_t>(in_chain[a].first), cb = static_cast<size_t>(in_chain[b].first);
+      if (lone_per_chain[cb] + 1 >= lone_per_chain[ca]) continue;
+      --lone_per_chain[ca], ++lone_per_chain[cb];
+      std::swap(blocks[static_cast<size_t>(a)], blocks[static_cast<size_t>(b)]);
+      lone.erase(a);
+      lone[b] = true;
+      swapped = true;
+    }
+    // Each chain: its lone ops first, then the others, each in the chain's order.
+    out.chain_keys.assign(algo.transfers.size(), 0.0);
+    std::vector<std::vector<int32_t>> now(chains.size());
+    bool changed = false;
+    for (size_t c = 0; c < chains.size(); ++c) {
+      for (int32_t x : chains[c])
+        if (lone.count(x)) now[c].push_back(x);
+      for (int32_t x : chains[c])
+        if (!lone.count(x)) now[c].push_back(x);
+      for (size_t j = 0; j < now[c].size(); ++j) out.chain_keys[static_cast<size_t>(now[c][j])] = static_cast<double>(j);
+      changed = changed || now[c] != chains[c];
+    }
+    if (!changed && !swapped) return {};
+    // The program by latest start: a chain's op at position j takes the key of the op that
+    // held position j in the reference run.
+    std::unordered_map<int32_t, int32_t> task_of;  // transfer -> task
+    for (int32_t t = 0; t < g_.size(); ++t)
+      for (int32_t x : g_.origins_of(t)) task_of[x] = t;
+    auto key_of = [&](int32_t x) {
+      auto it = task_of.find(x);
+      return it == task_of.end() ? 0.0 : task_latest_[static_cast<size_t>(it->second)];
+    };
+    out.op_order.assign(algo.transfers.size(), 0.0);
+    for (size_t x = 0; x < algo.transfers.size(); ++x) out.op_order[x] = key_of(static_cast<int32_t>(x));
+    for (size_t c = 0; c < chains.size(); ++c)
+      for (size_t j = 0; j < now[c].size(); ++j) out.op_order[static_cast<size_t>(now[c][j])] = key_of(chains[c][j]);
+    out.op_blocks = std::move(blocks);
     return out;
   }
 
@@ -238,6 +332,11 @@ class OpPlacer::Impl {
       wt.pace = {step, step};
     }
     for (Unit& u : units_) u.latest = kNone;
+    task_latest_.assign(w.size(), kNone);
+    for (size_t t = 0; t < w.size(); ++t) {
+      const double at = std::min(w[t].start[0], w[t].start[1]);
+      task_latest_[t] = at < kNone ? at : (tt_[t].seen ? tt_[t].first : kNone);
+    }
     for (size_t t = 0; t < w.size(); ++t)
       if (unit_of_[t] >= 0 && w[t].start[0] < kNone) {
         Unit& u = units_[static_cast<size_t>(unit_of_[t])];
@@ -313,6 +412,7 @@ class OpPlacer::Impl {
         for (int32_t b : lane_blocks(c, u.m, l)) free[static_cast<size_t>(b)] = u.end;
   }
 
+  std::vector<double> task_latest_;  ///< per task, its latest start by the last find_latest (or its start there)
   const CompileResult& ref_;
   const TaskGraph& g_;
   const int32_t ranks_;
@@ -336,6 +436,10 @@ OpPlacer::~OpPlacer() = default;
 
 std::vector<OpBlocks> OpPlacer::place(size_t transfers, bool by_latest) {
   return impl_ ? impl_->place(transfers, by_latest) : std::vector<OpBlocks>{};
+}
+
+OpPlacer::Chains OpPlacer::order_chains(const Algorithm& algo, const std::vector<OpBlocks>& placed) const {
+  return impl_ ? impl_->order_chains(algo, placed) : Chains{};
 }
 
 void OpPlacer::refine(const Plan& placed, const Simulator& sim, const SimReport& times) {

@@ -51,6 +51,26 @@ class OpPlacer {
   /// the reference run's, which ran every op on all its blocks and so at other times.
   void refine(const Plan& placed, const Simulator& sim, const SimReport& times);
 
+  /// A placement with reduce chains in another order (docs/compile.md, "Reduce chains in
+  /// another order"): what CompileOptions::op_blocks, chain_keys and op_order take.
+  struct Chains {
+    std::vector<OpBlocks> op_blocks;
+    std::vector<double> chain_keys, op_order;
+  };
+  /// From `placed` (what place() returned for `algo`, the algorithm `reference` was compiled
+  /// from): where a connection's blocks start with two ops of different reduce chains
+  /// (compile/chain_order.hpp) side by side, one of them alone on its block (that block ends
+  /// after it) and the other followed by more, the lone op is taken from the chains that
+  /// have the most such ops (the two exchange blocks where that evens the counts), and each
+  /// chain runs its lone ops first, so that a block that ends early is reached early in its
+  /// chain instead of waiting from the launch; the others keep their order. The program
+  /// runs by latest start (each op by the latest start of the chain
+  /// position it takes, by the last run given, refine()'s or else the reference's; ops that
+  /// keep their blocks by their start in that run), so that a
+  /// block that goes on runs the op late in its chain before the ops needed after it. Empty
+  /// op_blocks when no chain changes.
+  Chains order_chains(const Algorithm& algo, const std::vector<OpBlocks>& placed) const;
+
  private:
   class Impl;
   std::unique_ptr<Impl> impl_;

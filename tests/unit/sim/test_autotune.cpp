@@ -226,15 +226,16 @@ TEST(Autotune, IdleOnThePapersTopologiesWhenFewerBlocksMayCostTenPercent) {
   // Paper 001 Table 3 reports 1.7-15% mean idle. Allowed 10% (--tolerance 0.1; the default
   // idle rule is then off) the tuner takes the fewest blocks within that of the fastest: the
   // figures measured when this was written, kept from getting worse. HM AllReduce over 4
-  // servers keeps its 32 blocks (ops placed on fewer of them by latest start, 17.0% idle): one
-  // block per NVLink connection (18 blocks, 15.9%, 5,117 us) is 12% slower than that.
+  // servers keeps its 32 blocks (ops placed on fewer of them by latest start, its reduce
+  // chains in another order per chunk, 13.7% idle): one block per NVLink connection (18
+  // blocks, 15.9%, 5,117 us) is 12% slower than that.
   struct Case {
     const char* algo;
     const char* topo;
     double idle;  ///< mean idle at most
   };
   for (const Case& c : {Case{"hm_allreduce", "a100-2x4", 0.18}, Case{"hm_allgather", "a100-2x4", 0.12},
-                        Case{"hm_allreduce", "a100-4x8", 0.170}, Case{"hm_allgather", "a100-4x8", 0.01}}) {
+                        Case{"hm_allreduce", "a100-4x8", 0.137}, Case{"hm_allgather", "a100-4x8", 0.01}}) {
     SCOPED_TRACE(std::string(c.algo) + " on " + c.topo);
     const Topology t = topology_preset(c.topo);
     const Algorithm a = load_algorithm(c.algo, params_for_topology(t, {}));

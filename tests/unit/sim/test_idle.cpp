@@ -301,28 +301,87 @@ TEST(Autotune, DefaultIdleWithinFifteenPercentOnThePapersTopologies) {
   // default. HM AllGather over 2 servers meets it fastest; over 4 servers the default idle
   // rule takes the paced variant (1.7% slower: the NIC's last micro-batch is forwarded by one
   // block); HM AllReduce over 2 servers the variant whose ops are placed on fewer blocks (1.3%
-  // slower). HM AllReduce over 4 servers has no variant within 2% of the fastest that meets
-  // it: the fastest is taken, placed by latest start, 4,571 us (7.9% faster than the default
-  // before placement, 4,961 us, and as fast as placed by when ops began) at 17.0% idle
-  // (42.8% before placement, 19.7% placed by when ops began), its second block of each
-  // NVLink connection end ending after one reduce-scatter op (docs/scheduling.md, "Idle",
-  // says what bounds it).
+  // slower). HM AllReduce over 4 servers: its placed variant with the reduce chains in
+  // another order per chunk, 4,571 us as the placed one (7.9% faster than the default before
+  // placement, 4,961 us) at 13.7% idle (17.0% placed, 42.8% before placement), its second
+  // block of each NVLink connection end ending after one reduce-scatter op, now one early in
+  // its chain (docs/scheduling.md, "Idle").
   for (const IdleCase& c : {IdleCase{"hm_allgather", "a100-2x4", 0.125, 0.0}, IdleCase{"hm_allgather", "a100-4x8", 0.029, 0.017},
-                            IdleCase{"hm_allreduce", "a100-2x4", 0.121, 0.014}, IdleCase{"hm_allreduce", "a100-4x8", 0.170, 0.0}}) {
+                            IdleCase{"hm_allreduce", "a100-2x4", 0.121, 0.014}, IdleCase{"hm_allreduce", "a100-4x8", 0.137, 0.0}}) {
     SCOPED_TRACE(std::string(c.algo) + " on " + c.topo);
     const Bounded b = tuned_within_idle(c.algo, c.topo, 1.0);
     EXPECT_LE(b.chosen.tb_idle_mean, c.idle + 5e-3) << b.reason;
+    EXPECT_LE(b.chosen.tb_idle_mean, kDefaultMaxIdle) << b.reason;
     EXPECT_LE(b.chosen.time_us, b.fastest_us * (1 + c.cost + 1e-3)) << b.reason;
     EXPECT_LE(b.chosen.tbs_per_rank_max, std::string(c.topo) == "a100-2x4" ? 16 : 32);
-    if (c.idle <= kDefaultMaxIdle) {
-      EXPECT_LE(b.chosen.tb_idle_mean, kDefaultMaxIdle) << b.reason;
-    } else {
-      EXPECT_LE(b.chosen.time_us, 4571.0 * (1 + 1e-3)) << b.reason;  // not slower than placed by when ops began
+    if (std::string(c.algo) == "hm_allreduce" && std::string(c.topo) == "a100-4x8") {
+      EXPECT_LE(b.chosen.time_us, 4571.0 * (1 + 1e-3)) << b.reason;  // not slower than placed without it
       EXPECT_EQ(single_op_blocks(b.plan), 14) << b.reason;
-      EXPECT_NE(b.reason.find("no variant within 2%"), std::string::npos) << b.reason;
+      EXPECT_NE(b.reason.find("reduce chains reordered"), std::string::npos) << b.reason;
     }
     if (b.plan.num_ranks <= 8) expect_correct(b.plan);  // the placed plan taken moves the right data
   }
+}
+
+TEST(OpBlocks, ReduceChainsInAnotherOrderReachTheBlocksThatEndEarlyFirst) {
+  // HM AllReduce over 4 servers of 8, placed by latest start as the tuner does: each NVLink
+  // connection end into a rank has one block that ends after one reduce-scatter op, and all
+  // seven take the same chunk, at positions 0 to 6 of its chain (the one the algorithm
+  // wrote for every chunk), the late ones waiting from the launch. OpPlacer::order_chains
+  // deals them over the two chunks the NIC needs at once and runs each chain's lone ops
+  // first: positions 0, 0, 1, 1, 2, 2 and 3. Idle goes from 17.0% to 13.7% with the same
+  // 32 blocks in the same 4,571 us; the plan replays right lane by lane and on the emulator.
+  const Topology t = topology_preset("a100-4x8");
+  const Algorithm a = load_algorithm("hm_allreduce", params_for_topology(t, {}));
+  const CompileResult ref = compile(a, t, CompileOptions{});
+  SimOptions so;
+  so.bytes = k256M;
+  so.slot_times = true;
+  const Simulator sim(ref.plan, t, false);
+  OpPlacer placer(ref, t, sim, sim.run(so));
+  auto placed = [&](const std::vector<OpBlocks>& ob) {
+    CompileOptions c;
+    c.op_blocks = ob;
+    return compile(a, t, c).plan;
+  };
+  // As the tuner does (autotune.cpp, placement): by latest start, again from the run of the
+  // plan placed so, and order_chains from the run of the plan it takes.
+  std::vector<OpBlocks> ob = placer.place(a.transfers.size(), true);
+  Plan latest;
+  for (int32_t pass = 0; pass < 2; ++pass) {
+    latest = placed(ob);
+    const Simulator s(latest, t, false);
+    placer.refine(latest, s, s.run(so));
+    if (pass == 0) ob = placer.place(a.transfers.size(), true);
+  }
+  const OpPlacer::Chains ch = placer.order_chains(a, ob);
+  ASSERT_FALSE(ch.op_blocks.empty());
+  // The lone op of each NVLink connection into rank 0: the reduce-scatter op on a block no
+  // other op of its connection takes; its position in its chain is its key.
+  std::map<int32_t, std::map<int32_t, std::vector<size_t>>> by_lane;  // src -> block -> transfers
+  for (size_t i = 0; i < a.transfers.size(); ++i) {
+    const Transfer& x = a.transfers[i];
+    if (x.dst_rank == 0 && x.src_rank != 0 && t.same_node(x.src_rank, 0)) by_lane[x.src_rank][ch.op_blocks[i].first].push_back(i);
+  }
+  std::vector<double> positions;
+  for (const auto& [src, lanes] : by_lane)
+    for (const auto& [block, xs] : lanes)
+      if (xs.size() == 1) positions.push_back(ch.chain_keys[xs[0]]);
+  std::sort(positions.begin(), positions.end());
+  EXPECT_EQ(positions, (std::vector<double>{0, 0, 1, 1, 2, 2, 3}));
+  CompileOptions c;
+  c.op_blocks = ch.op_blocks;
+  c.chain_keys = ch.chain_keys;
+  c.op_order = ch.op_order;
+  const Plan chains = compile(a, t, c).plan;
+  const SimReport rl = run(latest, t, k256M), rc = run(chains, t, k256M);
+  EXPECT_LE(rc.time_us, rl.time_us * (1 + 1e-9));
+  EXPECT_LE(rc.time_us, 4571.0 * (1 + 1e-3));
+  EXPECT_LE(rc.tb_idle_mean, 0.15);
+  EXPECT_LT(rc.tb_idle_mean, rl.tb_idle_mean - 0.03);
+  EXPECT_EQ(chains.max_tbs_per_rank(), ref.plan.max_tbs_per_rank());
+  EXPECT_EQ(single_op_blocks(chains), 14);
+  expect_correct(chains);
 }
 
 TEST(Autotune, TheIdleRuleTradesAtMostItsCostAndIsOffAtZero) {
@@ -353,11 +412,10 @@ TEST(Autotune, TheIdleRuleTradesAtMostItsCostAndIsOffAtZero) {
 TEST(Autotune, IdleWithinFifteenPercentOnThePapersTopologies) {
   // With max_idle 0.15 the tuner takes the fastest variant whose blocks idle at most that, at
   // any cost: the same plans as the default's (HM AllReduce over 2 servers paced on 16 blocks,
-  // as the fastest under the bound before placement, cost 18%). HM AllReduce on a100-4x8 has
-  // no variant within 15% in 32 blocks (the placed one idles 17.0%), so there every variant
-  // competes and the fastest is taken.
+  // as the fastest under the bound before placement, cost 18%; on a100-4x8 the placed plan
+  // with its reduce chains in another order, 13.7%, at no cost).
   for (const IdleCase& c : {IdleCase{"hm_allgather", "a100-2x4", 0.125, 0.0}, IdleCase{"hm_allgather", "a100-4x8", 0.029, 0.017},
-                            IdleCase{"hm_allreduce", "a100-2x4", 0.121, 0.014}, IdleCase{"hm_allreduce", "a100-4x8", 0.170, 0.0}}) {
+                            IdleCase{"hm_allreduce", "a100-2x4", 0.121, 0.014}, IdleCase{"hm_allreduce", "a100-4x8", 0.137, 0.0}}) {
     SCOPED_TRACE(std::string(c.algo) + " on " + c.topo);
     const Bounded b = tuned_within_idle(c.algo, c.topo, 0.15);
     EXPECT_LE(b.chosen.tb_idle_mean, c.idle + 5e-3) << b.reason;
