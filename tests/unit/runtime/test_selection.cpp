@@ -149,8 +149,13 @@ TEST(Selection, OneShotOverridesAndLimits) {
 
 TEST(Selection, OneShotWhileEachRankSendsAtMostHalfAMebibyteOrOneForAllReduceOnThreeToEight) {
   const uint64_t K = 1024;
-  EXPECT_EQ(table_choice(Collective::AllReduce, 512 * K, 2).algorithm, kOneShot);
-  EXPECT_NE(table_choice(Collective::AllReduce, 512 * K + 8, 2).algorithm, kOneShot);
+  // On 2 ranks AllReduce, AllGather, ReduceScatter (and AllToAll out of place) while each rank
+  // sends at most 1 MiB (measured there, session 9).
+  EXPECT_EQ(table_choice(Collective::AllReduce, 1024 * K, 2).algorithm, kOneShot);
+  EXPECT_NE(table_choice(Collective::AllReduce, 1024 * K + 8, 2).algorithm, kOneShot);
+  EXPECT_EQ(table_choice(Collective::AllToAll, 2048 * K, 2).algorithm, kOneShot);
+  EXPECT_NE(table_choice(Collective::AllToAll, 2048 * K + 16, 2).algorithm, kOneShot);
+  EXPECT_NE(table_choice(Collective::AllToAll, 64, 3).algorithm, kOneShot);
   // AllReduce on 3 to 8 ranks: while each rank sends at most 1 MiB (its row's sent_bytes).
   EXPECT_EQ(table_choice(Collective::AllReduce, 256 * K, 5).algorithm, kOneShot);
   EXPECT_NE(table_choice(Collective::AllReduce, 256 * K + 8, 5).algorithm, kOneShot);
@@ -158,8 +163,10 @@ TEST(Selection, OneShotWhileEachRankSendsAtMostHalfAMebibyteOrOneForAllReduceOnT
   EXPECT_EQ(table_choice(Collective::AllReduce, 128 * K, 8).algorithm, kOneShot);
   EXPECT_NE(table_choice(Collective::AllReduce, 160 * K, 8).algorithm, kOneShot);
   // AllGather's payload is the whole output: R parts of which R - 1 travel.
-  EXPECT_EQ(table_choice(Collective::AllGather, 1024 * K, 2).algorithm, kOneShot);
-  EXPECT_NE(table_choice(Collective::AllGather, 1024 * K + 16, 2).algorithm, kOneShot);
+  EXPECT_EQ(table_choice(Collective::AllGather, 2048 * K, 2).algorithm, kOneShot);
+  EXPECT_NE(table_choice(Collective::AllGather, 2048 * K + 16, 2).algorithm, kOneShot);
+  EXPECT_EQ(table_choice(Collective::AllGather, 3 * 256 * K, 3).algorithm, kOneShot);
+  EXPECT_NE(table_choice(Collective::AllGather, 3 * 256 * K + 24, 3).algorithm, kOneShot);
   EXPECT_EQ(table_choice(Collective::ReduceScatter, 8 * 64 * K, 8).algorithm, kOneShot);
   EXPECT_NE(table_choice(Collective::ReduceScatter, 8 * 80 * K, 8).algorithm, kOneShot);
   // Broadcast and Reduce on 2 ranks (measured there), their whole payload up to 512 KiB.

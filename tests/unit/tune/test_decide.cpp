@@ -123,18 +123,23 @@ Want documented(Collective c, uint64_t bytes, int R, bool in_place, bool multi_n
   // Broadcast and Reduce take it on 2 ranks (measured there; their payload per peer is the
   // whole payload).
   const bool rooted = c == Collective::Broadcast || c == Collective::Reduce;
-  const bool kernel_collective =
-      c == Collective::AllReduce || c == Collective::AllGather || c == Collective::ReduceScatter || (rooted && R == 2);
+  const bool a2a_two = c == Collective::AllToAll && R == 2 && !in_place;  // measured on 2 ranks, out of place
+  const bool kernel_collective = c == Collective::AllReduce || c == Collective::AllGather ||
+                                 c == Collective::ReduceScatter || (rooted && R == 2) || a2a_two;
   const uint64_t per_peer = c == Collective::AllReduce || rooted ? bytes : bytes / static_cast<uint64_t>(R);
   // "2 to 8 ranks, while each rank sends at most 512 KiB ((R - 1) x the payload per peer)",
   // and AllReduce on 3 to 8 ranks while each rank sends at most 1 MiB (the mid-size rows):
   // the one-shot kernel, LL; thread blocks one per 4 KiB per peer up to 16 (64 KiB), then one
   // per 16 KiB, up to 32; never across nodes.
-  const uint64_t sent_limit = c == Collective::AllReduce && R >= 3 && R <= 8 ? MiB : 512 * KiB;
+  // On 2 ranks AllReduce, AllGather, ReduceScatter and AllToAll up to 1 MiB sent (measured,
+  // session 9); the per-16-KiB blocks then reach 64.
+  const bool two_mib = R == 2 && (c == Collective::AllReduce || c == Collective::AllGather ||
+                                  c == Collective::ReduceScatter || c == Collective::AllToAll);
+  const uint64_t sent_limit = (c == Collective::AllReduce && R >= 3 && R <= 8) || two_mib ? MiB : 512 * KiB;
   if (kernel_collective && !multi_node && R >= 2 && R <= 8 && static_cast<uint64_t>(R - 1) * per_peer <= sent_limit) {
     const uint64_t by4 = std::min<uint64_t>((per_peer + 4 * KiB - 1) / (4 * KiB), 16);
     const uint64_t by16 = (per_peer + 16 * KiB - 1) / (16 * KiB);
-    const int blocks = static_cast<int>(std::clamp<uint64_t>(std::max(by4, by16), 1, 32));
+    const int blocks = static_cast<int>(std::clamp<uint64_t>(std::max(by4, by16), 1, 64));
     return Want{"oneshot", "", Protocol::LL, blocks, Executor::OneShot};
   }
   if (std::optional<Want> m = mid_size(c, bytes, R, in_place)) {
