@@ -283,7 +283,8 @@ TEST(SimulatedBench, ShapedAsTheRuntimeOnOneNode) {
 
 // weft bench --predict: the runtime's choices simulated per call, against the measured
 // nvidia-h200-x2 rows the small-message model was set on (docs/cost-model.md): the one-shot
-// rows within 30%, the plans' within 15%.
+// rows within 30%, the plans' within 15%. 1 MiB runs the one-shot kernel on 2 ranks since
+// session 9 (measured 11.55 and 12.19 us there, docs/runtime.md; the all-pairs plan ran 17.6).
 TEST(SimulatedBench, PredictionsOfTheRuntimesCalls) {
   CliRun r = weft("bench --predict AllReduce --sizes 8:1G --json");
   ASSERT_EQ(r.status, 0) << r.err;
@@ -296,13 +297,14 @@ TEST(SimulatedBench, PredictionsOfTheRuntimesCalls) {
       got[j["bytes"].get<uint64_t>()] = {j["sim_us"].get<double>(), j["weft_plan"].get<std::string>()};
     }
   const std::vector<std::tuple<uint64_t, double, double>> measured = {
-      {8, 5.2, 0.30}, {65536, 5.3, 0.30}, {1048576, 17.6, 0.15}, {1073741824, 1073741824 / 331e3, 0.15}};
+      {8, 5.2, 0.30}, {65536, 5.3, 0.30}, {1048576, 11.9, 0.30}, {1073741824, 1073741824 / 331e3, 0.15}};
   for (const auto& [bytes, us, tol] : measured) {
     ASSERT_TRUE(got.count(bytes)) << bytes << "\n" << r.out;
     EXPECT_LE(std::abs(got[bytes].first - us) / us, tol) << bytes << " B: " << got[bytes].first << " us against " << us;
   }
   EXPECT_NE(got[8].second.find("oneshot"), std::string::npos);
-  EXPECT_EQ(got[1048576].second.find("oneshot"), std::string::npos);
+  EXPECT_NE(got[1048576].second.find("oneshot"), std::string::npos);
+  EXPECT_EQ(got[2097152].second.find("oneshot"), std::string::npos);
 }
 
 TEST(SimulateCli, ErrorsAreOneLineWithStatusTwo) {
